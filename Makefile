@@ -1,0 +1,77 @@
+# sandlot — build, test, images. `make` builds build/sandlot and build/sandlot-init;
+# `make test` runs unit tests then end-to-end tests (root); `make images` builds images.
+CC      ?= cc
+MUSLCC  ?= musl-gcc
+BUILD   := build
+PKGS    := libcjson libarchive libseccomp libcap libcrypto
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 \
+           -fstack-protector-strong -D_FORTIFY_SOURCE=2 -D_GNU_SOURCE -Iruntime \
+           $(shell pkg-config --cflags $(PKGS))
+LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lpthread
+
+RUNTIME_SRC := $(wildcard runtime/*.c)
+RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(BUILD)/%.o)
+CLI_SRC     := $(wildcard cli/*.c)
+CLI_OBJ     := $(CLI_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC    := $(wildcard tests/unit/test_*.c)
+UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+E2E_SRC     := $(wildcard tests/e2e/test_*.c)
+E2E_BIN     := $(E2E_SRC:tests/e2e/%.c=$(BUILD)/tests/e2e_%)
+E2E_COMMON  := $(wildcard tests/e2e/common.c)
+
+.PHONY: all test unit e2e images clean format
+all: $(BUILD)/sandlot $(BUILD)/sandlot-init $(BUILD)/probe
+
+$(BUILD)/%.o: %.c $(wildcard runtime/*.h cli/*.h init/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/libsandlot.a: $(RUNTIME_OBJ)
+	ar rcs $@ $^
+
+$(BUILD)/sandlot: $(CLI_OBJ) $(BUILD)/libsandlot.a
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libsandlot.a $(LDLIBS)
+
+# pid 1 of every sandbox: static (musl), no shared libraries, tiny.
+$(BUILD)/sandlot-init: init/init.c init/proto.h
+	@mkdir -p $(BUILD)
+	$(MUSLCC) -static -Os -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
+		-o $@ init/init.c
+	strip $@
+
+# A static probe that tries forbidden syscalls (used by e2e tests, in and out of sandboxes).
+$(BUILD)/probe: tests/probe/probe.c
+	@mkdir -p $(BUILD)
+	$(MUSLCC) -static -O2 -Wall -Werror -D_GNU_SOURCE -o $@ $<
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libsandlot.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libsandlot.a $(LDLIBS) -lcmocka
+
+$(BUILD)/tests/e2e_%: tests/e2e/%.c $(E2E_COMMON) tests/e2e/common.h $(BUILD)/libsandlot.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/e2e -o $@ $< $(E2E_COMMON) $(BUILD)/libsandlot.a $(LDLIBS) -lcmocka
+
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+images: $(BUILD)/images/busybox.tar
+
+$(BUILD)/images/busybox.tar: images/busybox/build.sh
+	@mkdir -p $(dir $@)
+	sh images/busybox/build.sh $@
+
+e2e: all images $(E2E_BIN)
+	@set -e; for t in $(E2E_BIN); do echo "== $$t"; $$t; done
+
+test: all
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory e2e
+	@echo "make test: all suites passed"
+
+format:
+	clang-format -i runtime/*.[ch] cli/*.[ch] init/*.[ch] tests/*/*.[ch]
+
+clean:
+	rm -rf $(BUILD)

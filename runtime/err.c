@@ -1,0 +1,71 @@
+/* err.c — building and wrapping sl_err values; mapping kinds to API codes. */
+#include "err.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int sl_fail(sl_err *err, sl_kind kind, int errnum, const char *fmt, ...)
+{
+	if (!err)
+		return -1;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	if (errnum && n >= 0 && (size_t)n < sizeof(err->msg))
+		snprintf(err->msg + n, sizeof(err->msg) - n, ": %s", strerror(errnum));
+	err->kind = kind;
+	err->errnum = errnum;
+	return -1;
+}
+
+int sl_wrap(sl_err *err, const char *fmt, ...)
+{
+	if (!err)
+		return -1;
+	char prefix[512], old[sizeof(err->msg)];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	memcpy(old, err->msg, sizeof(old));
+	snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old);
+	if (err->kind == SL_OK)
+		err->kind = SL_INTERNAL;
+	return -1;
+}
+
+void sl_err_clear(sl_err *err)
+{
+	if (err) {
+		err->kind = SL_OK;
+		err->errnum = 0;
+		err->msg[0] = '\0';
+	}
+}
+
+static const struct {
+	const char *code;
+	int http;
+} kinds[] = {
+	[SL_OK] = { "OK", 200 },
+	[SL_INVALID] = { "INVALID_ARGUMENT", 400 },
+	[SL_NOTFOUND] = { "NOT_FOUND", 404 },
+	[SL_CONFLICT] = { "CONFLICT", 409 },
+	[SL_TOOLARGE] = { "PAYLOAD_TOO_LARGE", 413 },
+	[SL_EXHAUSTED] = { "RESOURCE_EXHAUSTED", 429 },
+	[SL_NOTIMPL] = { "NOT_IMPLEMENTED", 501 },
+	[SL_TIMEOUT] = { "TIMEOUT", 504 },
+	[SL_INTERNAL] = { "INTERNAL", 500 },
+	[SL_UNAUTH] = { "UNAUTHENTICATED", 401 },
+};
+
+const char *sl_kind_code(sl_kind kind)
+{
+	return kind <= SL_UNAUTH ? kinds[kind].code : "INTERNAL";
+}
+
+int sl_kind_http(sl_kind kind)
+{
+	return kind <= SL_UNAUTH ? kinds[kind].http : 500;
+}

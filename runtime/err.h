@@ -1,0 +1,40 @@
+/* err.h — sandlot's error value: every fallible call returns int (-1 on failure)
+ * and fills an sl_err, which names the object and maps to a stable API code. */
+#ifndef SANDLOT_ERR_H
+#define SANDLOT_ERR_H
+
+#include <stdarg.h>
+
+typedef enum sl_kind {
+	SL_OK = 0,
+	SL_INVALID,   /* INVALID_ARGUMENT 400 */
+	SL_NOTFOUND,  /* NOT_FOUND 404 */
+	SL_CONFLICT,  /* CONFLICT 409 */
+	SL_TOOLARGE,  /* PAYLOAD_TOO_LARGE 413 */
+	SL_EXHAUSTED, /* RESOURCE_EXHAUSTED 429/507 */
+	SL_NOTIMPL,   /* NOT_IMPLEMENTED 501 */
+	SL_TIMEOUT,   /* TIMEOUT 504 */
+	SL_INTERNAL,  /* INTERNAL 500 */
+	SL_UNAUTH,    /* UNAUTHENTICATED 401 */
+} sl_kind;
+
+typedef struct sl_err {
+	sl_kind kind;
+	int errnum; /* errno at the failure site, 0 if none */
+	char msg[1024];
+} sl_err;
+
+/* Record a failure; appends strerror(errnum) when errnum != 0. Returns -1. */
+int sl_fail(sl_err *err, sl_kind kind, int errnum, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Record a failure with errno as the cause and SL_INTERNAL kind. Returns -1. */
+#define sl_sysfail(err, ...) sl_fail((err), SL_INTERNAL, errno, __VA_ARGS__)
+/* Prefix context to an existing failure ("sandbox sbx_x: " + msg). Returns -1. */
+int sl_wrap(sl_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The stable machine code for a kind ("NOT_FOUND", ...). */
+const char *sl_kind_code(sl_kind kind);
+/* The HTTP status for a kind. */
+int sl_kind_http(sl_kind kind);
+void sl_err_clear(sl_err *err);
+
+#endif
