@@ -1,0 +1,62 @@
+/* seccomp.h — compile an OCI/Docker seccomp profile (JSON) into a BPF program with
+ * libseccomp, cache the program on disk keyed by its inputs, and install it. */
+
+/* This file's name shadows libseccomp's <seccomp.h> under -Iruntime, so pull the
+ * real one in with include_next, outside the guard: when this header was found
+ * through the including file's directory, the include_next finds this file once
+ * more via -Iruntime, and that copy's include_next reaches the system header. */
+#ifdef __clang__
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Winclude-next-absolute-path"
+#endif
+#include_next <seccomp.h>
+#ifdef __clang__
+#pragma clang diagnostic pop
+#endif
+
+#ifndef SANDLOT_SECCOMP_H
+#define SANDLOT_SECCOMP_H
+
+#include <linux/filter.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* A classic-BPF seccomp program; insns is malloc'd, free with seccomp_bpf_free. */
+typedef struct sl_bpf {
+	struct sock_filter *insns;
+	unsigned short len;
+} sl_bpf;
+
+/* Build a libseccomp filter for the native arch (plus the sub-arches the profile's
+ * archMap lists for it) from the profile text JSON[0..len). CAPS is a mask of
+ * 1ULL << CAP_xxx that decides includes.caps/excludes.caps; KERNEL_RELEASE
+ * ("6.18.44-fc") decides includes.minKernel, NULL means uname(2). Syscall names the
+ * installed libseccomp does not know are skipped with one warning in the log.
+ * On success *OUT owns a filter the caller releases with seccomp_release. Errors in
+ * the profile are SL_INVALID naming the rule ("syscalls[3].args[0].op"). */
+int seccomp_profile_compile(const char *json, size_t len, uint64_t caps, const char *kernel_release,
+			    scmp_filter_ctx *out, sl_err *err);
+
+/* The BPF program for the profile at PROFILE_PATH and CAPS on this host. Served from
+ * CACHE_DIR/<sha256>.bpf when present (the key covers the profile bytes, caps,
+ * arch, kernel release and libseccomp version); otherwise compiled and written
+ * there atomically (CACHE_DIR is created 0700; a failed cache write is only
+ * logged). On success *OUT owns the program. */
+int seccomp_bpf_get(const char *profile_path, const char *cache_dir, uint64_t caps, sl_bpf *out,
+		    sl_err *err);
+
+/* Install BPF on the calling thread. The caller has set PR_SET_NO_NEW_PRIVS (or
+ * holds CAP_SYS_ADMIN); after this, the filter applies to the thread and its
+ * future children for good. */
+int seccomp_bpf_install(const sl_bpf *bpf, sl_err *err);
+
+void seccomp_bpf_free(sl_bpf *bpf);
+
+/* The capabilities every sandbox runs with (the container-default set), as a mask
+ * of 1ULL << CAP_xxx: CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, NET_BIND_SERVICE,
+ * SETFCAP, SETGID, SETPCAP, SETUID, SYS_CHROOT. */
+uint64_t seccomp_default_caps(void);
+
+#endif
