@@ -1,0 +1,14 @@
+/* fsutil.h — filesystem helpers shared by the image store, sandboxes and snapshots:
+ * operations on trees that may hold hostile content (links planted by a workload). */
+#ifndef SANDLOT_FSUTIL_H
+#define SANDLOT_FSUTIL_H
+
+#include "err.h"
+
+/* Delete PATH and everything below it. Never follows a symlink (a link is removed,
+ * not its target) and never crosses into another mount: a mount point found inside
+ * is left in place, the rest is still removed, and the call fails naming it.
+ * Holds O(1) file descriptors whatever the depth. A missing PATH is success. */
+int fs_remove_tree(const char *path, sl_err *err);
+
+#endif
