@@ -1,0 +1,38 @@
+/* archive_extract.h — extraction of untrusted tar archives (plain, gz, zst, xz, bz2) into a
+ * fresh directory, refusing anything that could reach outside it, with the input's sha256. */
+#ifndef SANDLOT_ARCHIVE_EXTRACT_H
+#define SANDLOT_ARCHIVE_EXTRACT_H
+
+#include "err.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct sl_archive_limits {
+	uint64_t max_entry_bytes; /* one regular file's size (SL_TOOLARGE) */
+	uint64_t max_total_bytes; /* sum of all regular files' sizes (SL_TOOLARGE) */
+	uint64_t max_entries;	  /* number of entries of any type (SL_TOOLARGE) */
+	bool allow_devices;	  /* char/block device nodes (SL_INVALID when false) */
+} sl_archive_limits;
+
+/* 4 GiB per entry, 16 GiB in all, 1,000,000 entries, no device nodes. */
+void archive_limits_default(sl_archive_limits *l);
+
+/* Read one tar archive from IN_FD (a file or a pipe; read once, front to back, to the
+ * end of the input), create DEST_DIR (0755; it must not exist yet) and extract into it
+ * with owners, modes (setuid included), mtimes and links preserved. DIGEST_HEX receives
+ * the sha256 of every input byte, as `sha256sum` would print it. Refused: absolute or
+ * `..` paths, hardlinks leaving the tree, relative symlinks whose target climbs above
+ * the archive root, writes through a symlink, devices unless LIM allows them, sizes over
+ * LIM (SL_TOOLARGE), truncated or corrupt input (SL_INVALID). Symlinks with an absolute
+ * target are kept: they resolve inside the sandbox's root, and the host never follows
+ * links inside a layer. On any failure DEST_DIR is removed entirely. LIM NULL = defaults. */
+int archive_extract_safe(int in_fd, const char *dest_dir, const sl_archive_limits *lim,
+			 char digest_hex[65], sl_err *err);
+
+/* The same, also reporting the total size of the regular files written (hardlinks
+ * counted once) in *FILE_BYTES. */
+int archive_extract_counted(int in_fd, const char *dest_dir, const sl_archive_limits *lim,
+			    char digest_hex[65], uint64_t *file_bytes, sl_err *err);
+
+#endif
