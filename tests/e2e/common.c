@@ -1,0 +1,1184 @@
+/* common.c — the end-to-end harness behind common.h: environment set-up and forced
+ * clean-up, a poll-driven command runner, and host snapshots for leak checks. */
+#include "common.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+#define E2E_MAX_ARGS	  128
+#define E2E_EXIT_GRACE_MS 2000
+#define E2E_LEAK_RETRY_MS 2000
+#define CGROUP_ROOT	  "/sys/fs/cgroup"
+
+/* ---- small helpers ---------------------------------------------------------------------- */
+
+static void *e2e_checked(void *p)
+{
+	if (!p) {
+		fprintf(stderr, "e2e: out of memory\n");
+		abort();
+	}
+	return p;
+}
+
+static char *e2e_strdup(const char *s)
+{
+	return e2e_checked(strdup(s));
+}
+
+static char *e2e_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *e2e_printf(const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return e2e_checked(n < 0 ? NULL : s);
+}
+
+int64_t e2e_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void e2e_sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+bool e2e_contains(const char *haystack, const char *needle)
+{
+	return haystack && needle && strstr(haystack, needle) != NULL;
+}
+
+char *e2e_read_file(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0, cap = 4096;
+	_cleanup_free_ char *buf = NULL;
+
+	if (fd < 0)
+		return NULL;
+	buf = e2e_checked(malloc(cap));
+	for (;;) {
+		if (len + 1 >= cap)
+			buf = e2e_checked(realloc(buf, cap *= 2));
+		ssize_t n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return NULL;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	return steal_ptr(&buf);
+}
+
+char *e2e_probe_field(const char *probe_out, const char *name)
+{
+	size_t name_len = strlen(name);
+
+	for (const char *line = probe_out; line && *line;) {
+		const char *end = strchrnul(line, '\n');
+		if ((size_t)(end - line) > name_len && strncmp(line, name, name_len) == 0 &&
+		    line[name_len] == ' ')
+			return e2e_checked(strndup(line + name_len + 1, end - line - name_len - 1));
+		line = *end ? end + 1 : end;
+	}
+	return NULL;
+}
+
+/* A growable list of owned strings. */
+typedef struct strv {
+	char **v;
+	size_t n, cap;
+} strv;
+
+static void strv_push(strv *s, char *str)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 16;
+		s->v = e2e_checked(realloc(s->v, s->cap * sizeof(*s->v)));
+	}
+	s->v[s->n++] = str;
+}
+
+static void strv_free(strv *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	*s = (strv){0};
+}
+
+static int strv_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool path_is_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* ---- environment ------------------------------------------------------------------------ */
+
+const char *e2e_root(void)
+{
+	return getenv("SANDLOT_E2E_ROOT");
+}
+
+char *e2e_build_path(const char *name)
+{
+	const char *build = getenv("SANDLOT_BUILD");
+
+	return e2e_printf("%s/%s", build ? build : "build", name);
+}
+
+static bool sandlot_available(void)
+{
+	_cleanup_free_ char *path = e2e_build_path("sandlot");
+
+	return access(path, X_OK) == 0;
+}
+
+/* ---- running commands ------------------------------------------------------------------- */
+
+typedef struct run_buf {
+	char *data;
+	size_t len, cap;
+} run_buf;
+
+/* Reads what is there without blocking; closes *fd at end of file or on error. */
+static void run_drain(int *fd, run_buf *b)
+{
+	for (;;) {
+		if (b->cap - b->len < 65536) {
+			b->cap = b->cap ? b->cap * 2 : 131072;
+			b->data = e2e_checked(realloc(b->data, b->cap));
+		}
+		ssize_t n = read(*fd, b->data + b->len, b->cap - b->len - 1);
+		if (n > 0) {
+			b->len += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		close(*fd);
+		*fd = -1;
+		return;
+	}
+}
+
+static char *run_buf_finish(run_buf *b, size_t *len)
+{
+	if (!b->data)
+		b->data = e2e_checked(calloc(1, 1));
+	b->data[b->len] = '\0';
+	*len = b->len;
+	return b->data;
+}
+
+static void run_close(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void run_child(const int *inp, const int *outp, const int *errp, const sigset_t *mask,
+		      char *const argv[])
+{
+	int in = inp[0] >= 0 ? inp[0] : open("/dev/null", O_RDONLY);
+
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	if (in < 0 || dup2(in, 0) < 0 || dup2(outp[1], 1) < 0 || dup2(errp[1], 2) < 0)
+		_exit(125);
+	execv(argv[0], argv);
+	dprintf(2, "e2e: cannot execute %s: %s\n", argv[0], strerror(errno));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+/* The parent's side: feed stdin, collect stdout/stderr, and watch the child through a pidfd
+ * so the safety kill can only ever reach the process we started. */
+static void run_loop(e2e_result *r, int pidfd, int *in_fd, const char *in, size_t in_len,
+		     int *out_fd, int *err_fd, int timeout_ms, const char *what)
+{
+	run_buf out = {0}, err = {0};
+	int64_t deadline = e2e_now_ms() + timeout_ms, grace_end = 0;
+	bool exited = false, killed = false;
+	size_t in_off = 0;
+
+	if (*in_fd >= 0 && in_len == 0)
+		run_close(in_fd);
+	while (!exited || *out_fd >= 0 || *err_fd >= 0) {
+		int64_t now = e2e_now_ms();
+		if (!exited && !killed && now >= deadline) {
+			fprintf(stderr, "e2e: %s still running after %d ms: SIGKILL\n", what,
+				timeout_ms);
+			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+			killed = r->timed_out = true;
+		}
+		if (exited && now >= grace_end) {
+			fprintf(stderr,
+				"e2e: %s exited but a descendant still holds its stdout/stderr; "
+				"stopped reading\n",
+				what);
+			break;
+		}
+		struct pollfd p[4] = {{pidfd, POLLIN, 0},
+				      {*in_fd, POLLOUT, 0},
+				      {*out_fd, POLLIN, 0},
+				      {*err_fd, POLLIN, 0}};
+		int64_t wait = exited ? grace_end - now : killed ? 1000 : deadline - now;
+		if (exited)
+			p[0].fd = -1;
+		if (poll(p, 4, (int)wait) < 0) {
+			if (errno == EINTR)
+				continue;
+			fail_msg("e2e: poll while running %s: %s", what, strerror(errno));
+		}
+		if (p[0].revents) {
+			exited = true;
+			grace_end = e2e_now_ms() + E2E_EXIT_GRACE_MS;
+		}
+		if (p[1].revents) {
+			ssize_t n = write(*in_fd, in + in_off, in_len - in_off);
+			if (n > 0)
+				in_off += (size_t)n;
+			if ((n < 0 && errno != EAGAIN && errno != EINTR) || in_off == in_len)
+				run_close(in_fd);
+		}
+		if (p[2].revents)
+			run_drain(out_fd, &out);
+		if (p[3].revents)
+			run_drain(err_fd, &err);
+	}
+	r->out = run_buf_finish(&out, &r->out_len);
+	r->err = run_buf_finish(&err, &r->err_len);
+}
+
+int e2e_run(e2e_result *r, const char *stdin_data, size_t stdin_len, int timeout_ms,
+	    char *const argv[])
+{
+	int inp[2] = {-1, -1}, outp[2], errp[2], status;
+	sigset_t pipe_set, old_mask;
+	struct timespec zero = {0, 0};
+
+	memset(r, 0, sizeof(*r));
+	assert_non_null(argv[0]);
+	if ((stdin_data && pipe2(inp, O_CLOEXEC) != 0) || pipe2(outp, O_CLOEXEC) != 0 ||
+	    pipe2(errp, O_CLOEXEC) != 0)
+		fail_msg("e2e: pipe for %s: %s", argv[0], strerror(errno));
+	/* A child that stops reading stdin must not kill the test with SIGPIPE. */
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &pipe_set, &old_mask);
+
+	pid_t pid = fork();
+	if (pid < 0)
+		fail_msg("e2e: fork for %s: %s", argv[0], strerror(errno));
+	if (pid == 0)
+		run_child(inp, outp, errp, &old_mask, argv);
+	run_close(&inp[0]);
+	run_close(&outp[1]);
+	run_close(&errp[1]);
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		fail_msg("e2e: pidfd_open %d: %s", pid, strerror(errno));
+	for (int i = 0; i < 3; i++) {
+		int fd = i == 0 ? inp[1] : i == 1 ? outp[0] : errp[0];
+		if (fd >= 0)
+			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	}
+	run_loop(r, pidfd, &inp[1], stdin_data, stdin_len, &outp[0], &errp[0], timeout_ms, argv[0]);
+	run_close(&inp[1]);
+	run_close(&outp[0]);
+	run_close(&errp[0]);
+	close(pidfd);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			fail_msg("e2e: waitpid %d: %s", pid, strerror(errno));
+	while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
+		;
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return r->status;
+}
+
+int e2e_sandlotv(e2e_result *r, const char *stdin_data, size_t stdin_len, char *const argv[])
+{
+	char *full[E2E_MAX_ARGS + 2];
+	_cleanup_free_ char *path = e2e_build_path("sandlot");
+	size_t n = 0;
+
+	full[n++] = path;
+	for (; argv[n - 1]; n++) {
+		assert_true(n <= E2E_MAX_ARGS);
+		full[n] = argv[n - 1];
+	}
+	full[n] = NULL;
+	return e2e_run(r, stdin_data, stdin_len, E2E_SANDLOT_TIMEOUT_MS, full);
+}
+
+static void collect_args(char **argv, const char *arg, va_list ap)
+{
+	size_t n = 0;
+
+	for (; arg; arg = va_arg(ap, const char *)) {
+		assert_true(n < E2E_MAX_ARGS);
+		argv[n++] = (char *)arg;
+	}
+	argv[n] = NULL;
+}
+
+int e2e_sandlot(e2e_result *r, const char *stdin_data, size_t stdin_len, const char *arg, ...)
+{
+	char *argv[E2E_MAX_ARGS + 1];
+	va_list ap;
+
+	va_start(ap, arg);
+	collect_args(argv, arg, ap);
+	va_end(ap);
+	return e2e_sandlotv(r, stdin_data, stdin_len, argv);
+}
+
+void e2e_result_free(e2e_result *r)
+{
+	free(r->out);
+	free(r->err);
+	memset(r, 0, sizeof(*r));
+}
+
+static char *e2e_trim(const char *s)
+{
+	while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+		s++;
+	size_t n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+		n--;
+	return e2e_checked(strndup(s, n));
+}
+
+char *e2e_sandlot_ok(const char *arg, ...)
+{
+	char *argv[E2E_MAX_ARGS + 1];
+	char line[1024] = "";
+	e2e_result r;
+	va_list ap;
+
+	va_start(ap, arg);
+	collect_args(argv, arg, ap);
+	va_end(ap);
+	e2e_sandlotv(&r, NULL, 0, argv);
+	if (r.status != 0) {
+		for (size_t i = 0; argv[i]; i++)
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), " %s", argv[i]);
+		print_error("e2e: `sandlot%s` exited %d\nstdout: %s\nstderr: %s\n", line, r.status,
+			    r.out, r.err);
+		e2e_result_free(&r);
+		fail();
+	}
+	char *out = e2e_trim(r.out);
+	e2e_result_free(&r);
+	return out;
+}
+
+/* ---- host state: mounts, processes, cgroups, sandboxes ----------------------------------- */
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static char *mountinfo_unescape(const char *s)
+{
+	char *out = e2e_checked(malloc(strlen(s) + 1)), *o = out;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 4;
+		} else {
+			*o++ = *s++;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Mount points (unescaped) into points, "mount POINT TYPE SOURCE" into lines; either NULL. */
+static void mounts_read(strv *points, strv *lines)
+{
+	_cleanup_free_ char *info = e2e_read_file("/proc/self/mountinfo");
+	char *save = NULL;
+
+	assert_non_null(info);
+	for (char *line = strtok_r(info, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *fields[64], *fsave = NULL;
+		size_t n = 0, dash = 0;
+		for (char *f = strtok_r(line, " ", &fsave); f && n < 64;
+		     f = strtok_r(NULL, " ", &fsave)) {
+			if (!dash && n >= 6 && strcmp(f, "-") == 0)
+				dash = n;
+			fields[n++] = f;
+		}
+		if (!dash || dash + 2 >= n)
+			continue;
+		_cleanup_free_ char *point = mountinfo_unescape(fields[4]);
+		if (lines)
+			strv_push(lines, e2e_printf("mount %s %s %s", point, fields[dash + 1],
+						    fields[dash + 2]));
+		if (points)
+			strv_push(points, steal_ptr(&point));
+	}
+}
+
+typedef struct proc_info {
+	pid_t pid, ppid;
+	char comm[64];
+} proc_info;
+
+static size_t procs_read(proc_info **out)
+{
+	_cleanup_closedir_ DIR *d = opendir("/proc");
+	size_t n = 0, cap = 256;
+	proc_info *p = e2e_checked(malloc(cap * sizeof(*p)));
+	struct dirent *de;
+
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		char path[64];
+		pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		_cleanup_free_ char *stat = e2e_read_file(path);
+		char *open_paren = stat ? strchr(stat, '(') : NULL;
+		char *close_paren = stat ? strrchr(stat, ')') : NULL;
+		if (!open_paren || !close_paren || close_paren < open_paren)
+			continue; /* gone meanwhile */
+		if (n == cap)
+			p = e2e_checked(realloc(p, (cap *= 2) * sizeof(*p)));
+		p[n].pid = pid;
+		snprintf(p[n].comm, sizeof(p[n].comm), "%.*s", (int)(close_paren - open_paren - 1),
+			 open_paren + 1);
+		char state;
+		if (sscanf(close_paren + 1, " %c %d", &state, &p[n].ppid) != 2)
+			continue;
+		n++;
+	}
+	*out = p;
+	return n;
+}
+
+static bool procs_descends_from(const proc_info *p, size_t n, pid_t pid, pid_t ancestor)
+{
+	for (int depth = 0; depth < 4096 && pid > 1; depth++) {
+		size_t i = 0;
+		while (i < n && p[i].pid != pid)
+			i++;
+		if (i == n)
+			return false;
+		pid = p[i].ppid;
+		if (pid == ancestor)
+			return true;
+	}
+	return false;
+}
+
+/* Sandbox ids are the directory names under $STATE/sandboxes. */
+static void sandbox_ids_read(strv *ids)
+{
+	const char *state = getenv("SANDLOT_STATE_DIR");
+	_cleanup_free_ char *dir = state ? e2e_printf("%s/sandboxes", state) : NULL;
+	_cleanup_closedir_ DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *de;
+
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.')
+			strv_push(ids, e2e_strdup(de->d_name));
+}
+
+static bool proc_in_sandboxes(pid_t pid, const strv *ids)
+{
+	char path[64];
+
+	if (!ids->n)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	_cleanup_free_ char *cg = e2e_read_file(path);
+	for (size_t i = 0; cg && i < ids->n; i++) {
+		_cleanup_free_ char *needle = e2e_printf("/sandlot/%s", ids->v[i]);
+		for (const char *at = strstr(cg, needle); at; at = strstr(at + 1, needle)) {
+			char next = at[strlen(needle)];
+			if (next == '\0' || next == '\n' || next == '/')
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Ours: descended from the test process (a subreaper, so orphans stay descendants) or in a
+ * cgroup of one of this root's sandboxes. */
+static size_t procs_ours(pid_t **out, const strv *ids)
+{
+	proc_info *p = NULL;
+	size_t n = procs_read(&p), k = 0;
+	pid_t self = getpid();
+
+	*out = e2e_checked(malloc((n + 1) * sizeof(**out)));
+	for (size_t i = 0; i < n; i++)
+		if (p[i].pid != self &&
+		    (procs_descends_from(p, n, p[i].pid, self) || proc_in_sandboxes(p[i].pid, ids)))
+			(*out)[k++] = p[i].pid;
+	free(p);
+	return k;
+}
+
+static void procs_lines(strv *lines, const strv *ids)
+{
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = procs_ours(&pids, ids);
+
+	for (size_t i = 0; i < n; i++) {
+		char path[64], exe[512] = "?", comm_path[64];
+		snprintf(path, sizeof(path), "/proc/%d/exe", pids[i]);
+		ssize_t len = readlink(path, exe, sizeof(exe) - 1);
+		exe[len > 0 ? len : 1] = '\0';
+		snprintf(comm_path, sizeof(comm_path), "/proc/%d/comm", pids[i]);
+		_cleanup_free_ char *comm = e2e_read_file(comm_path);
+		if (comm)
+			comm[strcspn(comm, "\n")] = '\0';
+		strv_push(lines, e2e_printf("process %d %s %s", pids[i], comm ? comm : "?", exe));
+	}
+}
+
+/* The runtime keeps <hierarchy>/sandlot as the parent of all sandboxes, by design. */
+static bool cgroup_is_sandlot_parent(const char *path)
+{
+	const char *rest = path + strlen(CGROUP_ROOT "/");
+	const char *slash = strchr(rest, '/');
+
+	return strcmp(rest, "sandlot") == 0 || (slash && strcmp(slash + 1, "sandlot") == 0);
+}
+
+static void cgroups_walk(strv *lines, const char *dir, int depth)
+{
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+
+	while (d && depth < 32 && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		_cleanup_free_ char *path = e2e_printf("%s/%s", dir, de->d_name);
+		if (strstr(path, "sandlot") && !cgroup_is_sandlot_parent(path))
+			strv_push(lines, e2e_printf("cgroup %s", path));
+		cgroups_walk(lines, path, depth + 1);
+	}
+}
+
+static void netifs_lines(strv *lines)
+{
+	_cleanup_closedir_ DIR *d = opendir("/sys/class/net");
+	struct dirent *de;
+
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.')
+			strv_push(lines, e2e_printf("netif %s", de->d_name));
+}
+
+/* Attached loop devices as "NAME\tBACKING" into out. */
+static void loops_read(strv *out)
+{
+	_cleanup_closedir_ DIR *d = opendir("/sys/block");
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, "loop", 4) != 0)
+			continue;
+		_cleanup_free_ char *path =
+		    e2e_printf("/sys/block/%s/loop/backing_file", de->d_name);
+		_cleanup_free_ char *backing = e2e_read_file(path);
+		if (!backing)
+			continue;
+		backing[strcspn(backing, "\n")] = '\0';
+		strv_push(out, e2e_printf("%s\t%s", de->d_name, backing));
+	}
+}
+
+/* "terminated" is a tombstone; anything else (or an unreadable record) is alive. */
+static char *sandbox_status(const char *id)
+{
+	_cleanup_free_ char *path =
+	    e2e_printf("%s/sandboxes/%s/sandbox.json", getenv("SANDLOT_STATE_DIR"), id);
+	_cleanup_free_ char *text = e2e_read_file(path);
+	cJSON *json = text ? cJSON_Parse(text) : NULL;
+	const cJSON *status = cJSON_GetObjectItemCaseSensitive(json, "status");
+	char *out = e2e_strdup(cJSON_IsString(status) ? status->valuestring : "?");
+
+	cJSON_Delete(json);
+	return out;
+}
+
+static void sandboxes_lines(strv *lines, const strv *ids)
+{
+	for (size_t i = 0; i < ids->n; i++) {
+		_cleanup_free_ char *status = sandbox_status(ids->v[i]);
+		if (strcmp(status, "terminated") != 0)
+			strv_push(lines, e2e_printf("sandbox %s %s", ids->v[i], status));
+	}
+}
+
+/* Files (not directories: an empty directory kept for reuse is no leak) under $RUN. */
+static void run_files_walk(strv *lines, const char *base, const char *rel)
+{
+	_cleanup_free_ char *dir = rel[0] ? e2e_printf("%s/%s", base, rel) : e2e_strdup(base);
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		_cleanup_free_ char *sub =
+		    rel[0] ? e2e_printf("%s/%s", rel, de->d_name) : e2e_strdup(de->d_name);
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			run_files_walk(lines, base, sub);
+		else
+			strv_push(lines, e2e_printf("run-file %s", sub));
+	}
+}
+
+/* ---- snapshots --------------------------------------------------------------------------- */
+
+struct e2e_snapshot {
+	strv lines; /* sorted */
+};
+
+e2e_snapshot *e2e_snapshot_take(void)
+{
+	e2e_snapshot *s = e2e_checked(calloc(1, sizeof(*s)));
+	strv ids = {0}, loops = {0};
+	const char *run = getenv("SANDLOT_RUN_DIR");
+
+	sandbox_ids_read(&ids);
+	mounts_read(NULL, &s->lines);
+	cgroups_walk(&s->lines, CGROUP_ROOT, 0);
+	netifs_lines(&s->lines);
+	loops_read(&loops);
+	for (size_t i = 0; i < loops.n; i++)
+		strv_push(&s->lines, e2e_printf("loop %s", loops.v[i]));
+	procs_lines(&s->lines, &ids);
+	if (getenv("SANDLOT_STATE_DIR"))
+		sandboxes_lines(&s->lines, &ids);
+	if (run)
+		run_files_walk(&s->lines, run, "");
+	strv_free(&ids);
+	strv_free(&loops);
+	qsort(s->lines.v, s->lines.n, sizeof(char *), strv_cmp);
+	return s;
+}
+
+void e2e_snapshot_free(e2e_snapshot *s)
+{
+	if (!s)
+		return;
+	strv_free(&s->lines);
+	free(s);
+}
+
+/* A merge of two sorted lists (duplicates count: two mounts on one point are two). */
+char *e2e_snapshot_diff(const e2e_snapshot *before, const e2e_snapshot *after)
+{
+	char *out = NULL;
+	size_t len = 0, i = 0, j = 0;
+	FILE *f = e2e_checked(open_memstream(&out, &len));
+
+	while (i < before->lines.n || j < after->lines.n) {
+		int c = i == before->lines.n  ? 1
+			: j == after->lines.n ? -1
+					      : strcmp(before->lines.v[i], after->lines.v[j]);
+		if (c < 0)
+			fprintf(f, "- %s\n", before->lines.v[i++]);
+		else if (c > 0)
+			fprintf(f, "+ %s\n", after->lines.v[j++]);
+		else
+			i++, j++;
+	}
+	fclose(f);
+	if (len == 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* The test process is a subreaper: exited orphans become our zombies until reaped. */
+static void reap_zombies(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+static void remove_sandbox(const char *id)
+{
+	e2e_result r;
+
+	if (e2e_sandlot(&r, NULL, 0, "rm", "-f", id, NULL) != 0)
+		fprintf(stderr, "e2e: clean-up `sandlot rm -f %s` exited %d: %s\n", id, r.status,
+			r.err);
+	e2e_result_free(&r);
+}
+
+/* Remove sandboxes the diff shows as appeared, so one failing test does not taint the next. */
+static void remove_new_sandboxes(const char *diff)
+{
+	if (!sandlot_available())
+		return;
+	for (const char *at = strstr(diff, "+ sandbox "); at; at = strstr(at + 1, "+ sandbox ")) {
+		_cleanup_free_ char *id = e2e_checked(strndup(at + 10, strcspn(at + 10, " \n")));
+		remove_sandbox(id);
+	}
+}
+
+static char *leak_check(const e2e_snapshot *before)
+{
+	int64_t give_up = e2e_now_ms() + E2E_LEAK_RETRY_MS;
+	char *diff;
+
+	for (;;) {
+		reap_zombies();
+		e2e_snapshot *after = e2e_snapshot_take();
+		diff = e2e_snapshot_diff(before, after);
+		e2e_snapshot_free(after);
+		if (!diff || e2e_now_ms() >= give_up)
+			break;
+		free(diff);
+		e2e_sleep_ms(50);
+	}
+	if (diff)
+		remove_new_sandboxes(diff);
+	return diff;
+}
+
+void e2e_assert_no_leaks(const e2e_snapshot *before)
+{
+	char *diff = leak_check(before);
+
+	if (diff) {
+		print_error("e2e: the host changed (+ appeared, - vanished):\n%s", diff);
+		free(diff);
+		fail();
+	}
+}
+
+int e2e_test_setup(void **state)
+{
+	*state = e2e_snapshot_take();
+	return 0;
+}
+
+int e2e_test_teardown(void **state)
+{
+	char *diff = leak_check(*state);
+
+	e2e_snapshot_free(*state);
+	*state = NULL;
+	if (diff) {
+		print_error("e2e: the test left the host changed (+ appeared, - vanished):\n%s",
+			    diff);
+		free(diff);
+		fail();
+	}
+	return 0;
+}
+
+/* ---- forced clean-up -------------------------------------------------------------------- */
+
+static void push_live(strv *out, const char *id, const char *status)
+{
+	if (!status || strcmp(status, "terminated") != 0)
+		strv_push(out, e2e_strdup(id));
+}
+
+/* Ids of live sandboxes per `sandlot ls --format json`; the state dir if that fails. */
+static void live_sandboxes(strv *out)
+{
+	cJSON *list = NULL, *item;
+
+	if (sandlot_available()) {
+		e2e_result r;
+		if (e2e_sandlot(&r, NULL, 0, "ls", "--format", "json", NULL) == 0)
+			list = cJSON_Parse(r.out);
+		e2e_result_free(&r);
+	}
+	if (!cJSON_IsArray(list)) {
+		strv ids = {0};
+		sandbox_ids_read(&ids);
+		for (size_t i = 0; i < ids.n; i++) {
+			_cleanup_free_ char *status = sandbox_status(ids.v[i]);
+			push_live(out, ids.v[i], status);
+		}
+		strv_free(&ids);
+		cJSON_Delete(list);
+		return;
+	}
+	cJSON_ArrayForEach(item, list)
+	{
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "id");
+		const cJSON *status = cJSON_GetObjectItemCaseSensitive(item, "status");
+		if (cJSON_IsString(id))
+			push_live(out, id->valuestring,
+				  cJSON_IsString(status) ? status->valuestring : NULL);
+	}
+	cJSON_Delete(list);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd >= 0 && write(fd, text, strlen(text)) < 0)
+		fprintf(stderr, "e2e: write %s to %s: %s\n", text, path, strerror(errno));
+}
+
+/* Thaw first: a SIGKILL does not land in a frozen v1 cgroup until it thaws. */
+static void cgroup_tree_kill(const char *dir)
+{
+	_cleanup_free_ char *freezer = e2e_printf("%s/freezer.state", dir);
+	_cleanup_free_ char *freeze2 = e2e_printf("%s/cgroup.freeze", dir);
+	_cleanup_free_ char *kill_file = e2e_printf("%s/cgroup.kill", dir);
+	_cleanup_free_ char *procs_path = e2e_printf("%s/cgroup.procs", dir);
+
+	if (access(freezer, F_OK) == 0)
+		write_file(freezer, "THAWED");
+	if (access(freeze2, F_OK) == 0)
+		write_file(freeze2, "0");
+	if (access(kill_file, F_OK) == 0)
+		write_file(kill_file, "1");
+	_cleanup_free_ char *procs = e2e_read_file(procs_path);
+	for (char *p = procs; p && *p;) {
+		pid_t pid = (pid_t)strtol(p, &p, 10);
+		if (pid > 0)
+			kill(pid, SIGKILL);
+		p += strspn(p, "\n");
+	}
+}
+
+static void cgroup_tree_remove(const char *dir)
+{
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		_cleanup_free_ char *sub = e2e_printf("%s/%s", dir, de->d_name);
+		cgroup_tree_remove(sub);
+	}
+	for (int64_t give_up = e2e_now_ms() + 2000; rmdir(dir) != 0;) {
+		if (errno == ENOENT)
+			return;
+		if (e2e_now_ms() >= give_up) {
+			fprintf(stderr, "e2e: cannot remove cgroup %s: %s\n", dir, strerror(errno));
+			return;
+		}
+		cgroup_tree_kill(dir);
+		reap_zombies();
+		e2e_sleep_ms(20);
+	}
+}
+
+/* What `rm -f` left behind: processes and cgroups of this root's sandboxes, and our other
+ * descendants (everything else we started has returned by now). */
+static void kill_leftovers(const strv *ids)
+{
+	_cleanup_closedir_ DIR *d = opendir(CGROUP_ROOT);
+	struct dirent *de;
+	strv dirs = {0};
+
+	for (size_t i = 0; i < ids->n; i++)
+		strv_push(&dirs, e2e_printf(CGROUP_ROOT "/sandlot/%s", ids->v[i]));
+	while (d && (de = readdir(d)))
+		for (size_t i = 0; de->d_type == DT_DIR && de->d_name[0] != '.' && i < ids->n; i++)
+			strv_push(&dirs,
+				  e2e_printf(CGROUP_ROOT "/%s/sandlot/%s", de->d_name, ids->v[i]));
+	for (size_t i = 0; i < dirs.n; i++)
+		if (access(dirs.v[i], F_OK) == 0) {
+			fprintf(stderr, "e2e: clean-up: cgroup %s outlived its sandbox\n",
+				dirs.v[i]);
+			cgroup_tree_kill(dirs.v[i]);
+		}
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = procs_ours(&pids, ids);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(stderr, "e2e: clean-up: killing leftover process %d\n", pids[i]);
+		kill(pids[i], SIGKILL);
+	}
+	for (int64_t give_up = e2e_now_ms() + 2000; n && e2e_now_ms() < give_up;) {
+		reap_zombies();
+		free(pids);
+		pids = NULL;
+		n = procs_ours(&pids, ids);
+		e2e_sleep_ms(20);
+	}
+	for (size_t i = 0; i < dirs.n; i++)
+		if (access(dirs.v[i], F_OK) == 0)
+			cgroup_tree_remove(dirs.v[i]);
+	strv_free(&dirs);
+}
+
+static size_t path_depth(const char *p)
+{
+	size_t n = 0;
+
+	for (; *p; p++)
+		n += *p == '/';
+	return n;
+}
+
+static int mount_deeper_first(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	size_t dx = path_depth(x), dy = path_depth(y);
+
+	return dx != dy ? (dx < dy ? 1 : -1) : strcmp(y, x);
+}
+
+/* Deepest first; stacked mounts need several rounds; MNT_DETACH only when a plain unmount
+ * keeps failing (something still holds the mount). */
+static void unmount_under(const char *root)
+{
+	for (int round = 0; round < 20; round++) {
+		strv points = {0}, mine = {0};
+		mounts_read(&points, NULL);
+		for (size_t i = 0; i < points.n; i++)
+			if (path_is_under(points.v[i], root))
+				strv_push(&mine, steal_ptr(&points.v[i]));
+		strv_free(&points);
+		if (!mine.n) {
+			strv_free(&mine);
+			return;
+		}
+		qsort(mine.v, mine.n, sizeof(char *), mount_deeper_first);
+		for (size_t i = 0; i < mine.n; i++) {
+			if (umount2(mine.v[i], UMOUNT_NOFOLLOW) == 0 || errno == EINVAL)
+				continue;
+			if (round >= 5 && umount2(mine.v[i], MNT_DETACH | UMOUNT_NOFOLLOW) != 0)
+				fprintf(stderr, "e2e: cannot unmount %s: %s\n", mine.v[i],
+					strerror(errno));
+		}
+		strv_free(&mine);
+		e2e_sleep_ms(round * 10);
+	}
+}
+
+/* The store's loop device clears itself on unmount (autoclear); this catches the rest. */
+static void detach_loops_under(const char *root)
+{
+	strv loops = {0};
+
+	loops_read(&loops);
+	for (size_t i = 0; i < loops.n; i++) {
+		char *tab = strchr(loops.v[i], '\t');
+		if (!tab || !path_is_under(tab + 1, root))
+			continue;
+		*tab = '\0';
+		_cleanup_free_ char *dev = e2e_printf("/dev/%s", loops.v[i]);
+		_cleanup_close_ int fd = open(dev, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || ioctl(fd, LOOP_CLR_FD, 0) != 0)
+			fprintf(stderr, "e2e: cannot detach %s: %s\n", dev, strerror(errno));
+	}
+	strv_free(&loops);
+}
+
+/* Never follows a symlink and never enters another filesystem (an unmount that failed). */
+static void remove_tree_at(int parent, const char *name, dev_t dev)
+{
+	_cleanup_close_ int fd =
+	    openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) != 0)
+		return;
+	if (st.st_dev != dev) {
+		fprintf(stderr, "e2e: not removing %s: another filesystem is mounted there\n",
+			name);
+		return;
+	}
+	_cleanup_closedir_ DIR *d = fdopendir(fd);
+	if (!d)
+		return;
+	fd = -1;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			remove_tree_at(dirfd(d), de->d_name, dev);
+		else if (unlinkat(dirfd(d), de->d_name, 0) != 0)
+			fprintf(stderr, "e2e: cannot remove %s/%s: %s\n", name, de->d_name,
+				strerror(errno));
+	}
+	if (unlinkat(parent, name, AT_REMOVEDIR) != 0)
+		fprintf(stderr, "e2e: cannot remove directory %s: %s\n", name, strerror(errno));
+}
+
+static void remove_root(const char *root)
+{
+	struct stat st;
+
+	if (lstat(root, &st) != 0 || !S_ISDIR(st.st_mode))
+		return;
+	remove_tree_at(AT_FDCWD, root, st.st_dev);
+}
+
+/* Everything but the CLI: also used on a stale root left by a crashed run. */
+static void cleanup_root(const char *root)
+{
+	strv ids = {0};
+
+	sandbox_ids_read(&ids);
+	kill_leftovers(&ids);
+	strv_free(&ids);
+	unmount_under(root);
+	detach_loops_under(root);
+	remove_root(root);
+}
+
+void e2e_env_teardown(void)
+{
+	const char *root_env = e2e_root();
+	strv live = {0}, points = {0}, loops = {0};
+
+	if (!root_env)
+		return;
+	_cleanup_free_ char *root = e2e_strdup(root_env);
+	live_sandboxes(&live);
+	for (size_t i = 0; i < live.n; i++)
+		remove_sandbox(live.v[i]);
+	strv_free(&live);
+	cleanup_root(root);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	unsetenv("SANDLOT_E2E_ROOT");
+
+	/* Verify: the host must be as before set-up. */
+	mounts_read(&points, NULL);
+	for (size_t i = 0; i < points.n; i++)
+		if (path_is_under(points.v[i], root))
+			fail_msg("e2e: teardown left %s mounted", points.v[i]);
+	strv_free(&points);
+	loops_read(&loops);
+	for (size_t i = 0; i < loops.n; i++)
+		if (path_is_under(strchr(loops.v[i], '\t') + 1, root))
+			fail_msg("e2e: teardown left loop device %s attached", loops.v[i]);
+	strv_free(&loops);
+	if (access(root, F_OK) == 0)
+		fail_msg("e2e: teardown could not remove %s (see messages above)", root);
+}
+
+void e2e_env_setup_opts(bool import_busybox)
+{
+	char root[64], resolved[4096];
+	const char *build = getenv("SANDLOT_BUILD");
+
+	snprintf(root, sizeof(root), "/var/tmp/sandlot-e2e-%d", getpid());
+	if (!realpath(build ? build : "build", resolved))
+		fail_msg("e2e: build directory %s: %s (run from the repository root, or set "
+			 "SANDLOT_BUILD)",
+			 build ? build : "./build", strerror(errno));
+	_cleanup_free_ char *state = e2e_printf("%s/state", root);
+	_cleanup_free_ char *run = e2e_printf("%s/run", root);
+	setenv("SANDLOT_BUILD", resolved, 1);
+	setenv("SANDLOT_E2E_ROOT", root, 1);
+	setenv("SANDLOT_STATE_DIR", state, 1);
+	setenv("SANDLOT_RUN_DIR", run, 1);
+	_cleanup_free_ char *tar = e2e_build_path("images/busybox.tar");
+	if (import_busybox && access(tar, R_OK) != 0)
+		fail_msg("e2e: %s: %s (run `make images`)", tar, strerror(errno));
+	if (access(root, F_OK) == 0) {
+		fprintf(stderr, "e2e: removing stale %s\n", root);
+		cleanup_root(root);
+	}
+	if (mkdir(root, 0755) != 0)
+		fail_msg("e2e: mkdir %s: %s", root, strerror(errno));
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+		fail_msg("e2e: PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+	if (!import_busybox)
+		return;
+	/* cmocka skips the group teardown when set-up fails: clean up here before failing. */
+	e2e_result r;
+	if (e2e_sandlot(&r, NULL, 0, "image", "import", "busybox", tar, NULL) != 0) {
+		print_error("e2e: `sandlot image import busybox %s` exited %d: %s\n", tar, r.status,
+			    r.err);
+		e2e_result_free(&r);
+		e2e_env_teardown();
+		fail();
+	}
+	e2e_result_free(&r);
+}
+
+void e2e_env_setup(void)
+{
+	e2e_env_setup_opts(true);
+}
+
+void e2e_apply_filter(void)
+{
+	const char *filter = getenv("E2E_FILTER");
+
+	if (filter && *filter)
+		cmocka_set_test_filter(filter);
+}
+
+int e2e_group_setup(void **state)
+{
+	e2e_env_setup();
+	return 0;
+}
+
+int e2e_group_setup_no_image(void **state)
+{
+	e2e_env_setup_opts(false);
+	return 0;
+}
+
+int e2e_group_teardown(void **state)
+{
+	e2e_env_teardown();
+	return 0;
+}

@@ -1,0 +1,102 @@
+/* common.h — the end-to-end harness: a throw-away sandlot state/run root per test program,
+ * running build/sandlot with poll-driven pipes, and host snapshots that catch leaks. */
+#ifndef SANDLOT_E2E_COMMON_H
+#define SANDLOT_E2E_COMMON_H
+
+/* cmocka needs these before it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+/* ---- environment ------------------------------------------------------------------------
+ * The environment lives in the process environment, which every sandlot child inherits:
+ *   SANDLOT_E2E_ROOT   /var/tmp/sandlot-e2e-<pid>
+ *   SANDLOT_STATE_DIR  $root/state        SANDLOT_RUN_DIR  $root/run
+ *   SANDLOT_BUILD      absolute build dir (from SANDLOT_BUILD or ./build)
+ * Setup also makes the test process a child subreaper, so every process sandlot leaves
+ * behind, daemonised or not, stays a descendant the snapshots can see. */
+
+/* Fresh root, env vars, and `sandlot image import busybox build/images/busybox.tar`. */
+void e2e_env_setup(void);
+/* The same; import_busybox=false for suites that do not need the CLI. */
+void e2e_env_setup_opts(bool import_busybox);
+/* rm -f every live sandbox, kill what is left in their cgroups, unmount everything under
+ * the root (deepest first), detach loop devices backed there, and remove the root. */
+void e2e_env_teardown(void);
+
+/* cmocka group fixtures around the two calls above. */
+int e2e_group_setup(void **state);
+int e2e_group_setup_no_image(void **state);
+int e2e_group_teardown(void **state);
+
+/* Honour E2E_FILTER (a cmocka glob on test names, e.g. "test_run_*") for the next run. */
+void e2e_apply_filter(void);
+/* main's usual body: the filter, then the group with the standard fixtures. */
+#define e2e_run_tests(tests)                                                                       \
+	(e2e_apply_filter(), cmocka_run_group_tests(tests, e2e_group_setup, e2e_group_teardown))
+
+/* The test root (NULL before setup) and "<build dir>/<name>" (caller frees). */
+const char *e2e_root(void);
+char *e2e_build_path(const char *name);
+
+/* ---- running commands ------------------------------------------------------------------- */
+
+typedef struct e2e_result {
+	int status; /* exit code, or 128+signal */
+	char *out;  /* always NUL-terminated (also when empty) */
+	size_t out_len;
+	char *err;
+	size_t err_len;
+	bool timed_out; /* the safety timeout fired and the child was SIGKILLed */
+} e2e_result;
+
+#define E2E_SANDLOT_TIMEOUT_MS 120000
+
+/* Run argv[0] (a path) with argv; stdin_data=NULL gives /dev/null, otherwise the bytes are
+ * fed and stdin closed. Stops the child with SIGKILL after timeout_ms. Returns r->status. */
+int e2e_run(e2e_result *r, const char *stdin_data, size_t stdin_len, int timeout_ms,
+	    char *const argv[]);
+/* Run build/sandlot with the NULL-terminated arguments. Returns r->status. */
+int e2e_sandlot(e2e_result *r, const char *stdin_data, size_t stdin_len, const char *arg, ...)
+    __attribute__((sentinel));
+/* argv excludes the program name and is NULL-terminated. */
+int e2e_sandlotv(e2e_result *r, const char *stdin_data, size_t stdin_len, char *const argv[]);
+void e2e_result_free(e2e_result *r);
+/* Run build/sandlot, fail the test unless it exits 0; returns trimmed stdout (caller frees). */
+char *e2e_sandlot_ok(const char *arg, ...) __attribute__((sentinel));
+
+/* ---- leak checks ------------------------------------------------------------------------
+ * A snapshot is a sorted list of lines, one per: mount (point, type, source); cgroup dir
+ * whose path contains "sandlot" (the runtime's long-lived parent .../sandlot excepted);
+ * network interface; attached loop device; process descended from the test process or
+ * living in a cgroup of one of this root's sandboxes; live sandbox in $STATE/sandboxes;
+ * file under $RUN. */
+typedef struct e2e_snapshot e2e_snapshot;
+
+e2e_snapshot *e2e_snapshot_take(void);
+/* NULL when equal, else lines "+ thing" (appeared) / "- thing" (vanished); caller frees. */
+char *e2e_snapshot_diff(const e2e_snapshot *before, const e2e_snapshot *after);
+void e2e_snapshot_free(e2e_snapshot *s);
+/* Compare against a fresh snapshot, retrying for 2 s (exits are asynchronous); on a
+ * difference, rm -f the sandboxes the test left, then fail the test with the diff. */
+void e2e_assert_no_leaks(const e2e_snapshot *before);
+
+/* Per-test fixtures: *state is the "before" snapshot. */
+int e2e_test_setup(void **state);
+int e2e_test_teardown(void **state);
+#define E2E_TEST(fn) cmocka_unit_test_setup_teardown(fn, e2e_test_setup, e2e_test_teardown)
+
+/* ---- small helpers ---------------------------------------------------------------------- */
+
+/* Whole file, NUL-terminated, or NULL (errno set); caller frees. */
+char *e2e_read_file(const char *path);
+bool e2e_contains(const char *haystack, const char *needle);
+int64_t e2e_now_ms(void);
+/* The value of probe output line "<name> <value>" ("ok", "errno=EPERM"), or NULL. */
+char *e2e_probe_field(const char *probe_out, const char *name);
+
+#endif
