@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fsutil.h"
 
 #define E2E_MAX_ARGS	  128
 #define E2E_EXIT_GRACE_MS 2000
@@ -1024,47 +1025,13 @@ static void detach_loops_under(const char *root)
 	strv_free(&loops);
 }
 
-/* Never follows a symlink and never enters another filesystem (an unmount that failed). */
-static void remove_tree_at(int parent, const char *name, dev_t dev)
-{
-	_cleanup_close_ int fd =
-	    openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-
-	if (fd < 0 || fstat(fd, &st) != 0)
-		return;
-	if (st.st_dev != dev) {
-		fprintf(stderr, "e2e: not removing %s: another filesystem is mounted there\n",
-			name);
-		return;
-	}
-	_cleanup_closedir_ DIR *d = fdopendir(fd);
-	if (!d)
-		return;
-	fd = -1;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-			continue;
-		if (S_ISDIR(st.st_mode))
-			remove_tree_at(dirfd(d), de->d_name, dev);
-		else if (unlinkat(dirfd(d), de->d_name, 0) != 0)
-			fprintf(stderr, "e2e: cannot remove %s/%s: %s\n", name, de->d_name,
-				strerror(errno));
-	}
-	if (unlinkat(parent, name, AT_REMOVEDIR) != 0)
-		fprintf(stderr, "e2e: cannot remove directory %s: %s\n", name, strerror(errno));
-}
-
+/* fs_remove_tree never follows a symlink nor enters another mount (an unmount that failed). */
 static void remove_root(const char *root)
 {
-	struct stat st;
+	sl_err err = {0};
 
-	if (lstat(root, &st) != 0 || !S_ISDIR(st.st_mode))
-		return;
-	remove_tree_at(AT_FDCWD, root, st.st_dev);
+	if (fs_remove_tree(root, &err) != 0)
+		fprintf(stderr, "e2e: clean-up: %s\n", err.msg);
 }
 
 /* Everything but the CLI: also used on a stale root left by a crashed run. */
