@@ -1,0 +1,552 @@
+/* image.c — the image store: an import extracts into a private temp dir, then moves it
+ * into place by digest and records the name, under a store-wide flock. */
+#include "image.h"
+
+#include "archive_extract.h"
+#include "cleanup.h"
+#include "fsutil.h"
+#include "log.h"
+#include "state.h"
+
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#define IMG_JSON_MAX  (64 * 1024)
+#define IMG_META_PATH "etc/sandlot/image.json"
+
+static void img_closep(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd); /* also releases the store lock */
+}
+#define _cleanup_unlock_ __attribute__((cleanup(img_closep)))
+
+__attribute__((format(printf, 4, 5))) static int img_path(char *buf, size_t len, sl_err *err,
+							  const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= len)
+		return sl_fail(err, SL_INVALID, ENAMETOOLONG, "image store path under %s",
+			       buf[0] ? buf : "state dir");
+	return 0;
+}
+
+int image_name_check(const char *name, sl_err *err)
+{
+	size_t n = name ? strlen(name) : 0;
+	bool ok = n >= 1 && n <= 64 &&
+		  ((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9'));
+	for (size_t i = 1; ok && i < n; i++)
+		ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+		     name[i] == '.' || name[i] == '_' || name[i] == '-';
+	if (!ok)
+		return sl_fail(
+		    err, SL_INVALID, 0,
+		    "image name '%.80s' is invalid: use 1-64 characters from a-z 0-9 . _ "
+		    "-, starting with a letter or digit",
+		    name ? name : "");
+	return 0;
+}
+
+/* A user as `useradd` or docker's USER would take it: name, uid, or user:group. */
+static bool img_user_ok(const char *u)
+{
+	size_t n = strlen(u);
+	if (n == 0 || n >= sizeof(((sl_image *)0)->user))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((u[i] >= 'a' && u[i] <= 'z') || (u[i] >= 'A' && u[i] <= 'Z') ||
+		      (u[i] >= '0' && u[i] <= '9') || strchr("._-:@+", u[i])))
+			return false;
+	return true;
+}
+
+static bool img_workdir_ok(const char *w)
+{
+	size_t n = strlen(w);
+	if (w[0] != '/' || n >= sizeof(((sl_image *)0)->workdir))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)w[i] < 0x20 || w[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/* The 64 hex digits of "sha256:<hex>" or "<hex>", or NULL. */
+static const char *img_digest_hex(const char *d)
+{
+	if (!strncmp(d, "sha256:", 7))
+		d += 7;
+	if (strlen(d) != 64)
+		return NULL;
+	for (const char *c = d; *c; c++)
+		if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
+			return NULL;
+	return d;
+}
+
+int image_layer_path(const char *state_dir, const char *digest, char *buf, size_t len)
+{
+	const char *hex = img_digest_hex(digest);
+	if (!hex) {
+		errno = EINVAL;
+		return -1;
+	}
+	int n = snprintf(buf, len, "%s/images/layers/%s", state_dir, hex);
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+static int img_lock(const char *state_dir, sl_err *err)
+{
+	char p[PATH_MAX];
+	if (img_path(p, sizeof(p), err, "%s/images/.lock", state_dir) < 0)
+		return -1;
+	return state_lock(p, err);
+}
+
+static int img_random_name(char *buf, size_t len, const char *prefix, sl_err *err)
+{
+	unsigned char r[8];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return sl_sysfail(err, "image store: random name");
+	snprintf(buf, len, "%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix, r[0], r[1], r[2], r[3],
+		 r[4], r[5], r[6], r[7]);
+	return 0;
+}
+
+/* layers/ and names/ are readable (layers back sandboxes' root filesystems); tmp/
+ * holds half-extracted trees nobody else should look into. */
+static int img_prepare(const char *state_dir, sl_err *err)
+{
+	static const struct {
+		const char *sub;
+		mode_t mode;
+	} dirs[] = {{"images", 0755},
+		    {"images/layers", 0755},
+		    {"images/names", 0755},
+		    {"images/tmp", 0700}};
+	if (state_mkdirs(state_dir, 0700, err) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		char p[PATH_MAX];
+		if (img_path(p, sizeof(p), err, "%s/%s", state_dir, dirs[i].sub) < 0)
+			return -1;
+		if (mkdir(p, dirs[i].mode) < 0 && errno != EEXIST)
+			return sl_sysfail(err, "image store: create %s", p);
+	}
+	return 0;
+}
+
+/* Read the image's own metadata from the (hostile) extracted tree: resolved inside the
+ * tree, so a symlink to /etc/... reads the tree's file, never the host's. */
+static int img_read_meta_file(const char *root, char **text, sl_err *err)
+{
+	*text = NULL;
+	_cleanup_close_ int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return sl_sysfail(err, "open %s", root);
+	struct open_how how = {
+	    .flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
+	    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	_cleanup_close_ int fd = (int)syscall(SYS_openat2, rfd, IMG_META_PATH, &how, sizeof(how));
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+		return 0;
+	if (fd < 0)
+		return sl_fail(err, SL_INVALID, errno, "image metadata %s", IMG_META_PATH);
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return sl_sysfail(err, "image metadata %s: stat", IMG_META_PATH);
+	if (!S_ISREG(st.st_mode) || st.st_size > IMG_JSON_MAX)
+		return sl_fail(err, SL_INVALID, 0,
+			       "image metadata %s must be a regular file of at most %d bytes",
+			       IMG_META_PATH, IMG_JSON_MAX);
+	_cleanup_free_ char *buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return sl_fail(err, SL_EXHAUSTED, ENOMEM, "image metadata %s", IMG_META_PATH);
+	size_t off = 0;
+	while (off < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + off, (size_t)st.st_size - off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return sl_sysfail(err, "image metadata %s: read", IMG_META_PATH);
+		if (r == 0)
+			break;
+		off += (size_t)r;
+	}
+	buf[off] = '\0';
+	*text = steal_ptr(&buf);
+	return 0;
+}
+
+/* Fill IMG's user and workdir: the caller's flags, else the image's metadata file, else
+ * root and /. */
+static int img_resolve_meta(const char *root, const char *user, const char *workdir, sl_image *img,
+			    sl_err *err)
+{
+	snprintf(img->user, sizeof(img->user), "%s", user ? user : "root");
+	snprintf(img->workdir, sizeof(img->workdir), "%s", workdir ? workdir : "/");
+	if (user && workdir)
+		return 0;
+	_cleanup_free_ char *text = NULL;
+	if (img_read_meta_file(root, &text, err) < 0)
+		return -1;
+	if (!text)
+		return 0;
+	cJSON *o = cJSON_Parse(text);
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return sl_fail(err, SL_INVALID, 0,
+			       "image metadata %s is not a JSON object "
+			       "({\"user\": \"...\", \"workingDirectory\": \"/...\"})",
+			       IMG_META_PATH);
+	}
+	const cJSON *u = cJSON_GetObjectItemCaseSensitive(o, "user");
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(o, "workingDirectory");
+	int rc = 0;
+	if (u && (!cJSON_IsString(u) || !img_user_ok(u->valuestring)))
+		rc = sl_fail(err, SL_INVALID, 0,
+			     "image metadata %s: \"user\" must be a user name, uid or user:group "
+			     "of at most 63 characters",
+			     IMG_META_PATH);
+	else if (w && (!cJSON_IsString(w) || !img_workdir_ok(w->valuestring)))
+		rc = sl_fail(err, SL_INVALID, 0,
+			     "image metadata %s: \"workingDirectory\" must be an absolute path "
+			     "shorter than 256 bytes",
+			     IMG_META_PATH);
+	if (rc == 0 && u && !user)
+		snprintf(img->user, sizeof(img->user), "%s", u->valuestring);
+	if (rc == 0 && w && !workdir)
+		snprintf(img->workdir, sizeof(img->workdir), "%s", w->valuestring);
+	cJSON_Delete(o);
+	return rc;
+}
+
+static char *img_record_json(const sl_image *img)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "name", img->name);
+	cJSON_AddStringToObject(o, "digest", img->digest);
+	cJSON_AddStringToObject(o, "user", img->user);
+	cJSON_AddStringToObject(o, "workdir", img->workdir);
+	cJSON_AddNumberToObject(o, "size", (double)img->size_bytes);
+	cJSON_AddNumberToObject(o, "created", (double)img->created);
+	char *s = cJSON_Print(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+static bool img_copy_field(const cJSON *o, const char *key, char *dst, size_t len)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!cJSON_IsString(v) || strlen(v->valuestring) >= len)
+		return false;
+	memcpy(dst, v->valuestring, strlen(v->valuestring) + 1);
+	return true;
+}
+
+static int img_record_parse(const char *text, const char *path, sl_image *out, sl_err *err)
+{
+	cJSON *o = cJSON_Parse(text);
+	sl_image img = {0};
+	const cJSON *size = cJSON_GetObjectItemCaseSensitive(o, "size");
+	const cJSON *created = cJSON_GetObjectItemCaseSensitive(o, "created");
+	bool ok = cJSON_IsObject(o) && img_copy_field(o, "name", img.name, sizeof(img.name)) &&
+		  img_copy_field(o, "digest", img.digest, sizeof(img.digest)) &&
+		  img_copy_field(o, "user", img.user, sizeof(img.user)) &&
+		  img_copy_field(o, "workdir", img.workdir, sizeof(img.workdir)) &&
+		  cJSON_IsNumber(size) && size->valuedouble >= 0 && cJSON_IsNumber(created) &&
+		  img_digest_hex(img.digest) && !strncmp(img.digest, "sha256:", 7);
+	if (ok) {
+		img.size_bytes = (uint64_t)size->valuedouble;
+		img.created = (int64_t)created->valuedouble;
+	}
+	cJSON_Delete(o);
+	if (!ok)
+		return sl_fail(err, SL_INTERNAL, 0,
+			       "image record %s is corrupt; remove it and import the image again",
+			       path);
+	*out = img;
+	return 0;
+}
+
+static int img_load(const char *state_dir, const char *name, sl_image *out, sl_err *err)
+{
+	char p[PATH_MAX];
+	if (img_path(p, sizeof(p), err, "%s/images/names/%s.json", state_dir, name) < 0)
+		return -1;
+	_cleanup_free_ char *text = NULL;
+	if (state_read_file(p, IMG_JSON_MAX, &text, NULL, err) < 0)
+		return -1;
+	if (img_record_parse(text, p, out, err) < 0)
+		return -1;
+	if (strcmp(out->name, name))
+		return sl_fail(err, SL_INTERNAL, 0, "image record %s names '%s'", p, out->name);
+	return 0;
+}
+
+static int img_cmp_name(const void *a, const void *b)
+{
+	return strcmp(((const sl_image *)a)->name, ((const sl_image *)b)->name);
+}
+
+int image_list(const char *state_dir, sl_image **out, size_t *n, sl_err *err)
+{
+	*out = NULL;
+	*n = 0;
+	char dir[PATH_MAX];
+	if (img_path(dir, sizeof(dir), err, "%s/images/names", state_dir) < 0)
+		return -1;
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	if (!d && errno == ENOENT)
+		return 0;
+	if (!d)
+		return sl_sysfail(err, "image store: open %s", dir);
+	_cleanup_free_ sl_image *v = NULL;
+	size_t cnt = 0, cap = 0;
+	struct dirent *de;
+	while ((errno = 0, de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		if (de->d_name[0] == '.' || len <= 5 || strcmp(de->d_name + len - 5, ".json"))
+			continue;
+		char name[80];
+		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
+		if (image_name_check(name, NULL) < 0)
+			continue;
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 16;
+			sl_image *nv = realloc(v, cap * sizeof(*v));
+			if (!nv)
+				return sl_fail(err, SL_EXHAUSTED, ENOMEM, "image store: list");
+			v = nv;
+		}
+		sl_err e;
+		if (img_load(state_dir, name, &v[cnt], &e) < 0) {
+			if (e.kind != SL_NOTFOUND) /* removed meanwhile: not an error */
+				sl_log(SL_LOG_WARN, "image list: skipping %s", e.msg);
+			continue;
+		}
+		cnt++;
+	}
+	if (errno)
+		return sl_sysfail(err, "image store: read %s", dir);
+	if (cnt)
+		qsort(v, cnt, sizeof(*v), img_cmp_name);
+	*out = steal_ptr(&v);
+	*n = cnt;
+	return 0;
+}
+
+static int img_lookup_digest(const char *state_dir, const char *ref, sl_image *out, sl_err *err)
+{
+	const char *hex = !strncmp(ref, "sha256:", 7) ? ref + 7 : ref;
+	size_t hl = strlen(hex);
+	bool is_hex = hl >= 12 && hl <= 64;
+	for (size_t i = 0; is_hex && i < hl; i++)
+		is_hex = (hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f');
+	if (!is_hex)
+		return 1;
+	_cleanup_free_ sl_image *all = NULL;
+	size_t n;
+	if (image_list(state_dir, &all, &n, err) < 0)
+		return -1;
+	const sl_image *hit = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(all[i].digest + 7, hex, hl))
+			continue;
+		if (hit && strcmp(hit->digest, all[i].digest))
+			return sl_fail(err, SL_CONFLICT, 0,
+				       "image digest prefix '%s' matches more than one image; give "
+				       "more digits",
+				       ref);
+		if (!hit)
+			hit = &all[i]; /* the first name (sorted) stands for the layer */
+	}
+	if (!hit)
+		return 1;
+	*out = *hit;
+	return 0;
+}
+
+int image_lookup(const char *state_dir, const char *name_or_digest, sl_image *out, sl_err *err)
+{
+	const char *ref = name_or_digest ? name_or_digest : "";
+	bool is_name = image_name_check(ref, NULL) == 0;
+	if (is_name) {
+		sl_err e;
+		if (img_load(state_dir, ref, out, &e) == 0)
+			return 0;
+		if (e.kind != SL_NOTFOUND) {
+			if (err)
+				*err = e;
+			return -1;
+		}
+	}
+	int r = img_lookup_digest(state_dir, ref, out, err);
+	if (r <= 0)
+		return r;
+	if (is_name)
+		return sl_fail(err, SL_NOTFOUND, 0,
+			       "image '%s' not found; import one with `sandlot image import %s "
+			       "ROOTFS.tar`",
+			       ref, ref);
+	return sl_fail(err, SL_NOTFOUND, 0,
+		       "image '%.80s' not found: not an image name or the digest of an imported "
+		       "image (see `sandlot image ls`)",
+		       ref);
+}
+
+/* Make the extracted tree durable before any record points at it. */
+static int img_sync(const char *dir, sl_err *err)
+{
+	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || syncfs(fd) < 0)
+		return sl_sysfail(err, "image store: sync %s", dir);
+	return 0;
+}
+
+/* Under the store lock: move TMP into place as the layer (or drop it when the same
+ * content is already there) and write the name record. */
+static int img_commit(const char *state_dir, const char *tmp, const sl_image *img, sl_err *err)
+{
+	char layer[PATH_MAX], rec[PATH_MAX];
+	if (image_layer_path(state_dir, img->digest, layer, sizeof(layer)) < 0)
+		return sl_fail(err, SL_INTERNAL, errno, "image store: layer path");
+	if (img_path(rec, sizeof(rec), err, "%s/images/names/%s.json", state_dir, img->name) < 0)
+		return -1;
+	_cleanup_unlock_ int lock = img_lock(state_dir, err);
+	if (lock < 0)
+		return -1;
+	sl_image old;
+	sl_err e;
+	bool replaced = img_load(state_dir, img->name, &old, &e) == 0;
+	bool moved = false;
+	struct stat st;
+	if (lstat(layer, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (fs_remove_tree(tmp, err) < 0)
+			return -1;
+	} else if (rename(tmp, layer) < 0) {
+		return sl_sysfail(err, "image store: move %s to %s", tmp, layer);
+	} else {
+		moved = true;
+	}
+	_cleanup_free_ char *json = img_record_json(img);
+	if (!json || state_write_atomic(rec, json, strlen(json), err) < 0) {
+		if (!json)
+			sl_fail(err, SL_EXHAUSTED, ENOMEM, "image store: encode record");
+		if (moved && fs_remove_tree(layer, &e) < 0)
+			sl_log(SL_LOG_ERROR, "image store: %s", e.msg);
+		return -1;
+	}
+	if (replaced && strcmp(old.digest, img->digest))
+		sl_log(SL_LOG_INFO,
+		       "image %s now points to %s; its previous layer %s stays for sandboxes "
+		       "made from it",
+		       img->name, img->digest, old.digest);
+	return 0;
+}
+
+int image_import(const char *state_dir, const char *name, int fd, const char *user_or_null,
+		 const char *workdir_or_null, sl_image *out, sl_err *err)
+{
+	if (image_name_check(name, err) < 0)
+		return -1;
+	if (user_or_null && !img_user_ok(user_or_null))
+		return sl_fail(err, SL_INVALID, 0,
+			       "image %s: user '%.80s' must be a user name, uid or user:group of "
+			       "at most 63 characters",
+			       name, user_or_null);
+	if (workdir_or_null && !img_workdir_ok(workdir_or_null))
+		return sl_fail(err, SL_INVALID, 0,
+			       "image %s: working directory '%.80s' must be an absolute path "
+			       "shorter than 256 bytes",
+			       name, workdir_or_null);
+	if (img_prepare(state_dir, err) < 0)
+		return -1;
+	char tmp[PATH_MAX], rnd[32];
+	if (img_random_name(rnd, sizeof(rnd), "import-", err) < 0 ||
+	    img_path(tmp, sizeof(tmp), err, "%s/images/tmp/%s", state_dir, rnd) < 0)
+		return -1;
+
+	char hex[65];
+	sl_image img = {0};
+	if (archive_extract_counted(fd, tmp, NULL, hex, &img.size_bytes, err) < 0)
+		return sl_wrap(err, "import image %s", name);
+	snprintf(img.name, sizeof(img.name), "%s", name);
+	snprintf(img.digest, sizeof(img.digest), "sha256:%s", hex);
+	img.created = (int64_t)time(NULL);
+	if (img_resolve_meta(tmp, user_or_null, workdir_or_null, &img, err) < 0 ||
+	    img_sync(tmp, err) < 0 || img_commit(state_dir, tmp, &img, err) < 0) {
+		sl_err e;
+		if (fs_remove_tree(tmp, &e) < 0)
+			sl_log(SL_LOG_ERROR, "image store: %s", e.msg);
+		return sl_wrap(err, "import image %s", name);
+	}
+	if (out)
+		*out = img;
+	return 0;
+}
+
+int image_remove(const char *state_dir, const char *name, sl_err *err)
+{
+	if (image_name_check(name, err) < 0)
+		return -1;
+	char rec[PATH_MAX], layer[PATH_MAX], names[PATH_MAX], doomed[PATH_MAX], rnd[32];
+	if (img_path(rec, sizeof(rec), err, "%s/images/names/%s.json", state_dir, name) < 0 ||
+	    img_path(names, sizeof(names), err, "%s/images/names", state_dir) < 0 ||
+	    img_random_name(rnd, sizeof(rnd), "remove-", err) < 0 ||
+	    img_path(doomed, sizeof(doomed), err, "%s/images/tmp/%s", state_dir, rnd) < 0)
+		return -1;
+	{
+		_cleanup_unlock_ int lock = img_lock(state_dir, err);
+		if (lock < 0)
+			return -1;
+		sl_image img;
+		if (img_load(state_dir, name, &img, err) < 0) {
+			if (err && err->kind == SL_NOTFOUND)
+				sl_fail(err, SL_NOTFOUND, 0,
+					"image '%s' not found (see `sandlot image ls`)", name);
+			return -1;
+		}
+		if (unlink(rec) < 0)
+			return sl_sysfail(err, "image %s: remove %s", name, rec);
+		_cleanup_close_ int dfd = open(names, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd >= 0)
+			fsync(dfd);
+		_cleanup_free_ sl_image *all = NULL;
+		size_t n;
+		if (image_list(state_dir, &all, &n, err) < 0)
+			return sl_wrap(err, "image %s removed, but its layer was kept", name);
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(all[i].digest, img.digest))
+				return 0; /* another name still uses the layer */
+		image_layer_path(state_dir, img.digest, layer, sizeof(layer));
+		/* Out of sight first, so a crash mid-delete never leaves a partial layer
+		 * that a later import of the same bytes would take as complete. */
+		if (rename(layer, doomed) < 0 && errno != ENOENT)
+			return sl_sysfail(err, "image %s: move layer %s away", name, layer);
+	}
+	if (fs_remove_tree(doomed, err) < 0)
+		return sl_wrap(err, "image %s removed, but deleting its layer failed", name);
+	return 0;
+}

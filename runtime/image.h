@@ -1,0 +1,45 @@
+/* image.h — the content-addressed image store: rootfs layers extracted once by sha256
+ * under <state>/images/layers/<hex>, and names pointing at them. See docs/images.md. */
+#ifndef SANDLOT_IMAGE_H
+#define SANDLOT_IMAGE_H
+
+#include "err.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sl_image {
+	char name[128];
+	char digest[72]; /* "sha256:<hex>" of the archive bytes as imported */
+	char user[64];	 /* default user for commands ("root", "1000", "app:app") */
+	char workdir[256];
+	uint64_t size_bytes; /* total size of the layer's regular files */
+	int64_t created;     /* unix seconds of the import */
+} sl_image;
+
+/* 0 when NAME matches [a-z0-9][a-z0-9._-]{0,63}, else SL_INVALID saying so. */
+int image_name_check(const char *name, sl_err *err);
+
+/* Import the tar archive read from FD (file or pipe; tar, .gz, .zst, .xz, .bz2) as NAME,
+ * replacing an existing NAME. The layer is shared when the same bytes were imported
+ * before. USER/WORKDIR (NULL = not given) override etc/sandlot/image.json in the archive,
+ * whose defaults are "root" and "/". A failed import leaves the store as it was. */
+int image_import(const char *state_dir, const char *name, int fd, const char *user_or_null,
+		 const char *workdir_or_null, sl_image *out, sl_err *err);
+
+/* By name, or by digest ("sha256:<hex>", bare hex, or a unique prefix of 12+ hex
+ * digits). SL_NOTFOUND says how to import; an ambiguous prefix is SL_CONFLICT. */
+int image_lookup(const char *state_dir, const char *name_or_digest, sl_image *out, sl_err *err);
+
+/* Every name, sorted; *OUT is malloc'd (free() it), NULL when *N is 0. */
+int image_list(const char *state_dir, sl_image **out, size_t *n, sl_err *err);
+
+/* Remove NAME, and its layer when no other name points to it. The caller checks first
+ * that no sandbox uses the layer (sandbox_image_in_use). */
+int image_remove(const char *state_dir, const char *name, sl_err *err);
+
+/* <state>/images/layers/<hex> for DIGEST ("sha256:<hex>" or "<hex>"). -1 (errno EINVAL)
+ * when DIGEST is not a sha256 digest, ENAMETOOLONG when BUF is too small. */
+int image_layer_path(const char *state_dir, const char *digest, char *buf, size_t len);
+
+#endif
