@@ -5,7 +5,7 @@ MUSLCC  ?= musl-gcc
 BUILD   := build
 PKGS    := libcjson libarchive libseccomp libcap libcrypto
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 \
+CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wno-format-truncation \
            -fstack-protector-strong -D_FORTIFY_SOURCE=2 -D_GNU_SOURCE -Iruntime \
            $(shell pkg-config --cflags $(PKGS))
 LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lpthread

@@ -29,7 +29,15 @@ int sl_wrap(sl_err *err, const char *fmt, ...)
 	vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
 	memcpy(old, err->msg, sizeof(old));
-	snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old);
+	size_t n = strnlen(prefix, sizeof(prefix));
+	if (n > sizeof(err->msg) - 3)
+		n = sizeof(err->msg) - 3;
+	memcpy(err->msg, prefix, n);
+	memcpy(err->msg + n, ": ", 2);
+	size_t rest = sizeof(err->msg) - n - 3;
+	size_t ol = strnlen(old, rest);
+	memcpy(err->msg + n + 2, old, ol);
+	err->msg[n + 2 + ol] = '\0';
 	if (err->kind == SL_OK)
 		err->kind = SL_INTERNAL;
 	return -1;

@@ -1,0 +1,25 @@
+/* cli.h — the sandlot command line: one function per verb, thin over runtime/.
+ * Exit codes follow docker: the command's own, 125 when sandlot fails. */
+#ifndef SANDLOT_CLI_H
+#define SANDLOT_CLI_H
+
+#include "sandbox.h"
+
+#define EXIT_SANDLOT 125
+#define EXIT_CANNOT_EXEC 126
+#define EXIT_NOT_FOUND 127
+#define EXIT_TIMEOUT 124
+
+/* Print "sandlot: <msg>" and return 125. */
+int cli_fail(const sl_err *err);
+int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+int cmd_run(sl_ctx *ctx, int argc, char **argv);
+int cmd_create(sl_ctx *ctx, int argc, char **argv);
+int cmd_exec(sl_ctx *ctx, int argc, char **argv);
+int cmd_ls(sl_ctx *ctx, int argc, char **argv);
+int cmd_inspect(sl_ctx *ctx, int argc, char **argv);
+int cmd_rm(sl_ctx *ctx, int argc, char **argv);
+int cmd_image(sl_ctx *ctx, int argc, char **argv);
+
+#endif

@@ -1,0 +1,124 @@
+/* image.c — `sandlot image import|ls|rm`: the image store from the command line. */
+#include <errno.h>
+#include <stdlib.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "image.h"
+#include "storage.h"
+
+static int image_import_cmd(sl_ctx *ctx, int argc, char **argv)
+{
+	const char *user = NULL, *workdir = NULL, *pos[2];
+	int npos = 0;
+	for (int i = 1; i < argc; i++) {
+		if ((!strcmp(argv[i], "--user") || !strcmp(argv[i], "-u")) && i + 1 < argc)
+			user = argv[++i];
+		else if ((!strcmp(argv[i], "--workdir") || !strcmp(argv[i], "-w")) && i + 1 < argc)
+			workdir = argv[++i];
+		else if (npos < 2)
+			pos[npos++] = argv[i];
+		else
+			return cli_usage("image import: unexpected argument \"%s\"", argv[i]);
+	}
+	if (npos != 2)
+		return cli_usage("image import NAME FILE|- [--user U] [--workdir DIR]");
+	int fd = 0;
+	if (strcmp(pos[1], "-") != 0 && (fd = open(pos[1], O_RDONLY | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "sandlot: image import: open %s: %s\n", pos[1], strerror(errno));
+		return EXIT_SANDLOT;
+	}
+	sl_image img;
+	sl_err err = { 0 };
+	/* The store holds the sandboxes' writable layers; mounting it here keeps the
+	 * first create fast and the host's mount table stable afterwards. */
+	int r = store_ensure(&ctx->cfg, &err);
+	if (r == 0)
+		r = image_import(ctx->cfg.state_dir, pos[0], fd, user, workdir, &img, &err);
+	if (fd > 0)
+		close(fd);
+	if (r < 0)
+		return cli_fail(&err);
+	printf("%s %s\n", img.name, img.digest);
+	return 0;
+}
+
+static int image_ls_cmd(sl_ctx *ctx, int argc, char **argv)
+{
+	bool json = argc > 1 && (!strcmp(argv[1], "--format=json") ||
+				 (argc > 2 && !strcmp(argv[1], "--format") && !strcmp(argv[2], "json")));
+	sl_image *list;
+	size_t n;
+	sl_err err = { 0 };
+	if (image_list(ctx->cfg.state_dir, &list, &n, &err) < 0)
+		return cli_fail(&err);
+	cJSON *arr = cJSON_CreateArray();
+	if (!json)
+		printf("%-20s  %-19s  %10s  %-8s  %s\n", "NAME", "DIGEST", "SIZE", "USER", "WORKDIR");
+	for (size_t i = 0; i < n; i++) {
+		if (json) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "name", list[i].name);
+			cJSON_AddStringToObject(o, "digest", list[i].digest);
+			cJSON_AddNumberToObject(o, "sizeBytes", (double)list[i].size_bytes);
+			cJSON_AddStringToObject(o, "user", list[i].user);
+			cJSON_AddStringToObject(o, "workingDirectory", list[i].workdir);
+			cJSON_AddNumberToObject(o, "created", (double)list[i].created);
+			cJSON_AddItemToArray(arr, o);
+		} else {
+			printf("%-20s  %.19s  %9.1fM  %-8s  %s\n", list[i].name, list[i].digest,
+			       list[i].size_bytes / 1048576.0, list[i].user, list[i].workdir);
+		}
+	}
+	if (json) {
+		char *s = cJSON_Print(arr);
+		puts(s);
+		cJSON_free(s);
+	}
+	cJSON_Delete(arr);
+	free(list);
+	return 0;
+}
+
+static int image_rm_cmd(sl_ctx *ctx, int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage("image rm NAME...");
+	int code = 0;
+	for (int i = 1; i < argc; i++) {
+		sl_image img;
+		sl_err err = { 0 };
+		bool used = false;
+		if (image_lookup(ctx->cfg.state_dir, argv[i], &img, &err) < 0 ||
+		    sandbox_image_in_use(ctx, img.digest, &used, &err) < 0) {
+			code = cli_fail(&err);
+			continue;
+		}
+		if (used) {
+			sl_fail(&err, SL_CONFLICT, 0,
+				"image %s is used by a sandbox; remove the sandbox first", argv[i]);
+			code = cli_fail(&err);
+			continue;
+		}
+		if (image_remove(ctx->cfg.state_dir, argv[i], &err) < 0)
+			code = cli_fail(&err);
+	}
+	return code;
+}
+
+int cmd_image(sl_ctx *ctx, int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage("image: import, ls or rm");
+	if (!strcmp(argv[1], "import"))
+		return image_import_cmd(ctx, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "ls"))
+		return image_ls_cmd(ctx, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "rm"))
+		return image_rm_cmd(ctx, argc - 1, argv + 1);
+	return cli_usage("image: unknown subcommand \"%s\"", argv[1]);
+}

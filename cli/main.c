@@ -1,0 +1,65 @@
+/* main.c — sandlot's entry point: picks the verb, opens the runtime context, and
+ * turns failures into one line on stderr and exit status 125. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+	"usage: sandlot COMMAND [OPTIONS]\n"
+	"\n"
+	"  run    [OPTIONS] [--image NAME] -- CMD [ARG...]   create, run, destroy\n"
+	"  create [OPTIONS] [--image NAME] [--name NAME]     print the new sandbox's id\n"
+	"  exec   [-e K=V] [-w DIR] [-u USER] [-i] [-t] [--timeout 30s] ID -- CMD [ARG...]\n"
+	"  ls [-a] [--format json]   inspect ID   rm [-f] ID...\n"
+	"  image import NAME FILE|-   image ls   image rm NAME\n"
+	"\n"
+	"OPTIONS: --cpu 500m --memory 256Mi --disk 1Gi --pids 512 -e K=V -w DIR -u USER\n"
+	"         --label K=V -i -t --timeout 30s\n";
+
+int cli_fail(const sl_err *err)
+{
+	fprintf(stderr, "sandlot: %s\n", err->msg[0] ? err->msg : "unknown error");
+	return EXIT_SANDLOT;
+}
+
+int cli_usage(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("sandlot: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputs(" (see 'sandlot --help')\n", stderr);
+	va_end(ap);
+	return EXIT_SANDLOT;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(sl_ctx *, int, char **);
+	} verbs[] = {
+		{ "run", cmd_run },	 { "create", cmd_create }, { "exec", cmd_exec },
+		{ "ls", cmd_ls },	 { "ps", cmd_ls },	   { "inspect", cmd_inspect },
+		{ "rm", cmd_rm },	 { "image", cmd_image },
+	};
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		fputs(usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_SANDLOT : 0;
+	}
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+		if (strcmp(argv[1], verbs[i].name) != 0)
+			continue;
+		sl_ctx ctx;
+		sl_err err = { 0 };
+		if (ctx_open(&ctx, &err) < 0)
+			return cli_fail(&err);
+		int r = verbs[i].fn(&ctx, argc - 1, argv + 1);
+		ctx_close(&ctx);
+		return r;
+	}
+	return cli_usage("unknown command \"%s\"", argv[1]);
+}

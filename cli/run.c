@@ -1,0 +1,419 @@
+/* run.c — `sandlot run`, `create` and `exec`: option parsing shared by the three,
+ * and the foreground loop that relays a terminal, forwards signals, applies
+ * --timeout and turns the command's end into docker-style exit codes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "cli.h"
+#include "quantity.h"
+
+#define MAX_KV 512
+
+enum { MODE_RUN, MODE_CREATE, MODE_EXEC };
+
+struct opts {
+	sl_create_opts c;
+	const char *env[MAX_KV + 1];
+	int nenv;
+	const char *labels[MAX_KV + 1];
+	int nlabels;
+	bool interactive, tty;
+	uint64_t timeout_ms;
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Returns the index of the first non-option argument, or -1 after printing. */
+static int parse_opts(int argc, char **argv, int mode, struct opts *o)
+{
+	enum { O_CPU = 256, O_MEM, O_DISK, O_PIDS, O_IMAGE, O_NAME, O_LABEL, O_TIMEOUT,
+	       O_NETWORK, O_IDLE };
+	static const struct option all[] = {
+		{ "cpu", required_argument, 0, O_CPU },
+		{ "memory", required_argument, 0, O_MEM },
+		{ "disk", required_argument, 0, O_DISK },
+		{ "pids", required_argument, 0, O_PIDS },
+		{ "image", required_argument, 0, O_IMAGE },
+		{ "name", required_argument, 0, O_NAME },
+		{ "label", required_argument, 0, O_LABEL },
+		{ "network", no_argument, 0, O_NETWORK },
+		{ "idle-timeout", required_argument, 0, O_IDLE },
+		{ "env", required_argument, 0, 'e' },
+		{ "workdir", required_argument, 0, 'w' },
+		{ "user", required_argument, 0, 'u' },
+		{ "interactive", no_argument, 0, 'i' },
+		{ "tty", no_argument, 0, 't' },
+		{ "timeout", required_argument, 0, O_TIMEOUT },
+		{ 0, 0, 0, 0 },
+	};
+	memset(o, 0, sizeof(*o));
+	sl_err err = { 0 };
+	optind = 1;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "+e:w:u:it", all, NULL)) != -1) {
+		bool create_only = c >= O_CPU && c <= O_IDLE;
+		if (mode == MODE_EXEC && create_only)
+			return cli_usage("exec: %s is an option of run and create", argv[optind - 1]),
+			       -1;
+		if (mode == MODE_CREATE && (c == 'i' || c == 't' || c == O_TIMEOUT))
+			return cli_usage("create: %s is an option of run and exec", argv[optind - 1]),
+			       -1;
+		int r = 0;
+		switch (c) {
+		case O_CPU:
+			r = quantity_parse_cpu("--cpu", optarg, &o->c.cpu_millis, &err);
+			break;
+		case O_MEM:
+			r = quantity_parse_bytes("--memory", optarg, &o->c.memory, &err);
+			break;
+		case O_DISK:
+			r = quantity_parse_bytes("--disk", optarg, &o->c.disk, &err);
+			break;
+		case O_PIDS: {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (*end || !*optarg || v < 1 || v > 4194304)
+				r = sl_fail(&err, SL_INVALID, 0,
+					    "--pids: \"%s\" is not a process count (1-4194304)",
+					    optarg);
+			o->c.pids = v;
+			break;
+		}
+		case O_IMAGE:
+			o->c.image = optarg;
+			break;
+		case O_NAME:
+			o->c.name = optarg;
+			break;
+		case O_LABEL:
+			if (o->nlabels < MAX_KV)
+				o->labels[o->nlabels++] = optarg;
+			break;
+		case O_NETWORK:
+			r = sl_fail(&err, SL_NOTIMPL, 0,
+				    "--network: networking is not available yet; sandboxes run "
+				    "with only a loopback interface");
+			break;
+		case O_IDLE:
+			r = sl_fail(&err, SL_NOTIMPL, 0,
+				    "--idle-timeout: idle timeouts need `sandlot serve` (not "
+				    "available yet)");
+			break;
+		case 'e':
+			if (o->nenv < MAX_KV)
+				o->env[o->nenv++] = optarg;
+			if (!strchr(optarg, '='))
+				r = sl_fail(&err, SL_INVALID, 0, "-e: \"%s\" is not KEY=VALUE",
+					    optarg);
+			break;
+		case 'w':
+			o->c.workdir = optarg;
+			break;
+		case 'u':
+			o->c.user = optarg;
+			break;
+		case 'i':
+			o->interactive = true;
+			break;
+		case 't':
+			o->tty = true;
+			break;
+		case O_TIMEOUT:
+			r = duration_parse("--timeout", optarg, &o->timeout_ms, &err);
+			break;
+		default:
+			return cli_usage("unknown or incomplete option \"%s\"", argv[optind - 1]),
+			       -1;
+		}
+		if (r < 0)
+			return cli_fail(&err), -1;
+	}
+	o->c.env = o->env;
+	o->c.labels = o->labels;
+	return optind;
+}
+
+/* ---- the foreground loop ---- */
+
+struct relay {
+	int from, to;
+	bool close_to; /* close `to` at EOF (a pipe into the command) */
+};
+
+static bool relay_once(struct relay *r)
+{
+	char buf[65536];
+	ssize_t n = read(r->from, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return true;
+	if (n <= 0)
+		return false;
+	for (ssize_t off = 0; off < n;) {
+		ssize_t w = write(r->to, buf + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return false;
+		off += w;
+	}
+	return true;
+}
+
+static int exit_code(sl_ctx *ctx, sl_proc *p, int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st)) {
+		int sig = WTERMSIG(st);
+		if (sig == SIGKILL && proc_oom_killed(ctx, p))
+			fprintf(stderr, "sandlot: the command was killed by the OOM killer "
+					"(memory limit reached)\n");
+		return 128 + sig;
+	}
+	return EXIT_SANDLOT;
+}
+
+static int run_command(sl_ctx *ctx, sl_sandbox *sb, char **cmd, const struct opts *o)
+{
+	_cleanup_close_ int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	struct relay relays[3];
+	int nrelays = 0, child_ends[3] = { -1, -1, -1 };
+	sl_spawn sp = { .argv = cmd,
+			.env = o->env,
+			.user = o->c.user,
+			.cwd = o->c.workdir,
+			.exit_fd = -1,
+			.tty = o->tty };
+	if (o->tty) {
+		struct winsize ws;
+		if (ioctl(1, TIOCGWINSZ, &ws) == 0 || ioctl(0, TIOCGWINSZ, &ws) == 0) {
+			sp.rows = ws.ws_row;
+			sp.cols = ws.ws_col;
+		}
+	} else {
+		/* Hand over our own fds (zero-copy), except terminals: a sandbox must
+		 * never hold the host's tty. */
+		for (int i = 0; i < 3; i++) {
+			int fd = i;
+			if (i == 0 && !o->interactive) {
+				sp.fds[0] = devnull;
+				continue;
+			}
+			if (!isatty(fd)) {
+				sp.fds[i] = fd;
+				continue;
+			}
+			int pp[2];
+			if (pipe2(pp, O_CLOEXEC) < 0) {
+				sl_err e;
+				sl_sysfail(&e, "pipe");
+				return cli_fail(&e);
+			}
+			if (i == 0) {
+				sp.fds[0] = child_ends[0] = pp[0];
+				relays[nrelays++] = (struct relay){ 0, pp[1], true };
+			} else {
+				sp.fds[i] = child_ends[i] = pp[1];
+				relays[nrelays++] = (struct relay){ pp[0], fd, false };
+			}
+		}
+	}
+	sigset_t mask;
+	sigemptyset(&mask);
+	int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+	for (size_t i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
+		sigaddset(&mask, fwd[i]);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	_cleanup_close_ int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	sl_proc p;
+	sl_err err = { 0 };
+	int r = sandbox_spawn(ctx, sb, &sp, &p, &err);
+	for (int i = 0; i < 3; i++)
+		if (child_ends[i] >= 0)
+			close(child_ends[i]);
+	if (r < 0) {
+		for (int i = 0; i < nrelays; i++)
+			close(relays[i].from == 0 ? relays[i].to : relays[i].from);
+		fprintf(stderr, "sandlot: %s\n", err.msg);
+		return err.kind == SL_NOTFOUND ? EXIT_NOT_FOUND
+		       : err.kind == SL_INVALID ? EXIT_CANNOT_EXEC
+						: EXIT_SANDLOT;
+	}
+	struct termios saved;
+	bool raw = false;
+	if (o->tty) {
+		if (o->interactive && isatty(0) && tcgetattr(0, &saved) == 0) {
+			struct termios t = saved;
+			cfmakeraw(&t);
+			raw = tcsetattr(0, TCSANOW, &t) == 0;
+		}
+		if (o->interactive)
+			relays[nrelays++] = (struct relay){ 0, p.master, false };
+		relays[nrelays++] = (struct relay){ p.master, 1, false };
+	}
+	int64_t deadline = o->timeout_ms ? mono_ms() + (int64_t)o->timeout_ms : 0;
+	bool timed_out = false, exited = false;
+	int st = 0;
+	while (!exited) {
+		struct pollfd pf[2 + 3];
+		int n = 0;
+		pf[n++] = (struct pollfd){ p.conn, POLLIN, 0 };
+		pf[n++] = (struct pollfd){ sfd, POLLIN, 0 };
+		for (int i = 0; i < nrelays; i++)
+			pf[n++] = (struct pollfd){ relays[i].from, relays[i].from >= 0 ? POLLIN : 0, 0 };
+		int wait = -1;
+		if (deadline && !timed_out) {
+			int64_t left = deadline - mono_ms();
+			wait = left < 0 ? 0 : (int)left;
+		}
+		int pr = poll(pf, n, wait);
+		if (pr < 0 && errno != EINTR)
+			break;
+		if (pr == 0 && deadline && !timed_out) {
+			timed_out = true;
+			proc_signal(&p, SIGKILL, true, &err);
+			/* Give the exit report a bounded time to arrive. */
+			deadline = mono_ms() + 10000;
+			continue;
+		}
+		if (pf[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGWINCH && p.master >= 0) {
+					struct winsize ws;
+					if (ioctl(1, TIOCGWINSZ, &ws) == 0)
+						ioctl(p.master, TIOCSWINSZ, &ws);
+				} else if (si.ssi_signo != SIGWINCH) {
+					proc_signal(&p, si.ssi_signo, false, &err);
+				}
+			}
+		}
+		for (int i = 0; i < nrelays; i++) {
+			if (relays[i].from < 0 || !(pf[2 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (!relay_once(&relays[i])) {
+				if (relays[i].close_to)
+					close(relays[i].to);
+				if (relays[i].from != p.master && relays[i].from != 0)
+					close(relays[i].from);
+				relays[i].from = -1;
+			}
+		}
+		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			r = proc_wait(&p, 0, &st, &err);
+			if (r < 0) {
+				fprintf(stderr, "sandlot: %s\n", err.msg);
+				st = -1;
+				break;
+			}
+			exited = r == 0;
+		}
+	}
+	/* Drain what the command wrote before it ended; don't wait for processes it
+	 * left in the background. */
+	for (int i = 0; i < nrelays; i++) {
+		if (relays[i].from <= 0)
+			continue;
+		fcntl(relays[i].from, F_SETFL, fcntl(relays[i].from, F_GETFL) | O_NONBLOCK);
+		struct pollfd pfd = { relays[i].from, POLLIN, 0 };
+		while (poll(&pfd, 1, 50) > 0 && relay_once(&relays[i]))
+			;
+		if (relays[i].from != p.master)
+			close(relays[i].from);
+	}
+	if (raw)
+		tcsetattr(0, TCSANOW, &saved);
+	sigprocmask(SIG_UNBLOCK, &mask, NULL);
+	int code = st < 0 ? EXIT_SANDLOT : exit_code(ctx, &p, st);
+	proc_close(&p);
+	if (timed_out) {
+		fprintf(stderr, "sandlot: the command timed out after %llums and was killed\n",
+			(unsigned long long)o->timeout_ms);
+		return EXIT_TIMEOUT;
+	}
+	return code;
+}
+
+int cmd_create(sl_ctx *ctx, int argc, char **argv)
+{
+	struct opts o;
+	int i = parse_opts(argc, argv, MODE_CREATE, &o);
+	if (i < 0)
+		return EXIT_SANDLOT;
+	if (i < argc)
+		return cli_usage("create: unexpected argument \"%s\"", argv[i]);
+	sl_sandbox sb;
+	sl_err err = { 0 };
+	if (sandbox_create(ctx, &o.c, &sb, &err) < 0)
+		return cli_fail(&err);
+	printf("%s\n", sb.id);
+	sandbox_free(&sb);
+	return 0;
+}
+
+int cmd_run(sl_ctx *ctx, int argc, char **argv)
+{
+	struct opts o;
+	int i = parse_opts(argc, argv, MODE_RUN, &o);
+	if (i < 0)
+		return EXIT_SANDLOT;
+	if (i >= argc)
+		return cli_usage("run: no command given (sandlot run [OPTIONS] -- CMD [ARG...])");
+	o.c.ephemeral = true;
+	sl_sandbox sb;
+	sl_err err = { 0 };
+	if (sandbox_create(ctx, &o.c, &sb, &err) < 0)
+		return cli_fail(&err);
+	/* The sandbox's settings now hold user and workdir; exec uses them. */
+	o.c.user = NULL;
+	o.c.workdir = NULL;
+	int code = run_command(ctx, &sb, argv + i, &o);
+	if (sandbox_destroy(ctx, sb.id, "deleted", &err) < 0) {
+		cli_fail(&err);
+		code = EXIT_SANDLOT;
+	}
+	sandbox_free(&sb);
+	return code;
+}
+
+int cmd_exec(sl_ctx *ctx, int argc, char **argv)
+{
+	struct opts o;
+	int i = parse_opts(argc, argv, MODE_EXEC, &o);
+	if (i < 0)
+		return EXIT_SANDLOT;
+	if (i >= argc)
+		return cli_usage("exec: no sandbox given (sandlot exec ID -- CMD [ARG...])");
+	const char *ref = argv[i++];
+	if (i < argc && !strcmp(argv[i], "--"))
+		i++;
+	if (i >= argc)
+		return cli_usage("exec: no command given (sandlot exec ID -- CMD [ARG...])");
+	sl_sandbox sb;
+	sl_err err = { 0 };
+	if (sandbox_get(ctx, ref, &sb, &err) < 0)
+		return cli_fail(&err);
+	int code = run_command(ctx, &sb, argv + i, &o);
+	sandbox_free(&sb);
+	return code;
+}

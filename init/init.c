@@ -1,0 +1,499 @@
+/* init.c — sandlot-init, pid 1 of every sandbox: holds the namespaces, reaps every
+ * process, and spawns commands on request over the control socket it inherits.
+ * Built static (musl): it must stay tiny, since every idle sandbox runs one. Once a
+ * workload runs, this process is as (un)trusted as the sandbox's root: the host side
+ * validates all it says. */
+#include "proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#ifndef TIOCGPTPEER
+#define TIOCGPTPEER _IO('T', 0x41)
+#endif
+
+#define MAX_CONNS 128
+#define MAX_CHILDREN 4096
+#define STOP_GRACE_MS 10000
+
+extern char **environ;
+
+struct child {
+	pid_t pid;
+	int conn; /* index in conns, -1 when the client went away */
+	int exit_fd;
+};
+
+static struct pollfd pfds[2 + MAX_CONNS]; /* [0] signals, [1] listener, then clients */
+static struct child children[MAX_CHILDREN];
+static int nchildren;
+static int log_fd = -1;
+
+static void logf_(const char *fmt, ...)
+{
+	if (log_fd < 0)
+		return;
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	if (write(log_fd, buf, n) < 0)
+		log_fd = -1;
+}
+
+static void send_rep(int fd, uint32_t type, int32_t pid, int32_t status, int pass_fd,
+		     const char *msg)
+{
+	struct sl_rep rep = { .hdr = { SL_PROTO_MAGIC, type }, .pid = pid, .status = status };
+	if (msg)
+		snprintf(rep.msg, sizeof(rep.msg), "%s", msg);
+	struct iovec iov = { &rep, sizeof(rep) };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (pass_fd >= 0) {
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+	}
+	while (sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno == EINTR)
+		;
+}
+
+/* "name", "uid" or "uid:gid" -> ids and home; -1 when unknown. */
+static int resolve_user(const char *spec, uid_t *uid, gid_t *gid, const char **home,
+			const char **name)
+{
+	char *end;
+	*home = "/";
+	*name = NULL;
+	if (!*spec)
+		spec = "root";
+	if (spec[0] >= '0' && spec[0] <= '9') {
+		unsigned long u = strtoul(spec, &end, 10);
+		if (u > 65535 || (*end && *end != ':'))
+			return -1;
+		*uid = u;
+		*gid = u;
+		struct passwd *pw = getpwuid(*uid);
+		if (pw) {
+			*gid = pw->pw_gid;
+			*home = pw->pw_dir;
+			*name = pw->pw_name;
+		}
+		if (*end == ':') {
+			unsigned long g = strtoul(end + 1, &end, 10);
+			if (g > 65535 || *end)
+				return -1;
+			*gid = g;
+		}
+		return 0;
+	}
+	struct passwd *pw = getpwnam(spec);
+	if (!pw || pw->pw_uid > 65535 || pw->pw_gid > 65535)
+		return -1;
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+	*home = pw->pw_dir;
+	*name = pw->pw_name;
+	return 0;
+}
+
+static int env_has(char **env, const char *key)
+{
+	size_t k = strlen(key);
+	for (; *env; env++)
+		if (!strncmp(*env, key, k) && (*env)[k] == '=')
+			return 1;
+	return 0;
+}
+
+/* Runs in the forked child: become the command. Reports errno on the pipe. */
+static void __attribute__((noreturn))
+child_exec(int errfd, const int *fds, int tty_slave, const char *user, const char *cwd,
+	   char **argv, char **env, size_t envc)
+{
+	int stage = 0, e = 0;
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_UNBLOCK, &all, NULL);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+	setsid();
+	if (tty_slave >= 0) {
+		ioctl(tty_slave, TIOCSCTTY, 0);
+		for (int i = 0; i < 3; i++)
+			dup2(tty_slave, i);
+	} else {
+		/* fds may collide with 0..2: lift them first. */
+		int hi[3];
+		for (int i = 0; i < 3; i++)
+			hi[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
+		for (int i = 0; i < 3; i++)
+			if (hi[i] < 0 || dup2(hi[i], i) < 0)
+				goto fail;
+	}
+	uid_t uid;
+	gid_t gid;
+	const char *home, *name;
+	stage = 1;
+	if (resolve_user(user, &uid, &gid, &home, &name) < 0) {
+		e = ESRCH;
+		goto report;
+	}
+	stage = 2;
+	if (name ? initgroups(name, gid) < 0 : setgroups(1, &gid) < 0)
+		if (setgroups(1, &gid) < 0)
+			goto fail;
+	if (setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+		goto fail;
+	/* HOME from the user's passwd entry unless the caller set one. */
+	char homebuf[4096 + 6];
+	char **envp = env;
+	if (!env_has(env, "HOME")) {
+		snprintf(homebuf, sizeof(homebuf), "HOME=%s", home);
+		char **n = calloc(envc + 2, sizeof(char *));
+		if (n) {
+			memcpy(n, env, envc * sizeof(char *));
+			n[envc] = homebuf;
+			envp = n;
+		}
+	}
+	stage = 3;
+	if (chdir(*cwd ? cwd : home) < 0)
+		goto fail;
+	stage = 4;
+	environ = envp;
+	execvp(argv[0], argv);
+fail:
+	e = errno;
+report:;
+	int rep[2] = { stage, e };
+	ssize_t w = write(errfd, rep, sizeof(rep));
+	(void)w;
+	_exit(127);
+}
+
+static struct child *child_add(pid_t pid, int conn, int exit_fd)
+{
+	if (nchildren >= MAX_CHILDREN)
+		return NULL;
+	struct child *c = &children[nchildren++];
+	c->pid = pid;
+	c->conn = conn;
+	c->exit_fd = exit_fd;
+	return c;
+}
+
+static void spawn(int ci, const char *buf, size_t len, int *fds, int nfds)
+{
+	int cfd = pfds[ci].fd;
+	const struct sl_req_spawn *rq = (const void *)buf;
+	int tty = !!(rq->flags & SL_SPAWN_TTY);
+	int has_exit = !!(rq->flags & SL_SPAWN_HAS_EXIT);
+	int want_fds = (tty ? 0 : 3) + has_exit;
+	size_t nstr = 2 + (size_t)rq->argc + rq->envc;
+	if (nfds != want_fds || rq->argc < 1 || rq->argc > 65536 || rq->envc > 65536) {
+		send_rep(cfd, SL_REP_ERROR, 0, EINVAL, -1, "malformed spawn request");
+		return;
+	}
+	/* Split and bound the strings: every one must end inside the message. */
+	char **strs = calloc(nstr + 2, sizeof(char *));
+	if (!strs) {
+		send_rep(cfd, SL_REP_ERROR, 0, ENOMEM, -1, "out of memory");
+		return;
+	}
+	const char *p = buf + sizeof(*rq), *end = buf + len;
+	for (size_t i = 0; i < nstr; i++) {
+		const char *z = memchr(p, '\0', end - p);
+		if (!z) {
+			free(strs);
+			send_rep(cfd, SL_REP_ERROR, 0, EINVAL, -1, "truncated spawn request");
+			return;
+		}
+		strs[i] = (char *)p;
+		p = z + 1;
+	}
+	const char *user = strs[0], *cwd = strs[1];
+	char **argv = strs + 2;
+	char **env = argv + rq->argc + 1; /* leave a NULL after argv */
+	memmove(env, argv + rq->argc, rq->envc * sizeof(char *));
+	argv[rq->argc] = NULL;
+	env[rq->envc] = NULL;
+
+	int master = -1, slave = -1;
+	if (tty) {
+		master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+		int unlock = 0;
+		if (master < 0 || ioctl(master, TIOCSPTLCK, &unlock) < 0 ||
+		    (slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY)) < 0) {
+			int e = errno;
+			if (master >= 0)
+				close(master);
+			free(strs);
+			send_rep(cfd, SL_REP_ERROR, 0, e, -1, "cannot allocate a pty");
+			return;
+		}
+		struct winsize ws = { .ws_row = rq->rows ? rq->rows : 24,
+				      .ws_col = rq->cols ? rq->cols : 80 };
+		ioctl(master, TIOCSWINSZ, &ws);
+	}
+	int ep[2];
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		int e = errno;
+		if (tty) {
+			close(master);
+			close(slave);
+		}
+		free(strs);
+		send_rep(cfd, SL_REP_ERROR, 0, e, -1, "pipe");
+		return;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(ep[0]);
+		child_exec(ep[1], fds, slave, user, cwd, argv, env, rq->envc);
+	}
+	int fork_errno = errno;
+	close(ep[1]);
+	if (slave >= 0)
+		close(slave);
+	free(strs);
+	if (pid < 0) {
+		close(ep[0]);
+		if (master >= 0)
+			close(master);
+		send_rep(cfd, SL_REP_ERROR, 0, fork_errno, -1, "fork");
+		return;
+	}
+	int rep[2];
+	ssize_t n;
+	while ((n = read(ep[0], rep, sizeof(rep))) < 0 && errno == EINTR)
+		;
+	close(ep[0]);
+	if (n == sizeof(rep)) {
+		static const char *stages[] = { "set up stdio", "look up user", "switch user",
+						"change directory", "execute" };
+		char msg[160];
+		snprintf(msg, sizeof(msg), "%s: %s", stages[rep[0] < 5 ? rep[0] : 4],
+			 strerror(rep[1]));
+		/* The child exits 127; reap it without reporting an exit. */
+		child_add(pid, -1, -1);
+		if (master >= 0)
+			close(master);
+		send_rep(cfd, SL_REP_ERROR, rep[0], rep[1], -1, msg);
+		return;
+	}
+	int exit_fd = -1;
+	if (has_exit)
+		exit_fd = fcntl(fds[want_fds - 1], F_DUPFD_CLOEXEC, 10);
+	if (!child_add(pid, ci, exit_fd)) {
+		kill(pid, SIGKILL);
+		if (exit_fd >= 0)
+			close(exit_fd);
+		if (master >= 0)
+			close(master);
+		send_rep(cfd, SL_REP_ERROR, 0, EAGAIN, -1, "too many commands");
+		return;
+	}
+	send_rep(cfd, SL_REP_STARTED, pid, 0, master, NULL);
+	if (master >= 0)
+		close(master);
+}
+
+static void handle_signal_req(int cfd, const struct sl_req_signal *rq)
+{
+	if (rq->pid <= 1 || rq->sig < 1 || rq->sig >= NSIG) {
+		send_rep(cfd, SL_REP_ERROR, rq->pid, EINVAL, -1, "bad signal request");
+		return;
+	}
+	int r = kill(rq->group ? -rq->pid : rq->pid, rq->sig);
+	/* A group whose leader already exited: fall back to the pid itself. */
+	if (r < 0 && rq->group)
+		r = kill(rq->pid, rq->sig);
+	send_rep(cfd, r < 0 ? SL_REP_ERROR : SL_REP_PONG, rq->pid, r < 0 ? errno : 0, -1, NULL);
+}
+
+static void conn_close(int ci, int *npfds)
+{
+	close(pfds[ci].fd);
+	int last = *npfds - 1;
+	for (int i = 0; i < nchildren; i++) {
+		if (children[i].conn == ci)
+			children[i].conn = -1;
+		else if (children[i].conn == last)
+			children[i].conn = ci;
+	}
+	pfds[ci] = pfds[last];
+	(*npfds)--;
+}
+
+static void conn_read(int ci, int *npfds)
+{
+	static char buf[SL_PROTO_MAX];
+	union {
+		char b[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+			     .msg_controllen = sizeof(u.b) };
+	ssize_t n = recvmsg(pfds[ci].fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	int fds[4], nfds = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (int i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (nfds < 4)
+				fds[nfds++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if (n <= 0) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		conn_close(ci, npfds);
+		return;
+	}
+	const struct sl_msg_hdr *h = (const void *)buf;
+	int cfd = pfds[ci].fd;
+	if ((size_t)n < sizeof(*h) || h->magic != SL_PROTO_MAGIC || (mh.msg_flags & MSG_TRUNC)) {
+		send_rep(cfd, SL_REP_ERROR, 0, EPROTO, -1, "bad message");
+	} else if (h->type == SL_REQ_SPAWN && (size_t)n >= sizeof(struct sl_req_spawn)) {
+		spawn(ci, buf, n, fds, nfds);
+	} else if (h->type == SL_REQ_SIGNAL && (size_t)n >= sizeof(struct sl_req_signal)) {
+		handle_signal_req(cfd, (const void *)buf);
+	} else if (h->type == SL_REQ_PING) {
+		send_rep(cfd, SL_REP_PONG, getpid(), nchildren, -1, NULL);
+	} else {
+		send_rep(cfd, SL_REP_ERROR, 0, EPROTO, -1, "unknown message");
+	}
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+}
+
+static void reap(void)
+{
+	int st;
+	pid_t pid;
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		for (int i = 0; i < nchildren; i++) {
+			struct child *c = &children[i];
+			if (c->pid != pid)
+				continue;
+			if (c->exit_fd >= 0) {
+				dprintf(c->exit_fd, "exit %d\n", st);
+				fsync(c->exit_fd);
+				close(c->exit_fd);
+			}
+			if (c->conn >= 0)
+				send_rep(pfds[c->conn].fd, SL_REP_EXITED, pid, st, -1, NULL);
+			children[i] = children[--nchildren];
+			break;
+		}
+	}
+}
+
+int main(void)
+{
+	/* Not dumpable: the workload cannot ptrace us or read our memory. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* Started from an fd, our comm would read "3"; name ourselves. */
+	prctl(PR_SET_NAME, "sandlot-init", 0, 0, 0);
+	setsid();
+	if (fcntl(SL_INIT_LOG_FD, F_GETFD) >= 0) {
+		log_fd = SL_INIT_LOG_FD;
+		fcntl(log_fd, F_SETFD, FD_CLOEXEC);
+	}
+	if (fcntl(SL_INIT_LISTEN_FD, F_SETFD, FD_CLOEXEC) < 0) {
+		logf_("init: no control socket: %s", strerror(errno));
+		return 1;
+	}
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		logf_("init: signalfd: %s", strerror(errno));
+		return 1;
+	}
+	pfds[0] = (struct pollfd){ sfd, POLLIN, 0 };
+	pfds[1] = (struct pollfd){ SL_INIT_LISTEN_FD, POLLIN, 0 };
+	int npfds = 2, stopping = 0, waited = 0;
+	for (;;) {
+		int r = poll(pfds, npfds, stopping ? 100 : -1);
+		if (r < 0 && errno != EINTR)
+			return 1;
+		if (stopping) {
+			reap();
+			waited += 100;
+			if (nchildren == 0 || waited >= STOP_GRACE_MS)
+				return 0;
+		}
+		if (r <= 0)
+			continue;
+		if (pfds[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGCHLD)
+					reap();
+				else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+					/* Stop: ask everyone to end, then leave (the kernel
+					 * kills what is left of the pid namespace). */
+					kill(-1, SIGTERM);
+					stopping = 1;
+				}
+			}
+		}
+		if (pfds[1].revents & POLLIN) {
+			int c = accept4(SL_INIT_LISTEN_FD, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+			if (c >= 0) {
+				if (npfds < 2 + MAX_CONNS)
+					pfds[npfds++] = (struct pollfd){ c, POLLIN, 0 };
+				else
+					close(c);
+			}
+		}
+		for (int i = npfds - 1; i >= 2; i--)
+			if (pfds[i].revents & (POLLIN | POLLHUP | POLLERR))
+				conn_read(i, &npfds);
+	}
+}

@@ -1,0 +1,91 @@
+/* config.c — defaults and environment overrides; finds sandlot-init and the seccomp
+ * profile next to the running binary (build tree) or in the install prefix. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "quantity.h"
+
+static void set_str(char *dst, size_t len, const char *env, const char *def)
+{
+	const char *v = getenv(env);
+	snprintf(dst, len, "%s", v && *v ? v : def);
+}
+
+/* First existing of: dir-of-exe/rel1, dir-of-exe/rel2 ... */
+static void find_near_exe(char *dst, size_t len, const char *const rels[])
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	for (int i = 0; rels[i]; i++) {
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s/%s", exe, rels[i]);
+		if (access(p, R_OK) == 0) {
+			char *r = realpath(p, NULL);
+			snprintf(dst, len, "%s", r ? r : p);
+			free(r);
+			return;
+		}
+	}
+}
+
+static int env_quantity(const char *env, const char *def, int cpu, uint64_t *out, sl_err *err)
+{
+	const char *v = getenv(env);
+	if (!v || !*v)
+		v = def;
+	return cpu ? quantity_parse_cpu(env, v, out, err) : quantity_parse_bytes(env, v, out, err);
+}
+
+int config_load(sl_config *cfg, sl_err *err)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	set_str(cfg->state_dir, sizeof(cfg->state_dir), "SANDLOT_STATE_DIR", "/var/lib/sandlot");
+	set_str(cfg->run_dir, sizeof(cfg->run_dir), "SANDLOT_RUN_DIR", "/run/sandlot");
+	set_str(cfg->cgroup_root, sizeof(cfg->cgroup_root), "SANDLOT_CGROUP_ROOT", "/sys/fs/cgroup");
+	static const char *const init_rels[] = { "sandlot-init", "../libexec/sandlot/sandlot-init",
+						 NULL };
+	static const char *const prof_rels[] = { "../seccomp/default.json",
+						 "../share/sandlot/seccomp/default.json", NULL };
+	find_near_exe(cfg->init_path, sizeof(cfg->init_path), init_rels);
+	find_near_exe(cfg->seccomp_profile, sizeof(cfg->seccomp_profile), prof_rels);
+	if (getenv("SANDLOT_INIT"))
+		set_str(cfg->init_path, sizeof(cfg->init_path), "SANDLOT_INIT", "");
+	if (getenv("SANDLOT_SECCOMP_PROFILE"))
+		set_str(cfg->seccomp_profile, sizeof(cfg->seccomp_profile),
+			"SANDLOT_SECCOMP_PROFILE", "");
+	if (!cfg->init_path[0])
+		return sl_fail(err, SL_INTERNAL, 0,
+			       "cannot find sandlot-init next to the sandlot binary; set SANDLOT_INIT");
+	if (!cfg->seccomp_profile[0])
+		return sl_fail(err, SL_INTERNAL, 0,
+			       "cannot find seccomp/default.json; set SANDLOT_SECCOMP_PROFILE");
+
+	const char *b = getenv("SANDLOT_UID_BASE");
+	cfg->uid_base = b && *b ? (uint32_t)strtoul(b, NULL, 10) : 1000000000u;
+	if (cfg->uid_base < 65536)
+		return sl_fail(err, SL_INVALID, 0,
+			       "SANDLOT_UID_BASE=%u: sandbox uid ranges must start above 65535",
+			       cfg->uid_base);
+	cfg->uid_slots = (UINT32_MAX - 65536 - cfg->uid_base) / 65536;
+	if (cfg->uid_slots > 60000)
+		cfg->uid_slots = 60000;
+	if (env_quantity("SANDLOT_STORE_SIZE", "64Gi", 0, &cfg->store_bytes, err) < 0 ||
+	    env_quantity("SANDLOT_DEFAULT_CPU", "1", 1, &cfg->def_cpu_millis, err) < 0 ||
+	    env_quantity("SANDLOT_DEFAULT_MEMORY", "1Gi", 0, &cfg->def_memory, err) < 0 ||
+	    env_quantity("SANDLOT_DEFAULT_DISK", "4Gi", 0, &cfg->def_disk, err) < 0)
+		return -1;
+	const char *p = getenv("SANDLOT_DEFAULT_PIDS");
+	cfg->def_pids = p && *p ? strtoull(p, NULL, 10) : 512;
+	return 0;
+}

@@ -1,0 +1,26 @@
+/* config.h — where sandlot keeps things and the defaults a sandbox gets when it
+ * asks for nothing; read once from the environment (and later from serve flags). */
+#ifndef SANDLOT_CONFIG_H
+#define SANDLOT_CONFIG_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "err.h"
+
+typedef struct sl_config {
+	char state_dir[PATH_MAX / 4]; /* SANDLOT_STATE_DIR, default /var/lib/sandlot */
+	char run_dir[PATH_MAX / 4];   /* SANDLOT_RUN_DIR, default /run/sandlot */
+	char init_path[PATH_MAX / 4]; /* SANDLOT_INIT, default: next to the binary */
+	char seccomp_profile[PATH_MAX / 4]; /* SANDLOT_SECCOMP_PROFILE */
+	char cgroup_root[PATH_MAX / 4];	    /* SANDLOT_CGROUP_ROOT, default /sys/fs/cgroup */
+	uint32_t uid_base;		    /* SANDLOT_UID_BASE: first host uid of sandbox ranges */
+	uint32_t uid_slots;		    /* how many 65536-wide ranges may be handed out */
+	uint64_t store_bytes;		    /* SANDLOT_STORE_SIZE: sparse btrfs volume size */
+	/* Defaults (Kubernetes quantities) for a sandbox that names no limit. */
+	uint64_t def_cpu_millis, def_memory, def_disk, def_pids;
+} sl_config;
+
+int config_load(sl_config *cfg, sl_err *err);
+
+#endif

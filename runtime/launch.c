@@ -1,0 +1,448 @@
+/* launch.c — the privileged half of starting a sandbox. The child is cloned into new
+ * mount/pid/uts/ipc/net namespaces as host root, builds the root filesystem there,
+ * and only then joins the sandbox's user namespace, so the namespaces it lives in are
+ * owned by the initial user namespace and its root can never remount or reconfigure
+ * them. Every path under the rootfs is opened without following symlinks. */
+#include "launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/openat2.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../init/proto.h"
+#include "cleanup.h"
+
+/* The container-default capability set: all a process running as root inside keeps. */
+static const cap_value_t keep_caps[] = {
+	CAP_CHOWN, CAP_DAC_OVERRIDE,	 CAP_FOWNER, CAP_FSETID, CAP_KILL,	 CAP_NET_BIND_SERVICE,
+	CAP_SETFCAP, CAP_SETGID, CAP_SETPCAP, CAP_SETUID, CAP_SYS_CHROOT,
+};
+
+/* What container runtimes hide or freeze in /proc and /sys. */
+static const char *const masked_paths[] = {
+	"proc/acpi",	  "proc/asound",	"proc/kcore",	"proc/keys",  "proc/latency_stats",
+	"proc/timer_list", "proc/timer_stats", "proc/sched_debug", "proc/scsi", "sys/firmware",
+	"sys/devices/virtual/powercap", "proc/interrupts", NULL,
+};
+static const char *const readonly_paths[] = {
+	"proc/bus", "proc/fs", "proc/irq", "proc/sys", "proc/sysrq-trigger", NULL,
+};
+
+uint64_t proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	/* After ")": state is field 3 (a zombie counts as gone); starttime is 22. */
+	if (!p || p[1] == '\0' || p[2] == 'Z' || p[2] == 'X')
+		return 0;
+	for (int field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+static void __attribute__((noreturn, format(printf, 3, 4)))
+child_fail(int errfd, int e, const char *fmt, ...)
+{
+	char buf[768];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (e && n >= 0 && n < (int)sizeof(buf))
+		n += snprintf(buf + n, sizeof(buf) - n, ": %s", strerror(e));
+	if (n > (int)sizeof(buf))
+		n = sizeof(buf);
+	ssize_t w = write(errfd, buf, n);
+	(void)w;
+	_exit(1);
+}
+
+/* Open (creating if absent) a directory directly under dirfd, refusing symlinks: the
+ * rootfs is the sandbox's to shape, and a planted "proc -> /etc" must not redirect
+ * a mount onto the host. */
+static int open_mountpoint(int dirfd, const char *name, int is_dir)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
+				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH |
+					   RESOLVE_NO_MAGICLINKS };
+	int fd = syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+	if (fd < 0 && errno == ENOENT) {
+		if (is_dir)
+			mkdirat(dirfd, name, 0755);
+		else
+			close(openat(dirfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+		fd = syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+	}
+	return fd;
+}
+
+static int mount_at_fd(int fd, const char *src, const char *type, unsigned long flags,
+		       const char *data)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	return mount(src, p, type, flags, data);
+}
+
+static void mount_in(int errfd, int rootfd, const char *name, const char *type,
+		     unsigned long flags, const char *data)
+{
+	_cleanup_close_ int fd = open_mountpoint(rootfd, name, 1);
+	if (fd < 0)
+		child_fail(errfd, errno, "mount point /%s in the image", name);
+	if (mount_at_fd(fd, type, type, flags, data) < 0)
+		child_fail(errfd, errno, "mount %s on /%s", type, name);
+}
+
+static void make_dev(int errfd, int devfd, uint32_t base)
+{
+	static const struct {
+		const char *name;
+		unsigned maj, min;
+	} nodes[] = { { "null", 1, 3 },	 { "zero", 1, 5 },    { "full", 1, 7 },
+		      { "random", 1, 8 }, { "urandom", 1, 9 }, { "tty", 5, 0 } };
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		if (mknodat(devfd, nodes[i].name, S_IFCHR | 0666,
+			    makedev(nodes[i].maj, nodes[i].min)) < 0 ||
+		    fchmodat(devfd, nodes[i].name, 0666, 0) < 0 ||
+		    fchownat(devfd, nodes[i].name, base, base, AT_SYMLINK_NOFOLLOW) < 0)
+			child_fail(errfd, errno, "create /dev/%s", nodes[i].name);
+	}
+	static const char *const links[][2] = { { "ptmx", "pts/ptmx" }, { "fd", "/proc/self/fd" },
+						{ "stdin", "/proc/self/fd/0" },
+						{ "stdout", "/proc/self/fd/1" },
+						{ "stderr", "/proc/self/fd/2" },
+						{ "core", "/proc/kcore" } };
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
+		if (symlinkat(links[i][1], devfd, links[i][0]) < 0)
+			child_fail(errfd, errno, "create /dev/%s", links[i][0]);
+	char opts[128];
+	if (mkdirat(devfd, "pts", 0755) < 0 || mkdirat(devfd, "shm", 01777) < 0)
+		child_fail(errfd, errno, "create /dev/pts and /dev/shm");
+	_cleanup_close_ int pts = openat(devfd, "pts", O_PATH | O_CLOEXEC | O_NOFOLLOW);
+	snprintf(opts, sizeof(opts), "newinstance,ptmxmode=0666,mode=0620,gid=%u", base + 5);
+	if (pts < 0 || mount_at_fd(pts, "devpts", "devpts", MS_NOSUID | MS_NOEXEC, opts) < 0)
+		child_fail(errfd, errno, "mount devpts on /dev/pts");
+	_cleanup_close_ int shm = openat(devfd, "shm", O_PATH | O_CLOEXEC | O_NOFOLLOW);
+	snprintf(opts, sizeof(opts), "mode=1777,size=65536k,uid=%u,gid=%u", base, base);
+	if (shm < 0 ||
+	    mount_at_fd(shm, "shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+		child_fail(errfd, errno, "mount tmpfs on /dev/shm");
+}
+
+/* /proc and /sys are fresh mounts we just made: their paths hold no planted links. */
+static void mask_paths(int errfd, const char *root)
+{
+	char p[PATH_MAX], devnull[PATH_MAX];
+	snprintf(devnull, sizeof(devnull), "%s/dev/null", root);
+	for (int i = 0; masked_paths[i]; i++) {
+		snprintf(p, sizeof(p), "%s/%s", root, masked_paths[i]);
+		struct stat st;
+		if (lstat(p, &st) < 0)
+			continue;
+		int r = S_ISDIR(st.st_mode) ? mount("tmpfs", p, "tmpfs", MS_RDONLY, "size=0")
+					    : mount(devnull, p, NULL, MS_BIND, NULL);
+		if (r < 0)
+			child_fail(errfd, errno, "mask /%s", masked_paths[i]);
+	}
+	for (int i = 0; readonly_paths[i]; i++) {
+		snprintf(p, sizeof(p), "%s/%s", root, readonly_paths[i]);
+		if (access(p, F_OK) < 0)
+			continue;
+		if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0 ||
+		    mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+			  NULL) < 0)
+			child_fail(errfd, errno, "make /%s read-only", readonly_paths[i]);
+	}
+}
+
+static void loopback_up(int errfd)
+{
+	_cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr = { 0 };
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		child_fail(errfd, errno, "read flags of lo");
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		child_fail(errfd, errno, "bring lo up");
+}
+
+static void drop_privileges(int errfd)
+{
+	int last = CAP_LAST_CAP;
+	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
+	if (f) {
+		if (fscanf(f, "%d", &last) != 1)
+			last = CAP_LAST_CAP;
+		fclose(f);
+	}
+	for (int c = 0; c <= last; c++) {
+		int keep = 0;
+		for (size_t i = 0; i < sizeof(keep_caps) / sizeof(keep_caps[0]); i++)
+			keep |= keep_caps[i] == c;
+		if (!keep && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			child_fail(errfd, errno, "drop capability %d from the bounding set", c);
+	}
+	cap_t caps = cap_init(); /* all clear: inheritable stays empty */
+	int n = sizeof(keep_caps) / sizeof(keep_caps[0]);
+	if (!caps || cap_set_flag(caps, CAP_PERMITTED, n, keep_caps, CAP_SET) < 0 ||
+	    cap_set_flag(caps, CAP_EFFECTIVE, n, keep_caps, CAP_SET) < 0 || cap_set_proc(caps) < 0)
+		child_fail(errfd, errno, "set capabilities");
+	cap_free(caps);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		child_fail(errfd, errno, "clear ambient capabilities");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail(errfd, errno, "set no_new_privs");
+}
+
+struct child_fds {
+	int go, err, userns, lower, listen, init, log;
+};
+
+static void __attribute__((noreturn)) child_main(const sl_launch *l, struct child_fds *f)
+{
+	char c, root[PATH_MAX], lower[PATH_MAX], opts[3 * PATH_MAX + 64];
+	if (read(f->go, &c, 1) != 1) /* the parent gave up */
+		_exit(1);
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		child_fail(f->err, errno, "new cgroup namespace");
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		child_fail(f->err, errno, "make mounts private");
+	snprintf(root, sizeof(root), "%s/rootfs", l->run_dir);
+	snprintf(lower, sizeof(lower), "%s/lower", l->run_dir);
+	if (move_mount(f->lower, "", AT_FDCWD, lower, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		child_fail(f->err, errno, "attach the id-mapped image layer");
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", lower, l->upper,
+		 l->work);
+	if (mount("overlay", root, "overlay", MS_NODEV, opts) < 0)
+		child_fail(f->err, errno, "mount overlay on %s", root);
+	_cleanup_close_ int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		child_fail(f->err, errno, "open %s", root);
+	mount_in(f->err, rootfd, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	mount_in(f->err, rootfd, "sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		 NULL);
+	snprintf(opts, sizeof(opts), "mode=755,size=4096k,nr_inodes=64k,uid=%u,gid=%u",
+		 l->uid_base, l->uid_base);
+	mount_in(f->err, rootfd, "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, opts);
+	{
+		char devp[PATH_MAX + 8];
+		snprintf(devp, sizeof(devp), "%s/dev", root);
+		_cleanup_close_ int devfd = open(devp, O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (devfd < 0)
+			child_fail(f->err, errno, "open /dev");
+		make_dev(f->err, devfd, l->uid_base);
+	}
+	mask_paths(f->err, root);
+	if (chdir(root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
+	    umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+		child_fail(f->err, errno, "pivot_root into %s", root);
+	if (sethostname(l->hostname, strlen(l->hostname)) < 0)
+		child_fail(f->err, errno, "set hostname");
+	loopback_up(f->err);
+	/* Become root of the sandbox's own user namespace (host uid l->uid_base). */
+	if (setns(f->userns, CLONE_NEWUSER) < 0 || setgroups(0, NULL) < 0 ||
+	    setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		child_fail(f->err, errno, "enter the sandbox user namespace");
+	drop_privileges(f->err);
+	int lfd = fcntl(f->listen, F_DUPFD_CLOEXEC, 100);
+	int logfd = fcntl(f->log, F_DUPFD_CLOEXEC, 100);
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (lfd < 0 || logfd < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 ||
+	    dup2(nul, 2) < 0 || dup2(lfd, SL_INIT_LISTEN_FD) < 0 || dup2(logfd, SL_INIT_LOG_FD) < 0)
+		child_fail(f->err, errno, "set up init's descriptors");
+	/* Nothing but 0-4 crosses into init. */
+	syscall(SYS_close_range, SL_INIT_LOG_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+	sl_err err = { 0 };
+	if (seccomp_bpf_install(l->seccomp, &err) < 0)
+		child_fail(f->err, 0, "%s", err.msg);
+	char *argv[] = { "sandlot-init", NULL };
+	char *envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	syscall(SYS_execveat, f->init, "", argv, envp, AT_EMPTY_PATH);
+	child_fail(f->err, errno, "execute sandlot-init");
+}
+
+/* A user namespace mapping 0..65535 to base..base+65535, held by an fd. */
+static int make_userns(uint32_t base, sl_err *err)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return sl_sysfail(err, "pipe");
+	pid_t pid = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+	if (pid == 0) {
+		char c;
+		close(p[1]);
+		ssize_t r = read(p[0], &c, 1);
+		_exit(r < 0);
+	}
+	close(p[0]);
+	if (pid < 0) {
+		close(p[1]);
+		return sl_sysfail(err, "create a user namespace");
+	}
+	char path[64], map[64];
+	int nsfd = -1, n = snprintf(map, sizeof(map), "0 %u 65536\n", base);
+	const char *files[] = { "uid_map", "gid_map" };
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, files[i]);
+		_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, map, n) != n) {
+			sl_sysfail(err, "write %s", path);
+			goto out;
+		}
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (nsfd < 0)
+		sl_sysfail(err, "open %s", path);
+out:
+	close(p[1]);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return nsfd;
+}
+
+/* A detached read-only mount of the image layer whose ids are shifted into the
+ * sandbox's range, so shared files show their real owners inside. */
+static int idmapped_layer(const char *layer, int userns, sl_err *err)
+{
+	int fd = open_tree(AT_FDCWD, layer, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (fd < 0)
+		return sl_sysfail(err, "open image layer %s", layer);
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY |
+					       MOUNT_ATTR_NODEV,
+				   .userns_fd = userns };
+	if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+		close(fd);
+		return sl_sysfail(err, "id-map image layer %s", layer);
+	}
+	return fd;
+}
+
+static int listen_socket(const char *path, sl_err *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return sl_fail(err, SL_INVALID, 0, "socket path too long: %s", path);
+	strcpy(sa.sun_path, path);
+	unlink(path);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0600) < 0 ||
+	    listen(fd, 64) < 0) {
+		sl_sysfail(err, "listen on %s", path);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int mkdir_in(const char *dir, const char *name, mode_t mode, sl_err *err)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	if (mkdir(p, mode) < 0 && errno != EEXIST)
+		return sl_sysfail(err, "create %s", p);
+	return 0;
+}
+
+int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
+{
+	char sock[PATH_MAX], logp[PATH_MAX];
+	if (mkdir_in(l->run_dir, "rootfs", 0700, err) < 0 ||
+	    mkdir_in(l->run_dir, "lower", 0700, err) < 0)
+		return -1;
+	snprintf(sock, sizeof(sock), "%s/init.sock", l->run_dir);
+	snprintf(logp, sizeof(logp), "%s/init.log", l->run_dir);
+	struct child_fds f = { -1, -1, -1, -1, -1, -1, -1 };
+	_cleanup_close_ int userns = make_userns(l->uid_base, err);
+	if (userns < 0)
+		return -1;
+	_cleanup_close_ int lower = idmapped_layer(l->image_layer, userns, err);
+	if (lower < 0)
+		return -1;
+	_cleanup_close_ int lsock = listen_socket(sock, err);
+	if (lsock < 0)
+		return -1;
+	_cleanup_close_ int initfd = open(l->init_path, O_RDONLY | O_CLOEXEC);
+	if (initfd < 0)
+		return sl_sysfail(err, "open %s", l->init_path);
+	_cleanup_close_ int logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (logfd < 0)
+		return sl_sysfail(err, "open %s", logp);
+	int go[2], ep[2];
+	if (pipe2(go, O_CLOEXEC) < 0)
+		return sl_sysfail(err, "pipe");
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		close(go[0]);
+		close(go[1]);
+		return sl_sysfail(err, "pipe");
+	}
+	f = (struct child_fds){ go[0], ep[1], userns, lower, lsock, initfd, logfd };
+	pid_t pid = syscall(SYS_clone,
+			    CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET |
+				    SIGCHLD,
+			    0, 0, 0, 0);
+	if (pid == 0) {
+		close(go[1]);
+		close(ep[0]);
+		child_main(l, &f);
+	}
+	int clone_errno = errno;
+	close(go[0]);
+	close(ep[1]);
+	_cleanup_close_ int gofd = go[1], errfd = ep[0];
+	if (pid < 0)
+		return sl_fail(err, SL_INTERNAL, clone_errno, "clone the sandbox's init");
+	if (l->attach && l->attach(l->attach_ctx, pid, err) < 0)
+		goto kill_child;
+	if (write(gofd, "g", 1) != 1) {
+		sl_sysfail(err, "start the sandbox's init");
+		goto kill_child;
+	}
+	char msg[800];
+	ssize_t n;
+	while ((n = read(errfd, msg, sizeof(msg) - 1)) < 0 && errno == EINTR)
+		;
+	if (n > 0) {
+		msg[n] = '\0';
+		sl_fail(err, SL_INTERNAL, 0, "start sandbox %s: %s", l->id, msg);
+		goto kill_child;
+	}
+	*init_pid = pid;
+	return 0;
+kill_child:
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	unlink(sock);
+	return -1;
+}

@@ -1,0 +1,33 @@
+/* launch.h — starting a sandbox's pid 1: namespaces, the id-mapped image layer under
+ * an overlay, pivot_root, /proc /sys /dev, capabilities, seccomp, then sandlot-init. */
+#ifndef SANDLOT_LAUNCH_H
+#define SANDLOT_LAUNCH_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+#include "seccomp.h"
+
+typedef struct sl_launch {
+	const char *id;
+	const char *hostname;
+	const char *image_layer; /* read-only rootfs dir, owned by host ids 0..65535 */
+	const char *upper, *work; /* the sandbox's writable layer (btrfs subvolume) */
+	const char *run_dir;	  /* <run>/sandboxes/<id>: rootfs/, lower/, init.sock */
+	const char *init_path;	  /* the static sandlot-init binary */
+	uint32_t uid_base;	  /* host uid/gid of root inside; range is 65536 wide */
+	const sl_bpf *seccomp;
+	/* Called in the parent with the child's host pid before it goes on (cgroups). */
+	int (*attach)(void *ctx, pid_t pid, sl_err *err);
+	void *attach_ctx;
+} sl_launch;
+
+/* Starts init; on success *init_pid is its host pid and it is listening on
+ * <run_dir>/init.sock. On failure nothing it made is left running or mounted. */
+int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err);
+
+/* Start time of a pid (field 22 of /proc/pid/stat), 0 if it is gone. */
+uint64_t proc_start_time(pid_t pid);
+
+#endif

@@ -1,0 +1,948 @@
+/* sandbox.c — sandbox lifecycle on top of the modules: records (state), writable
+ * layers (storage), limits (cgroup), images, and launch. A failed create undoes
+ * every step; a destroy frees every host resource and leaves only a tombstone. */
+#include "sandbox.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../init/proto.h"
+#include "cleanup.h"
+#include "fsutil.h"
+#include "image.h"
+#include "launch.h"
+#include "log.h"
+#include "quantity.h"
+#include "state.h"
+#include "storage.h"
+
+#define TOMBSTONE_MS (24LL * 3600 * 1000)
+#define RECORD_MAX (1 << 20)
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sl_new_id(const char *prefix, char *out, size_t len)
+{
+	static const char b32[] = "abcdefghijklmnopqrstuvwxyz234567";
+	unsigned char r[20];
+	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+		abort(); /* no entropy: ids would collide */
+	char s[21];
+	for (int i = 0; i < 20; i++)
+		s[i] = b32[r[i] & 31];
+	s[20] = '\0';
+	snprintf(out, len, "%s%s", prefix, s);
+}
+
+int ctx_open(sl_ctx *ctx, sl_err *err)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	if (config_load(&ctx->cfg, err) < 0)
+		return -1;
+	sl_log_open(NULL);
+	char p[PATH_MAX];
+	if (state_mkdirs(ctx->cfg.state_dir, 0711, err) < 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/sandlot.log", ctx->cfg.state_dir);
+	sl_log_open(p);
+	snprintf(p, sizeof(p), "%s/sandboxes", ctx->cfg.state_dir);
+	if (state_mkdirs(p, 0700, err) < 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/sandboxes", ctx->cfg.run_dir);
+	if (state_mkdirs(p, 0711, err) < 0)
+		return -1;
+	return cgroup_open(ctx->cfg.cgroup_root, &ctx->cg, err);
+}
+
+void ctx_close(sl_ctx *ctx)
+{
+	if (ctx->cg)
+		cgroup_close(ctx->cg);
+	if (ctx->bpf_loaded)
+		seccomp_bpf_free(&ctx->bpf);
+	ctx->cg = NULL;
+	ctx->bpf_loaded = false;
+}
+
+void sandbox_free(sl_sandbox *sb)
+{
+	if (!sb)
+		return;
+	cJSON_Delete(sb->env);
+	cJSON_Delete(sb->labels);
+	sb->env = sb->labels = NULL;
+}
+
+void sandbox_free_list(sl_sandbox *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sandbox_free(&list[i]);
+	free(list);
+}
+
+/* ---- records ---- */
+
+static void iso_time(int64_t ms, char *buf, size_t len)
+{
+	time_t s = ms / 1000;
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+static cJSON *resources_json(const sl_sandbox *sb)
+{
+	char b[32];
+	cJSON *r = cJSON_CreateObject();
+	quantity_format_cpu(sb->limits.cpu_millicores, b, sizeof(b));
+	cJSON_AddStringToObject(r, "cpu", b);
+	quantity_format_bytes(sb->limits.memory_bytes, b, sizeof(b));
+	cJSON_AddStringToObject(r, "memory", b);
+	quantity_format_bytes(sb->disk_bytes, b, sizeof(b));
+	cJSON_AddStringToObject(r, "disk", b);
+	cJSON_AddNumberToObject(r, "pids", (double)sb->limits.pids_max);
+	return r;
+}
+
+cJSON *sandbox_to_json(const sl_sandbox *sb)
+{
+	char t[40];
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", sb->id);
+	if (sb->name[0])
+		cJSON_AddStringToObject(o, "name", sb->name);
+	else
+		cJSON_AddNullToObject(o, "name");
+	cJSON_AddStringToObject(o, "status", sb->status);
+	cJSON_AddStringToObject(o, "image", sb->image);
+	cJSON_AddStringToObject(o, "imageDigest", sb->digest);
+	iso_time(sb->created_ms, t, sizeof(t));
+	cJSON_AddStringToObject(o, "createdAt", t);
+	cJSON_AddItemToObject(o, "resources", resources_json(sb));
+	cJSON_AddItemToObject(o, "env", sb->env ? cJSON_Duplicate(sb->env, 1) : cJSON_CreateObject());
+	cJSON_AddItemToObject(o, "labels",
+			      sb->labels ? cJSON_Duplicate(sb->labels, 1) : cJSON_CreateObject());
+	cJSON_AddStringToObject(o, "user", sb->user);
+	cJSON_AddStringToObject(o, "workingDirectory", sb->workdir);
+	cJSON_AddBoolToObject(o, "ephemeral", sb->ephemeral);
+	if (sb->terminated_ms) {
+		iso_time(sb->terminated_ms, t, sizeof(t));
+		cJSON_AddStringToObject(o, "terminatedAt", t);
+		cJSON_AddStringToObject(o, "reason", sb->reason);
+	}
+	return o;
+}
+
+static cJSON *record_json(const sl_sandbox *sb)
+{
+	cJSON *o = sandbox_to_json(sb);
+	cJSON *in = cJSON_AddObjectToObject(o, "internal");
+	cJSON_AddNumberToObject(in, "createdMs", (double)sb->created_ms);
+	cJSON_AddNumberToObject(in, "terminatedMs", (double)sb->terminated_ms);
+	cJSON_AddNumberToObject(in, "cpuMillis", (double)sb->limits.cpu_millicores);
+	cJSON_AddNumberToObject(in, "memoryBytes", (double)sb->limits.memory_bytes);
+	cJSON_AddNumberToObject(in, "diskBytes", (double)sb->disk_bytes);
+	cJSON_AddNumberToObject(in, "uidBase", sb->uid_base);
+	cJSON_AddNumberToObject(in, "initPid", sb->init_pid);
+	cJSON_AddNumberToObject(in, "initStart", (double)sb->init_start);
+	cJSON_AddNumberToObject(in, "creatorPid", sb->creator_pid);
+	cJSON_AddNumberToObject(in, "creatorStart", (double)sb->creator_start);
+	return o;
+}
+
+static void copy_str(char *dst, size_t len, const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	snprintf(dst, len, "%s", cJSON_IsString(v) ? v->valuestring : "");
+}
+
+static double num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err)
+{
+	char p[PATH_MAX];
+	state_sandbox_dir(&ctx->cfg, id, p, sizeof(p));
+	strcat(p, "/sandbox.json");
+	_cleanup_free_ char *data = NULL;
+	if (state_read_file(p, RECORD_MAX, &data, NULL, err) < 0) {
+		if (err->kind == SL_NOTFOUND)
+			sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", id);
+		return -1;
+	}
+	cJSON *o = cJSON_Parse(data);
+	if (!o)
+		return sl_fail(err, SL_INTERNAL, 0, "record %s is not valid JSON", p);
+	memset(sb, 0, sizeof(*sb));
+	copy_str(sb->id, sizeof(sb->id), o, "id");
+	copy_str(sb->name, sizeof(sb->name), o, "name");
+	copy_str(sb->status, sizeof(sb->status), o, "status");
+	copy_str(sb->image, sizeof(sb->image), o, "image");
+	copy_str(sb->digest, sizeof(sb->digest), o, "imageDigest");
+	copy_str(sb->user, sizeof(sb->user), o, "user");
+	copy_str(sb->workdir, sizeof(sb->workdir), o, "workingDirectory");
+	copy_str(sb->reason, sizeof(sb->reason), o, "reason");
+	sb->ephemeral = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ephemeral"));
+	sb->env = cJSON_DetachItemFromObjectCaseSensitive(o, "env");
+	sb->labels = cJSON_DetachItemFromObjectCaseSensitive(o, "labels");
+	const cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "internal");
+	sb->created_ms = num(in, "createdMs");
+	sb->terminated_ms = num(in, "terminatedMs");
+	sb->limits.cpu_millicores = num(in, "cpuMillis");
+	sb->limits.memory_bytes = num(in, "memoryBytes");
+	sb->limits.pids_max = num(cJSON_GetObjectItemCaseSensitive(o, "resources"), "pids");
+	sb->disk_bytes = num(in, "diskBytes");
+	sb->uid_base = num(in, "uidBase");
+	sb->init_pid = num(in, "initPid");
+	sb->init_start = num(in, "initStart");
+	sb->creator_pid = num(in, "creatorPid");
+	sb->creator_start = num(in, "creatorStart");
+	cJSON_Delete(o);
+	if (strcmp(sb->id, id) != 0) {
+		sandbox_free(sb);
+		return sl_fail(err, SL_INTERNAL, 0, "record %s names another sandbox", p);
+	}
+	return 0;
+}
+
+static int record_save(const sl_ctx *ctx, const sl_sandbox *sb, sl_err *err)
+{
+	char p[PATH_MAX];
+	state_sandbox_dir(&ctx->cfg, sb->id, p, sizeof(p));
+	strcat(p, "/sandbox.json");
+	cJSON *o = record_json(sb);
+	_cleanup_free_ char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!s)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "serialise %s", sb->id);
+	return state_write_atomic(p, s, strlen(s), err);
+}
+
+static bool pid_alive(pid_t pid, uint64_t start)
+{
+	return pid > 0 && start && proc_start_time(pid) == start;
+}
+
+/* The truth behind a record: an init that died makes a running sandbox "failed";
+ * a create whose process died midway is "failed" too (rm cleans it up). */
+static void refresh_status(sl_sandbox *sb)
+{
+	if (!strcmp(sb->status, "running") || !strcmp(sb->status, "paused")) {
+		if (!pid_alive(sb->init_pid, sb->init_start))
+			snprintf(sb->status, sizeof(sb->status), "failed");
+	} else if (!strcmp(sb->status, "creating")) {
+		if (!pid_alive(sb->creator_pid, sb->creator_start))
+			snprintf(sb->status, sizeof(sb->status), "failed");
+	}
+}
+
+static int list_ids(const sl_ctx *ctx, char ***ids, size_t *n, sl_err *err)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/sandboxes", ctx->cfg.state_dir);
+	_cleanup_closedir_ DIR *d = opendir(p);
+	*ids = NULL;
+	*n = 0;
+	if (!d)
+		return errno == ENOENT ? 0 : sl_sysfail(err, "list %s", p);
+	size_t cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "sbx_", 4) != 0)
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 32;
+			char **nn = realloc(*ids, cap * sizeof(char *));
+			if (!nn)
+				return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
+			*ids = nn;
+		}
+		(*ids)[(*n)++] = strdup(e->d_name);
+	}
+	return 0;
+}
+
+static void free_ids(char **ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+static int cmp_created(const void *a, const void *b)
+{
+	const sl_sandbox *x = a, *y = b;
+	return x->created_ms < y->created_ms ? -1 : x->created_ms > y->created_ms;
+}
+
+static void remove_record_dir(const sl_ctx *ctx, const char *id)
+{
+	char p[PATH_MAX];
+	state_sandbox_dir(&ctx->cfg, id, p, sizeof(p));
+	fs_remove_tree(p, NULL);
+}
+
+int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
+{
+	char **ids;
+	size_t nids;
+	*out = NULL;
+	*n = 0;
+	if (list_ids(ctx, &ids, &nids, err) < 0)
+		return -1;
+	sl_sandbox *list = calloc(nids ? nids : 1, sizeof(*list));
+	if (!list) {
+		free_ids(ids, nids);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
+	}
+	size_t k = 0;
+	int64_t now = now_ms();
+	for (size_t i = 0; i < nids; i++) {
+		sl_err e2 = { 0 };
+		if (record_load(ctx, ids[i], &list[k], &e2) < 0)
+			continue; /* a record being written for the first time */
+		if (!strcmp(list[k].status, "terminated") &&
+		    now - list[k].terminated_ms > TOMBSTONE_MS) {
+			sandbox_free(&list[k]);
+			remove_record_dir(ctx, ids[i]);
+			continue;
+		}
+		refresh_status(&list[k]);
+		k++;
+	}
+	free_ids(ids, nids);
+	qsort(list, k, sizeof(*list), cmp_created);
+	*out = list;
+	*n = k;
+	return 0;
+}
+
+/* Resolve an id or a name to an id. */
+static int resolve_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_err *err)
+{
+	char p[PATH_MAX];
+	if (!ref || !*ref || strchr(ref, '/') || !strcmp(ref, ".") || !strcmp(ref, ".."))
+		return sl_fail(err, SL_INVALID, 0, "\"%s\" is not a sandbox id or name",
+			       ref ? ref : "");
+	if (!strncmp(ref, "sbx_", 4)) {
+		state_sandbox_dir(&ctx->cfg, ref, p, sizeof(p));
+		if (access(p, F_OK) == 0) {
+			snprintf(id, len, "%s", ref);
+			return 0;
+		}
+	}
+	sl_sandbox *list;
+	size_t n;
+	if (sandbox_list(ctx, &list, &n, err) < 0)
+		return -1;
+	int found = 0;
+	for (size_t i = 0; i < n && !found; i++)
+		if (!strcmp(list[i].name, ref) && strcmp(list[i].status, "terminated")) {
+			snprintf(id, len, "%s", list[i].id);
+			found = 1;
+		}
+	sandbox_free_list(list, n);
+	return found ? 0 : sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", ref);
+}
+
+int sandbox_get(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
+{
+	char id[32];
+	if (resolve_ref(ctx, ref, id, sizeof(id), err) < 0 || record_load(ctx, id, out, err) < 0)
+		return -1;
+	refresh_status(out);
+	return 0;
+}
+
+int sandbox_image_in_use(sl_ctx *ctx, const char *digest, bool *in_use, sl_err *err)
+{
+	sl_sandbox *list;
+	size_t n;
+	*in_use = false;
+	if (sandbox_list(ctx, &list, &n, err) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(list[i].status, "terminated") && !strcmp(list[i].digest, digest))
+			*in_use = true;
+	sandbox_free_list(list, n);
+	return 0;
+}
+
+/* ---- create ---- */
+
+static int valid_name(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 63 || !strncmp(s, "sbx_", 4))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+		      (i > 0 && (c == '.' || c == '_'))))
+			return 0;
+	}
+	return 1;
+}
+
+static int kv_object(const char *field, const char *const *kv, cJSON **out, sl_err *err)
+{
+	cJSON *o = cJSON_CreateObject();
+	for (; kv && *kv; kv++) {
+		const char *eq = strchr(*kv, '=');
+		if (!eq || eq == *kv) {
+			cJSON_Delete(o);
+			return sl_fail(err, SL_INVALID, 0, "%s: \"%s\" is not KEY=VALUE", field, *kv);
+		}
+		char key[256];
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - *kv), *kv);
+		cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+		cJSON_AddStringToObject(o, key, eq + 1);
+	}
+	*out = o;
+	return 0;
+}
+
+/* Under the global lock: check the name, take the lowest free uid range, and write
+ * the "creating" record so the next creator sees both. */
+static int reserve(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+{
+	char lockp[PATH_MAX];
+	snprintf(lockp, sizeof(lockp), "%s/sandboxes/.lock", ctx->cfg.state_dir);
+	_cleanup_close_ int lk = state_lock(lockp, err);
+	if (lk < 0)
+		return -1;
+	sl_sandbox *list;
+	size_t n;
+	if (sandbox_list(ctx, &list, &n, err) < 0)
+		return -1;
+	uint8_t *used = calloc(ctx->cfg.uid_slots, 1);
+	int conflict = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(list[i].status, "terminated"))
+			continue;
+		if (sb->name[0] && !strcmp(list[i].name, sb->name))
+			conflict = 1;
+		uint32_t slot = (list[i].uid_base - ctx->cfg.uid_base) / 65536;
+		if (list[i].uid_base >= ctx->cfg.uid_base && slot < ctx->cfg.uid_slots && used)
+			used[slot] = 1;
+	}
+	sandbox_free_list(list, n);
+	if (conflict) {
+		free(used);
+		return sl_fail(err, SL_CONFLICT, 0, "a sandbox named %s already exists", sb->name);
+	}
+	uint32_t slot = 0;
+	while (used && slot < ctx->cfg.uid_slots && used[slot])
+		slot++;
+	free(used);
+	if (slot >= ctx->cfg.uid_slots)
+		return sl_fail(err, SL_EXHAUSTED, 0, "no free uid range for another sandbox");
+	sb->uid_base = ctx->cfg.uid_base + slot * 65536u;
+	char dir[PATH_MAX];
+	state_sandbox_dir(&ctx->cfg, sb->id, dir, sizeof(dir));
+	if (mkdir(dir, 0700) < 0)
+		return sl_sysfail(err, "create %s", dir);
+	return record_save(ctx, sb, err);
+}
+
+struct attach_ctx {
+	sl_ctx *ctx;
+	const char *cgname;
+};
+
+static int attach_cgroup(void *p, pid_t pid, sl_err *err)
+{
+	struct attach_ctx *a = p;
+	return cgroup_attach(a->ctx->cg, a->cgname, pid, err);
+}
+
+static int load_bpf(sl_ctx *ctx, sl_err *err)
+{
+	if (ctx->bpf_loaded)
+		return 0;
+	char cache[PATH_MAX];
+	snprintf(cache, sizeof(cache), "%s/seccomp-cache", ctx->cfg.state_dir);
+	if (seccomp_bpf_get(ctx->cfg.seccomp_profile, cache, seccomp_default_caps(), &ctx->bpf,
+			    err) < 0)
+		return sl_wrap(err, "seccomp profile %s", ctx->cfg.seccomp_profile);
+	ctx->bpf_loaded = true;
+	return 0;
+}
+
+/* Undo whatever a create or a destroy finds: processes, cgroup, layer, run dir. */
+static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
+{
+	char cg[64], run[PATH_MAX];
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
+	if (pid_alive(sb->init_pid, sb->init_start)) {
+		int pfd = syscall(SYS_pidfd_open, sb->init_pid, 0);
+		kill(sb->init_pid, SIGKILL);
+		/* Reap it if it is our child; otherwise wait for its exit via the pidfd. */
+		if (waitpid(sb->init_pid, NULL, 0) < 0 && pfd >= 0) {
+			struct pollfd p = { pfd, POLLIN, 0 };
+			poll(&p, 1, 5000);
+		}
+		if (pfd >= 0)
+			close(pfd);
+	}
+	sl_err e = { 0 };
+	if (cgroup_destroy(ctx->cg, cg, &e) < 0)
+		sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
+	/* The overlay lives in the sandbox's mount namespace, which the kernel tears
+	 * down as init exits; the layer may be busy for a moment after. */
+	for (int i = 0; i < 50; i++) {
+		sl_err_clear(&e);
+		if (store_layer_destroy(&ctx->cfg, sb->id, &e) == 0)
+			break;
+		if (e.errnum != EBUSY) {
+			sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
+			break;
+		}
+		usleep(10000);
+	}
+	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
+	fs_remove_tree(run, NULL);
+}
+
+int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err)
+{
+	sl_sandbox sb = { 0 };
+	sl_image img;
+	const char *image = o->image;
+	if (!image) {
+		sl_err e2 = { 0 };
+		image = image_lookup(ctx->cfg.state_dir, "default", &img, &e2) == 0 ? "default"
+										     : "busybox";
+	}
+	if (image_lookup(ctx->cfg.state_dir, image, &img, err) < 0)
+		return -1;
+	if (o->name && !valid_name(o->name))
+		return sl_fail(err, SL_INVALID, 0,
+			       "name \"%s\": use 1-63 lowercase letters, digits, '-', '.', '_' "
+			       "(not starting with sbx_)",
+			       o->name);
+	sl_new_id("sbx_", sb.id, sizeof(sb.id));
+	snprintf(sb.name, sizeof(sb.name), "%s", o->name ? o->name : "");
+	snprintf(sb.status, sizeof(sb.status), "creating");
+	snprintf(sb.image, sizeof(sb.image), "%s", img.name);
+	snprintf(sb.digest, sizeof(sb.digest), "%s", img.digest);
+	snprintf(sb.user, sizeof(sb.user), "%s", o->user ? o->user : img.user);
+	snprintf(sb.workdir, sizeof(sb.workdir), "%s", o->workdir ? o->workdir : img.workdir);
+	sb.created_ms = now_ms();
+	sb.limits.cpu_millicores = o->cpu_millis ? o->cpu_millis : ctx->cfg.def_cpu_millis;
+	sb.limits.memory_bytes = o->memory ? o->memory : ctx->cfg.def_memory;
+	sb.limits.pids_max = o->pids ? o->pids : ctx->cfg.def_pids;
+	sb.disk_bytes = o->disk ? o->disk : ctx->cfg.def_disk;
+	sb.ephemeral = o->ephemeral;
+	sb.creator_pid = getpid();
+	sb.creator_start = proc_start_time(sb.creator_pid);
+	if (kv_object("env", o->env, &sb.env, err) < 0 ||
+	    kv_object("labels", o->labels, &sb.labels, err) < 0) {
+		sandbox_free(&sb);
+		return -1;
+	}
+	if (sb.workdir[0] != '/') {
+		sandbox_free(&sb);
+		return sl_fail(err, SL_INVALID, 0, "workingDirectory \"%s\" must be absolute",
+			       sb.workdir);
+	}
+	if (load_bpf(ctx, err) < 0 || store_ensure(&ctx->cfg, err) < 0 || reserve(ctx, &sb, err) < 0) {
+		sandbox_free(&sb);
+		return -1;
+	}
+	char cg[64], run[PATH_MAX], layer[PATH_MAX], upper[PATH_MAX], work[PATH_MAX],
+		imgdir[PATH_MAX];
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
+	state_run_dir(&ctx->cfg, sb.id, run, sizeof(run));
+	store_layer_path(&ctx->cfg, sb.id, layer, sizeof(layer));
+	snprintf(upper, sizeof(upper), "%s/upper", layer);
+	snprintf(work, sizeof(work), "%s/work", layer);
+	image_layer_path(ctx->cfg.state_dir, img.digest, imgdir, sizeof(imgdir));
+	struct attach_ctx actx = { ctx, cg };
+	sl_launch l = { .id = sb.id,
+			.hostname = sb.name[0] ? sb.name : sb.id,
+			.image_layer = imgdir,
+			.upper = upper,
+			.work = work,
+			.run_dir = run,
+			.init_path = ctx->cfg.init_path,
+			.uid_base = sb.uid_base,
+			.seccomp = &ctx->bpf,
+			.attach = attach_cgroup,
+			.attach_ctx = &actx };
+	if (mkdir(run, 0711) < 0 ||
+	    store_layer_create(&ctx->cfg, sb.id, sb.disk_bytes, sb.uid_base, err) < 0 ||
+	    cgroup_create(ctx->cg, cg, &sb.limits, err) < 0 ||
+	    launch_sandbox(&l, &sb.init_pid, err) < 0)
+		goto fail;
+	sb.init_start = proc_start_time(sb.init_pid);
+	snprintf(sb.status, sizeof(sb.status), "running");
+	if (record_save(ctx, &sb, err) < 0)
+		goto fail;
+	*out = sb;
+	return 0;
+fail:
+	if (!err->kind)
+		sl_sysfail(err, "create sandbox %s", sb.id);
+	release_resources(ctx, &sb);
+	remove_record_dir(ctx, sb.id);
+	sandbox_free(&sb);
+	return -1;
+}
+
+/* ---- destroy ---- */
+
+int sandbox_destroy(sl_ctx *ctx, const char *ref, const char *reason, sl_err *err)
+{
+	char id[32], lockp[PATH_MAX];
+	if (resolve_ref(ctx, ref, id, sizeof(id), err) < 0)
+		return -1;
+	state_sandbox_dir(&ctx->cfg, id, lockp, sizeof(lockp));
+	strcat(lockp, "/lock");
+	_cleanup_close_ int lk = state_lock(lockp, err);
+	if (lk < 0)
+		return -1;
+	sl_sandbox sb;
+	if (record_load(ctx, id, &sb, err) < 0)
+		return -1;
+	if (!strcmp(sb.status, "terminated")) {
+		sandbox_free(&sb);
+		return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was already destroyed", id);
+	}
+	if (!strcmp(sb.status, "creating") && pid_alive(sb.creator_pid, sb.creator_start) &&
+	    sb.creator_pid != getpid()) {
+		sandbox_free(&sb);
+		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is still being created", id);
+	}
+	release_resources(ctx, &sb);
+	snprintf(sb.status, sizeof(sb.status), "terminated");
+	snprintf(sb.reason, sizeof(sb.reason), "%s", reason ? reason : "deleted");
+	sb.terminated_ms = now_ms();
+	sb.init_pid = 0;
+	int r = record_save(ctx, &sb, err);
+	sandbox_free(&sb);
+	return r;
+}
+
+/* ---- commands ---- */
+
+static int init_connect(const sl_ctx *ctx, const char *id, sl_err *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char run[PATH_MAX];
+	state_run_dir(&ctx->cfg, id, run, sizeof(run));
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/init.sock", run) >=
+	    (int)sizeof(sa.sun_path))
+		return sl_fail(err, SL_INTERNAL, 0, "run dir path too long: %s", run);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return sl_sysfail(err, "socket");
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		close(fd);
+		return sl_fail(err, SL_CONFLICT, e, "sandbox %s is not running (its init does not answer)",
+			       id);
+	}
+	return fd;
+}
+
+/* Receive one reply (and at most one passed fd), bounded in size and time. */
+static int recv_rep(int fd, struct sl_rep *rep, int *passed, int timeout_ms, sl_err *err)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	int r;
+	while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		return 1;
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { rep, sizeof(*rep) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+			     .msg_controllen = sizeof(u.b) };
+	ssize_t n;
+	while ((n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	if (passed)
+		*passed = -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int))) {
+			int pfd;
+			memcpy(&pfd, CMSG_DATA(c), sizeof(int));
+			if (passed && *passed < 0)
+				*passed = pfd;
+			else
+				close(pfd);
+		}
+	}
+	if (n == 0 || (n < 0 && errno == ECONNRESET))
+		return sl_fail(err, SL_CONFLICT, 0, "the sandbox stopped (its init went away)");
+	if (n < 0)
+		return sl_sysfail(err, "read from the sandbox's init");
+	if (n != sizeof(*rep) || rep->hdr.magic != SL_PROTO_MAGIC || (mh.msg_flags & MSG_CTRUNC)) {
+		if (passed && *passed >= 0)
+			close(*passed);
+		return sl_fail(err, SL_INTERNAL, 0, "malformed reply from the sandbox's init");
+	}
+	rep->msg[sizeof(rep->msg) - 1] = '\0';
+	return 0;
+}
+
+static int append_str(char **buf, size_t *len, size_t *cap, const char *s, sl_err *err)
+{
+	size_t n = strlen(s) + 1;
+	if (*len + n > SL_PROTO_MAX)
+		return sl_fail(err, SL_TOOLARGE, 0,
+			       "command, environment and user exceed %d bytes", SL_PROTO_MAX);
+	if (*len + n > *cap) {
+		size_t nc = (*len + n) * 2;
+		char *b = realloc(*buf, nc);
+		if (!b)
+			return sl_fail(err, SL_INTERNAL, ENOMEM, "build spawn request");
+		*buf = b;
+		*cap = nc;
+	}
+	memcpy(*buf + *len, s, n);
+	*len += n;
+	return 0;
+}
+
+/* The command's environment: defaults, the sandbox's env, then the call's. */
+static char **build_env(const sl_sandbox *sb, const sl_spawn *sp, size_t *n)
+{
+	size_t cap = 8 + (size_t)cJSON_GetArraySize(sb->env), k = 0;
+	for (const char *const *e = sp->env; e && *e; e++)
+		cap++;
+	char **env = calloc(cap, sizeof(char *));
+	if (!env)
+		return NULL;
+	env[k++] = strdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	char host[128];
+	snprintf(host, sizeof(host), "HOSTNAME=%s", sb->name[0] ? sb->name : sb->id);
+	env[k++] = strdup(host);
+	if (sp->tty)
+		env[k++] = strdup("TERM=xterm");
+	const cJSON *it;
+	cJSON_ArrayForEach(it, sb->env)
+	{
+		if (!cJSON_IsString(it))
+			continue;
+		char *s;
+		if (asprintf(&s, "%s=%s", it->string, it->valuestring) >= 0)
+			env[k++] = s;
+	}
+	for (const char *const *e = sp->env; e && *e; e++)
+		env[k++] = strdup(*e);
+	/* Later entries win: drop earlier duplicates. */
+	for (size_t i = 0; i < k; i++) {
+		if (!env[i])
+			continue;
+		size_t kl = strcspn(env[i], "=");
+		for (size_t j = i + 1; j < k; j++)
+			if (env[j] && !strncmp(env[i], env[j], kl) && env[j][kl] == '=') {
+				free(env[i]);
+				env[i] = NULL;
+				break;
+			}
+	}
+	size_t w = 0;
+	for (size_t i = 0; i < k; i++)
+		if (env[i])
+			env[w++] = env[i];
+	*n = w;
+	return env;
+}
+
+int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc *p,
+		  sl_err *err)
+{
+	memset(p, 0, sizeof(*p));
+	p->conn = p->master = -1;
+	snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", sb->id);
+	if (strcmp(sb->status, "running") != 0)
+		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is %s, not running", sb->id,
+			       sb->status);
+	if (!sp->argv || !sp->argv[0])
+		return sl_fail(err, SL_INVALID, 0, "command: empty");
+	size_t envc = 0, argc = 0;
+	char **env = build_env(sb, sp, &envc);
+	if (!env)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "build environment");
+	while (sp->argv[argc])
+		argc++;
+	struct sl_req_spawn rq = { .hdr = { SL_PROTO_MAGIC, SL_REQ_SPAWN },
+				   .flags = (sp->tty ? SL_SPAWN_TTY : 0) |
+					    (sp->exit_fd >= 0 ? SL_SPAWN_HAS_EXIT : 0),
+				   .rows = sp->rows,
+				   .cols = sp->cols,
+				   .argc = argc,
+				   .envc = envc };
+	_cleanup_free_ char *buf = malloc(sizeof(rq));
+	size_t len = sizeof(rq), cap = sizeof(rq);
+	int r = buf ? 0 : sl_fail(err, SL_INTERNAL, ENOMEM, "build spawn request");
+	if (r == 0) {
+		memcpy(buf, &rq, sizeof(rq));
+		r = append_str(&buf, &len, &cap, sp->user ? sp->user : sb->user, err);
+	}
+	if (r == 0)
+		r = append_str(&buf, &len, &cap, sp->cwd ? sp->cwd : sb->workdir, err);
+	for (size_t i = 0; r == 0 && i < argc; i++)
+		r = append_str(&buf, &len, &cap, sp->argv[i], err);
+	for (size_t i = 0; r == 0 && i < envc; i++)
+		r = append_str(&buf, &len, &cap, env[i], err);
+	for (size_t i = 0; i < envc; i++)
+		free(env[i]);
+	free(env);
+	if (r < 0)
+		return -1;
+
+	_cleanup_close_ int fd = init_connect(ctx, sb->id, err);
+	if (fd < 0)
+		return -1;
+	int fds[4], nfds = 0;
+	if (!sp->tty)
+		for (int i = 0; i < 3; i++)
+			fds[nfds++] = sp->fds[i];
+	if (sp->exit_fd >= 0)
+		fds[nfds++] = sp->exit_fd;
+	union {
+		char b[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (nfds) {
+		mh.msg_control = u.b;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+	}
+	sl_cgusage use = { 0 };
+	char cg[64];
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
+	sl_err e2 = { 0 };
+	if (cgroup_usage(ctx->cg, cg, &use, &e2) == 0)
+		p->oom_before = use.oom_kills;
+	ssize_t n;
+	while ((n = sendmsg(fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)len)
+		return sl_sysfail(err, "send command to sandbox %s", sb->id);
+	struct sl_rep rep;
+	int passed = -1;
+	r = recv_rep(fd, &rep, &passed, 30000, err);
+	if (r == 1)
+		return sl_fail(err, SL_TIMEOUT, 0, "sandbox %s did not start the command in 30 s",
+			       sb->id);
+	if (r < 0)
+		return -1;
+	if (rep.hdr.type == SL_REP_ERROR) {
+		if (passed >= 0)
+			close(passed);
+		/* rep.pid carries the stage that failed; 4 = exec itself. */
+		if (rep.pid == 4 && rep.status == ENOENT)
+			return sl_fail(err, SL_NOTFOUND, 0, "%s: command not found", sp->argv[0]);
+		return sl_fail(err, SL_INVALID, 0, "%s: %s", sp->argv[0], rep.msg);
+	}
+	if (rep.hdr.type != SL_REP_STARTED || rep.pid <= 1) {
+		if (passed >= 0)
+			close(passed);
+		return sl_fail(err, SL_INTERNAL, 0, "unexpected reply from sandbox %s", sb->id);
+	}
+	p->pid = rep.pid;
+	p->master = passed;
+	p->conn = steal_fd(&fd);
+	return 0;
+}
+
+int proc_wait(sl_proc *p, int timeout_ms, int *wstatus, sl_err *err)
+{
+	int64_t deadline = timeout_ms < 0 ? 0 : now_ms() + timeout_ms;
+	for (;;) {
+		int left = -1;
+		if (timeout_ms >= 0) {
+			int64_t l = deadline - now_ms();
+			left = l < 0 ? 0 : (int)l;
+		}
+		struct sl_rep rep;
+		int r = recv_rep(p->conn, &rep, NULL, left, err);
+		if (r != 0)
+			return r;
+		if (rep.hdr.type == SL_REP_EXITED && rep.pid == p->pid) {
+			*wstatus = rep.status;
+			return 0;
+		}
+	}
+}
+
+int proc_signal(sl_proc *p, int sig, bool group, sl_err *err)
+{
+	struct sl_req_signal rq = { .hdr = { SL_PROTO_MAGIC, SL_REQ_SIGNAL },
+				    .pid = p->pid,
+				    .sig = sig,
+				    .group = group };
+	/* A separate connection, so the reply cannot mix with the exit report. */
+	struct sockaddr_un sa;
+	socklen_t sl = sizeof(sa);
+	if (getpeername(p->conn, (struct sockaddr *)&sa, &sl) < 0)
+		return sl_sysfail(err, "signal: connection to init");
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sl) < 0)
+		return sl_fail(err, SL_CONFLICT, errno, "signal: sandbox is not running");
+	if (send(fd, &rq, sizeof(rq), MSG_NOSIGNAL) != sizeof(rq))
+		return sl_sysfail(err, "send signal request");
+	struct sl_rep rep;
+	int r = recv_rep(fd, &rep, NULL, 5000, err);
+	if (r != 0)
+		return r < 0 ? -1 : sl_fail(err, SL_TIMEOUT, 0, "signal: init did not answer");
+	if (rep.hdr.type == SL_REP_ERROR && rep.status != ESRCH)
+		return sl_fail(err, SL_INTERNAL, rep.status, "signal %d to pid %d", sig, p->pid);
+	return 0;
+}
+
+bool proc_oom_killed(sl_ctx *ctx, sl_proc *p)
+{
+	char cg[64];
+	snprintf(cg, sizeof(cg), "sandlot/%s", p->sandbox_id);
+	sl_cgusage use = { 0 };
+	sl_err e = { 0 };
+	return cgroup_usage(ctx->cg, cg, &use, &e) == 0 && use.oom_kills > p->oom_before;
+}
+
+void proc_close(sl_proc *p)
+{
+	if (p->conn >= 0)
+		close(p->conn);
+	if (p->master >= 0)
+		close(p->master);
+	p->conn = p->master = -1;
+}

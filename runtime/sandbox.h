@@ -1,0 +1,109 @@
+/* sandbox.h — the engine's public calls: sandboxes (create, get, list, destroy) and
+ * commands in them (spawn, wait, signal). State is owned here, one lock per sandbox,
+ * so the CLI and the daemon can drive the same sandboxes. */
+#ifndef SANDLOT_SANDBOX_H
+#define SANDLOT_SANDBOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "cgroup.h"
+#include "config.h"
+#include "err.h"
+#include "seccomp.h"
+
+typedef struct sl_ctx {
+	sl_config cfg;
+	sl_cgroup *cg;
+	sl_bpf bpf; /* loaded on first create */
+	bool bpf_loaded;
+} sl_ctx;
+
+int ctx_open(sl_ctx *ctx, sl_err *err);
+void ctx_close(sl_ctx *ctx);
+
+typedef struct sl_sandbox {
+	char id[32];
+	char name[64];
+	char status[16]; /* creating running stopped paused terminated failed */
+	char image[128];
+	char digest[72];
+	int64_t created_ms;
+	sl_limits limits;
+	uint64_t disk_bytes;
+	cJSON *env;    /* object K -> V */
+	cJSON *labels; /* object k -> v */
+	char user[64];
+	char workdir[256];
+	bool ephemeral;
+	uint32_t uid_base;
+	pid_t init_pid;
+	uint64_t init_start;
+	pid_t creator_pid;
+	uint64_t creator_start;
+	int64_t terminated_ms;
+	char reason[64];
+} sl_sandbox;
+
+typedef struct sl_create_opts {
+	const char *image; /* NULL: "default", else "busybox" when default is absent */
+	const char *name;
+	uint64_t cpu_millis, memory, disk, pids; /* 0: the configured default */
+	const char *const *env;			 /* "K=V", NULL-terminated; may be NULL */
+	const char *const *labels;		 /* "k=v" */
+	const char *user, *workdir;		 /* NULL: the image's */
+	bool ephemeral;
+} sl_create_opts;
+
+int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err);
+/* Look up by id or name, with the status checked against the live init. */
+int sandbox_get(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
+int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err);
+/* Kill everything, free every host resource, leave a tombstone (unless the sandbox
+ * was still being created by a live process: then SL_CONFLICT). */
+int sandbox_destroy(sl_ctx *ctx, const char *ref, const char *reason, sl_err *err);
+void sandbox_free(sl_sandbox *sb);
+void sandbox_free_list(sl_sandbox *list, size_t n);
+/* The record as JSON (the API's Sandbox shape; internal fields omitted). */
+cJSON *sandbox_to_json(const sl_sandbox *sb);
+/* Is any live sandbox using this image digest? */
+int sandbox_image_in_use(sl_ctx *ctx, const char *digest, bool *in_use, sl_err *err);
+
+typedef struct sl_spawn {
+	char *const *argv;
+	const char *const *env; /* extra "K=V" on top of the sandbox's; may be NULL */
+	const char *user;	/* NULL: the sandbox's */
+	const char *cwd;	/* NULL: the sandbox's */
+	int fds[3];		/* stdin, stdout, stderr (ignored with tty) */
+	int exit_fd;		/* -1, or a file init writes the exit status to */
+	bool tty;
+	unsigned short rows, cols;
+} sl_spawn;
+
+typedef struct sl_proc {
+	int conn;   /* control connection to init */
+	pid_t pid;  /* pid inside the sandbox */
+	int master; /* pty master when tty, else -1 */
+	uint64_t oom_before;
+	char sandbox_id[32];
+} sl_proc;
+
+/* Start a command. A command that cannot start fails with SL_NOTFOUND (not found:
+ * exit 127) or SL_INVALID (cannot execute: 126), the message saying why. */
+int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc *p,
+		  sl_err *err);
+/* Wait up to timeout_ms (-1: forever) for the exit. Returns 0 with *wstatus set,
+ * 1 on timeout, -1 on error. */
+int proc_wait(sl_proc *p, int timeout_ms, int *wstatus, sl_err *err);
+int proc_signal(sl_proc *p, int sig, bool group, sl_err *err);
+/* Did the sandbox's OOM killer fire since the command started? */
+bool proc_oom_killed(sl_ctx *ctx, sl_proc *p);
+void proc_close(sl_proc *p);
+
+/* Ids: prefix + 20 lowercase base32 chars. */
+void sl_new_id(const char *prefix, char *out, size_t len);
+
+#endif

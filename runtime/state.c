@@ -1,0 +1,120 @@
+/* state.c — the durability primitives every record goes through: a crash at any
+ * instant leaves the old or the new record, never a torn one. */
+#include "state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+int state_write_atomic(const char *path, const char *data, size_t len, sl_err *err)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sl_sysfail(err, "create %s", tmp);
+	size_t off = 0;
+	while (off < len) {
+		ssize_t w = write(fd, data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			unlink(tmp);
+			return sl_sysfail(err, "write %s", tmp);
+		}
+		off += w;
+	}
+	if (fsync(fd) < 0 || rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return sl_fail(err, SL_INTERNAL, e, "save %s", path);
+	}
+	/* The rename itself must be durable: sync the directory. */
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	_cleanup_close_ int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0)
+		fsync(dfd);
+	return 0;
+}
+
+int state_read_file(const char *path, size_t max, char **out, size_t *len, sl_err *err)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return sl_fail(err, errno == ENOENT ? SL_NOTFOUND : SL_INTERNAL, errno, "read %s",
+			       path);
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return sl_sysfail(err, "stat %s", path);
+	if ((size_t)st.st_size > max)
+		return sl_fail(err, SL_TOOLARGE, 0, "%s is larger than %zu bytes", path, max);
+	_cleanup_free_ char *buf = malloc(st.st_size + 1);
+	if (!buf)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "read %s", path);
+	size_t off = 0;
+	while (off < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + off, st.st_size - off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return sl_sysfail(err, "read %s", path);
+		if (r == 0)
+			break;
+		off += r;
+	}
+	buf[off] = '\0';
+	if (len)
+		*len = off;
+	*out = steal_ptr(&buf);
+	return 0;
+}
+
+int state_lock(const char *path, sl_err *err)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sl_sysfail(err, "open lock %s", path);
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			close(fd);
+			return sl_sysfail(err, "lock %s", path);
+		}
+	}
+	return fd;
+}
+
+int state_mkdirs(const char *path, mode_t mode, sl_err *err)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return sl_sysfail(err, "create %s", p);
+		*s = '/';
+	}
+	if (mkdir(p, mode) < 0 && errno != EEXIST)
+		return sl_sysfail(err, "create %s", p);
+	return 0;
+}
+
+void state_sandbox_dir(const sl_config *cfg, const char *id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/sandboxes/%s", cfg->state_dir, id);
+}
+
+void state_run_dir(const sl_config *cfg, const char *id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/sandboxes/%s", cfg->run_dir, id);
+}

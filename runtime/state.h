@@ -1,0 +1,23 @@
+/* state.h — durable records: atomic file writes (temp + fsync + rename), flock-based
+ * locks, and the paths of a sandbox's record and run dirs. */
+#ifndef SANDLOT_STATE_H
+#define SANDLOT_STATE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "err.h"
+
+/* Write data to path so that a crash leaves either the old or the new file. */
+int state_write_atomic(const char *path, const char *data, size_t len, sl_err *err);
+/* Read a whole (small) file; *out is NUL-terminated, caller frees. */
+int state_read_file(const char *path, size_t max, char **out, size_t *len, sl_err *err);
+/* Take an exclusive lock on a lock file (created if needed); returns the fd. */
+int state_lock(const char *path, sl_err *err);
+int state_mkdirs(const char *path, mode_t mode, sl_err *err);
+
+void state_sandbox_dir(const sl_config *cfg, const char *id, char *buf, size_t len);
+void state_run_dir(const sl_config *cfg, const char *id, char *buf, size_t len);
+
+#endif

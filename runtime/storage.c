@@ -1,0 +1,223 @@
+/* storage.c — btrfs-on-loop store. Chosen by measurement (see docs/storage.md): a
+ * qgroup gives a kernel-enforced EDQUOT exactly at the limit, a subvolume is cheap to
+ * create and delete, and snapshots of it are nearly free; this kernel has no ext4/XFS
+ * quotas, and a tmpfs upper would be charged to memory and lost on stop. */
+#include "storage.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/btrfs.h>
+#include <linux/btrfs_tree.h>
+#include <linux/loop.h>
+#include <linux/magic.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "log.h"
+
+extern char **environ;
+
+static void store_dir(const sl_config *cfg, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/store", cfg->state_dir);
+}
+
+static int is_btrfs_mount(const char *path)
+{
+	struct statfs sf;
+	return statfs(path, &sf) == 0 && sf.f_type == BTRFS_SUPER_MAGIC;
+}
+
+static int run_mkfs(const char *img, sl_err *err)
+{
+	char *argv[] = { "mkfs.btrfs", "-q", "-f", (char *)img, NULL };
+	pid_t pid;
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	int r = posix_spawnp(&pid, "mkfs.btrfs", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (r != 0)
+		return sl_fail(err, SL_INTERNAL, r, "run mkfs.btrfs (is btrfs-progs installed?)");
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return sl_sysfail(err, "wait for mkfs.btrfs");
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return sl_fail(err, SL_INTERNAL, 0, "mkfs.btrfs %s failed (status %d)", img, st);
+	return 0;
+}
+
+/* Attach img to a free loop device (autoclear: it detaches when unmounted). */
+static int loop_attach(const char *img, char *dev, size_t len, int *loopfd, sl_err *err)
+{
+	_cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0)
+		return sl_sysfail(err, "open /dev/loop-control");
+	_cleanup_close_ int imgfd = open(img, O_RDWR | O_CLOEXEC);
+	if (imgfd < 0)
+		return sl_sysfail(err, "open %s", img);
+	for (int tries = 0; tries < 16; tries++) {
+		int n = ioctl(ctl, LOOP_CTL_GET_FREE);
+		if (n < 0)
+			return sl_sysfail(err, "get a free loop device");
+		snprintf(dev, len, "/dev/loop%d", n);
+		int fd = open(dev, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			return sl_sysfail(err, "open %s", dev);
+		struct loop_config lc = { .fd = imgfd };
+		lc.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+		snprintf((char *)lc.info.lo_file_name, LO_NAME_SIZE, "%s", img);
+		if (ioctl(fd, LOOP_CONFIGURE, &lc) == 0) {
+			*loopfd = fd;
+			return 0;
+		}
+		int e = errno;
+		close(fd);
+		if (e != EBUSY)
+			return sl_fail(err, SL_INTERNAL, e, "attach %s to %s", img, dev);
+	}
+	return sl_fail(err, SL_EXHAUSTED, EBUSY, "no free loop device for %s", img);
+}
+
+int store_ensure(const sl_config *cfg, sl_err *err)
+{
+	char dir[PATH_MAX], img[PATH_MAX], lock[PATH_MAX];
+	store_dir(cfg, dir, sizeof(dir));
+	if (is_btrfs_mount(dir))
+		return 0;
+	snprintf(img, sizeof(img), "%s/store.img", cfg->state_dir);
+	snprintf(lock, sizeof(lock), "%s/store.lock", cfg->state_dir);
+	if (mkdir(cfg->state_dir, 0711) < 0 && errno != EEXIST)
+		return sl_sysfail(err, "create state dir %s", cfg->state_dir);
+	_cleanup_close_ int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lfd < 0 || flock(lfd, LOCK_EX) < 0)
+		return sl_sysfail(err, "lock %s", lock);
+	if (is_btrfs_mount(dir)) /* another process won the race */
+		return 0;
+	if (mkdir(dir, 0711) < 0 && errno != EEXIST)
+		return sl_sysfail(err, "create %s", dir);
+	struct stat st;
+	if (stat(img, &st) < 0) {
+		char tmp[PATH_MAX + 8];
+		snprintf(tmp, sizeof(tmp), "%s.new", img);
+		_cleanup_close_ int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return sl_sysfail(err, "create %s", tmp);
+		if (ftruncate(fd, (off_t)cfg->store_bytes) < 0)
+			return sl_sysfail(err, "size %s", tmp);
+		if (run_mkfs(tmp, err) < 0 || rename(tmp, img) < 0) {
+			unlink(tmp);
+			return err->kind ? -1 : sl_sysfail(err, "rename %s", tmp);
+		}
+		sl_log(SL_LOG_INFO, "store: formatted %s (%llu bytes, sparse)", img,
+		       (unsigned long long)cfg->store_bytes);
+	}
+	char dev[64];
+	_cleanup_close_ int loopfd = -1;
+	if (loop_attach(img, dev, sizeof(dev), &loopfd, err) < 0)
+		return -1;
+	if (mount(dev, dir, "btrfs", MS_NOSUID | MS_NODEV | MS_NOATIME, NULL) < 0)
+		return sl_sysfail(err, "mount %s on %s", dev, dir);
+	_cleanup_close_ int sfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct btrfs_ioctl_quota_ctl_args q = { .cmd = BTRFS_QUOTA_CTL_ENABLE };
+	if (sfd < 0 || ioctl(sfd, BTRFS_IOC_QUOTA_CTL, &q) < 0) {
+		int e = errno;
+		umount2(dir, MNT_DETACH);
+		return sl_fail(err, SL_INTERNAL, e, "enable quotas on %s", dir);
+	}
+	char sub[PATH_MAX + 16];
+	snprintf(sub, sizeof(sub), "%s/sandboxes", dir);
+	if (mkdir(sub, 0711) < 0 && errno != EEXIST)
+		return sl_sysfail(err, "create %s", sub);
+	return 0;
+}
+
+int store_unmount(const sl_config *cfg, sl_err *err)
+{
+	char dir[PATH_MAX];
+	store_dir(cfg, dir, sizeof(dir));
+	if (!is_btrfs_mount(dir))
+		return 0;
+	if (umount2(dir, 0) < 0)
+		return sl_sysfail(err, "unmount %s", dir);
+	return 0;
+}
+
+int store_layer_path(const sl_config *cfg, const char *id, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%s/store/sandboxes/%s", cfg->state_dir, id) >= (int)len ? -1 : 0;
+}
+
+static int open_parent(const sl_config *cfg, sl_err *err)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/store/sandboxes", cfg->state_dir);
+	int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		sl_sysfail(err, "open %s", p);
+	return fd;
+}
+
+int store_layer_create(const sl_config *cfg, const char *id, uint64_t disk_bytes, uid_t owner,
+		       sl_err *err)
+{
+	_cleanup_close_ int parent = open_parent(cfg, err);
+	if (parent < 0)
+		return -1;
+	struct btrfs_ioctl_vol_args_v2 va = { 0 };
+	snprintf(va.name, sizeof(va.name), "%s", id);
+	if (ioctl(parent, BTRFS_IOC_SUBVOL_CREATE_V2, &va) < 0)
+		return sl_sysfail(err, "create subvolume for %s", id);
+	_cleanup_close_ int sv = openat(parent, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sv < 0)
+		goto fail;
+	struct btrfs_ioctl_qgroup_limit_args ql = { 0 };
+	ql.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
+	ql.lim.max_rfer = disk_bytes;
+	if (disk_bytes && ioctl(sv, BTRFS_IOC_QGROUP_LIMIT, &ql) < 0)
+		goto fail;
+	if (mkdirat(sv, "upper", 0755) < 0 || fchownat(sv, "upper", owner, owner, 0) < 0 ||
+	    mkdirat(sv, "work", 0700) < 0)
+		goto fail;
+	return 0;
+fail:;
+	int e = errno;
+	store_layer_destroy(cfg, id, NULL);
+	return sl_fail(err, SL_INTERNAL, e, "set up the writable layer of %s", id);
+}
+
+int store_layer_destroy(const sl_config *cfg, const char *id, sl_err *err)
+{
+	_cleanup_close_ int parent = open_parent(cfg, err);
+	if (parent < 0)
+		return errno == ENOENT ? 0 : -1;
+	/* Learn the subvolume id first, to drop its qgroup afterwards. */
+	uint64_t subvol = 0;
+	int sv = openat(parent, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (sv < 0)
+		return errno == ENOENT ? 0 : sl_sysfail(err, "open layer of %s", id);
+	struct btrfs_ioctl_ino_lookup_args il = { .treeid = 0, .objectid = BTRFS_FIRST_FREE_OBJECTID };
+	if (ioctl(sv, BTRFS_IOC_INO_LOOKUP, &il) == 0)
+		subvol = il.treeid;
+	close(sv);
+	struct btrfs_ioctl_vol_args va = { 0 };
+	snprintf(va.name, sizeof(va.name), "%s", id);
+	if (ioctl(parent, BTRFS_IOC_SNAP_DESTROY, &va) < 0 && errno != ENOENT)
+		return sl_sysfail(err, "delete the writable layer of %s", id);
+	if (subvol) {
+		/* Best effort: the kernel may still be cleaning the subvolume. */
+		struct btrfs_ioctl_qgroup_create_args qc = { .create = 0, .qgroupid = subvol };
+		ioctl(parent, BTRFS_IOC_QGROUP_CREATE, &qc);
+	}
+	return 0;
+}

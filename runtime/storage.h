@@ -1,0 +1,25 @@
+/* storage.h — the writable layers of sandboxes: a btrfs volume on a sparse loop
+ * file in the state dir, one subvolume per sandbox, its size capped by a qgroup. */
+#ifndef SANDLOT_STORAGE_H
+#define SANDLOT_STORAGE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "err.h"
+
+/* Make sure <state>/store is mounted (creating and formatting <state>/store.img on
+ * first use). Safe to call from several processes at once. */
+int store_ensure(const sl_config *cfg, sl_err *err);
+/* A subvolume <store>/sandboxes/<id> with upper/ (owned by owner:owner) and work/,
+ * capped at disk_bytes (EDQUOT past it). */
+int store_layer_create(const sl_config *cfg, const char *id, uint64_t disk_bytes, uid_t owner,
+		       sl_err *err);
+/* Delete the sandbox's subvolume; a missing one is success. */
+int store_layer_destroy(const sl_config *cfg, const char *id, sl_err *err);
+int store_layer_path(const sl_config *cfg, const char *id, char *buf, size_t len);
+/* Unmount the store (test teardown, `sandlot system unmount`). */
+int store_unmount(const sl_config *cfg, sl_err *err);
+
+#endif

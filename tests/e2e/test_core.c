@@ -1,0 +1,686 @@
+/* test_core.c — end-to-end checks of the core runtime: real sandboxes made by the CLI,
+ * attacked from inside (syscalls, capabilities, limits, visibility), with a leak check
+ * of mounts, cgroups, links, loop devices, processes and state around every test. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "common.h"
+
+/* CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID SETPCAP NET_BIND_SERVICE
+ * SYS_CHROOT SETFCAP, written out literally so a change of the runtime's list fails. */
+#define EXPECTED_CAPS "00000000800405fb"
+
+static char *create(const char *a1, const char *a2, const char *a3, const char *a4)
+{
+	return e2e_sandlot_ok("create", "--image", "busybox", a1, a2, a3, a4, NULL);
+}
+
+static void rm(const char *id)
+{
+	free(e2e_sandlot_ok("rm", id, NULL));
+}
+
+/* Run a shell line in a sandbox; returns the status, output in r. */
+static int sh(e2e_result *r, const char *id, const char *line)
+{
+	return e2e_sandlot(r, NULL, 0, "exec", id, "--", "sh", "-c", line, NULL);
+}
+
+static char *sh_ok(const char *id, const char *line)
+{
+	e2e_result r;
+	int st = sh(&r, id, line);
+	if (st != 0)
+		fail_msg("`%s` in %s exited %d: %s", line, id, st, r.err);
+	char *out = strdup(r.out);
+	e2e_result_free(&r);
+	size_t n = strlen(out);
+	while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
+		out[--n] = '\0';
+	return out;
+}
+
+/* The host pid of a sandbox's init: the first process of its pids cgroup. */
+static pid_t init_pid(const char *id)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/pids/sandlot/%s/cgroup.procs", id);
+	if (access(p, F_OK) != 0)
+		snprintf(p, sizeof(p), "/sys/fs/cgroup/sandlot/%s/cgroup.procs", id);
+	char *s = e2e_read_file(p);
+	assert_non_null(s);
+	pid_t pid = atoi(s);
+	free(s);
+	assert_true(pid > 1);
+	return pid;
+}
+
+static char *cg_file(const char *ctrl, const char *id, const char *file)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/%s/sandlot/%s/%s", ctrl, id, file);
+	return e2e_read_file(p);
+}
+
+static unsigned long long cg_num(const char *ctrl, const char *id, const char *file)
+{
+	char *s = cg_file(ctrl, id, file);
+	assert_non_null(s);
+	unsigned long long v = strtoull(s, NULL, 10);
+	free(s);
+	return v;
+}
+
+static void test_run_prints_and_passes_exit_code(void **state)
+{
+	e2e_result r;
+	int st = e2e_sandlot(&r, NULL, 0, "run", "--image", "busybox", "--memory", "64Mi", "--cpu",
+			     "500m", "--", "sh", "-c", "echo hi; echo oops >&2; exit 3", NULL);
+	assert_int_equal(st, 3);
+	assert_string_equal(r.out, "hi\n");
+	assert_string_equal(r.err, "oops\n");
+	e2e_result_free(&r);
+}
+
+static void test_exit_codes(void **state)
+{
+	e2e_result r;
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "run", "--image", "busybox", "--", "nosuchcmd",
+				     NULL),
+			 127);
+	assert_true(e2e_contains(r.err, "not found"));
+	e2e_result_free(&r);
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "run", "--image", "busybox", "--", "/etc/passwd",
+				     NULL),
+			 126);
+	e2e_result_free(&r);
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "run", "--image", "busybox", "--", "sh", "-c",
+				     "kill -9 $$", NULL),
+			 137);
+	e2e_result_free(&r);
+	int64_t t0 = e2e_now_ms();
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "run", "--image", "busybox", "--timeout",
+				     "500ms", "--", "sleep", "30", NULL),
+			 124);
+	assert_true(e2e_now_ms() - t0 < 10000);
+	e2e_result_free(&r);
+	/* sandlot's own failure: 125, one line naming the field and the forms. */
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "run", "--image", "busybox", "--memory", "64MB",
+				     "--", "true", NULL),
+			 125);
+	assert_true(e2e_contains(r.err, "--memory"));
+	assert_true(e2e_contains(r.err, "Mi"));
+	e2e_result_free(&r);
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "run", "--image", "nosuchimage", "--", "true",
+				     NULL),
+			 125);
+	assert_true(e2e_contains(r.err, "nosuchimage"));
+	e2e_result_free(&r);
+}
+
+static void test_exec_options(void **state)
+{
+	char *id = create(NULL, NULL, NULL, NULL);
+	char *out = sh_ok(id, "echo $FOO-$BAR");
+	assert_string_equal(out, "-");
+	free(out);
+	e2e_result r;
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", "-e", "FOO=1", "-e", "BAR=two", "-w",
+				     "/tmp", id, "--", "sh", "-c", "echo $FOO-$BAR-$(pwd)", NULL),
+			 0);
+	assert_string_equal(r.out, "1-two-/tmp\n");
+	e2e_result_free(&r);
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", "-u", "65534", id, "--", "id", "-u",
+				     NULL),
+			 0);
+	assert_string_equal(r.out, "65534\n");
+	e2e_result_free(&r);
+	/* -i forwards stdin; without it the command reads nothing. */
+	assert_int_equal(e2e_sandlot(&r, "abc\nxyz", 7, "exec", "-i", id, "--", "cat", NULL), 0);
+	assert_string_equal(r.out, "abc\nxyz");
+	e2e_result_free(&r);
+	assert_int_equal(e2e_sandlot(&r, "abc", 3, "exec", id, "--", "cat", NULL), 0);
+	assert_string_equal(r.out, "");
+	e2e_result_free(&r);
+	/* Files persist between commands of one sandbox. */
+	free(sh_ok(id, "echo kept > /root/f"));
+	out = sh_ok(id, "cat /root/f");
+	assert_string_equal(out, "kept");
+	free(out);
+	rm(id);
+	free(id);
+}
+
+static void test_run_stdin(void **state)
+{
+	e2e_result r;
+	const char *script = "read a; echo \"got:$a\"\n";
+	assert_int_equal(e2e_sandlot(&r, "hello\n", 6, "run", "-i", "--image", "busybox", "--", "sh",
+				     "-c", script, NULL),
+			 0);
+	assert_string_equal(r.out, "got:hello\n");
+	e2e_result_free(&r);
+}
+
+static void read_map(pid_t pid, const char *file, unsigned long *inside, unsigned long *outside,
+		     unsigned long *count)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/%s", (int)pid, file);
+	char *s = e2e_read_file(p);
+	assert_non_null(s);
+	assert_int_equal(sscanf(s, "%lu %lu %lu", inside, outside, count), 3);
+	/* exactly one line */
+	assert_true(strchr(s, '\n') == NULL || strchr(s, '\n')[1] == '\0');
+	free(s);
+}
+
+static void test_uid_ranges_distinct_and_unprivileged(void **state)
+{
+	char *a = create(NULL, NULL, NULL, NULL), *b = create(NULL, NULL, NULL, NULL);
+	unsigned long in_a, out_a, n_a, in_b, out_b, n_b, gin, gout, gn;
+	pid_t pa = init_pid(a), pb = init_pid(b);
+	read_map(pa, "uid_map", &in_a, &out_a, &n_a);
+	read_map(pb, "uid_map", &in_b, &out_b, &n_b);
+	read_map(pa, "gid_map", &gin, &gout, &gn);
+	assert_int_equal(in_a, 0);
+	assert_int_equal(n_a, 65536);
+	assert_int_equal(n_b, 65536);
+	assert_int_equal(gout, out_a);
+	assert_true(out_a >= 100000 && out_b >= 100000); /* never host root, above users */
+	assert_true(out_a + n_a <= out_b || out_b + n_b <= out_a);
+	/* The host sees init running as the range's first uid. */
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)pa);
+	char *status = e2e_read_file(p);
+	char want[64];
+	snprintf(want, sizeof(want), "Uid:\t%lu\t%lu\t%lu\t%lu", out_a, out_a, out_a, out_a);
+	assert_true(e2e_contains(status, want));
+	free(status);
+	/* A process inside as uid 1000 is host uid base+1000. */
+	e2e_result r;
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", "-u", "1000", a, "--", "sh", "-c",
+				     "sleep 30 >/dev/null 2>&1 & echo $!", NULL),
+			 0);
+	e2e_result_free(&r);
+	/* Image files owned by root show as root inside (id-mapped layer). */
+	char *own = sh_ok(a, "stat -c %u:%g /bin/busybox /etc/passwd");
+	assert_string_equal(own, "0:0\n0:0");
+	free(own);
+	rm(a);
+	rm(b);
+	free(a);
+	free(b);
+}
+
+static char *probe_bytes(size_t *len)
+{
+	char *path = e2e_build_path("probe");
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	*len = ftell(f);
+	rewind(f);
+	char *buf = malloc(*len);
+	assert_int_equal(fread(buf, 1, *len, f), *len);
+	fclose(f);
+	free(path);
+	return buf;
+}
+
+static void test_syscalls_refused_inside_allowed_on_host(void **state)
+{
+	/* Positive control on the host: the probe's calls do work there. */
+	char *probe = e2e_build_path("probe");
+	e2e_result r;
+	char *hargv[] = { probe, "--ptrace-target", "child", NULL };
+	assert_int_equal(e2e_run(&r, NULL, 0, 30000, hargv), 0);
+	const char *host_ok[] = { "mount", "unshare", "keyctl", "bpf", "perf_event_open", "ptrace" };
+	for (size_t i = 0; i < sizeof(host_ok) / sizeof(host_ok[0]); i++) {
+		char *v = e2e_probe_field(r.out, host_ok[i]);
+		if (!v || strcmp(v, "ok"))
+			fail_msg("host control: %s gave %s", host_ok[i], v ? v : "(missing)");
+		free(v);
+	}
+	char *im = e2e_probe_field(r.out, "init_module");
+	assert_non_null(im);
+	assert_string_not_equal(im, "errno=EPERM");
+	free(im);
+	e2e_result_free(&r);
+	free(probe);
+
+	char *id = create(NULL, NULL, NULL, NULL);
+	size_t len;
+	char *bytes = probe_bytes(&len);
+	assert_int_equal(e2e_sandlot(&r, bytes, len, "exec", "-i", id, "--", "sh", "-c",
+				     "cat > /tmp/probe && chmod 755 /tmp/probe", NULL),
+			 0);
+	e2e_result_free(&r);
+	free(bytes);
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", id, "--", "/tmp/probe", "--ptrace-target",
+				     "1", NULL),
+			 0);
+	const char *denied[] = { "mount", "unshare", "keyctl", "bpf", "perf_event_open",
+				 "init_module", "ptrace" };
+	for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+		char *v = e2e_probe_field(r.out, denied[i]);
+		if (!v || strcmp(v, "errno=EPERM"))
+			fail_msg("inside: %s gave %s, want errno=EPERM\n%s", denied[i],
+				 v ? v : "(missing)", r.out);
+		free(v);
+	}
+	e2e_result_free(&r);
+	rm(id);
+	free(id);
+}
+
+static void test_capabilities_and_seccomp_status(void **state)
+{
+	char *id = create(NULL, NULL, NULL, NULL);
+	char *root = sh_ok(id, "grep -E '^(Cap|NoNewPrivs|Seccomp:)' /proc/self/status");
+	const char *want[] = { "CapInh:\t0000000000000000", "CapPrm:\t" EXPECTED_CAPS,
+			       "CapEff:\t" EXPECTED_CAPS, "CapBnd:\t" EXPECTED_CAPS,
+			       "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2" };
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!e2e_contains(root, want[i]))
+			fail_msg("root inside: want \"%s\" in\n%s", want[i], root);
+	free(root);
+	e2e_result r;
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", "-u", "1000", id, "--", "grep", "-E",
+				     "^Cap(Eff|Prm|Amb)", "/proc/self/status", NULL),
+			 0);
+	assert_true(e2e_contains(r.out, "CapEff:\t0000000000000000"));
+	assert_true(e2e_contains(r.out, "CapPrm:\t0000000000000000"));
+	assert_true(e2e_contains(r.out, "CapAmb:\t0000000000000000"));
+	e2e_result_free(&r);
+	/* pid 1 is init, and it cannot be read by the workload (non-dumpable). */
+	char *comm = sh_ok(id, "cat /proc/1/comm");
+	assert_string_equal(comm, "sandlot-init");
+	free(comm);
+	assert_int_not_equal(sh(&r, id, "cat /proc/1/environ"), 0);
+	e2e_result_free(&r);
+	assert_int_not_equal(sh(&r, id, "readlink /proc/1/exe"), 0);
+	e2e_result_free(&r);
+	rm(id);
+	free(id);
+}
+
+static void test_visibility_pids_files_network(void **state)
+{
+	/* A canary on the host and a listener on the host's loopback. */
+	char canary[128];
+	snprintf(canary, sizeof(canary), "/tmp/sandlot-canary-%d", (int)getpid());
+	FILE *f = fopen(canary, "w");
+	assert_non_null(f);
+	fputs("secret", f);
+	fclose(f);
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	socklen_t sl = sizeof(sa);
+	getsockname(ls, (struct sockaddr *)&sa, &sl);
+	assert_int_equal(listen(ls, 8), 0);
+
+	char *id = create(NULL, NULL, NULL, NULL);
+	char *pids = sh_ok(id, "ls -d /proc/[0-9]* | wc -l");
+	/* init, sh, ls, wc: a handful, never the host's hundreds */
+	assert_true(atoi(pids) <= 6);
+	free(pids);
+	char *one = sh_ok(id, "cat /proc/1/cmdline | tr '\\0' ' '");
+	assert_true(e2e_contains(one, "sandlot-init"));
+	free(one);
+	char line[256];
+	e2e_result r;
+	snprintf(line, sizeof(line), "cat %s", canary);
+	assert_int_not_equal(sh(&r, id, line), 0);
+	assert_false(e2e_contains(r.out, "secret"));
+	e2e_result_free(&r);
+	char *links = sh_ok(id, "ls /sys/class/net");
+	assert_string_equal(links, "lo");
+	free(links);
+	snprintf(line, sizeof(line), "nc -w 2 127.0.0.1 %d </dev/null && echo CONNECTED",
+		 ntohs(sa.sin_port));
+	sh(&r, id, line);
+	assert_false(e2e_contains(r.out, "CONNECTED"));
+	e2e_result_free(&r);
+	assert_true(accept(ls, NULL, NULL) < 0 && errno == EAGAIN);
+	/* The hostname is the sandbox's. */
+	char *hn = sh_ok(id, "hostname");
+	assert_string_equal(hn, id);
+	free(hn);
+	close(ls);
+	unlink(canary);
+	rm(id);
+	free(id);
+}
+
+static void test_memory_limit_oom(void **state)
+{
+	char *id = create("--memory", "32Mi", NULL, NULL);
+	assert_int_equal(cg_num("memory", id, "memory.limit_in_bytes"), 32ULL << 20);
+	e2e_result r;
+	int st = e2e_sandlot(&r, NULL, 0, "exec", id, "--", "dd", "if=/dev/zero", "of=/dev/null",
+			     "bs=64M", "count=1", NULL);
+	assert_int_equal(st, 137);
+	assert_true(e2e_contains(r.err, "OOM"));
+	e2e_result_free(&r);
+	/* init survived and the sandbox runs the next command. */
+	char *out = sh_ok(id, "echo alive");
+	assert_string_equal(out, "alive");
+	free(out);
+	rm(id);
+	free(id);
+}
+
+static void test_cpu_limit(void **state)
+{
+	char *id = create("--cpu", "500m", NULL, NULL);
+	free(sh_ok(id, "(while :; do :; done) >/dev/null 2>&1 & (while :; do :; done) >/dev/null 2>&1 &"));
+	usleep(300000);
+	unsigned long long u0 = cg_num("cpuacct", id, "cpuacct.usage");
+	int64_t t0 = e2e_now_ms();
+	sleep(2);
+	unsigned long long u1 = cg_num("cpuacct", id, "cpuacct.usage");
+	int64_t t1 = e2e_now_ms();
+	double cores = (u1 - u0) / 1e6 / (double)(t1 - t0);
+	print_message("cpu 500m, two spinning threads: %.3f cores\n", cores);
+	assert_true(cores > 0.45 && cores < 0.55);
+	rm(id);
+	free(id);
+}
+
+static void test_pids_limit_fork_bomb(void **state)
+{
+	char *id = create("--pids", "64", NULL, NULL);
+	assert_int_equal(cg_num("pids", id, "pids.max"), 64);
+	free(sh_ok(id, "b() { b | b & }; (b) >/dev/null 2>&1 &"));
+	unsigned long long peak = 0;
+	for (int i = 0; i < 20; i++) {
+		unsigned long long c = cg_num("pids", id, "pids.current");
+		peak = c > peak ? c : peak;
+		usleep(100000);
+	}
+	print_message("fork bomb under --pids 64: peak pids.current %llu\n", peak);
+	assert_true(peak <= 64 && peak >= 32);
+	int64_t t0 = e2e_now_ms();
+	rm(id);
+	assert_true(e2e_now_ms() - t0 < 5000);
+	free(id);
+}
+
+static void test_disk_limit(void **state)
+{
+	struct statvfs before, after;
+	assert_int_equal(statvfs(e2e_root(), &before), 0);
+	char *id = create("--disk", "64Mi", NULL, NULL);
+	e2e_result r;
+	int st = sh(&r, id, "dd if=/dev/zero of=/root/fill bs=1M count=200 2>&1; sync; "
+			    "echo size=$(stat -c %s /root/fill)");
+	(void)st;
+	assert_true(e2e_contains(r.out, "quota exceeded") || e2e_contains(r.out, "No space left"));
+	const char *sz = strstr(r.out, "size=");
+	assert_non_null(sz);
+	long long size = atoll(sz + 5);
+	print_message("disk 64Mi: the filler stopped at %lld bytes\n", size);
+	assert_true(size > 32LL << 20 && size <= 64LL << 20);
+	e2e_result_free(&r);
+	assert_int_equal(statvfs(e2e_root(), &after), 0);
+	long long used = ((long long)before.f_bavail - (long long)after.f_bavail) *
+			 (long long)before.f_frsize;
+	print_message("host free space went down by %lld bytes\n", used);
+	assert_true(used < 96LL << 20);
+	rm(id);
+	free(id);
+}
+
+static void test_ls_inspect_rm_tombstone(void **state)
+{
+	char *id = create("--name", "alpha", "--label", "team=x");
+	char *ls = e2e_sandlot_ok("ls", "--format", "json", NULL);
+	assert_true(e2e_contains(ls, id));
+	assert_true(e2e_contains(ls, "\"alpha\""));
+	free(ls);
+	char *in = e2e_sandlot_ok("inspect", "alpha", NULL);
+	assert_true(e2e_contains(in, "\"running\""));
+	assert_true(e2e_contains(in, "\"team\":"));
+	free(in);
+	e2e_result r;
+	/* A second sandbox may not take the name. */
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "create", "--image", "busybox", "--name", "alpha",
+				     NULL),
+			 125);
+	assert_true(e2e_contains(r.err, "alpha"));
+	e2e_result_free(&r);
+	rm("alpha");
+	ls = e2e_sandlot_ok("ls", "--format", "json", NULL);
+	assert_false(e2e_contains(ls, id));
+	free(ls);
+	ls = e2e_sandlot_ok("ls", "-a", "--format", "json", NULL);
+	assert_true(e2e_contains(ls, id));
+	assert_true(e2e_contains(ls, "terminated"));
+	free(ls);
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", id, "--", "true", NULL), 125);
+	e2e_result_free(&r);
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "rm", "sbx_nosuchsandboxxxxxxxxx", NULL), 125);
+	assert_true(e2e_contains(r.err, "not found"));
+	e2e_result_free(&r);
+	free(id);
+}
+
+static void test_killed_init_shows_failed(void **state)
+{
+	char *id = create(NULL, NULL, NULL, NULL);
+	pid_t pid = init_pid(id);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	for (int i = 0; i < 100 && kill(pid, 0) == 0; i++)
+		usleep(20000);
+	char *in = e2e_sandlot_ok("inspect", id, NULL);
+	assert_true(e2e_contains(in, "\"failed\""));
+	free(in);
+	e2e_result r;
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", id, "--", "true", NULL), 125);
+	e2e_result_free(&r);
+	rm(id);
+	free(id);
+}
+
+static void test_parallel_creates(void **state)
+{
+	/* Two CLI processes at once: distinct sandboxes, no corrupted state. */
+	char *build = e2e_build_path("sandlot");
+	pid_t kids[4];
+	for (int i = 0; i < 4; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			int fd = open("/dev/null", O_WRONLY);
+			dup2(fd, 1);
+			execl(build, "sandlot", "run", "--image", "busybox", "--", "true", NULL);
+			_exit(99);
+		}
+	}
+	for (int i = 0; i < 4; i++) {
+		int st;
+		assert_int_equal(waitpid(kids[i], &st, 0), kids[i]);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	free(build);
+}
+
+/* ---- hostile archives ---- */
+
+static char *write_archive(const char *name, void (*fill)(struct archive *))
+{
+	char *path;
+	assert_true(asprintf(&path, "%s/%s", e2e_root(), name) > 0);
+	struct archive *a = archive_write_new();
+	archive_write_set_format_pax_restricted(a);
+	assert_int_equal(archive_write_open_filename(a, path), ARCHIVE_OK);
+	fill(a);
+	archive_write_close(a);
+	archive_write_free(a);
+	return path;
+}
+
+static void add(struct archive *a, const char *path, mode_t type, const char *target,
+		const char *data)
+{
+	struct archive_entry *e = archive_entry_new();
+	archive_entry_set_pathname(e, path);
+	archive_entry_set_filetype(e, type);
+	archive_entry_set_perm(e, 0644);
+	if (type == AE_IFLNK)
+		archive_entry_set_symlink(e, target);
+	if (type == AE_IFREG && target)
+		archive_entry_set_hardlink(e, target);
+	if (type == AE_IFCHR)
+		archive_entry_set_rdev(e, makedev(1, 3));
+	archive_entry_set_size(e, data ? strlen(data) : 0);
+	archive_write_header(a, e);
+	if (data)
+		archive_write_data(a, data, strlen(data));
+	archive_entry_free(e);
+}
+
+static const char *escape_dir;
+
+static void fill_abs(struct archive *a)
+{
+	add(a, "/etc/evil", AE_IFREG, NULL, "x");
+}
+static void fill_dotdot(struct archive *a)
+{
+	add(a, "a/../../evil", AE_IFREG, NULL, "x");
+}
+static void fill_hardlink(struct archive *a)
+{
+	add(a, "pw", AE_IFREG, "/etc/passwd", NULL);
+}
+static void fill_symlink_write(struct archive *a)
+{
+	add(a, "l", AE_IFLNK, escape_dir, NULL);
+	add(a, "l/planted", AE_IFREG, NULL, "x");
+}
+static void fill_device(struct archive *a)
+{
+	add(a, "dev/mem", AE_IFCHR, NULL, NULL);
+}
+
+static void test_hostile_archives_refused(void **state)
+{
+	char *dir;
+	assert_true(asprintf(&dir, "%s/escape", e2e_root()) > 0);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	escape_dir = dir;
+	struct {
+		const char *name;
+		void (*fill)(struct archive *);
+	} cases[] = { { "abs.tar", fill_abs },
+		      { "dotdot.tar", fill_dotdot },
+		      { "hardlink.tar", fill_hardlink },
+		      { "symlink.tar", fill_symlink_write },
+		      { "device.tar", fill_device } };
+	char *layers;
+	assert_true(asprintf(&layers, "%s/images/layers", getenv("SANDLOT_STATE_DIR")) > 0);
+	char *before_ls = e2e_sandlot_ok("image", "ls", NULL);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *path = write_archive(cases[i].name, cases[i].fill);
+		e2e_result r;
+		int st = e2e_sandlot(&r, NULL, 0, "image", "import", "evil", path, NULL);
+		if (st != 125)
+			fail_msg("%s was accepted (status %d)", cases[i].name, st);
+		assert_true(r.err_len > 0 && strchr(r.err, '\n') == r.err + r.err_len - 1);
+		e2e_result_free(&r);
+		unlink(path);
+		free(path);
+	}
+	/* A truncated gzip of a good tree. */
+	char *trunc;
+	assert_true(asprintf(&trunc, "%s/trunc.tar.gz", e2e_root()) > 0);
+	char *cmd;
+	assert_true(asprintf(&cmd, "tar -C /usr/share -czf %s doc/bash 2>/dev/null || "
+				   "tar -C /usr/share -czf %s man; "
+				   "truncate -s $(( $(stat -c %%s %s) / 2 )) %s",
+			     trunc, trunc, trunc, trunc) > 0);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+	e2e_result r;
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "image", "import", "evil", trunc, NULL), 125);
+	e2e_result_free(&r);
+	unlink(trunc);
+	free(trunc);
+	/* Nothing escaped, nothing half-imported. */
+	char *after_ls = e2e_sandlot_ok("image", "ls", NULL);
+	assert_string_equal(before_ls, after_ls);
+	assert_int_equal(rmdir(dir), 0); /* still empty */
+	assert_int_equal(access("/etc/evil", F_OK), -1);
+	char *tmpd;
+	assert_true(asprintf(&tmpd, "%s/images/tmp", getenv("SANDLOT_STATE_DIR")) > 0);
+	char *lscmd;
+	assert_true(asprintf(&lscmd, "test -z \"$(ls -A %s 2>/dev/null)\"", tmpd) > 0);
+	assert_int_equal(system(lscmd), 0);
+	free(lscmd);
+	free(tmpd);
+	free(before_ls);
+	free(after_ls);
+	free(layers);
+	free(dir);
+}
+
+static void test_image_rm_refused_while_used(void **state)
+{
+	char *tar = e2e_build_path("images/busybox.tar");
+	free(e2e_sandlot_ok("image", "import", "bb2", tar, NULL));
+	char *id = e2e_sandlot_ok("create", "--image", "bb2", NULL);
+	e2e_result r;
+	/* bb2 and busybox share one layer; the sandbox uses it. */
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "image", "rm", "bb2", NULL), 125);
+	assert_true(e2e_contains(r.err, "used"));
+	e2e_result_free(&r);
+	rm(id);
+	free(e2e_sandlot_ok("image", "rm", "bb2", NULL));
+	char *ls = e2e_sandlot_ok("image", "ls", NULL);
+	assert_false(e2e_contains(ls, "bb2"));
+	assert_true(e2e_contains(ls, "busybox"));
+	free(ls);
+	free(id);
+	free(tar);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		E2E_TEST(test_run_prints_and_passes_exit_code),
+		E2E_TEST(test_exit_codes),
+		E2E_TEST(test_exec_options),
+		E2E_TEST(test_run_stdin),
+		E2E_TEST(test_uid_ranges_distinct_and_unprivileged),
+		E2E_TEST(test_syscalls_refused_inside_allowed_on_host),
+		E2E_TEST(test_capabilities_and_seccomp_status),
+		E2E_TEST(test_visibility_pids_files_network),
+		E2E_TEST(test_memory_limit_oom),
+		E2E_TEST(test_cpu_limit),
+		E2E_TEST(test_pids_limit_fork_bomb),
+		E2E_TEST(test_disk_limit),
+		E2E_TEST(test_ls_inspect_rm_tombstone),
+		E2E_TEST(test_killed_init_shows_failed),
+		E2E_TEST(test_parallel_creates),
+		E2E_TEST(test_hostile_archives_refused),
+		E2E_TEST(test_image_rm_refused_while_used),
+	};
+	return e2e_run_tests(tests);
+}
