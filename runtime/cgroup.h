@@ -1,0 +1,63 @@
+/* cgroup.h — sandbox cgroups: create with cpu/memory/pids limits, attach, freeze, read
+ * usage, destroy; one interface over the cgroup v1 and v2 backends (detected at open). */
+#ifndef SANDLOT_CGROUP_H
+#define SANDLOT_CGROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+typedef struct sl_limits {
+	uint64_t cpu_millicores; /* 0 = none */
+	uint64_t memory_bytes;	 /* 0 = none */
+	uint64_t pids_max;	 /* 0 = none */
+} sl_limits;
+
+typedef struct sl_cgusage {
+	uint64_t cpu_usage_ns;
+	uint64_t memory_bytes;
+	uint64_t memory_peak_bytes; /* 0 when the kernel does not track it (v2 before 5.19) */
+	uint64_t pids_current;
+	uint64_t oom_kills;
+} sl_cgusage;
+
+/* The driver: cgroup version and the root path of each hierarchy. */
+typedef struct sl_cgroup sl_cgroup;
+
+/* Open the cgroup tree at ROOT (NULL = "/sys/fs/cgroup"). A cgroup2 mount (or a tree with
+ * ROOT/cgroup.controllers) is v2; otherwise ROOT must hold v1 hierarchies for cpu, cpuacct,
+ * memory, pids and freezer (separate or comma-joined like "cpu,cpuacct"). A ROOT that is
+ * not on cgroupfs is a fake tree for tests: writes create files, nothing is signalled. */
+int cgroup_open(const char *root, sl_cgroup **out, sl_err *err);
+void cgroup_close(sl_cgroup *cg);
+int cgroup_version(const sl_cgroup *cg); /* 1 or 2 */
+
+/* NAME is a relative path of [A-Za-z0-9_.-] components ("sandlot/sbx_abc"); missing
+ * parents are made. Limits of 0 keep the kernel default; swap is always turned off. An
+ * existing NAME is SL_CONFLICT; a failure midway removes the directories it made. */
+int cgroup_create(sl_cgroup *cg, const char *name, const sl_limits *lim, sl_err *err);
+/* Move PID (a whole process) into NAME in every controller. */
+int cgroup_attach(sl_cgroup *cg, const char *name, pid_t pid, sl_err *err);
+/* Set every limit of NAME to LIM; here 0 means unlimited (an existing limit is lifted). */
+int cgroup_update(sl_cgroup *cg, const char *name, const sl_limits *lim, sl_err *err);
+/* Freeze or thaw NAME and wait (up to ~2 s, else SL_TIMEOUT and the change is undone)
+ * until the kernel reports it done. */
+int cgroup_freeze(sl_cgroup *cg, const char *name, bool frozen, sl_err *err);
+int cgroup_usage(sl_cgroup *cg, const char *name, sl_cgusage *out, sl_err *err);
+/* The processes in NAME (not its children), sorted; *PIDS is malloc'd (NULL when none). */
+int cgroup_procs(sl_cgroup *cg, const char *name, pid_t **pids, size_t *n, sl_err *err);
+/* Kill every process in NAME and its child cgroups, then remove them from every
+ * controller. Copes with fork bombs (bounded ~5 s, then SL_TIMEOUT). A missing NAME is
+ * success. Parents of NAME are left alone. */
+int cgroup_destroy(sl_cgroup *cg, const char *name, sl_err *err);
+
+/* The directory of NAME for CONTROLLER ("cpu", "cpuacct", "memory", "pids", "freezer";
+ * ignored on v2, where NULL is fine). -1 with errno EINVAL (bad name or controller) or
+ * ERANGE (BUF too small). For tests and diagnostics. */
+int cgroup_path(const sl_cgroup *cg, const char *controller, const char *name, char *buf,
+		size_t len);
+
+#endif
