@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -121,14 +122,91 @@ static int img_lock(const char *state_dir, sl_err *err)
 	return state_lock(p, err);
 }
 
-static int img_random_name(char *buf, size_t len, const char *prefix, sl_err *err)
+/* A private scratch path under images/tmp, claimed by a flocked "<path>.lock" that
+ * exists before the path does and is unlinked only after it is gone: a tree there
+ * whose lock is missing or free belongs to a process that died, and img_gc_tmp
+ * deletes it. */
+struct img_scratch {
+	char path[PATH_MAX - 8];
+	char lock[PATH_MAX];
+	int fd;
+};
+
+static void img_scratch_release(struct img_scratch *s)
+{
+	if (s->fd < 0)
+		return;
+	unlink(s->lock);
+	close(s->fd);
+	s->fd = -1;
+}
+#define _cleanup_scratch_ __attribute__((cleanup(img_scratch_release)))
+
+static int img_scratch_claim(const char *state_dir, const char *prefix, struct img_scratch *s,
+			     sl_err *err)
 {
 	unsigned char r[8];
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		return sl_sysfail(err, "image store: random name");
-	snprintf(buf, len, "%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix, r[0], r[1], r[2], r[3],
-		 r[4], r[5], r[6], r[7]);
+	if (img_path(s->path, sizeof(s->path), err,
+		     "%s/images/tmp/%s%02x%02x%02x%02x%02x%02x%02x%02x", state_dir, prefix, r[0],
+		     r[1], r[2], r[3], r[4], r[5], r[6], r[7]) < 0)
+		return -1;
+	snprintf(s->lock, sizeof(s->lock), "%s.lock", s->path);
+	int fd = open(s->lock, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sl_sysfail(err, "image store: create %s", s->lock);
+	while (flock(fd, LOCK_EX) < 0) { /* waits only while a GC pass peeks at it */
+		if (errno != EINTR) {
+			unlink(s->lock);
+			close(fd);
+			return sl_sysfail(err, "image store: lock %s", s->lock);
+		}
+	}
+	s->fd = fd;
 	return 0;
+}
+
+/* Delete what crashed imports and removals left in images/tmp. Best effort. */
+static void img_gc_tmp(const char *state_dir)
+{
+	char dir[PATH_MAX];
+	if (img_path(dir, sizeof(dir), NULL, "%s/images/tmp", state_dir) < 0)
+		return;
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		bool is_lock = len > 5 && !strcmp(de->d_name + len - 5, ".lock");
+		if (de->d_name[0] == '.')
+			continue;
+		char path[PATH_MAX], lock[PATH_MAX];
+		if (img_path(path, sizeof(path), NULL, "%s/%.*s", dir,
+			     (int)(is_lock ? len - 5 : len), de->d_name) < 0 ||
+		    img_path(lock, sizeof(lock), NULL, "%s.lock", path) < 0)
+			continue;
+		_cleanup_close_ int fd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
+			continue; /* its claimant is alive */
+		struct stat st;
+		if (is_lock) {
+			/* A lock without its tree: stale unless just created and not yet
+			 * flocked by a claimant (a window of microseconds). */
+			if (fd >= 0 && lstat(path, &st) < 0 && errno == ENOENT &&
+			    fstat(fd, &st) == 0 && st.st_ctime < time(NULL) - 60)
+				unlink(lock);
+			continue;
+		}
+		sl_err e;
+		sl_log(SL_LOG_INFO, "image store: removing %s, left by an interrupted import",
+		       path);
+		if (fs_remove_tree(path, &e) < 0)
+			sl_log(SL_LOG_WARN, "image store: %s", e.msg);
+		else if (fd >= 0)
+			unlink(lock);
+	}
 }
 
 /* layers/ and names/ are readable (layers back sandboxes' root filesystems); tmp/
@@ -483,10 +561,11 @@ int image_import(const char *state_dir, const char *name, int fd, const char *us
 			       name, workdir_or_null);
 	if (img_prepare(state_dir, err) < 0)
 		return -1;
-	char tmp[PATH_MAX], rnd[32];
-	if (img_random_name(rnd, sizeof(rnd), "import-", err) < 0 ||
-	    img_path(tmp, sizeof(tmp), err, "%s/images/tmp/%s", state_dir, rnd) < 0)
+	img_gc_tmp(state_dir);
+	_cleanup_scratch_ struct img_scratch scratch = {.fd = -1};
+	if (img_scratch_claim(state_dir, "import-", &scratch, err) < 0)
 		return -1;
+	const char *tmp = scratch.path;
 
 	char hex[65];
 	sl_image img = {0};
@@ -511,11 +590,15 @@ int image_remove(const char *state_dir, const char *name, sl_err *err)
 {
 	if (image_name_check(name, err) < 0)
 		return -1;
-	char rec[PATH_MAX], layer[PATH_MAX], names[PATH_MAX], doomed[PATH_MAX], rnd[32];
+	char rec[PATH_MAX], layer[PATH_MAX], names[PATH_MAX];
+	_cleanup_scratch_ struct img_scratch doomed = {.fd = -1};
 	if (img_path(rec, sizeof(rec), err, "%s/images/names/%s.json", state_dir, name) < 0 ||
-	    img_path(names, sizeof(names), err, "%s/images/names", state_dir) < 0 ||
-	    img_random_name(rnd, sizeof(rnd), "remove-", err) < 0 ||
-	    img_path(doomed, sizeof(doomed), err, "%s/images/tmp/%s", state_dir, rnd) < 0)
+	    img_path(names, sizeof(names), err, "%s/images/names", state_dir) < 0)
+		return -1;
+	if (access(rec, F_OK) < 0 && errno == ENOENT)
+		return sl_fail(err, SL_NOTFOUND, 0, "image '%s' not found (see `sandlot image ls`)",
+			       name);
+	if (img_scratch_claim(state_dir, "remove-", &doomed, err) < 0)
 		return -1;
 	{
 		_cleanup_unlock_ int lock = img_lock(state_dir, err);
@@ -543,10 +626,10 @@ int image_remove(const char *state_dir, const char *name, sl_err *err)
 		image_layer_path(state_dir, img.digest, layer, sizeof(layer));
 		/* Out of sight first, so a crash mid-delete never leaves a partial layer
 		 * that a later import of the same bytes would take as complete. */
-		if (rename(layer, doomed) < 0 && errno != ENOENT)
+		if (rename(layer, doomed.path) < 0 && errno != ENOENT)
 			return sl_sysfail(err, "image %s: move layer %s away", name, layer);
 	}
-	if (fs_remove_tree(doomed, err) < 0)
+	if (fs_remove_tree(doomed.path, err) < 0)
 		return sl_wrap(err, "image %s removed, but deleting its layer failed", name);
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -326,6 +327,36 @@ static void test_layer_path(void **state)
 	assert_int_equal(errno, ENAMETOOLONG);
 }
 
+/* Trees left in images/tmp by a process that died are deleted by the next import; a
+ * tree whose claimant still holds its lock is not. */
+static void test_leftovers_collected(void **state)
+{
+	struct fix *f = *state;
+	build(f->tar, "x", NULL, NULL);
+	sl_image img;
+	sl_err err;
+	assert_int_equal(import(f, "first", NULL, NULL, &img, &err), 0);
+	char dead[256], live[256], live_lock[272], p[300];
+	snprintf(dead, sizeof(dead), "%s/images/tmp/import-00000000deadbeef", f->state);
+	snprintf(live, sizeof(live), "%s/images/tmp/import-00000000a11ea11e", f->state);
+	snprintf(live_lock, sizeof(live_lock), "%s.lock", live);
+	assert_int_equal(mkdir(dead, 0755), 0);
+	snprintf(p, sizeof(p), "%s/junk", dead);
+	close(open(p, O_CREAT | O_WRONLY, 0600));
+	assert_int_equal(mkdir(live, 0755), 0);
+	int lfd = open(live_lock, O_CREAT | O_RDWR, 0600);
+	assert_true(lfd >= 0);
+	assert_int_equal(flock(lfd, LOCK_EX), 0);
+	assert_int_equal(import(f, "second", NULL, NULL, &img, &err), 0);
+	assert_int_equal(access(dead, F_OK), -1);
+	assert_int_equal(access(live, F_OK), 0);
+	close(lfd); /* its claimant "dies" */
+	assert_int_equal(import(f, "third", NULL, NULL, &img, &err), 0);
+	assert_int_equal(access(live, F_OK), -1);
+	assert_int_equal(access(live_lock, F_OK), -1);
+	assert_int_equal(count(f, "tmp"), 0);
+}
+
 /* Several CLI processes importing the same bytes at once: one layer, every name. */
 static void test_concurrent_imports(void **state)
 {
@@ -375,6 +406,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_failed_import_leaves_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_layer_path, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_leftovers_collected, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent_imports, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
