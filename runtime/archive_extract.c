@@ -166,7 +166,7 @@ static int ax_open_beneath(struct ax_run *x, const char *rel, int flags)
 }
 
 /* A hardlink may only point at a non-directory already extracted, reached without
- * crossing a symlink. */
+ * crossing a symlink on the way. */
 static int ax_check_hardlink(struct ax_run *x, const char *entry, const char *target)
 {
 	if (!target[0])
@@ -184,10 +184,11 @@ static int ax_check_hardlink(struct ax_run *x, const char *entry, const char *ta
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return sl_sysfail(x->err, "archive entry '%s': stat hardlink target", entry);
-	if (S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode))
+	/* A hardlink to a symlink is fine: linkat() links the symlink itself. */
+	if (S_ISDIR(st.st_mode))
 		return sl_fail(x->err, SL_INVALID, 0,
-			       "archive entry '%s': hardlink target '%s' is a %s", entry, target,
-			       S_ISDIR(st.st_mode) ? "directory" : "symlink");
+			       "archive entry '%s': hardlink target '%s' is a directory", entry,
+			       target);
 	return 0;
 }
 
@@ -311,8 +312,9 @@ static int ax_read_fail(struct ax_run *x, const char *what)
 		return sl_fail(x->err, SL_INTERNAL, x->in.read_errno, "archive: read input");
 	const char *msg = archive_error_string(x->r);
 	return sl_fail(x->err, SL_INVALID, 0,
-		       "archive: %s after %llu entries: %s (truncated or corrupt input?)", what,
-		       (unsigned long long)x->entries, msg ? msg : "unknown error");
+		       "archive: %s (after %llu good entries): %s; is the file a complete tar, "
+		       "tar.gz, tar.zst or tar.xz?",
+		       what, (unsigned long long)x->entries, msg ? msg : "unknown error");
 }
 
 static int ax_copy_data(struct ax_run *x, const char *rel)
@@ -325,7 +327,7 @@ static int ax_copy_data(struct ax_run *x, const char *rel)
 		if (r == ARCHIVE_EOF)
 			return 0;
 		if (r < ARCHIVE_WARN)
-			return ax_read_fail(x, "reading file data");
+			return ax_read_fail(x, "bad file data");
 		if (archive_write_data_block(x->w, buf, size, off) < ARCHIVE_WARN)
 			return ax_write_fail(x, rel, "write data");
 	}
@@ -424,7 +426,7 @@ static int ax_open(struct ax_run *x)
 	    x->w, ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
 		      ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT);
 	if (archive_read_open(x->r, &x->in, NULL, ax_read_cb, NULL) != ARCHIVE_OK)
-		return ax_read_fail(x, "not a tar archive");
+		return ax_read_fail(x, "cannot read the archive");
 	return 0;
 }
 
@@ -438,7 +440,7 @@ static int ax_extract(struct ax_run *x, char digest_hex[65])
 		if (r == ARCHIVE_EOF)
 			break;
 		if (r < ARCHIVE_OK && r != ARCHIVE_WARN)
-			return ax_read_fail(x, "reading entry header");
+			return ax_read_fail(x, "bad entry header");
 		if (ax_entry(x, e) < 0)
 			return -1;
 	}

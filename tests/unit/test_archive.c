@@ -376,6 +376,7 @@ static const struct spec good_tree[] = {
     {.path = "bin/su", .type = AE_IFREG, .perm = 04755, .data = "suid"},
     {.path = "bin/rel", .type = AE_IFLNK, .perm = 0777, .link = "su"},
     {.path = "bin/hard", .hardlink = "bin/su"},
+    {.path = "bin/hardsym", .hardlink = "bin/rel"}, /* links the symlink itself */
     {.path = "etc/", .type = AE_IFDIR, .perm = 0755},
     {.path = "etc/abs", .type = AE_IFLNK, .perm = 0777, .link = "/bin/su"},
     {.path = "etc/up", .type = AE_IFLNK, .perm = 0777, .link = "../bin/./su"},
@@ -405,6 +406,9 @@ static void check_good_tree(struct fix *f)
 	assert_int_equal(st.st_nlink, 2);
 	assert_int_equal(lstat(AT("bin/hard"), &st2), 0);
 	assert_int_equal(st.st_ino, st2.st_ino);
+	assert_int_equal(lstat(AT("bin/hardsym"), &st2), 0);
+	assert_true(S_ISLNK(st2.st_mode));
+	assert_int_equal(st2.st_nlink, 2);
 	ssize_t n = readlink(AT("etc/abs"), buf, sizeof(buf) - 1);
 	assert_true(n > 0);
 	buf[n] = '\0';
