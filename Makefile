@@ -3,14 +3,18 @@
 CC      ?= cc
 MUSLCC  ?= musl-gcc
 BUILD   := build
-PKGS    := libcjson libarchive libseccomp libcap libcrypto
+PKGS    := libcjson libseccomp libcap nettle
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wno-format-truncation \
            -fstack-protector-strong -D_FORTIFY_SOURCE=2 -D_GNU_SOURCE -Iruntime \
            $(shell pkg-config --cflags $(PKGS))
-LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lpthread
+LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lpthread -ldl
+ARCHIVE_LIBS := $(shell pkg-config --libs libarchive)
 
-RUNTIME_SRC := $(wildcard runtime/*.c)
+# archive_extract.c lives in sandlot-archive.so (see runtime/archive_dl.c); tests
+# link it directly, in front of the library, so archive_dl.c is not pulled in.
+RUNTIME_SRC := $(filter-out runtime/archive_extract.c,$(wildcard runtime/*.c))
+ARCHIVE_OBJ := $(BUILD)/runtime/archive_extract.o
 RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC     := $(wildcard cli/*.c)
 CLI_OBJ     := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -21,7 +25,7 @@ E2E_BIN     := $(E2E_SRC:tests/e2e/%.c=$(BUILD)/tests/e2e_%)
 E2E_COMMON  := $(wildcard tests/e2e/common.c)
 
 .PHONY: all test unit e2e images clean format
-all: $(BUILD)/sandlot $(BUILD)/sandlot-init $(BUILD)/probe
+all: $(BUILD)/sandlot $(BUILD)/sandlot-archive.so $(BUILD)/sandlot-init $(BUILD)/probe
 
 $(BUILD)/%.o: %.c $(wildcard runtime/*.h cli/*.h init/*.h)
 	@mkdir -p $(dir $@)
@@ -31,7 +35,12 @@ $(BUILD)/libsandlot.a: $(RUNTIME_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/sandlot: $(CLI_OBJ) $(BUILD)/libsandlot.a
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libsandlot.a $(LDLIBS)
+	$(CC) $(CFLAGS) -Wl,--export-dynamic -o $@ $(CLI_OBJ) $(BUILD)/libsandlot.a $(LDLIBS)
+
+# Loaded by the sandlot binary only when it reads an archive; it uses the binary's
+# own sl_fail/fs_remove_tree/sl_log (exported), and binds its own symbols first.
+$(BUILD)/sandlot-archive.so: runtime/archive_extract.c runtime/archive_extract.h
+	$(CC) $(CFLAGS) -fPIC -shared -Wl,-Bsymbolic -o $@ runtime/archive_extract.c $(ARCHIVE_LIBS)
 
 # pid 1 of every sandbox: static (musl), no shared libraries, tiny.
 $(BUILD)/sandlot-init: init/init.c init/proto.h
@@ -45,13 +54,13 @@ $(BUILD)/probe: tests/probe/probe.c
 	@mkdir -p $(BUILD)
 	$(MUSLCC) -static -O2 -Wall -Werror -D_GNU_SOURCE -o $@ $<
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libsandlot.a
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libsandlot.a $(ARCHIVE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libsandlot.a $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) -o $@ $< $(ARCHIVE_OBJ) $(BUILD)/libsandlot.a $(LDLIBS) $(ARCHIVE_LIBS) -lcmocka -lcrypto
 
 $(BUILD)/tests/e2e_%: tests/e2e/%.c $(E2E_COMMON) tests/e2e/common.h $(BUILD)/libsandlot.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/e2e -o $@ $< $(E2E_COMMON) $(BUILD)/libsandlot.a $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) -Itests/e2e -o $@ $< $(E2E_COMMON) $(BUILD)/libsandlot.a $(LDLIBS) $(ARCHIVE_LIBS) -lcmocka
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

@@ -11,7 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,7 +25,7 @@
 /* The raw input: everything read is hashed, so the digest names the bytes as sent. */
 struct ax_input {
 	int fd;
-	EVP_MD_CTX *md;
+	struct sha256_ctx md;
 	unsigned char *buf;
 	int read_errno;
 	bool eof;
@@ -63,11 +63,8 @@ static ssize_t ax_read_cb(struct archive *a, void *data, const void **out)
 	}
 	if (n == 0)
 		in->eof = true;
-	else if (EVP_DigestUpdate(in->md, in->buf, (size_t)n) != 1) {
-		in->read_errno = EIO;
-		archive_set_error(a, EIO, "sha256 of archive input");
-		return -1;
-	}
+	else
+		sha256_update(&in->md, (size_t)n, in->buf);
 	*out = in->buf;
 	return n;
 }
@@ -91,8 +88,7 @@ static int ax_drain(struct ax_input *in, sl_err *err)
 				       "archive: more than %llu MiB of data after the end of the "
 				       "tar archive; is it really one tar file?",
 				       AX_MAX_TRAILING >> 20);
-		if (EVP_DigestUpdate(in->md, in->buf, (size_t)n) != 1)
-			return sl_fail(err, SL_INTERNAL, 0, "archive: sha256 update failed");
+		sha256_update(&in->md, (size_t)n, in->buf);
 	}
 	return 0;
 }
@@ -392,8 +388,6 @@ static void ax_run_release(struct ax_run *x)
 		archive_read_free(x->r);
 	if (x->w)
 		archive_write_free(x->w);
-	if (x->in.md)
-		EVP_MD_CTX_free(x->in.md);
 	free(x->in.buf);
 	if (x->dest_fd >= 0)
 		close(x->dest_fd);
@@ -402,13 +396,11 @@ static void ax_run_release(struct ax_run *x)
 static int ax_open(struct ax_run *x)
 {
 	x->in.buf = malloc(AX_READ_BUF);
-	x->in.md = EVP_MD_CTX_new();
+	sha256_init(&x->in.md);
 	x->r = archive_read_new();
 	x->w = archive_write_disk_new();
-	if (!x->in.buf || !x->in.md || !x->r || !x->w)
+	if (!x->in.buf || !x->r || !x->w)
 		return sl_fail(x->err, SL_EXHAUSTED, ENOMEM, "archive: set up extraction");
-	if (EVP_DigestInit_ex(x->in.md, EVP_sha256(), NULL) != 1)
-		return sl_fail(x->err, SL_INTERNAL, 0, "archive: sha256 unavailable");
 	/* Compression filters are named, not _all: _all would also run external
 	 * programs (lrzip, lzop, ...) on hostile input. */
 	archive_read_support_format_tar(x->r);
@@ -448,10 +440,8 @@ static int ax_extract(struct ax_run *x, char digest_hex[65])
 		return ax_write_fail(x, "", "apply directory modes and times");
 	if (ax_drain(&x->in, x->err) < 0)
 		return -1;
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	if (EVP_DigestFinal_ex(x->in.md, md, &mdlen) != 1 || mdlen != 32)
-		return sl_fail(x->err, SL_INTERNAL, 0, "archive: sha256 final failed");
+	uint8_t md[SHA256_DIGEST_SIZE];
+	sha256_digest(&x->in.md, sizeof(md), md);
 	for (unsigned i = 0; i < 32; i++)
 		snprintf(digest_hex + 2 * i, 3, "%02x", md[i]);
 	return 0;

@@ -249,6 +249,21 @@ static int kill_frozen(const sl_cgroup *cg, const char *dir, sl_err *err)
 	return rc;
 }
 
+static bool v1_try_rmdir_empty(sl_cgroup *cg, const char *name)
+{
+	for (int i = 0; i < CG_V1_NCTRL; i++) {
+		if (!cg_v1_first(cg, i))
+			continue;
+		char dir[PATH_MAX];
+		sl_err e = { 0 };
+		if (cg_dir(cg, i, name, dir, sizeof(dir), &e) < 0)
+			return false;
+		if (rmdir(dir) < 0 && errno != ENOENT)
+			return false;
+	}
+	return true;
+}
+
 static int v1_destroy(sl_cgroup *cg, const char *name, sl_err *err)
 {
 	struct timespec deadline;
@@ -256,6 +271,10 @@ static int v1_destroy(sl_cgroup *cg, const char *name, sl_err *err)
 	char freezer[PATH_MAX];
 	if (cg_dir(cg, CG_FREEZER, name, freezer, sizeof(freezer), err) < 0)
 		return -1;
+	/* Fast path: a sandbox whose init is gone has an empty cgroup (the pid
+	 * namespace died with it), and a plain rmdir per hierarchy is enough. */
+	if (!cg->fake && v1_try_rmdir_empty(cg, name))
+		return 0;
 	if (kill_frozen(cg, freezer, err) < 0)
 		return sl_wrap(err, "cgroup %s: destroy", name);
 	for (int i = 0; i < CG_V1_NCTRL; i++) {

@@ -67,6 +67,12 @@ int ctx_open(sl_ctx *ctx, sl_err *err)
 	snprintf(p, sizeof(p), "%s/sandboxes", ctx->cfg.state_dir);
 	if (state_mkdirs(p, 0700, err) < 0)
 		return -1;
+	snprintf(p, sizeof(p), "%s/slots", ctx->cfg.state_dir);
+	if (state_mkdirs(p, 0700, err) < 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/names", ctx->cfg.state_dir);
+	if (state_mkdirs(p, 0700, err) < 0)
+		return -1;
 	snprintf(p, sizeof(p), "%s/sandboxes", ctx->cfg.run_dir);
 	if (state_mkdirs(p, 0711, err) < 0)
 		return -1;
@@ -228,7 +234,7 @@ static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err
 	return 0;
 }
 
-static int record_save(const sl_ctx *ctx, const sl_sandbox *sb, sl_err *err)
+static int record_save(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl_err *err)
 {
 	char p[PATH_MAX];
 	state_sandbox_dir(&ctx->cfg, sb->id, p, sizeof(p));
@@ -238,7 +244,8 @@ static int record_save(const sl_ctx *ctx, const sl_sandbox *sb, sl_err *err)
 	cJSON_Delete(o);
 	if (!s)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "serialise %s", sb->id);
-	return state_write_atomic(p, s, strlen(s), err);
+	return durable ? state_write_atomic(p, s, strlen(s), err)
+		       : state_write_atomic_nosync(p, s, strlen(s), err);
 }
 
 static bool pid_alive(pid_t pid, uint64_t start)
@@ -425,47 +432,145 @@ static int kv_object(const char *field, const char *const *kv, cJSON **out, sl_e
 	return 0;
 }
 
-/* Under the global lock: check the name, take the lowest free uid range, and write
- * the "creating" record so the next creator sees both. */
+/* Claims are files created with O_EXCL: <state>/slots/<n> for uid ranges and
+ * <state>/names/<name> for names, each holding the owner's id. Creating one is
+ * atomic, so concurrent creates need no global lock and no scan of the records. A
+ * claim whose owner is gone (no record, or a tombstone) is stale and is taken over. */
+static void claim_path(const sl_ctx *ctx, const char *kind, const char *key, char *buf,
+		       size_t len)
+{
+	snprintf(buf, len, "%s/%s/%s", ctx->cfg.state_dir, kind, key);
+}
+
+static bool claim_stale(const sl_ctx *ctx, const char *path)
+{
+	char owner[40] = "";
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT;
+	ssize_t n = read(fd, owner, sizeof(owner) - 1);
+	if (n <= 0) /* being written right now, or torn by a crash: look again later */
+		return false;
+	owner[n] = '\0';
+	sl_sandbox sb;
+	sl_err e = { 0 };
+	if (strncmp(owner, "sbx_", 4) || record_load(ctx, owner, &sb, &e) < 0) {
+		/* Its creator writes the record right after the claim: only an old
+		 * claim without a record is stale. */
+		struct stat st;
+		return e.kind == SL_NOTFOUND && fstat(fd, &st) == 0 &&
+		       time(NULL) - st.st_mtime > 60;
+	}
+	bool stale = !strcmp(sb.status, "terminated");
+	sandbox_free(&sb);
+	return stale;
+}
+
+/* 0: claimed; 1: taken by a live owner; -1: error. */
+static int claim(const sl_ctx *ctx, const char *kind, const char *key, const char *id,
+		 sl_err *err)
+{
+	char path[PATH_MAX];
+	claim_path(ctx, kind, key, path, sizeof(path));
+	for (int tries = 0; tries < 3; tries++) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			ssize_t w = write(fd, id, strlen(id));
+			close(fd);
+			if (w != (ssize_t)strlen(id)) {
+				unlink(path);
+				return sl_sysfail(err, "write claim %s", path);
+			}
+			return 0;
+		}
+		if (errno != EEXIST)
+			return sl_sysfail(err, "claim %s", path);
+		if (!claim_stale(ctx, path))
+			return 1;
+		unlink(path);
+	}
+	return 1;
+}
+
+static void unclaim(const sl_ctx *ctx, const char *kind, const char *key, const char *id)
+{
+	char path[PATH_MAX], owner[40] = "";
+	claim_path(ctx, kind, key, path, sizeof(path));
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, owner, sizeof(owner) - 1);
+	close(fd);
+	if (n > 0 && (size_t)n == strlen(id) && !memcmp(owner, id, n))
+		unlink(path);
+}
+
+static void release_claims(const sl_ctx *ctx, const sl_sandbox *sb)
+{
+	char slot[16];
+	snprintf(slot, sizeof(slot), "%u", (sb->uid_base - ctx->cfg.uid_base) / 65536);
+	unclaim(ctx, "slots", slot, sb->id);
+	if (sb->name[0])
+		unclaim(ctx, "names", sb->name, sb->id);
+}
+
+/* Take the name and the lowest free uid range, then write the "creating" record so
+ * that a create that dies midway is visible (as failed) and can be removed. */
 static int reserve(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 {
-	char lockp[PATH_MAX];
-	snprintf(lockp, sizeof(lockp), "%s/sandboxes/.lock", ctx->cfg.state_dir);
-	_cleanup_close_ int lk = state_lock(lockp, err);
-	if (lk < 0)
-		return -1;
-	sl_sandbox *list;
-	size_t n;
-	if (sandbox_list(ctx, &list, &n, err) < 0)
-		return -1;
-	uint8_t *used = calloc(ctx->cfg.uid_slots, 1);
-	int conflict = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(list[i].status, "terminated"))
-			continue;
-		if (sb->name[0] && !strcmp(list[i].name, sb->name))
-			conflict = 1;
-		uint32_t slot = (list[i].uid_base - ctx->cfg.uid_base) / 65536;
-		if (list[i].uid_base >= ctx->cfg.uid_base && slot < ctx->cfg.uid_slots && used)
-			used[slot] = 1;
-	}
-	sandbox_free_list(list, n);
-	if (conflict) {
-		free(used);
-		return sl_fail(err, SL_CONFLICT, 0, "a sandbox named %s already exists", sb->name);
-	}
-	uint32_t slot = 0;
-	while (used && slot < ctx->cfg.uid_slots && used[slot])
-		slot++;
-	free(used);
-	if (slot >= ctx->cfg.uid_slots)
-		return sl_fail(err, SL_EXHAUSTED, 0, "no free uid range for another sandbox");
-	sb->uid_base = ctx->cfg.uid_base + slot * 65536u;
 	char dir[PATH_MAX];
-	state_sandbox_dir(&ctx->cfg, sb->id, dir, sizeof(dir));
-	if (mkdir(dir, 0700) < 0)
-		return sl_sysfail(err, "create %s", dir);
-	return record_save(ctx, sb, err);
+	if (sb->name[0]) {
+		int r = claim(ctx, "names", sb->name, sb->id, err);
+		if (r != 0)
+			return r < 0 ? -1
+				     : sl_fail(err, SL_CONFLICT, 0,
+					       "a sandbox named %s already exists", sb->name);
+	}
+	snprintf(dir, sizeof(dir), "%s/slots", ctx->cfg.state_dir);
+	uint8_t *used = calloc(ctx->cfg.uid_slots, 1);
+	if (!used)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "allocate a uid range");
+	for (int pass = 0; pass < 8; pass++) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			unsigned long n = strtoul(e->d_name, NULL, 10);
+			if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && n < ctx->cfg.uid_slots)
+				used[n] = 1;
+		}
+		if (d)
+			closedir(d);
+		for (uint32_t slot = 0; slot < ctx->cfg.uid_slots; slot++) {
+			if (used[slot])
+				continue;
+			char key[16];
+			snprintf(key, sizeof(key), "%u", slot);
+			int r = claim(ctx, "slots", key, sb->id, err);
+			if (r < 0)
+				break;
+			if (r == 1) { /* lost a race; try the next one */
+				used[slot] = 1;
+				continue;
+			}
+			free(used);
+			sb->uid_base = ctx->cfg.uid_base + slot * 65536u;
+			state_sandbox_dir(&ctx->cfg, sb->id, dir, sizeof(dir));
+			if (mkdir(dir, 0700) < 0 || record_save(ctx, sb, false, err) < 0) {
+				if (!err->kind)
+					sl_sysfail(err, "create %s", dir);
+				release_claims(ctx, sb);
+				return -1;
+			}
+			return 0;
+		}
+		if (err->kind)
+			break;
+		memset(used, 0, ctx->cfg.uid_slots);
+	}
+	free(used);
+	if (sb->name[0])
+		unclaim(ctx, "names", sb->name, sb->id);
+	return err->kind ? -1 : sl_fail(err, SL_EXHAUSTED, 0, "no free uid range for another sandbox");
 }
 
 struct attach_ctx {
@@ -600,7 +705,7 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 		goto fail;
 	sb.init_start = proc_start_time(sb.init_pid);
 	snprintf(sb.status, sizeof(sb.status), "running");
-	if (record_save(ctx, &sb, err) < 0)
+	if (record_save(ctx, &sb, !sb.ephemeral, err) < 0)
 		goto fail;
 	*out = sb;
 	return 0;
@@ -609,6 +714,8 @@ fail:
 		sl_sysfail(err, "create sandbox %s", sb.id);
 	release_resources(ctx, &sb);
 	remove_record_dir(ctx, sb.id);
+	if (sb.uid_base)
+		release_claims(ctx, &sb);
 	sandbox_free(&sb);
 	return -1;
 }
@@ -642,7 +749,10 @@ int sandbox_destroy(sl_ctx *ctx, const char *ref, const char *reason, sl_err *er
 	snprintf(sb.reason, sizeof(sb.reason), "%s", reason ? reason : "deleted");
 	sb.terminated_ms = now_ms();
 	sb.init_pid = 0;
-	int r = record_save(ctx, &sb, err);
+	int r = record_save(ctx, &sb, !sb.ephemeral, err);
+	/* Claims go last: the tombstone already marks them stale if we die here. */
+	if (r == 0)
+		release_claims(ctx, &sb);
 	sandbox_free(&sb);
 	return r;
 }

@@ -8,7 +8,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/seccomp.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -682,19 +682,19 @@ static int cache_key(const char *profile, size_t len, uint64_t caps, const char 
 	const struct scmp_version *v = seccomp_version();
 	uint32_t arch = seccomp_arch_native();
 	uint32_t ver[3] = {v->major, v->minor, v->micro};
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned mdlen = 0;
-	EVP_MD_CTX *h = EVP_MD_CTX_new();
-	int ok = h && EVP_DigestInit_ex(h, EVP_sha256(), NULL) &&
-		 EVP_DigestUpdate(h, CACHE_FORMAT, sizeof(CACHE_FORMAT)) &&
-		 EVP_DigestUpdate(h, &len, sizeof(len)) && EVP_DigestUpdate(h, profile, len) &&
-		 EVP_DigestUpdate(h, &caps, sizeof(caps)) &&
-		 EVP_DigestUpdate(h, &arch, sizeof(arch)) &&
-		 EVP_DigestUpdate(h, release, strlen(release) + 1) &&
-		 EVP_DigestUpdate(h, ver, sizeof(ver)) && EVP_DigestFinal_ex(h, md, &mdlen);
-	EVP_MD_CTX_free(h);
-	if (!ok || mdlen != 32)
-		return sl_fail(err, SL_INTERNAL, 0, "seccomp cache: SHA-256 failed");
+	uint8_t md[SHA256_DIGEST_SIZE];
+	unsigned mdlen = SHA256_DIGEST_SIZE;
+	struct sha256_ctx h;
+	sha256_init(&h);
+	sha256_update(&h, sizeof(CACHE_FORMAT), (const uint8_t *)CACHE_FORMAT);
+	sha256_update(&h, sizeof(len), (const uint8_t *)&len);
+	sha256_update(&h, len, (const uint8_t *)profile);
+	sha256_update(&h, sizeof(caps), (const uint8_t *)&caps);
+	sha256_update(&h, sizeof(arch), (const uint8_t *)&arch);
+	sha256_update(&h, strlen(release) + 1, (const uint8_t *)release);
+	sha256_update(&h, sizeof(ver), (const uint8_t *)ver);
+	sha256_digest(&h, sizeof(md), md);
+	(void)err;
 	for (unsigned i = 0; i < mdlen; i++)
 		sprintf(hex + 2 * i, "%02x", md[i]);
 	return 0;

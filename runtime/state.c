@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,7 @@
 
 #include "cleanup.h"
 
-int state_write_atomic(const char *path, const char *data, size_t len, sl_err *err)
+static int write_atomic(const char *path, const char *data, size_t len, bool sync, sl_err *err)
 {
 	char tmp[PATH_MAX];
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
@@ -32,11 +33,13 @@ int state_write_atomic(const char *path, const char *data, size_t len, sl_err *e
 		}
 		off += w;
 	}
-	if (fsync(fd) < 0 || rename(tmp, path) < 0) {
+	if ((sync && fsync(fd) < 0) || rename(tmp, path) < 0) {
 		int e = errno;
 		unlink(tmp);
 		return sl_fail(err, SL_INTERNAL, e, "save %s", path);
 	}
+	if (!sync)
+		return 0;
 	/* The rename itself must be durable: sync the directory. */
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s", path);
@@ -44,6 +47,16 @@ int state_write_atomic(const char *path, const char *data, size_t len, sl_err *e
 	if (dfd >= 0)
 		fsync(dfd);
 	return 0;
+}
+
+int state_write_atomic(const char *path, const char *data, size_t len, sl_err *err)
+{
+	return write_atomic(path, data, len, true, err);
+}
+
+int state_write_atomic_nosync(const char *path, const char *data, size_t len, sl_err *err)
+{
+	return write_atomic(path, data, len, false, err);
 }
 
 int state_read_file(const char *path, size_t max, char **out, size_t *len, sl_err *err)

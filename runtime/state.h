@@ -11,6 +11,8 @@
 
 /* Write data to path so that a crash leaves either the old or the new file. */
 int state_write_atomic(const char *path, const char *data, size_t len, sl_err *err);
+/* The same, atomic but without the fsyncs, for records a crash may lose. */
+int state_write_atomic_nosync(const char *path, const char *data, size_t len, sl_err *err);
 /* Read a whole (small) file; *out is NUL-terminated, caller frees. */
 int state_read_file(const char *path, size_t max, char **out, size_t *len, sl_err *err);
 /* Take an exclusive lock on a lock file (created if needed); returns the fd. */
