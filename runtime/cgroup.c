@@ -300,6 +300,17 @@ int cgroup_destroy(sl_cgroup *cg, const char *name, sl_err *err)
 	return cg->ops->destroy(cg, name, err);
 }
 
+int cgroup_oom_kills(sl_cgroup *cg, const char *name, uint64_t *out, sl_err *err)
+{
+	char dir[PATH_MAX];
+	bool found = false;
+	*out = 0;
+	if (cgroup_path(cg, "memory", name, dir, sizeof(dir)) < 0)
+		return sl_sysfail(err, "cgroup %s: memory path", name);
+	const char *file = cg->version == 1 ? "memory.oom_control" : "memory.events";
+	return cg_read_key(dir, file, "oom_kill", out, &found, err);
+}
+
 int cgroup_path(const sl_cgroup *cg, const char *controller, const char *name, char *buf,
 		size_t len)
 {

@@ -47,6 +47,8 @@ int cgroup_update(sl_cgroup *cg, const char *name, const sl_limits *lim, sl_err 
  * until the kernel reports it done. */
 int cgroup_freeze(sl_cgroup *cg, const char *name, bool frozen, sl_err *err);
 int cgroup_usage(sl_cgroup *cg, const char *name, sl_cgusage *out, sl_err *err);
+/* Just the OOM-kill counter (one file read: the exec hot path asks for it). */
+int cgroup_oom_kills(sl_cgroup *cg, const char *name, uint64_t *out, sl_err *err);
 /* The processes in NAME (not its children), sorted; *PIDS is malloc'd (NULL when none). */
 int cgroup_procs(sl_cgroup *cg, const char *name, pid_t **pids, size_t *n, sl_err *err);
 /* Kill every process in NAME and its child cgroups, then remove them from every

@@ -290,44 +290,69 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	child_fail(f->err, errno, "execute sandlot-init");
 }
 
-/* A user namespace mapping 0..65535 to base..base+65535, held by an fd. */
-static int make_userns(uint32_t base, sl_err *err)
+struct userns_helper {
+	pid_t pid;
+	int hold; /* write end of a pipe the helper waits on */
+};
+
+static int userns_helper_fn(void *arg)
 {
-	int p[2];
+	char c;
+	const int *p = arg;
+	/* Raw syscalls only: this child shares our memory (CLONE_VM). */
+	syscall(SYS_close, p[1]);
+	syscall(SYS_read, p[0], &c, 1);
+	syscall(SYS_exit, 0);
+	return 0;
+}
+
+/* A user namespace mapping 0..65535 to base..base+65535, held by an fd. Its helper
+ * process shares our memory (no page-table copy) and is reaped later, off the
+ * critical path, by userns_helper_reap. */
+static int make_userns(uint32_t base, struct userns_helper *h, sl_err *err)
+{
+	static char stack[16384] __attribute__((aligned(16)));
+	static int p[2]; /* read by the helper, which shares our memory */
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return sl_sysfail(err, "pipe");
-	pid_t pid = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
-	if (pid == 0) {
-		char c;
-		close(p[1]);
-		ssize_t r = read(p[0], &c, 1);
-		_exit(r < 0);
-	}
-	close(p[0]);
+	pid_t pid = clone(userns_helper_fn, stack + sizeof(stack),
+			  CLONE_NEWUSER | CLONE_VM | SIGCHLD, p);
 	if (pid < 0) {
+		close(p[0]);
 		close(p[1]);
 		return sl_sysfail(err, "create a user namespace");
 	}
+	h->pid = pid;
+	h->hold = p[1];
 	char path[64], map[64];
 	int nsfd = -1, n = snprintf(map, sizeof(map), "0 %u 65536\n", base);
 	const char *files[] = { "uid_map", "gid_map" };
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, files[i]);
 		_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, map, n) != n) {
-			sl_sysfail(err, "write %s", path);
-			goto out;
-		}
+		if (fd < 0 || write(fd, map, n) != n)
+			goto fail;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
 	nsfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (nsfd < 0)
-		sl_sysfail(err, "open %s", path);
-out:
-	close(p[1]);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+	if (nsfd >= 0) {
+		close(p[0]);
+		return nsfd;
+	}
+fail:
+	sl_sysfail(err, "set up user namespace (%s)", path);
+	close(p[0]);
+	return -1;
+}
+
+static void userns_helper_reap(struct userns_helper *h)
+{
+	if (h->pid <= 0)
+		return;
+	close(h->hold);
+	while (waitpid(h->pid, NULL, __WALL) < 0 && errno == EINTR)
 		;
-	return nsfd;
+	h->pid = 0;
 }
 
 /* A detached read-only mount of the image layer whose ids are shifted into the
@@ -383,10 +408,16 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	snprintf(sock, sizeof(sock), "%s/init.sock", l->run_dir);
 	snprintf(logp, sizeof(logp), "%s/init.log", l->run_dir);
 	struct child_fds f = { -1, -1, -1, -1, -1, -1, -1 };
-	_cleanup_close_ int userns = make_userns(l->uid_base, err);
-	if (userns < 0)
+	struct userns_helper helper = { 0, -1 };
+	_cleanup_close_ int userns = make_userns(l->uid_base, &helper, err);
+	if (userns < 0) {
+		userns_helper_reap(&helper);
 		return -1;
-	_cleanup_close_ int lower = idmapped_layer(l->image_layer, userns, err);
+	}
+	int lower_fd = idmapped_layer(l->image_layer, userns, err);
+	/* The namespace lives on through our fd: let its helper go. */
+	userns_helper_reap(&helper);
+	_cleanup_close_ int lower = lower_fd;
 	if (lower < 0)
 		return -1;
 	_cleanup_close_ int lsock = listen_socket(sock, err);

@@ -956,12 +956,10 @@ int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc
 		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
 		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
 	}
-	sl_cgusage use = { 0 };
 	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
 	sl_err e2 = { 0 };
-	if (cgroup_usage(ctx->cg, cg, &use, &e2) == 0)
-		p->oom_before = use.oom_kills;
+	cgroup_oom_kills(ctx->cg, cg, &p->oom_before, &e2);
 	ssize_t n;
 	while ((n = sendmsg(fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
@@ -1043,9 +1041,9 @@ bool proc_oom_killed(sl_ctx *ctx, sl_proc *p)
 {
 	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", p->sandbox_id);
-	sl_cgusage use = { 0 };
+	uint64_t n = 0;
 	sl_err e = { 0 };
-	return cgroup_usage(ctx->cg, cg, &use, &e) == 0 && use.oom_kills > p->oom_before;
+	return cgroup_oom_kills(ctx->cg, cg, &n, &e) == 0 && n > p->oom_before;
 }
 
 void proc_close(sl_proc *p)
