@@ -3,7 +3,7 @@
 CC      ?= cc
 MUSLCC  ?= musl-gcc
 BUILD   := build
-PKGS    := libcjson libseccomp libcap nettle
+PKGS    := libcjson libseccomp nettle
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wno-format-truncation \
            -fstack-protector-strong -D_FORTIFY_SOURCE=2 -D_GNU_SOURCE -Iruntime \

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/capability.h>
+#include <linux/capability.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -32,7 +32,7 @@
 #include "cleanup.h"
 
 /* The container-default capability set: all a process running as root inside keeps. */
-static const cap_value_t keep_caps[] = {
+static const int keep_caps[] = {
 	CAP_CHOWN, CAP_DAC_OVERRIDE,	 CAP_FOWNER, CAP_FSETID, CAP_KILL,	 CAP_NET_BIND_SERVICE,
 	CAP_SETFCAP, CAP_SETGID, CAP_SETPCAP, CAP_SETUID, CAP_SYS_CHROOT,
 };
@@ -195,28 +195,34 @@ static void loopback_up(int errfd)
 		child_fail(errfd, errno, "bring lo up");
 }
 
+/* No malloc from here on: in a multi-threaded daemon the clone()d child may hold a
+ * copy of a lock another thread had taken. Raw capset instead of libcap. */
 static void drop_privileges(int errfd)
 {
 	int last = CAP_LAST_CAP;
-	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
-	if (f) {
-		if (fscanf(f, "%d", &last) != 1)
-			last = CAP_LAST_CAP;
-		fclose(f);
+	char buf[16];
+	int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		if (n > 0) {
+			buf[n] = '\0';
+			last = atoi(buf);
+		}
+		close(fd);
 	}
-	for (int c = 0; c <= last; c++) {
-		int keep = 0;
-		for (size_t i = 0; i < sizeof(keep_caps) / sizeof(keep_caps[0]); i++)
-			keep |= keep_caps[i] == c;
-		if (!keep && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+	uint64_t keep = 0;
+	for (size_t i = 0; i < sizeof(keep_caps) / sizeof(keep_caps[0]); i++)
+		keep |= 1ULL << keep_caps[i];
+	for (int c = 0; c <= last && c < 64; c++)
+		if (!(keep & (1ULL << c)) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
+		    errno != EINVAL)
 			child_fail(errfd, errno, "drop capability %d from the bounding set", c);
-	}
-	cap_t caps = cap_init(); /* all clear: inheritable stays empty */
-	int n = sizeof(keep_caps) / sizeof(keep_caps[0]);
-	if (!caps || cap_set_flag(caps, CAP_PERMITTED, n, keep_caps, CAP_SET) < 0 ||
-	    cap_set_flag(caps, CAP_EFFECTIVE, n, keep_caps, CAP_SET) < 0 || cap_set_proc(caps) < 0)
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2] = { 0 }; /* inheritable stays empty */
+	data[0].permitted = data[0].effective = (uint32_t)keep;
+	data[1].permitted = data[1].effective = (uint32_t)(keep >> 32);
+	if (syscall(SYS_capset, &hdr, data) < 0)
 		child_fail(errfd, errno, "set capabilities");
-	cap_free(caps);
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		child_fail(errfd, errno, "clear ambient capabilities");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -292,7 +298,9 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 
 struct userns_helper {
 	pid_t pid;
-	int hold; /* write end of a pipe the helper waits on */
+	int hold;     /* write end of a pipe the helper waits on */
+	int pipe[2];  /* read by the helper, which shares our memory */
+	char stack[16384] __attribute__((aligned(16)));
 };
 
 static int userns_helper_fn(void *arg)
@@ -311,11 +319,10 @@ static int userns_helper_fn(void *arg)
  * critical path, by userns_helper_reap. */
 static int make_userns(uint32_t base, struct userns_helper *h, sl_err *err)
 {
-	static char stack[16384] __attribute__((aligned(16)));
-	static int p[2]; /* read by the helper, which shares our memory */
+	int *p = h->pipe;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return sl_sysfail(err, "pipe");
-	pid_t pid = clone(userns_helper_fn, stack + sizeof(stack),
+	pid_t pid = clone(userns_helper_fn, h->stack + sizeof(h->stack),
 			  CLONE_NEWUSER | CLONE_VM | SIGCHLD, p);
 	if (pid < 0) {
 		close(p[0]);
@@ -408,7 +415,7 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	snprintf(sock, sizeof(sock), "%s/init.sock", l->run_dir);
 	snprintf(logp, sizeof(logp), "%s/init.log", l->run_dir);
 	struct child_fds f = { -1, -1, -1, -1, -1, -1, -1 };
-	struct userns_helper helper = { 0, -1 };
+	struct userns_helper helper = { .pid = 0, .hold = -1 };
 	_cleanup_close_ int userns = make_userns(l->uid_base, &helper, err);
 	if (userns < 0) {
 		userns_helper_reap(&helper);

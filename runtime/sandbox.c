@@ -56,6 +56,7 @@ void sl_new_id(const char *prefix, char *out, size_t len)
 int ctx_open(sl_ctx *ctx, sl_err *err)
 {
 	memset(ctx, 0, sizeof(*ctx));
+	pthread_mutex_init(&ctx->lock, NULL);
 	if (config_load(&ctx->cfg, err) < 0)
 		return -1;
 	sl_log_open(NULL);
@@ -573,6 +574,8 @@ static int reserve(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	return err->kind ? -1 : sl_fail(err, SL_EXHAUSTED, 0, "no free uid range for another sandbox");
 }
 
+static int load_bpf_locked(sl_ctx *ctx, sl_err *err);
+
 struct attach_ctx {
 	sl_ctx *ctx;
 	const char *cgname;
@@ -586,8 +589,16 @@ static int attach_cgroup(void *p, pid_t pid, sl_err *err)
 
 static int load_bpf(sl_ctx *ctx, sl_err *err)
 {
-	if (ctx->bpf_loaded)
-		return 0;
+	pthread_mutex_lock(&ctx->lock);
+	int r = 0;
+	if (!ctx->bpf_loaded)
+		r = load_bpf_locked(ctx, err);
+	pthread_mutex_unlock(&ctx->lock);
+	return r;
+}
+
+static int load_bpf_locked(sl_ctx *ctx, sl_err *err)
+{
 	char cache[PATH_MAX];
 	snprintf(cache, sizeof(cache), "%s/seccomp-cache", ctx->cfg.state_dir);
 	if (seccomp_bpf_get(ctx->cfg.seccomp_profile, cache, seccomp_default_caps(), &ctx->bpf,

@@ -4,6 +4,7 @@
 #ifndef SANDLOT_SANDBOX_H
 #define SANDLOT_SANDBOX_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -20,6 +21,7 @@ typedef struct sl_ctx {
 	sl_cgroup *cg;
 	sl_bpf bpf; /* loaded on first create */
 	bool bpf_loaded;
+	pthread_mutex_t lock; /* guards the lazy bpf load (the daemon is threaded) */
 } sl_ctx;
 
 int ctx_open(sl_ctx *ctx, sl_err *err);

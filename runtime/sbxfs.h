@@ -1,0 +1,51 @@
+/* sbxfs.h — the files of a running sandbox, as its own processes see them (mounts
+ * inside included). Every path a user names is resolved inside the sandbox's root
+ * (/proc/<init>/root + openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)), so "../",
+ * absolute symlinks and symlink chains planted by sandbox code never reach a host file.
+ * Files and directories made here belong to the sandbox's user (its mapped host uid). */
+#ifndef SANDLOT_SBXFS_H
+#define SANDLOT_SBXFS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "err.h"
+#include "sandbox.h"
+
+typedef struct sl_fileinfo {
+	char name[256];
+	char path[4096]; /* as given, normalised, absolute inside the sandbox */
+	char type[8];	 /* file dir symlink other */
+	uint64_t size;
+	uint32_t mode;	 /* permission bits (07777) */
+	uint32_t uid, gid; /* as seen inside */
+	int64_t mtime_ms;
+	char target[4096]; /* symlinks only */
+} sl_fileinfo;
+
+cJSON *fileinfo_to_json(const sl_fileinfo *fi);
+
+/* Open for reading (a regular file; SL_NOTFOUND if absent, SL_INVALID if a directory). */
+int sbxfs_open_read(sl_ctx *ctx, const sl_sandbox *sb, const char *path, int *fd, uint64_t *size,
+		    sl_err *err);
+/* Create or truncate for writing; parents are made (mkdir -p) as the sandbox user; mode
+ * applies to a new file (0644 if 0). The caller writes and closes fd. */
+int sbxfs_open_write(sl_ctx *ctx, const sl_sandbox *sb, const char *path, uint32_t mode, int *fd,
+		     sl_err *err);
+int sbxfs_stat(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_fileinfo *out,
+	       sl_err *err);
+/* Entries of a directory, sorted by name. */
+int sbxfs_list(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_fileinfo **out,
+	       size_t *n, sl_err *err);
+int sbxfs_mkdir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_err *err); /* -p */
+int sbxfs_remove(sl_ctx *ctx, const sl_sandbox *sb, const char *path, bool recursive,
+		 sl_err *err);
+int sbxfs_move(sl_ctx *ctx, const sl_sandbox *sb, const char *from, const char *to, sl_err *err);
+/* owner: NULL, or "user", "uid", "user:group" or "uid:gid" as known inside. */
+int sbxfs_chmod(sl_ctx *ctx, const sl_sandbox *sb, const char *path, uint32_t mode,
+		const char *owner, sl_err *err);
+
+#endif
