@@ -104,7 +104,7 @@ static int image_rm_cmd(sl_ctx *ctx, int argc, char **argv)
 			code = cli_fail(&err);
 			continue;
 		}
-		if (image_remove(ctx->cfg.state_dir, argv[i], &err) < 0)
+		if (image_remove(ctx->cfg.state_dir, img.name, &err) < 0)
 			code = cli_fail(&err);
 	}
 	return code;
