@@ -21,5 +21,6 @@ int cmd_ls(sl_ctx *ctx, int argc, char **argv);
 int cmd_inspect(sl_ctx *ctx, int argc, char **argv);
 int cmd_rm(sl_ctx *ctx, int argc, char **argv);
 int cmd_image(sl_ctx *ctx, int argc, char **argv);
+int cmd_lifecycle(sl_ctx *ctx, int argc, char **argv);
 
 #endif

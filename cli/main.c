@@ -13,6 +13,7 @@ static const char usage[] =
 	"  create [OPTIONS] [--image NAME] [--name NAME]     print the new sandbox's id\n"
 	"  exec   [-e K=V] [-w DIR] [-u USER] [-i] [-t] [--timeout 30s] ID -- CMD [ARG...]\n"
 	"  ls [-a] [--format json]   inspect ID   rm [-f] ID...\n"
+	"  pause|resume|stop|start ID...\n"
 	"  image import NAME FILE|-   image ls   image rm NAME\n"
 	"\n"
 	"OPTIONS: --cpu 500m --memory 256Mi --disk 1Gi --pids 512 -e K=V -w DIR -u USER\n"
@@ -43,7 +44,8 @@ int main(int argc, char **argv)
 	} verbs[] = {
 		{ "run", cmd_run },	 { "create", cmd_create }, { "exec", cmd_exec },
 		{ "ls", cmd_ls },	 { "ps", cmd_ls },	   { "inspect", cmd_inspect },
-		{ "rm", cmd_rm },	 { "image", cmd_image },
+		{ "rm", cmd_rm },	 { "image", cmd_image },	   { "pause", cmd_lifecycle },
+		{ "resume", cmd_lifecycle }, { "stop", cmd_lifecycle }, { "start", cmd_lifecycle },
 	};
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help")) {

@@ -102,3 +102,26 @@ int cmd_rm(sl_ctx *ctx, int argc, char **argv)
 	}
 	return code;
 }
+
+/* pause|resume|stop|start ID... */
+int cmd_lifecycle(sl_ctx *ctx, int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage("%s: give at least one sandbox id or name", argv[0]);
+	int code = 0;
+	for (int i = 1; i < argc; i++) {
+		sl_err err = { 0 };
+		int r;
+		if (!strcmp(argv[0], "pause"))
+			r = sandbox_pause(ctx, argv[i], NULL, &err);
+		else if (!strcmp(argv[0], "resume"))
+			r = sandbox_resume(ctx, argv[i], NULL, &err);
+		else if (!strcmp(argv[0], "stop"))
+			r = sandbox_stop(ctx, argv[i], 10000, NULL, &err);
+		else
+			r = sandbox_start(ctx, argv[i], NULL, &err);
+		if (r < 0)
+			code = cli_fail(&err);
+	}
+	return code;
+}

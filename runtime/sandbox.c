@@ -174,6 +174,7 @@ static cJSON *record_json(const sl_sandbox *sb)
 	cJSON_AddNumberToObject(in, "initStart", (double)sb->init_start);
 	cJSON_AddNumberToObject(in, "creatorPid", sb->creator_pid);
 	cJSON_AddNumberToObject(in, "creatorStart", (double)sb->creator_start);
+	cJSON_AddStringToObject(in, "bootId", sb->boot_id);
 	return o;
 }
 
@@ -227,6 +228,7 @@ static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err
 	sb->init_start = num(in, "initStart");
 	sb->creator_pid = num(in, "creatorPid");
 	sb->creator_start = num(in, "creatorStart");
+	copy_str(sb->boot_id, sizeof(sb->boot_id), in, "bootId");
 	cJSON_Delete(o);
 	if (strcmp(sb->id, id) != 0) {
 		sandbox_free(sb);
@@ -249,6 +251,19 @@ static int record_save(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl
 		       : state_write_atomic_nosync(p, s, strlen(s), err);
 }
 
+/* The kernel's boot id: a record written under another boot describes a sandbox
+ * whose processes a reboot ended (status "stopped", not "failed"). */
+static void boot_id(char *buf, size_t len)
+{
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+}
+
 static bool pid_alive(pid_t pid, uint64_t start)
 {
 	return pid > 0 && start && proc_start_time(pid) == start;
@@ -259,7 +274,11 @@ static bool pid_alive(pid_t pid, uint64_t start)
 static void refresh_status(sl_sandbox *sb)
 {
 	if (!strcmp(sb->status, "running") || !strcmp(sb->status, "paused")) {
-		if (!pid_alive(sb->init_pid, sb->init_start))
+		char boot[64];
+		boot_id(boot, sizeof(boot));
+		if (sb->boot_id[0] && strcmp(boot, sb->boot_id) != 0)
+			snprintf(sb->status, sizeof(sb->status), "stopped");
+		else if (!pid_alive(sb->init_pid, sb->init_start))
 			snprintf(sb->status, sizeof(sb->status), "failed");
 	} else if (!strcmp(sb->status, "creating")) {
 		if (!pid_alive(sb->creator_pid, sb->creator_start))
@@ -608,13 +627,23 @@ static int load_bpf_locked(sl_ctx *ctx, sl_err *err)
 	return 0;
 }
 
-/* Undo whatever a create or a destroy finds: processes, cgroup, layer, run dir. */
-static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
+/* End every process (init first, which takes its pid namespace with it) and remove
+ * the cgroup. grace_ms > 0 asks init to stop its commands with SIGTERM first. */
+static void stop_processes(sl_ctx *ctx, sl_sandbox *sb, int grace_ms)
 {
-	char cg[64], run[PATH_MAX];
+	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
 	if (pid_alive(sb->init_pid, sb->init_start)) {
 		int pfd = syscall(SYS_pidfd_open, sb->init_pid, 0);
+		if (!strcmp(sb->status, "paused")) {
+			sl_err fe = { 0 };
+			cgroup_freeze(ctx->cg, cg, false, &fe);
+		}
+		if (grace_ms > 0 && pfd >= 0) {
+			struct pollfd p = { pfd, POLLIN, 0 };
+			kill(sb->init_pid, SIGTERM);
+			poll(&p, 1, grace_ms);
+		}
 		kill(sb->init_pid, SIGKILL);
 		/* Reap it if it is our child; otherwise wait for its exit via the pidfd. */
 		if (waitpid(sb->init_pid, NULL, 0) < 0 && pfd >= 0) {
@@ -627,6 +656,14 @@ static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
 	sl_err e = { 0 };
 	if (cgroup_destroy(ctx->cg, cg, &e) < 0)
 		sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
+}
+
+/* Undo whatever a create or a destroy finds: processes, cgroup, layer, run dir. */
+static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
+{
+	char run[PATH_MAX];
+	sl_err e = { 0 };
+	stop_processes(ctx, sb, 0);
 	/* The overlay lives in the sandbox's mount namespace, which the kernel tears
 	 * down as init exits; the layer may be busy for a moment after. */
 	for (int i = 0; i < 50; i++) {
@@ -641,6 +678,46 @@ static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
 	}
 	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
 	fs_remove_tree(run, NULL);
+}
+
+/* A new init on the sandbox's existing writable layer: cgroup, namespaces, rootfs. */
+static int start_init(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+{
+	char cg[64], run[PATH_MAX], layer[PATH_MAX], upper[PATH_MAX], work[PATH_MAX],
+		imgdir[PATH_MAX];
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
+	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
+	store_layer_path(&ctx->cfg, sb->id, layer, sizeof(layer));
+	snprintf(upper, sizeof(upper), "%s/upper", layer);
+	snprintf(work, sizeof(work), "%s/work", layer);
+	if (image_layer_path(ctx->cfg.state_dir, sb->digest, imgdir, sizeof(imgdir)) < 0)
+		return sl_fail(err, SL_INTERNAL, errno, "image layer of %s", sb->id);
+	struct attach_ctx actx = { ctx, cg };
+	sl_launch l = { .id = sb->id,
+			.hostname = sb->name[0] ? sb->name : sb->id,
+			.image_layer = imgdir,
+			.upper = upper,
+			.work = work,
+			.run_dir = run,
+			.init_path = ctx->cfg.init_path,
+			.uid_base = sb->uid_base,
+			.seccomp = &ctx->bpf,
+			.attach = attach_cgroup,
+			.attach_ctx = &actx };
+	if (load_bpf(ctx, err) < 0)
+		return -1;
+	if (mkdir(run, 0711) < 0 && errno != EEXIST)
+		return sl_sysfail(err, "create %s", run);
+	if (cgroup_create(ctx->cg, cg, &sb->limits, err) < 0)
+		return -1;
+	if (launch_sandbox(&l, &sb->init_pid, err) < 0) {
+		sl_err e = { 0 };
+		cgroup_destroy(ctx->cg, cg, &e);
+		return -1;
+	}
+	sb->init_start = proc_start_time(sb->init_pid);
+	boot_id(sb->boot_id, sizeof(sb->boot_id));
+	return 0;
 }
 
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err)
@@ -689,32 +766,9 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 		sandbox_free(&sb);
 		return -1;
 	}
-	char cg[64], run[PATH_MAX], layer[PATH_MAX], upper[PATH_MAX], work[PATH_MAX],
-		imgdir[PATH_MAX];
-	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
-	state_run_dir(&ctx->cfg, sb.id, run, sizeof(run));
-	store_layer_path(&ctx->cfg, sb.id, layer, sizeof(layer));
-	snprintf(upper, sizeof(upper), "%s/upper", layer);
-	snprintf(work, sizeof(work), "%s/work", layer);
-	image_layer_path(ctx->cfg.state_dir, img.digest, imgdir, sizeof(imgdir));
-	struct attach_ctx actx = { ctx, cg };
-	sl_launch l = { .id = sb.id,
-			.hostname = sb.name[0] ? sb.name : sb.id,
-			.image_layer = imgdir,
-			.upper = upper,
-			.work = work,
-			.run_dir = run,
-			.init_path = ctx->cfg.init_path,
-			.uid_base = sb.uid_base,
-			.seccomp = &ctx->bpf,
-			.attach = attach_cgroup,
-			.attach_ctx = &actx };
-	if (mkdir(run, 0711) < 0 ||
-	    store_layer_create(&ctx->cfg, sb.id, sb.disk_bytes, sb.uid_base, err) < 0 ||
-	    cgroup_create(ctx->cg, cg, &sb.limits, err) < 0 ||
-	    launch_sandbox(&l, &sb.init_pid, err) < 0)
+	if (store_layer_create(&ctx->cfg, sb.id, sb.disk_bytes, sb.uid_base, err) < 0 ||
+	    start_init(ctx, &sb, err) < 0)
 		goto fail;
-	sb.init_start = proc_start_time(sb.init_pid);
 	snprintf(sb.status, sizeof(sb.status), "running");
 	if (record_save(ctx, &sb, !sb.ephemeral, err) < 0)
 		goto fail;
@@ -766,6 +820,177 @@ int sandbox_destroy(sl_ctx *ctx, const char *ref, const char *reason, sl_err *er
 		release_claims(ctx, &sb);
 	sandbox_free(&sb);
 	return r;
+}
+
+/* ---- lifecycle ---- */
+
+/* Load under the sandbox's lock; the caller unlocks by closing *lk. */
+static int load_locked(sl_ctx *ctx, const char *ref, sl_sandbox *sb, int *lk, sl_err *err)
+{
+	char id[32], lockp[PATH_MAX];
+	*lk = -1;
+	if (resolve_ref(ctx, ref, id, sizeof(id), err) < 0)
+		return -1;
+	state_sandbox_dir(&ctx->cfg, id, lockp, sizeof(lockp));
+	strcat(lockp, "/lock");
+	*lk = state_lock(lockp, err);
+	if (*lk < 0 || record_load(ctx, id, sb, err) < 0) {
+		if (*lk >= 0)
+			close(*lk);
+		*lk = -1;
+		return -1;
+	}
+	refresh_status(sb);
+	return 0;
+}
+
+static int want_status(const sl_sandbox *sb, const char *want, const char *verb, sl_err *err)
+{
+	if (!strcmp(sb->status, want))
+		return 0;
+	return sl_fail(err, !strcmp(sb->status, "terminated") ? SL_NOTFOUND : SL_CONFLICT, 0,
+		       "sandbox %s is %s; only a %s sandbox can be %s", sb->id, sb->status, want,
+		       verb);
+}
+
+int sandbox_pause(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
+{
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
+		return -1;
+	char cg[64];
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
+	int r = want_status(&sb, "running", "paused", err);
+	if (r == 0)
+		r = cgroup_freeze(ctx->cg, cg, true, err);
+	if (r == 0) {
+		snprintf(sb.status, sizeof(sb.status), "paused");
+		r = record_save(ctx, &sb, true, err);
+	}
+	if (r == 0 && out)
+		*out = sb;
+	else
+		sandbox_free(&sb);
+	return r;
+}
+
+int sandbox_resume(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
+{
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
+		return -1;
+	char cg[64];
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
+	int r = want_status(&sb, "paused", "resumed", err);
+	if (r == 0)
+		r = cgroup_freeze(ctx->cg, cg, false, err);
+	if (r == 0) {
+		snprintf(sb.status, sizeof(sb.status), "running");
+		r = record_save(ctx, &sb, true, err);
+	}
+	if (r == 0 && out)
+		*out = sb;
+	else
+		sandbox_free(&sb);
+	return r;
+}
+
+int sandbox_stop(sl_ctx *ctx, const char *ref, int grace_ms, sl_sandbox *out, sl_err *err)
+{
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
+		return -1;
+	if (strcmp(sb.status, "running") && strcmp(sb.status, "paused") &&
+	    strcmp(sb.status, "failed")) {
+		int r = want_status(&sb, "running", "stopped", err);
+		sandbox_free(&sb);
+		return r;
+	}
+	stop_processes(ctx, &sb, grace_ms);
+	char sock[PATH_MAX];
+	state_run_dir(&ctx->cfg, sb.id, sock, sizeof(sock));
+	strcat(sock, "/init.sock");
+	unlink(sock);
+	snprintf(sb.status, sizeof(sb.status), "stopped");
+	sb.init_pid = 0;
+	sb.init_start = 0;
+	int r = record_save(ctx, &sb, true, err);
+	if (r == 0 && out)
+		*out = sb;
+	else
+		sandbox_free(&sb);
+	return r;
+}
+
+int sandbox_start(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
+{
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
+		return -1;
+	if (strcmp(sb.status, "stopped") && strcmp(sb.status, "failed")) {
+		int r = want_status(&sb, "stopped", "started", err);
+		sandbox_free(&sb);
+		return r;
+	}
+	/* A failed init may have left its cgroup behind. */
+	stop_processes(ctx, &sb, 0);
+	int r = store_ensure(&ctx->cfg, err);
+	if (r == 0)
+		r = start_init(ctx, &sb, err);
+	if (r == 0) {
+		snprintf(sb.status, sizeof(sb.status), "running");
+		r = record_save(ctx, &sb, true, err);
+	}
+	if (r == 0 && out)
+		*out = sb;
+	else
+		sandbox_free(&sb);
+	return r;
+}
+
+int sandbox_set_labels(sl_ctx *ctx, const char *ref, const cJSON *labels, sl_sandbox *out,
+		       sl_err *err)
+{
+	if (!cJSON_IsObject(labels))
+		return sl_fail(err, SL_INVALID, 0, "labels: must be an object of strings");
+	const cJSON *it;
+	cJSON_ArrayForEach(it, labels) if (!cJSON_IsString(it)) return sl_fail(
+		err, SL_INVALID, 0, "labels.%s: must be a string", it->string);
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
+		return -1;
+	if (!strcmp(sb.status, "terminated")) {
+		sandbox_free(&sb);
+		return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed", sb.id);
+	}
+	cJSON_Delete(sb.labels);
+	sb.labels = cJSON_Duplicate(labels, 1);
+	int r = record_save(ctx, &sb, true, err);
+	if (r == 0 && out)
+		*out = sb;
+	else
+		sandbox_free(&sb);
+	return r;
+}
+
+void sandbox_reap(sl_ctx *ctx)
+{
+	/* Inits started by this process are its children: collect the dead ones
+	 * without touching any other child. */
+	sl_sandbox *list;
+	size_t n;
+	sl_err e = { 0 };
+	if (sandbox_list(ctx, &list, &n, &e) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (list[i].init_pid > 0)
+			waitpid(list[i].init_pid, NULL, WNOHANG);
+	sandbox_free_list(list, n);
 }
 
 /* ---- commands ---- */
@@ -906,6 +1131,11 @@ int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc
 	memset(p, 0, sizeof(*p));
 	p->conn = p->master = -1;
 	snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", sb->id);
+	if (!strcmp(sb->status, "paused"))
+		return sl_fail(err, SL_CONFLICT, 0,
+			       "sandbox %s is paused; resume it first (the API also takes "
+			       "?autoResume=1)",
+			       sb->id);
 	if (strcmp(sb->status, "running") != 0)
 		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is %s, not running", sb->id,
 			       sb->status);

@@ -48,6 +48,7 @@ typedef struct sl_sandbox {
 	uint64_t creator_start;
 	int64_t terminated_ms;
 	char reason[64];
+	char boot_id[40]; /* the boot its init was started in */
 } sl_sandbox;
 
 typedef struct sl_create_opts {
@@ -67,6 +68,19 @@ int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err);
 /* Kill everything, free every host resource, leave a tombstone (unless the sandbox
  * was still being created by a live process: then SL_CONFLICT). */
 int sandbox_destroy(sl_ctx *ctx, const char *ref, const char *reason, sl_err *err);
+/* pause: freeze every process (cgroup freezer); resume: thaw. stop: end every process
+ * (SIGTERM, then SIGKILL after grace_ms) and free the cgroup, keeping the files;
+ * start: a new init on the same files and config. out may be NULL. Wrong state:
+ * SL_CONFLICT. */
+int sandbox_pause(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
+int sandbox_resume(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
+int sandbox_stop(sl_ctx *ctx, const char *ref, int grace_ms, sl_sandbox *out, sl_err *err);
+int sandbox_start(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
+/* Replace the labels (an object of strings). */
+int sandbox_set_labels(sl_ctx *ctx, const char *ref, const cJSON *labels, sl_sandbox *out,
+		       sl_err *err);
+/* Reap inits this process started that have died (a long-lived daemon calls it). */
+void sandbox_reap(sl_ctx *ctx);
 void sandbox_free(sl_sandbox *sb);
 void sandbox_free_list(sl_sandbox *list, size_t n);
 /* The record as JSON (the API's Sandbox shape; internal fields omitted). */

@@ -1,0 +1,135 @@
+/* test_lifecycle.c — pause/resume (cgroup freezer), stop/start (files kept, processes
+ * and cgroup gone), and sandboxes that come back "stopped" after a host reboot. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+
+static char *sh_ok(const char *id, const char *line)
+{
+	return e2e_sandlot_ok("exec", id, "--", "sh", "-c", line, NULL);
+}
+
+static long counter(const char *id)
+{
+	char *s = sh_ok(id, "wc -l < /tmp/c");
+	long v = atol(s);
+	free(s);
+	return v;
+}
+
+static bool cgroup_exists(const char *id)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/pids/sandlot/%s", id);
+	struct stat st;
+	if (stat("/sys/fs/cgroup/pids", &st) != 0)
+		snprintf(p, sizeof(p), "/sys/fs/cgroup/sandlot/%s", id);
+	return stat(p, &st) == 0;
+}
+
+static void test_pause_stops_the_clock_and_resume_continues(void **state)
+{
+	char *id = e2e_sandlot_ok("create", "--image", "busybox", NULL);
+	free(sh_ok(id, "(while :; do echo x >> /tmp/c; usleep 50000; done) >/dev/null 2>&1 &"));
+	usleep(400000);
+	free(e2e_sandlot_ok("pause", id, NULL));
+	char *in = e2e_sandlot_ok("inspect", id, NULL);
+	assert_true(e2e_contains(in, "\"paused\""));
+	free(in);
+	/* Commands are refused while paused, with a message saying what to do. */
+	e2e_result r;
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", id, "--", "true", NULL), 125);
+	assert_true(e2e_contains(r.err, "resume"));
+	e2e_result_free(&r);
+	/* The file does not grow while frozen (read from the host side of the layer). */
+	char path[512];
+	snprintf(path, sizeof(path), "%s/store/sandboxes/%s/upper/tmp/c", getenv("SANDLOT_STATE_DIR"),
+		 id);
+	char *a = e2e_read_file(path);
+	usleep(600000);
+	char *b = e2e_read_file(path);
+	assert_non_null(a);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	free(e2e_sandlot_ok("resume", id, NULL));
+	long c1 = counter(id);
+	usleep(400000);
+	assert_true(counter(id) > c1);
+	free(e2e_sandlot_ok("rm", id, NULL));
+	free(id);
+}
+
+static void test_stop_start_keeps_files_and_env(void **state)
+{
+	char *id = e2e_sandlot_ok("create", "--image", "busybox", NULL);
+	free(sh_ok(id, "echo kept > /root/file; sleep 1000 >/dev/null 2>&1 &"));
+	free(e2e_sandlot_ok("stop", id, NULL));
+	char *in = e2e_sandlot_ok("inspect", id, NULL);
+	assert_true(e2e_contains(in, "\"stopped\""));
+	free(in);
+	assert_false(cgroup_exists(id));
+	e2e_result r;
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", id, "--", "true", NULL), 125);
+	e2e_result_free(&r);
+	free(e2e_sandlot_ok("start", id, NULL));
+	assert_true(cgroup_exists(id));
+	char *f = sh_ok(id, "cat /root/file; ps | grep -c 'sleep 1000' || true");
+	assert_true(e2e_contains(f, "kept"));
+	/* The old processes are gone: only grep's own line matches. */
+	free(f);
+	f = sh_ok(id, "pgrep -x sleep || echo none");
+	assert_string_equal(f, "none");
+	free(f);
+	/* start on a running sandbox is a state error. */
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "start", id, NULL), 125);
+	assert_true(e2e_contains(r.err, "running"));
+	e2e_result_free(&r);
+	free(e2e_sandlot_ok("rm", id, NULL));
+	free(id);
+}
+
+static void test_after_reboot_sandbox_is_stopped_and_starts(void **state)
+{
+	char *id = e2e_sandlot_ok("create", "--image", "busybox", NULL);
+	free(sh_ok(id, "echo survived > /root/f"));
+	/* Simulate a reboot: the init is gone and the record names another boot. */
+	free(e2e_sandlot_ok("stop", id, NULL));
+	char rec[512];
+	snprintf(rec, sizeof(rec), "%s/sandboxes/%s/sandbox.json", getenv("SANDLOT_STATE_DIR"), id);
+	char *json = e2e_read_file(rec);
+	assert_non_null(json);
+	char *st = strstr(json, "\"status\":\"stopped\"");
+	assert_non_null(st);
+	memcpy(st, "\"status\":\"running\"", strlen("\"status\":\"running\""));
+	char *boot = strstr(json, "\"bootId\":\"");
+	assert_non_null(boot);
+	boot[10] = boot[10] == '0' ? '1' : '0';
+	FILE *f = fopen(rec, "w");
+	fputs(json, f);
+	fclose(f);
+	free(json);
+	char *in = e2e_sandlot_ok("inspect", id, NULL);
+	assert_true(e2e_contains(in, "\"stopped\""));
+	free(in);
+	free(e2e_sandlot_ok("start", id, NULL));
+	char *out = sh_ok(id, "cat /root/f");
+	assert_string_equal(out, "survived");
+	free(out);
+	free(e2e_sandlot_ok("rm", id, NULL));
+	free(id);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		E2E_TEST(test_pause_stops_the_clock_and_resume_continues),
+		E2E_TEST(test_stop_start_keeps_files_and_env),
+		E2E_TEST(test_after_reboot_sandbox_is_stopped_and_starts),
+	};
+	return e2e_run_tests(tests);
+}
