@@ -44,14 +44,15 @@ static int64_t mono_ms(void)
 /* Returns the index of the first non-option argument, or -1 after printing. */
 static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 {
-	enum { O_CPU = 256, O_MEM, O_DISK, O_PIDS, O_IMAGE, O_NAME, O_LABEL, O_TIMEOUT,
-	       O_NETWORK, O_IDLE };
+	enum { O_CPU = 256, O_MEM, O_DISK, O_PIDS, O_IMAGE, O_SNAPSHOT, O_NAME, O_LABEL,
+	       O_NETWORK, O_IDLE, O_TIMEOUT };
 	static const struct option all[] = {
 		{ "cpu", required_argument, 0, O_CPU },
 		{ "memory", required_argument, 0, O_MEM },
 		{ "disk", required_argument, 0, O_DISK },
 		{ "pids", required_argument, 0, O_PIDS },
 		{ "image", required_argument, 0, O_IMAGE },
+		{ "snapshot", required_argument, 0, O_SNAPSHOT },
 		{ "name", required_argument, 0, O_NAME },
 		{ "label", required_argument, 0, O_LABEL },
 		{ "network", no_argument, 0, O_NETWORK },
@@ -100,6 +101,9 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 		}
 		case O_IMAGE:
 			o->c.image = optarg;
+			break;
+		case O_SNAPSHOT:
+			o->c.snapshot = optarg;
 			break;
 		case O_NAME:
 			o->c.name = optarg;

@@ -27,6 +27,7 @@
 #include "launch.h"
 #include "log.h"
 #include "quantity.h"
+#include "snapshot.h"
 #include "state.h"
 #include "storage.h"
 
@@ -152,6 +153,10 @@ cJSON *sandbox_to_json(const sl_sandbox *sb)
 	cJSON_AddStringToObject(o, "user", sb->user);
 	cJSON_AddStringToObject(o, "workingDirectory", sb->workdir);
 	cJSON_AddBoolToObject(o, "ephemeral", sb->ephemeral);
+	if (sb->snapshot[0])
+		cJSON_AddStringToObject(o, "snapshot", sb->snapshot);
+	else
+		cJSON_AddNullToObject(o, "snapshot");
 	if (sb->terminated_ms) {
 		iso_time(sb->terminated_ms, t, sizeof(t));
 		cJSON_AddStringToObject(o, "terminatedAt", t);
@@ -213,6 +218,7 @@ static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err
 	copy_str(sb->user, sizeof(sb->user), o, "user");
 	copy_str(sb->workdir, sizeof(sb->workdir), o, "workingDirectory");
 	copy_str(sb->reason, sizeof(sb->reason), o, "reason");
+	copy_str(sb->snapshot, sizeof(sb->snapshot), o, "snapshot");
 	sb->ephemeral = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ephemeral"));
 	sb->env = cJSON_DetachItemFromObjectCaseSensitive(o, "env");
 	sb->labels = cJSON_DetachItemFromObjectCaseSensitive(o, "labels");
@@ -415,6 +421,14 @@ int sandbox_image_in_use(sl_ctx *ctx, const char *digest, bool *in_use, sl_err *
 		if (strcmp(list[i].status, "terminated") && !strcmp(list[i].digest, digest))
 			*in_use = true;
 	sandbox_free_list(list, n);
+	/* Snapshots are layered on their image: they hold it too. */
+	sl_snapshot *snaps;
+	if (snapshot_list(ctx, &snaps, &n, err) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(snaps[i].digest, digest))
+			*in_use = true;
+	free(snaps);
 	return 0;
 }
 
@@ -724,7 +738,17 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 {
 	sl_sandbox sb = { 0 };
 	sl_image img;
+	sl_snapshot snap = { 0 };
 	const char *image = o->image;
+	if (o->snapshot) {
+		if (snapshot_get(ctx, o->snapshot, &snap, err) < 0)
+			return -1;
+		if (o->image && strcmp(o->image, snap.image) && strcmp(o->image, snap.digest))
+			return sl_fail(err, SL_INVALID, 0,
+				       "snapshot %s is of image %s, not %s: give one or the other",
+				       o->snapshot, snap.image, o->image);
+		image = snap.digest;
+	}
 	if (!image) {
 		sl_err e2 = { 0 };
 		image = image_lookup(ctx->cfg.state_dir, "default", &img, &e2) == 0 ? "default"
@@ -740,7 +764,8 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	sl_new_id("sbx_", sb.id, sizeof(sb.id));
 	snprintf(sb.name, sizeof(sb.name), "%s", o->name ? o->name : "");
 	snprintf(sb.status, sizeof(sb.status), "creating");
-	snprintf(sb.image, sizeof(sb.image), "%s", img.name);
+	snprintf(sb.image, sizeof(sb.image), "%s", snap.id[0] ? snap.image : img.name);
+	snprintf(sb.snapshot, sizeof(sb.snapshot), "%s", snap.id);
 	snprintf(sb.digest, sizeof(sb.digest), "%s", img.digest);
 	snprintf(sb.user, sizeof(sb.user), "%s", o->user ? o->user : img.user);
 	snprintf(sb.workdir, sizeof(sb.workdir), "%s", o->workdir ? o->workdir : img.workdir);
@@ -766,7 +791,8 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 		sandbox_free(&sb);
 		return -1;
 	}
-	if (store_layer_create(&ctx->cfg, sb.id, sb.disk_bytes, sb.uid_base, err) < 0 ||
+	if ((snap.id[0] ? snapshot_clone_layer(ctx, &snap, sb.id, sb.uid_base, sb.disk_bytes, err)
+			: store_layer_create(&ctx->cfg, sb.id, sb.disk_bytes, sb.uid_base, err)) < 0 ||
 	    start_init(ctx, &sb, err) < 0)
 		goto fail;
 	snprintf(sb.status, sizeof(sb.status), "running");

@@ -49,10 +49,12 @@ typedef struct sl_sandbox {
 	int64_t terminated_ms;
 	char reason[64];
 	char boot_id[40]; /* the boot its init was started in */
+	char snapshot[32]; /* the snapshot it was created from, or "" */
 } sl_sandbox;
 
 typedef struct sl_create_opts {
 	const char *image; /* NULL: "default", else "busybox" when default is absent */
+	const char *snapshot; /* id or name: start with the snapshot's files (and image) */
 	const char *name;
 	uint64_t cpu_millis, memory, disk, pids; /* 0: the configured default */
 	const char *const *env;			 /* "K=V", NULL-terminated; may be NULL */

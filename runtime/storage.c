@@ -18,6 +18,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,12 +90,24 @@ static int loop_attach(const char *img, char *dev, size_t len, int *loopfd, sl_e
 	return sl_fail(err, SL_EXHAUSTED, EBUSY, "no free loop device for %s", img);
 }
 
+static int store_subdirs(const char *dir, sl_err *err)
+{
+	static const char *const subs[] = { "sandboxes", "snapshots" };
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+		char sub[PATH_MAX + 16];
+		snprintf(sub, sizeof(sub), "%s/%s", dir, subs[i]);
+		if (mkdir(sub, 0711) < 0 && errno != EEXIST)
+			return sl_sysfail(err, "create %s", sub);
+	}
+	return 0;
+}
+
 int store_ensure(const sl_config *cfg, sl_err *err)
 {
 	char dir[PATH_MAX], img[PATH_MAX], lock[PATH_MAX];
 	store_dir(cfg, dir, sizeof(dir));
 	if (is_btrfs_mount(dir))
-		return 0;
+		return store_subdirs(dir, err);
 	snprintf(img, sizeof(img), "%s/store.img", cfg->state_dir);
 	snprintf(lock, sizeof(lock), "%s/store.lock", cfg->state_dir);
 	if (mkdir(cfg->state_dir, 0711) < 0 && errno != EEXIST)
@@ -103,7 +116,7 @@ int store_ensure(const sl_config *cfg, sl_err *err)
 	if (lfd < 0 || flock(lfd, LOCK_EX) < 0)
 		return sl_sysfail(err, "lock %s", lock);
 	if (is_btrfs_mount(dir)) /* another process won the race */
-		return 0;
+		return store_subdirs(dir, err);
 	if (mkdir(dir, 0711) < 0 && errno != EEXIST)
 		return sl_sysfail(err, "create %s", dir);
 	struct stat st;
@@ -135,11 +148,7 @@ int store_ensure(const sl_config *cfg, sl_err *err)
 		umount2(dir, MNT_DETACH);
 		return sl_fail(err, SL_INTERNAL, e, "enable quotas on %s", dir);
 	}
-	char sub[PATH_MAX + 16];
-	snprintf(sub, sizeof(sub), "%s/sandboxes", dir);
-	if (mkdir(sub, 0711) < 0 && errno != EEXIST)
-		return sl_sysfail(err, "create %s", sub);
-	return 0;
+	return store_subdirs(dir, err);
 }
 
 int store_unmount(const sl_config *cfg, sl_err *err)
@@ -158,20 +167,83 @@ int store_layer_path(const sl_config *cfg, const char *id, char *buf, size_t len
 	return snprintf(buf, len, "%s/store/sandboxes/%s", cfg->state_dir, id) >= (int)len ? -1 : 0;
 }
 
-static int open_parent(const sl_config *cfg, sl_err *err)
+static int destroy_subvol(const sl_config *cfg, const char *kind, const char *id, sl_err *err);
+
+static int open_kind(const sl_config *cfg, const char *kind, sl_err *err)
 {
 	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/store/sandboxes", cfg->state_dir);
+	snprintf(p, sizeof(p), "%s/store/%s", cfg->state_dir, kind);
 	int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		sl_sysfail(err, "open %s", p);
 	return fd;
 }
 
+static int limit_subvol(int sv, uint64_t disk_bytes)
+{
+	struct btrfs_ioctl_qgroup_limit_args ql = { 0 };
+	ql.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
+	ql.lim.max_rfer = disk_bytes;
+	return disk_bytes ? ioctl(sv, BTRFS_IOC_QGROUP_LIMIT, &ql) : 0;
+}
+
+/* dst_kind/name := a snapshot of the subvolume at src. */
+static int snapshot_subvol(const sl_config *cfg, const char *src, const char *dst_kind,
+			   const char *name, bool rdonly, sl_err *err)
+{
+	_cleanup_close_ int parent = open_kind(cfg, dst_kind, err);
+	if (parent < 0)
+		return -1;
+	_cleanup_close_ int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (sfd < 0)
+		return sl_fail(err, errno == ENOENT ? SL_NOTFOUND : SL_INTERNAL, errno, "open %s",
+			       src);
+	struct btrfs_ioctl_vol_args_v2 va = { .fd = sfd, .flags = rdonly ? BTRFS_SUBVOL_RDONLY : 0 };
+	snprintf(va.name, sizeof(va.name), "%s", name);
+	if (ioctl(parent, BTRFS_IOC_SNAP_CREATE_V2, &va) < 0)
+		return sl_sysfail(err, "snapshot %s", src);
+	return 0;
+}
+
+int store_layer_create_from(const sl_config *cfg, const char *id, const char *src,
+			    uint64_t disk_bytes, sl_err *err)
+{
+	if (snapshot_subvol(cfg, src, "sandboxes", id, false, err) < 0)
+		return -1;
+	char p[PATH_MAX];
+	store_layer_path(cfg, id, p, sizeof(p));
+	_cleanup_close_ int sv = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sv < 0 || limit_subvol(sv, disk_bytes) < 0) {
+		int e = errno;
+		store_layer_destroy(cfg, id, NULL);
+		return sl_fail(err, SL_INTERNAL, e, "limit the writable layer of %s", id);
+	}
+	return 0;
+}
+
+int store_snapshot_path(const sl_config *cfg, const char *snp_id, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%s/store/snapshots/%s", cfg->state_dir, snp_id) >= (int)len ? -1
+												  : 0;
+}
+
+int store_snapshot_create(const sl_config *cfg, const char *sandbox_id, const char *snp_id,
+			  sl_err *err)
+{
+	char src[PATH_MAX];
+	store_layer_path(cfg, sandbox_id, src, sizeof(src));
+	return snapshot_subvol(cfg, src, "snapshots", snp_id, true, err);
+}
+
+int store_snapshot_destroy(const sl_config *cfg, const char *snp_id, sl_err *err)
+{
+	return destroy_subvol(cfg, "snapshots", snp_id, err);
+}
+
 int store_layer_create(const sl_config *cfg, const char *id, uint64_t disk_bytes, uid_t owner,
 		       sl_err *err)
 {
-	_cleanup_close_ int parent = open_parent(cfg, err);
+	_cleanup_close_ int parent = open_kind(cfg, "sandboxes", err);
 	if (parent < 0)
 		return -1;
 	struct btrfs_ioctl_vol_args_v2 va = { 0 };
@@ -179,12 +251,7 @@ int store_layer_create(const sl_config *cfg, const char *id, uint64_t disk_bytes
 	if (ioctl(parent, BTRFS_IOC_SUBVOL_CREATE_V2, &va) < 0)
 		return sl_sysfail(err, "create subvolume for %s", id);
 	_cleanup_close_ int sv = openat(parent, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (sv < 0)
-		goto fail;
-	struct btrfs_ioctl_qgroup_limit_args ql = { 0 };
-	ql.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
-	ql.lim.max_rfer = disk_bytes;
-	if (disk_bytes && ioctl(sv, BTRFS_IOC_QGROUP_LIMIT, &ql) < 0)
+	if (sv < 0 || limit_subvol(sv, disk_bytes) < 0)
 		goto fail;
 	if (mkdirat(sv, "upper", 0755) < 0 || fchownat(sv, "upper", owner, owner, 0) < 0 ||
 	    mkdirat(sv, "work", 0700) < 0)
@@ -198,7 +265,12 @@ fail:;
 
 int store_layer_destroy(const sl_config *cfg, const char *id, sl_err *err)
 {
-	_cleanup_close_ int parent = open_parent(cfg, err);
+	return destroy_subvol(cfg, "sandboxes", id, err);
+}
+
+static int destroy_subvol(const sl_config *cfg, const char *kind, const char *id, sl_err *err)
+{
+	_cleanup_close_ int parent = open_kind(cfg, kind, err);
 	if (parent < 0)
 		return errno == ENOENT ? 0 : -1;
 	/* Learn the subvolume id first, to drop its qgroup afterwards. */
@@ -210,6 +282,13 @@ int store_layer_destroy(const sl_config *cfg, const char *id, sl_err *err)
 	if (ioctl(sv, BTRFS_IOC_INO_LOOKUP, &il) == 0)
 		subvol = il.treeid;
 	close(sv);
+	if (!strcmp(kind, "snapshots")) {
+		/* Read-only subvolumes must be made writable before deletion. */
+		_cleanup_close_ int s2 = openat(parent, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		uint64_t flags = 0;
+		if (s2 >= 0)
+			ioctl(s2, BTRFS_IOC_SUBVOL_SETFLAGS, &flags);
+	}
 	struct btrfs_ioctl_vol_args va = { 0 };
 	snprintf(va.name, sizeof(va.name), "%s", id);
 	if (ioctl(parent, BTRFS_IOC_SNAP_DESTROY, &va) < 0 && errno != ENOENT)

@@ -19,6 +19,15 @@ int store_layer_create(const sl_config *cfg, const char *id, uint64_t disk_bytes
 /* Delete the sandbox's subvolume; a missing one is success. */
 int store_layer_destroy(const sl_config *cfg, const char *id, sl_err *err);
 int store_layer_path(const sl_config *cfg, const char *id, char *buf, size_t len);
+/* A writable layer for sandbox id made as a snapshot of another subvolume (a
+ * snapshot's), capped at disk_bytes. Nearly free: btrfs shares the extents. */
+int store_layer_create_from(const sl_config *cfg, const char *id, const char *src,
+			    uint64_t disk_bytes, sl_err *err);
+/* Snapshots of sandbox layers: <store>/snapshots/<snp_id>, read-only. */
+int store_snapshot_create(const sl_config *cfg, const char *sandbox_id, const char *snp_id,
+			  sl_err *err);
+int store_snapshot_destroy(const sl_config *cfg, const char *snp_id, sl_err *err);
+int store_snapshot_path(const sl_config *cfg, const char *snp_id, char *buf, size_t len);
 /* Unmount the store (test teardown, `sandlot system unmount`). */
 int store_unmount(const sl_config *cfg, sl_err *err);
 

@@ -124,12 +124,61 @@ static void test_after_reboot_sandbox_is_stopped_and_starts(void **state)
 	free(id);
 }
 
+#define MANIFEST                                                                            \
+	"cd /data && find . | sort | while read f; do "                                       \
+	"if [ -L \"$f\" ]; then echo \"$f L $(readlink \"$f\") $(stat -c %u:%g \"$f\")\"; "    \
+	"elif [ -f \"$f\" ]; then echo \"$f F $(stat -c %a:%u:%g \"$f\") $(sha256sum < \"$f\")\"; " \
+	"else echo \"$f D $(stat -c %a:%u:%g \"$f\")\"; fi; done"
+
+static void test_snapshot_and_create_from_it(void **state)
+{
+	char *a = e2e_sandlot_ok("create", "--image", "busybox", NULL);
+	free(sh_ok(a, "mkdir -p /data/sub && echo one > /data/a && dd if=/dev/urandom "
+		      "of=/data/sub/rand bs=1k count=300 2>/dev/null && chmod 4750 /data/a && "
+		      "chown 1000:100 /data/sub/rand && ln -s ../a /data/sub/link && "
+		      "echo gone > /data/deleted && rm /data/deleted && rm /bin/vi"));
+	/* A writer keeps going while the snapshot is taken. */
+	free(sh_ok(a, "(i=0; while :; do i=$((i+1)); echo $i > /tmp/w.$i; done) >/dev/null 2>&1 &"));
+	usleep(200000);
+	char *manifest_a = sh_ok(a, MANIFEST);
+	char *snp = e2e_sandlot_ok("snapshot", "create", a, "--name", "mysnap", NULL);
+	assert_true(strncmp(snp, "snp_", 4) == 0);
+	char *b = e2e_sandlot_ok("create", "--snapshot", "mysnap", NULL);
+	char *manifest_b = sh_ok(b, MANIFEST);
+	assert_string_equal(manifest_a, manifest_b);
+	e2e_result r;
+	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "exec", b, "--", "ls", "/data/deleted", NULL), 0);
+	e2e_result_free(&r);
+	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "exec", b, "--", "ls", "/bin/vi", NULL), 0);
+	e2e_result_free(&r);
+	/* Every file the writer had finished holds its own number. */
+	char *bad = sh_ok(b, "n=0; for f in /tmp/w.*; do n=$((n+1)); v=$(cat $f); "
+			     "[ -z \"$v\" ] || [ \"/tmp/w.$v\" = \"$f\" ] || echo BAD $f; done; echo n=$n");
+	assert_false(e2e_contains(bad, "BAD"));
+	free(bad);
+	/* In use: cannot be deleted; names act as tags. */
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "snapshot", "rm", "mysnap", NULL), 125);
+	assert_true(e2e_contains(r.err, "in use"));
+	e2e_result_free(&r);
+	free(e2e_sandlot_ok("rm", a, b, NULL));
+	free(e2e_sandlot_ok("snapshot", "rm", "mysnap", NULL));
+	char *ls = e2e_sandlot_ok("snapshot", "ls", NULL);
+	assert_false(e2e_contains(ls, snp));
+	free(ls);
+	free(manifest_a);
+	free(manifest_b);
+	free(snp);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		E2E_TEST(test_pause_stops_the_clock_and_resume_continues),
 		E2E_TEST(test_stop_start_keeps_files_and_env),
 		E2E_TEST(test_after_reboot_sandbox_is_stopped_and_starts),
+		E2E_TEST(test_snapshot_and_create_from_it),
 	};
 	return e2e_run_tests(tests);
 }
