@@ -23,5 +23,6 @@ int cmd_rm(sl_ctx *ctx, int argc, char **argv);
 int cmd_image(sl_ctx *ctx, int argc, char **argv);
 int cmd_lifecycle(sl_ctx *ctx, int argc, char **argv);
 int cmd_snapshot(sl_ctx *ctx, int argc, char **argv);
+int cmd_volume(sl_ctx *ctx, int argc, char **argv);
 
 #endif

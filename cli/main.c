@@ -15,9 +15,11 @@ static const char usage[] =
 	"  ls [-a] [--format json]   inspect ID   rm [-f] ID...\n"
 	"  pause|resume|stop|start ID...\n"
 	"  snapshot create ID [--name N]   snapshot ls   snapshot rm ID|NAME\n"
+	"  volume create NAME   volume ls   volume rm NAME\n"
 	"  image import NAME FILE|-   image ls   image rm NAME\n"
 	"\n"
 	"OPTIONS: --cpu 500m --memory 256Mi --disk 1Gi --pids 512 -e K=V -w DIR -u USER\n"
+	"         -v VOLUME|HOSTDIR:/path[:ro] --snapshot ID|NAME\n"
 	"         --label K=V -i -t --timeout 30s\n";
 
 int cli_fail(const sl_err *err)
@@ -47,7 +49,7 @@ int main(int argc, char **argv)
 		{ "ls", cmd_ls },	 { "ps", cmd_ls },	   { "inspect", cmd_inspect },
 		{ "rm", cmd_rm },	 { "image", cmd_image },	   { "pause", cmd_lifecycle },
 		{ "resume", cmd_lifecycle }, { "stop", cmd_lifecycle }, { "start", cmd_lifecycle },
-		{ "snapshot", cmd_snapshot },
+		{ "snapshot", cmd_snapshot }, { "volume", cmd_volume },
 	};
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help")) {

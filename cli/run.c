@@ -30,6 +30,8 @@ struct opts {
 	int nenv;
 	const char *labels[MAX_KV + 1];
 	int nlabels;
+	sl_volume_spec vols[16];
+	char volbuf[16][1024];
 	bool interactive, tty;
 	uint64_t timeout_ms;
 };
@@ -58,6 +60,7 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 		{ "network", no_argument, 0, O_NETWORK },
 		{ "idle-timeout", required_argument, 0, O_IDLE },
 		{ "env", required_argument, 0, 'e' },
+		{ "volume", required_argument, 0, 'v' },
 		{ "workdir", required_argument, 0, 'w' },
 		{ "user", required_argument, 0, 'u' },
 		{ "interactive", no_argument, 0, 'i' },
@@ -70,8 +73,8 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+e:w:u:it", all, NULL)) != -1) {
-		bool create_only = c >= O_CPU && c <= O_IDLE;
+	while ((c = getopt_long(argc, argv, "+e:w:u:itv:", all, NULL)) != -1) {
+		bool create_only = (c >= O_CPU && c <= O_IDLE) || c == 'v';
 		if (mode == MODE_EXEC && create_only)
 			return cli_usage("exec: %s is an option of run and create", argv[optind - 1]),
 			       -1;
@@ -129,6 +132,29 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 				r = sl_fail(&err, SL_INVALID, 0, "-e: \"%s\" is not KEY=VALUE",
 					    optarg);
 			break;
+		case 'v': {
+			/* docker's -v SOURCE:/path[:ro]; SOURCE is a volume name or host dir */
+			size_t k = o->c.nvolumes;
+			if (k >= 16) {
+				r = sl_fail(&err, SL_INVALID, 0, "-v: at most 16 volumes");
+				break;
+			}
+			snprintf(o->volbuf[k], sizeof(o->volbuf[k]), "%s", optarg);
+			char *src = o->volbuf[k], *path = strchr(src, ':');
+			if (!path) {
+				r = sl_fail(&err, SL_INVALID, 0,
+					    "-v: \"%s\" is not NAME:/path[:ro]", optarg);
+				break;
+			}
+			*path++ = '\0';
+			char *flags = strchr(path, ':');
+			if (flags)
+				*flags++ = '\0';
+			o->vols[k] = (sl_volume_spec){ src, path, flags && !strcmp(flags, "ro") };
+			o->c.volumes = o->vols;
+			o->c.nvolumes = k + 1;
+			break;
+		}
 		case 'w':
 			o->c.workdir = optarg;
 			break;

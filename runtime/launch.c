@@ -231,7 +231,35 @@ static void drop_privileges(int errfd)
 
 struct child_fds {
 	int go, err, userns, lower, listen, init, log;
+	int mounts[SL_MAX_VOLUMES];
 };
+
+/* mkdir -p of an absolute path under the rootfs, one component at a time, never
+ * following a symlink the image or a snapshot planted; returns an O_PATH fd. */
+static int make_target(int errfd, int rootfd, const char *path)
+{
+	char comp[256];
+	int dir = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+	const char *p = path;
+	while (dir >= 0 && *p) {
+		while (*p == '/')
+			p++;
+		size_t n = strcspn(p, "/");
+		if (n == 0)
+			break;
+		if (n >= sizeof(comp) || (n == 2 && !strncmp(p, "..", 2)) || (n == 1 && *p == '.'))
+			child_fail(errfd, EINVAL, "volume mount path %s", path);
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		int next = open_mountpoint(dir, comp, 1);
+		close(dir);
+		if (next < 0)
+			child_fail(errfd, errno, "volume mount path %s", path);
+		dir = next;
+		p += n;
+	}
+	return dir;
+}
 
 static void __attribute__((noreturn)) child_main(const sl_launch *l, struct child_fds *f)
 {
@@ -266,6 +294,12 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 		if (devfd < 0)
 			child_fail(f->err, errno, "open /dev");
 		make_dev(f->err, devfd, l->uid_base);
+	}
+	for (size_t i = 0; i < l->nmounts; i++) {
+		_cleanup_close_ int target = make_target(f->err, rootfd, l->mounts[i].target);
+		if (move_mount(f->mounts[i], "", target, "",
+			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			child_fail(f->err, errno, "mount volume on %s", l->mounts[i].target);
 	}
 	mask_paths(f->err, root);
 	if (chdir(root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
@@ -362,19 +396,20 @@ static void userns_helper_reap(struct userns_helper *h)
 	h->pid = 0;
 }
 
-/* A detached read-only mount of the image layer whose ids are shifted into the
- * sandbox's range, so shared files show their real owners inside. */
-static int idmapped_layer(const char *layer, int userns, sl_err *err)
+/* A detached mount of dir whose ids are shifted into the sandbox's range: shared
+ * image files show their real owners inside, and volumes keep one ownership. */
+static int idmapped_tree(const char *dir, int userns, bool readonly, sl_err *err)
 {
-	int fd = open_tree(AT_FDCWD, layer, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	int fd = open_tree(AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (fd < 0)
-		return sl_sysfail(err, "open image layer %s", layer);
-	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY |
-					       MOUNT_ATTR_NODEV,
+		return sl_sysfail(err, "open %s", dir);
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NODEV |
+					       MOUNT_ATTR_NOSUID |
+					       (readonly ? MOUNT_ATTR_RDONLY : 0),
 				   .userns_fd = userns };
 	if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
 		close(fd);
-		return sl_sysfail(err, "id-map image layer %s", layer);
+		return sl_sysfail(err, "id-map %s", dir);
 	}
 	return fd;
 }
@@ -414,14 +449,14 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 		return -1;
 	snprintf(sock, sizeof(sock), "%s/init.sock", l->run_dir);
 	snprintf(logp, sizeof(logp), "%s/init.log", l->run_dir);
-	struct child_fds f = { -1, -1, -1, -1, -1, -1, -1 };
+	struct child_fds f = { -1, -1, -1, -1, -1, -1, -1, { 0 } };
 	struct userns_helper helper = { .pid = 0, .hold = -1 };
 	_cleanup_close_ int userns = make_userns(l->uid_base, &helper, err);
 	if (userns < 0) {
 		userns_helper_reap(&helper);
 		return -1;
 	}
-	int lower_fd = idmapped_layer(l->image_layer, userns, err);
+	int lower_fd = idmapped_tree(l->image_layer, userns, true, err);
 	/* The namespace lives on through our fd: let its helper go. */
 	userns_helper_reap(&helper);
 	_cleanup_close_ int lower = lower_fd;
@@ -436,6 +471,19 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	_cleanup_close_ int logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (logfd < 0)
 		return sl_sysfail(err, "open %s", logp);
+	int vol_fds[SL_MAX_VOLUMES];
+	size_t nvol = 0;
+	if (l->nmounts > SL_MAX_VOLUMES)
+		return sl_fail(err, SL_INVALID, 0, "at most %d volumes", SL_MAX_VOLUMES);
+	for (; nvol < l->nmounts; nvol++) {
+		vol_fds[nvol] = idmapped_tree(l->mounts[nvol].source, userns,
+					      l->mounts[nvol].readonly, err);
+		if (vol_fds[nvol] < 0) {
+			for (size_t i = 0; i < nvol; i++)
+				close(vol_fds[i]);
+			return -1;
+		}
+	}
 	int go[2], ep[2];
 	if (pipe2(go, O_CLOEXEC) < 0)
 		return sl_sysfail(err, "pipe");
@@ -444,7 +492,9 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 		close(go[1]);
 		return sl_sysfail(err, "pipe");
 	}
-	f = (struct child_fds){ go[0], ep[1], userns, lower, lsock, initfd, logfd };
+	f = (struct child_fds){ go[0], ep[1], userns, lower, lsock, initfd, logfd, { 0 } };
+	for (size_t i = 0; i < nvol; i++)
+		f.mounts[i] = vol_fds[i];
 	pid_t pid = syscall(SYS_clone,
 			    CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET |
 				    SIGCHLD,
@@ -457,6 +507,8 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	int clone_errno = errno;
 	close(go[0]);
 	close(ep[1]);
+	for (size_t i = 0; i < nvol; i++)
+		close(vol_fds[i]);
 	_cleanup_close_ int gofd = go[1], errfd = ep[0];
 	if (pid < 0)
 		return sl_fail(err, SL_INTERNAL, clone_errno, "clone the sandbox's init");

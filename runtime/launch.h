@@ -3,11 +3,23 @@
 #ifndef SANDLOT_LAUNCH_H
 #define SANDLOT_LAUNCH_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "err.h"
 #include "seccomp.h"
+
+#define SL_MAX_VOLUMES 16
+
+/* A directory mounted into the sandbox, id-mapped into its uid range (so a volume's
+ * files keep one canonical ownership whichever sandbox writes them). */
+typedef struct sl_mount {
+	const char *source; /* host directory */
+	const char *target; /* absolute path inside */
+	bool readonly;
+} sl_mount;
 
 typedef struct sl_launch {
 	const char *id;
@@ -18,6 +30,8 @@ typedef struct sl_launch {
 	const char *init_path;	  /* the static sandlot-init binary */
 	uint32_t uid_base;	  /* host uid/gid of root inside; range is 65536 wide */
 	const sl_bpf *seccomp;
+	const sl_mount *mounts;
+	size_t nmounts;
 	/* Called in the parent with the child's host pid before it goes on (cgroups). */
 	int (*attach)(void *ctx, pid_t pid, sl_err *err);
 	void *attach_ctx;

@@ -28,6 +28,7 @@
 #include "log.h"
 #include "quantity.h"
 #include "snapshot.h"
+#include "volume.h"
 #include "state.h"
 #include "storage.h"
 
@@ -97,7 +98,8 @@ void sandbox_free(sl_sandbox *sb)
 		return;
 	cJSON_Delete(sb->env);
 	cJSON_Delete(sb->labels);
-	sb->env = sb->labels = NULL;
+	cJSON_Delete(sb->volumes);
+	sb->env = sb->labels = sb->volumes = NULL;
 }
 
 void sandbox_free_list(sl_sandbox *list, size_t n)
@@ -153,6 +155,8 @@ cJSON *sandbox_to_json(const sl_sandbox *sb)
 	cJSON_AddStringToObject(o, "user", sb->user);
 	cJSON_AddStringToObject(o, "workingDirectory", sb->workdir);
 	cJSON_AddBoolToObject(o, "ephemeral", sb->ephemeral);
+	cJSON_AddItemToObject(o, "volumes",
+			      sb->volumes ? cJSON_Duplicate(sb->volumes, 1) : cJSON_CreateArray());
 	if (sb->snapshot[0])
 		cJSON_AddStringToObject(o, "snapshot", sb->snapshot);
 	else
@@ -222,6 +226,7 @@ static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err
 	sb->ephemeral = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ephemeral"));
 	sb->env = cJSON_DetachItemFromObjectCaseSensitive(o, "env");
 	sb->labels = cJSON_DetachItemFromObjectCaseSensitive(o, "labels");
+	sb->volumes = cJSON_DetachItemFromObjectCaseSensitive(o, "volumes");
 	const cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "internal");
 	sb->created_ms = num(in, "createdMs");
 	sb->terminated_ms = num(in, "terminatedMs");
@@ -707,7 +712,26 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	if (image_layer_path(ctx->cfg.state_dir, sb->digest, imgdir, sizeof(imgdir)) < 0)
 		return sl_fail(err, SL_INTERNAL, errno, "image layer of %s", sb->id);
 	struct attach_ctx actx = { ctx, cg };
+	sl_mount mounts[SL_MAX_VOLUMES];
+	char sources[SL_MAX_VOLUMES][PATH_MAX];
+	size_t nm = 0;
+	const cJSON *v;
+	cJSON_ArrayForEach(v, sb->volumes)
+	{
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(v, "name");
+		const cJSON *path = cJSON_GetObjectItemCaseSensitive(v, "mountPath");
+		if (nm >= SL_MAX_VOLUMES || !cJSON_IsString(name) || !cJSON_IsString(path))
+			return sl_fail(err, SL_INVALID, 0, "volumes of %s: bad entry", sb->id);
+		if (volume_source(ctx, name->valuestring, sources[nm], PATH_MAX, err) < 0)
+			return -1;
+		mounts[nm].source = sources[nm];
+		mounts[nm].target = path->valuestring;
+		mounts[nm].readonly = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "readOnly"));
+		nm++;
+	}
 	sl_launch l = { .id = sb->id,
+			.mounts = mounts,
+			.nmounts = nm,
 			.hostname = sb->name[0] ? sb->name : sb->id,
 			.image_layer = imgdir,
 			.upper = upper,
@@ -781,6 +805,33 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	    kv_object("labels", o->labels, &sb.labels, err) < 0) {
 		sandbox_free(&sb);
 		return -1;
+	}
+	sb.volumes = cJSON_CreateArray();
+	for (size_t i = 0; i < o->nvolumes; i++) {
+		const sl_volume_spec *vs = &o->volumes[i];
+		const char *mp = vs->mount_path ? vs->mount_path : "";
+		if (mp[0] != '/' || !strcmp(mp, "/") || strstr(mp, "/..") || strstr(mp, "/./") ||
+		    strlen(mp) > 1024 || !vs->source || !*vs->source) {
+			sandbox_free(&sb);
+			return sl_fail(err, SL_INVALID, 0,
+				       "volumes[%zu]: mountPath \"%s\" must be an absolute path "
+				       "other than / without . or .. (and a volume name or host dir)",
+				       i, mp);
+		}
+		if (o->nvolumes > SL_MAX_VOLUMES) {
+			sandbox_free(&sb);
+			return sl_fail(err, SL_INVALID, 0, "volumes: at most %d", SL_MAX_VOLUMES);
+		}
+		char src[PATH_MAX];
+		if (volume_source(ctx, vs->source, src, sizeof(src), err) < 0) {
+			sandbox_free(&sb);
+			return sl_wrap(err, "volumes[%zu]", i);
+		}
+		cJSON *m = cJSON_CreateObject();
+		cJSON_AddStringToObject(m, "name", vs->source);
+		cJSON_AddStringToObject(m, "mountPath", mp);
+		cJSON_AddBoolToObject(m, "readOnly", vs->readonly);
+		cJSON_AddItemToArray(sb.volumes, m);
 	}
 	if (sb.workdir[0] != '/') {
 		sandbox_free(&sb);

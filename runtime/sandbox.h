@@ -50,7 +50,14 @@ typedef struct sl_sandbox {
 	char reason[64];
 	char boot_id[40]; /* the boot its init was started in */
 	char snapshot[32]; /* the snapshot it was created from, or "" */
+	cJSON *volumes;	   /* array of {name, mountPath, readOnly} */
 } sl_sandbox;
+
+typedef struct sl_volume_spec {
+	const char *source; /* a volume name (made on first use) or an allowed host dir */
+	const char *mount_path;
+	bool readonly;
+} sl_volume_spec;
 
 typedef struct sl_create_opts {
 	const char *image; /* NULL: "default", else "busybox" when default is absent */
@@ -61,6 +68,8 @@ typedef struct sl_create_opts {
 	const char *const *labels;		 /* "k=v" */
 	const char *user, *workdir;		 /* NULL: the image's */
 	bool ephemeral;
+	const sl_volume_spec *volumes;
+	size_t nvolumes;
 } sl_create_opts;
 
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err);

@@ -172,6 +172,40 @@ static void test_snapshot_and_create_from_it(void **state)
 	free(b);
 }
 
+static void test_volumes_outlive_sandboxes(void **state)
+{
+	char *a = e2e_sandlot_ok("create", "--image", "busybox", "-v", "shared:/data", NULL);
+	char *b = e2e_sandlot_ok("create", "--image", "busybox", "-v", "shared:/mnt/in:ro", NULL);
+	free(sh_ok(a, "echo from-a > /data/f && mkdir /data/d && chown 1000:1000 /data/d"));
+	char *out = sh_ok(b, "cat /mnt/in/f; stat -c %u:%g /mnt/in/d");
+	assert_string_equal(out, "from-a\n1000:1000");
+	free(out);
+	e2e_result r;
+	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "exec", b, "--", "touch", "/mnt/in/x", NULL), 0);
+	assert_true(e2e_contains(r.err, "Read-only"));
+	e2e_result_free(&r);
+	/* In use: refused. */
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "volume", "rm", "shared", NULL), 125);
+	e2e_result_free(&r);
+	free(e2e_sandlot_ok("rm", a, b, NULL));
+	/* The data outlives both sandboxes. */
+	char *c = e2e_sandlot_ok("create", "--image", "busybox", "-v", "shared:/v", NULL);
+	out = sh_ok(c, "cat /v/f");
+	assert_string_equal(out, "from-a");
+	free(out);
+	free(e2e_sandlot_ok("rm", c, NULL));
+	free(e2e_sandlot_ok("volume", "rm", "shared", NULL));
+	/* A host directory outside the allow-list is refused. */
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "create", "--image", "busybox", "-v", "/etc:/h",
+				     NULL),
+			 125);
+	assert_true(e2e_contains(r.err, "allow-list"));
+	e2e_result_free(&r);
+	free(a);
+	free(b);
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -179,6 +213,7 @@ int main(void)
 		E2E_TEST(test_stop_start_keeps_files_and_env),
 		E2E_TEST(test_after_reboot_sandbox_is_stopped_and_starts),
 		E2E_TEST(test_snapshot_and_create_from_it),
+		E2E_TEST(test_volumes_outlive_sandboxes),
 	};
 	return e2e_run_tests(tests);
 }

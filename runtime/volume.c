@@ -1,0 +1,227 @@
+/* volume.c — volume records (<state>/volumes/<name>.json) over btrfs subvolumes in
+ * <store>/volumes/, and the allow-list check for host directories. */
+#include "volume.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/btrfs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "state.h"
+#include "storage.h"
+
+static int valid_name(const char *n)
+{
+	size_t len = strlen(n);
+	if (!len || len > 63)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= '0' && n[i] <= '9') || n[i] == '-' ||
+		      (i && (n[i] == '.' || n[i] == '_'))))
+			return 0;
+	return 1;
+}
+
+static void record_path(const sl_ctx *ctx, const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/volumes/%s.json", ctx->cfg.state_dir, name);
+}
+
+static void subvol_path(const sl_ctx *ctx, const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/store/volumes/%s", ctx->cfg.state_dir, name);
+}
+
+cJSON *volume_to_json(const sl_volume *v)
+{
+	char t[40];
+	time_t sec = v->created_ms / 1000;
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	snprintf(t, sizeof(t), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 (int)(v->created_ms % 1000));
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "name", v->name);
+	cJSON_AddStringToObject(o, "createdAt", t);
+	return o;
+}
+
+int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
+{
+	if (!valid_name(name))
+		return sl_fail(err, SL_INVALID, 0,
+			       "volume name \"%s\": use 1-63 lowercase letters, digits, '-', '.', '_'",
+			       name);
+	char p[PATH_MAX];
+	record_path(ctx, name, p, sizeof(p));
+	_cleanup_free_ char *data = NULL;
+	if (state_read_file(p, 65536, &data, NULL, err) < 0) {
+		if (err->kind == SL_NOTFOUND)
+			sl_fail(err, SL_NOTFOUND, 0, "volume %s not found", name);
+		return -1;
+	}
+	cJSON *o = cJSON_Parse(data);
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "createdMs");
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	out->created_ms = cJSON_IsNumber(c) ? (int64_t)c->valuedouble : 0;
+	cJSON_Delete(o);
+	return 0;
+}
+
+int volume_create(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
+{
+	if (!valid_name(name))
+		return sl_fail(err, SL_INVALID, 0,
+			       "volume name \"%s\": use 1-63 lowercase letters, digits, '-', '.', '_'",
+			       name);
+	char p[PATH_MAX], lockp[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/volumes", ctx->cfg.state_dir);
+	if (state_mkdirs(p, 0700, err) < 0 || store_ensure(&ctx->cfg, err) < 0)
+		return -1;
+	snprintf(lockp, sizeof(lockp), "%s/.lock", p);
+	_cleanup_close_ int lk = state_lock(lockp, err);
+	if (lk < 0)
+		return -1;
+	sl_err e2 = { 0 };
+	if (volume_get(ctx, name, out, &e2) == 0)
+		return sl_fail(err, SL_CONFLICT, 0, "volume %s already exists", name);
+	snprintf(p, sizeof(p), "%s/store/volumes", ctx->cfg.state_dir);
+	if (mkdir(p, 0711) < 0 && errno != EEXIST)
+		return sl_sysfail(err, "create %s", p);
+	_cleanup_close_ int parent = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct btrfs_ioctl_vol_args_v2 va = { 0 };
+	snprintf(va.name, sizeof(va.name), "%s", name);
+	if (parent < 0 || (ioctl(parent, BTRFS_IOC_SUBVOL_CREATE_V2, &va) < 0 && errno != EEXIST))
+		return sl_sysfail(err, "create volume %s", name);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	out->created_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	char rec[128];
+	snprintf(rec, sizeof(rec), "{\"name\":\"%s\",\"createdMs\":%lld}", name,
+		 (long long)out->created_ms);
+	record_path(ctx, name, p, sizeof(p));
+	return state_write_atomic(p, rec, strlen(rec), err);
+}
+
+int volume_list(sl_ctx *ctx, sl_volume **out, size_t *n, sl_err *err)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/volumes", ctx->cfg.state_dir);
+	*out = NULL;
+	*n = 0;
+	_cleanup_closedir_ DIR *d = opendir(p);
+	if (!d)
+		return errno == ENOENT ? 0 : sl_sysfail(err, "list %s", p);
+	size_t cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len < 6 || strcmp(e->d_name + len - 5, ".json") || e->d_name[0] == '.')
+			continue;
+		char name[64];
+		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), e->d_name);
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			sl_volume *nl = realloc(*out, cap * sizeof(**out));
+			if (!nl)
+				return sl_fail(err, SL_INTERNAL, ENOMEM, "list volumes");
+			*out = nl;
+		}
+		sl_err e2 = { 0 };
+		if (volume_get(ctx, name, &(*out)[*n], &e2) == 0)
+			(*n)++;
+	}
+	return 0;
+}
+
+int volume_delete(sl_ctx *ctx, const char *name, sl_err *err)
+{
+	sl_volume v;
+	if (volume_get(ctx, name, &v, err) < 0)
+		return -1;
+	sl_sandbox *list;
+	size_t n;
+	if (sandbox_list(ctx, &list, &n, err) < 0)
+		return -1;
+	char user[32] = "";
+	for (size_t i = 0; i < n && !user[0]; i++) {
+		if (!strcmp(list[i].status, "terminated"))
+			continue;
+		const cJSON *m;
+		cJSON_ArrayForEach(m, list[i].volumes)
+		{
+			const cJSON *vn = cJSON_GetObjectItemCaseSensitive(m, "name");
+			if (cJSON_IsString(vn) && !strcmp(vn->valuestring, name))
+				snprintf(user, sizeof(user), "%s", list[i].id);
+		}
+	}
+	sandbox_free_list(list, n);
+	if (user[0])
+		return sl_fail(err, SL_CONFLICT, 0,
+			       "volume %s is mounted by sandbox %s; delete the sandbox first", name,
+			       user);
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/store/volumes", ctx->cfg.state_dir);
+	_cleanup_close_ int parent = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct btrfs_ioctl_vol_args va = { 0 };
+	snprintf(va.name, sizeof(va.name), "%s", name);
+	if (parent < 0 || (ioctl(parent, BTRFS_IOC_SNAP_DESTROY, &va) < 0 && errno != ENOENT))
+		return sl_sysfail(err, "delete volume %s", name);
+	record_path(ctx, name, p, sizeof(p));
+	unlink(p);
+	return 0;
+}
+
+int volume_source(sl_ctx *ctx, const char *spec, char *buf, size_t len, sl_err *err)
+{
+	if (spec[0] != '/') {
+		sl_volume v;
+		sl_err e2 = { 0 };
+		if (volume_get(ctx, spec, &v, &e2) < 0) {
+			if (e2.kind != SL_NOTFOUND)
+				return *err = e2, -1;
+			if (volume_create(ctx, spec, &v, err) < 0 && err->kind != SL_CONFLICT)
+				return -1;
+		}
+		subvol_path(ctx, spec, buf, len);
+		return 0;
+	}
+	/* A host directory: only inside a directory the operator allowed. */
+	char *real = realpath(spec, NULL);
+	if (!real)
+		return sl_fail(err, SL_NOTFOUND, errno, "host directory %s", spec);
+	const char *allow = getenv("SANDLOT_HOST_MOUNTS");
+	bool ok = false;
+	char list[4096];
+	snprintf(list, sizeof(list), "%s", allow ? allow : "");
+	for (char *save = NULL, *dir = strtok_r(list, ":", &save); dir && !ok;
+	     dir = strtok_r(NULL, ":", &save)) {
+		char *rd = realpath(dir, NULL);
+		size_t l = rd ? strlen(rd) : 0;
+		ok = rd && !strncmp(real, rd, l) && (real[l] == '/' || real[l] == '\0' ||
+						      (l == 1 && rd[0] == '/'));
+		free(rd);
+	}
+	if (!ok) {
+		free(real);
+		return sl_fail(err, SL_INVALID, 0,
+			       "host directory %s is not in the allow-list of host mounts "
+			       "(sandlot serve --allow-host-mount DIR, or SANDLOT_HOST_MOUNTS)",
+			       spec);
+	}
+	snprintf(buf, len, "%s", real);
+	free(real);
+	return 0;
+}

@@ -1,0 +1,31 @@
+/* volume.h — named volumes that outlive sandboxes: btrfs subvolumes in the store,
+ * mounted into any number of sandboxes, id-mapped into each one's uid range so their
+ * files keep one ownership. Host directories may be mounted too, but only from the
+ * allow-list in SANDLOT_HOST_MOUNTS (colon-separated directories). */
+#ifndef SANDLOT_VOLUME_H
+#define SANDLOT_VOLUME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "err.h"
+#include "sandbox.h"
+
+typedef struct sl_volume {
+	char name[64];
+	int64_t created_ms;
+} sl_volume;
+
+int volume_create(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err);
+int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err);
+int volume_list(sl_ctx *ctx, sl_volume **out, size_t *n, sl_err *err);
+/* SL_CONFLICT while a live sandbox mounts it. */
+int volume_delete(sl_ctx *ctx, const char *name, sl_err *err);
+cJSON *volume_to_json(const sl_volume *v);
+/* The host directory behind a mount spec: a volume name (created on first use) or,
+ * for an absolute host path, that path if it lies in the allow-list. */
+int volume_source(sl_ctx *ctx, const char *spec, char *buf, size_t len, sl_err *err);
+
+#endif
