@@ -13,8 +13,9 @@ ARCHIVE_LIBS := $(shell pkg-config --libs libarchive)
 
 # archive_extract.c lives in sandlot-archive.so (see runtime/archive_dl.c); tests
 # link it directly, in front of the library, so archive_dl.c is not pulled in.
-RUNTIME_SRC := $(filter-out runtime/archive_extract.c,$(wildcard runtime/*.c))
-ARCHIVE_OBJ := $(BUILD)/runtime/archive_extract.o
+ARCHIVE_SRC := runtime/archive_extract.c runtime/archive_write.c
+RUNTIME_SRC := $(filter-out $(ARCHIVE_SRC),$(wildcard runtime/*.c))
+ARCHIVE_OBJ := $(ARCHIVE_SRC:%.c=$(BUILD)/%.o)
 RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC     := $(wildcard cli/*.c)
 CLI_OBJ     := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -39,8 +40,8 @@ $(BUILD)/sandlot: $(CLI_OBJ) $(BUILD)/libsandlot.a
 
 # Loaded by the sandlot binary only when it reads an archive; it uses the binary's
 # own sl_fail/fs_remove_tree/sl_log (exported), and binds its own symbols first.
-$(BUILD)/sandlot-archive.so: runtime/archive_extract.c runtime/archive_extract.h
-	$(CC) $(CFLAGS) -fPIC -shared -Wl,-Bsymbolic -o $@ runtime/archive_extract.c $(ARCHIVE_LIBS)
+$(BUILD)/sandlot-archive.so: $(ARCHIVE_SRC) runtime/archive_extract.h runtime/archive_write.h
+	$(CC) $(CFLAGS) -fPIC -shared -Wl,-Bsymbolic -o $@ $(ARCHIVE_SRC) $(ARCHIVE_LIBS)
 
 # pid 1 of every sandbox: static (musl), no shared libraries, tiny.
 $(BUILD)/sandlot-init: init/init.c init/proto.h
@@ -84,3 +85,16 @@ format:
 
 clean:
 	rm -rf $(BUILD)
+
+# `make bench` / `make bench-quick`: sandlot side by side with crun and bwrap (root; see
+# docs/bench.md). bench-driver times commands and HTTP requests, interleaved.
+.PHONY: bench bench-quick
+$(BUILD)/bench-driver: bench/driver.c runtime/cleanup.h
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS) -o $@ bench/driver.c $(shell pkg-config --libs libcjson) -lm
+
+bench: all images $(BUILD)/bench-driver
+	bash bench/run.sh full
+
+bench-quick: all images $(BUILD)/bench-driver
+	bash bench/run.sh quick

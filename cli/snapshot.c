@@ -1,7 +1,9 @@
 /* snapshot.c — `sandlot snapshot create|ls|rm`: snapshots of a sandbox's files. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "snapshot.h"
@@ -54,5 +56,26 @@ int cmd_snapshot(sl_ctx *ctx, int argc, char **argv)
 				code = cli_fail(&err);
 		return code;
 	}
-	return cli_usage("snapshot create ID [--name N] | snapshot ls | snapshot rm ID...");
+	if (argc == 3 && !strcmp(argv[1], "export")) {
+		if (isatty(1))
+			return cli_usage("snapshot export: redirect the output to a file");
+		if (snapshot_export(ctx, argv[2], 1, &err) < 0)
+			return cli_fail(&err);
+		return 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "import")) {
+		int fd = strcmp(argv[3], "-") ? open(argv[3], O_RDONLY | O_CLOEXEC) : 0;
+		if (fd < 0)
+			return cli_usage("snapshot import: cannot open %s", argv[3]);
+		sl_snapshot s;
+		int r = snapshot_import(ctx, argv[2], fd, &s, &err);
+		if (fd > 0)
+			close(fd);
+		if (r < 0)
+			return cli_fail(&err);
+		printf("%s\n", s.id);
+		return 0;
+	}
+	return cli_usage("snapshot create ID [--name N] | ls | rm ID... | export ID > F.tar.zst | "
+			 "import NAME F|-");
 }

@@ -10,15 +10,16 @@
 #include <unistd.h>
 
 #include "archive_extract.h"
+#include "archive_write.h"
 
 typedef int (*extract_fn)(int, const char *, const sl_archive_limits *, char[65], uint64_t *,
 			  sl_err *);
+typedef int (*write_fn)(int, const char *, uint32_t, sl_err *);
 
-static extract_fn load(sl_err *err)
+/* Look NAME up in sandlot-archive.so (loaded once; dlopen is thread-safe and
+ * idempotent, so concurrent first calls are harmless). */
+static void *load(const char *name, sl_err *err)
 {
-	static extract_fn fn;
-	if (fn)
-		return fn;
 	char exe[PATH_MAX], path[PATH_MAX + 64];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0) {
@@ -40,7 +41,7 @@ static extract_fn load(sl_err *err)
 		void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 		if (!h)
 			continue;
-		fn = (extract_fn)dlsym(h, "archive_extract_counted");
+		void *fn = dlsym(h, name);
 		if (fn)
 			return fn;
 	}
@@ -52,6 +53,12 @@ static extract_fn load(sl_err *err)
 int archive_extract_counted(int in_fd, const char *dest_dir, const sl_archive_limits *lim,
 			    char digest_hex[65], uint64_t *file_bytes, sl_err *err)
 {
-	extract_fn fn = load(err);
+	extract_fn fn = (extract_fn)load("archive_extract_counted", err);
 	return fn ? fn(in_fd, dest_dir, lim, digest_hex, file_bytes, err) : -1;
+}
+
+int archive_write_tree(int out_fd, const char *root, uint32_t uid_base, sl_err *err)
+{
+	write_fn fn = (write_fn)load("archive_write_tree", err);
+	return fn ? fn(out_fd, root, uid_base, err) : -1;
 }

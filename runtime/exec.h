@@ -40,12 +40,14 @@ typedef struct sl_exec {
 	char sandbox_id[32];
 	pid_t pid;	     /* inside the sandbox */
 	sl_exec_status status;
-	int exit_code;	     /* valid when not running; -1 if killed by a signal */
+	int exit_code;	     /* valid when not running: the exit status, 128+n when signal n
+			      * ended it, 127/126 when it could not start, -1 unknown */
 	int signal;	     /* 0 or the terminating signal */
 	bool oom_killed;
 	int64_t started_ms, finished_ms; /* unix ms; finished 0 while running */
 	cJSON *command;	     /* the argv as a JSON array of strings */
-	int master;	     /* pty master (tty only), else -1; caller closes */
+	int master;	     /* pty master (exec_start with tty only), else -1; caller closes
+			      * (exec_free does not) */
 } sl_exec;
 
 /* Start. On success the command runs and its record exists. A command that cannot start
@@ -76,13 +78,19 @@ int exec_open_log(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, cons
 int exec_write_stdin(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, const void *buf,
 		     size_t len, sl_err *err);
 int exec_close_stdin(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, sl_err *err);
-/* Send a signal to the command's process group. SIGKILL/SIGTERM mark it cancelled. */
+/* Send a signal to the command's process group. SIGKILL/SIGTERM mark it cancelled.
+ * SL_CONFLICT when it has already ended. */
 int exec_signal(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, int sig, sl_err *err);
+/* "SIGTERM", "TERM", "term" or "15" -> 15; -1 when unknown. */
+int exec_signal_from_name(const char *name);
+/* 9 -> "SIGKILL". */
+void exec_signal_name(int sig, char *buf, size_t len);
 /* Resize the pty (tty executions, with the master held by the caller). */
 int exec_resize(int master, unsigned short rows, unsigned short cols, sl_err *err);
 
-/* Every process in the sandbox: host pid, pid inside, command line, and the execution
- * it belongs to when known (its process group leader was started by exec_start). */
+/* Every process in the sandbox but its init (pid 1): host pid, pid inside, command line,
+ * and the execution it belongs to when known (it is in the session, or else the process
+ * group, that exec_start's command leads), sorted by pid inside. */
 typedef struct sl_process {
 	pid_t host_pid, pid, pgid;
 	char cmdline[512];
@@ -90,7 +98,8 @@ typedef struct sl_process {
 } sl_process;
 int sandbox_processes(sl_ctx *ctx, const sl_sandbox *sb, sl_process **out, size_t *n,
 		      sl_err *err);
-/* Signal one process by its pid inside the sandbox (never init, pid 1). */
+/* Signal one process by its pid inside the sandbox (never init, pid 1: SL_INVALID);
+ * SL_NOTFOUND when no such process is in the sandbox. */
 int sandbox_kill_process(sl_ctx *ctx, const sl_sandbox *sb, pid_t pid, int sig, sl_err *err);
 
 #endif

@@ -48,4 +48,26 @@ int sbxfs_move(sl_ctx *ctx, const sl_sandbox *sb, const char *from, const char *
 int sbxfs_chmod(sl_ctx *ctx, const sl_sandbox *sb, const char *path, uint32_t mode,
 		const char *owner, sl_err *err);
 
+/* ---- additions (see docs/files.md) ---- */
+
+/* Like sbxfs_stat, but a symlink as the last component is followed (inside the root). */
+int sbxfs_stat_follow(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_fileinfo *out,
+		      sl_err *err);
+/* Make a symlink at path whose text is target (stored as given, never followed here);
+ * parents are made. SL_CONFLICT if path exists. */
+int sbxfs_symlink(sl_ctx *ctx, const sl_sandbox *sb, const char *target, const char *path,
+		  sl_err *err);
+/* Whole-file helpers over sbxfs_open_read/sbxfs_open_write. read: SL_TOOLARGE beyond
+ * max bytes; *data is NUL-terminated (not counted in *len), caller frees. */
+int sbxfs_read_file(sl_ctx *ctx, const sl_sandbox *sb, const char *path, size_t max,
+		    char **data, size_t *len, sl_err *err);
+int sbxfs_write_file(sl_ctx *ctx, const sl_sandbox *sb, const char *path, const void *data,
+		     size_t len, uint32_t mode, sl_err *err);
+/* The error for a failed read(2)/write(2)/close(2) on an fd from sbxfs_open_*:
+ * ENOSPC/EDQUOT -> SL_EXHAUSTED "disk limit reached". op: "read" or "write". */
+int sbxfs_io_fail(const sl_sandbox *sb, const char *op, const char *path, int errnum,
+		  sl_err *err);
+/* The permission bits as text, "rwxr-xr-x" with s/S and t/T, NUL-terminated. */
+void fileinfo_permissions(uint32_t mode, char out[10]);
+
 #endif

@@ -13,11 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "archive_write.h"
 #include "cleanup.h"
+#include "image.h"
 #include "state.h"
 #include "storage.h"
 
@@ -316,5 +321,95 @@ int snapshot_clone_layer(sl_ctx *ctx, const sl_snapshot *s, const char *dst_id, 
 		store_layer_destroy(&ctx->cfg, dst_id, NULL);
 		return sl_fail(err, SL_INTERNAL, e, "give the snapshot's files to sandbox %s", dst_id);
 	}
+	return 0;
+}
+
+/* The merged view (the snapshot's layer over its image, whiteouts applied) exists
+ * only in a private mount namespace of a forked child, which streams it out. */
+int snapshot_export(sl_ctx *ctx, const char *ref, int out_fd, sl_err *err)
+{
+	sl_snapshot s;
+	if (snapshot_get(ctx, ref, &s, err) < 0)
+		return -1;
+	char img[PATH_MAX], snap[PATH_MAX], mnt[PATH_MAX], opts[2 * PATH_MAX + 32];
+	if (image_layer_path(ctx->cfg.state_dir, s.digest, img, sizeof(img)) < 0)
+		return sl_fail(err, SL_NOTFOUND, 0, "the image of snapshot %s is gone", s.id);
+	store_snapshot_path(&ctx->cfg, s.id, snap, sizeof(snap));
+	snprintf(mnt, sizeof(mnt), "%s/export-%s", ctx->cfg.run_dir, s.id);
+	snprintf(opts, sizeof(opts), "lowerdir=%s/upper:%s", snap, img);
+	if (mkdir(mnt, 0700) < 0 && errno != EEXIST)
+		return sl_sysfail(err, "create %s", mnt);
+	int ep[2];
+	if (pipe2(ep, O_CLOEXEC) < 0)
+		return sl_sysfail(err, "pipe");
+	pid_t pid = fork();
+	if (pid == 0) {
+		sl_err e = { 0 };
+		close(ep[0]);
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("overlay", mnt, "overlay", MS_RDONLY, opts) < 0 || chdir(mnt) < 0)
+			sl_sysfail(&e, "mount the snapshot's tree");
+		else
+			archive_write_tree(out_fd, mnt, s.uid_base, &e);
+		if (e.kind && write(ep[1], e.msg, strlen(e.msg)) < 0)
+			_exit(2);
+		_exit(e.kind ? 1 : 0);
+	}
+	close(ep[1]);
+	if (pid < 0) {
+		close(ep[0]);
+		rmdir(mnt);
+		return sl_sysfail(err, "fork");
+	}
+	char msg[sizeof(err->msg)];
+	ssize_t n = read(ep[0], msg, sizeof(msg) - 1);
+	close(ep[0]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	rmdir(mnt);
+	if (n > 0) {
+		msg[n] = '\0';
+		return sl_fail(err, SL_INTERNAL, 0, "export snapshot %s: %s", s.id, msg);
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return sl_fail(err, SL_INTERNAL, 0, "export snapshot %s failed", s.id);
+	return 0;
+}
+
+int snapshot_import(sl_ctx *ctx, const char *name, int in_fd, sl_snapshot *out, sl_err *err)
+{
+	if (!name || !valid_name(name))
+		return sl_fail(err, SL_INVALID, 0,
+			       "name \"%s\": use 1-63 lowercase letters, digits, '-', '.', '_'",
+			       name ? name : "");
+	char iname[80];
+	snprintf(iname, sizeof(iname), "snapshot-%s", name);
+	sl_image img;
+	if (store_ensure(&ctx->cfg, err) < 0 ||
+	    image_import(ctx->cfg.state_dir, iname, in_fd, NULL, NULL, &img, err) < 0)
+		return -1;
+	sl_snapshot s = { 0 };
+	sl_new_id("snp_", s.id, sizeof(s.id));
+	snprintf(s.name, sizeof(s.name), "%s", name);
+	snprintf(s.image, sizeof(s.image), "%s", img.name);
+	snprintf(s.digest, sizeof(s.digest), "%s", img.digest);
+	s.uid_base = 0; /* the empty layer is canonical: shifted into each new sandbox */
+	s.created_ms = now_ms();
+	if (store_snapshot_create_empty(&ctx->cfg, s.id, err) < 0)
+		return -1;
+	if (snap_save(ctx, &s, err) < 0) {
+		store_snapshot_destroy(&ctx->cfg, s.id, NULL);
+		return -1;
+	}
+	char p[PATH_MAX];
+	snap_dir(ctx, p, sizeof(p));
+	strcat(p, "/names");
+	if (state_mkdirs(p, 0700, err) < 0)
+		return -1;
+	snprintf(p + strlen(p), sizeof(p) - strlen(p), "/%s", s.name);
+	if (state_write_atomic(p, s.id, strlen(s.id), err) < 0)
+		return -1;
+	*out = s;
 	return 0;
 }

@@ -31,6 +31,11 @@ int snapshot_list(sl_ctx *ctx, sl_snapshot **out, size_t *n, sl_err *err);
 /* SL_CONFLICT while a live sandbox was created from it. */
 int snapshot_delete(sl_ctx *ctx, const char *ref, sl_err *err);
 cJSON *snapshot_to_json(const sl_snapshot *s);
+/* The snapshot's whole tree (image + its files, flattened) as tar.zst on out_fd, with
+ * owners as seen inside; snapshot_import makes a snapshot of such a stream (an image
+ * named "snapshot-NAME" under an empty layer), so the two round-trip between hosts. */
+int snapshot_export(sl_ctx *ctx, const char *ref, int out_fd, sl_err *err);
+int snapshot_import(sl_ctx *ctx, const char *name, int in_fd, sl_snapshot *out, sl_err *err);
 /* Make dst_id's writable layer a copy of the snapshot, owned by dst_base's range. */
 int snapshot_clone_layer(sl_ctx *ctx, const sl_snapshot *s, const char *dst_id, uint32_t dst_base,
 			 uint64_t disk_bytes, sl_err *err);

@@ -235,6 +235,26 @@ int store_snapshot_create(const sl_config *cfg, const char *sandbox_id, const ch
 	return snapshot_subvol(cfg, src, "snapshots", snp_id, true, err);
 }
 
+int store_snapshot_create_empty(const sl_config *cfg, const char *snp_id, sl_err *err)
+{
+	_cleanup_close_ int parent = open_kind(cfg, "snapshots", err);
+	if (parent < 0)
+		return -1;
+	struct btrfs_ioctl_vol_args_v2 va = { 0 };
+	snprintf(va.name, sizeof(va.name), "%s", snp_id);
+	if (ioctl(parent, BTRFS_IOC_SUBVOL_CREATE_V2, &va) < 0)
+		return sl_sysfail(err, "create snapshot %s", snp_id);
+	_cleanup_close_ int sv = openat(parent, snp_id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t ro = BTRFS_SUBVOL_RDONLY;
+	if (sv < 0 || mkdirat(sv, "upper", 0755) < 0 || mkdirat(sv, "work", 0700) < 0 ||
+	    ioctl(sv, BTRFS_IOC_SUBVOL_SETFLAGS, &ro) < 0) {
+		int e = errno;
+		destroy_subvol(cfg, "snapshots", snp_id, NULL);
+		return sl_fail(err, SL_INTERNAL, e, "set up snapshot %s", snp_id);
+	}
+	return 0;
+}
+
 int store_snapshot_destroy(const sl_config *cfg, const char *snp_id, sl_err *err)
 {
 	return destroy_subvol(cfg, "snapshots", snp_id, err);

@@ -26,6 +26,8 @@ int store_layer_create_from(const sl_config *cfg, const char *id, const char *sr
 /* Snapshots of sandbox layers: <store>/snapshots/<snp_id>, read-only. */
 int store_snapshot_create(const sl_config *cfg, const char *sandbox_id, const char *snp_id,
 			  sl_err *err);
+/* An empty snapshot (upper/ and work/ owned by 0:0), for imported snapshots. */
+int store_snapshot_create_empty(const sl_config *cfg, const char *snp_id, sl_err *err);
 int store_snapshot_destroy(const sl_config *cfg, const char *snp_id, sl_err *err);
 int store_snapshot_path(const sl_config *cfg, const char *snp_id, char *buf, size_t len);
 /* Unmount the store (test teardown, `sandlot system unmount`). */

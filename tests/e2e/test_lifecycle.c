@@ -172,6 +172,47 @@ static void test_snapshot_and_create_from_it(void **state)
 	free(b);
 }
 
+static void test_snapshot_export_import_round_trip(void **state)
+{
+	char *a = e2e_sandlot_ok("create", "--image", "busybox", NULL);
+	free(sh_ok(a, "mkdir -p /data/sub && echo one > /data/a && chmod 640 /data/a && "
+		      "dd if=/dev/urandom of=/data/sub/r bs=1k count=64 2>/dev/null && "
+		      "chown 1000:1000 /data/sub/r && ln -s ../a /data/sub/l && rm /bin/vi"));
+	char *manifest_a = sh_ok(a, MANIFEST);
+	free(e2e_sandlot_ok("snapshot", "create", a, "--name", "trip", NULL));
+	char tar[512], cmd[1024];
+	snprintf(tar, sizeof(tar), "%s/trip.tar.zst", e2e_root());
+	char *build = e2e_build_path("sandlot");
+	snprintf(cmd, sizeof(cmd), "%s snapshot export trip > %s", build, tar);
+	assert_int_equal(system(cmd), 0);
+	free(e2e_sandlot_ok("rm", a, NULL));
+	free(e2e_sandlot_ok("snapshot", "rm", "trip", NULL));
+	/* Another host: a fresh state dir. */
+	char *saved = strdup(getenv("SANDLOT_STATE_DIR"));
+	char other[512];
+	snprintf(other, sizeof(other), "%s/other-state", e2e_root());
+	setenv("SANDLOT_STATE_DIR", other, 1);
+	free(e2e_sandlot_ok("snapshot", "import", "trip", tar, NULL));
+	char *b = e2e_sandlot_ok("create", "--snapshot", "trip", NULL);
+	char *manifest_b = sh_ok(b, MANIFEST);
+	assert_string_equal(manifest_a, manifest_b);
+	e2e_result r;
+	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "exec", b, "--", "ls", "/bin/vi", NULL), 0);
+	e2e_result_free(&r);
+	free(e2e_sandlot_ok("rm", b, NULL));
+	free(e2e_sandlot_ok("snapshot", "rm", "trip", NULL));
+	snprintf(cmd, sizeof(cmd), "umount %s/store", other);
+	assert_int_equal(system(cmd), 0);
+	setenv("SANDLOT_STATE_DIR", saved, 1);
+	unlink(tar);
+	free(saved);
+	free(build);
+	free(manifest_a);
+	free(manifest_b);
+	free(a);
+	free(b);
+}
+
 static void test_volumes_outlive_sandboxes(void **state)
 {
 	char *a = e2e_sandlot_ok("create", "--image", "busybox", "-v", "shared:/data", NULL);
@@ -213,6 +254,7 @@ int main(void)
 		E2E_TEST(test_stop_start_keeps_files_and_env),
 		E2E_TEST(test_after_reboot_sandbox_is_stopped_and_starts),
 		E2E_TEST(test_snapshot_and_create_from_it),
+		E2E_TEST(test_snapshot_export_import_round_trip),
 		E2E_TEST(test_volumes_outlive_sandboxes),
 	};
 	return e2e_run_tests(tests);

@@ -1,0 +1,88 @@
+/* archive_write.c — tar.zst writer over libarchive's disk reader: it walks without
+ * following symlinks and keeps hardlinks, modes, mtimes; only owners are rewritten. */
+#include "archive_write.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <string.h>
+
+static void canon(struct archive_entry *e, uint32_t base)
+{
+	int64_t u = archive_entry_uid(e), g = archive_entry_gid(e);
+	if (base && u >= base && u < (int64_t)base + 65536)
+		archive_entry_set_uid(e, u - base);
+	if (base && g >= base && g < (int64_t)base + 65536)
+		archive_entry_set_gid(e, g - base);
+	/* Numeric owners only: host names mean nothing on another host. */
+	archive_entry_set_uname(e, NULL);
+	archive_entry_set_gname(e, NULL);
+}
+
+int archive_write_tree(int out_fd, const char *root, uint32_t uid_base, sl_err *err)
+{
+	struct archive *disk = archive_read_disk_new();
+	struct archive *w = archive_write_new();
+	int rc = -1;
+	if (!disk || !w) {
+		sl_fail(err, SL_INTERNAL, ENOMEM, "archive: set up writer");
+		goto out;
+	}
+	archive_read_disk_set_symlink_physical(disk);
+	archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_XATTR |
+						     ARCHIVE_READDISK_NO_ACL |
+						     ARCHIVE_READDISK_NO_FFLAGS |
+						     ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS);
+	archive_write_set_format_pax_restricted(w);
+	archive_write_add_filter_zstd(w);
+	/* No block padding: zeros after a zstd frame are garbage to every reader. */
+	archive_write_set_bytes_in_last_block(w, 1);
+	if (archive_write_open_fd(w, out_fd) != ARCHIVE_OK ||
+	    archive_read_disk_open(disk, ".") != ARCHIVE_OK) {
+		sl_fail(err, SL_INTERNAL, 0, "archive: open: %s",
+			archive_error_string(w) ? archive_error_string(w)
+						: archive_error_string(disk));
+		goto out;
+	}
+	(void)root; /* the caller chdir()s into root: entries are relative ("./...") */
+	for (;;) {
+		struct archive_entry *e = archive_entry_new();
+		int r = archive_read_next_header2(disk, e);
+		if (r == ARCHIVE_EOF) {
+			archive_entry_free(e);
+			break;
+		}
+		if (r < ARCHIVE_WARN) {
+			sl_fail(err, SL_INTERNAL, 0, "archive: walk: %s", archive_error_string(disk));
+			archive_entry_free(e);
+			goto out;
+		}
+		archive_read_disk_descend(disk);
+		canon(e, uid_base);
+		if (archive_write_header(w, e) < ARCHIVE_WARN) {
+			sl_fail(err, SL_INTERNAL, 0, "archive: write %s: %s",
+				archive_entry_pathname(e), archive_error_string(w));
+			archive_entry_free(e);
+			goto out;
+		}
+		if (archive_entry_filetype(e) == AE_IFREG && archive_entry_size(e) > 0) {
+			char buf[65536];
+			ssize_t n;
+			while ((n = archive_read_data(disk, buf, sizeof(buf))) > 0)
+				if (archive_write_data(w, buf, n) < 0)
+					break;
+		}
+		archive_entry_free(e);
+	}
+	if (archive_write_close(w) != ARCHIVE_OK) {
+		sl_fail(err, SL_INTERNAL, 0, "archive: finish: %s", archive_error_string(w));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (disk)
+		archive_read_free(disk);
+	if (w)
+		archive_write_free(w);
+	return rc;
+}

@@ -1,0 +1,14 @@
+/* archive_write.h — a directory tree written as a tar.zst stream (snapshot export),
+ * with owners made canonical (a sandbox's uid range shifted back to 0..65535). */
+#ifndef SANDLOT_ARCHIVE_WRITE_H
+#define SANDLOT_ARCHIVE_WRITE_H
+
+#include <stdint.h>
+
+#include "err.h"
+
+/* Write every entry under root (never following symlinks, not crossing mounts) to
+ * out_fd as tar.zst. Owners in [uid_base, uid_base + 65536) become owner - uid_base. */
+int archive_write_tree(int out_fd, const char *root, uint32_t uid_base, sl_err *err);
+
+#endif
