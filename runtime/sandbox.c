@@ -155,6 +155,25 @@ cJSON *sandbox_to_json(const sl_sandbox *sb)
 	cJSON_AddStringToObject(o, "user", sb->user);
 	cJSON_AddStringToObject(o, "workingDirectory", sb->workdir);
 	cJSON_AddBoolToObject(o, "ephemeral", sb->ephemeral);
+	cJSON *to = cJSON_AddObjectToObject(o, "timeout");
+	const struct {
+		const char *k;
+		uint64_t v;
+	} tos[] = { { "idle", sb->idle_ms },
+		    { "lifetime", sb->lifetime_ms },
+		    { "execution", sb->exec_timeout_ms } };
+	for (size_t i = 0; i < 3; i++) {
+		if (tos[i].v)
+			cJSON_AddNumberToObject(to, tos[i].k, (double)tos[i].v);
+		else
+			cJSON_AddNullToObject(to, tos[i].k);
+	}
+	if (sb->expires_ms) {
+		iso_time(sb->expires_ms, t, sizeof(t));
+		cJSON_AddStringToObject(o, "expiresAt", t);
+	} else {
+		cJSON_AddNullToObject(o, "expiresAt");
+	}
 	cJSON_AddItemToObject(o, "volumes",
 			      sb->volumes ? cJSON_Duplicate(sb->volumes, 1) : cJSON_CreateArray());
 	if (sb->snapshot[0])
@@ -184,6 +203,7 @@ static cJSON *record_json(const sl_sandbox *sb)
 	cJSON_AddNumberToObject(in, "creatorPid", sb->creator_pid);
 	cJSON_AddNumberToObject(in, "creatorStart", (double)sb->creator_start);
 	cJSON_AddStringToObject(in, "bootId", sb->boot_id);
+	cJSON_AddNumberToObject(in, "expiresMs", (double)sb->expires_ms);
 	return o;
 }
 
@@ -240,6 +260,11 @@ static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err
 	sb->creator_pid = num(in, "creatorPid");
 	sb->creator_start = num(in, "creatorStart");
 	copy_str(sb->boot_id, sizeof(sb->boot_id), in, "bootId");
+	sb->expires_ms = num(in, "expiresMs");
+	const cJSON *to = cJSON_GetObjectItemCaseSensitive(o, "timeout");
+	sb->idle_ms = num(to, "idle");
+	sb->lifetime_ms = num(to, "lifetime");
+	sb->exec_timeout_ms = num(to, "execution");
 	cJSON_Delete(o);
 	if (strcmp(sb->id, id) != 0) {
 		sandbox_free(sb);
@@ -799,6 +824,10 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	sb.limits.pids_max = o->pids ? o->pids : ctx->cfg.def_pids;
 	sb.disk_bytes = o->disk ? o->disk : ctx->cfg.def_disk;
 	sb.ephemeral = o->ephemeral;
+	sb.idle_ms = o->idle_ms;
+	sb.lifetime_ms = o->lifetime_ms;
+	sb.exec_timeout_ms = o->exec_timeout_ms;
+	sb.expires_ms = o->lifetime_ms ? sb.created_ms + (int64_t)o->lifetime_ms : 0;
 	sb.creator_pid = getpid();
 	sb.creator_start = proc_start_time(sb.creator_pid);
 	if (kv_object("env", o->env, &sb.env, err) < 0 ||
@@ -1047,6 +1076,29 @@ int sandbox_set_labels(sl_ctx *ctx, const char *ref, const cJSON *labels, sl_san
 	}
 	cJSON_Delete(sb.labels);
 	sb.labels = cJSON_Duplicate(labels, 1);
+	int r = record_save(ctx, &sb, true, err);
+	if (r == 0 && out)
+		*out = sb;
+	else
+		sandbox_free(&sb);
+	return r;
+}
+
+int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, uint64_t lifetime_ms, int64_t idle_ms,
+			 sl_sandbox *out, sl_err *err)
+{
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
+		return -1;
+	if (!strcmp(sb.status, "terminated")) {
+		sandbox_free(&sb);
+		return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed", sb.id);
+	}
+	sb.lifetime_ms = lifetime_ms;
+	sb.expires_ms = lifetime_ms ? now_ms() + (int64_t)lifetime_ms : 0;
+	if (idle_ms >= 0)
+		sb.idle_ms = idle_ms;
 	int r = record_save(ctx, &sb, true, err);
 	if (r == 0 && out)
 		*out = sb;

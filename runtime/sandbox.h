@@ -51,6 +51,10 @@ typedef struct sl_sandbox {
 	char boot_id[40]; /* the boot its init was started in */
 	char snapshot[32]; /* the snapshot it was created from, or "" */
 	cJSON *volumes;	   /* array of {name, mountPath, readOnly} */
+	/* Timeouts in ms (0: none). expires_ms: the lifetime deadline (unix ms), kept
+	 * in the record so a daemon that was down when it passed acts on it at start. */
+	uint64_t idle_ms, lifetime_ms, exec_timeout_ms;
+	int64_t expires_ms;
 } sl_sandbox;
 
 typedef struct sl_volume_spec {
@@ -70,6 +74,7 @@ typedef struct sl_create_opts {
 	bool ephemeral;
 	const sl_volume_spec *volumes;
 	size_t nvolumes;
+	uint64_t idle_ms, lifetime_ms, exec_timeout_ms; /* 0: none */
 } sl_create_opts;
 
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err);
@@ -90,6 +95,10 @@ int sandbox_start(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
 /* Replace the labels (an object of strings). */
 int sandbox_set_labels(sl_ctx *ctx, const char *ref, const cJSON *labels, sl_sandbox *out,
 		       sl_err *err);
+/* Set the lifetime (a deadline that many ms from now; 0 removes it) and, when
+ * non-negative, the idle timeout (E2B's setTimeout, Daytona's autostop). */
+int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, uint64_t lifetime_ms, int64_t idle_ms,
+			 sl_sandbox *out, sl_err *err);
 /* Reap inits this process started that have died (a long-lived daemon calls it). */
 void sandbox_reap(sl_ctx *ctx);
 void sandbox_free(sl_sandbox *sb);
