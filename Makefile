@@ -3,7 +3,7 @@
 CC      ?= cc
 MUSLCC  ?= musl-gcc
 BUILD   := build
-PKGS    := libcjson libseccomp nettle
+PKGS    := libcjson libseccomp nettle libmicrohttpd
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wno-format-truncation \
            -fstack-protector-strong -D_FORTIFY_SOURCE=2 -D_GNU_SOURCE -Iruntime \
@@ -19,6 +19,8 @@ ARCHIVE_OBJ := $(ARCHIVE_SRC:%.c=$(BUILD)/%.o)
 RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC     := $(wildcard cli/*.c)
 CLI_OBJ     := $(CLI_SRC:%.c=$(BUILD)/%.o)
+API_SRC     := $(wildcard api/*.c)
+API_OBJ     := $(API_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
 UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 E2E_SRC     := $(wildcard tests/e2e/test_*.c)
@@ -35,8 +37,16 @@ $(BUILD)/%.o: %.c $(wildcard runtime/*.h cli/*.h init/*.h)
 $(BUILD)/libsandlot.a: $(RUNTIME_OBJ)
 	ar rcs $@ $^
 
-$(BUILD)/sandlot: $(CLI_OBJ) $(BUILD)/libsandlot.a
-	$(CC) $(CFLAGS) -Wl,--export-dynamic -o $@ $(CLI_OBJ) $(BUILD)/libsandlot.a $(LDLIBS)
+$(BUILD)/sandlot: $(CLI_OBJ) $(API_OBJ) $(BUILD)/libsandlot.a
+	$(CC) $(CFLAGS) -Wl,--export-dynamic -o $@ $(CLI_OBJ) $(API_OBJ) $(BUILD)/libsandlot.a $(LDLIBS)
+
+# api/ is `sandlot serve` (libmicrohttpd); cli/serve.c includes its header.
+$(BUILD)/api/%.o: api/%.c $(wildcard runtime/*.h api/*.h init/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+$(BUILD)/cli/serve.o: $(wildcard api/*.h)
+# The API's end-to-end test talks HTTP with libcurl.
+$(BUILD)/tests/e2e_test_api: LDLIBS += $(shell pkg-config --libs libcurl)
 
 # Loaded by the sandlot binary only when it reads an archive; it uses the binary's
 # own sl_fail/fs_remove_tree/sl_log (exported), and binds its own symbols first.

@@ -1,0 +1,36 @@
+/* api.h — `sandlot serve`: the JSON HTTP API over the runtime (unix socket, loopback
+ * TCP with an API key). The calls cli/serve.c makes; everything else is internal. */
+#ifndef SANDLOT_API_H
+#define SANDLOT_API_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../runtime/config.h"
+#include "../runtime/err.h"
+#include "../runtime/sandbox.h"
+
+#ifndef SANDLOT_VERSION
+#define SANDLOT_VERSION "0.1.0-dev"
+#endif
+
+#define API_DEFAULT_MAX_JSON   (8ull << 20) /* 8 MiB */
+#define API_DEFAULT_MAX_UPLOAD (1ull << 30) /* 1 GiB */
+
+typedef struct api_options {
+	const char *socket_path; /* NULL: <run>/sandlot.sock */
+	const char *listen;	 /* NULL: no TCP; else "127.0.0.1:PORT", "[::1]:PORT" */
+	bool allow_remote;	 /* accept a non-loopback --listen address */
+	uint64_t max_json;	 /* largest JSON request body */
+	uint64_t max_upload;	 /* largest raw upload (files, images, stdin) */
+} api_options;
+
+/* Listen, print one line saying where, and serve until SIGTERM or SIGINT. */
+int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err);
+
+/* The API key TCP clients must send: <state>/api.key (64 hex chars, mode 0600), made
+ * from 32 random bytes the first time it is asked for. */
+#define API_KEY_LEN 64
+int api_key_load(const sl_config *cfg, char key[API_KEY_LEN + 1], sl_err *err);
+
+#endif

@@ -1,0 +1,221 @@
+/* http.h — the pieces of `sandlot serve` the route handlers share: the server and
+ * request structs, replies in the one error shape, query and body helpers. */
+#ifndef SANDLOT_API_HTTP_H
+#define SANDLOT_API_HTTP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+
+#include "../runtime/exec.h"
+#include "../runtime/sandbox.h"
+#include "api.h"
+
+/* A pty master the daemon holds for an interactive execution until it ends: the one
+ * piece of live state that is not in files (pty sessions end with the daemon). */
+typedef struct api_pty {
+	struct api_pty *next;
+	char sandbox_id[32], exec_id[32];
+	int master;
+	bool attached;
+} api_pty;
+
+typedef struct api_server {
+	sl_ctx *ctx;
+	api_options opt;
+	char key[API_KEY_LEN + 1];
+	atomic_bool stopping;
+	atomic_ullong executions_started; /* since this daemon started (metrics) */
+	pthread_mutex_t lock;		  /* guards ptys and api.json writes */
+	api_pty *ptys;
+} api_server;
+
+typedef enum api_body { API_BODY_NONE, API_BODY_JSON, API_BODY_RAW } api_body;
+
+#define API_MAX_PARAMS 4
+
+typedef struct api_req api_req;
+
+typedef struct api_route {
+	const char *method;
+	const char *pattern; /* "/v1/sandboxes/{id}/files"; {x} captures one segment */
+	api_body body;
+	enum MHD_Result (*handle)(api_req *r);
+	/* Raw uploads: begin before the first byte (may refuse the request), then each
+	 * piece in order. A failure answers with the error once the body is consumed. */
+	int (*begin)(api_req *r, sl_err *err);
+	int (*chunk)(api_req *r, const char *data, size_t len, sl_err *err);
+} api_route;
+
+struct api_req {
+	api_server *srv;
+	struct MHD_Connection *conn;
+	const api_route *route;
+	char method[16];
+	char *url;
+	char *param[API_MAX_PARAMS];
+	int nparam;
+	cJSON *json; /* the parsed body of a JSON route; NULL when the body was empty */
+	char *body;
+	size_t body_len, body_cap;
+	uint64_t received, cap;
+	sl_err pending; /* an error met while the body was arriving */
+	bool queued;
+	void *upload; /* a raw route's state, released by upload_free */
+	void (*upload_free)(api_req *r);
+};
+
+/* ---- routing (routes.c) ---- */
+
+/* The route for METHOD and PATH, filling r->param; NULL when none. *path_known says
+ * whether some other method serves PATH (405 rather than 404). */
+const api_route *api_route_match(api_req *r, const char *method, const char *path, bool *path_known,
+				 char *allow, size_t allow_len);
+
+/* ---- replies (http.c) ---- */
+
+enum MHD_Result api_reply(api_req *r, unsigned status, struct MHD_Response *resp);
+/* Takes BODY. */
+enum MHD_Result api_reply_json(api_req *r, unsigned status, cJSON *body);
+enum MHD_Result api_reply_empty(api_req *r, unsigned status);
+enum MHD_Result api_reply_error(api_req *r, const sl_err *err);
+enum MHD_Result api_fail(api_req *r, sl_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The error body, {"error":{"code","message"}}; EXTRA (taken) is merged into "error". */
+struct MHD_Response *api_error_response(const char *code, const char *message, cJSON *extra);
+
+/* ---- query and body helpers (http.c) ---- */
+
+const char *api_query(api_req *r, const char *key);
+/* "1", "true", "yes" / "0", "false", "no", or absent (DEF). */
+int api_query_bool(api_req *r, const char *key, bool def, bool *out, sl_err *err);
+/* A duration ("30s", "500ms", or integer ms); *given false when absent. */
+int api_query_duration(api_req *r, const char *key, uint64_t *ms, bool *given, sl_err *err);
+/* The JSON body, which must be an object (an empty body counts as {} when EMPTY_OK). */
+int api_body_object(api_req *r, bool empty_ok, const cJSON **out, sl_err *err);
+/* Did the client close its end (long-polls stop early)? */
+bool api_client_gone(api_req *r);
+/* Parse TEXT as JSON; a syntax error is SL_INVALID naming the byte, line and column. */
+cJSON *api_json_parse(const char *text, size_t len, sl_err *err);
+
+/* ---- JSON field readers (json.c): a wrong type or unit is SL_INVALID naming the field ---- */
+
+/* O must be an object whose keys are all in ALLOWED (NULL-terminated). WHERE prefixes
+ * field names in messages ("" for the top level, "resources." inside). */
+int api_json_fields(const cJSON *o, const char *where, const char *const *allowed, sl_err *err);
+/* Absent or null leaves *out NULL. */
+int api_json_string(const cJSON *o, const char *where, const char *key, const char **out,
+		    sl_err *err);
+int api_json_bool(const cJSON *o, const char *where, const char *key, bool *out, sl_err *err);
+/* A whole number MIN..MAX, or a string of one; *given false when absent or null. */
+int api_json_uint(const cJSON *o, const char *where, const char *key, uint64_t min, uint64_t max,
+		  uint64_t *out, bool *given, sl_err *err);
+/* A duration string or integer milliseconds. */
+int api_json_duration(const cJSON *o, const char *where, const char *key, uint64_t *ms, bool *given,
+		      sl_err *err);
+/* An object of strings as a NULL-terminated "K=V" list (NULL when absent); free with
+ * api_strv_free. */
+int api_json_kv(const cJSON *o, const char *where, const char *key, char ***out, sl_err *err);
+/* A command: an array of strings (argv) or one string (a shell line). */
+int api_json_command(const cJSON *o, const char *where, const char *key, char ***argv,
+		     const char **shell, sl_err *err);
+/* Base64 (standard alphabet, padding optional) into a malloc'd buffer. */
+int api_base64_decode(const char *field, const char *text, unsigned char **out, size_t *len,
+		      sl_err *err);
+/* File mode: a string of octal digits ("0644") or an integer; 0..07777. */
+int api_json_mode(const cJSON *o, const char *where, const char *key, uint32_t *mode, bool *given,
+		  sl_err *err);
+/* Parse an octal mode string. */
+int api_parse_mode(const char *field, const char *s, uint32_t *mode, sl_err *err);
+void api_strv_free(char **v);
+/* Bytes as a JSON-safe string: invalid UTF-8 and NUL become U+FFFD. */
+char *api_utf8_string(const char *buf, size_t len);
+/* "SIGTERM", "TERM", "15" -> 15; SL_INVALID naming FIELD otherwise. */
+int api_signal_parse(const char *field, const char *s, int *sig, sl_err *err);
+/* "5m", "1h30m", "500ms": the canonical form of a duration. */
+void api_duration_format(uint64_t ms, char *buf, size_t len);
+
+/* ---- shared by the route files ---- */
+
+/* Constant-time comparison of a presented key with the daemon's (key.c). */
+bool api_key_equal(const char *given, const char *key);
+
+/* The sandbox named by r->param[0] for a call on it: 404 when unknown or destroyed,
+ * 409 when paused (unless ?autoResume=1), and the record in SB (free it). */
+int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err);
+/* Paths a user gives are inside the sandbox; relative ones start at its working
+ * directory. Returns a malloc'd absolute path, or NULL with SL_INVALID. */
+char *api_sandbox_path(const sl_sandbox *sb, const char *field, const char *path, sl_err *err);
+/* The default execution timeout the sandbox was created with (0: none). */
+uint64_t api_sandbox_exec_timeout(api_server *s, const char *sandbox_id);
+/* Create a sandbox from a create-shaped body (used by /v1/run too). */
+int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bool run_body,
+			    sl_sandbox *out, sl_err *err);
+/* Write {files:[{path, content, mode?}]} into SB; *n counts them. */
+int api_files_write_batch(api_server *s, const sl_sandbox *sb, const cJSON *files, int *n,
+			  sl_err *err);
+/* Read up to CAP bytes of an execution's log as a JSON-safe string. */
+int api_exec_read_output(api_server *s, const char *sandbox_id, const char *exec_id,
+			 const char *stream, size_t cap, char **out, bool *truncated, sl_err *err);
+/* Wait for an execution in slices, stopping early when the daemon stops or the client
+ * leaves. Returns 0 when it ended, 1 when the wait ran out, -1 on error. */
+int api_exec_wait(api_req *r, const char *sandbox_id, const char *exec_id, int64_t wait_ms,
+		  sl_exec *out, sl_err *err);
+
+/* ---- pty masters held for attach (attach.c) ---- */
+void api_pty_add(api_server *s, const char *sandbox_id, const char *exec_id, int master);
+/* Close the masters of executions that ended; with ALL, every master (shutdown). */
+void api_pty_sweep(api_server *s, bool all);
+
+/* ---- route handlers ---- */
+
+/* sandboxes.c */
+enum MHD_Result api_sandboxes_create(api_req *r);
+enum MHD_Result api_sandboxes_list(api_req *r);
+enum MHD_Result api_sandboxes_get(api_req *r);
+enum MHD_Result api_sandboxes_patch(api_req *r);
+enum MHD_Result api_sandboxes_delete(api_req *r);
+/* executions.c */
+enum MHD_Result api_exec_create(api_req *r);
+enum MHD_Result api_exec_list(api_req *r);
+enum MHD_Result api_exec_get(api_req *r);
+enum MHD_Result api_exec_signal(api_req *r);
+enum MHD_Result api_exec_stdin(api_req *r);
+int api_exec_stdin_begin(api_req *r, sl_err *err);
+int api_exec_stdin_chunk(api_req *r, const char *data, size_t len, sl_err *err);
+enum MHD_Result api_processes_list(api_req *r);
+enum MHD_Result api_processes_kill(api_req *r);
+enum MHD_Result api_run(api_req *r);
+/* stream.c */
+enum MHD_Result api_exec_stdout(api_req *r);
+enum MHD_Result api_exec_stderr(api_req *r);
+/* attach.c */
+enum MHD_Result api_exec_attach(api_req *r);
+/* files.c */
+enum MHD_Result api_files_get(api_req *r);
+enum MHD_Result api_files_put(api_req *r);
+int api_files_put_begin(api_req *r, sl_err *err);
+int api_files_put_chunk(api_req *r, const char *data, size_t len, sl_err *err);
+enum MHD_Result api_files_post(api_req *r);
+enum MHD_Result api_files_delete(api_req *r);
+enum MHD_Result api_fs_list(api_req *r);
+enum MHD_Result api_fs_stat(api_req *r);
+enum MHD_Result api_fs_mkdir(api_req *r);
+enum MHD_Result api_fs_move(api_req *r);
+enum MHD_Result api_fs_chmod(api_req *r);
+/* images.c */
+enum MHD_Result api_images_list(api_req *r);
+enum MHD_Result api_images_post(api_req *r);
+int api_images_post_begin(api_req *r, sl_err *err);
+int api_images_post_chunk(api_req *r, const char *data, size_t len, sl_err *err);
+enum MHD_Result api_images_delete(api_req *r);
+/* system.c */
+enum MHD_Result api_health(api_req *r);
+enum MHD_Result api_metrics(api_req *r);
+enum MHD_Result api_not_implemented(api_req *r);
+
+#endif

@@ -1,0 +1,120 @@
+/* routes.c — the /v1 route table and its matcher: method + path pattern to handler.
+ * api/openapi.yaml describes the same routes; tests/api/spec_check.py keeps them equal. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+
+/* clang-format off */
+static const api_route routes[] = {
+	{ "POST",   "/v1/sandboxes", API_BODY_JSON, api_sandboxes_create, NULL, NULL },
+	{ "GET",    "/v1/sandboxes", API_BODY_NONE, api_sandboxes_list, NULL, NULL },
+	{ "GET",    "/v1/sandboxes/{id}", API_BODY_NONE, api_sandboxes_get, NULL, NULL },
+	{ "PATCH",  "/v1/sandboxes/{id}", API_BODY_JSON, api_sandboxes_patch, NULL, NULL },
+	{ "DELETE", "/v1/sandboxes/{id}", API_BODY_NONE, api_sandboxes_delete, NULL, NULL },
+	{ "POST",   "/v1/sandboxes/{id}/pause", API_BODY_NONE, api_not_implemented, NULL, NULL },
+	{ "POST",   "/v1/sandboxes/{id}/resume", API_BODY_NONE, api_not_implemented, NULL, NULL },
+	{ "POST",   "/v1/sandboxes/{id}/stop", API_BODY_NONE, api_not_implemented, NULL, NULL },
+	{ "POST",   "/v1/sandboxes/{id}/start", API_BODY_NONE, api_not_implemented, NULL, NULL },
+	{ "POST",   "/v1/sandboxes/{id}/executions", API_BODY_JSON, api_exec_create, NULL, NULL },
+	{ "GET",    "/v1/sandboxes/{id}/executions", API_BODY_NONE, api_exec_list, NULL, NULL },
+	{ "GET",    "/v1/sandboxes/{id}/executions/{eid}", API_BODY_NONE, api_exec_get, NULL, NULL },
+	{ "GET",    "/v1/sandboxes/{id}/executions/{eid}/stdout", API_BODY_NONE, api_exec_stdout, NULL, NULL },
+	{ "GET",    "/v1/sandboxes/{id}/executions/{eid}/stderr", API_BODY_NONE, api_exec_stderr, NULL, NULL },
+	{ "POST",   "/v1/sandboxes/{id}/executions/{eid}/stdin", API_BODY_RAW, api_exec_stdin,
+		    api_exec_stdin_begin, api_exec_stdin_chunk },
+	{ "POST",   "/v1/sandboxes/{id}/executions/{eid}/signal", API_BODY_JSON, api_exec_signal, NULL, NULL },
+	{ "GET",    "/v1/sandboxes/{id}/executions/{eid}/attach", API_BODY_NONE, api_exec_attach, NULL, NULL },
+	{ "GET",    "/v1/sandboxes/{id}/processes", API_BODY_NONE, api_processes_list, NULL, NULL },
+	{ "DELETE", "/v1/sandboxes/{id}/processes/{pid}", API_BODY_NONE, api_processes_kill, NULL, NULL },
+	{ "POST",   "/v1/sandboxes/{id}/code", API_BODY_NONE, api_not_implemented, NULL, NULL },
+	{ "GET",    "/v1/sandboxes/{id}/files", API_BODY_NONE, api_files_get, NULL, NULL },
+	{ "PUT",    "/v1/sandboxes/{id}/files", API_BODY_RAW, api_files_put,
+		    api_files_put_begin, api_files_put_chunk },
+	{ "POST",   "/v1/sandboxes/{id}/files", API_BODY_JSON, api_files_post, NULL, NULL },
+	{ "DELETE", "/v1/sandboxes/{id}/files", API_BODY_NONE, api_files_delete, NULL, NULL },
+	{ "GET",    "/v1/sandboxes/{id}/fs/list", API_BODY_NONE, api_fs_list, NULL, NULL },
+	{ "GET",    "/v1/sandboxes/{id}/fs/stat", API_BODY_NONE, api_fs_stat, NULL, NULL },
+	{ "POST",   "/v1/sandboxes/{id}/fs/mkdir", API_BODY_JSON, api_fs_mkdir, NULL, NULL },
+	{ "POST",   "/v1/sandboxes/{id}/fs/move", API_BODY_JSON, api_fs_move, NULL, NULL },
+	{ "POST",   "/v1/sandboxes/{id}/fs/chmod", API_BODY_JSON, api_fs_chmod, NULL, NULL },
+	{ "GET",    "/v1/sandboxes/{id}/ports/{port}", API_BODY_NONE, api_not_implemented, NULL, NULL },
+	{ "POST",   "/v1/sandboxes/{id}/snapshots", API_BODY_NONE, api_not_implemented, NULL, NULL },
+	{ "GET",    "/v1/snapshots", API_BODY_NONE, api_not_implemented, NULL, NULL },
+	{ "GET",    "/v1/snapshots/{sid}", API_BODY_NONE, api_not_implemented, NULL, NULL },
+	{ "DELETE", "/v1/snapshots/{sid}", API_BODY_NONE, api_not_implemented, NULL, NULL },
+	{ "GET",    "/v1/images", API_BODY_NONE, api_images_list, NULL, NULL },
+	{ "POST",   "/v1/images", API_BODY_RAW, api_images_post,
+		    api_images_post_begin, api_images_post_chunk },
+	{ "DELETE", "/v1/images/{name}", API_BODY_NONE, api_images_delete, NULL, NULL },
+	{ "GET",    "/v1/volumes", API_BODY_NONE, api_not_implemented, NULL, NULL },
+	{ "POST",   "/v1/volumes", API_BODY_NONE, api_not_implemented, NULL, NULL },
+	{ "DELETE", "/v1/volumes/{name}", API_BODY_NONE, api_not_implemented, NULL, NULL },
+	{ "POST",   "/v1/run", API_BODY_JSON, api_run, NULL, NULL },
+	{ "GET",    "/v1/health", API_BODY_NONE, api_health, NULL, NULL },
+	{ "GET",    "/metrics", API_BODY_NONE, api_metrics, NULL, NULL },
+};
+/* clang-format on */
+
+/* Does PATH match PATTERN? Captured segments go to CAPS (pointers into a copy). */
+static bool match(const char *pattern, const char *path, const char **caps, size_t *caplen,
+		  int *ncap)
+{
+	*ncap = 0;
+	const char *p = pattern, *s = path;
+	while (*p && *s) {
+		if (*p != '/' || *s != '/')
+			return false;
+		p++, s++;
+		size_t pl = strcspn(p, "/"), sl = strcspn(s, "/");
+		if (*p == '{') {
+			if (sl == 0 || *ncap == API_MAX_PARAMS)
+				return false;
+			caps[*ncap] = s;
+			caplen[(*ncap)++] = sl;
+		} else if (pl != sl || strncmp(p, s, pl) != 0) {
+			return false;
+		}
+		p += pl, s += sl;
+	}
+	return !*p && !*s;
+}
+
+const api_route *api_route_match(api_req *r, const char *method, const char *path, bool *path_known,
+				 char *allow, size_t allow_len)
+{
+	*path_known = false;
+	if (allow_len)
+		allow[0] = '\0';
+	const api_route *hit = NULL;
+	const char *caps[API_MAX_PARAMS];
+	size_t caplen[API_MAX_PARAMS];
+	int ncap = 0;
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		const char *c[API_MAX_PARAMS];
+		size_t cl[API_MAX_PARAMS];
+		int n;
+		if (!match(routes[i].pattern, path, c, cl, &n))
+			continue;
+		*path_known = true;
+		size_t used = strlen(allow);
+		snprintf(allow + used, allow_len - used, "%s%s", used ? ", " : "",
+			 routes[i].method);
+		if (!hit && !strcmp(routes[i].method, method)) {
+			hit = &routes[i];
+			memcpy(caps, c, sizeof(c));
+			memcpy(caplen, cl, sizeof(cl));
+			ncap = n;
+		}
+	}
+	if (!hit)
+		return NULL;
+	for (int i = 0; i < ncap; i++)
+		r->param[i] = strndup(caps[i], caplen[i]);
+	r->nparam = ncap;
+	for (int i = 0; i < ncap; i++)
+		if (!r->param[i])
+			return NULL;
+	return hit;
+}

@@ -1,0 +1,504 @@
+/* sandboxes.c — /v1/sandboxes: create (with the body's checks and 501s for fields of
+ * later features), list with filters, get with usage, patch, delete (tombstone). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/cleanup.h"
+#include "../runtime/quantity.h"
+#include "../runtime/state.h"
+#include "http.h"
+
+/* ---- the api.json sidecar: settings the runtime's record does not carry ---- */
+
+static void sidecar_path(api_server *s, const char *id, char *buf, size_t len)
+{
+	state_sandbox_dir(&s->ctx->cfg, id, buf, len);
+	size_t n = strlen(buf);
+	snprintf(buf + n, len - n, "/api.json");
+}
+
+uint64_t api_sandbox_exec_timeout(api_server *s, const char *sandbox_id)
+{
+	char p[PATH_MAX];
+	sidecar_path(s, sandbox_id, p, sizeof(p));
+	_cleanup_free_ char *data = NULL;
+	sl_err err = {0};
+	if (state_read_file(p, 65536, &data, NULL, &err) < 0)
+		return 0;
+	cJSON *o = cJSON_Parse(data);
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "executionTimeoutMs");
+	uint64_t ms = cJSON_IsNumber(t) && t->valuedouble > 0 ? (uint64_t)t->valuedouble : 0;
+	cJSON_Delete(o);
+	return ms;
+}
+
+static int sidecar_save(api_server *s, const char *id, uint64_t exec_timeout_ms, sl_err *err)
+{
+	char p[PATH_MAX];
+	sidecar_path(s, id, p, sizeof(p));
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "executionTimeoutMs", (double)exec_timeout_ms);
+	_cleanup_free_ char *text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!text)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "save %s", p);
+	/* state_write_atomic's temp name is per process: one writer at a time here. */
+	pthread_mutex_lock(&s->lock);
+	int r = state_write_atomic(p, text, strlen(text), err);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+/* ---- the Sandbox shape ---- */
+
+/* KEY = V unless the runtime's record already says (it grows with later features). */
+static void add_default(cJSON *o, const char *key, cJSON *v)
+{
+	if (cJSON_HasObjectItem(o, key))
+		cJSON_Delete(v);
+	else
+		cJSON_AddItemToObject(o, key, v);
+}
+
+static cJSON *sandbox_json(api_server *s, const sl_sandbox *sb, bool detail)
+{
+	cJSON *o = sandbox_to_json(sb);
+	if (!o)
+		return NULL;
+	add_default(o, "snapshot", cJSON_CreateNull());
+	add_default(o, "expiresAt", cJSON_CreateNull());
+	cJSON *net = cJSON_CreateObject();
+	cJSON_AddBoolToObject(net, "enabled", false);
+	add_default(o, "network", net);
+	cJSON *t = cJSON_CreateObject();
+	cJSON_AddNullToObject(t, "idle");
+	cJSON_AddNullToObject(t, "lifetime");
+	cJSON_AddNullToObject(t, "execution");
+	add_default(o, "timeout", t);
+	/* timeout.execution (ms) from the sidecar when the record has none. */
+	t = cJSON_GetObjectItemCaseSensitive(o, "timeout");
+	uint64_t ms = api_sandbox_exec_timeout(s, sb->id);
+	const cJSON *cur = cJSON_GetObjectItemCaseSensitive(t, "execution");
+	if (ms && cJSON_IsObject(t) && (!cur || cJSON_IsNull(cur))) {
+		cJSON_DeleteItemFromObjectCaseSensitive(t, "execution");
+		cJSON_AddNumberToObject(t, "execution", (double)ms);
+	}
+	if (!detail)
+		return o;
+	/* diskBytes stays 0 until the storage layer reports a sandbox's usage. */
+	sl_cgusage u = {0};
+	char cg[64];
+	sl_err err = {0};
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
+	if (!strcmp(sb->status, "running") || !strcmp(sb->status, "paused"))
+		cgroup_usage(s->ctx->cg, cg, &u, &err);
+	cJSON *use = cJSON_AddObjectToObject(o, "usage");
+	cJSON_AddNumberToObject(use, "cpuSeconds", u.cpu_usage_ns / 1e9);
+	cJSON_AddNumberToObject(use, "memoryBytes", (double)u.memory_bytes);
+	cJSON_AddNumberToObject(use, "diskBytes", 0);
+	cJSON_AddNumberToObject(use, "pids", (double)u.pids_current);
+	sl_exec *ex = NULL;
+	size_t nex = 0;
+	sl_err e2 = {0};
+	if (strcmp(sb->status, "terminated") && exec_list(s->ctx, sb->id, &ex, &nex, &e2) == 0)
+		exec_free_list(ex, nex);
+	cJSON_AddNumberToObject(o, "executions", (double)nex);
+	return o;
+}
+
+/* ---- shared helpers ---- */
+
+int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err)
+{
+	if (sandbox_get(r->srv->ctx, r->param[0], sb, err) < 0) {
+		if (err->kind == SL_INVALID)
+			err->kind = SL_NOTFOUND;
+		return -1;
+	}
+	if (!strcmp(sb->status, "terminated")) {
+		sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed (%s)", sb->id,
+			sb->reason[0] ? sb->reason : "deleted");
+		sandbox_free(sb);
+		return -1;
+	}
+	if (!strcmp(sb->status, "paused")) {
+		bool resume = false;
+		if (api_query_bool(r, "autoResume", false, &resume, err) < 0) {
+			sandbox_free(sb);
+			return -1;
+		}
+		if (resume)
+			sl_fail(err, SL_NOTIMPL, 0,
+				"sandbox %s is paused and resuming is not available yet", sb->id);
+		else
+			sl_fail(err, SL_CONFLICT, 0,
+				"sandbox %s is paused; resume it or pass ?autoResume=1", sb->id);
+		sandbox_free(sb);
+		return -1;
+	}
+	return 0;
+}
+
+char *api_sandbox_path(const sl_sandbox *sb, const char *field, const char *path, sl_err *err)
+{
+	if (!path || !*path) {
+		sl_fail(err, SL_INVALID, 0, "%s: required (a path inside the sandbox)", field);
+		return NULL;
+	}
+	if (strlen(path) >= 4000) {
+		sl_fail(err, SL_INVALID, 0, "%s: too long", field);
+		return NULL;
+	}
+	char *out;
+	int n = path[0] == '/'
+		    ? asprintf(&out, "%s", path)
+		    : asprintf(&out, "%s/%s", strcmp(sb->workdir, "/") ? sb->workdir : "", path);
+	if (n < 0) {
+		sl_fail(err, SL_INTERNAL, ENOMEM, "%s", field);
+		return NULL;
+	}
+	return out;
+}
+
+/* ---- create ---- */
+
+/* Fields of later features: present and meaningful -> 501 naming them. */
+static int later_fields(const cJSON *body, sl_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "snapshot");
+	if (v && !cJSON_IsNull(v))
+		return sl_fail(err, SL_NOTIMPL, 0,
+			       "snapshot: creating a sandbox from a snapshot is not available yet");
+	static const char *const lists[] = {"packages", "volumes"};
+	for (size_t i = 0; i < 2; i++) {
+		v = cJSON_GetObjectItemCaseSensitive(body, lists[i]);
+		if (v && !cJSON_IsNull(v) && !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0)) {
+			if (!cJSON_IsArray(v))
+				return sl_fail(err, SL_INVALID, 0, "%s: expected an array",
+					       lists[i]);
+			return sl_fail(err, SL_NOTIMPL, 0, "%s: not available yet", lists[i]);
+		}
+	}
+	v = cJSON_GetObjectItemCaseSensitive(body, "command");
+	if (v && !cJSON_IsNull(v))
+		return sl_fail(err, SL_NOTIMPL, 0,
+			       "command: a start command for the sandbox is not available yet");
+	const cJSON *net = cJSON_GetObjectItemCaseSensitive(body, "network");
+	if (net && !cJSON_IsNull(net)) {
+		static const char *const f[] = {"enabled", "allow", "deny", NULL};
+		if (api_json_fields(net, "network.", f, err) < 0)
+			return -1;
+		bool on = false;
+		if (api_json_bool(net, "network.", "enabled", &on, err) < 0)
+			return -1;
+		if (on)
+			return sl_fail(
+			    err, SL_NOTIMPL, 0,
+			    "network.enabled: networking is not available yet; sandboxes "
+			    "have only a loopback interface");
+		for (size_t i = 1; i < 3; i++) {
+			v = cJSON_GetObjectItemCaseSensitive(net, f[i]);
+			if (v && !cJSON_IsNull(v) && !(cJSON_IsArray(v) && !cJSON_GetArraySize(v)))
+				return sl_fail(err, SL_NOTIMPL, 0, "network.%s: not available yet",
+					       f[i]);
+		}
+	}
+	return 0;
+}
+
+/* The timeout object: execution is ours; idle and lifetime need the reaper (later). */
+static int parse_timeouts(const cJSON *body, uint64_t *exec_ms, sl_err *err)
+{
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(body, "timeout");
+	*exec_ms = 0;
+	if (!t || cJSON_IsNull(t))
+		return 0;
+	static const char *const f[] = {"idle", "lifetime", "execution", NULL};
+	if (api_json_fields(t, "timeout.", f, err) < 0)
+		return -1;
+	for (size_t i = 0; i < 2; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, f[i]);
+		if (v && !cJSON_IsNull(v))
+			return sl_fail(err, SL_NOTIMPL, 0,
+				       "timeout.%s: %s timeouts are not available yet", f[i], f[i]);
+	}
+	bool given;
+	return api_json_duration(t, "timeout.", "execution", exec_ms, &given, err);
+}
+
+/* A quantity may come as a string ("512Mi") or a number (0.5, 1e9). */
+static int quantity_field(const cJSON *res, const char *key, bool cpu, uint64_t *out, sl_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, key);
+	char field[32], num[64];
+	snprintf(field, sizeof(field), "resources.%s", key);
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	const char *text;
+	if (cJSON_IsString(v)) {
+		text = v->valuestring;
+	} else if (cJSON_IsNumber(v)) {
+		snprintf(num, sizeof(num), "%.17g", v->valuedouble);
+		text = num;
+	} else {
+		return sl_fail(err, SL_INVALID, 0, "%s: expected a quantity like \"%s\"", field,
+			       cpu ? "500m" : "512Mi");
+	}
+	return cpu ? quantity_parse_cpu(field, text, out, err)
+		   : quantity_parse_bytes(field, text, out, err);
+}
+
+static int parse_resources(const cJSON *body, sl_create_opts *o, sl_err *err)
+{
+	const cJSON *res = cJSON_GetObjectItemCaseSensitive(body, "resources");
+	if (!res || cJSON_IsNull(res))
+		return 0;
+	static const char *const f[] = {"cpu", "memory", "disk", "pids", NULL};
+	if (api_json_fields(res, "resources.", f, err) < 0 ||
+	    quantity_field(res, "cpu", true, &o->cpu_millis, err) < 0 ||
+	    quantity_field(res, "memory", false, &o->memory, err) < 0 ||
+	    quantity_field(res, "disk", false, &o->disk, err) < 0)
+		return -1;
+	bool given;
+	return api_json_uint(res, "resources.", "pids", 1, 4194304, &o->pids, &given, err);
+}
+
+int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bool run_body,
+			    sl_sandbox *out, sl_err *err)
+{
+	static const char *const fields[] = {
+	    "image",   "snapshot", "name",    "ephemeral", "resources",	       "env",
+	    "labels",  "network",  "timeout", "user",	   "workingDirectory", "packages",
+	    "volumes", "command",  NULL};
+	sl_create_opts o = {0};
+	uint64_t exec_ms = 0;
+	char **env = NULL, **labels = NULL;
+	int r = -1;
+	if (!run_body) {
+		if (body &&
+		    (api_json_fields(body, "", fields, err) < 0 || later_fields(body, err) < 0 ||
+		     parse_timeouts(body, &exec_ms, err) < 0 ||
+		     api_json_string(body, "", "name", &o.name, err) < 0 ||
+		     api_json_string(body, "", "user", &o.user, err) < 0 ||
+		     api_json_string(body, "", "workingDirectory", &o.workdir, err) < 0 ||
+		     api_json_bool(body, "", "ephemeral", &o.ephemeral, err) < 0 ||
+		     api_json_kv(body, "", "labels", &labels, err) < 0))
+			goto out;
+	}
+	if (body &&
+	    (api_json_string(body, "", "image", &o.image, err) < 0 ||
+	     parse_resources(body, &o, err) < 0 || api_json_kv(body, "", "env", &env, err) < 0))
+		goto out;
+	if (ephemeral)
+		o.ephemeral = true;
+	o.env = (const char *const *)env;
+	o.labels = (const char *const *)labels;
+	if (sandbox_create(s->ctx, &o, out, err) < 0)
+		goto out;
+	if (exec_ms && sidecar_save(s, out->id, exec_ms, err) < 0) {
+		sl_err e2 = {0};
+		sandbox_destroy(s->ctx, out->id, "create failed", &e2);
+		sandbox_free(out);
+		goto out;
+	}
+	r = 0;
+out:
+	api_strv_free(env);
+	api_strv_free(labels);
+	return r;
+}
+
+enum MHD_Result api_sandboxes_create(api_req *r)
+{
+	const cJSON *body;
+	sl_err err = {0};
+	sl_sandbox sb;
+	if (api_body_object(r, true, &body, &err) < 0 ||
+	    api_sandbox_create_from(r->srv, body, false, false, &sb, &err) < 0)
+		return api_reply_error(r, &err);
+	cJSON *o = sandbox_json(r->srv, &sb, true);
+	sandbox_free(&sb);
+	return api_reply_json(r, 201, o);
+}
+
+/* ---- list ---- */
+
+typedef struct list_filter {
+	char statuses[8][16];
+	int nstatus;
+	char *labels[32]; /* "k=v" */
+	int nlabels;
+	sl_err err;
+} list_filter;
+
+static const char *const known_statuses[] = {"creating",   "running", "paused", "stopped",
+					     "terminated", "failed",  NULL};
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+				   const char *value)
+{
+	list_filter *f = cls;
+	if (f->err.kind || !value)
+		return MHD_YES;
+	if (!strcmp(key, "label")) {
+		if (!strchr(value, '=')) {
+			sl_fail(&f->err, SL_INVALID, 0,
+				"?label=%s: expected k=v (escape = as %%3D)", value);
+			return MHD_NO;
+		}
+		if (f->nlabels == 32) {
+			sl_fail(&f->err, SL_INVALID, 0, "?label: at most 32 filters");
+			return MHD_NO;
+		}
+		f->labels[f->nlabels++] = (char *)value;
+	} else if (!strcmp(key, "status")) {
+		_cleanup_free_ char *copy = strdup(value);
+		char *save = NULL;
+		for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t;
+		     t = strtok_r(NULL, ",", &save)) {
+			bool ok = false;
+			for (const char *const *k = known_statuses; *k; k++)
+				ok = ok || !strcmp(*k, t);
+			if (!ok || f->nstatus == 8) {
+				sl_fail(&f->err, SL_INVALID, 0,
+					"?status=%s: one or more of creating, running, paused, "
+					"stopped, terminated, failed",
+					t);
+				return MHD_NO;
+			}
+			snprintf(f->statuses[f->nstatus++], 16, "%s", t);
+		}
+	}
+	return MHD_YES;
+}
+
+static bool filter_match(const list_filter *f, const sl_sandbox *sb)
+{
+	if (f->nstatus) {
+		bool ok = false;
+		for (int i = 0; i < f->nstatus; i++)
+			ok = ok || !strcmp(f->statuses[i], sb->status);
+		if (!ok)
+			return false;
+	} else if (!strcmp(sb->status, "terminated")) {
+		return false; /* tombstones only when asked for */
+	}
+	for (int i = 0; i < f->nlabels; i++) {
+		const char *eq = strchr(f->labels[i], '=');
+		char key[256];
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - f->labels[i]), f->labels[i]);
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(sb->labels, key);
+		if (!cJSON_IsString(v) || strcmp(v->valuestring, eq + 1))
+			return false;
+	}
+	return true;
+}
+
+static int query_uint(api_req *r, const char *key, uint64_t max, uint64_t *out, sl_err *err)
+{
+	const char *v = api_query(r, key);
+	if (!v)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (!*v || *end || errno || *v == '-' || n > max)
+		return sl_fail(err, SL_INVALID, 0, "?%s=%s: expected a whole number up to %llu",
+			       key, v, (unsigned long long)max);
+	*out = n;
+	return 0;
+}
+
+enum MHD_Result api_sandboxes_list(api_req *r)
+{
+	list_filter f = {0};
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_arg, &f);
+	if (f.err.kind)
+		return api_reply_error(r, &f.err);
+	uint64_t limit = 1000000, offset = 0;
+	sl_err err = {0};
+	if (query_uint(r, "limit", 1000000, &limit, &err) < 0 ||
+	    query_uint(r, "offset", UINT32_MAX, &offset, &err) < 0)
+		return api_reply_error(r, &err);
+	sl_sandbox *list;
+	size_t n;
+	if (sandbox_list(r->srv->ctx, &list, &n, &err) < 0)
+		return api_reply_error(r, &err);
+	cJSON *o = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(o, "sandboxes");
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!filter_match(&f, &list[i]))
+			continue;
+		if (total >= offset && total - offset < limit)
+			cJSON_AddItemToArray(arr, sandbox_json(r->srv, &list[i], false));
+		total++;
+	}
+	sandbox_free_list(list, n);
+	cJSON_AddNumberToObject(o, "total", (double)total);
+	return api_reply_json(r, 200, o);
+}
+
+/* ---- get, patch, delete ---- */
+
+enum MHD_Result api_sandboxes_get(api_req *r)
+{
+	sl_sandbox sb;
+	sl_err err = {0};
+	if (sandbox_get(r->srv->ctx, r->param[0], &sb, &err) < 0) {
+		if (err.kind == SL_INVALID)
+			err.kind = SL_NOTFOUND;
+		return api_reply_error(r, &err);
+	}
+	cJSON *o = sandbox_json(r->srv, &sb, true);
+	sandbox_free(&sb);
+	return api_reply_json(r, 200, o);
+}
+
+enum MHD_Result api_sandboxes_patch(api_req *r)
+{
+	static const char *const fields[] = {"labels", "timeout", NULL};
+	const cJSON *body;
+	sl_err err = {0};
+	sl_sandbox sb;
+	if (api_body_object(r, false, &body, &err) < 0 ||
+	    api_json_fields(body, "", fields, &err) < 0)
+		return api_reply_error(r, &err);
+	uint64_t exec_ms = 0;
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(body, "timeout");
+	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(body, "labels");
+	char **kv = NULL;
+	/* Read for its checks (messages naming the field); the runtime takes the object. */
+	if (parse_timeouts(body, &exec_ms, &err) < 0 ||
+	    api_json_kv(body, "", "labels", &kv, &err) < 0)
+		return api_reply_error(r, &err);
+	api_strv_free(kv);
+	if (api_sandbox_for_call(r, &sb, &err) < 0)
+		return api_reply_error(r, &err);
+	int rc = 0;
+	if (labels && !cJSON_IsNull(labels))
+		rc = sandbox_set_labels(r->srv->ctx, sb.id, labels, NULL, &err);
+	if (rc == 0 && t && !cJSON_IsNull(t))
+		rc = sidecar_save(r->srv, sb.id, exec_ms, &err);
+	char id[32];
+	snprintf(id, sizeof(id), "%s", sb.id);
+	sandbox_free(&sb);
+	if (rc < 0 || sandbox_get(r->srv->ctx, id, &sb, &err) < 0)
+		return api_reply_error(r, &err);
+	cJSON *o = sandbox_json(r->srv, &sb, true);
+	sandbox_free(&sb);
+	return api_reply_json(r, 200, o);
+}
+
+enum MHD_Result api_sandboxes_delete(api_req *r)
+{
+	sl_err err = {0};
+	if (sandbox_destroy(r->srv->ctx, r->param[0], "deleted", &err) < 0) {
+		if (err.kind == SL_INVALID)
+			err.kind = SL_NOTFOUND;
+		return api_reply_error(r, &err);
+	}
+	return api_reply_empty(r, 204);
+}

@@ -1,0 +1,466 @@
+/* server.c — `sandlot serve`: the listeners (unix socket, loopback TCP), one
+ * libmicrohttpd daemon each, request bodies, auth, dispatch, and the main loop. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "../runtime/cleanup.h"
+#include "../runtime/log.h"
+#include "../runtime/state.h"
+#include "http.h"
+
+/* How far past the cap a chunked body is read (and dropped) so the client still gets
+ * its 413; beyond this the connection is cut. */
+#define DISCARD_SLACK (16ull << 20)
+
+typedef struct api_listener {
+	api_server *srv;
+	bool need_key;
+	int fd;
+	struct MHD_Daemon *mhd;
+	char where[160];
+} api_listener;
+
+/* ---- listeners ---- */
+
+static int unix_listener(const char *path, int *out, sl_err *err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path) >= (int)sizeof(sa.sun_path))
+		return sl_fail(err, SL_INVALID, 0, "--socket %s: longer than %zu bytes", path,
+			       sizeof(sa.sun_path) - 1);
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (state_mkdirs(dir, 0755, err) < 0)
+			return -1;
+	}
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return sl_sysfail(err, "socket");
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return sl_fail(err, SL_CONFLICT, 0, "%s exists and is not a socket", path);
+		/* A socket file nobody answers on is left over from a daemon that died. */
+		_cleanup_close_ int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return sl_fail(err, SL_CONFLICT, 0,
+				       "another sandlot serve is listening on %s", path);
+		unlink(path);
+	}
+	/* Bind with 0660 from the start: no moment where others could connect. */
+	mode_t old = umask(0117);
+	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	int e = errno;
+	umask(old);
+	if (r < 0)
+		return sl_fail(err, SL_INTERNAL, e, "bind %s", path);
+	if (chmod(path, 0660) < 0 || listen(fd, 1024) < 0) {
+		e = errno;
+		unlink(path);
+		return sl_fail(err, SL_INTERNAL, e, "listen on %s", path);
+	}
+	*out = steal_fd(&fd);
+	return 0;
+}
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+	return false;
+}
+
+/* "127.0.0.1:8080", "[::1]:8080", "localhost:8080", ":8080" (loopback). */
+static int tcp_listener(const char *spec, bool allow_remote, int *out, char *where, size_t wlen,
+			sl_err *err)
+{
+	char host[128];
+	const char *colon = strrchr(spec, ':');
+	if (!colon || !colon[1])
+		return sl_fail(err, SL_INVALID, 0, "--listen %s: expected HOST:PORT", spec);
+	size_t hl = colon - spec;
+	if (hl >= sizeof(host))
+		return sl_fail(err, SL_INVALID, 0, "--listen %s: host too long", spec);
+	memcpy(host, spec, hl);
+	host[hl] = '\0';
+	if (host[0] == '[' && hl >= 2 && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = '\0';
+	}
+	if (!host[0] || !strcmp(host, "localhost"))
+		snprintf(host, sizeof(host), "127.0.0.1");
+	char *end;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (*end || port > 65535)
+		return sl_fail(err, SL_INVALID, 0, "--listen %s: \"%s\" is not a port", spec,
+			       colon + 1);
+	struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
+				 .ai_socktype = SOCK_STREAM};
+	struct addrinfo *ai;
+	char portstr[8];
+	snprintf(portstr, sizeof(portstr), "%lu", port);
+	int gr = getaddrinfo(host, portstr, &hints, &ai);
+	if (gr != 0)
+		return sl_fail(err, SL_INVALID, 0, "--listen %s: \"%s\" is not an IP address (%s)",
+			       spec, host, gai_strerror(gr));
+	if (!is_loopback(ai->ai_addr) && !allow_remote) {
+		freeaddrinfo(ai);
+		return sl_fail(err, SL_INVALID, 0,
+			       "--listen %s: not a loopback address; the API controls sandboxes, "
+			       "so pass --allow-remote to expose it (clients still need the key)",
+			       spec);
+	}
+	_cleanup_close_ int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	int r = fd < 0 ? -1 : setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (r == 0)
+		r = bind(fd, ai->ai_addr, ai->ai_addrlen);
+	int e = errno;
+	freeaddrinfo(ai);
+	if (r < 0 || listen(fd, 1024) < 0)
+		return sl_fail(err, SL_INTERNAL, r < 0 ? e : errno, "listen on %s", spec);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char addr[INET6_ADDRSTRLEN] = "?";
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		int p;
+		if (ss.ss_family == AF_INET6) {
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr,
+				  sizeof(addr));
+			p = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+			snprintf(where, wlen, "http://[%s]:%d", addr, p);
+		} else {
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, addr,
+				  sizeof(addr));
+			p = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+			snprintf(where, wlen, "http://%s:%d", addr, p);
+		}
+	}
+	*out = steal_fd(&fd);
+	return 0;
+}
+
+/* ---- requests ---- */
+
+static bool authorized(api_req *r)
+{
+	const char *auth = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");
+	const char *given = NULL;
+	if (auth && !strncasecmp(auth, "Bearer ", 7)) {
+		given = auth + 7;
+		while (*given == ' ')
+			given++;
+	}
+	if (!given)
+		given = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-API-Key");
+	return api_key_equal(given, r->srv->key);
+}
+
+static enum MHD_Result reply_unauthorized(api_req *r)
+{
+	struct MHD_Response *resp = api_error_response(
+	    "UNAUTHENTICATED",
+	    "this listener needs the API key: send \"Authorization: Bearer KEY\" or "
+	    "\"X-API-Key: KEY\" (print it with `sandlot key`)",
+	    NULL);
+	if (resp)
+		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+	return api_reply(r, 401, resp);
+}
+
+static enum MHD_Result reply_no_route(api_req *r, bool path_known, const char *allow)
+{
+	char msg[512];
+	if (path_known) {
+		snprintf(msg, sizeof(msg), "%s answers %s, not %s", r->url, allow, r->method);
+		struct MHD_Response *resp = api_error_response("METHOD_NOT_ALLOWED", msg, NULL);
+		if (resp)
+			MHD_add_response_header(resp, "Allow", allow);
+		return api_reply(r, 405, resp);
+	}
+	/* "route":"unknown" tells a missing route from a missing sandbox (tests rely on it). */
+	snprintf(msg, sizeof(msg), "no route %s %s (see api/openapi.yaml)", r->method, r->url);
+	cJSON *extra = cJSON_CreateObject();
+	cJSON_AddStringToObject(extra, "route", "unknown");
+	return api_reply(r, 404, api_error_response("NOT_FOUND", msg, extra));
+}
+
+static api_req *req_new(api_listener *l, struct MHD_Connection *c, const char *url,
+			const char *method)
+{
+	api_req *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->srv = l->srv;
+	r->conn = c;
+	snprintf(r->method, sizeof(r->method), "%s", method);
+	r->url = strdup(url);
+	if (!r->url) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static void req_free(api_req *r)
+{
+	if (!r)
+		return;
+	if (r->upload_free)
+		r->upload_free(r);
+	for (int i = 0; i < r->nparam; i++)
+		free(r->param[i]);
+	cJSON_Delete(r->json);
+	free(r->body);
+	free(r->url);
+	free(r);
+}
+
+/* The first call for a request: headers are in, no body yet. */
+static enum MHD_Result req_begin(api_listener *l, api_req *r)
+{
+	if (l->need_key && !authorized(r))
+		return reply_unauthorized(r);
+	bool known;
+	char allow[64];
+	r->route = api_route_match(r, r->method, r->url, &known, allow, sizeof(allow));
+	if (!r->route)
+		return reply_no_route(r, known, allow);
+	r->cap = r->route->body == API_BODY_RAW ? r->srv->opt.max_upload : r->srv->opt.max_json;
+	const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
+	if (cl && strtoull(cl, NULL, 10) > r->cap)
+		return api_fail(r, SL_TOOLARGE,
+				"the body (%s bytes) is over this route's cap of %llu bytes", cl,
+				(unsigned long long)r->cap);
+	if (r->route->body == API_BODY_RAW && r->route->begin) {
+		sl_err err = {0};
+		if (r->route->begin(r, &err) < 0)
+			return api_reply_error(r, &err);
+	}
+	return MHD_YES;
+}
+
+static int body_append(api_req *r, const char *data, size_t n, sl_err *err)
+{
+	if (r->body_len + n + 1 > r->body_cap) {
+		size_t cap = r->body_cap ? r->body_cap : 4096;
+		while (cap < r->body_len + n + 1)
+			cap *= 2;
+		char *b = realloc(r->body, cap);
+		if (!b)
+			return sl_fail(err, SL_INTERNAL, ENOMEM, "read the request body");
+		r->body = b;
+		r->body_cap = cap;
+	}
+	memcpy(r->body + r->body_len, data, n);
+	r->body_len += n;
+	r->body[r->body_len] = '\0';
+	return 0;
+}
+
+static enum MHD_Result req_data(api_req *r, const char *data, size_t n)
+{
+	r->received += n;
+	if (r->queued)
+		return MHD_YES;
+	if (r->received > r->cap && !r->pending.kind)
+		sl_fail(&r->pending, SL_TOOLARGE, 0,
+			"the body is over this route's cap of %llu bytes",
+			(unsigned long long)r->cap);
+	if (r->pending.kind)
+		return r->received > r->cap + DISCARD_SLACK ? MHD_NO : MHD_YES;
+	if (r->route->body == API_BODY_JSON)
+		body_append(r, data, n, &r->pending);
+	else if (r->route->body == API_BODY_RAW && r->route->chunk)
+		r->route->chunk(r, data, n, &r->pending);
+	return MHD_YES;
+}
+
+static enum MHD_Result req_end(api_req *r)
+{
+	if (r->queued)
+		return MHD_YES;
+	if (r->pending.kind)
+		return api_reply_error(r, &r->pending);
+	if (r->route->body == API_BODY_JSON && r->body_len) {
+		sl_err err = {0};
+		r->json = api_json_parse(r->body, r->body_len, &err);
+		if (!r->json)
+			return api_reply_error(r, &err);
+	}
+	enum MHD_Result ret = r->route->handle(r);
+	if (!r->queued && ret == MHD_YES)
+		ret = api_fail(r, SL_INTERNAL, "the handler for %s %s gave no answer", r->method,
+			       r->url);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	api_listener *l = cls;
+	api_req *r = *con_cls;
+	if (!r) {
+		r = req_new(l, c, url, method);
+		if (!r)
+			return MHD_NO;
+		*con_cls = r;
+		return req_begin(l, r);
+	}
+	if (*upload_size) {
+		enum MHD_Result ret = req_data(r, upload, *upload_size);
+		*upload_size = 0;
+		return ret;
+	}
+	return req_end(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	req_free(*con_cls);
+	*con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char buf[512];
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	buf[strcspn(buf, "\n")] = '\0';
+	sl_log(SL_LOG_WARN, "http: %s", buf);
+}
+
+static int listener_start(api_listener *l, sl_err *err)
+{
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+			 MHD_ALLOW_UPGRADE | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	/* The logger goes first so that MHD's messages about the other options reach it. */
+	l->mhd = MHD_start_daemon(
+	    flags, 0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, l,
+	    MHD_OPTION_LISTEN_SOCKET, l->fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+	    (size_t)(256 * 1024), MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
+	if (!l->mhd)
+		return sl_fail(err, SL_INTERNAL, errno, "start the HTTP server on %s", l->where);
+	return 0;
+}
+
+/* ---- the main loop ---- */
+
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
+{
+	api_server srv = {.ctx = ctx, .opt = *o};
+	pthread_mutex_init(&srv.lock, NULL);
+	if (!srv.opt.max_json)
+		srv.opt.max_json = API_DEFAULT_MAX_JSON;
+	if (!srv.opt.max_upload)
+		srv.opt.max_upload = API_DEFAULT_MAX_UPLOAD;
+	char sock[PATH_MAX];
+	if (o->socket_path)
+		snprintf(sock, sizeof(sock), "%s", o->socket_path);
+	else
+		snprintf(sock, sizeof(sock), "%s/sandlot.sock", ctx->cfg.run_dir);
+	if (api_key_load(&ctx->cfg, srv.key, err) < 0)
+		return -1;
+	raise_fd_limit();
+
+	api_listener ls[2] = {{.srv = &srv, .fd = -1}, {.srv = &srv, .fd = -1}};
+	int nl = 1;
+	if (o->listen) {
+		ls[1].need_key = true;
+		if (tcp_listener(o->listen, o->allow_remote, &ls[1].fd, ls[1].where,
+				 sizeof(ls[1].where), err) < 0)
+			return -1;
+		nl = 2;
+	}
+	if (unix_listener(sock, &ls[0].fd, err) < 0) {
+		if (ls[1].fd >= 0)
+			close(ls[1].fd);
+		return -1;
+	}
+	snprintf(ls[0].where, sizeof(ls[0].where), "unix:%s", sock);
+
+	/* Signals are taken by this thread only (sigtimedwait); every server thread
+	 * inherits the mask. A client gone mid-write must not kill the daemon. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	int r = 0;
+	int started = 0;
+	for (; started < nl && r == 0; started++)
+		r = listener_start(&ls[started], err);
+	if (r == 0) {
+		if (nl == 2)
+			printf("sandlot: serving the API on %s (no key) and %s (API key required: "
+			       "`sandlot key`)\n",
+			       ls[0].where, ls[1].where);
+		else
+			printf("sandlot: serving the API on %s\n", ls[0].where);
+		fflush(stdout);
+		sl_log(SL_LOG_INFO, "serve: listening on %s%s%s", ls[0].where,
+		       nl == 2 ? " and " : "", nl == 2 ? ls[1].where : "");
+		for (;;) {
+			siginfo_t si;
+			struct timespec ts = {1, 0};
+			int sig = sigtimedwait(&set, &si, &ts);
+			if (sig == SIGTERM || sig == SIGINT)
+				break;
+			/* Inits of sandboxes this daemon created are its children. */
+			if (sig == SIGCHLD)
+				sandbox_reap(ctx);
+			api_pty_sweep(&srv, false);
+		}
+		sl_log(SL_LOG_INFO, "serve: stopping");
+	} else {
+		started--;
+	}
+	atomic_store(&srv.stopping, true);
+	for (int i = 0; i < nl; i++) {
+		if (ls[i].mhd) {
+			/* Take the listening socket back first so no new client gets in. */
+			MHD_socket q = MHD_quiesce_daemon(ls[i].mhd);
+			MHD_stop_daemon(ls[i].mhd);
+			if (q != MHD_INVALID_SOCKET)
+				ls[i].fd = q;
+		}
+		if (ls[i].fd >= 0)
+			close(ls[i].fd);
+	}
+	unlink(sock);
+	api_pty_sweep(&srv, true);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	return r;
+}

@@ -1,0 +1,138 @@
+/* stream.c — an execution's stdout/stderr as a chunked HTTP body read straight from its
+ * log file: what is there now, or with ?follow=1 live until the command ends. */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "../runtime/state.h"
+#include "http.h"
+
+#define BLOCK	   (64 * 1024)
+#define RECHECK_MS 250
+
+typedef struct log_stream {
+	api_server *srv;
+	char sandbox_id[32], exec_id[32];
+	int fd;	  /* the log, only ever appended to */
+	int ino;  /* inotify on the execution's directory, or -1 (then we poll) */
+	int conn; /* the client's socket: a hang-up ends a follow */
+	bool follow, ended;
+} log_stream;
+
+static void stream_free(void *cls)
+{
+	log_stream *ls = cls;
+	if (ls->fd >= 0)
+		close(ls->fd);
+	if (ls->ino >= 0)
+		close(ls->ino);
+	free(ls);
+}
+
+/* Wait until something in the execution's directory changes, a recheck is due, or the
+ * client hangs up (-1). */
+static int wait_change(log_stream *ls)
+{
+	struct pollfd p[2] = {{ls->conn, POLLRDHUP, 0}, {ls->ino, POLLIN, 0}};
+	int n = poll(p, ls->ino >= 0 ? 2 : 1, ls->ino >= 0 ? RECHECK_MS : 50);
+	if (n > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		return -1;
+	if (n > 0 && (p[1].revents & POLLIN)) {
+		char buf[4096];
+		while (read(ls->ino, buf, sizeof(buf)) > 0)
+			;
+	}
+	return 0;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	log_stream *ls = cls;
+	for (;;) {
+		ssize_t n = pread(ls->fd, buf, max, (off_t)pos);
+		if (n > 0)
+			return n;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (!ls->follow || ls->ended)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (atomic_load(&ls->srv->stopping))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		sl_exec e;
+		sl_err err = {0};
+		if (exec_get(ls->srv->ctx, ls->sandbox_id, ls->exec_id, &e, &err) < 0)
+			return MHD_CONTENT_READER_END_OF_STREAM; /* destroyed meanwhile */
+		/* Ended: one more read takes what it wrote before its exit. */
+		ls->ended = e.status != SL_EXEC_RUNNING;
+		exec_free(&e);
+		if (!ls->ended && wait_change(ls) < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+}
+
+static enum MHD_Result serve_log(api_req *r, const char *stream)
+{
+	sl_err err = {0};
+	bool follow;
+	sl_sandbox sb;
+	if (api_query_bool(r, "follow", false, &follow, &err) < 0 ||
+	    api_sandbox_for_call(r, &sb, &err) < 0)
+		return api_reply_error(r, &err);
+	log_stream *ls = calloc(1, sizeof(*ls));
+	if (!ls) {
+		sandbox_free(&sb);
+		return api_fail(r, SL_INTERNAL, "out of memory");
+	}
+	ls->srv = r->srv;
+	ls->fd = ls->ino = -1;
+	ls->follow = follow;
+	snprintf(ls->sandbox_id, sizeof(ls->sandbox_id), "%s", sb.id);
+	snprintf(ls->exec_id, sizeof(ls->exec_id), "%s", r->param[1]);
+	sandbox_free(&sb);
+	if (exec_open_log(r->srv->ctx, ls->sandbox_id, ls->exec_id, stream, &ls->fd, &err) < 0) {
+		stream_free(ls);
+		return api_reply_error(r, &err);
+	}
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	ls->conn = ci ? ci->connect_fd : -1;
+	if (follow) {
+		char dir[PATH_MAX];
+		state_run_dir(&r->srv->ctx->cfg, ls->sandbox_id, dir, sizeof(dir));
+		size_t n = strlen(dir);
+		snprintf(dir + n, sizeof(dir) - n, "/execs/%s", ls->exec_id);
+		ls->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		if (ls->ino >= 0 && inotify_add_watch(ls->ino, dir,
+						      IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE |
+							  IN_MOVED_TO | IN_ATTRIB) < 0) {
+			close(ls->ino);
+			ls->ino = -1;
+		}
+	}
+	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BLOCK,
+								      stream_read, ls, stream_free);
+	if (!resp) {
+		stream_free(ls);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	return api_reply(r, 200, resp);
+}
+
+enum MHD_Result api_exec_stdout(api_req *r)
+{
+	return serve_log(r, "stdout");
+}
+
+enum MHD_Result api_exec_stderr(api_req *r)
+{
+	return serve_log(r, "stderr");
+}

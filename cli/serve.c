@@ -1,0 +1,100 @@
+/* serve.c — `sandlot serve` (the HTTP API daemon, api/) and `sandlot key` (the API key
+ * TCP clients send): option parsing only; the server lives in api/server.c. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../api/api.h"
+#include "cli.h"
+#include "quantity.h"
+
+/* --state-dir replaces the context main opened from the environment. */
+static int reopen_state(sl_ctx *ctx, const char *dir)
+{
+	sl_err err = {0};
+	ctx_close(ctx);
+	setenv("SANDLOT_STATE_DIR", dir, 1);
+	if (ctx_open(ctx, &err) < 0)
+		return cli_fail(&err);
+	return 0;
+}
+
+int cmd_serve(sl_ctx *ctx, int argc, char **argv)
+{
+	enum { O_SOCKET = 256, O_LISTEN, O_REMOTE, O_STATE, O_MAXBODY, O_MAXUP };
+	static const struct option opts[] = {
+	    {"socket", required_argument, 0, O_SOCKET},
+	    {"listen", required_argument, 0, O_LISTEN},
+	    {"allow-remote", no_argument, 0, O_REMOTE},
+	    {"state-dir", required_argument, 0, O_STATE},
+	    {"max-body", required_argument, 0, O_MAXBODY},
+	    {"max-upload", required_argument, 0, O_MAXUP},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
+	};
+	api_options o = {.max_json = API_DEFAULT_MAX_JSON, .max_upload = API_DEFAULT_MAX_UPLOAD};
+	const char *state = NULL;
+	sl_err err = {0};
+	optind = 1;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_SOCKET:
+			o.socket_path = optarg;
+			break;
+		case O_LISTEN:
+			o.listen = optarg;
+			break;
+		case O_REMOTE:
+			o.allow_remote = true;
+			break;
+		case O_STATE:
+			state = optarg;
+			break;
+		case O_MAXBODY:
+			if (quantity_parse_bytes("--max-body", optarg, &o.max_json, &err) < 0)
+				return cli_fail(&err);
+			break;
+		case O_MAXUP:
+			if (quantity_parse_bytes("--max-upload", optarg, &o.max_upload, &err) < 0)
+				return cli_fail(&err);
+			break;
+		case 'h':
+			puts("usage: sandlot serve [--socket PATH] [--listen 127.0.0.1:PORT] "
+			     "[--allow-remote]\n"
+			     "                     [--state-dir DIR] [--max-body 8Mi] "
+			     "[--max-upload 1Gi]\n"
+			     "The unix socket (default <run dir>/sandlot.sock, mode 0660) needs no "
+			     "key;\n"
+			     "TCP clients send the key `sandlot key` prints.");
+			return 0;
+		default:
+			return cli_usage("serve: unknown option \"%s\"", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_usage("serve: unexpected argument \"%s\"", argv[optind]);
+	if (state && reopen_state(ctx, state) != 0)
+		return EXIT_SANDLOT;
+	if (api_serve(ctx, &o, &err) < 0)
+		return cli_fail(&err);
+	return 0;
+}
+
+int cmd_key(sl_ctx *ctx, int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "--state-dir")) {
+		if (reopen_state(ctx, argv[2]) != 0)
+			return EXIT_SANDLOT;
+	} else if (argc != 1) {
+		return cli_usage("key: takes no arguments but --state-dir DIR");
+	}
+	char key[API_KEY_LEN + 1];
+	sl_err err = {0};
+	if (api_key_load(&ctx->cfg, key, &err) < 0)
+		return cli_fail(&err);
+	puts(key);
+	return 0;
+}
