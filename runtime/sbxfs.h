@@ -20,7 +20,7 @@ typedef struct sl_fileinfo {
 	char path[4096]; /* as given, normalised, absolute inside the sandbox */
 	char type[8];	 /* file dir symlink other */
 	uint64_t size;
-	uint32_t mode;	 /* permission bits (07777) */
+	uint32_t mode;	   /* permission bits (07777) */
 	uint32_t uid, gid; /* as seen inside */
 	int64_t mtime_ms;
 	char target[4096]; /* symlinks only */
@@ -35,14 +35,12 @@ int sbxfs_open_read(sl_ctx *ctx, const sl_sandbox *sb, const char *path, int *fd
  * applies to a new file (0644 if 0). The caller writes and closes fd. */
 int sbxfs_open_write(sl_ctx *ctx, const sl_sandbox *sb, const char *path, uint32_t mode, int *fd,
 		     sl_err *err);
-int sbxfs_stat(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_fileinfo *out,
-	       sl_err *err);
+int sbxfs_stat(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_fileinfo *out, sl_err *err);
 /* Entries of a directory, sorted by name. */
-int sbxfs_list(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_fileinfo **out,
-	       size_t *n, sl_err *err);
+int sbxfs_list(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_fileinfo **out, size_t *n,
+	       sl_err *err);
 int sbxfs_mkdir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_err *err); /* -p */
-int sbxfs_remove(sl_ctx *ctx, const sl_sandbox *sb, const char *path, bool recursive,
-		 sl_err *err);
+int sbxfs_remove(sl_ctx *ctx, const sl_sandbox *sb, const char *path, bool recursive, sl_err *err);
 int sbxfs_move(sl_ctx *ctx, const sl_sandbox *sb, const char *from, const char *to, sl_err *err);
 /* owner: NULL, or "user", "uid", "user:group" or "uid:gid" as known inside. */
 int sbxfs_chmod(sl_ctx *ctx, const sl_sandbox *sb, const char *path, uint32_t mode,
@@ -59,14 +57,13 @@ int sbxfs_symlink(sl_ctx *ctx, const sl_sandbox *sb, const char *target, const c
 		  sl_err *err);
 /* Whole-file helpers over sbxfs_open_read/sbxfs_open_write. read: SL_TOOLARGE beyond
  * max bytes; *data is NUL-terminated (not counted in *len), caller frees. */
-int sbxfs_read_file(sl_ctx *ctx, const sl_sandbox *sb, const char *path, size_t max,
-		    char **data, size_t *len, sl_err *err);
+int sbxfs_read_file(sl_ctx *ctx, const sl_sandbox *sb, const char *path, size_t max, char **data,
+		    size_t *len, sl_err *err);
 int sbxfs_write_file(sl_ctx *ctx, const sl_sandbox *sb, const char *path, const void *data,
 		     size_t len, uint32_t mode, sl_err *err);
 /* The error for a failed read(2)/write(2)/close(2) on an fd from sbxfs_open_*:
  * ENOSPC/EDQUOT -> SL_EXHAUSTED "disk limit reached". op: "read" or "write". */
-int sbxfs_io_fail(const sl_sandbox *sb, const char *op, const char *path, int errnum,
-		  sl_err *err);
+int sbxfs_io_fail(const sl_sandbox *sb, const char *op, const char *path, int errnum, sl_err *err);
 /* The permission bits as text, "rwxr-xr-x" with s/S and t/T, NUL-terminated. */
 void fileinfo_permissions(uint32_t mode, char out[10]);
 
