@@ -225,6 +225,13 @@ static int out_dir(struct cp *c, const sl_fileinfo *fi, int hdir, const char *na
 				       "%s exists on the host and is not a directory", hpath);
 		return host_fail(c, "open", hpath, errno);
 	}
+	/* The sandbox's /proc and /sys are its kernel's interface, which sbxfs does not
+	 * read (and a sandbox cannot mount them elsewhere): copying "/" keeps them empty. */
+	if (depth > 0 && (!strcmp(fi->path, "/proc") || !strcmp(fi->path, "/sys"))) {
+		fprintf(stderr, "sandlot: cp: skipping the contents of %s (kernel interface)\n",
+			fi->path);
+		return 0;
+	}
 	sl_fileinfo *list;
 	size_t n;
 	if (sbxfs_list(c->ctx, &c->sb, fi->path, &list, &n, &c->err) < 0)

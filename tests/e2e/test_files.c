@@ -947,6 +947,21 @@ static void test_cp_files_and_trees_both_ways(void **state)
 	expect_file(p, "", 0600);
 	free(p);
 
+	/* The whole root: /proc and /sys arrive empty, device nodes are skipped. */
+	char *whole = hpath("cp-root");
+	d = spec(id, "/");
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "cp", d, whole, NULL), 0);
+	assert_true(e2e_contains(r.err, "skipping the contents of /proc"));
+	e2e_result_free(&r);
+	free(d);
+	p = hpath("cp-root/data/sub/run.sh");
+	expect_file(p, "#!/bin/sh\necho ran\n", 0755);
+	free(p);
+	p = hpath("cp-root/proc");
+	assert_int_equal(dir_entries(p), 0);
+	free(p);
+	free(whole);
+
 	/* Errors: exit 125 and one line naming the thing. */
 	d = spec(id, "/no/such");
 	assert_int_equal(e2e_sandlot(&r, NULL, 0, "cp", d, out, NULL), 125);
