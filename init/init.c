@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -21,14 +22,15 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef TIOCGPTPEER
 #define TIOCGPTPEER _IO('T', 0x41)
 #endif
 
-#define MAX_CONNS 128
-#define MAX_CHILDREN 4096
+#define MAX_CONNS     128
+#define MAX_CHILDREN  4096
 #define STOP_GRACE_MS 10000
 
 extern char **environ;
@@ -37,12 +39,22 @@ struct child {
 	pid_t pid;
 	int conn; /* index in conns, -1 when the client went away */
 	int exit_fd;
+	int hold_fd;	  /* SL_SPAWN_HOLD_FD: kept open until STDIN_EOF or the exit */
+	int64_t deadline; /* monotonic ms of the timeout, 0 for none */
+	int timed_out;
 };
 
 static struct pollfd pfds[2 + MAX_CONNS]; /* [0] signals, [1] listener, then clients */
 static struct child children[MAX_CHILDREN];
 static int nchildren;
 static int log_fd = -1;
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void logf_(const char *fmt, ...)
 {
@@ -65,15 +77,15 @@ static void logf_(const char *fmt, ...)
 static void send_rep(int fd, uint32_t type, int32_t pid, int32_t status, int pass_fd,
 		     const char *msg)
 {
-	struct sl_rep rep = { .hdr = { SL_PROTO_MAGIC, type }, .pid = pid, .status = status };
+	struct sl_rep rep = {.hdr = {SL_PROTO_MAGIC, type}, .pid = pid, .status = status};
 	if (msg)
 		snprintf(rep.msg, sizeof(rep.msg), "%s", msg);
-	struct iovec iov = { &rep, sizeof(rep) };
+	struct iovec iov = {&rep, sizeof(rep)};
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 	if (pass_fd >= 0) {
 		mh.msg_control = u.buf;
 		mh.msg_controllen = sizeof(u.buf);
@@ -137,8 +149,8 @@ static int env_has(char **env, const char *key)
 
 /* Runs in the forked child: become the command. Reports errno on the pipe. */
 static void __attribute__((noreturn))
-child_exec(int errfd, const int *fds, int tty_slave, const char *user, const char *cwd,
-	   char **argv, char **env, size_t envc)
+child_exec(int errfd, const int *fds, int tty_slave, const char *user, const char *cwd, char **argv,
+	   char **env, size_t envc)
 {
 	int stage = 0, e = 0;
 	sigset_t all;
@@ -195,21 +207,28 @@ child_exec(int errfd, const int *fds, int tty_slave, const char *user, const cha
 fail:
 	e = errno;
 report:;
-	int rep[2] = { stage, e };
+	int rep[2] = {stage, e};
 	ssize_t w = write(errfd, rep, sizeof(rep));
 	(void)w;
 	_exit(127);
 }
 
-static struct child *child_add(pid_t pid, int conn, int exit_fd)
+static struct child *child_add(pid_t pid, int conn, int exit_fd, int hold_fd, int64_t deadline)
 {
 	if (nchildren >= MAX_CHILDREN)
 		return NULL;
 	struct child *c = &children[nchildren++];
-	c->pid = pid;
-	c->conn = conn;
-	c->exit_fd = exit_fd;
+	*c = (struct child){
+	    .pid = pid, .conn = conn, .exit_fd = exit_fd, .hold_fd = hold_fd, .deadline = deadline};
 	return c;
+}
+
+static struct child *child_find(pid_t pid)
+{
+	for (int i = 0; i < nchildren; i++)
+		if (children[i].pid == pid)
+			return &children[i];
+	return NULL;
 }
 
 static void spawn(int ci, const char *buf, size_t len, int *fds, int nfds)
@@ -218,16 +237,18 @@ static void spawn(int ci, const char *buf, size_t len, int *fds, int nfds)
 	const struct sl_req_spawn *rq = (const void *)buf;
 	int tty = !!(rq->flags & SL_SPAWN_TTY);
 	int has_exit = !!(rq->flags & SL_SPAWN_HAS_EXIT);
-	int want_fds = (tty ? 0 : 3) + has_exit;
+	int has_hold = !!(rq->flags & SL_SPAWN_HOLD_FD);
+	int want_fds = (tty ? 0 : 3) + has_exit + has_hold;
 	size_t nstr = 2 + (size_t)rq->argc + rq->envc;
-	if (nfds != want_fds || rq->argc < 1 || rq->argc > 65536 || rq->envc > 65536) {
-		send_rep(cfd, SL_REP_ERROR, 0, EINVAL, -1, "malformed spawn request");
+	if (nfds != want_fds || rq->argc < 1 || rq->argc > 65536 || rq->envc > 65536 ||
+	    rq->timeout_ms > SL_SPAWN_TIMEOUT_MAX) {
+		send_rep(cfd, SL_REP_ERROR, -1, EINVAL, -1, "malformed spawn request");
 		return;
 	}
 	/* Split and bound the strings: every one must end inside the message. */
 	char **strs = calloc(nstr + 2, sizeof(char *));
 	if (!strs) {
-		send_rep(cfd, SL_REP_ERROR, 0, ENOMEM, -1, "out of memory");
+		send_rep(cfd, SL_REP_ERROR, -1, ENOMEM, -1, "out of memory");
 		return;
 	}
 	const char *p = buf + sizeof(*rq), *end = buf + len;
@@ -235,7 +256,7 @@ static void spawn(int ci, const char *buf, size_t len, int *fds, int nfds)
 		const char *z = memchr(p, '\0', end - p);
 		if (!z) {
 			free(strs);
-			send_rep(cfd, SL_REP_ERROR, 0, EINVAL, -1, "truncated spawn request");
+			send_rep(cfd, SL_REP_ERROR, -1, EINVAL, -1, "truncated spawn request");
 			return;
 		}
 		strs[i] = (char *)p;
@@ -258,11 +279,11 @@ static void spawn(int ci, const char *buf, size_t len, int *fds, int nfds)
 			if (master >= 0)
 				close(master);
 			free(strs);
-			send_rep(cfd, SL_REP_ERROR, 0, e, -1, "cannot allocate a pty");
+			send_rep(cfd, SL_REP_ERROR, -1, e, -1, "cannot allocate a pty");
 			return;
 		}
-		struct winsize ws = { .ws_row = rq->rows ? rq->rows : 24,
-				      .ws_col = rq->cols ? rq->cols : 80 };
+		struct winsize ws = {.ws_row = rq->rows ? rq->rows : 24,
+				     .ws_col = rq->cols ? rq->cols : 80};
 		ioctl(master, TIOCSWINSZ, &ws);
 	}
 	int ep[2];
@@ -273,7 +294,7 @@ static void spawn(int ci, const char *buf, size_t len, int *fds, int nfds)
 			close(slave);
 		}
 		free(strs);
-		send_rep(cfd, SL_REP_ERROR, 0, e, -1, "pipe");
+		send_rep(cfd, SL_REP_ERROR, -1, e, -1, "pipe");
 		return;
 	}
 	pid_t pid = fork();
@@ -290,7 +311,7 @@ static void spawn(int ci, const char *buf, size_t len, int *fds, int nfds)
 		close(ep[0]);
 		if (master >= 0)
 			close(master);
-		send_rep(cfd, SL_REP_ERROR, 0, fork_errno, -1, "fork");
+		send_rep(cfd, SL_REP_ERROR, -1, fork_errno, -1, "fork");
 		return;
 	}
 	int rep[2];
@@ -299,28 +320,34 @@ static void spawn(int ci, const char *buf, size_t len, int *fds, int nfds)
 		;
 	close(ep[0]);
 	if (n == sizeof(rep)) {
-		static const char *stages[] = { "set up stdio", "look up user", "switch user",
-						"change directory", "execute" };
+		static const char *stages[] = {"set up stdio", "look up user", "switch user",
+					       "change directory", "execute"};
 		char msg[160];
 		snprintf(msg, sizeof(msg), "%s: %s", stages[rep[0] < 5 ? rep[0] : 4],
 			 strerror(rep[1]));
 		/* The child exits 127; reap it without reporting an exit. */
-		child_add(pid, -1, -1);
+		child_add(pid, -1, -1, -1, 0);
 		if (master >= 0)
 			close(master);
 		send_rep(cfd, SL_REP_ERROR, rep[0], rep[1], -1, msg);
 		return;
 	}
-	int exit_fd = -1;
+	int exit_fd = -1, hold_fd = -1;
 	if (has_exit)
-		exit_fd = fcntl(fds[want_fds - 1], F_DUPFD_CLOEXEC, 10);
-	if (!child_add(pid, ci, exit_fd)) {
+		exit_fd = fcntl(fds[tty ? 0 : 3], F_DUPFD_CLOEXEC, 10);
+	if (has_hold)
+		hold_fd = fcntl(fds[want_fds - 1], F_DUPFD_CLOEXEC, 10);
+	/* The clock starts when the command does, not when a client looks. */
+	int64_t deadline = rq->timeout_ms ? mono_ms() + (int64_t)rq->timeout_ms : 0;
+	if (!child_add(pid, ci, exit_fd, hold_fd, deadline)) {
 		kill(pid, SIGKILL);
 		if (exit_fd >= 0)
 			close(exit_fd);
+		if (hold_fd >= 0)
+			close(hold_fd);
 		if (master >= 0)
 			close(master);
-		send_rep(cfd, SL_REP_ERROR, 0, EAGAIN, -1, "too many commands");
+		send_rep(cfd, SL_REP_ERROR, -1, EAGAIN, -1, "too many commands");
 		return;
 	}
 	send_rep(cfd, SL_REP_STARTED, pid, 0, master, NULL);
@@ -341,6 +368,42 @@ static void handle_signal_req(int cfd, const struct sl_req_signal *rq)
 	send_rep(cfd, r < 0 ? SL_REP_ERROR : SL_REP_PONG, rq->pid, r < 0 ? errno : 0, -1, NULL);
 }
 
+static void handle_stdin_eof(int cfd, const struct sl_req_pid *rq)
+{
+	struct child *c = rq->pid > 1 ? child_find(rq->pid) : NULL;
+	if (!c) {
+		send_rep(cfd, SL_REP_ERROR, rq->pid, ESRCH, -1, "no such command");
+		return;
+	}
+	if (c->hold_fd >= 0)
+		close(c->hold_fd);
+	c->hold_fd = -1;
+	send_rep(cfd, SL_REP_PONG, rq->pid, 0, -1, NULL);
+}
+
+/* SIGKILL the process groups whose timeout ran out; returns the ms until the next
+ * deadline, or -1 when none is set. */
+static int enforce_deadlines(void)
+{
+	int64_t now = mono_ms(), next = -1;
+	for (int i = 0; i < nchildren; i++) {
+		struct child *c = &children[i];
+		if (!c->deadline)
+			continue;
+		if (c->deadline <= now) {
+			/* Every child was made a session (and group) leader by setsid(). */
+			kill(-c->pid, SIGKILL);
+			kill(c->pid, SIGKILL);
+			c->timed_out = 1;
+			c->deadline = 0;
+			logf_("init: pid %d: timeout, killed its process group", (int)c->pid);
+		} else if (next < 0 || c->deadline - now < next) {
+			next = c->deadline - now;
+		}
+	}
+	return next > INT_MAX ? INT_MAX : (int)next;
+}
+
 static void conn_close(int ci, int *npfds)
 {
 	close(pfds[ci].fd);
@@ -359,16 +422,16 @@ static void conn_read(int ci, int *npfds)
 {
 	static char buf[SL_PROTO_MAX];
 	union {
-		char b[CMSG_SPACE(4 * sizeof(int))];
+		char b[CMSG_SPACE(SL_SPAWN_MAX_FDS * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = { buf, sizeof(buf) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
-			     .msg_controllen = sizeof(u.b) };
+	struct iovec iov = {buf, sizeof(buf)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
 	ssize_t n = recvmsg(pfds[ci].fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
-	int fds[4], nfds = 0;
+	int fds[SL_SPAWN_MAX_FDS], nfds = 0;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
@@ -376,7 +439,7 @@ static void conn_read(int ci, int *npfds)
 		for (int i = 0; i < k; i++) {
 			int fd;
 			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (nfds < 4)
+			if (nfds < SL_SPAWN_MAX_FDS)
 				fds[nfds++] = fd;
 			else
 				close(fd);
@@ -396,6 +459,8 @@ static void conn_read(int ci, int *npfds)
 		spawn(ci, buf, n, fds, nfds);
 	} else if (h->type == SL_REQ_SIGNAL && (size_t)n >= sizeof(struct sl_req_signal)) {
 		handle_signal_req(cfd, (const void *)buf);
+	} else if (h->type == SL_REQ_STDIN_EOF && (size_t)n >= sizeof(struct sl_req_pid)) {
+		handle_stdin_eof(cfd, (const void *)buf);
 	} else if (h->type == SL_REQ_PING) {
 		send_rep(cfd, SL_REP_PONG, getpid(), nchildren, -1, NULL);
 	} else {
@@ -415,10 +480,14 @@ static void reap(void)
 			if (c->pid != pid)
 				continue;
 			if (c->exit_fd >= 0) {
-				dprintf(c->exit_fd, "exit %d\n", st);
+				/* One write: a reader sees the whole line or nothing. */
+				dprintf(c->exit_fd, "exit %d%s\n", st,
+					c->timed_out ? " timeout" : "");
 				fsync(c->exit_fd);
 				close(c->exit_fd);
 			}
+			if (c->hold_fd >= 0)
+				close(c->hold_fd);
 			if (c->conn >= 0)
 				send_rep(pfds[c->conn].fd, SL_REP_EXITED, pid, st, -1, NULL);
 			children[i] = children[--nchildren];
@@ -455,17 +524,20 @@ int main(void)
 		logf_("init: signalfd: %s", strerror(errno));
 		return 1;
 	}
-	pfds[0] = (struct pollfd){ sfd, POLLIN, 0 };
-	pfds[1] = (struct pollfd){ SL_INIT_LISTEN_FD, POLLIN, 0 };
-	int npfds = 2, stopping = 0, waited = 0;
+	pfds[0] = (struct pollfd){sfd, POLLIN, 0};
+	pfds[1] = (struct pollfd){SL_INIT_LISTEN_FD, POLLIN, 0};
+	int npfds = 2, stopping = 0;
+	int64_t stop_at = 0;
 	for (;;) {
-		int r = poll(pfds, npfds, stopping ? 100 : -1);
+		int wait = enforce_deadlines();
+		if (stopping && (wait < 0 || wait > 100))
+			wait = 100;
+		int r = poll(pfds, npfds, wait);
 		if (r < 0 && errno != EINTR)
 			return 1;
 		if (stopping) {
 			reap();
-			waited += 100;
-			if (nchildren == 0 || waited >= STOP_GRACE_MS)
+			if (nchildren == 0 || mono_ms() >= stop_at)
 				return 0;
 		}
 		if (r <= 0)
@@ -479,15 +551,18 @@ int main(void)
 					/* Stop: ask everyone to end, then leave (the kernel
 					 * kills what is left of the pid namespace). */
 					kill(-1, SIGTERM);
+					if (!stopping)
+						stop_at = mono_ms() + STOP_GRACE_MS;
 					stopping = 1;
 				}
 			}
 		}
 		if (pfds[1].revents & POLLIN) {
-			int c = accept4(SL_INIT_LISTEN_FD, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+			int c =
+			    accept4(SL_INIT_LISTEN_FD, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 			if (c >= 0) {
 				if (npfds < 2 + MAX_CONNS)
-					pfds[npfds++] = (struct pollfd){ c, POLLIN, 0 };
+					pfds[npfds++] = (struct pollfd){c, POLLIN, 0};
 				else
 					close(c);
 			}
