@@ -36,18 +36,18 @@ typedef struct sl_exec_spec {
 } sl_exec_spec;
 
 typedef struct sl_exec {
-	char id[32];	     /* exe_ + 20 base32 */
+	char id[32]; /* exe_ + 20 base32 */
 	char sandbox_id[32];
-	pid_t pid;	     /* inside the sandbox */
+	pid_t pid; /* inside the sandbox */
 	sl_exec_status status;
-	int exit_code;	     /* valid when not running: the exit status, 128+n when signal n
-			      * ended it, 127/126 when it could not start, -1 unknown */
-	int signal;	     /* 0 or the terminating signal */
+	int exit_code; /* valid when not running: the exit status, 128+n when signal n
+			* ended it, 127/126 when it could not start, -1 unknown */
+	int signal;    /* 0 or the terminating signal */
 	bool oom_killed;
 	int64_t started_ms, finished_ms; /* unix ms; finished 0 while running */
-	cJSON *command;	     /* the argv as a JSON array of strings */
-	int master;	     /* pty master (exec_start with tty only), else -1; caller closes
-			      * (exec_free does not) */
+	cJSON *command;			 /* the argv as a JSON array of strings */
+	int master; /* pty master (exec_start with tty only), else -1; caller closes
+		     * (exec_free does not) */
 } sl_exec;
 
 /* Start. On success the command runs and its record exists. A command that cannot start
@@ -58,8 +58,7 @@ typedef struct sl_exec {
 int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_exec *out,
 	       sl_err *err);
 /* Read the record (refreshing status from the exit file). SL_NOTFOUND if absent. */
-int exec_get(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, sl_exec *out,
-	     sl_err *err);
+int exec_get(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, sl_exec *out, sl_err *err);
 /* Block until the execution ends or timeout_ms passes (-1: forever); then fill out as
  * exec_get does. Uses inotify on the exec dir: many waiters cost no CPU. */
 int exec_wait(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, int timeout_ms,
@@ -96,8 +95,7 @@ typedef struct sl_process {
 	char cmdline[512];
 	char exec_id[32]; /* "" when not known */
 } sl_process;
-int sandbox_processes(sl_ctx *ctx, const sl_sandbox *sb, sl_process **out, size_t *n,
-		      sl_err *err);
+int sandbox_processes(sl_ctx *ctx, const sl_sandbox *sb, sl_process **out, size_t *n, sl_err *err);
 /* Signal one process by its pid inside the sandbox (never init, pid 1: SL_INVALID);
  * SL_NOTFOUND when no such process is in the sandbox. */
 int sandbox_kill_process(sl_ctx *ctx, const sl_sandbox *sb, pid_t pid, int sig, sl_err *err);

@@ -1,0 +1,1491 @@
+/* exec.c — durable executions: one directory per command under the sandbox's run dir,
+ * started through sandlot-init, which enforces the timeout and writes the exit itself. */
+#include "exec.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../init/proto.h"
+#include "cleanup.h"
+#include "fsutil.h"
+#include "launch.h"
+#include "log.h"
+#include "state.h"
+
+#define RECORD_MAX	 (1 << 20)
+#define EXIT_MAX	 256   /* the exit record: init's line and one line of ours */
+#define SPAWN_REPLY_MS	 30000 /* init answers a spawn once the exec succeeded or failed */
+#define CONTROL_REPLY_MS 5000  /* signal and stdin-EOF requests */
+#define STDIN_STALL_MS	 5000  /* a stdin write gives up after this long without progress */
+#define WAIT_BACKSTOP_MS 10000 /* exec_wait re-reads at least this often (see exec_wait) */
+#define WAIT_POLL_MS	 100   /* exec_wait without inotify (instances exhausted) */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- names and paths ---- */
+
+/* Ids become path components: prefix + [a-z0-9], as sl_new_id makes them. */
+static bool id_ok(const char *s, const char *prefix)
+{
+	size_t pl = strlen(prefix), n = s ? strlen(s) : 0;
+	if (n <= pl || n >= 32 || strncmp(s, prefix, pl) != 0)
+		return false;
+	for (size_t i = pl; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return true;
+}
+
+/* An id is taken as is; anything else is looked up as a sandbox name. */
+static int sandbox_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_err *err)
+{
+	if (id_ok(ref, "sbx_")) {
+		snprintf(id, len, "%s", ref);
+		return 0;
+	}
+	sl_sandbox sb;
+	if (sandbox_get(ctx, ref, &sb, err) < 0)
+		return -1;
+	snprintf(id, len, "%s", sb.id);
+	sandbox_free(&sb);
+	return 0;
+}
+
+static int exec_ref(sl_ctx *ctx, const char *sandbox_ref_, const char *exec_id, char *sid,
+		    sl_err *err)
+{
+	if (sandbox_ref(ctx, sandbox_ref_, sid, 32, err) < 0)
+		return -1;
+	if (!id_ok(exec_id, "exe_"))
+		return sl_fail(err, SL_NOTFOUND, 0, "execution %s not found in sandbox %s",
+			       exec_id ? exec_id : "", sid);
+	return 0;
+}
+
+static void execs_dir(const sl_ctx *ctx, const char *sid, char *buf, size_t len)
+{
+	char run[PATH_MAX];
+	state_run_dir(&ctx->cfg, sid, run, sizeof(run));
+	snprintf(buf, len, "%s/execs", run);
+}
+
+static void exec_dir(const sl_ctx *ctx, const char *sid, const char *eid, char *buf, size_t len)
+{
+	char d[PATH_MAX];
+	execs_dir(ctx, sid, d, sizeof(d));
+	snprintf(buf, len, "%s/%s", d, eid);
+}
+
+static void path_in(const char *dir, const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", dir, name);
+}
+
+/* ---- signal names ---- */
+
+void exec_signal_name(int sig, char *buf, size_t len)
+{
+	const char *abbrev = sig > 0 && sig < NSIG ? sigabbrev_np(sig) : NULL;
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+		snprintf(buf, len, "SIGRTMIN+%d", sig - SIGRTMIN);
+	else
+		snprintf(buf, len, "SIG%d", sig);
+}
+
+int exec_signal_from_name(const char *name)
+{
+	if (!name || !*name)
+		return -1;
+	if (name[0] >= '0' && name[0] <= '9') {
+		char *end;
+		long v = strtol(name, &end, 10);
+		return *end || v < 1 || v >= NSIG ? -1 : (int)v;
+	}
+	if (!strncasecmp(name, "SIG", 3))
+		name += 3;
+	for (int s = 1; s < NSIG; s++) {
+		const char *a = sigabbrev_np(s);
+		if (a && !strcasecmp(a, name))
+			return s;
+	}
+	return -1;
+}
+
+/* ---- the control socket (the same protocol sandbox_spawn speaks) ---- */
+
+static int init_connect(const sl_ctx *ctx, const char *sid, sl_err *err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char run[PATH_MAX];
+	state_run_dir(&ctx->cfg, sid, run, sizeof(run));
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/init.sock", run) >=
+	    (int)sizeof(sa.sun_path))
+		return sl_fail(err, SL_INTERNAL, 0, "run dir path too long: %s", run);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return sl_sysfail(err, "socket");
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		close(fd);
+		return sl_fail(err, SL_CONFLICT, e,
+			       "sandbox %s is not running (its init does not answer)", sid);
+	}
+	return fd;
+}
+
+/* One reply (and at most one passed fd), bounded in size and time: 1 on timeout. init
+ * is as trusted as the workload, so everything is checked. */
+static int recv_rep(int fd, struct sl_rep *rep, int *passed, int timeout_ms, sl_err *err)
+{
+	struct pollfd p = {fd, POLLIN, 0};
+	int r;
+	while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		return 1;
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {rep, sizeof(*rep)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+	ssize_t n;
+	while ((n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) < 0 && errno == EINTR)
+		;
+	*passed = -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int pfd;
+			memcpy(&pfd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (*passed < 0)
+				*passed = pfd;
+			else
+				close(pfd);
+		}
+	}
+	if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+		if (*passed >= 0)
+			close(steal_fd(passed));
+		return sl_fail(err, SL_CONFLICT, 0, "the sandbox stopped (its init went away)");
+	}
+	if (n < 0)
+		return sl_sysfail(err, "read from the sandbox's init");
+	if (n != sizeof(*rep) || rep->hdr.magic != SL_PROTO_MAGIC || (mh.msg_flags & MSG_CTRUNC)) {
+		if (*passed >= 0)
+			close(steal_fd(passed));
+		return sl_fail(err, SL_INTERNAL, 0, "malformed reply from the sandbox's init");
+	}
+	rep->msg[sizeof(rep->msg) - 1] = '\0';
+	return 0;
+}
+
+/* Send REQ with FDS on a fresh connection and read one reply (plus a passed fd). */
+static int init_call(const sl_ctx *ctx, const char *sid, const void *req, size_t len,
+		     const int *fds, int nfds, int timeout_ms, struct sl_rep *rep, int *passed,
+		     sl_err *err)
+{
+	_cleanup_close_ int fd = init_connect(ctx, sid, err);
+	if (fd < 0)
+		return -1;
+	union {
+		char b[CMSG_SPACE(SL_SPAWN_MAX_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {(void *)req, len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (nfds) {
+		mh.msg_control = u.b;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+	}
+	ssize_t n;
+	while ((n = sendmsg(fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)len)
+		return sl_fail(err, SL_CONFLICT, errno, "sandbox %s: send to its init", sid);
+	int r = recv_rep(fd, rep, passed, timeout_ms, err);
+	if (r == 1)
+		return sl_fail(err, SL_TIMEOUT, 0, "sandbox %s: its init did not answer in %d ms",
+			       sid, timeout_ms);
+	return r;
+}
+
+/* ---- the spawn request ---- */
+
+typedef struct strv {
+	char **v;
+	size_t n, cap;
+} strv;
+
+static void strv_free(strv *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	s->v = NULL;
+	s->n = s->cap = 0;
+}
+
+static int strv_add(strv *s, char *owned)
+{
+	if (!owned)
+		return -1;
+	if (s->n == s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 16;
+		char **nv = realloc(s->v, nc * sizeof(char *));
+		if (!nv) {
+			free(owned);
+			return -1;
+		}
+		s->v = nv;
+		s->cap = nc;
+	}
+	s->v[s->n++] = owned;
+	return 0;
+}
+
+/* The command's environment, built as sandbox_spawn builds it: defaults, the sandbox's
+ * env, then the call's; a later KEY wins. */
+static int exec_env(const sl_sandbox *sb, const sl_exec_spec *spec, strv *env, sl_err *err)
+{
+	char host[128];
+	snprintf(host, sizeof(host), "HOSTNAME=%s", sb->name[0] ? sb->name : sb->id);
+	int r = strv_add(env, strdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
+				     "/sbin:/bin"));
+	r |= strv_add(env, strdup(host));
+	if (spec->tty)
+		r |= strv_add(env, strdup("TERM=xterm"));
+	const cJSON *it;
+	cJSON_ArrayForEach(it, sb->env)
+	{
+		char *s;
+		if (cJSON_IsString(it))
+			r |= strv_add(
+			    env, asprintf(&s, "%s=%s", it->string, it->valuestring) < 0 ? NULL : s);
+	}
+	for (const char *const *e = spec->env; e && *e; e++)
+		r |= strv_add(env, strdup(*e));
+	if (r)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "build environment");
+	size_t w = 0;
+	for (size_t i = 0; i < env->n; i++) {
+		size_t kl = strcspn(env->v[i], "=");
+		bool later = false;
+		for (size_t j = i + 1; j < env->n && !later; j++)
+			later = !strncmp(env->v[i], env->v[j], kl) && env->v[j][kl] == '=';
+		if (later)
+			free(env->v[i]);
+		else
+			env->v[w++] = env->v[i];
+	}
+	env->n = w;
+	return 0;
+}
+
+static int buf_add(char **buf, size_t *len, size_t *cap, const void *data, size_t n, sl_err *err)
+{
+	if (*len + n > SL_PROTO_MAX)
+		return sl_fail(err, SL_TOOLARGE, 0, "command, environment and user exceed %d bytes",
+			       SL_PROTO_MAX);
+	if (*len + n > *cap) {
+		size_t nc = (*len + n) * 2;
+		char *b = realloc(*buf, nc);
+		if (!b)
+			return sl_fail(err, SL_INTERNAL, ENOMEM, "build spawn request");
+		*buf = b;
+		*cap = nc;
+	}
+	memcpy(*buf + *len, data, n);
+	*len += n;
+	return 0;
+}
+
+static int build_spawn(const sl_sandbox *sb, const sl_exec_spec *spec, char *const *argv,
+		       uint32_t flags, char **out, size_t *outlen, sl_err *err)
+{
+	strv env = {0};
+	if (exec_env(sb, spec, &env, err) < 0) {
+		strv_free(&env);
+		return -1;
+	}
+	size_t argc = 0;
+	while (argv[argc])
+		argc++;
+	struct sl_req_spawn rq = {.hdr = {SL_PROTO_MAGIC, SL_REQ_SPAWN},
+				  .flags = flags,
+				  .rows = spec->rows,
+				  .cols = spec->cols,
+				  .argc = argc,
+				  .envc = env.n,
+				  .timeout_ms = spec->timeout_ms};
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	const char *user = spec->user ? spec->user : sb->user;
+	const char *cwd = spec->cwd ? spec->cwd : sb->workdir;
+	int r = buf_add(&buf, &len, &cap, &rq, sizeof(rq), err);
+	if (r == 0)
+		r = buf_add(&buf, &len, &cap, user, strlen(user) + 1, err);
+	if (r == 0)
+		r = buf_add(&buf, &len, &cap, cwd, strlen(cwd) + 1, err);
+	for (size_t i = 0; r == 0 && i < argc; i++)
+		r = buf_add(&buf, &len, &cap, argv[i], strlen(argv[i]) + 1, err);
+	for (size_t i = 0; r == 0 && i < env.n; i++)
+		r = buf_add(&buf, &len, &cap, env.v[i], strlen(env.v[i]) + 1, err);
+	strv_free(&env);
+	if (r < 0) {
+		free(buf);
+		return -1;
+	}
+	*out = buf;
+	*outlen = len;
+	return 0;
+}
+
+/* ---- the record: exec.json ---- */
+
+/* What exec.json holds beyond sl_exec's fields. */
+typedef struct exec_facts {
+	uint64_t oom_before;
+	bool stdin_pipe;
+	pid_t starter_pid; /* who is starting it, for a record whose pid is still 0 */
+	uint64_t starter_start;
+} exec_facts;
+
+static double num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static int record_save(const char *dir, const cJSON *rec, sl_err *err)
+{
+	char p[PATH_MAX];
+	path_in(dir, "exec.json", p, sizeof(p));
+	_cleanup_free_ char *s = cJSON_PrintUnformatted(rec);
+	if (!s)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "serialise %s", p);
+	/* No fsync: the run dir does not survive a host crash anyway (tmpfs); the rename
+	 * alone keeps readers and crashed writers from seeing a torn record. */
+	return state_write_atomic_nosync(p, s, strlen(s), err);
+}
+
+static int record_load(const char *dir, const char *sid, const char *eid, sl_exec *e, exec_facts *f,
+		       sl_err *err)
+{
+	char p[PATH_MAX];
+	path_in(dir, "exec.json", p, sizeof(p));
+	_cleanup_free_ char *data = NULL;
+	if (state_read_file(p, RECORD_MAX, &data, NULL, err) < 0) {
+		if (err->kind == SL_NOTFOUND)
+			sl_fail(err, SL_NOTFOUND, 0, "execution %s not found in sandbox %s", eid,
+				sid);
+		return -1;
+	}
+	cJSON *o = cJSON_Parse(data);
+	if (!o)
+		return sl_fail(err, SL_INTERNAL, 0, "record %s is not valid JSON", p);
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(o, "command");
+	if (!cJSON_IsString(id) || strcmp(id->valuestring, eid) != 0 || !cJSON_IsArray(cmd)) {
+		cJSON_Delete(o);
+		return sl_fail(err, SL_INTERNAL, 0, "record %s is not execution %s's", p, eid);
+	}
+	memset(e, 0, sizeof(*e));
+	e->master = -1;
+	snprintf(e->id, sizeof(e->id), "%s", eid);
+	snprintf(e->sandbox_id, sizeof(e->sandbox_id), "%s", sid);
+	e->pid = num(o, "pid");
+	e->started_ms = num(o, "startedAt");
+	e->status = SL_EXEC_RUNNING;
+	e->command = cJSON_DetachItemFromObjectCaseSensitive(o, "command");
+	*f = (exec_facts){.oom_before = num(o, "oomKillsBefore"),
+			  .stdin_pipe = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "stdin")),
+			  .starter_pid = num(o, "starterPid"),
+			  .starter_start = num(o, "starterStart")};
+	cJSON_Delete(o);
+	return 0;
+}
+
+/* ---- the exit record ----
+ * Line 1 is "exit <wait status>[ <tag>]": written by init when the command ends (tag
+ * "timeout" when init killed it for its timeout), or by the runtime with tag "nostart"
+ * (the command could not start) or "lost" (init died before the command ended). Line 2,
+ * "oom 0|1", is the runtime's verdict on a SIGKILL, written by the first reader so the
+ * answer does not change when later kills bump the sandbox's OOM counter. */
+
+typedef struct exit_rec {
+	bool done;    /* a complete first line is there */
+	bool garbled; /* ... but it does not parse (init is untrusted) */
+	int wstatus;
+	char tag[16];
+	int oom; /* -1 no verdict yet */
+	int64_t mtime_ms;
+} exit_rec;
+
+static void exit_parse(const char *s, exit_rec *x)
+{
+	const char *nl = strchr(s, '\n');
+	x->oom = -1;
+	if (!nl)
+		return;
+	x->done = true;
+	unsigned long w;
+	int used = 0;
+	char tag[16] = "";
+	char line[64];
+	snprintf(line, sizeof(line), "%.*s", (int)(nl - s), s);
+	if (sscanf(line, "exit %lu%n %15[a-z]%n", &w, &used, tag, &used) < 1 ||
+	    (size_t)used != strlen(line) || w > 0xffff) {
+		x->garbled = true;
+		return;
+	}
+	x->wstatus = (int)w;
+	snprintf(x->tag, sizeof(x->tag), "%s", tag);
+	if (!strncmp(nl + 1, "oom 0\n", 6))
+		x->oom = 0;
+	else if (!strncmp(nl + 1, "oom 1\n", 6))
+		x->oom = 1;
+}
+
+static void exit_read(const char *dir, exit_rec *x)
+{
+	char p[PATH_MAX], buf[EXIT_MAX];
+	memset(x, 0, sizeof(*x));
+	x->oom = -1;
+	path_in(dir, "exit", p, sizeof(p));
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return;
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf) - 1)) < 0 && errno == EINTR)
+		;
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	x->mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+	exit_parse(buf, x);
+}
+
+/* Write the first line ourselves, only into an empty record: a file that is gone (the
+ * sandbox's run dir was removed) is left gone, and nothing new appears in the dir. */
+static void exit_write_if_empty(const char *dir, const char *line)
+{
+	char p[PATH_MAX];
+	path_in(dir, "exit", p, sizeof(p));
+	_cleanup_close_ int fd = open(p, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_size != 0)
+		return;
+	if (pwrite(fd, line, strlen(line), 0) < 0)
+		sl_log(SL_LOG_WARN, "write %s: %s", p, strerror(errno));
+}
+
+static void exit_append(const char *dir, const char *line)
+{
+	char p[PATH_MAX];
+	path_in(dir, "exit", p, sizeof(p));
+	_cleanup_close_ int fd = open(p, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0 && write(fd, line, strlen(line)) < 0)
+		sl_log(SL_LOG_WARN, "write %s: %s", p, strerror(errno));
+}
+
+/* ---- status ---- */
+
+/* Liveness of the sandbox's init, looked up once per call (exec_list reads many). */
+typedef struct sb_live {
+	int state; /* -1 not looked up, 0 gone, 1 running or paused */
+} sb_live;
+
+static bool sandbox_alive(sl_ctx *ctx, const char *sid, sb_live *live)
+{
+	if (live->state < 0) {
+		sl_sandbox sb;
+		sl_err e = {0};
+		if (sandbox_get(ctx, sid, &sb, &e) < 0) {
+			/* An unreadable record says nothing about init: assume it lives. */
+			live->state = e.kind == SL_NOTFOUND ? 0 : 1;
+		} else {
+			live->state = !strcmp(sb.status, "running") || !strcmp(sb.status, "paused");
+			sandbox_free(&sb);
+		}
+	}
+	return live->state == 1;
+}
+
+static bool oom_verdict(sl_ctx *ctx, const char *dir, const char *sid, const exec_facts *f,
+			const exit_rec *x)
+{
+	if (x->oom >= 0)
+		return x->oom == 1;
+	char cg[64];
+	snprintf(cg, sizeof(cg), "sandlot/%s", sid);
+	uint64_t now = 0;
+	sl_err e = {0};
+	if (cgroup_oom_kills(ctx->cg, cg, &now, &e) < 0)
+		return false; /* the cgroup is gone with the sandbox: no verdict to keep */
+	bool oom = now > f->oom_before;
+	exit_append(dir, oom ? "oom 1\n" : "oom 0\n");
+	return oom;
+}
+
+static void settle(sl_ctx *ctx, const char *dir, sl_exec *e, const exec_facts *f, const exit_rec *x)
+{
+	e->finished_ms = x->mtime_ms > e->started_ms ? x->mtime_ms : e->started_ms;
+	e->signal = 0;
+	e->oom_killed = false;
+	e->status = SL_EXEC_FAILED;
+	if (x->garbled) {
+		e->exit_code = -1;
+		return;
+	}
+	int w = x->wstatus;
+	if (!strcmp(x->tag, "nostart")) {
+		e->exit_code = WIFEXITED(w) ? WEXITSTATUS(w) : 127;
+		return;
+	}
+	if (WIFEXITED(w)) {
+		e->exit_code = WEXITSTATUS(w);
+	} else if (WIFSIGNALED(w)) {
+		e->signal = WTERMSIG(w);
+		e->exit_code = 128 + e->signal;
+	} else {
+		e->exit_code = -1;
+		return;
+	}
+	char p[PATH_MAX];
+	path_in(dir, "cancelled", p, sizeof(p));
+	bool cancelled = access(p, F_OK) == 0;
+	if (!strcmp(x->tag, "timeout"))
+		e->status = SL_EXEC_TIMEOUT;
+	else if (e->exit_code == 0)
+		e->status = SL_EXEC_COMPLETED;
+	else if (cancelled)
+		e->status = SL_EXEC_CANCELLED;
+	if (e->signal == SIGKILL && strcmp(x->tag, "lost") != 0)
+		e->oom_killed = oom_verdict(ctx, dir, e->sandbox_id, f, x);
+}
+
+/* Fill E's status from the exit record, settling records whose init is gone. */
+static void refresh(sl_ctx *ctx, const char *dir, sl_exec *e, const exec_facts *f, sb_live *live)
+{
+	exit_rec x;
+	exit_read(dir, &x);
+	if (!x.done && e->pid == 0) {
+		/* Between the record and init's answer. If the starter died there, init may
+		 * or may not have the command: say failed, but write nothing, so an exit
+		 * init writes later still wins. */
+		if (f->starter_pid > 0 && proc_start_time(f->starter_pid) != f->starter_start) {
+			e->status = SL_EXEC_FAILED;
+			e->exit_code = -1;
+			e->finished_ms = e->started_ms;
+		}
+		return;
+	}
+	if (!x.done && !sandbox_alive(ctx, e->sandbox_id, live)) {
+		/* init is dead, so nobody else writes this file: the kernel SIGKILLed what
+		 * was left in the sandbox's pid namespace. */
+		exit_write_if_empty(dir, "exit 9 lost\n");
+		exit_read(dir, &x);
+	}
+	if (x.done)
+		settle(ctx, dir, e, f, &x);
+}
+
+static int exec_load(sl_ctx *ctx, const char *sid, const char *eid, sl_exec *out, exec_facts *f,
+		     sb_live *live, sl_err *err)
+{
+	char dir[PATH_MAX];
+	exec_dir(ctx, sid, eid, dir, sizeof(dir));
+	if (record_load(dir, sid, eid, out, f, err) < 0)
+		return -1;
+	refresh(ctx, dir, out, f, live);
+	return 0;
+}
+
+int exec_get(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, sl_exec *out, sl_err *err)
+{
+	char sid[32];
+	exec_facts f;
+	sb_live live = {-1};
+	memset(out, 0, sizeof(*out));
+	out->master = -1;
+	if (exec_ref(ctx, sandbox_id, exec_id, sid, err) < 0)
+		return -1;
+	return exec_load(ctx, sid, exec_id, out, &f, &live, err);
+}
+
+void exec_free(sl_exec *e)
+{
+	if (!e)
+		return;
+	cJSON_Delete(e->command);
+	e->command = NULL;
+}
+
+void exec_free_list(sl_exec *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		exec_free(&list[i]);
+	free(list);
+}
+
+static int cmp_started(const void *a, const void *b)
+{
+	const sl_exec *x = a, *y = b;
+	if (x->started_ms != y->started_ms)
+		return x->started_ms < y->started_ms ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+int exec_list(sl_ctx *ctx, const char *sandbox_id, sl_exec **out, size_t *n, sl_err *err)
+{
+	char sid[32], d[PATH_MAX];
+	*out = NULL;
+	*n = 0;
+	if (sandbox_ref(ctx, sandbox_id, sid, sizeof(sid), err) < 0)
+		return -1;
+	execs_dir(ctx, sid, d, sizeof(d));
+	_cleanup_closedir_ DIR *dir = opendir(d);
+	if (!dir) {
+		if (errno != ENOENT)
+			return sl_sysfail(err, "list %s", d);
+		/* No execution yet, or no sandbox: tell the two apart. */
+		sl_sandbox sb;
+		if (sandbox_get(ctx, sid, &sb, err) < 0)
+			return -1;
+		sandbox_free(&sb);
+		return 0;
+	}
+	sl_exec *list = NULL;
+	size_t k = 0, cap = 0;
+	sb_live live = {-1};
+	struct dirent *de;
+	while ((de = readdir(dir))) {
+		if (!id_ok(de->d_name, "exe_"))
+			continue;
+		if (k == cap) {
+			cap = cap ? cap * 2 : 16;
+			sl_exec *nl = realloc(list, cap * sizeof(*nl));
+			if (!nl) {
+				exec_free_list(list, k);
+				return sl_fail(err, SL_INTERNAL, ENOMEM, "list executions");
+			}
+			list = nl;
+		}
+		exec_facts f;
+		sl_err e2 = {0};
+		/* A dir without exec.json is a start in progress (or one that failed). */
+		if (exec_load(ctx, sid, de->d_name, &list[k], &f, &live, &e2) == 0)
+			k++;
+	}
+	qsort(list, k, sizeof(*list), cmp_started);
+	*out = list;
+	*n = k;
+	return 0;
+}
+
+/* ---- start ---- */
+
+/* What exec_start has made so far; released on every path. */
+typedef struct start_state {
+	char dir[PATH_MAX];
+	bool made_dir;
+	cJSON *rec;
+	int out, errfd, exitfd, in, hold;
+} start_state;
+
+static void start_state_release(start_state *s)
+{
+	int *fds[] = {&s->out, &s->errfd, &s->exitfd, &s->in, &s->hold};
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (*fds[i] >= 0)
+			close(steal_fd(fds[i]));
+	cJSON_Delete(s->rec);
+	s->rec = NULL;
+}
+
+static int check_spec(const sl_exec_spec *spec, sl_err *err)
+{
+	bool has_argv = spec->argv && spec->argv[0];
+	if (has_argv == (spec->shell != NULL))
+		return sl_fail(err, SL_INVALID, 0,
+			       "command: give either an argv array or a shell line");
+	if (has_argv && !spec->argv[0][0])
+		return sl_fail(err, SL_INVALID, 0, "command: the program name is empty");
+	if (spec->tty && spec->stdin_pipe)
+		return sl_fail(err, SL_INVALID, 0,
+			       "stdin and pty together: a pty execution takes its input through "
+			       "the pty");
+	if (spec->timeout_ms > SL_SPAWN_TIMEOUT_MAX)
+		return sl_fail(err, SL_INVALID, 0, "timeout %" PRIu64 " ms is too long",
+			       spec->timeout_ms);
+	if (spec->cwd && spec->cwd[0] != '/')
+		return sl_fail(err, SL_INVALID, 0, "cwd \"%s\" must be an absolute path",
+			       spec->cwd);
+	for (const char *const *e = spec->env; e && *e; e++)
+		if (!strchr(*e, '=') || **e == '=')
+			return sl_fail(err, SL_INVALID, 0, "env: \"%s\" is not KEY=VALUE", *e);
+	return 0;
+}
+
+static cJSON *strs_json(const char *const *v)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (; v && *v; v++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(*v));
+	return a;
+}
+
+static cJSON *record_new(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec,
+			 char *const *argv, const char *eid)
+{
+	char cg[64];
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
+	uint64_t oom = 0;
+	sl_err e = {0};
+	if (cgroup_oom_kills(ctx->cg, cg, &oom, &e) < 0)
+		sl_log(SL_LOG_WARN, "execution %s: %s", eid, e.msg);
+	pid_t self = getpid();
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", eid);
+	cJSON_AddStringToObject(o, "sandboxId", sb->id);
+	cJSON_AddItemToObject(o, "command", strs_json((const char *const *)argv));
+	cJSON_AddItemToObject(o, "env", strs_json(spec->env));
+	cJSON_AddStringToObject(o, "cwd", spec->cwd ? spec->cwd : sb->workdir);
+	cJSON_AddStringToObject(o, "user", spec->user ? spec->user : sb->user);
+	cJSON_AddNumberToObject(o, "timeoutMs", (double)spec->timeout_ms);
+	cJSON_AddBoolToObject(o, "stdin", spec->stdin_pipe);
+	cJSON_AddBoolToObject(o, "tty", spec->tty);
+	cJSON_AddNumberToObject(o, "startedAt", (double)now_ms());
+	cJSON_AddNumberToObject(o, "oomKillsBefore", (double)oom);
+	cJSON_AddNumberToObject(o, "starterPid", self);
+	cJSON_AddNumberToObject(o, "starterStart", (double)proc_start_time(self));
+	cJSON_AddNumberToObject(o, "pid", 0);
+	return o;
+}
+
+static int open_new(const char *dir, const char *name, int flags, int *fd, sl_err *err)
+{
+	char p[PATH_MAX];
+	path_in(dir, name, p, sizeof(p));
+	*fd = open(p, flags | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	return *fd < 0 ? sl_sysfail(err, "create %s", p) : 0;
+}
+
+/* stdin as a FIFO: the command reads one end, init holds the other (so the command sees
+ * no EOF between writes), and exec_write_stdin opens more writers by path. */
+static int make_stdin_fifo(const char *dir, int *rd, int *wr, sl_err *err)
+{
+	char p[PATH_MAX];
+	path_in(dir, "stdin", p, sizeof(p));
+	if (mkfifo(p, 0600) < 0)
+		return sl_sysfail(err, "create %s", p);
+	/* Non-blocking opens: neither end waits for the other; the command's end then
+	 * blocks as a stdin should. */
+	*rd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (*rd < 0)
+		return sl_sysfail(err, "open %s", p);
+	*wr = open(p, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (*wr < 0 || fcntl(*rd, F_SETFL, O_RDONLY) < 0)
+		return sl_sysfail(err, "open %s", p);
+	return 0;
+}
+
+static int start_prepare(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec,
+			 char *const *argv, const char *eid, start_state *s, sl_err *err)
+{
+	char d[PATH_MAX];
+	execs_dir(ctx, sb->id, d, sizeof(d));
+	if (mkdir(d, 0700) < 0 && errno != EEXIST)
+		return sl_sysfail(err, "create %s", d);
+	exec_dir(ctx, sb->id, eid, s->dir, sizeof(s->dir));
+	if (mkdir(s->dir, 0700) < 0)
+		return sl_sysfail(err, "create %s", s->dir);
+	s->made_dir = true;
+	s->rec = record_new(ctx, sb, spec, argv, eid);
+	if (record_save(s->dir, s->rec, err) < 0 ||
+	    open_new(s->dir, "stdout", O_WRONLY | O_APPEND, &s->out, err) < 0 ||
+	    open_new(s->dir, "stderr", O_WRONLY | O_APPEND, &s->errfd, err) < 0 ||
+	    open_new(s->dir, "exit", O_WRONLY, &s->exitfd, err) < 0)
+		return -1;
+	if (spec->stdin_pipe)
+		return make_stdin_fifo(s->dir, &s->in, &s->hold, err);
+	if (!spec->tty && (s->in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		return sl_sysfail(err, "open /dev/null");
+	return 0;
+}
+
+/* The command could not start: record that as its result (exit 127 or 126, the reason
+ * in its stderr log), as a shell would. */
+static void record_nostart(start_state *s, const sl_exec_spec *spec, char *const *argv,
+			   const struct sl_rep *rep)
+{
+	const char *user = spec->user ? spec->user : "(the sandbox's user)";
+	int code = rep->pid == 4 && rep->status == ENOENT ? 127 : 126;
+	char why[512];
+	switch (rep->pid) {
+	case 1:
+		snprintf(why, sizeof(why), "unknown user %s", user);
+		break;
+	case 3:
+		snprintf(why, sizeof(why), "cannot change to the working directory: %s",
+			 strerror(rep->status));
+		break;
+	case 4:
+		snprintf(why, sizeof(why), "%s: %s", argv[0],
+			 rep->status == ENOENT ? "command not found" : strerror(rep->status));
+		break;
+	default:
+		snprintf(why, sizeof(why), "%s: cannot start: %s", argv[0], rep->msg);
+	}
+	dprintf(s->errfd, "sandlot: %s\n", why);
+	dprintf(s->exitfd, "exit %d nostart\n", code << 8);
+	fsync(s->exitfd);
+}
+
+int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_exec *out,
+	       sl_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->master = -1;
+	if (strcmp(sb->status, "running") != 0)
+		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is %s, not running", sb->id,
+			       sb->status);
+	if (check_spec(spec, err) < 0)
+		return -1;
+	char *shell_argv[] = {"/bin/sh", "-c", (char *)spec->shell, NULL};
+	char *const *argv = spec->shell ? shell_argv : spec->argv;
+	char eid[32];
+	sl_new_id("exe_", eid, sizeof(eid));
+
+	start_state s = {.out = -1, .errfd = -1, .exitfd = -1, .in = -1, .hold = -1};
+	_cleanup_free_ char *req = NULL;
+	size_t reqlen = 0;
+	uint32_t flags = SL_SPAWN_HAS_EXIT | (spec->tty ? SL_SPAWN_TTY : 0) |
+			 (spec->stdin_pipe ? SL_SPAWN_HOLD_FD : 0);
+	struct sl_rep rep;
+	int passed = -1;
+	int r = build_spawn(sb, spec, argv, flags, &req, &reqlen, err);
+	if (r == 0)
+		r = start_prepare(ctx, sb, spec, argv, eid, &s, err);
+	if (r == 0) {
+		int fds[SL_SPAWN_MAX_FDS], nfds = 0;
+		if (!spec->tty) {
+			fds[nfds++] = s.in;
+			fds[nfds++] = s.out;
+			fds[nfds++] = s.errfd;
+		}
+		fds[nfds++] = s.exitfd;
+		if (spec->stdin_pipe)
+			fds[nfds++] = s.hold;
+		r = init_call(ctx, sb->id, req, reqlen, fds, nfds, SPAWN_REPLY_MS, &rep, &passed,
+			      err);
+	}
+	if (r == 0 && rep.hdr.type == SL_REP_ERROR && rep.pid < 0)
+		r = sl_fail(
+		    err, rep.status == EAGAIN || rep.status == ENOMEM ? SL_EXHAUSTED : SL_INTERNAL,
+		    0, "sandbox %s cannot start a command: %s", sb->id, rep.msg);
+	else if (r == 0 && rep.hdr.type == SL_REP_ERROR && rep.pid <= 4)
+		record_nostart(&s, spec, argv, &rep);
+	else if (r == 0 && (rep.hdr.type != SL_REP_STARTED || rep.pid <= 1))
+		r = sl_fail(err, SL_INTERNAL, 0, "sandbox %s: unexpected reply from its init",
+			    sb->id);
+	if (r == 0 && rep.hdr.type == SL_REP_STARTED) {
+		cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(s.rec, "pid"), rep.pid);
+		r = record_save(s.dir, s.rec, err);
+		out->master = steal_fd(&passed);
+	}
+	if (passed >= 0)
+		close(passed);
+	start_state_release(&s);
+	if (r < 0) {
+		if (out->master >= 0)
+			close(steal_fd(&out->master));
+		if (s.made_dir)
+			fs_remove_tree(s.dir, NULL);
+		return -1;
+	}
+	int master = out->master;
+	exec_facts f;
+	sb_live live = {1}; /* its init just answered */
+	if (exec_load(ctx, sb->id, eid, out, &f, &live, err) < 0) {
+		if (master >= 0)
+			close(master);
+		return -1;
+	}
+	out->master = master;
+	return 0;
+}
+
+/* ---- logs, stdin, signals, pty ---- */
+
+int exec_open_log(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, const char *stream,
+		  int *fd, sl_err *err)
+{
+	char sid[32], dir[PATH_MAX], p[PATH_MAX];
+	*fd = -1;
+	if (!stream || (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0))
+		return sl_fail(err, SL_INVALID, 0, "log \"%s\": use stdout or stderr",
+			       stream ? stream : "");
+	if (exec_ref(ctx, sandbox_id, exec_id, sid, err) < 0)
+		return -1;
+	exec_dir(ctx, sid, exec_id, dir, sizeof(dir));
+	path_in(dir, stream, p, sizeof(p));
+	*fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (*fd < 0)
+		return sl_fail(err, errno == ENOENT ? SL_NOTFOUND : SL_INTERNAL, errno,
+			       "execution %s in sandbox %s: open %s", exec_id, sid, stream);
+	return 0;
+}
+
+/* Load a record that must still be running, for the calls that act on the command. */
+static int load_running(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, char *sid,
+			char *dir, sl_exec *e, exec_facts *f, sl_err *err)
+{
+	sb_live live = {-1};
+	if (exec_ref(ctx, sandbox_id, exec_id, sid, err) < 0 ||
+	    exec_load(ctx, sid, exec_id, e, f, &live, err) < 0)
+		return -1;
+	exec_dir(ctx, sid, exec_id, dir, PATH_MAX);
+	if (e->status != SL_EXEC_RUNNING || e->pid <= 1) {
+		exec_free(e);
+		return sl_fail(err, SL_CONFLICT, 0, "execution %s %s", exec_id,
+			       e->pid <= 1 && e->status == SL_EXEC_RUNNING ? "is still starting"
+									   : "has ended");
+	}
+	return 0;
+}
+
+/* write(2) to a pipe whose reader may go away: EPIPE, never a SIGPIPE that would kill
+ * the daemon. SIGPIPE is sent to the writing thread, so blocking it there is enough;
+ * one that we caused is consumed before unblocking. */
+static ssize_t write_nosigpipe(int fd, const void *buf, size_t len)
+{
+	sigset_t pipe_set, old, pending;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigpending(&pending);
+	bool was_pending = sigismember(&pending, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	ssize_t n;
+	while ((n = write(fd, buf, len)) < 0 && errno == EINTR)
+		;
+	int e = errno;
+	if (n < 0 && e == EPIPE && !was_pending) {
+		struct timespec zero = {0, 0};
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return n;
+}
+
+int exec_write_stdin(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, const void *buf,
+		     size_t len, sl_err *err)
+{
+	char sid[32], dir[PATH_MAX], p[PATH_MAX];
+	sl_exec e;
+	exec_facts f;
+	if (load_running(ctx, sandbox_id, exec_id, sid, dir, &e, &f, err) < 0)
+		return -1;
+	exec_free(&e);
+	if (!f.stdin_pipe)
+		return sl_fail(err, SL_CONFLICT, 0, "execution %s was not started with stdin",
+			       exec_id);
+	path_in(dir, "stdin", p, sizeof(p));
+	_cleanup_close_ int fd = open(p, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return sl_fail(err, SL_CONFLICT, 0,
+			       errno == ENOENT ? "execution %s: stdin is closed"
+					       : "execution %s: nothing reads its stdin any more",
+			       exec_id);
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
+		return sl_fail(err, SL_INTERNAL, 0, "%s is not a FIFO", p);
+	size_t off = 0;
+	while (off < len) {
+		ssize_t n = write_nosigpipe(fd, (const char *)buf + off, len - off);
+		if (n > 0) {
+			off += n;
+			continue;
+		}
+		if (n < 0 && errno == EPIPE)
+			return sl_fail(err, SL_CONFLICT, 0,
+				       "execution %s stopped reading stdin after %zu of %zu bytes",
+				       exec_id, off, len);
+		if (n < 0 && errno != EAGAIN)
+			return sl_sysfail(err, "write stdin of execution %s", exec_id);
+		/* The pipe is full: wait for the command to read, within bounds. */
+		struct pollfd pf = {fd, POLLOUT, 0};
+		int r;
+		while ((r = poll(&pf, 1, STDIN_STALL_MS)) < 0 && errno == EINTR)
+			;
+		if (r == 0)
+			return sl_fail(err, SL_TIMEOUT, 0,
+				       "execution %s did not read its stdin for %d ms (%zu of %zu "
+				       "bytes written)",
+				       exec_id, STDIN_STALL_MS, off, len);
+	}
+	return 0;
+}
+
+int exec_close_stdin(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, sl_err *err)
+{
+	char sid[32], dir[PATH_MAX], p[PATH_MAX];
+	sl_exec e;
+	exec_facts f;
+	sb_live live = {-1};
+	if (exec_ref(ctx, sandbox_id, exec_id, sid, err) < 0 ||
+	    exec_load(ctx, sid, exec_id, &e, &f, &live, err) < 0)
+		return -1;
+	pid_t pid = e.pid;
+	bool running = e.status == SL_EXEC_RUNNING;
+	exec_free(&e);
+	if (!f.stdin_pipe)
+		return sl_fail(err, SL_CONFLICT, 0, "execution %s was not started with stdin",
+			       exec_id);
+	exec_dir(ctx, sid, exec_id, dir, sizeof(dir));
+	path_in(dir, "stdin", p, sizeof(p));
+	/* Unlinked first: no new writer can open it, so EOF comes once the writers that
+	 * are mid-write finish. Closing twice is fine. */
+	if (unlink(p) < 0 && errno != ENOENT)
+		return sl_sysfail(err, "remove %s", p);
+	if (!running || pid <= 1)
+		return 0;
+	struct sl_req_pid rq = {.hdr = {SL_PROTO_MAGIC, SL_REQ_STDIN_EOF}, .pid = pid};
+	struct sl_rep rep;
+	int passed = -1;
+	sl_err e2 = {0};
+	if (init_call(ctx, sid, &rq, sizeof(rq), NULL, 0, CONTROL_REPLY_MS, &rep, &passed, &e2) <
+	    0) {
+		/* No init: the command and its stdin are gone with it. */
+		if (e2.kind == SL_CONFLICT)
+			return 0;
+		*err = e2;
+		return -1;
+	}
+	if (passed >= 0)
+		close(passed);
+	if (rep.hdr.type == SL_REP_ERROR && rep.status != ESRCH)
+		return sl_fail(err, SL_INTERNAL, rep.status, "close stdin of execution %s",
+			       exec_id);
+	return 0;
+}
+
+int exec_signal(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, int sig, sl_err *err)
+{
+	char sid[32], dir[PATH_MAX], p[PATH_MAX], name[32];
+	if (sig < 1 || sig >= NSIG)
+		return sl_fail(err, SL_INVALID, 0, "signal %d: no such signal", sig);
+	sl_exec e;
+	exec_facts f;
+	if (load_running(ctx, sandbox_id, exec_id, sid, dir, &e, &f, err) < 0)
+		return -1;
+	pid_t pid = e.pid;
+	exec_free(&e);
+	exec_signal_name(sig, name, sizeof(name));
+	path_in(dir, "cancelled", p, sizeof(p));
+	bool cancel = sig == SIGKILL || sig == SIGTERM;
+	/* The mark goes first: the exit can follow the signal at once. */
+	if (cancel && state_write_atomic_nosync(p, name, strlen(name), err) < 0)
+		return -1;
+	struct sl_req_signal rq = {
+	    .hdr = {SL_PROTO_MAGIC, SL_REQ_SIGNAL}, .pid = pid, .sig = sig, .group = 1};
+	struct sl_rep rep;
+	int passed = -1;
+	if (init_call(ctx, sid, &rq, sizeof(rq), NULL, 0, CONTROL_REPLY_MS, &rep, &passed, err) < 0)
+		return -1;
+	if (passed >= 0)
+		close(passed);
+	if (rep.hdr.type == SL_REP_ERROR) {
+		if (rep.status != ESRCH)
+			return sl_fail(err, SL_INTERNAL, rep.status, "send %s to execution %s",
+				       name, exec_id);
+		/* It ended on its own before the signal: it was not cancelled. */
+		if (cancel)
+			unlink(p);
+		return sl_fail(err, SL_CONFLICT, 0, "execution %s has ended", exec_id);
+	}
+	return 0;
+}
+
+int exec_resize(int master, unsigned short rows, unsigned short cols, sl_err *err)
+{
+	if (!rows || !cols)
+		return sl_fail(err, SL_INVALID, 0, "pty size %ux%u: rows and cols must be > 0",
+			       rows, cols);
+	struct winsize ws = {.ws_row = rows, .ws_col = cols};
+	if (ioctl(master, TIOCSWINSZ, &ws) < 0)
+		return sl_sysfail(err, "resize pty");
+	return 0;
+}
+
+/* ---- wait ---- */
+
+/* A pidfd of the sandbox's init, or -1: its death settles every running execution, and
+ * the close of its exit-record fds that announces it comes a moment before the kernel
+ * shows the process as gone. */
+static int init_pidfd(sl_ctx *ctx, const char *sid)
+{
+	sl_sandbox sb;
+	sl_err e = {0};
+	if (sandbox_get(ctx, sid, &sb, &e) < 0)
+		return -1;
+	int fd = -1;
+	if ((!strcmp(sb.status, "running") || !strcmp(sb.status, "paused")) && sb.init_pid > 1) {
+		fd = syscall(SYS_pidfd_open, sb.init_pid, 0);
+		/* Checked after the open: the pidfd is then surely that init's. */
+		if (fd >= 0 && proc_start_time(sb.init_pid) != sb.init_start)
+			close(steal_fd(&fd));
+	}
+	sandbox_free(&sb);
+	return fd;
+}
+
+int exec_wait(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, int timeout_ms,
+	      sl_exec *out, sl_err *err)
+{
+	char sid[32], dir[PATH_MAX];
+	memset(out, 0, sizeof(*out));
+	out->master = -1;
+	if (exec_ref(ctx, sandbox_id, exec_id, sid, err) < 0)
+		return -1;
+	exec_dir(ctx, sid, exec_id, dir, sizeof(dir));
+	/* One inotify instance per waiter: init's write and close of `exit` (or our
+	 * rewrite of it) wakes exactly the waiters of this execution. The watch is set
+	 * before the first read, so an exit in between is not missed. Instances are
+	 * limited per user (fs.inotify.max_user_instances); without one, poll slowly. */
+	_cleanup_close_ int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (in < 0 && errno != EMFILE && errno != ENFILE && errno != ENOMEM)
+		return sl_sysfail(err, "inotify");
+	if (in >= 0 && inotify_add_watch(in, dir,
+					 IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE_SELF |
+					     IN_MOVE_SELF | IN_ONLYDIR) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return sl_fail(err, SL_NOTFOUND, 0, "execution %s not found in sandbox %s",
+				       exec_id, sid);
+		return sl_sysfail(err, "watch %s", dir);
+	}
+	_cleanup_close_ int ipfd = init_pidfd(ctx, sid);
+	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	for (;;) {
+		exec_facts f;
+		sb_live live = {-1};
+		if (exec_load(ctx, sid, exec_id, out, &f, &live, err) < 0)
+			return -1;
+		if (out->status != SL_EXEC_RUNNING)
+			return 0;
+		int64_t left = deadline < 0 ? INT_MAX : deadline - mono_ms();
+		if (left <= 0)
+			return 0;
+		exec_free(out);
+		/* The backstop covers the one change no file event announces: a starter
+		 * that died before recording the pid. */
+		int step = in >= 0 ? WAIT_BACKSTOP_MS : WAIT_POLL_MS;
+		struct pollfd pf[2] = {{in, POLLIN, 0}, {ipfd, POLLIN, 0}};
+		int r = poll(pf, 2, left < step ? (int)left : step);
+		if (r < 0 && errno != EINTR)
+			return sl_sysfail(err, "wait for execution %s", exec_id);
+		char evbuf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+		while (in >= 0 && read(in, evbuf, sizeof(evbuf)) > 0)
+			; /* any event: read the record again */
+		if (r > 0 && (pf[1].revents & POLLIN))
+			close(steal_fd(&ipfd)); /* once: it stays readable */
+	}
+}
+
+/* ---- JSON ---- */
+
+static const char *status_name(sl_exec_status s)
+{
+	switch (s) {
+	case SL_EXEC_RUNNING:
+		return "running";
+	case SL_EXEC_COMPLETED:
+		return "completed";
+	case SL_EXEC_FAILED:
+		return "failed";
+	case SL_EXEC_TIMEOUT:
+		return "timeout";
+	case SL_EXEC_CANCELLED:
+		return "cancelled";
+	}
+	return "failed";
+}
+
+static void iso_time(int64_t ms, char *buf, size_t len)
+{
+	time_t s = ms / 1000;
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+cJSON *exec_to_json(const sl_exec *e)
+{
+	char t[40];
+	bool running = e->status == SL_EXEC_RUNNING;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", e->id);
+	cJSON_AddStringToObject(o, "sandboxId", e->sandbox_id);
+	cJSON_AddItemToObject(o, "command",
+			      e->command ? cJSON_Duplicate(e->command, 1) : cJSON_CreateArray());
+	cJSON_AddStringToObject(o, "status", status_name(e->status));
+	if (running || e->exit_code < 0)
+		cJSON_AddNullToObject(o, "exitCode");
+	else
+		cJSON_AddNumberToObject(o, "exitCode", e->exit_code);
+	if (e->signal) {
+		exec_signal_name(e->signal, t, sizeof(t));
+		cJSON_AddStringToObject(o, "signal", t);
+	} else {
+		cJSON_AddNullToObject(o, "signal");
+	}
+	cJSON_AddBoolToObject(o, "oomKilled", e->oom_killed);
+	iso_time(e->started_ms, t, sizeof(t));
+	cJSON_AddStringToObject(o, "startedAt", t);
+	if (running) {
+		cJSON_AddNullToObject(o, "finishedAt");
+		cJSON_AddNullToObject(o, "durationMs");
+	} else {
+		iso_time(e->finished_ms, t, sizeof(t));
+		cJSON_AddStringToObject(o, "finishedAt", t);
+		cJSON_AddNumberToObject(o, "durationMs", (double)(e->finished_ms - e->started_ms));
+	}
+	if (e->pid > 0)
+		cJSON_AddNumberToObject(o, "pid", e->pid);
+	return o;
+}
+
+/* ---- processes ---- */
+
+/* The last value of a "Key:\tv1\tv2..." line of /proc/<pid>/status: the value as seen
+ * in the innermost pid namespace. Returns the number of values, 0 if absent. */
+static int status_last(const char *status, const char *key, long *out)
+{
+	size_t kl = strlen(key);
+	for (const char *l = status; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, key, kl) != 0 || l[kl] != ':')
+			continue;
+		int k = 0;
+		const char *p = l + kl + 1;
+		for (;;) {
+			char *end;
+			long v = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			*out = v;
+			k++;
+			p = end;
+		}
+		return k;
+	}
+	return 0;
+}
+
+static int read_small(const char *path, char *buf, size_t len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n;
+	while ((n = read(fd, buf, len - 1)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+/* pid, pgid and session inside the sandbox of host pid H; false when H is gone or is
+ * not in a nested pid namespace. */
+static bool proc_ids(pid_t h, long *pid, long *pgid, long *sid)
+{
+	char p[64], st[4096];
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)h);
+	if (read_small(p, st, sizeof(st)) <= 0)
+		return false;
+	return status_last(st, "NSpid", pid) >= 2 && status_last(st, "NSpgid", pgid) >= 2 &&
+	       status_last(st, "NSsid", sid) >= 2;
+}
+
+static void proc_cmdline(pid_t h, char *buf, size_t len)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)h);
+	int n = read_small(p, buf, len);
+	if (n <= 0) {
+		/* Kernel threads and zombies have none: show [comm] as ps does. */
+		char comm[64];
+		snprintf(p, sizeof(p), "/proc/%d/comm", (int)h);
+		int c = read_small(p, comm, sizeof(comm));
+		if (c > 0 && comm[c - 1] == '\n')
+			comm[c - 1] = '\0';
+		snprintf(buf, len, "[%s]", c > 0 ? comm : "?");
+		return;
+	}
+	while (n > 0 && buf[n - 1] == '\0')
+		n--;
+	for (int i = 0; i < n; i++)
+		if (buf[i] == '\0' || buf[i] == '\n')
+			buf[i] = ' ';
+	buf[n] = '\0';
+}
+
+/* The sandbox's execution whose command leads SESSION (or GROUP): exec_start makes each
+ * command a session leader, so its background children keep its session id. pid numbers
+ * are reused, so among several records with that pid the latest started is the one. */
+static void match_exec(const sl_exec *execs, size_t n, long session, long group, char *out,
+		       size_t len)
+{
+	const sl_exec *best = NULL;
+	for (int pass = 0; pass < 2 && !best; pass++) {
+		long want = pass == 0 ? session : group;
+		for (size_t i = 0; i < n; i++)
+			if (execs[i].pid == want &&
+			    (!best || execs[i].started_ms > best->started_ms))
+				best = &execs[i];
+	}
+	snprintf(out, len, "%s", best ? best->id : "");
+}
+
+static int cmp_inner_pid(const void *a, const void *b)
+{
+	const sl_process *x = a, *y = b;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+int sandbox_processes(sl_ctx *ctx, const sl_sandbox *sb, sl_process **out, size_t *n, sl_err *err)
+{
+	*out = NULL;
+	*n = 0;
+	char cg[64];
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t np = 0;
+	if (cgroup_procs(ctx->cg, cg, &pids, &np, err) < 0)
+		return sl_wrap(err, "sandbox %s", sb->id);
+	sl_exec *execs = NULL;
+	size_t ne = 0;
+	sl_err e2 = {0};
+	if (exec_list(ctx, sb->id, &execs, &ne, &e2) < 0)
+		ne = 0; /* processes without their executions are still worth listing */
+	sl_process *list = calloc(np ? np : 1, sizeof(*list));
+	if (!list) {
+		exec_free_list(execs, ne);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "list processes");
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < np; i++) {
+		long pid, pgid, sid;
+		/* init (pid 1) is the sandbox itself, not a process a caller may manage. */
+		if (!proc_ids(pids[i], &pid, &pgid, &sid) || pid <= 1)
+			continue;
+		sl_process *p = &list[k++];
+		p->host_pid = pids[i];
+		p->pid = pid;
+		p->pgid = pgid;
+		proc_cmdline(pids[i], p->cmdline, sizeof(p->cmdline));
+		match_exec(execs, ne, sid, pgid, p->exec_id, sizeof(p->exec_id));
+	}
+	exec_free_list(execs, ne);
+	qsort(list, k, sizeof(*list), cmp_inner_pid);
+	*out = list;
+	*n = k;
+	return 0;
+}
+
+/* The pid inside its own namespace of the process a pidfd refers to (its fdinfo speaks
+ * for that very process, whatever happened to the number since). */
+static long pidfd_inner_pid(int pidfd)
+{
+	char p[64], buf[1024];
+	snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", pidfd);
+	long v = -1;
+	if (read_small(p, buf, sizeof(buf)) <= 0 || status_last(buf, "NSpid", &v) < 2)
+		return -1;
+	return v;
+}
+
+int sandbox_kill_process(sl_ctx *ctx, const sl_sandbox *sb, pid_t pid, int sig, sl_err *err)
+{
+	if (pid == 1)
+		return sl_fail(err, SL_INVALID, 0,
+			       "pid 1 is the sandbox's init; stop or delete the sandbox instead");
+	if (pid < 1)
+		return sl_fail(err, SL_INVALID, 0, "pid %d: no such process", (int)pid);
+	if (sig < 1 || sig >= NSIG)
+		return sl_fail(err, SL_INVALID, 0, "signal %d: no such signal", sig);
+	char cg[64];
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t np = 0;
+	if (cgroup_procs(ctx->cg, cg, &pids, &np, err) < 0)
+		return sl_wrap(err, "sandbox %s", sb->id);
+	pid_t host = 0;
+	for (size_t i = 0; i < np && !host; i++) {
+		long in, pg, sd;
+		if (proc_ids(pids[i], &in, &pg, &sd) && in == pid)
+			host = pids[i];
+	}
+	if (!host)
+		return sl_fail(err, SL_NOTFOUND, 0, "process %d not found in sandbox %s", (int)pid,
+			       sb->id);
+	/* A pidfd pins the process: if the number was reused after the scan, the fdinfo
+	 * check below sees the newcomer's pid and we refuse. */
+	_cleanup_close_ int pfd = syscall(SYS_pidfd_open, host, 0);
+	if (pfd < 0 || pidfd_inner_pid(pfd) != pid)
+		return sl_fail(err, SL_NOTFOUND, 0,
+			       "process %d not found in sandbox %s (it exited)", (int)pid, sb->id);
+	if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0) {
+		if (errno == ESRCH)
+			return sl_fail(err, SL_NOTFOUND, 0, "process %d in sandbox %s exited",
+				       (int)pid, sb->id);
+		return sl_sysfail(err, "signal process %d in sandbox %s", (int)pid, sb->id);
+	}
+	return 0;
+}
