@@ -24,5 +24,9 @@ int cmd_image(sl_ctx *ctx, int argc, char **argv);
 int cmd_lifecycle(sl_ctx *ctx, int argc, char **argv);
 int cmd_snapshot(sl_ctx *ctx, int argc, char **argv);
 int cmd_volume(sl_ctx *ctx, int argc, char **argv);
+int cmd_cp(sl_ctx *ctx, int argc, char **argv);
+int cmd_serve(sl_ctx *ctx, int argc, char **argv);
+int cmd_key(sl_ctx *ctx, int argc, char **argv);
+int cmd_code(sl_ctx *ctx, int argc, char **argv);
 
 #endif

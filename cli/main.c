@@ -13,6 +13,9 @@ static const char usage[] =
 	"  create [OPTIONS] [--image NAME] [--name NAME]     print the new sandbox's id\n"
 	"  exec   [-e K=V] [-w DIR] [-u USER] [-i] [-t] [--timeout 30s] ID -- CMD [ARG...]\n"
 	"  ls [-a] [--format json]   inspect ID   rm [-f] ID...\n"
+	"  cp [-L] SRC DST                                   either side may be ID:PATH\n"
+	"  code ID --language python|typescript|javascript|bash (CODE | -)\n"
+	"  serve [--socket PATH] [--listen 127.0.0.1:PORT]   key\n"
 	"  pause|resume|stop|start ID...\n"
 	"  snapshot create ID [--name N]   snapshot ls   snapshot rm ID|NAME\n"
 	"  volume create NAME   volume ls   volume rm NAME\n"
@@ -49,7 +52,8 @@ int main(int argc, char **argv)
 		{ "ls", cmd_ls },	 { "ps", cmd_ls },	   { "inspect", cmd_inspect },
 		{ "rm", cmd_rm },	 { "image", cmd_image },	   { "pause", cmd_lifecycle },
 		{ "resume", cmd_lifecycle }, { "stop", cmd_lifecycle }, { "start", cmd_lifecycle },
-		{ "snapshot", cmd_snapshot }, { "volume", cmd_volume },
+		{ "snapshot", cmd_snapshot }, { "volume", cmd_volume }, { "cp", cmd_cp },
+		{ "serve", cmd_serve },	 { "key", cmd_key },	   { "code", cmd_code },
 	};
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help")) {

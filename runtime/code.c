@@ -1,0 +1,299 @@
+/* code.c — executeCode over executions and sandbox files: the snippet is written to a
+ * file inside the sandbox (never quoted into a command line, so any text is safe), a
+ * small fixed wrapper runs it in a fresh interpreter and records an uncaught error as
+ * JSON beside it, and the result is assembled from the execution's record and logs. */
+#include "code.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "exec.h"
+#include "sbxfs.h"
+
+#define CODE_DEFAULT_TIMEOUT_MS (5 * 60 * 1000)
+#define CODE_OUTPUT_MAX (16u << 20)
+
+/* Runs SRC as __main__; an uncaught exception goes to stderr as a traceback (without
+ * this wrapper's frame) and to ERRF as {name, message, traceback}. */
+static const char py_wrapper[] =
+	"import json, sys, traceback\n"
+	"src, errf = sys.argv[1], sys.argv[2]\n"
+	"sys.argv = [src]\n"
+	"g = {'__name__': '__main__', '__file__': src, '__builtins__': __builtins__}\n"
+	"try:\n"
+	"    with open(src, encoding='utf-8') as f:\n"
+	"        code = compile(f.read(), src, 'exec')\n"
+	"    exec(code, g)\n"
+	"except SystemExit:\n"
+	"    raise\n"
+	"except BaseException as e:\n"
+	"    tb = ''.join(traceback.format_exception(type(e), e, e.__traceback__.tb_next))\n"
+	"    sys.stderr.write(tb)\n"
+	"    sys.stderr.flush()\n"
+	"    with open(errf, 'w') as f:\n"
+	"        json.dump({'name': type(e).__name__, 'message': str(e), 'traceback': tb}, f)\n"
+	"    sys.exit(1)\n";
+
+static const char js_wrapper[] =
+	"const fs = require('fs'), path = require('path');\n"
+	"const [src, errf] = process.argv.slice(1);\n"
+	"let failed = false;\n"
+	"function fail(e) {\n"
+	"  if (failed) return; failed = true;\n"
+	"  const o = { name: (e && e.name) || 'Error',\n"
+	"    message: e && e.message !== undefined ? String(e.message) : String(e),\n"
+	"    traceback: (e && e.stack) || String(e) };\n"
+	"  try { fs.writeFileSync(errf, JSON.stringify(o)); } catch (_) {}\n"
+	"  process.stderr.write(o.traceback + '\\n');\n"
+	"  process.exitCode = 1;\n"
+	"}\n"
+	"process.on('uncaughtException', e => { fail(e); process.exit(1); });\n"
+	"process.on('unhandledRejection', e => { fail(e); process.exit(1); });\n"
+	"try { require(path.resolve(src)); } catch (e) { fail(e); process.exit(1); }\n";
+
+/* TypeScript: strip types with esbuild (errors carry file:line:col), then the JS path.
+ * $1 = main.ts, $2 = main.js, $3 = error file; the JS wrapper arrives in $4. */
+static const char ts_script[] =
+	"if ! out=$(esbuild \"$1\" --outfile=\"$2\" --format=cjs --platform=node "
+	"--target=node18 --log-level=error 2>&1); then\n"
+	"  printf '%s\\n' \"$out\" >&2\n"
+	"  msg=$(printf '%s\\n' \"$out\" | grep -m1 -E 'ERROR|error' | sed 's/^.*ERROR\\] *//; s/^ *//')\n"
+	"  line=$(printf '%s\\n' \"$out\" | grep -m1 -oE '[^ ]+\\.ts:[0-9]+:[0-9]+')\n"
+	"  node -e 'require(\"fs\").writeFileSync(process.argv[1], JSON.stringify({name: "
+	"\"SyntaxError\", message: process.argv[2] + (process.argv[3] ? \" (\" + "
+	"process.argv[3] + \")\" : \"\"), traceback: process.argv[4]}))' \"$3\" \"$msg\" "
+	"\"$line\" \"$out\"\n"
+	"  exit 1\n"
+	"fi\n"
+	"exec node -e \"$4\" \"$2\" \"$3\"\n";
+
+void code_result_free(sl_code_result *r)
+{
+	cJSON_Delete(r->output);
+	free(r->out);
+	free(r->errout);
+	free(r->error_name);
+	free(r->error_message);
+	free(r->error_traceback);
+	memset(r, 0, sizeof(*r));
+}
+
+static int write_file(sl_ctx *ctx, const sl_sandbox *sb, const char *path, const char *data,
+		      size_t len, sl_err *err)
+{
+	int fd;
+	if (sbxfs_open_write(ctx, sb, path, 0600, &fd, err) < 0)
+		return -1;
+	size_t off = 0;
+	while (off < len) {
+		ssize_t w = write(fd, data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			int e = errno;
+			close(fd);
+			return sl_fail(err, e == ENOSPC || e == EDQUOT ? SL_EXHAUSTED : SL_INTERNAL,
+				       e, "write %s in sandbox %s", path, sb->id);
+		}
+		off += w;
+	}
+	close(fd);
+	return 0;
+}
+
+static char *read_fd_capped(int fd, size_t cap)
+{
+	size_t len = 0, sz = 4096;
+	char *buf = malloc(sz);
+	while (buf) {
+		if (len + 1 >= sz) {
+			if (sz >= cap + 1)
+				break;
+			char *nb = realloc(buf, sz * 2 > cap + 1 ? cap + 1 : sz * 2);
+			if (!nb)
+				break;
+			buf = nb;
+			sz = sz * 2 > cap + 1 ? cap + 1 : sz * 2;
+		}
+		ssize_t n = read(fd, buf + len, sz - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += n;
+	}
+	if (buf)
+		buf[len] = '\0';
+	return buf;
+}
+
+static char *read_log(sl_ctx *ctx, const sl_sandbox *sb, const char *eid, const char *stream)
+{
+	int fd;
+	sl_err e = { 0 };
+	if (exec_open_log(ctx, sb->id, eid, stream, &fd, &e) < 0)
+		return strdup("");
+	char *s = read_fd_capped(fd, CODE_OUTPUT_MAX);
+	close(fd);
+	return s ? s : strdup("");
+}
+
+/* output: the last non-empty stdout line, when it parses as JSON. */
+static cJSON *last_line_json(const char *out)
+{
+	const char *end = out + strlen(out);
+	while (end > out && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+		end--;
+	const char *start = end;
+	while (start > out && start[-1] != '\n')
+		start--;
+	if (start == end)
+		return NULL;
+	return cJSON_ParseWithLength(start, end - start);
+}
+
+static void set_error(sl_code_result *r, const char *name, const char *message,
+		      const char *traceback)
+{
+	r->has_error = true;
+	free(r->error_name);
+	free(r->error_message);
+	free(r->error_traceback);
+	r->error_name = strdup(name);
+	r->error_message = strdup(message ? message : "");
+	r->error_traceback = traceback ? strdup(traceback) : NULL;
+}
+
+static void read_error_file(sl_ctx *ctx, const sl_sandbox *sb, const char *path,
+			    sl_code_result *r)
+{
+	int fd;
+	uint64_t size;
+	sl_err e = { 0 };
+	if (sbxfs_open_read(ctx, sb, path, &fd, &size, &e) < 0)
+		return;
+	_cleanup_free_ char *s = read_fd_capped(fd, 1 << 20);
+	close(fd);
+	cJSON *o = s ? cJSON_Parse(s) : NULL;
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, "name");
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "message");
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "traceback");
+	if (cJSON_IsString(n))
+		set_error(r, n->valuestring, cJSON_IsString(m) ? m->valuestring : "",
+			  cJSON_IsString(t) ? t->valuestring : NULL);
+	cJSON_Delete(o);
+}
+
+int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char *code,
+	     size_t len, const char *const *env, uint64_t timeout_ms, sl_code_result *out,
+	     sl_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	const char *ext;
+	if (!language || !strcmp(language, "python"))
+		ext = "py";
+	else if (!strcmp(language, "typescript") || !strcmp(language, "ts"))
+		ext = "ts";
+	else if (!strcmp(language, "javascript") || !strcmp(language, "js"))
+		ext = "js";
+	else if (!strcmp(language, "bash") || !strcmp(language, "sh"))
+		ext = "sh";
+	else
+		return sl_fail(err, SL_INVALID, 0,
+			       "language: \"%s\" is not one of python, typescript, javascript, bash",
+			       language);
+	char tag[32], dir[96], src[128], js[128], errf[128];
+	sl_new_id("", tag, sizeof(tag));
+	snprintf(dir, sizeof(dir), "/tmp/.sandlot-code/%s", tag);
+	snprintf(src, sizeof(src), "%s/main.%s", dir, ext);
+	snprintf(js, sizeof(js), "%s/main.js", dir);
+	snprintf(errf, sizeof(errf), "%s/error.json", dir);
+	if (sbxfs_mkdir(ctx, sb, dir, err) < 0 || write_file(ctx, sb, src, code, len, err) < 0)
+		return -1;
+	const char *pyv[] = { "python3", "-c", py_wrapper, src, errf, NULL };
+	const char *jsv[] = { "node", "-e", js_wrapper, src, errf, NULL };
+	const char *tsv[] = { "/bin/sh", "-c", ts_script, "sandlot-ts", src, js, errf, js_wrapper,
+			      NULL };
+	/* bash where the image has it (busybox has only sh) */
+	const char *shv[] = { "/bin/sh", "-c", "command -v bash >/dev/null && exec bash \"$0\" || exec sh \"$0\"", src, NULL };
+	const char *const *argv = ext[0] == 'p' ? pyv : ext[0] == 't' ? tsv : ext[0] == 'j' ? jsv
+										     : shv;
+	sl_exec_spec spec = { .argv = (char *const *)argv,
+			      .env = env,
+			      .timeout_ms = timeout_ms ? timeout_ms : CODE_DEFAULT_TIMEOUT_MS };
+	sl_exec ex;
+	char eid[32] = "";
+	int r = exec_start(ctx, sb, &spec, &ex, err);
+	if (r == 0) {
+		snprintf(eid, sizeof(eid), "%s", ex.id);
+		if (ex.master >= 0)
+			close(ex.master);
+		exec_free(&ex);
+		r = exec_wait(ctx, sb->id, eid, -1, &ex, err);
+	}
+	if (r < 0) {
+		sl_err e2 = { 0 };
+		sbxfs_remove(ctx, sb, dir, true, &e2);
+		return -1;
+	}
+	snprintf(out->exec_id, sizeof(out->exec_id), "%s", ex.id);
+	out->out = read_log(ctx, sb, ex.id, "stdout");
+	out->errout = read_log(ctx, sb, ex.id, "stderr");
+	out->duration_ms = ex.finished_ms - ex.started_ms;
+	out->exit_code = ex.exit_code;
+	out->output = last_line_json(out->out);
+	if (ex.status == SL_EXEC_TIMEOUT) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "the code ran longer than %llu ms and was stopped",
+			 (unsigned long long)spec.timeout_ms);
+		set_error(out, "TimeoutError", msg, NULL);
+	} else if (ex.oom_killed) {
+		set_error(out, "OutOfMemoryError",
+			  "the code was killed by the OOM killer: the sandbox's memory limit was "
+			  "reached",
+			  NULL);
+	} else {
+		read_error_file(ctx, sb, errf, out);
+		if (!out->has_error && ex.status != SL_EXEC_COMPLETED) {
+			char msg[96];
+			if (ex.signal)
+				snprintf(msg, sizeof(msg), "the interpreter was killed by signal %d",
+					 ex.signal);
+			else
+				snprintf(msg, sizeof(msg), "the code exited with status %d",
+					 ex.exit_code);
+			set_error(out, ex.signal ? "Killed" : "ExitError", msg, NULL);
+		}
+	}
+	out->success = ex.status == SL_EXEC_COMPLETED && !out->has_error;
+	exec_free(&ex);
+	sl_err e2 = { 0 };
+	sbxfs_remove(ctx, sb, dir, true, &e2);
+	return 0;
+}
+
+cJSON *code_result_to_json(const sl_code_result *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddBoolToObject(o, "success", r->success);
+	if (r->output)
+		cJSON_AddItemToObject(o, "output", cJSON_Duplicate(r->output, 1));
+	cJSON_AddStringToObject(o, "stdout", r->out ? r->out : "");
+	cJSON_AddStringToObject(o, "stderr", r->errout ? r->errout : "");
+	cJSON_AddNumberToObject(o, "durationMs", (double)r->duration_ms);
+	cJSON_AddNumberToObject(o, "exitCode", r->exit_code);
+	if (r->has_error) {
+		cJSON *e = cJSON_AddObjectToObject(o, "error");
+		cJSON_AddStringToObject(e, "name", r->error_name);
+		cJSON_AddStringToObject(e, "message", r->error_message);
+		if (r->error_traceback)
+			cJSON_AddStringToObject(e, "traceback", r->error_traceback);
+	}
+	return o;
+}
