@@ -489,13 +489,23 @@ static void test_signal_cancels(void **state)
 	exec_free(&w);
 
 	/* Another signal is passed on without marking the execution cancelled. */
-	start_sh(ctx, id, "trap 'echo got USR1; exit 5' USR1; while :; do sleep 0.05; done", &e);
-	usleep(200000); /* let the shell set its trap */
+	start_sh(ctx, id,
+		 "trap 'echo got USR1; exit 5' USR1; echo ready; while :; do sleep 0.05; done", &e);
+	char *out = NULL;
+	for (int i = 0; i < 250; i++) { /* the trap is set once "ready" is out */
+		free(out);
+		out = read_log(ctx, id, e.id, "stdout");
+		if (*out)
+			break;
+		usleep(20000);
+	}
+	assert_string_equal(out, "ready\n");
+	free(out);
 	assert_int_equal(exec_signal(ctx, id, e.id, SIGUSR1, &err), 0);
 	wait_done(ctx, id, e.id, 10000, &w);
 	assert_int_equal(w.status, SL_EXEC_FAILED);
 	assert_int_equal(w.exit_code, 5);
-	assert_log(ctx, id, e.id, "stdout", "got USR1\n");
+	assert_log(ctx, id, e.id, "stdout", "ready\ngot USR1\n");
 	exec_free(&e);
 	exec_free(&w);
 
