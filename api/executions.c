@@ -131,7 +131,7 @@ static int parse_exec_body(api_server *s, const cJSON *body, const sl_sandbox *s
 	    api_json_bool(body, "", "stdin", &b->spec.stdin_pipe, err) < 0)
 		return -1;
 	if (!given)
-		b->spec.timeout_ms = api_sandbox_exec_timeout(s, sb->id);
+		b->spec.timeout_ms = sb->exec_timeout_ms; /* the sandbox's default */
 	const cJSON *pty = cJSON_GetObjectItemCaseSensitive(body, "pty");
 	if (pty && !cJSON_IsNull(pty) && !cJSON_IsFalse(pty)) {
 		b->spec.tty = true;

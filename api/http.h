@@ -30,7 +30,7 @@ typedef struct api_server {
 	char key[API_KEY_LEN + 1];
 	atomic_bool stopping;
 	atomic_ullong executions_started; /* since this daemon started (metrics) */
-	pthread_mutex_t lock;		  /* guards ptys and api.json writes */
+	pthread_mutex_t lock;		  /* guards ptys */
 	api_pty *ptys;
 } api_server;
 
@@ -150,8 +150,6 @@ int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err);
 /* Paths a user gives are inside the sandbox; relative ones start at its working
  * directory. Returns a malloc'd absolute path, or NULL with SL_INVALID. */
 char *api_sandbox_path(const sl_sandbox *sb, const char *field, const char *path, sl_err *err);
-/* The default execution timeout the sandbox was created with (0: none). */
-uint64_t api_sandbox_exec_timeout(api_server *s, const char *sandbox_id);
 /* Create a sandbox from a create-shaped body (used by /v1/run too). */
 int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bool run_body,
 			    sl_sandbox *out, sl_err *err);

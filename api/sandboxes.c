@@ -7,49 +7,7 @@
 
 #include "../runtime/cleanup.h"
 #include "../runtime/quantity.h"
-#include "../runtime/state.h"
 #include "http.h"
-
-/* ---- the api.json sidecar: settings the runtime's record does not carry ---- */
-
-static void sidecar_path(api_server *s, const char *id, char *buf, size_t len)
-{
-	state_sandbox_dir(&s->ctx->cfg, id, buf, len);
-	size_t n = strlen(buf);
-	snprintf(buf + n, len - n, "/api.json");
-}
-
-uint64_t api_sandbox_exec_timeout(api_server *s, const char *sandbox_id)
-{
-	char p[PATH_MAX];
-	sidecar_path(s, sandbox_id, p, sizeof(p));
-	_cleanup_free_ char *data = NULL;
-	sl_err err = {0};
-	if (state_read_file(p, 65536, &data, NULL, &err) < 0)
-		return 0;
-	cJSON *o = cJSON_Parse(data);
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "executionTimeoutMs");
-	uint64_t ms = cJSON_IsNumber(t) && t->valuedouble > 0 ? (uint64_t)t->valuedouble : 0;
-	cJSON_Delete(o);
-	return ms;
-}
-
-static int sidecar_save(api_server *s, const char *id, uint64_t exec_timeout_ms, sl_err *err)
-{
-	char p[PATH_MAX];
-	sidecar_path(s, id, p, sizeof(p));
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddNumberToObject(o, "executionTimeoutMs", (double)exec_timeout_ms);
-	_cleanup_free_ char *text = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	if (!text)
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "save %s", p);
-	/* state_write_atomic's temp name is per process: one writer at a time here. */
-	pthread_mutex_lock(&s->lock);
-	int r = state_write_atomic(p, text, strlen(text), err);
-	pthread_mutex_unlock(&s->lock);
-	return r;
-}
 
 /* ---- the Sandbox shape ---- */
 
@@ -77,14 +35,6 @@ static cJSON *sandbox_json(api_server *s, const sl_sandbox *sb, bool detail)
 	cJSON_AddNullToObject(t, "lifetime");
 	cJSON_AddNullToObject(t, "execution");
 	add_default(o, "timeout", t);
-	/* timeout.execution (ms) from the sidecar when the record has none. */
-	t = cJSON_GetObjectItemCaseSensitive(o, "timeout");
-	uint64_t ms = api_sandbox_exec_timeout(s, sb->id);
-	const cJSON *cur = cJSON_GetObjectItemCaseSensitive(t, "execution");
-	if (ms && cJSON_IsObject(t) && (!cur || cJSON_IsNull(cur))) {
-		cJSON_DeleteItemFromObjectCaseSensitive(t, "execution");
-		cJSON_AddNumberToObject(t, "execution", (double)ms);
-	}
 	if (!detail)
 		return o;
 	/* diskBytes stays 0 until the storage layer reports a sandbox's usage. */
@@ -295,14 +245,9 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 		o.ephemeral = true;
 	o.env = (const char *const *)env;
 	o.labels = (const char *const *)labels;
+	o.exec_timeout_ms = exec_ms;
 	if (sandbox_create(s->ctx, &o, out, err) < 0)
 		goto out;
-	if (exec_ms && sidecar_save(s, out->id, exec_ms, err) < 0) {
-		sl_err e2 = {0};
-		sandbox_destroy(s->ctx, out->id, "create failed", &e2);
-		sandbox_free(out);
-		goto out;
-	}
 	r = 0;
 out:
 	api_strv_free(env);
@@ -475,13 +420,16 @@ enum MHD_Result api_sandboxes_patch(api_req *r)
 	    api_json_kv(body, "", "labels", &kv, &err) < 0)
 		return api_reply_error(r, &err);
 	api_strv_free(kv);
+	if (t && !cJSON_IsNull(t) && cJSON_GetArraySize(t))
+		return api_fail(
+		    r, SL_NOTIMPL,
+		    "timeout.execution: changing a sandbox's timeouts after create is not "
+		    "available yet (give timeout per execution)");
 	if (api_sandbox_for_call(r, &sb, &err) < 0)
 		return api_reply_error(r, &err);
 	int rc = 0;
 	if (labels && !cJSON_IsNull(labels))
 		rc = sandbox_set_labels(r->srv->ctx, sb.id, labels, NULL, &err);
-	if (rc == 0 && t && !cJSON_IsNull(t))
-		rc = sidecar_save(r->srv, sb.id, exec_ms, &err);
 	char id[32];
 	snprintf(id, sizeof(id), "%s", sb.id);
 	sandbox_free(&sb);

@@ -1,0 +1,2005 @@
+/* test_api.c — end-to-end tests of `sandlot serve`: the real daemon on a test socket and a
+ * loopback port, driven over HTTP with libcurl: every route and error case, concurrency,
+ * kill -9 restarts, files and hostile paths, WebSocket attach, and the spec check. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <nettle/base64.h>
+#include <nettle/sha1.h>
+
+#include "common.h"
+#include "sandbox.h"
+
+/* ---- the daemon -------------------------------------------------------------------------- */
+
+typedef struct daemon {
+	pid_t pid;
+	char sock[256];
+	int port;
+	char out[256];
+} daemon_t;
+
+static daemon_t D;	   /* the main daemon every test talks to */
+static char KEY[80];	   /* its API key */
+static char CAPTURES[256]; /* responses recorded for the spec check */
+static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
+static int daemon_seq;
+
+static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	return s;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Start build/sandlot serve on SOCK (plus loopback TCP when TCP) with EXTRA arguments
+ * (NULL-terminated), and wait for its start-up line. */
+static void daemon_start(daemon_t *d, const char *sock, bool tcp, const char *const *extra)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s", sock); /* SOCK may be d->sock */
+	memset(d, 0, sizeof(*d));
+	snprintf(d->sock, sizeof(d->sock), "%s", path);
+	snprintf(d->out, sizeof(d->out), "%s/serve-%d.out", e2e_root(), daemon_seq++);
+	char *bin = e2e_build_path("sandlot");
+	const char *argv[16] = {bin, "serve", "--socket", d->sock};
+	int n = 4;
+	if (tcp) {
+		argv[n++] = "--listen";
+		argv[n++] = "127.0.0.1:0";
+	}
+	for (; extra && *extra && n < 15; extra++)
+		argv[n++] = *extra;
+	argv[n] = NULL;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(d->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(126);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	free(bin);
+	d->pid = pid;
+	for (int i = 0; i < 1000; i++) {
+		char *text = e2e_read_file(d->out);
+		if (text && strstr(text, "serving the API")) {
+			const char *h = strstr(text, "http://127.0.0.1:");
+			if (h)
+				d->port = atoi(h + strlen("http://127.0.0.1:"));
+			free(text);
+			if (tcp)
+				assert_true(d->port > 0);
+			return;
+		}
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			fail_msg("sandlot serve exited at start: %s", text ? text : "");
+		free(text);
+		usleep(10000);
+	}
+	fail_msg("sandlot serve did not start in 10 s");
+}
+
+/* Wait up to MS for the daemon to exit; its wait status, or -1. */
+static int daemon_wait(daemon_t *d, int ms)
+{
+	for (int i = 0; i < ms / 10; i++) {
+		int st;
+		if (waitpid(d->pid, &st, WNOHANG) == d->pid)
+			return st;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/* SIGTERM, then (after 10 s) SIGKILL; returns the wait status, -1 if it had to be killed. */
+static int daemon_halt(daemon_t *d)
+{
+	if (d->pid <= 0)
+		return 0;
+	kill(d->pid, SIGTERM);
+	int st = daemon_wait(d, 10000);
+	if (st < 0) {
+		kill(d->pid, SIGKILL);
+		waitpid(d->pid, NULL, 0);
+	}
+	d->pid = 0;
+	return st;
+}
+
+/* A clean stop: exit 0 soon after SIGTERM, socket removed. */
+static void daemon_stop(daemon_t *d)
+{
+	int st = daemon_halt(d);
+	if (st < 0)
+		fail_msg("sandlot serve did not stop within 10 s of SIGTERM");
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(access(d->sock, F_OK), -1); /* it removed its socket */
+}
+
+/* ---- HTTP -------------------------------------------------------------------------------- */
+
+typedef struct resp {
+	long status;
+	char *body;
+	size_t len;
+	char ctype[128], allow[128];
+	cJSON *json;
+} resp;
+
+typedef struct req {
+	const char *method, *path;
+	const void *body;
+	size_t len;
+	bool chunked;	   /* send the body with Transfer-Encoding: chunked */
+	const daemon_t *d; /* NULL: the main daemon */
+	bool tcp;	   /* over its TCP listener */
+	const char *auth;  /* full header, e.g. "Authorization: Bearer ..." */
+	long timeout_ms;   /* 0: 120 s */
+} req;
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+	resp *r = ud;
+	char *b = realloc(r->body, r->len + sz * n + 1);
+	if (!b)
+		return 0;
+	memcpy(b + r->len, p, sz * n);
+	r->body = b;
+	r->len += sz * n;
+	r->body[r->len] = '\0';
+	return sz * n;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+	resp *r = ud;
+	size_t len = sz * n;
+	char line[256];
+	snprintf(line, sizeof(line), "%.*s", (int)(len < 255 ? len : 255), p);
+	line[strcspn(line, "\r\n")] = '\0';
+	if (!strncasecmp(line, "Content-Type: ", 14))
+		snprintf(r->ctype, sizeof(r->ctype), "%s", line + 14);
+	if (!strncasecmp(line, "Allow: ", 7))
+		snprintf(r->allow, sizeof(r->allow), "%s", line + 7);
+	return len;
+}
+
+typedef struct chunk_src {
+	const char *p;
+	size_t left;
+} chunk_src;
+
+static size_t on_read(char *buf, size_t sz, size_t n, void *ud)
+{
+	chunk_src *s = ud;
+	size_t k = sz * n < s->left ? sz * n : s->left;
+	if (k > 65536)
+		k = 65536;
+	memcpy(buf, s->p, k);
+	s->p += k;
+	s->left -= k;
+	return k;
+}
+
+/* Record a response for the spec check (JSON bodies in full). */
+static void capture(const req *q, const resp *r)
+{
+	if (!CAPTURES[0] || r->status == 0)
+		return;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "method", q->method);
+	cJSON_AddStringToObject(o, "path", q->path);
+	cJSON_AddNumberToObject(o, "status", r->status);
+	cJSON_AddStringToObject(o, "contentType", r->ctype);
+	cJSON_AddItemToObject(o, "body",
+			      r->json ? cJSON_Duplicate(r->json, 1) : cJSON_CreateNull());
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	pthread_mutex_lock(&cap_lock);
+	FILE *f = fopen(CAPTURES, "a");
+	if (f) {
+		fprintf(f, "%s\n", s);
+		fclose(f);
+	}
+	pthread_mutex_unlock(&cap_lock);
+	free(s);
+}
+
+/* One request; thread-safe (no cmocka calls). Returns the status, 0 on transport error. */
+static long http_q(resp *r, const req *q)
+{
+	memset(r, 0, sizeof(*r));
+	const daemon_t *d = q->d ? q->d : &D;
+	CURL *c = curl_easy_init();
+	if (!c)
+		return 0;
+	char url[1024];
+	if (q->tcp)
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", d->port, q->path);
+	else
+		snprintf(url, sizeof(url), "http://sandlot%s", q->path);
+	struct curl_slist *h = curl_slist_append(NULL, "Expect:");
+	if (q->auth)
+		h = curl_slist_append(h, q->auth);
+	if (q->body && !q->chunked)
+		h = curl_slist_append(h, "Content-Type: application/json");
+	chunk_src src = {q->body, q->len};
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	if (!q->tcp)
+		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, d->sock);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, q->method);
+	if (q->chunked) {
+		h = curl_slist_append(h, "Transfer-Encoding: chunked");
+		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(c, CURLOPT_READDATA, &src);
+	} else if (q->body) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, q->body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->len);
+	} else if (!strcmp(q->method, "GET")) {
+		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	}
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, q->timeout_ms ? q->timeout_ms : 120000L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	if (!r->body)
+		r->body = calloc(1, 1);
+	if (strstr(r->ctype, "application/json"))
+		r->json = cJSON_Parse(r->body);
+	capture(q, r);
+	return r->status;
+}
+
+static void resp_free(resp *r)
+{
+	free(r->body);
+	cJSON_Delete(r->json);
+	memset(r, 0, sizeof(*r));
+}
+
+static long http(resp *r, const char *method, const char *path, const char *json)
+{
+	req q = {.method = method, .path = path, .body = json, .len = json ? strlen(json) : 0};
+	return http_q(r, &q);
+}
+
+static const char *jstr(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double jnum(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!cJSON_IsNumber(v))
+		fail_msg("%s: not a number in %s", key, cJSON_PrintUnformatted(o));
+	return v->valuedouble;
+}
+
+static const cJSON *jget(const cJSON *o, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+/* Fail unless R has STATUS; on an error status, the error's code must be CODE and its
+ * message must contain NEEDLE (when given). */
+static void expect(const resp *r, long status, const char *code, const char *needle)
+{
+	if (r->status != status)
+		fail_msg("expected HTTP %ld, got %ld: %s", status, r->status, r->body);
+	if (!code)
+		return;
+	assert_non_null(r->json);
+	const cJSON *e = jget(r->json, "error");
+	assert_non_null(e);
+	assert_string_equal(jstr(e, "code"), code);
+	assert_non_null(jstr(e, "message"));
+	if (needle && !strstr(jstr(e, "message"), needle))
+		fail_msg("error message \"%s\" does not mention \"%s\"", jstr(e, "message"),
+			 needle);
+}
+
+/* A sandbox from the create body BODY (NULL: busybox, nothing else); returns its id. */
+static char *sandbox_new(const char *body)
+{
+	resp r;
+	http(&r, "POST", "/v1/sandboxes", body ? body : "{\"image\":\"busybox\"}");
+	expect(&r, 201, NULL, NULL);
+	char *id = strdup(jstr(r.json, "id"));
+	assert_string_equal(jstr(r.json, "status"), "running");
+	resp_free(&r);
+	return id;
+}
+
+static void sandbox_del(char *id)
+{
+	resp r;
+	char *p = xprintf("/v1/sandboxes/%s", id);
+	http(&r, "DELETE", p, NULL);
+	expect(&r, 204, NULL, NULL);
+	resp_free(&r);
+	free(p);
+	free(id);
+}
+
+/* Run BODY (an ExecutionRequest) with ?wait=; the ended Execution (caller frees). */
+static cJSON *run_wait(const char *id, const char *body)
+{
+	resp r;
+	char *p = xprintf("/v1/sandboxes/%s/executions?wait=60s", id);
+	http(&r, "POST", p, body);
+	free(p);
+	expect(&r, 201, NULL, NULL);
+	cJSON *o = r.json;
+	r.json = NULL;
+	resp_free(&r);
+	if (!strcmp(jstr(o, "status"), "running"))
+		fail_msg("execution still running after the wait: %s", cJSON_PrintUnformatted(o));
+	return o;
+}
+
+/* Start BODY without waiting; returns the execution id. */
+static char *exec_start_id(const char *id, const char *body)
+{
+	resp r;
+	char *p = xprintf("/v1/sandboxes/%s/executions", id);
+	http(&r, "POST", p, body);
+	free(p);
+	expect(&r, 201, NULL, NULL);
+	char *eid = strdup(jstr(r.json, "id"));
+	resp_free(&r);
+	return eid;
+}
+
+static cJSON *exec_get_wait(const char *id, const char *eid, const char *wait)
+{
+	resp r;
+	char *p = wait ? xprintf("/v1/sandboxes/%s/executions/%s?wait=%s", id, eid, wait)
+		       : xprintf("/v1/sandboxes/%s/executions/%s", id, eid);
+	http(&r, "GET", p, NULL);
+	free(p);
+	expect(&r, 200, NULL, NULL);
+	cJSON *o = r.json;
+	r.json = NULL;
+	resp_free(&r);
+	return o;
+}
+
+/* Shell line -> stdout of a command run to its end (exit 0 required). */
+static char *sh_ok(const char *id, const char *line)
+{
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddStringToObject(b, "command", line);
+	char *body = cJSON_PrintUnformatted(b);
+	cJSON_Delete(b);
+	cJSON *e = run_wait(id, body);
+	free(body);
+	if (jnum(e, "exitCode") != 0)
+		fail_msg("`%s` failed: %s", line, cJSON_PrintUnformatted(e));
+	char *out = strdup(jstr(e, "stdout"));
+	cJSON_Delete(e);
+	return out;
+}
+
+static char *get_raw(const char *path, long *status)
+{
+	resp r;
+	http(&r, "GET", path, NULL);
+	*status = r.status;
+	char *b = r.body;
+	r.body = NULL;
+	resp_free(&r);
+	return b;
+}
+
+/* ---- fixtures ---------------------------------------------------------------------------- */
+
+static sl_ctx CTX; /* for runtime calls the API does not offer yet (pause) */
+
+static int group_setup(void **state)
+{
+	e2e_group_setup(state);
+	char *init = e2e_build_path("sandlot-init");
+	char prof[PATH_MAX];
+	if (!realpath("seccomp/default.json", prof))
+		fail_msg("run from the source tree (seccomp/default.json)");
+	setenv("SANDLOT_INIT", init, 1);
+	setenv("SANDLOT_SECCOMP_PROFILE", prof, 1);
+	free(init);
+	sl_err err = {0};
+	if (ctx_open(&CTX, &err) < 0)
+		fail_msg("ctx_open: %s", err.msg);
+	curl_global_init(CURL_GLOBAL_ALL);
+	snprintf(CAPTURES, sizeof(CAPTURES), "%s/captures.jsonl", e2e_root());
+	char *sock = xprintf("%s/api.sock", e2e_root());
+	daemon_start(&D, sock, true, NULL);
+	free(sock);
+	e2e_result r;
+	e2e_sandlot(&r, NULL, 0, "key", NULL);
+	assert_int_equal(r.status, 0);
+	snprintf(KEY, sizeof(KEY), "%.*s", (int)strcspn(r.out, "\n"), r.out);
+	e2e_result_free(&r);
+	return 0;
+}
+
+static daemon_t SMALL; /* the second daemon of test_caps_and_clean_stop */
+
+static int group_teardown(void **state)
+{
+	daemon_halt(&SMALL);
+	int st = daemon_halt(&D);
+	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		print_error("sandlot serve did not stop cleanly (wait status %d)\n", st);
+	curl_global_cleanup();
+	ctx_close(&CTX);
+	return e2e_group_teardown(state);
+}
+
+/* ---- health, auth, metrics ------------------------------------------------------------- */
+
+static void test_health_and_auth(void **state)
+{
+	resp r;
+	http(&r, "GET", "/v1/health", NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(r.json, "status"), "ok");
+	assert_true(strlen(jstr(r.json, "version")) > 0);
+	assert_true(jnum(r.json, "sandboxes") >= 0);
+	resp_free(&r);
+
+	/* The key: 64 hex digits, mode 0600, what `sandlot key` prints. */
+	assert_int_equal(strlen(KEY), 64);
+	char *kp = xprintf("%s/api.key", getenv("SANDLOT_STATE_DIR"));
+	struct stat st;
+	assert_int_equal(stat(kp, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	char *kf = e2e_read_file(kp);
+	assert_int_equal(strncmp(kf, KEY, 64), 0);
+	free(kf);
+	free(kp);
+	struct stat ss;
+	assert_int_equal(stat(D.sock, &ss), 0);
+	assert_true(S_ISSOCK(ss.st_mode));
+	assert_int_equal(ss.st_mode & 0777, 0660);
+
+	/* TCP: nothing answers without the key, the unknown route included. */
+	char bearer[128], xkey[128], wrong[128];
+	snprintf(bearer, sizeof(bearer), "Authorization: Bearer %s", KEY);
+	snprintf(xkey, sizeof(xkey), "X-API-Key: %s", KEY);
+	snprintf(wrong, sizeof(wrong), "Authorization: Bearer %.63s%c", KEY,
+		 KEY[63] == '0' ? '1' : '0');
+	const struct {
+		const char *auth, *path;
+		long status;
+	} cases[] = {
+	    {NULL, "/v1/health", 401},
+	    {wrong, "/v1/health", 401},
+	    {"X-API-Key: short", "/v1/health", 401},
+	    {NULL, "/v1/no-such-route", 401},
+	    {NULL, "/metrics", 401},
+	    {bearer, "/v1/health", 200},
+	    {xkey, "/v1/health", 200},
+	    {bearer, "/v1/no-such-route", 404},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		req q = {
+		    .method = "GET", .path = cases[i].path, .tcp = true, .auth = cases[i].auth};
+		http_q(&r, &q);
+		expect(&r, cases[i].status, cases[i].status == 401 ? "UNAUTHENTICATED" : NULL,
+		       NULL);
+		resp_free(&r);
+	}
+
+	/* Metrics: Prometheus text with the promised families. */
+	char *id = sandbox_new(NULL);
+	free(sh_ok(id, "true"));
+	http(&r, "GET", "/metrics", NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_non_null(strstr(r.ctype, "text/plain"));
+	char *line = xprintf("sandlot_sandbox_cpu_seconds_total{sandbox=\"%s\"}", id);
+	assert_non_null(strstr(r.body, line));
+	free(line);
+	line = xprintf("sandlot_sandbox_memory_bytes{sandbox=\"%s\"}", id);
+	assert_non_null(strstr(r.body, line));
+	free(line);
+	assert_non_null(strstr(r.body, "sandlot_sandboxes{status=\"running\"}"));
+	const char *ex = strstr(r.body, "\nsandlot_executions_total ");
+	assert_non_null(ex);
+	assert_true(atoi(ex + strlen("\nsandlot_executions_total ")) >= 1);
+	resp_free(&r);
+	sandbox_del(id);
+}
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+static void expect_call(const char *method, const char *path, const char *body, long status,
+			const char *code, const char *needle)
+{
+	resp r;
+	http(&r, method, path, body);
+	expect(&r, status, code, needle);
+	resp_free(&r);
+}
+
+static void test_errors(void **state)
+{
+	resp r;
+	/* Routes: unknown paths say so; known paths name the methods they take. */
+	http(&r, "GET", "/v1/nope", NULL);
+	expect(&r, 404, "NOT_FOUND", NULL);
+	assert_string_equal(jstr(jget(r.json, "error"), "route"), "unknown");
+	resp_free(&r);
+	expect_call("GET", "/v1/sandboxes/a/b/c/d/e", NULL, 404, "NOT_FOUND", "no route");
+	http(&r, "PUT", "/v1/health", NULL);
+	expect(&r, 405, "METHOD_NOT_ALLOWED", NULL);
+	assert_string_equal(r.allow, "GET");
+	resp_free(&r);
+	http(&r, "PATCH", "/v1/sandboxes", "{}");
+	expect(&r, 405, "METHOD_NOT_ALLOWED", NULL);
+	assert_non_null(strstr(r.allow, "POST"));
+	resp_free(&r);
+
+	/* Bodies: malformed JSON names the place; types and units name the field. */
+	expect_call("POST", "/v1/sandboxes", "{\"image\": \"busybox\",}", 400, "INVALID_ARGUMENT",
+		    "malformed JSON at byte");
+	expect_call("POST", "/v1/sandboxes", "{\"image\": ", 400, "INVALID_ARGUMENT",
+		    "malformed JSON");
+	expect_call("POST", "/v1/sandboxes", "[1]", 400, "INVALID_ARGUMENT", "object");
+	expect_call("POST", "/v1/sandboxes", "{\"resources\":{\"memory\":\"12XB\"}}", 400,
+		    "INVALID_ARGUMENT", "resources.memory");
+	expect_call("POST", "/v1/sandboxes", "{\"resources\":{\"cpu\":\"fast\"}}", 400,
+		    "INVALID_ARGUMENT", "resources.cpu");
+	expect_call("POST", "/v1/sandboxes", "{\"resources\":{\"pids\":\"many\"}}", 400,
+		    "INVALID_ARGUMENT", "resources.pids");
+	expect_call("POST", "/v1/sandboxes", "{\"resources\":{\"pids\":1.5}}", 400,
+		    "INVALID_ARGUMENT", "resources.pids");
+	expect_call("POST", "/v1/sandboxes", "{\"env\":\"A=1\"}", 400, "INVALID_ARGUMENT", "env");
+	expect_call("POST", "/v1/sandboxes", "{\"labels\":{\"a\":1}}", 400, "INVALID_ARGUMENT",
+		    "labels.a");
+	expect_call("POST", "/v1/sandboxes", "{\"ephemeral\":\"yes\"}", 400, "INVALID_ARGUMENT",
+		    "ephemeral");
+	expect_call("POST", "/v1/sandboxes", "{\"imgae\":\"busybox\"}", 400, "INVALID_ARGUMENT",
+		    "imgae");
+	expect_call("POST", "/v1/sandboxes", "{\"timeout\":{\"execution\":\"5 parsecs\"}}", 400,
+		    "INVALID_ARGUMENT", "timeout.execution");
+	/* Fields of later features: 501 naming them. */
+	expect_call("POST", "/v1/sandboxes", "{\"network\":{\"enabled\":true}}", 501,
+		    "NOT_IMPLEMENTED", "network.enabled");
+	expect_call("POST", "/v1/sandboxes", "{\"snapshot\":\"snp_x\"}", 501, "NOT_IMPLEMENTED",
+		    "snapshot");
+	expect_call("POST", "/v1/sandboxes", "{\"timeout\":{\"idle\":\"10m\"}}", 501,
+		    "NOT_IMPLEMENTED", "timeout.idle");
+	expect_call("POST", "/v1/sandboxes", "{\"timeout\":{\"lifetime\":\"1h\"}}", 501,
+		    "NOT_IMPLEMENTED", "timeout.lifetime");
+	expect_call("POST", "/v1/sandboxes", "{\"packages\":[{\"name\":\"requests\"}]}", 501,
+		    "NOT_IMPLEMENTED", "packages");
+	expect_call("POST", "/v1/sandboxes", "{\"volumes\":[{\"name\":\"v\"}]}", 501,
+		    "NOT_IMPLEMENTED", "volumes");
+	/* network.enabled=false is simply the default. */
+	char *id = sandbox_new("{\"image\":\"busybox\",\"network\":{\"enabled\":false}}");
+
+	/* Unknown sandbox: 404 NOT_FOUND (not an unknown route). */
+	http(&r, "GET", "/v1/sandboxes/sbx_aaaaaaaaaaaaaaaaaaaa", NULL);
+	expect(&r, 404, "NOT_FOUND", NULL);
+	assert_null(jget(jget(r.json, "error"), "route"));
+	resp_free(&r);
+	expect_call("POST", "/v1/sandboxes/sbx_aaaaaaaaaaaaaaaaaaaa/executions",
+		    "{\"command\":\"true\"}", 404, "NOT_FOUND", NULL);
+	expect_call("GET", "/v1/sandboxes/nosuchname/files?path=/etc/passwd", NULL, 404,
+		    "NOT_FOUND", NULL);
+	expect_call("DELETE", "/v1/sandboxes/sbx_aaaaaaaaaaaaaaaaaaaa", NULL, 404, "NOT_FOUND",
+		    NULL);
+
+	/* Executions: the request's fields. */
+	char *p = xprintf("/v1/sandboxes/%s/executions", id);
+	expect_call("POST", p, "{\"command\":5}", 400, "INVALID_ARGUMENT", "command");
+	expect_call("POST", p, "{\"command\":[]}", 400, "INVALID_ARGUMENT", "command");
+	expect_call("POST", p, "{\"command\":[\"echo\",1]}", 400, "INVALID_ARGUMENT", "command[1]");
+	expect_call("POST", p, "{}", 400, "INVALID_ARGUMENT", "command");
+	expect_call("POST", p, "", 400, "INVALID_ARGUMENT", NULL);
+	expect_call("POST", p, "{\"command\":\"true\",\"timeout\":\"soon\"}", 400,
+		    "INVALID_ARGUMENT", "timeout");
+	expect_call("POST", p, "{\"command\":\"true\",\"timeout\":-5}", 400, "INVALID_ARGUMENT",
+		    "timeout");
+	expect_call("POST", p, "{\"command\":\"true\",\"env\":{\"A\":[1]}}", 400,
+		    "INVALID_ARGUMENT", "env.A");
+	expect_call("POST", p, "{\"command\":\"true\",\"pty\":{\"cols\":0}}", 400,
+		    "INVALID_ARGUMENT", "pty.cols");
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/executions?wait=forever", id);
+	expect_call("POST", p, "{\"command\":\"true\"}", 400, "INVALID_ARGUMENT", "?wait");
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/executions/exe_aaaaaaaaaaaaaaaaaaaa", id);
+	expect_call("GET", p, NULL, 404, "NOT_FOUND", NULL);
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/files", id);
+	expect_call("GET", p, NULL, 400, "INVALID_ARGUMENT", "?path");
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/processes/1?signal=SIGNOPE", id);
+	expect_call("DELETE", p, NULL, 400, "INVALID_ARGUMENT", "SIGNOPE");
+	free(p);
+	p = xprintf("/v1/sandboxes/%s", id);
+	expect_call("PATCH", p, "{\"labels\":\"x\"}", 400, "INVALID_ARGUMENT", "labels");
+	expect_call("PATCH", p, "{\"name\":\"x\"}", 400, "INVALID_ARGUMENT", "name");
+	free(p);
+
+	/* 413: over the JSON cap (8 MiB), announced up front or streamed chunked. */
+	size_t big = 9u << 20;
+	char *blob = malloc(big + 1);
+	memset(blob, ' ', big);
+	blob[0] = '{';
+	blob[big - 1] = '}';
+	blob[big] = '\0';
+	p = xprintf("/v1/sandboxes/%s/executions", id);
+	req q = {.method = "POST", .path = p, .body = blob, .len = big};
+	http_q(&r, &q);
+	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
+	resp_free(&r);
+	q.chunked = true;
+	http_q(&r, &q);
+	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
+	resp_free(&r);
+	free(blob);
+	free(p);
+
+	/* Wrong state: a paused sandbox answers 409 unless the call says autoResume. */
+	sl_err err = {0};
+	if (sandbox_pause(&CTX, id, NULL, &err) < 0)
+		fail_msg("pause: %s", err.msg);
+	p = xprintf("/v1/sandboxes/%s/executions", id);
+	expect_call("POST", p, "{\"command\":\"true\"}", 409, "CONFLICT", "paused");
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/files?path=/etc/passwd", id);
+	expect_call("GET", p, NULL, 409, "CONFLICT", "autoResume");
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/files?path=/etc/passwd&autoResume=1", id);
+	expect_call("GET", p, NULL, 501, "NOT_IMPLEMENTED", "paused");
+	free(p);
+	if (sandbox_resume(&CTX, id, NULL, &err) < 0)
+		fail_msg("resume: %s", err.msg);
+	free(sh_ok(id, "true"));
+
+	/* Routes of features that have not landed. */
+	p = xprintf("/v1/sandboxes/%s/pause", id);
+	expect_call("POST", p, NULL, 501, "NOT_IMPLEMENTED", "paus");
+	free(p);
+	expect_call("GET", "/v1/snapshots", NULL, 501, "NOT_IMPLEMENTED", "snapshots");
+	expect_call("POST", "/v1/volumes", "{}", 501, "NOT_IMPLEMENTED", "volumes");
+
+	/* Deleted: gone for every call but GET (the tombstone); deleting again is 404. */
+	char *keep = strdup(id);
+	sandbox_del(id);
+	p = xprintf("/v1/sandboxes/%s", keep);
+	http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(r.json, "status"), "terminated");
+	assert_string_equal(jstr(r.json, "reason"), "deleted");
+	resp_free(&r);
+	expect_call("DELETE", p, NULL, 404, "NOT_FOUND", NULL);
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/executions", keep);
+	expect_call("POST", p, "{\"command\":\"true\"}", 404, "NOT_FOUND", "destroyed");
+	free(p);
+	free(keep);
+}
+
+/* ---- sandboxes --------------------------------------------------------------------------- */
+
+static int count_dir(const char *dir)
+{
+	char *cmd = xprintf("ls -A %s 2>/dev/null | wc -l", dir);
+	FILE *f = popen(cmd, "r");
+	int n = -1;
+	if (f && fscanf(f, "%d", &n) != 1)
+		n = -1;
+	if (f)
+		pclose(f);
+	free(cmd);
+	return n;
+}
+
+static void test_sandbox_crud(void **state)
+{
+	resp r;
+	http(&r, "POST", "/v1/sandboxes",
+	     "{\"image\":\"busybox\",\"name\":\"api-crud\",\"resources\":{\"cpu\":\"500m\","
+	     "\"memory\":\"128Mi\",\"disk\":\"512Mi\",\"pids\":64},\"env\":{\"GREETING\":\"hi\"},"
+	     "\"labels\":{\"team\":\"a\",\"tier\":\"x\"},\"user\":\"nobody\","
+	     "\"workingDirectory\":\"/tmp\",\"timeout\":{\"execution\":\"1500ms\"}}");
+	expect(&r, 201, NULL, NULL);
+	char *id = strdup(jstr(r.json, "id"));
+	assert_int_equal(strncmp(id, "sbx_", 4), 0);
+	assert_int_equal(strlen(id), 24);
+	assert_string_equal(jstr(r.json, "name"), "api-crud");
+	const cJSON *res = jget(r.json, "resources");
+	assert_string_equal(jstr(res, "cpu"), "500m");
+	assert_string_equal(jstr(res, "memory"), "128Mi");
+	assert_string_equal(jstr(res, "disk"), "512Mi");
+	assert_int_equal(jnum(res, "pids"), 64);
+	assert_string_equal(jstr(jget(r.json, "env"), "GREETING"), "hi");
+	assert_string_equal(jstr(r.json, "user"), "nobody");
+	assert_string_equal(jstr(r.json, "workingDirectory"), "/tmp");
+	assert_int_equal(jnum(jget(r.json, "timeout"), "execution"), 1500);
+	resp_free(&r);
+
+	/* What the sandbox's commands see. */
+	char *out = sh_ok(id, "echo $GREETING; pwd; id -u");
+	assert_string_equal(out, "hi\n/tmp\n65534\n");
+	free(out);
+	/* The sandbox's default execution timeout applies. */
+	cJSON *e = run_wait(id, "{\"command\":[\"sleep\",\"30\"]}");
+	assert_string_equal(jstr(e, "status"), "timeout");
+	cJSON_Delete(e);
+
+	/* GET: usage from the cgroup. */
+	char *p = xprintf("/v1/sandboxes/%s", id);
+	http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	const cJSON *u = jget(r.json, "usage");
+	assert_non_null(u);
+	assert_true(jnum(u, "pids") >= 1);
+	assert_true(jnum(u, "memoryBytes") > 0);
+	assert_true(jnum(u, "cpuSeconds") > 0);
+	assert_int_equal(jnum(r.json, "executions"), 2);
+	resp_free(&r);
+	/* By name too. */
+	http(&r, "GET", "/v1/sandboxes/api-crud", NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(r.json, "id"), id);
+	resp_free(&r);
+
+	/* List: filters, paging, total. */
+	char *id2 = sandbox_new("{\"image\":\"busybox\",\"labels\":{\"team\":\"b\"}}");
+	char *id3 =
+	    sandbox_new("{\"image\":\"busybox\",\"labels\":{\"team\":\"a\",\"tier\":\"y\"}}");
+	http(&r, "GET", "/v1/sandboxes?label=team%3Da", NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_int_equal(jnum(r.json, "total"), 2);
+	resp_free(&r);
+	http(&r, "GET", "/v1/sandboxes?label=team%3Da&label=tier%3Dy", NULL);
+	assert_int_equal(jnum(r.json, "total"), 1);
+	assert_string_equal(jstr(cJSON_GetArrayItem(jget(r.json, "sandboxes"), 0), "id"), id3);
+	resp_free(&r);
+	http(&r, "GET", "/v1/sandboxes?status=running&limit=2&offset=1", NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_int_equal(jnum(r.json, "total"), 3);
+	assert_int_equal(cJSON_GetArraySize(jget(r.json, "sandboxes")), 2);
+	assert_string_equal(jstr(cJSON_GetArrayItem(jget(r.json, "sandboxes"), 0), "id"), id2);
+	resp_free(&r);
+	expect_call("GET", "/v1/sandboxes?status=sleeping", NULL, 400, "INVALID_ARGUMENT",
+		    "sleeping");
+	expect_call("GET", "/v1/sandboxes?label=novalue", NULL, 400, "INVALID_ARGUMENT", "label");
+	expect_call("GET", "/v1/sandboxes?limit=-1", NULL, 400, "INVALID_ARGUMENT", "limit");
+
+	/* PATCH labels replaces them. */
+	http(&r, "PATCH", p, "{\"labels\":{\"team\":\"c\"}}");
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(jget(r.json, "labels"), "team"), "c");
+	assert_null(jget(jget(r.json, "labels"), "tier"));
+	resp_free(&r);
+	http(&r, "GET", "/v1/sandboxes?label=team%3Dc", NULL);
+	assert_int_equal(jnum(r.json, "total"), 1);
+	resp_free(&r);
+
+	/* DELETE leaves a tombstone that only ?status=terminated lists. */
+	char *keep = strdup(id2);
+	sandbox_del(id2);
+	http(&r, "GET", "/v1/sandboxes", NULL);
+	assert_int_equal(jnum(r.json, "total"), 2);
+	resp_free(&r);
+	http(&r, "GET", "/v1/sandboxes?status=terminated&label=team%3Db", NULL);
+	assert_int_equal(jnum(r.json, "total"), 1);
+	assert_string_equal(jstr(cJSON_GetArrayItem(jget(r.json, "sandboxes"), 0), "id"), keep);
+	resp_free(&r);
+	free(keep);
+	free(p);
+	sandbox_del(id);
+	sandbox_del(id3);
+}
+
+/* A create that fails, before or midway, leaves no record, claim or host resource (the
+ * leak check covers mounts, cgroups, processes, loop devices). */
+static void test_create_failure_leaves_nothing(void **state)
+{
+	char *sbdir = xprintf("%s/sandboxes", getenv("SANDLOT_STATE_DIR"));
+	char *slots = xprintf("%s/slots", getenv("SANDLOT_STATE_DIR"));
+	char *names = xprintf("%s/names", getenv("SANDLOT_STATE_DIR"));
+	int n0 = count_dir(sbdir), s0 = count_dir(slots), m0 = count_dir(names);
+	expect_call("POST", "/v1/sandboxes", "{\"image\":\"no-such-image\"}", 404, "NOT_FOUND",
+		    "no-such-image");
+	/* Midway: the writable layer cannot hold the image's first writes. */
+	resp r;
+	http(&r, "POST", "/v1/sandboxes",
+	     "{\"image\":\"busybox\",\"name\":\"doomed\",\"resources\":{\"disk\":\"1Ki\"}}");
+	assert_true(r.status >= 400);
+	resp_free(&r);
+	/* A name taken already. */
+	char *id = sandbox_new("{\"image\":\"busybox\",\"name\":\"taken\"}");
+	int n1 = count_dir(sbdir);
+	expect_call("POST", "/v1/sandboxes", "{\"image\":\"busybox\",\"name\":\"taken\"}", 409,
+		    "CONFLICT", "taken");
+	assert_int_equal(count_dir(sbdir), n1);
+	sandbox_del(id);
+	/* The one good sandbox left its tombstone; the failures left nothing. */
+	assert_int_equal(count_dir(sbdir), n0 + 1);
+	assert_int_equal(count_dir(slots), s0);
+	assert_int_equal(count_dir(names), m0);
+	http(&r, "GET", "/v1/sandboxes?status=creating,failed", NULL);
+	assert_int_equal(jnum(r.json, "total"), 0);
+	resp_free(&r);
+	free(sbdir);
+	free(slots);
+	free(names);
+}
+
+/* ---- executions -------------------------------------------------------------------------- */
+
+static void test_executions(void **state)
+{
+	char *id = sandbox_new("{\"image\":\"busybox\",\"env\":{\"A\":\"1\"}}");
+	cJSON *e =
+	    run_wait(id, "{\"command\":[\"sh\",\"-c\",\"echo $A $B; pwd; id -u; echo oops >&2; "
+			 "exit 3\"],\"env\":{\"B\":\"2\"},\"cwd\":\"/tmp\",\"user\":\"nobody\"}");
+	assert_string_equal(jstr(e, "stdout"), "1 2\n/tmp\n65534\n");
+	assert_string_equal(jstr(e, "stderr"), "oops\n");
+	assert_string_equal(jstr(e, "status"), "failed");
+	assert_int_equal(jnum(e, "exitCode"), 3);
+	assert_true(cJSON_IsFalse(jget(e, "stdoutTruncated")));
+	assert_true(jnum(e, "durationMs") >= 0);
+	char *eid = strdup(jstr(e, "id"));
+	cJSON_Delete(e);
+
+	e = run_wait(id, "{\"command\":\"true\"}");
+	assert_string_equal(jstr(e, "status"), "completed");
+	assert_int_equal(jnum(e, "exitCode"), 0);
+	cJSON_Delete(e);
+	e = run_wait(id, "{\"command\":[\"no-such-command\"]}");
+	assert_string_equal(jstr(e, "status"), "failed");
+	assert_int_equal(jnum(e, "exitCode"), 127);
+	cJSON_Delete(e);
+	double t0 = now_s();
+	e = run_wait(id, "{\"command\":[\"sleep\",\"30\"],\"timeout\":\"300ms\"}");
+	assert_string_equal(jstr(e, "status"), "timeout");
+	assert_true(now_s() - t0 < 10);
+	cJSON_Delete(e);
+	e = run_wait(id, "{\"command\":[\"sleep\",\"30\"],\"timeout\":200}");
+	assert_string_equal(jstr(e, "status"), "timeout");
+	cJSON_Delete(e);
+	/* Invalid UTF-8 becomes U+FFFD inline; the raw stream keeps the bytes. */
+	e = run_wait(id, "{\"command\":\"printf 'a\\\\377b'\"}");
+	assert_string_equal(jstr(e, "stdout"), "a\xef\xbf\xbd"
+					       "b");
+	char *p = xprintf("/v1/sandboxes/%s/executions/%s/stdout", id, jstr(e, "id"));
+	long st;
+	char *raw = get_raw(p, &st);
+	assert_int_equal(st, 200);
+	assert_memory_equal(raw, "a\377b", 3);
+	free(raw);
+	free(p);
+	cJSON_Delete(e);
+
+	/* Over 1 MiB: inline output is cut and says so; the stream has it all. */
+	e = run_wait(id, "{\"command\":\"head -c 1500000 /dev/zero | tr '\\\\0' a; echo e >&2\"}");
+	assert_true(cJSON_IsTrue(jget(e, "stdoutTruncated")));
+	assert_true(cJSON_IsFalse(jget(e, "stderrTruncated")));
+	assert_int_equal(strlen(jstr(e, "stdout")), 1 << 20);
+	p = xprintf("/v1/sandboxes/%s/executions/%s/stdout", id, jstr(e, "id"));
+	resp r;
+	http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_int_equal(r.len, 1500000);
+	assert_non_null(strstr(r.ctype, "application/octet-stream"));
+	resp_free(&r);
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/executions/%s/stderr", id, jstr(e, "id"));
+	raw = get_raw(p, &st);
+	assert_string_equal(raw, "e\n");
+	free(raw);
+	free(p);
+	cJSON_Delete(e);
+
+	/* Without ?wait: the running record; GET ?wait= then answers at the end. */
+	char *e2 = exec_start_id(id, "{\"command\":\"sleep 0.5; echo late\"}");
+	cJSON *g = exec_get_wait(id, e2, NULL);
+	assert_string_equal(jstr(g, "status"), "running");
+	assert_true(cJSON_IsNull(jget(g, "exitCode")));
+	assert_null(jget(g, "stdout"));
+	cJSON_Delete(g);
+	g = exec_get_wait(id, e2, "30s");
+	assert_string_equal(jstr(g, "status"), "completed");
+	assert_string_equal(jstr(g, "stdout"), "late\n");
+	cJSON_Delete(g);
+	/* A wait that runs out answers with the running record. */
+	char *e3 = exec_start_id(id, "{\"command\":[\"sleep\",\"30\"]}");
+	t0 = now_s();
+	g = exec_get_wait(id, e3, "300ms");
+	assert_string_equal(jstr(g, "status"), "running");
+	assert_true(now_s() - t0 >= 0.25 && now_s() - t0 < 5);
+	cJSON_Delete(g);
+
+	/* The list has them all, oldest first. */
+	p = xprintf("/v1/sandboxes/%s/executions", id);
+	http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	const cJSON *list = jget(r.json, "executions");
+	assert_int_equal(cJSON_GetArraySize(list), 9);
+	assert_string_equal(jstr(cJSON_GetArrayItem(list, 0), "id"), eid);
+	resp_free(&r);
+	free(p);
+	free(eid);
+	free(e2);
+	free(e3);
+	sandbox_del(id);
+}
+
+static void test_stdin_signal_processes(void **state)
+{
+	char *id = sandbox_new(NULL);
+	resp r;
+	/* stdin: bodies appended in order, ?eof=1 closes. */
+	char *eid =
+	    exec_start_id(id, "{\"command\":[\"sh\",\"-c\",\"cat; echo done\"],\"stdin\":true}");
+	char *p = xprintf("/v1/sandboxes/%s/executions/%s/stdin", id, eid);
+	expect_call("POST", p, "abc", 204, NULL, NULL);
+	char *pe = xprintf("%s?eof=1", p);
+	expect_call("POST", pe, "def\n", 204, NULL, NULL);
+	free(pe);
+	cJSON *g = exec_get_wait(id, eid, "30s");
+	assert_string_equal(jstr(g, "stdout"), "abcdef\ndone\n");
+	assert_int_equal(jnum(g, "exitCode"), 0);
+	cJSON_Delete(g);
+	/* stdin of an execution that did not ask for it. */
+	char *e2 = exec_start_id(id, "{\"command\":[\"sleep\",\"30\"]}");
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/executions/%s/stdin", id, e2);
+	expect_call("POST", p, "x", 409, "CONFLICT", NULL);
+	free(p);
+
+	/* Signals: by name, to the process group; TERM marks it cancelled. */
+	p = xprintf("/v1/sandboxes/%s/executions/%s/signal", id, e2);
+	expect_call("POST", p, "{\"signal\":\"SIGBOGUS\"}", 400, "INVALID_ARGUMENT", "SIGBOGUS");
+	expect_call("POST", p, "{\"signal\":5}", 400, "INVALID_ARGUMENT", "signal");
+	expect_call("POST", p, "{\"signal\":\"SIGTERM\"}", 204, NULL, NULL);
+	g = exec_get_wait(id, e2, "10s");
+	assert_string_equal(jstr(g, "status"), "cancelled");
+	assert_string_equal(jstr(g, "signal"), "SIGTERM");
+	assert_int_equal(jnum(g, "exitCode"), 143);
+	cJSON_Delete(g);
+	free(p);
+
+	/* Processes: a background process outlives its command, and can be killed. */
+	free(sh_ok(id, "sleep 77 >/dev/null 2>&1 & echo started"));
+	p = xprintf("/v1/sandboxes/%s/processes", id);
+	http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	int pid = 0;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, jget(r.json, "processes"))
+	{
+		assert_true(jnum(it, "pid") > 1);
+		if (!strcmp(jstr(it, "cmd"), "sleep 77"))
+			pid = jnum(it, "pid");
+	}
+	resp_free(&r);
+	assert_true(pid > 1);
+	char *k = xprintf("/v1/sandboxes/%s/processes/%d?signal=KILL", id, pid);
+	expect_call("DELETE", k, NULL, 204, NULL, NULL);
+	free(k);
+	bool gone = false;
+	for (int i = 0; i < 100 && !gone; i++) {
+		http(&r, "GET", p, NULL);
+		gone = !strstr(r.body, "sleep 77");
+		resp_free(&r);
+		if (!gone)
+			usleep(20000);
+	}
+	assert_true(gone);
+	k = xprintf("/v1/sandboxes/%s/processes/1", id);
+	expect_call("DELETE", k, NULL, 400, "INVALID_ARGUMENT", NULL);
+	free(k);
+	k = xprintf("/v1/sandboxes/%s/processes/99999", id);
+	expect_call("DELETE", k, NULL, 404, "NOT_FOUND", NULL);
+	free(k);
+	free(p);
+	free(eid);
+	free(e2);
+	sandbox_del(id);
+}
+
+/* ---- concurrency ------------------------------------------------------------------------- */
+
+typedef struct job {
+	const char *method;
+	char path[256];
+	const char *body;
+	long status;
+	char estatus[32];
+	double secs;
+	size_t bytes;
+	char *data;
+} job;
+
+static void *job_main(void *p)
+{
+	job *j = p;
+	resp r;
+	double t0 = now_s();
+	req q = {.method = j->method,
+		 .path = j->path,
+		 .body = j->body,
+		 .len = j->body ? strlen(j->body) : 0};
+	j->status = http_q(&r, &q);
+	j->secs = now_s() - t0;
+	j->bytes = r.len;
+	if (r.json && cJSON_IsString(jget(r.json, "status")))
+		snprintf(j->estatus, sizeof(j->estatus), "%s", jstr(r.json, "status"));
+	j->data = r.body;
+	r.body = NULL;
+	resp_free(&r);
+	return NULL;
+}
+
+static void test_concurrent_sleepers(void **state)
+{
+	enum { N = 32 };
+	char *id = sandbox_new(NULL);
+	job jobs[N];
+	pthread_t th[N];
+	double t0 = now_s();
+	for (int i = 0; i < N; i++) {
+		jobs[i] = (job){.method = "POST", .body = "{\"command\":[\"sleep\",\"1\"]}"};
+		snprintf(jobs[i].path, sizeof(jobs[i].path), "/v1/sandboxes/%s/executions?wait=30s",
+			 id);
+		pthread_create(&th[i], NULL, job_main, &jobs[i]);
+	}
+	for (int i = 0; i < N; i++)
+		pthread_join(th[i], NULL);
+	double total = now_s() - t0;
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(jobs[i].status, 201);
+		assert_string_equal(jobs[i].estatus, "completed");
+		free(jobs[i].data);
+	}
+	print_message("32 clients x `sleep 1` with ?wait: %.2f s\n", total);
+	assert_true(total < 5.0);
+	sandbox_del(id);
+}
+
+static void test_health_during_long_polls(void **state)
+{
+	enum { N = 64 };
+	char *id = sandbox_new(NULL);
+	char *eid = exec_start_id(id, "{\"command\":[\"sleep\",\"60\"]}");
+	job *jobs = calloc(N, sizeof(job));
+	pthread_t th[N];
+	for (int i = 0; i < N; i++) {
+		jobs[i] = (job){.method = "GET"};
+		snprintf(jobs[i].path, sizeof(jobs[i].path),
+			 "/v1/sandboxes/%s/executions/%s?wait=50s", id, eid);
+		pthread_create(&th[i], NULL, job_main, &jobs[i]);
+	}
+	usleep(500000); /* let every long-poll reach the server */
+	double worst = 0;
+	for (int k = 0; k < 5; k++) {
+		resp r;
+		double t0 = now_s();
+		http(&r, "GET", "/v1/health", NULL);
+		double dt = now_s() - t0;
+		expect(&r, 200, NULL, NULL);
+		resp_free(&r);
+		worst = dt > worst ? dt : worst;
+	}
+	/* Other work goes on too. */
+	cJSON *e = run_wait(id, "{\"command\":\"echo ok\"}");
+	assert_string_equal(jstr(e, "stdout"), "ok\n");
+	cJSON_Delete(e);
+	print_message("/v1/health with 64 long-polls pending: worst of 5 %.3f s\n", worst);
+	assert_true(worst < 1.0);
+	/* Ending the command answers every poll at once. */
+	double t0 = now_s();
+	char *p = xprintf("/v1/sandboxes/%s/executions/%s/signal", id, eid);
+	expect_call("POST", p, "{\"signal\":\"KILL\"}", 204, NULL, NULL);
+	free(p);
+	for (int i = 0; i < N; i++)
+		pthread_join(th[i], NULL);
+	assert_true(now_s() - t0 < 10);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(jobs[i].status, 200);
+		assert_string_equal(jobs[i].estatus, "cancelled");
+		free(jobs[i].data);
+	}
+	free(jobs);
+	free(eid);
+	sandbox_del(id);
+}
+
+static void test_follow_long_stream(void **state)
+{
+	char *id = sandbox_new(NULL);
+	char *eid = exec_start_id(id, "{\"command\":\"i=0; while [ $i -lt 3000 ]; do echo line-$i-"
+				      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; i=$((i+1)); "
+				      "[ $((i % 300)) = 0 ] && sleep 0.1; done; echo end\"}");
+	job f = {.method = "GET"};
+	snprintf(f.path, sizeof(f.path), "/v1/sandboxes/%s/executions/%s/stdout?follow=1", id, eid);
+	pthread_t th;
+	pthread_create(&th, NULL, job_main, &f);
+	/* Others work meanwhile. */
+	for (int i = 0; i < 8; i++) {
+		cJSON *e = run_wait(id, "{\"command\":\"echo side\"}");
+		assert_string_equal(jstr(e, "stdout"), "side\n");
+		cJSON_Delete(e);
+	}
+	pthread_join(th, NULL);
+	assert_int_equal(f.status, 200);
+	/* The follower got everything, in order, and ended only after the command. */
+	cJSON *g = exec_get_wait(id, eid, NULL);
+	assert_string_equal(jstr(g, "status"), "completed");
+	cJSON_Delete(g);
+	char *p = xprintf("/v1/sandboxes/%s/executions/%s/stdout", id, eid);
+	long st;
+	char *all = get_raw(p, &st);
+	free(p);
+	assert_int_equal(f.bytes, strlen(all));
+	assert_string_equal(f.data, all);
+	char *line = f.data;
+	for (int i = 0; i < 3000; i++) {
+		char want[32];
+		snprintf(want, sizeof(want), "line-%d-", i);
+		if (strncmp(line, want, strlen(want)))
+			fail_msg("line %d of the followed stream: %.40s", i, line);
+		line = strchr(line, '\n') + 1;
+	}
+	assert_string_equal(line, "end\n");
+	free(all);
+	free(f.data);
+	free(eid);
+	sandbox_del(id);
+}
+
+/* ---- restart ----------------------------------------------------------------------------- */
+
+/* The snapshot differs from BEFORE only by the daemon's pid (OLD gone, NEW there). */
+static void assert_only_daemon_changed(const e2e_snapshot *before, pid_t old, pid_t neu)
+{
+	char *diff = NULL;
+	char gone[64], came[64];
+	snprintf(gone, sizeof(gone), "- process %d ", old);
+	snprintf(came, sizeof(came), "+ process %d ", neu);
+	for (int attempt = 0; attempt < 40; attempt++) {
+		free(diff);
+		/* Inits the killed daemon left are our orphans now (we are a subreaper). */
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		e2e_snapshot *now = e2e_snapshot_take();
+		diff = e2e_snapshot_diff(before, now);
+		e2e_snapshot_free(now);
+		bool other = false;
+		for (char *l = diff; l && *l;
+		     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
+			if (strncmp(l, gone, strlen(gone)) && strncmp(l, came, strlen(came)) &&
+			    *l != '\n')
+				other = true;
+		if (!other) {
+			free(diff);
+			return;
+		}
+		usleep(50000);
+	}
+	fail_msg("the host changed beyond the daemon's restart:\n%s", diff);
+}
+
+static void test_restart_keeps_everything(void **state)
+{
+	char *id = sandbox_new(NULL);
+	free(sh_ok(id, "echo kept > /root/file; echo tmp > /tmp/file"));
+	char *counter = exec_start_id(
+	    id, "{\"command\":\"i=0; while true; do echo $i; i=$((i+1)); sleep 0.1; done\"}");
+	char *quitter = exec_start_id(id, "{\"command\":\"sleep 1; echo bye; exit 3\"}");
+	usleep(500000);
+	cJSON *g = exec_get_wait(id, counter, NULL);
+	int pid = jnum(g, "pid");
+	cJSON_Delete(g);
+	long st;
+	char *p = xprintf("/v1/sandboxes/%s/executions/%s/stdout", id, counter);
+	char *out = get_raw(p, &st);
+	free(p);
+	int before = 0;
+	for (char *c = out; *c; c++)
+		before += *c == '\n';
+	free(out);
+
+	/* kill -9 mid-flight; the quitter ends while no daemon runs. */
+	pid_t old = D.pid;
+	kill(D.pid, SIGKILL);
+	assert_int_equal(waitpid(D.pid, NULL, 0), D.pid);
+	sleep(2);
+	daemon_start(&D, D.sock, true, NULL);
+
+	g = exec_get_wait(id, counter, NULL);
+	assert_string_equal(jstr(g, "status"), "running");
+	assert_int_equal(jnum(g, "pid"), pid);
+	cJSON_Delete(g);
+	g = exec_get_wait(id, quitter, NULL);
+	assert_string_equal(jstr(g, "status"), "failed");
+	assert_int_equal(jnum(g, "exitCode"), 3);
+	cJSON_Delete(g);
+	p = xprintf("/v1/sandboxes/%s/executions/%s/stdout", id, quitter);
+	out = get_raw(p, &st);
+	assert_string_equal(out, "bye\n");
+	free(out);
+	free(p);
+	out = sh_ok(id, "cat /root/file /tmp/file");
+	assert_string_equal(out, "kept\ntmp\n");
+	free(out);
+
+	/* The counter went on through it all: no gap, no duplicate. */
+	usleep(500000);
+	p = xprintf("/v1/sandboxes/%s/executions/%s/signal", id, counter);
+	expect_call("POST", p, "{\"signal\":\"SIGKILL\"}", 204, NULL, NULL);
+	free(p);
+	g = exec_get_wait(id, counter, "10s");
+	assert_string_equal(jstr(g, "status"), "cancelled");
+	cJSON_Delete(g);
+	p = xprintf("/v1/sandboxes/%s/executions/%s/stdout", id, counter);
+	out = get_raw(p, &st);
+	free(p);
+	int n = 0;
+	for (char *l = out; *l; l = strchr(l, '\n') + 1, n++)
+		if (atoi(l) != n)
+			fail_msg("counter line %d reads %.12s", n, l);
+	print_message("counter: %d lines before the kill, %d in all\n", before, n);
+	assert_true(before >= 1);
+	assert_true(n >= before + 10); /* it counted on while no daemon ran (2 s) */
+	free(out);
+	sandbox_del(id);
+	free(counter);
+	free(quitter);
+	assert_only_daemon_changed(*state, old, D.pid);
+	/* The fixture compares against a snapshot with the new daemon in it. */
+	e2e_snapshot_free(*state);
+	*state = e2e_snapshot_take();
+}
+
+/* ---- files ------------------------------------------------------------------------------- */
+
+static void test_files(void **state)
+{
+	char *id = sandbox_new("{\"image\":\"busybox\",\"workingDirectory\":\"/home\"}");
+	resp r;
+	/* Written by a command (in /tmp, a tmpfs, too), read through the API. */
+	free(sh_ok(id, "mkdir -p /home/d && echo from-cmd > /home/d/a.txt && "
+		       "printf 'tmp\\000bytes' > /tmp/t.bin"));
+	char *p = xprintf("/v1/sandboxes/%s/files?path=/home/d/a.txt", id);
+	long st;
+	char *data = get_raw(p, &st);
+	assert_int_equal(st, 200);
+	assert_string_equal(data, "from-cmd\n");
+	free(data);
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/files?path=d/a.txt", id); /* relative: workingDirectory */
+	data = get_raw(p, &st);
+	assert_string_equal(data, "from-cmd\n");
+	free(data);
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/files?path=/tmp/t.bin", id);
+	http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_int_equal(r.len, 9);
+	assert_memory_equal(r.body, "tmp\0bytes", 9);
+	resp_free(&r);
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/files?path=/nope", id);
+	expect_call("GET", p, NULL, 404, "NOT_FOUND", NULL);
+	free(p);
+
+	/* Written through the API (streamed, parents made), read by a command. */
+	size_t big = 3u << 20;
+	unsigned char *blob = malloc(big);
+	for (size_t i = 0; i < big; i++)
+		blob[i] = (unsigned char)(i * 7 + (i >> 13));
+	p = xprintf("/v1/sandboxes/%s/files?path=/tmp/up/deep/blob.bin&mode=0600", id);
+	req q = {.method = "PUT", .path = p, .body = blob, .len = big, .chunked = true};
+	http_q(&r, &q);
+	expect(&r, 204, NULL, NULL);
+	resp_free(&r);
+	http(&r, "GET", p, NULL);
+	assert_int_equal(r.len, big);
+	assert_memory_equal(r.body, blob, big);
+	resp_free(&r);
+	free(p);
+	free(blob);
+	char *out = sh_ok(id, "stat -c '%a %s %U' /tmp/up/deep/blob.bin; ls -A /tmp/up/deep");
+	assert_string_equal(out, "600 3145728 root\nblob.bin\n");
+	free(out);
+	p = xprintf("/v1/sandboxes/%s/files?path=/home/new.txt", id);
+	q = (req){.method = "PUT", .path = p, .body = "v1", .len = 2};
+	http_q(&r, &q);
+	expect(&r, 204, NULL, NULL);
+	resp_free(&r);
+	q.body = "version2";
+	q.len = 8;
+	http_q(&r, &q); /* replaces */
+	expect(&r, 204, NULL, NULL);
+	resp_free(&r);
+	free(p);
+	out = sh_ok(id, "cat /home/new.txt; stat -c ' %a' /home/new.txt");
+	assert_string_equal(out, "version2 644\n");
+	free(out);
+
+	/* Batch: base64 contents, modes, relative paths. */
+	p = xprintf("/v1/sandboxes/%s/files", id);
+	http(&r, "POST", p,
+	     "{\"files\":[{\"path\":\"b/one.txt\",\"content\":\"b25lCg==\"},"
+	     "{\"path\":\"/opt/two.sh\",\"content\":\"ZWNobyB0d28K\",\"mode\":\"0755\"}]}");
+	expect(&r, 200, NULL, NULL);
+	assert_int_equal(jnum(r.json, "filesWritten"), 2);
+	resp_free(&r);
+	expect_call("POST", p, "{\"files\":[{\"path\":\"x\",\"content\":\"***\"}]}", 400,
+		    "INVALID_ARGUMENT", "files[0].content");
+	expect_call("POST", p, "{\"files\":[{\"content\":\"\"}]}", 400, "INVALID_ARGUMENT",
+		    "files[0].path");
+	free(p);
+	out = sh_ok(id, "cat /home/b/one.txt; /opt/two.sh");
+	assert_string_equal(out, "one\ntwo\n");
+	free(out);
+
+	/* fs/: mkdir -p, stat, list, move, chmod (with owner), delete. */
+	p = xprintf("/v1/sandboxes/%s/fs/mkdir", id);
+	expect_call("POST", p, "{\"path\":\"/srv/a/b\"}", 204, NULL, NULL);
+	expect_call("POST", p, "{\"path\":\"/srv/a/b\"}", 204, NULL, NULL);
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/fs/stat?path=/srv/a", id);
+	http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(r.json, "type"), "dir");
+	assert_string_equal(jstr(r.json, "name"), "a");
+	resp_free(&r);
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/fs/stat?path=/srv/none", id);
+	expect_call("GET", p, NULL, 404, "NOT_FOUND", NULL);
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/fs/move", id);
+	expect_call("POST", p, "{\"from\":\"/home/b/one.txt\",\"to\":\"/srv/a/b/moved.txt\"}", 204,
+		    NULL, NULL);
+	expect_call("POST", p, "{\"from\":\"/home/b/one.txt\"}", 400, "INVALID_ARGUMENT", "to");
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/fs/chmod", id);
+	expect_call("POST", p,
+		    "{\"path\":\"/srv/a/b/moved.txt\",\"mode\":\"0640\",\"owner\":\"nobody\"}", 204,
+		    NULL, NULL);
+	expect_call("POST", p, "{\"path\":\"/srv/a/b/moved.txt\",\"mode\":\"rwx\"}", 400,
+		    "INVALID_ARGUMENT", "mode");
+	expect_call("POST", p, "{\"path\":\"/srv/a/b/moved.txt\"}", 400, "INVALID_ARGUMENT",
+		    "mode");
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/fs/list?path=/srv/a/b", id);
+	http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	const cJSON *ents = jget(r.json, "entries");
+	assert_int_equal(cJSON_GetArraySize(ents), 1);
+	const cJSON *f0 = cJSON_GetArrayItem(ents, 0);
+	assert_string_equal(jstr(f0, "name"), "moved.txt");
+	assert_string_equal(jstr(f0, "type"), "file");
+	assert_int_equal(jnum(f0, "size"), 4);
+	assert_int_equal(jnum(f0, "mode"), 0640);
+	resp_free(&r);
+	free(p);
+	out = sh_ok(id, "stat -c '%a %U' /srv/a/b/moved.txt");
+	assert_string_equal(out, "640 nobody\n");
+	free(out);
+	p = xprintf("/v1/sandboxes/%s/files?path=/srv/a", id);
+	http(&r, "DELETE", p, NULL);
+	assert_true(r.status >= 400); /* not empty, not recursive */
+	resp_free(&r);
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/files?path=/srv/a&recursive=1", id);
+	expect_call("DELETE", p, NULL, 204, NULL, NULL);
+	free(p);
+	out = sh_ok(id, "ls -A /srv");
+	assert_string_equal(out, "");
+	free(out);
+	sandbox_del(id);
+}
+
+/* Symlinks planted inside the sandbox never reach a host file, whatever the call. */
+static void test_hostile_paths(void **state)
+{
+	char *canary = xprintf("%s/canary.txt", e2e_root());
+	char secret[64];
+	unsigned char rnd[8];
+	assert_int_equal(getrandom(rnd, sizeof(rnd), 0), (ssize_t)sizeof(rnd));
+	snprintf(secret, sizeof(secret), "CANARY-%02x%02x%02x%02x%02x%02x%02x%02x\n", rnd[0],
+		 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	FILE *f = fopen(canary, "w");
+	fputs(secret, f);
+	fclose(f);
+	chmod(canary, 0600);
+	char *shadow = e2e_read_file("/etc/shadow");
+	char *id = sandbox_new(NULL);
+	char *dir = strdup(canary);
+	*strrchr(dir, '/') = '\0';
+	char *plant = xprintf(
+	    "mkdir -p /h && cd /h && ln -s %s abs && ln -s ../../../../../../../../..%s rel && "
+	    "ln -s /h/abs chain1 && ln -s chain1 chain2 && ln -s /etc/shadow shadow && "
+	    "ln -s %s dirlink && ln -s / rootlink && ln -s ../../.. up",
+	    canary, canary, dir);
+	free(sh_ok(id, plant));
+	free(plant);
+
+	/* Paths ending in '+' get the canary's host path appended. */
+	const char *reads[] = {"/h/abs",
+			       "/h/rel",
+			       "/h/chain2",
+			       "/h/shadow",
+			       "/h/dirlink/canary.txt",
+			       "/h/rootlink/../../..+",
+			       "/h/up+",
+			       "../../../..+",
+			       "+"};
+	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
+		size_t rl = strlen(reads[i]);
+		char *path = reads[i][rl - 1] == '+'
+				 ? xprintf("%.*s%s", (int)rl - 1, reads[i], canary)
+				 : strdup(reads[i]);
+		char *u = xprintf("/v1/sandboxes/%s/files?path=%s", id, path);
+		resp r;
+		http(&r, "GET", u, NULL);
+		if (strstr(r.body, "CANARY") || (shadow && r.len && !strcmp(r.body, shadow)))
+			fail_msg("GET %s returned a host file", path);
+		assert_true(r.status == 404 || r.status == 200 || r.status == 400);
+		resp_free(&r);
+		free(u);
+		u = xprintf("/v1/sandboxes/%s/fs/list?path=%s", id, path);
+		http(&r, "GET", u, NULL);
+		const cJSON *ent;
+		cJSON_ArrayForEach(ent, jget(r.json, "entries"))
+		{
+			if (!strcmp(jstr(ent, "name"), "canary.txt"))
+				fail_msg("fs/list %s listed the host directory", path);
+		}
+		resp_free(&r);
+		free(u);
+		free(path);
+	}
+	/* Writes, chmod, move and delete through the links. */
+	const char *targets[] = {"/h/abs", "/h/chain2", "/h/dirlink/canary.txt", "/h/rel"};
+	for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		char *u = xprintf("/v1/sandboxes/%s/files?path=%s", id, targets[i]);
+		resp r;
+		req q = {.method = "PUT", .path = u, .body = "pwned\n", .len = 6};
+		http_q(&r, &q);
+		resp_free(&r);
+		free(u);
+		u = xprintf("/v1/sandboxes/%s/fs/chmod", id);
+		char *b = xprintf("{\"path\":\"%s\",\"mode\":\"0777\"}", targets[i]);
+		http(&r, "POST", u, b);
+		resp_free(&r);
+		free(b);
+		free(u);
+	}
+	char *u = xprintf("/v1/sandboxes/%s/fs/move", id);
+	resp r;
+	char *b = xprintf("{\"from\":\"/h/dirlink/canary.txt\",\"to\":\"/stolen\"}");
+	http(&r, "POST", u, b);
+	resp_free(&r);
+	free(b);
+	free(u);
+	u = xprintf("/v1/sandboxes/%s/files?path=/h/dirlink/canary.txt", id);
+	http(&r, "DELETE", u, NULL);
+	resp_free(&r);
+	free(u);
+	u = xprintf("/v1/sandboxes/%s/files?path=/h/dirlink&recursive=1", id);
+	http(&r, "DELETE", u, NULL); /* removes the link, not the host directory */
+	resp_free(&r);
+	free(u);
+
+	/* A symlink swapped back and forth while the API reads it. */
+	char *swap = xprintf("{\"command\":\"cd /h; while true; do ln -sfn %s race; "
+			     "echo innocent > race.f; mv -f race.f race; done\"}",
+			     canary);
+	char *loop = exec_start_id(id, swap);
+	free(swap);
+	u = xprintf("/v1/sandboxes/%s/files?path=/h/race", id);
+	int innocent = 0;
+	for (int i = 0; i < 300; i++) {
+		http(&r, "GET", u, NULL);
+		if (strstr(r.body, "CANARY"))
+			fail_msg("the race read the canary (attempt %d)", i);
+		innocent += r.status == 200 && !strcmp(r.body, "innocent\n");
+		resp_free(&r);
+	}
+	free(u);
+	print_message("symlink race: %d of 300 reads saw the sandbox's own file\n", innocent);
+	char *p = xprintf("/v1/sandboxes/%s/executions/%s/signal", id, loop);
+	expect_call("POST", p, "{\"signal\":\"KILL\"}", 204, NULL, NULL);
+	free(p);
+	free(loop);
+
+	/* The canary is intact: same bytes, same mode, same place. */
+	char *now = e2e_read_file(canary);
+	assert_non_null(now);
+	assert_string_equal(now, secret);
+	struct stat st;
+	assert_int_equal(stat(canary, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(st.st_uid, 0);
+	free(now);
+	sandbox_del(id);
+	unlink(canary);
+	free(canary);
+	free(dir);
+	free(shadow);
+}
+
+/* ---- WebSocket attach ------------------------------------------------------------------ */
+
+typedef struct ws {
+	int fd;
+	unsigned char buf[1 << 16];
+	size_t len;
+} ws;
+
+static int ws_connect(ws *w, const char *path, char *status_line, size_t sl)
+{
+	memset(w, 0, sizeof(*w));
+	w->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", D.sock);
+	assert_int_equal(connect(w->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	unsigned char raw[16];
+	char key[32], accept_want[32];
+	assert_int_equal(getrandom(raw, sizeof(raw), 0), 16);
+	base64_encode_raw(key, 16, raw);
+	key[24] = '\0';
+	struct sha1_ctx sha;
+	uint8_t dg[SHA1_DIGEST_SIZE];
+	sha1_init(&sha);
+	sha1_update(&sha, 24, (const uint8_t *)key);
+	sha1_update(&sha, 36, (const uint8_t *)"258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+	sha1_digest(&sha, sizeof(dg), dg);
+	base64_encode_raw(accept_want, sizeof(dg), dg);
+	accept_want[28] = '\0';
+	char *rq = xprintf("GET %s HTTP/1.1\r\nHost: sandlot\r\nUpgrade: websocket\r\n"
+			   "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+			   "Sec-WebSocket-Version: 13\r\n\r\n",
+			   path, key);
+	assert_int_equal(write(w->fd, rq, strlen(rq)), (ssize_t)strlen(rq));
+	free(rq);
+	char *end = NULL;
+	while (!end) {
+		struct pollfd pf = {w->fd, POLLIN, 0};
+		assert_true(poll(&pf, 1, 10000) == 1);
+		ssize_t n = read(w->fd, w->buf + w->len, sizeof(w->buf) - w->len - 1);
+		assert_true(n > 0);
+		w->len += n;
+		w->buf[w->len] = '\0';
+		end = strstr((char *)w->buf, "\r\n\r\n");
+	}
+	snprintf(status_line, sl, "%.*s", (int)strcspn((char *)w->buf, "\r\n"), (char *)w->buf);
+	int code = atoi((char *)w->buf + 9);
+	if (code == 101) {
+		char want[64];
+		snprintf(want, sizeof(want), "Sec-WebSocket-Accept: %s", accept_want);
+		if (!strcasestr((char *)w->buf, want))
+			fail_msg("bad handshake: %s", w->buf);
+	}
+	size_t hl = end + 4 - (char *)w->buf;
+	memmove(w->buf, w->buf + hl, w->len - hl);
+	w->len -= hl;
+	return code;
+}
+
+static void ws_send(ws *w, int op, const void *data, size_t len)
+{
+	unsigned char h[14], mask[4];
+	size_t hl = 2;
+	h[0] = 0x80 | op;
+	if (len < 126) {
+		h[1] = 0x80 | len;
+	} else {
+		h[1] = 0x80 | 126;
+		h[2] = len >> 8, h[3] = len;
+		hl = 4;
+	}
+	assert_int_equal(getrandom(mask, 4, 0), 4);
+	memcpy(h + hl, mask, 4);
+	hl += 4;
+	unsigned char *m = malloc(hl + len);
+	memcpy(m, h, hl);
+	for (size_t i = 0; i < len; i++)
+		m[hl + i] = ((const unsigned char *)data)[i] ^ mask[i & 3];
+	assert_int_equal(write(w->fd, m, hl + len), (ssize_t)(hl + len));
+	free(m);
+}
+
+/* Read frames until OUT contains NEEDLE (or a close frame arrives: *close = its code). */
+static bool ws_until(ws *w, char *out, size_t cap, const char *needle, int *close, int ms)
+{
+	size_t olen = strlen(out);
+	double end = now_s() + ms / 1000.0;
+	while (now_s() < end) {
+		while (w->len >= 2) {
+			int op = w->buf[0] & 15;
+			size_t l = w->buf[1] & 127, p = 2;
+			if (w->buf[1] & 0x80)
+				fail_msg("a server frame is masked");
+			if (l == 126) {
+				if (w->len < 4)
+					break;
+				l = (size_t)w->buf[2] << 8 | w->buf[3];
+				p = 4;
+			}
+			if (w->len < p + l)
+				break;
+			if (op == 8) {
+				*close = l >= 2 ? (w->buf[p] << 8 | w->buf[p + 1]) : 1005;
+				return needle && strstr(out, needle);
+			}
+			if (op == 2 && olen + l < cap) {
+				memcpy(out + olen, w->buf + p, l);
+				olen += l;
+				out[olen] = '\0';
+			}
+			memmove(w->buf, w->buf + p + l, w->len - p - l);
+			w->len -= p + l;
+		}
+		if (needle && strstr(out, needle))
+			return true;
+		struct pollfd pf = {w->fd, POLLIN, 0};
+		if (poll(&pf, 1, 100) == 1) {
+			ssize_t n = read(w->fd, w->buf + w->len, sizeof(w->buf) - w->len);
+			if (n <= 0)
+				return false;
+			w->len += n;
+		}
+	}
+	return false;
+}
+
+static void test_attach(void **state)
+{
+	char *id = sandbox_new(NULL);
+	char *eid = exec_start_id(id, "{\"command\":[\"sh\"],\"pty\":{\"cols\":80,\"rows\":24}}");
+	char *path = xprintf("/v1/sandboxes/%s/executions/%s/attach", id, eid);
+	ws w;
+	char line[128];
+	assert_int_equal(ws_connect(&w, path, line, sizeof(line)), 101);
+	/* One client at a time on a pty. */
+	ws w2;
+	assert_int_equal(ws_connect(&w2, path, line, sizeof(line)), 409);
+	close(w2.fd);
+	static char out[1 << 16];
+	int closed = 0;
+	out[0] = '\0';
+	ws_send(&w, 2, "stty size\n", 10);
+	assert_true(ws_until(&w, out, sizeof(out), "24 80", &closed, 10000));
+	const char *rs = "{\"type\":\"resize\",\"cols\":100,\"rows\":40}";
+	ws_send(&w, 1, rs, strlen(rs));
+	ws_send(&w, 2, "stty size; echo $((6*7))x\n", 26);
+	assert_true(ws_until(&w, out, sizeof(out), "42x", &closed, 10000));
+	assert_non_null(strstr(out, "40 100"));
+	ws_send(&w, 2, "exit 5\n", 7);
+	ws_until(&w, out, sizeof(out), NULL, &closed, 10000);
+	assert_int_equal(closed, 1000);
+	close(w.fd);
+	cJSON *g = exec_get_wait(id, eid, "10s");
+	assert_int_equal(jnum(g, "exitCode"), 5);
+	cJSON_Delete(g);
+	/* Ended: 409; not a WebSocket request: 400. */
+	assert_int_equal(ws_connect(&w, path, line, sizeof(line)), 409);
+	close(w.fd);
+	expect_call("GET", path, NULL, 400, "INVALID_ARGUMENT", "WebSocket");
+	free(path);
+	free(eid);
+
+	/* A stdin execution: input through the FIFO, output from the logs, eof closes. */
+	eid =
+	    exec_start_id(id, "{\"command\":[\"sh\",\"-c\",\"cat; echo end >&2\"],\"stdin\":true}");
+	path = xprintf("/v1/sandboxes/%s/executions/%s/attach", id, eid);
+	assert_int_equal(ws_connect(&w, path, line, sizeof(line)), 101);
+	out[0] = '\0';
+	ws_send(&w, 2, "hello ws\n", 9);
+	assert_true(ws_until(&w, out, sizeof(out), "hello ws\n", &closed, 10000));
+	ws_send(&w, 1, "{\"type\":\"eof\"}", 14);
+	closed = 0;
+	ws_until(&w, out, sizeof(out), NULL, &closed, 10000);
+	assert_int_equal(closed, 1000);
+	assert_non_null(strstr(out, "end\n"));
+	close(w.fd);
+	g = exec_get_wait(id, eid, "10s");
+	assert_int_equal(jnum(g, "exitCode"), 0);
+	cJSON_Delete(g);
+	free(path);
+	free(eid);
+	sandbox_del(id);
+}
+
+/* ---- images, run ------------------------------------------------------------------------- */
+
+static char *read_whole(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	*len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *b = malloc(*len + 1);
+	assert_int_equal(fread(b, 1, *len, f), *len);
+	fclose(f);
+	return b;
+}
+
+static void test_images(void **state)
+{
+	char *tar = e2e_build_path("images/busybox.tar");
+	size_t len;
+	char *blob = read_whole(tar, &len);
+	free(tar);
+	resp r;
+	req q = {.method = "POST",
+		 .path = "/v1/images?name=apitest&user=nobody&workdir=/tmp",
+		 .body = blob,
+		 .len = len,
+		 .chunked = true};
+	http_q(&r, &q);
+	expect(&r, 201, NULL, NULL);
+	assert_string_equal(jstr(r.json, "name"), "apitest");
+	assert_string_equal(jstr(r.json, "user"), "nobody");
+	assert_int_equal(strncmp(jstr(r.json, "digest"), "sha256:", 7), 0);
+	resp_free(&r);
+	http(&r, "GET", "/v1/images", NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_non_null(strstr(r.body, "\"apitest\""));
+	resp_free(&r);
+	/* Bad input: no name, a bad name, not an archive. */
+	q.path = "/v1/images";
+	http_q(&r, &q);
+	expect(&r, 400, "INVALID_ARGUMENT", "?name");
+	resp_free(&r);
+	q = (req){.method = "POST", .path = "/v1/images?name=Bad/Name", .body = "x", .len = 1};
+	http_q(&r, &q);
+	expect(&r, 400, "INVALID_ARGUMENT", NULL);
+	resp_free(&r);
+	q = (req){
+	    .method = "POST", .path = "/v1/images?name=garbage", .body = "not a tar", .len = 9};
+	http_q(&r, &q);
+	expect(&r, 400, "INVALID_ARGUMENT", NULL);
+	resp_free(&r);
+	http(&r, "GET", "/v1/images", NULL);
+	assert_null(strstr(r.body, "\"garbage\""));
+	resp_free(&r);
+	/* In use: 409 until the sandbox is gone. */
+	char *id = sandbox_new("{\"image\":\"apitest\"}");
+	char *out = sh_ok(id, "id -un; pwd");
+	assert_string_equal(out, "nobody\n/tmp\n");
+	free(out);
+	expect_call("DELETE", "/v1/images/apitest", NULL, 409, "CONFLICT", "apitest");
+	sandbox_del(id);
+	expect_call("DELETE", "/v1/images/apitest", NULL, 204, NULL, NULL);
+	expect_call("DELETE", "/v1/images/apitest", NULL, 404, "NOT_FOUND", NULL);
+	free(blob);
+}
+
+static void test_run_one_shot(void **state)
+{
+	resp r;
+	http(&r, "GET", "/v1/sandboxes", NULL);
+	int before = jnum(r.json, "total");
+	resp_free(&r);
+	http(&r, "POST", "/v1/run",
+	     "{\"image\":\"busybox\",\"command\":\"echo $FOO; cat /work/in.txt; echo warn >&2; "
+	     "exit 4\",\"env\":{\"FOO\":\"bar\"},\"files\":[{\"path\":\"/work/in.txt\","
+	     "\"content\":\"aGVsbG8K\"}],\"resources\":{\"memory\":\"64Mi\"},\"timeout\":\"30s\"}");
+	expect(&r, 200, NULL, NULL);
+	assert_int_equal(jnum(r.json, "exitCode"), 4);
+	assert_string_equal(jstr(r.json, "status"), "failed");
+	assert_string_equal(jstr(r.json, "stdout"), "bar\nhello\n");
+	assert_string_equal(jstr(r.json, "stderr"), "warn\n");
+	assert_true(jnum(r.json, "durationMs") >= 0);
+	resp_free(&r);
+	http(&r, "POST", "/v1/run", "{\"command\":[\"sleep\",\"30\"],\"timeout\":\"200ms\"}");
+	expect(&r, 200, NULL, NULL);
+	assert_int_equal(jnum(r.json, "exitCode"), 124);
+	assert_string_equal(jstr(r.json, "status"), "timeout");
+	resp_free(&r);
+	http(&r, "POST", "/v1/run", "{\"command\":[\"no-such-thing\"]}");
+	expect(&r, 200, NULL, NULL);
+	assert_int_equal(jnum(r.json, "exitCode"), 127);
+	resp_free(&r);
+	expect_call("POST", "/v1/run", "{\"command\":\"true\",\"image\":\"nope\"}", 404,
+		    "NOT_FOUND", NULL);
+	expect_call("POST", "/v1/run", "{\"command\":\"true\",\"name\":\"x\"}", 400,
+		    "INVALID_ARGUMENT", "name");
+	expect_call("POST", "/v1/run",
+		    "{\"command\":\"true\",\"files\":[{\"path\":\"a\","
+		    "\"content\":\"!!\"}]}",
+		    400, "INVALID_ARGUMENT", "files[0].content");
+	/* Every run's sandbox is gone (only tombstones remain). */
+	http(&r, "GET", "/v1/sandboxes", NULL);
+	assert_int_equal(jnum(r.json, "total"), before);
+	resp_free(&r);
+}
+
+/* ---- caps and stopping --------------------------------------------------------------------- */
+
+static void *long_poll(void *p)
+{
+	job *j = p;
+	resp r;
+	req q = {.method = "GET", .path = j->path, .d = (const daemon_t *)j->data};
+	j->status = http_q(&r, &q);
+	resp_free(&r);
+	return NULL;
+}
+
+static void test_caps_and_clean_stop(void **state)
+{
+	/* A second daemon on the same state, with small caps. */
+	char *sock = xprintf("%s/small.sock", e2e_root());
+	const char *extra[] = {"--max-body", "64Ki", "--max-upload", "1Mi", NULL};
+	daemon_start(&SMALL, sock, false, extra);
+	char *id = sandbox_new(NULL);
+	size_t big = 2u << 20;
+	char *blob = malloc(big);
+	memset(blob, 'z', big);
+	resp r;
+	char *p = xprintf("/v1/sandboxes/%s/files?path=/tmp/cap/big.bin", id);
+	req q = {.method = "PUT", .path = p, .body = blob, .len = big, .d = &SMALL};
+	http_q(&r, &q); /* Content-Length: refused up front */
+	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
+	resp_free(&r);
+	q.chunked = true; /* counted while streaming */
+	http_q(&r, &q);
+	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
+	resp_free(&r);
+	q = (req){
+	    .method = "PUT", .path = p, .body = blob, .len = 1000000, .d = &SMALL, .chunked = true};
+	http_q(&r, &q); /* under the cap */
+	expect(&r, 204, NULL, NULL);
+	resp_free(&r);
+	free(p);
+	/* Nothing half-written is left next to the file. */
+	char *out = sh_ok(id, "ls -A /tmp/cap; wc -c < /tmp/cap/big.bin");
+	assert_string_equal(out, "big.bin\n1000000\n");
+	free(out);
+	q = (req){.method = "POST",
+		  .path = "/v1/images?name=toobig",
+		  .body = blob,
+		  .len = big,
+		  .d = &SMALL};
+	http_q(&r, &q);
+	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
+	resp_free(&r);
+	memset(blob, ' ', 100000);
+	blob[0] = '{';
+	blob[99999] = '}';
+	p = xprintf("/v1/sandboxes/%s/executions", id);
+	q = (req){.method = "POST", .path = p, .body = blob, .len = 100000, .d = &SMALL};
+	http_q(&r, &q);
+	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
+	resp_free(&r);
+	free(p);
+	free(blob);
+
+	/* SIGTERM with a long-poll pending: it stops promptly and cleanly. */
+	char *eid = exec_start_id(id, "{\"command\":[\"sleep\",\"60\"]}");
+	job j = {.data = (char *)&SMALL};
+	snprintf(j.path, sizeof(j.path), "/v1/sandboxes/%s/executions/%s?wait=60s", id, eid);
+	pthread_t th;
+	pthread_create(&th, NULL, long_poll, &j);
+	usleep(300000);
+	double t0 = now_s();
+	daemon_stop(&SMALL);
+	pthread_join(th, NULL);
+	assert_true(now_s() - t0 < 3);
+	/* The command did not notice. */
+	cJSON *g = exec_get_wait(id, eid, NULL);
+	assert_string_equal(jstr(g, "status"), "running");
+	cJSON_Delete(g);
+	free(eid);
+	free(sock);
+	sandbox_del(id);
+}
+
+/* A non-loopback --listen is refused unless asked for. */
+static void test_listen_refusals(void **state)
+{
+	e2e_result r;
+	char *sock = xprintf("%s/refuse.sock", e2e_root());
+	e2e_sandlot(&r, NULL, 0, "serve", "--socket", sock, "--listen", "0.0.0.0:0", NULL);
+	assert_int_equal(r.status, 125);
+	assert_non_null(strstr(r.err, "--allow-remote"));
+	e2e_result_free(&r);
+	e2e_sandlot(&r, NULL, 0, "serve", "--socket", D.sock, NULL);
+	assert_int_equal(r.status, 125);
+	assert_non_null(strstr(r.err, "another sandlot serve"));
+	e2e_result_free(&r);
+	assert_int_equal(access(sock, F_OK), -1);
+	free(sock);
+}
+
+/* ---- the spec -------------------------------------------------------------------------- */
+
+static void test_zz_spec(void **state)
+{
+	char *cmd = xprintf("python3 tests/api/spec_check.py --spec api/openapi.yaml --sources api "
+			    "--socket %s --captures %s 2>&1",
+			    D.sock, CAPTURES);
+	FILE *f = popen(cmd, "r");
+	char buf[4096];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	int st = pclose(f);
+	print_message("%s", buf);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("spec check failed:\n%s", buf);
+	assert_null(strstr(buf, " 0 captured"));
+	free(cmd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    E2E_TEST(test_health_and_auth),
+	    E2E_TEST(test_errors),
+	    E2E_TEST(test_sandbox_crud),
+	    E2E_TEST(test_create_failure_leaves_nothing),
+	    E2E_TEST(test_executions),
+	    E2E_TEST(test_stdin_signal_processes),
+	    E2E_TEST(test_concurrent_sleepers),
+	    E2E_TEST(test_health_during_long_polls),
+	    E2E_TEST(test_follow_long_stream),
+	    E2E_TEST(test_restart_keeps_everything),
+	    E2E_TEST(test_files),
+	    E2E_TEST(test_hostile_paths),
+	    E2E_TEST(test_attach),
+	    E2E_TEST(test_images),
+	    E2E_TEST(test_run_one_shot),
+	    E2E_TEST(test_caps_and_clean_stop),
+	    E2E_TEST(test_listen_refusals),
+	    E2E_TEST(test_zz_spec),
+	};
+	e2e_apply_filter();
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
