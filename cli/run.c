@@ -232,7 +232,10 @@ static int run_command(sl_ctx *ctx, sl_sandbox *sb, char **cmd, const struct opt
 			.user = o->c.user,
 			.cwd = o->c.workdir,
 			.exit_fd = -1,
-			.tty = o->tty };
+			.tty = o->tty,
+			/* init's own deadline is a backstop should this process die: ours
+			 * fires first and reports 124. */
+			.timeout_ms = o->timeout_ms ? o->timeout_ms + 2000 : 0 };
 	if (o->tty) {
 		struct winsize ws;
 		if (ioctl(1, TIOCGWINSZ, &ws) == 0 || ioctl(0, TIOCGWINSZ, &ws) == 0) {

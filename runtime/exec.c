@@ -1,6 +1,7 @@
 /* exec.c — durable executions: one directory per command under the sandbox's run dir,
  * started through sandlot-init, which enforces the timeout and writes the exit itself. */
 #include "exec.h"
+#include "initctl.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -142,244 +143,6 @@ int exec_signal_from_name(const char *name)
 			return s;
 	}
 	return -1;
-}
-
-/* ---- the control socket (the same protocol sandbox_spawn speaks) ---- */
-
-static int init_connect(const sl_ctx *ctx, const char *sid, sl_err *err)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	char run[PATH_MAX];
-	state_run_dir(&ctx->cfg, sid, run, sizeof(run));
-	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/init.sock", run) >=
-	    (int)sizeof(sa.sun_path))
-		return sl_fail(err, SL_INTERNAL, 0, "run dir path too long: %s", run);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return sl_sysfail(err, "socket");
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		close(fd);
-		return sl_fail(err, SL_CONFLICT, e,
-			       "sandbox %s is not running (its init does not answer)", sid);
-	}
-	return fd;
-}
-
-/* One reply (and at most one passed fd), bounded in size and time: 1 on timeout. init
- * is as trusted as the workload, so everything is checked. */
-static int recv_rep(int fd, struct sl_rep *rep, int *passed, int timeout_ms, sl_err *err)
-{
-	struct pollfd p = {fd, POLLIN, 0};
-	int r;
-	while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
-		;
-	if (r == 0)
-		return 1;
-	union {
-		char b[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {rep, sizeof(*rep)};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
-	ssize_t n;
-	while ((n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) < 0 && errno == EINTR)
-		;
-	*passed = -1;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k; i++) {
-			int pfd;
-			memcpy(&pfd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (*passed < 0)
-				*passed = pfd;
-			else
-				close(pfd);
-		}
-	}
-	if (n == 0 || (n < 0 && errno == ECONNRESET)) {
-		if (*passed >= 0)
-			close(steal_fd(passed));
-		return sl_fail(err, SL_CONFLICT, 0, "the sandbox stopped (its init went away)");
-	}
-	if (n < 0)
-		return sl_sysfail(err, "read from the sandbox's init");
-	if (n != sizeof(*rep) || rep->hdr.magic != SL_PROTO_MAGIC || (mh.msg_flags & MSG_CTRUNC)) {
-		if (*passed >= 0)
-			close(steal_fd(passed));
-		return sl_fail(err, SL_INTERNAL, 0, "malformed reply from the sandbox's init");
-	}
-	rep->msg[sizeof(rep->msg) - 1] = '\0';
-	return 0;
-}
-
-/* Send REQ with FDS on a fresh connection and read one reply (plus a passed fd). */
-static int init_call(const sl_ctx *ctx, const char *sid, const void *req, size_t len,
-		     const int *fds, int nfds, int timeout_ms, struct sl_rep *rep, int *passed,
-		     sl_err *err)
-{
-	_cleanup_close_ int fd = init_connect(ctx, sid, err);
-	if (fd < 0)
-		return -1;
-	union {
-		char b[CMSG_SPACE(SL_SPAWN_MAX_FDS * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {(void *)req, len};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (nfds) {
-		mh.msg_control = u.b;
-		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-	}
-	ssize_t n;
-	while ((n = sendmsg(fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
-	if (n != (ssize_t)len)
-		return sl_fail(err, SL_CONFLICT, errno, "sandbox %s: send to its init", sid);
-	int r = recv_rep(fd, rep, passed, timeout_ms, err);
-	if (r == 1)
-		return sl_fail(err, SL_TIMEOUT, 0, "sandbox %s: its init did not answer in %d ms",
-			       sid, timeout_ms);
-	return r;
-}
-
-/* ---- the spawn request ---- */
-
-typedef struct strv {
-	char **v;
-	size_t n, cap;
-} strv;
-
-static void strv_free(strv *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i]);
-	free(s->v);
-	s->v = NULL;
-	s->n = s->cap = 0;
-}
-
-static int strv_add(strv *s, char *owned)
-{
-	if (!owned)
-		return -1;
-	if (s->n == s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 16;
-		char **nv = realloc(s->v, nc * sizeof(char *));
-		if (!nv) {
-			free(owned);
-			return -1;
-		}
-		s->v = nv;
-		s->cap = nc;
-	}
-	s->v[s->n++] = owned;
-	return 0;
-}
-
-/* The command's environment, built as sandbox_spawn builds it: defaults, the sandbox's
- * env, then the call's; a later KEY wins. */
-static int exec_env(const sl_sandbox *sb, const sl_exec_spec *spec, strv *env, sl_err *err)
-{
-	char host[128];
-	snprintf(host, sizeof(host), "HOSTNAME=%s", sb->name[0] ? sb->name : sb->id);
-	int r = strv_add(env, strdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
-				     "/sbin:/bin"));
-	r |= strv_add(env, strdup(host));
-	if (spec->tty)
-		r |= strv_add(env, strdup("TERM=xterm"));
-	const cJSON *it;
-	cJSON_ArrayForEach(it, sb->env)
-	{
-		char *s;
-		if (cJSON_IsString(it))
-			r |= strv_add(
-			    env, asprintf(&s, "%s=%s", it->string, it->valuestring) < 0 ? NULL : s);
-	}
-	for (const char *const *e = spec->env; e && *e; e++)
-		r |= strv_add(env, strdup(*e));
-	if (r)
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "build environment");
-	size_t w = 0;
-	for (size_t i = 0; i < env->n; i++) {
-		size_t kl = strcspn(env->v[i], "=");
-		bool later = false;
-		for (size_t j = i + 1; j < env->n && !later; j++)
-			later = !strncmp(env->v[i], env->v[j], kl) && env->v[j][kl] == '=';
-		if (later)
-			free(env->v[i]);
-		else
-			env->v[w++] = env->v[i];
-	}
-	env->n = w;
-	return 0;
-}
-
-static int buf_add(char **buf, size_t *len, size_t *cap, const void *data, size_t n, sl_err *err)
-{
-	if (*len + n > SL_PROTO_MAX)
-		return sl_fail(err, SL_TOOLARGE, 0, "command, environment and user exceed %d bytes",
-			       SL_PROTO_MAX);
-	if (*len + n > *cap) {
-		size_t nc = (*len + n) * 2;
-		char *b = realloc(*buf, nc);
-		if (!b)
-			return sl_fail(err, SL_INTERNAL, ENOMEM, "build spawn request");
-		*buf = b;
-		*cap = nc;
-	}
-	memcpy(*buf + *len, data, n);
-	*len += n;
-	return 0;
-}
-
-static int build_spawn(const sl_sandbox *sb, const sl_exec_spec *spec, char *const *argv,
-		       uint32_t flags, char **out, size_t *outlen, sl_err *err)
-{
-	strv env = {0};
-	if (exec_env(sb, spec, &env, err) < 0) {
-		strv_free(&env);
-		return -1;
-	}
-	size_t argc = 0;
-	while (argv[argc])
-		argc++;
-	struct sl_req_spawn rq = {.hdr = {SL_PROTO_MAGIC, SL_REQ_SPAWN},
-				  .flags = flags,
-				  .rows = spec->rows,
-				  .cols = spec->cols,
-				  .argc = argc,
-				  .envc = env.n,
-				  .timeout_ms = spec->timeout_ms};
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	const char *user = spec->user ? spec->user : sb->user;
-	const char *cwd = spec->cwd ? spec->cwd : sb->workdir;
-	int r = buf_add(&buf, &len, &cap, &rq, sizeof(rq), err);
-	if (r == 0)
-		r = buf_add(&buf, &len, &cap, user, strlen(user) + 1, err);
-	if (r == 0)
-		r = buf_add(&buf, &len, &cap, cwd, strlen(cwd) + 1, err);
-	for (size_t i = 0; r == 0 && i < argc; i++)
-		r = buf_add(&buf, &len, &cap, argv[i], strlen(argv[i]) + 1, err);
-	for (size_t i = 0; r == 0 && i < env.n; i++)
-		r = buf_add(&buf, &len, &cap, env.v[i], strlen(env.v[i]) + 1, err);
-	strv_free(&env);
-	if (r < 0) {
-		free(buf);
-		return -1;
-	}
-	*out = buf;
-	*outlen = len;
-	return 0;
 }
 
 /* ---- the record: exec.json ---- */
@@ -907,7 +670,15 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 			 (spec->stdin_pipe ? SL_SPAWN_HOLD_FD : 0);
 	struct sl_rep rep;
 	int passed = -1;
-	int r = build_spawn(sb, spec, argv, flags, &req, &reqlen, err);
+	initctl_spawn isp = { .argv = argv,
+			      .env = spec->env,
+			      .user = spec->user,
+			      .cwd = spec->cwd,
+			      .flags = flags,
+			      .rows = spec->rows,
+			      .cols = spec->cols,
+			      .timeout_ms = spec->timeout_ms };
+	int r = initctl_build_spawn(sb, &isp, &req, &reqlen, err);
 	if (r == 0)
 		r = start_prepare(ctx, sb, spec, argv, eid, &s, err);
 	if (r == 0) {
@@ -920,7 +691,7 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 		fds[nfds++] = s.exitfd;
 		if (spec->stdin_pipe)
 			fds[nfds++] = s.hold;
-		r = init_call(ctx, sb->id, req, reqlen, fds, nfds, SPAWN_REPLY_MS, &rep, &passed,
+		r = initctl_call(ctx, sb->id, req, reqlen, fds, nfds, SPAWN_REPLY_MS, &rep, &passed,
 			      err);
 	}
 	if (r == 0 && rep.hdr.type == SL_REP_ERROR && rep.pid < 0)
@@ -1099,7 +870,7 @@ int exec_close_stdin(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, s
 	struct sl_rep rep;
 	int passed = -1;
 	sl_err e2 = {0};
-	if (init_call(ctx, sid, &rq, sizeof(rq), NULL, 0, CONTROL_REPLY_MS, &rep, &passed, &e2) <
+	if (initctl_call(ctx, sid, &rq, sizeof(rq), NULL, 0, CONTROL_REPLY_MS, &rep, &passed, &e2) <
 	    0) {
 		/* No init: the command and its stdin are gone with it. */
 		if (e2.kind == SL_CONFLICT)
@@ -1136,7 +907,7 @@ int exec_signal(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, int si
 	    .hdr = {SL_PROTO_MAGIC, SL_REQ_SIGNAL}, .pid = pid, .sig = sig, .group = 1};
 	struct sl_rep rep;
 	int passed = -1;
-	if (init_call(ctx, sid, &rq, sizeof(rq), NULL, 0, CONTROL_REPLY_MS, &rep, &passed, err) < 0)
+	if (initctl_call(ctx, sid, &rq, sizeof(rq), NULL, 0, CONTROL_REPLY_MS, &rep, &passed, err) < 0)
 		return -1;
 	if (passed >= 0)
 		close(passed);

@@ -24,6 +24,7 @@
 #include "cleanup.h"
 #include "fsutil.h"
 #include "image.h"
+#include "initctl.h"
 #include "launch.h"
 #include "log.h"
 #include "quantity.h"
@@ -1124,136 +1125,6 @@ void sandbox_reap(sl_ctx *ctx)
 
 /* ---- commands ---- */
 
-static int init_connect(const sl_ctx *ctx, const char *id, sl_err *err)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char run[PATH_MAX];
-	state_run_dir(&ctx->cfg, id, run, sizeof(run));
-	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/init.sock", run) >=
-	    (int)sizeof(sa.sun_path))
-		return sl_fail(err, SL_INTERNAL, 0, "run dir path too long: %s", run);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return sl_sysfail(err, "socket");
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		close(fd);
-		return sl_fail(err, SL_CONFLICT, e, "sandbox %s is not running (its init does not answer)",
-			       id);
-	}
-	return fd;
-}
-
-/* Receive one reply (and at most one passed fd), bounded in size and time. */
-static int recv_rep(int fd, struct sl_rep *rep, int *passed, int timeout_ms, sl_err *err)
-{
-	struct pollfd p = { fd, POLLIN, 0 };
-	int r;
-	while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
-		;
-	if (r == 0)
-		return 1;
-	union {
-		char b[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { rep, sizeof(*rep) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
-			     .msg_controllen = sizeof(u.b) };
-	ssize_t n;
-	while ((n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-		;
-	if (passed)
-		*passed = -1;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len == CMSG_LEN(sizeof(int))) {
-			int pfd;
-			memcpy(&pfd, CMSG_DATA(c), sizeof(int));
-			if (passed && *passed < 0)
-				*passed = pfd;
-			else
-				close(pfd);
-		}
-	}
-	if (n == 0 || (n < 0 && errno == ECONNRESET))
-		return sl_fail(err, SL_CONFLICT, 0, "the sandbox stopped (its init went away)");
-	if (n < 0)
-		return sl_sysfail(err, "read from the sandbox's init");
-	if (n != sizeof(*rep) || rep->hdr.magic != SL_PROTO_MAGIC || (mh.msg_flags & MSG_CTRUNC)) {
-		if (passed && *passed >= 0)
-			close(*passed);
-		return sl_fail(err, SL_INTERNAL, 0, "malformed reply from the sandbox's init");
-	}
-	rep->msg[sizeof(rep->msg) - 1] = '\0';
-	return 0;
-}
-
-static int append_str(char **buf, size_t *len, size_t *cap, const char *s, sl_err *err)
-{
-	size_t n = strlen(s) + 1;
-	if (*len + n > SL_PROTO_MAX)
-		return sl_fail(err, SL_TOOLARGE, 0,
-			       "command, environment and user exceed %d bytes", SL_PROTO_MAX);
-	if (*len + n > *cap) {
-		size_t nc = (*len + n) * 2;
-		char *b = realloc(*buf, nc);
-		if (!b)
-			return sl_fail(err, SL_INTERNAL, ENOMEM, "build spawn request");
-		*buf = b;
-		*cap = nc;
-	}
-	memcpy(*buf + *len, s, n);
-	*len += n;
-	return 0;
-}
-
-/* The command's environment: defaults, the sandbox's env, then the call's. */
-static char **build_env(const sl_sandbox *sb, const sl_spawn *sp, size_t *n)
-{
-	size_t cap = 8 + (size_t)cJSON_GetArraySize(sb->env), k = 0;
-	for (const char *const *e = sp->env; e && *e; e++)
-		cap++;
-	char **env = calloc(cap, sizeof(char *));
-	if (!env)
-		return NULL;
-	env[k++] = strdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-	char host[128];
-	snprintf(host, sizeof(host), "HOSTNAME=%s", sb->name[0] ? sb->name : sb->id);
-	env[k++] = strdup(host);
-	if (sp->tty)
-		env[k++] = strdup("TERM=xterm");
-	const cJSON *it;
-	cJSON_ArrayForEach(it, sb->env)
-	{
-		if (!cJSON_IsString(it))
-			continue;
-		char *s;
-		if (asprintf(&s, "%s=%s", it->string, it->valuestring) >= 0)
-			env[k++] = s;
-	}
-	for (const char *const *e = sp->env; e && *e; e++)
-		env[k++] = strdup(*e);
-	/* Later entries win: drop earlier duplicates. */
-	for (size_t i = 0; i < k; i++) {
-		if (!env[i])
-			continue;
-		size_t kl = strcspn(env[i], "=");
-		for (size_t j = i + 1; j < k; j++)
-			if (env[j] && !strncmp(env[i], env[j], kl) && env[j][kl] == '=') {
-				free(env[i]);
-				env[i] = NULL;
-				break;
-			}
-	}
-	size_t w = 0;
-	for (size_t i = 0; i < k; i++)
-		if (env[i])
-			env[w++] = env[i];
-	*n = w;
-	return env;
-}
-
 int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc *p,
 		  sl_err *err)
 {
@@ -1270,39 +1141,20 @@ int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc
 			       sb->status);
 	if (!sp->argv || !sp->argv[0])
 		return sl_fail(err, SL_INVALID, 0, "command: empty");
-	size_t envc = 0, argc = 0;
-	char **env = build_env(sb, sp, &envc);
-	if (!env)
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "build environment");
-	while (sp->argv[argc])
-		argc++;
-	struct sl_req_spawn rq = { .hdr = { SL_PROTO_MAGIC, SL_REQ_SPAWN },
-				   .flags = (sp->tty ? SL_SPAWN_TTY : 0) |
-					    (sp->exit_fd >= 0 ? SL_SPAWN_HAS_EXIT : 0),
-				   .rows = sp->rows,
-				   .cols = sp->cols,
-				   .argc = argc,
-				   .envc = envc };
-	_cleanup_free_ char *buf = malloc(sizeof(rq));
-	size_t len = sizeof(rq), cap = sizeof(rq);
-	int r = buf ? 0 : sl_fail(err, SL_INTERNAL, ENOMEM, "build spawn request");
-	if (r == 0) {
-		memcpy(buf, &rq, sizeof(rq));
-		r = append_str(&buf, &len, &cap, sp->user ? sp->user : sb->user, err);
-	}
-	if (r == 0)
-		r = append_str(&buf, &len, &cap, sp->cwd ? sp->cwd : sb->workdir, err);
-	for (size_t i = 0; r == 0 && i < argc; i++)
-		r = append_str(&buf, &len, &cap, sp->argv[i], err);
-	for (size_t i = 0; r == 0 && i < envc; i++)
-		r = append_str(&buf, &len, &cap, env[i], err);
-	for (size_t i = 0; i < envc; i++)
-		free(env[i]);
-	free(env);
-	if (r < 0)
+	initctl_spawn isp = { .argv = sp->argv,
+			      .env = sp->env,
+			      .user = sp->user,
+			      .cwd = sp->cwd,
+			      .flags = (sp->tty ? SL_SPAWN_TTY : 0) |
+				       (sp->exit_fd >= 0 ? SL_SPAWN_HAS_EXIT : 0),
+			      .rows = sp->rows,
+			      .cols = sp->cols,
+			      .timeout_ms = sp->timeout_ms };
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	if (initctl_build_spawn(sb, &isp, &buf, &len, err) < 0)
 		return -1;
-
-	_cleanup_close_ int fd = init_connect(ctx, sb->id, err);
+	_cleanup_close_ int fd = initctl_connect(ctx, sb->id, err);
 	if (fd < 0)
 		return -1;
 	int fds[4], nfds = 0;
@@ -1337,7 +1189,7 @@ int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc
 		return sl_sysfail(err, "send command to sandbox %s", sb->id);
 	struct sl_rep rep;
 	int passed = -1;
-	r = recv_rep(fd, &rep, &passed, 30000, err);
+	int r = initctl_recv(fd, &rep, &passed, 30000, err);
 	if (r == 1)
 		return sl_fail(err, SL_TIMEOUT, 0, "sandbox %s did not start the command in 30 s",
 			       sb->id);
@@ -1372,7 +1224,10 @@ int proc_wait(sl_proc *p, int timeout_ms, int *wstatus, sl_err *err)
 			left = l < 0 ? 0 : (int)l;
 		}
 		struct sl_rep rep;
-		int r = recv_rep(p->conn, &rep, NULL, left, err);
+		int passed = -1;
+		int r = initctl_recv(p->conn, &rep, &passed, left, err);
+		if (passed >= 0)
+			close(passed);
 		if (r != 0)
 			return r;
 		if (rep.hdr.type == SL_REP_EXITED && rep.pid == p->pid) {
@@ -1399,7 +1254,10 @@ int proc_signal(sl_proc *p, int sig, bool group, sl_err *err)
 	if (send(fd, &rq, sizeof(rq), MSG_NOSIGNAL) != sizeof(rq))
 		return sl_sysfail(err, "send signal request");
 	struct sl_rep rep;
-	int r = recv_rep(fd, &rep, NULL, 5000, err);
+	int passed = -1;
+	int r = initctl_recv(fd, &rep, &passed, 5000, err);
+	if (passed >= 0)
+		close(passed);
 	if (r != 0)
 		return r < 0 ? -1 : sl_fail(err, SL_TIMEOUT, 0, "signal: init did not answer");
 	if (rep.hdr.type == SL_REP_ERROR && rep.status != ESRCH)

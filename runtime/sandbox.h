@@ -117,6 +117,7 @@ typedef struct sl_spawn {
 	int exit_fd;		/* -1, or a file init writes the exit status to */
 	bool tty;
 	unsigned short rows, cols;
+	uint64_t timeout_ms; /* enforced by init (holds if the caller dies); 0: none */
 } sl_spawn;
 
 typedef struct sl_proc {

@@ -1,0 +1,34 @@
+/* initctl.h — the host side of sandlot-init's control protocol (init/proto.h):
+ * connect, send a request with fds, read a bounded reply, build spawn requests. */
+#ifndef SANDLOT_INITCTL_H
+#define SANDLOT_INITCTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../init/proto.h"
+#include "err.h"
+#include "sandbox.h"
+
+typedef struct initctl_spawn {
+	char *const *argv;
+	const char *const *env; /* extra "K=V" on top of the sandbox's */
+	const char *user, *cwd; /* NULL: the sandbox's */
+	uint32_t flags;		/* SL_SPAWN_* */
+	unsigned short rows, cols;
+	uint64_t timeout_ms; /* enforced by init; 0: none */
+} initctl_spawn;
+
+/* A connection to the sandbox's init (SL_CONFLICT when it does not answer). */
+int initctl_connect(const sl_ctx *ctx, const char *sid, sl_err *err);
+/* One reply and at most one passed fd, bounded in size and time: 1 on timeout. init is
+ * as trusted as the workload, so everything is checked. */
+int initctl_recv(int fd, struct sl_rep *rep, int *passed, int timeout_ms, sl_err *err);
+/* Send req with fds on a fresh connection and read one reply (plus a passed fd). */
+int initctl_call(const sl_ctx *ctx, const char *sid, const void *req, size_t len, const int *fds,
+		 int nfds, int timeout_ms, struct sl_rep *rep, int *passed, sl_err *err);
+/* The spawn request bytes: header, user, cwd, argv, environment. Caller frees *out. */
+int initctl_build_spawn(const sl_sandbox *sb, const initctl_spawn *sp, char **out, size_t *outlen,
+			sl_err *err);
+
+#endif
