@@ -1,6 +1,7 @@
 /* server.c — `sandlot serve`: the listeners (unix socket, loopback TCP), one
  * libmicrohttpd daemon each, request bodies, auth, dispatch, and the main loop. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -14,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../runtime/cleanup.h"
@@ -366,6 +368,47 @@ static int listener_start(api_listener *l, sl_err *err)
 
 /* ---- the main loop ---- */
 
+/* Inits of sandboxes this daemon created are its children: reap the dead ones. Only
+ * zombies named sandlot-init are taken (other children, like mkfs.btrfs or launch's
+ * helpers, are waited for by their callers), and the cost is one look per child,
+ * not per sandbox record. */
+static void reap_inits(void)
+{
+	_cleanup_closedir_ DIR *tasks = opendir("/proc/self/task");
+	struct dirent *t;
+	while (tasks && (t = readdir(tasks))) {
+		if (t->d_name[0] == '.')
+			continue;
+		char p[96];
+		snprintf(p, sizeof(p), "/proc/self/task/%s/children", t->d_name);
+		_cleanup_fclose_ FILE *f = fopen(p, "re");
+		int pid;
+		while (f && fscanf(f, "%d", &pid) == 1) {
+			char sp[64], buf[256];
+			snprintf(sp, sizeof(sp), "/proc/%d/stat", pid);
+			_cleanup_close_ int fd = open(sp, O_RDONLY | O_CLOEXEC);
+			ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+			if (n <= 0)
+				continue;
+			buf[n] = '\0';
+			if (!strncmp(strchr(buf, '(') ? strchr(buf, '(') : "", "(sandlot-init) Z",
+				     16))
+				waitpid(pid, NULL, WNOHANG);
+		}
+	}
+}
+
+/* A stop that hangs (a request stuck in the runtime) must not keep the daemon alive:
+ * it holds no state the files do not, so leaving without the last goodbyes is safe. */
+static void *stop_watchdog(void *arg)
+{
+	sleep(10);
+	sl_log(SL_LOG_WARN, "serve: stopping took over 10 s (a request is stuck); exiting now");
+	fprintf(stderr, "sandlot: stopping took over 10 s; exiting now\n");
+	_exit(1);
+	return NULL;
+}
+
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
@@ -438,9 +481,8 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 			int sig = sigtimedwait(&set, &si, &ts);
 			if (sig == SIGTERM || sig == SIGINT)
 				break;
-			/* Inits of sandboxes this daemon created are its children. */
 			if (sig == SIGCHLD)
-				sandbox_reap(ctx);
+				reap_inits();
 			api_pty_sweep(&srv, false);
 		}
 		sl_log(SL_LOG_INFO, "serve: stopping");
@@ -448,6 +490,9 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 		started--;
 	}
 	atomic_store(&srv.stopping, true);
+	pthread_t dog;
+	if (pthread_create(&dog, NULL, stop_watchdog, NULL) == 0)
+		pthread_detach(dog);
 	for (int i = 0; i < nl; i++) {
 		if (ls[i].mhd) {
 			/* Take the listening socket back first so no new client gets in. */

@@ -873,6 +873,39 @@ static void test_create_failure_leaves_nothing(void **state)
 	free(names);
 }
 
+/* An init that dies is reaped by the daemon (its parent), so the sandbox reads failed
+ * at once and calls on it are refused; deleting it still frees everything. */
+static void test_dead_init_reads_failed(void **state)
+{
+	char *id = sandbox_new(NULL);
+	char *rec = xprintf("%s/sandboxes/%s/sandbox.json", getenv("SANDLOT_STATE_DIR"), id);
+	char *text = e2e_read_file(rec);
+	cJSON *o = cJSON_Parse(text);
+	pid_t pid = (pid_t)jnum(jget(o, "internal"), "initPid");
+	cJSON_Delete(o);
+	free(text);
+	free(rec);
+	assert_true(pid > 1);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	char *p = xprintf("/v1/sandboxes/%s", id);
+	bool failed = false;
+	for (int i = 0; i < 100 && !failed; i++) {
+		resp r;
+		http(&r, "GET", p, NULL);
+		failed =
+		    r.json && jstr(r.json, "status") && !strcmp(jstr(r.json, "status"), "failed");
+		resp_free(&r);
+		if (!failed)
+			usleep(20000);
+	}
+	assert_true(failed);
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/executions", id);
+	expect_call("POST", p, "{\"command\":\"true\"}", 409, "CONFLICT", NULL);
+	free(p);
+	sandbox_del(id);
+}
+
 /* ---- executions -------------------------------------------------------------------------- */
 
 static void test_executions(void **state)
@@ -1985,6 +2018,7 @@ int main(void)
 	    E2E_TEST(test_errors),
 	    E2E_TEST(test_sandbox_crud),
 	    E2E_TEST(test_create_failure_leaves_nothing),
+	    E2E_TEST(test_dead_init_reads_failed),
 	    E2E_TEST(test_executions),
 	    E2E_TEST(test_stdin_signal_processes),
 	    E2E_TEST(test_concurrent_sleepers),
