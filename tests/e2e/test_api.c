@@ -767,6 +767,17 @@ static void test_sandbox_crud(void **state)
 	char *out = sh_ok(id, "echo $GREETING; pwd; id -u");
 	assert_string_equal(out, "hi\n/tmp\n65534\n");
 	free(out);
+	/* Files written through the API belong to the sandbox's user. */
+	char *fp = xprintf("/v1/sandboxes/%s/files?path=/tmp/owned.txt", id);
+	req put = {.method = "PUT", .path = fp, .body = "mine", .len = 4};
+	resp pr;
+	http_q(&pr, &put);
+	expect(&pr, 204, NULL, NULL);
+	resp_free(&pr);
+	free(fp);
+	out = sh_ok(id, "stat -c '%U %a' /tmp/owned.txt; cat /tmp/owned.txt");
+	assert_string_equal(out, "nobody 644\nmine");
+	free(out);
 	/* The sandbox's default execution timeout applies. */
 	cJSON *e = run_wait(id, "{\"command\":[\"sleep\",\"30\"]}");
 	assert_string_equal(jstr(e, "status"), "timeout");
@@ -781,7 +792,7 @@ static void test_sandbox_crud(void **state)
 	assert_true(jnum(u, "pids") >= 1);
 	assert_true(jnum(u, "memoryBytes") > 0);
 	assert_true(jnum(u, "cpuSeconds") > 0);
-	assert_int_equal(jnum(r.json, "executions"), 2);
+	assert_int_equal(jnum(r.json, "executions"), 3);
 	resp_free(&r);
 	/* By name too. */
 	http(&r, "GET", "/v1/sandboxes/api-crud", NULL);
