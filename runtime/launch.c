@@ -309,8 +309,10 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 		child_fail(f->err, errno, "set hostname");
 	loopback_up(f->err);
 	/* Become root of the sandbox's own user namespace (host uid l->uid_base). */
-	if (setns(f->userns, CLONE_NEWUSER) < 0 || setgroups(0, NULL) < 0 ||
-	    setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+	/* Raw syscalls: glibc's set*id wrappers signal the parent's other threads
+	 * (which this child does not have) and would wait forever. */
+	if (setns(f->userns, CLONE_NEWUSER) < 0 || syscall(SYS_setgroups, 0, NULL) < 0 ||
+	    syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0)
 		child_fail(f->err, errno, "enter the sandbox user namespace");
 	drop_privileges(f->err);
 	int lfd = fcntl(f->listen, F_DUPFD_CLOEXEC, 100);
@@ -342,7 +344,11 @@ static int userns_helper_fn(void *arg)
 	char c;
 	const int *p = arg;
 	/* Raw syscalls only: this child shares our memory (CLONE_VM). */
-	syscall(SYS_close, p[1]);
+	/* Keep only our end: write ends of concurrent launches' pipes held here
+	 * would make their helpers (and so those launches) wait on us. */
+	if (p[0] > 0)
+		syscall(SYS_close_range, 0, p[0] - 1, 0);
+	syscall(SYS_close_range, p[0] + 1, ~0U, 0);
 	syscall(SYS_read, p[0], &c, 1);
 	syscall(SYS_exit, 0);
 	return 0;
