@@ -1,0 +1,672 @@
+#!/bin/bash
+# bench/run.sh — `make bench` (full) and `make bench-quick` (quick): sandlot against crun
+# and bwrap on the same busybox rootfs, interleaved; one table, latest.json, latest.png.
+#
+# Everything it makes lives under one temp root (sandlot state/run dirs, the rootfs, OCI
+# bundles, crun's state) and is removed at exit together with the host quirk it applied
+# (a v1 hugetlb mount for crun); the last step checks the host is as before.
+# Environment: BENCH_RUNS (one-shot/exec runs), BENCH_DENSITY ("10 100 1000"),
+# BENCH_CRUN_DENSITY, BENCH_SECTIONS ("oneshot exec parallel density api"), BENCH_OUT,
+# BENCH_BUDGET (seconds: a crun density step that would run past it is skipped).
+set -euo pipefail
+
+MODE=${1:-full}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${SANDLOT_BUILD:-$REPO/build}
+SL=$BUILD/sandlot
+DRV=$BUILD/bench-driver
+IMAGE_TAR=$BUILD/images/busybox.tar
+OUT=${BENCH_OUT:-$REPO/bench/results}
+
+case $MODE in
+full)
+	RUNS=${BENCH_RUNS:-100} WARMUP=5
+	PAR_ROUNDS=3 PAR_SECONDS=3
+	DENSITY=${BENCH_DENSITY-10 100 1000}
+	CRUN_DENSITY=${BENCH_CRUN_DENSITY-10 100 1000}
+	SETTLE_MAX=10 BUDGET=${BENCH_BUDGET:-540}
+	;;
+quick)
+	RUNS=${BENCH_RUNS:-10} WARMUP=2
+	PAR_ROUNDS=1 PAR_SECONDS=2
+	DENSITY=${BENCH_DENSITY-10 100}
+	CRUN_DENSITY=${BENCH_CRUN_DENSITY-10 100}
+	SETTLE_MAX=5 BUDGET=${BENCH_BUDGET:-240}
+	;;
+*)
+	echo "usage: bench/run.sh full|quick" >&2
+	exit 2
+	;;
+esac
+SECTIONS=${BENCH_SECTIONS:-oneshot exec parallel density api}
+
+say() { printf 'bench: %s\n' "$*" >&2; }
+die() {
+	say "$*"
+	exit 1
+}
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
+
+[ "$(id -u)" = 0 ] || die "needs root (namespaces, cgroups, mounts); run it with sudo"
+for f in "$SL" "$DRV" "$IMAGE_TAR" "$BUILD/sandlot-init" "$BUILD/sandlot-archive.so"; do
+	[ -e "$f" ] || die "$f is missing: run \`make all images build/bench-driver\` first"
+done
+
+# ---- peers and tools, from Debian packages ------------------------------------------------
+
+ensure_packages() {
+	local missing="" p
+	for p in crun bubblewrap gnuplot-nox jq; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+			missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	say "installing$missing (apt-get)"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >&2 ||
+		die "could not install$missing; install them and run again"
+}
+ensure_packages
+HAVE_RUNC=$(command -v runc || true)
+HAVE_PODMAN=$(command -v podman || true)
+SKIPPED=()
+[ -n "$HAVE_RUNC" ] || SKIPPED+=("runc: not installed (optional peer; apt-get install runc)")
+# podman's conmon+netavark path costs 10x crun here (reference/peer-baselines.md); it adds
+# nothing to the ratios the goals are about, so it is only noted.
+[ -n "$HAVE_PODMAN" ] || SKIPPED+=("podman: not installed (optional peer)")
+
+# ---- the host before, to prove it is the same after -----------------------------------------
+
+host_state() {
+	findmnt -rn -o TARGET,FSTYPE,SOURCE | sort
+	losetup -a 2>/dev/null | sort
+	find /sys/fs/cgroup -mindepth 1 -maxdepth 3 -type d 2>/dev/null | sort
+}
+
+ROOT=$(mktemp -d /var/tmp/sandlot-bench.XXXXXX)
+BEFORE=$(host_state)
+# Private copies of the binaries: others may rebuild build/ while this runs, and a
+# half-written sandlot cannot even clean up after itself. config.c finds sandlot-init,
+# sandlot-archive.so and ../seccomp/default.json next to the binary.
+mkdir -p "$ROOT/bin" "$ROOT/seccomp"
+cp "$SL" "$BUILD/sandlot-init" "$BUILD/sandlot-archive.so" "$DRV" "$ROOT/bin/"
+cp "$REPO/seccomp/default.json" "$ROOT/seccomp/"
+SL=$ROOT/bin/sandlot DRV=$ROOT/bin/bench-driver
+export SANDLOT_STATE_DIR=$ROOT/state SANDLOT_RUN_DIR=$ROOT/run
+CRUN_ROOT=$ROOT/crun
+CRUN=(crun --root "$CRUN_ROOT")
+CID=slbench$$ # prefix of every crun container id (and so of its cgroups)
+HUGETLB_MOUNTED='' HUGETLB_MADE=''
+SERVE_PID=
+ROWS=$ROOT/rows.tsv DENS=$ROOT/density.tsv
+: >"$ROWS"
+: >"$DENS"
+
+crun_remove_all() {
+	local c
+	for c in $("${CRUN[@]}" list -q 2>/dev/null); do
+		"${CRUN[@]}" delete -f "$c" >/dev/null 2>&1 || say "clean-up: crun delete $c failed"
+	done
+}
+
+state_ids() {
+	local f
+	for f in "$SANDLOT_STATE_DIR"/sandboxes/sbx_*; do
+		[ -e "$f" ] && basename "$f"
+	done
+	return 0
+}
+
+# Every sandbox of this run's state dir (tombstones answer an error: ignored), then, as a
+# last resort that names a sandlot bug, whatever still runs in their cgroups.
+sandlot_remove_all() {
+	local ids id d
+	ids=$(state_ids)
+	[ -n "$ids" ] || return 0
+	# shellcheck disable=SC2086
+	"$SL" rm -f $ids >/dev/null 2>&1
+	for id in $ids; do
+		for d in /sys/fs/cgroup/*/sandlot/"$id" /sys/fs/cgroup/sandlot/"$id"; do
+			[ -d "$d" ] || continue
+			say "clean-up: sandlot rm left $d; killing what runs in it"
+			xargs -r kill -KILL <"$d/cgroup.procs" 2>/dev/null
+			sleep 0.2
+			rmdir "$d" 2>/dev/null || say "clean-up: cannot remove $d"
+		done
+	done
+}
+
+cleanup() {
+	local rc=$?
+	set +e
+	trap - EXIT INT TERM
+	stop_serve
+	[ -d "$SANDLOT_STATE_DIR" ] && sandlot_remove_all
+	[ -d "$CRUN_ROOT" ] && crun_remove_all
+	local idpat
+	idpat=$(state_ids | paste -sd'|')
+	# crun removes its cgroups on delete; a container killed half-made may leave one.
+	local d
+	for d in /sys/fs/cgroup/*/"$CID"-* /sys/fs/cgroup/"$CID"-*; do
+		[ -d "$d" ] && rmdir "$d" 2>/dev/null && say "clean-up: removed cgroup $d"
+	done
+	# The btrfs store (loop-backed, autoclear) and anything else mounted under the root.
+	findmnt -rn -o TARGET | grep -F "$ROOT/" | sort -r | while read -r m; do
+		umount "$m" 2>/dev/null || umount -l "$m"
+	done
+	# The store's loop device detaches itself (autoclear) a moment after the unmount.
+	local i
+	for ((i = 0; i < 30; i++)); do
+		losetup -a 2>/dev/null | grep -qF "($ROOT/" || break
+		sleep 0.1
+	done
+	losetup -a 2>/dev/null | grep -F "($ROOT/" | cut -d: -f1 | while read -r l; do
+		losetup -d "$l" && say "clean-up: detached $l"
+	done
+	if findmnt -rn -o TARGET | grep -qF "$ROOT/"; then
+		say "clean-up: something is still mounted under $ROOT; leaving it"
+	else
+		rm -rf --one-file-system "$ROOT"
+	fi
+	if [ -n "$HUGETLB_MOUNTED" ]; then
+		umount /sys/fs/cgroup/hugetlb || say "clean-up: cannot unmount /sys/fs/cgroup/hugetlb"
+		[ -n "$HUGETLB_MADE" ] && rmdir /sys/fs/cgroup/hugetlb
+	fi
+	local after left mine=''
+	after=$(host_state)
+	left=$(diff <(echo "$BEFORE") <(echo "$after") | grep '^[<>]' |
+		grep -E "$ROOT|$CID|hugetlb|/sandlot/sbx_" || true)
+	if [ -n "$left" ]; then
+		# Only sandboxes of this run matter; another engineer's tests may come and go.
+		mine=$(echo "$left" | grep -E "$ROOT|$CID|hugetlb|${idpat:-sbx_none}" || true)
+		[ -n "$mine" ] && say "the host is not as before:" && echo "$mine" >&2 && rc=1
+	fi
+	[ -n "$mine" ] || say "host restored (mounts, loop devices, cgroups as before)"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- setup: the host quirk, the image, the peers' rootfs and bundles ------------------------
+
+# crun 1.8 refuses a hybrid cgroup host whose v2 mount holds hugetlb; mounting hugetlb as
+# v1 satisfies it. Undone in cleanup, and only if this run made it.
+if [ -d /sys/fs/cgroup/memory ] && ! mountpoint -q /sys/fs/cgroup/hugetlb 2>/dev/null &&
+	grep -qw hugetlb /proc/cgroups; then
+	[ -d /sys/fs/cgroup/hugetlb ] || { mkdir /sys/fs/cgroup/hugetlb && HUGETLB_MADE=1; }
+	if mount -t cgroup -o hugetlb cgroup /sys/fs/cgroup/hugetlb; then
+		HUGETLB_MOUNTED=1
+		say "host quirk: mounted hugetlb as cgroup v1 for crun (undone at exit)"
+	fi
+fi
+
+mkdir -p "$OUT" "$ROOT/rootfs"
+"$SL" image import busybox "$IMAGE_TAR" >/dev/null
+tar -xf "$IMAGE_TAR" -C "$ROOT/rootfs"
+
+# The same limits as a sandlot sandbox that asked for nothing (config defaults: 1 cpu,
+# 1Gi memory, 512 pids), a network namespace (crun's spec has one), no terminal.
+make_bundle() { # DIR ARGS_JSON
+	mkdir -p "$1"
+	(cd "$1" && crun spec)
+	jq --arg root "$ROOT/rootfs" --argjson args "$2" '
+		.process.terminal = false | .process.args = $args | .root.path = $root |
+		.linux.resources.memory = {limit: 1073741824} |
+		.linux.resources.cpu = {quota: 100000, period: 100000} |
+		.linux.resources.pids = {limit: 512} |
+		if any(.linux.namespaces[]; .type == "network") then .
+		else .linux.namespaces += [{type: "network"}] end' \
+		"$1/config.json" >"$1/config.json.new"
+	mv "$1/config.json.new" "$1/config.json"
+}
+make_bundle "$ROOT/bundle-true" '["/bin/true"]'
+make_bundle "$ROOT/bundle-sleep" '["/bin/sleep", "3600"]'
+"${CRUN[@]}" run --bundle "$ROOT/bundle-true" "$CID-probe" ||
+	die "crun cannot run a container on this host (see the message above)"
+
+SL_RUN=("$SL" run --image busybox -- true)
+CRUN_RUN=("${CRUN[@]}" run --bundle "$ROOT/bundle-true" "$CID-{i}")
+BWRAP_RUN=(bwrap --unshare-all --bind "$ROOT/rootfs" / --proc /proc --dev /dev /bin/true)
+RUNC_RUN=()
+[ -n "$HAVE_RUNC" ] && RUNC_RUN=(runc --root "$ROOT/runc" run --bundle "$ROOT/bundle-true" "$CID-r{i}")
+
+# ---- results ---------------------------------------------------------------------------------
+
+# row KEY LABEL UNIT SL_MEDIAN SL_P99 PEER PEER_MEDIAN PEER_P99 RATIO GOAL_TEXT MET
+row() {
+	local IFS=$'\t'
+	echo "$*" >>"$ROWS"
+}
+# One driver line "NAME n median p99 mean min max ops" -> the named field.
+field() { # LINES NAME COLUMN
+	echo "$1" | awk -F'\t' -v n="$2" -v c="$3" '$1 == n { print $c }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.3f", a / b; else print "nan" }'; }
+le() { # A B -> yes if A <= B, - if A is not a number
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a !~ /^[0-9.]+$/) print "-"; else print ((a + 0 <= b + 0) ? "yes" : "no") }'
+}
+
+# A time measure: sandlot's median against each peer's, ratio = sandlot / peer.
+time_rows() { # KEY LABEL OUT PEER GOAL_RATIO|- [PEER GOAL]...
+	local key=$1 label=$2 out=$3
+	shift 3
+	local sm sp
+	sm=$(field "$out" sandlot 3) sp=$(field "$out" sandlot 4)
+	while [ $# -ge 2 ]; do
+		local pm pp r goal=- met=-
+		pm=$(field "$out" "$1" 3) pp=$(field "$out" "$1" 4)
+		r=$(ratio "$sm" "$pm")
+		[ "$2" = - ] || goal="≤ $2×" met=$(le "$r" "$2")
+		[ -n "$sm" ] || met=failed
+		row "$key-vs-$1" "$label vs $1" ms "$sm" "$sp" "$1" "$pm" "$pp" "$r" "$goal" "$met"
+		shift 2
+	done
+}
+
+driver() { "$DRV" time --timeout 120 "$@"; }
+
+# A measure that fails (a sandlot bug, a peer that breaks) is noted and the bench goes on:
+# its rows say "failed", the failures land in latest.json, and the exit status is 1.
+failed() {
+	echo "$*" >>"$ROOT/failures"
+	say "FAILED: $* (see the messages above); going on"
+}
+measure() { # WHAT DRIVER-ARGS... -> the driver's lines (none when it failed)
+	local what=$1 o
+	shift
+	o=$(driver "$@") || failed "$what"
+	[ -z "$o" ] || echo "$o" >&2
+	echo "$o"
+}
+
+# ---- measures --------------------------------------------------------------------------------
+
+bench_oneshot() {
+	say "one-shot CLI: sandlot run vs crun run vs bwrap ($RUNS runs each, interleaved)"
+	local v=(-v sandlot "${SL_RUN[@]}" \; -v crun "${CRUN_RUN[@]}" \; -v bwrap "${BWRAP_RUN[@]}" \;)
+	[ -n "$HAVE_RUNC" ] && v+=(-v runc "${RUNC_RUN[@]}" \;)
+	local out
+	out=$(measure "CLI one-shot" --runs "$RUNS" --warmup "$WARMUP" "${v[@]}")
+	local peers=(crun 0.5 bwrap 1.0)
+	[ -n "$HAVE_RUNC" ] && peers+=(runc -)
+	time_rows oneshot "CLI one-shot (true)" "$out" "${peers[@]}"
+}
+
+# A running sandbox, a running crun container (sleep), and its pid for nsenter.
+start_exec_targets() {
+	SBX=$("$SL" create --image busybox)
+	"${CRUN[@]}" run -d --bundle "$ROOT/bundle-sleep" "$CID-exec" >/dev/null
+	CPID=$("${CRUN[@]}" state "$CID-exec" | jq -r .pid)
+}
+stop_exec_targets() {
+	"$SL" rm -f "$SBX" >/dev/null
+	"${CRUN[@]}" delete -f "$CID-exec" >/dev/null
+}
+
+bench_exec() {
+	say "exec round trip (CLI): sandlot exec vs crun exec vs nsenter -a ($RUNS runs each)"
+	start_exec_targets
+	local out
+	out=$(measure "CLI exec round trip" --runs "$RUNS" --warmup "$WARMUP" \
+		-v sandlot "$SL" exec "$SBX" -- true \; \
+		-v crun-exec "${CRUN[@]}" exec "$CID-exec" /bin/true \; \
+		-v nsenter nsenter -a -t "$CPID" /bin/true \;)
+	stop_exec_targets
+	time_rows exec-cli "CLI exec round trip (true)" "$out" crun-exec - nsenter -
+}
+
+# Throughput: P clients loop for a few seconds; ratio = peer rate / sandlot rate, so that
+# below 1 means sandlot is better, as for times.
+throughput_rows() { # KEY LABEL OUT PEER
+	local sr pr sp pp
+	sr=$(field "$3" sandlot 8) pr=$(field "$3" "$4" 8)
+	sp=$(field "$3" sandlot 4) pp=$(field "$3" "$4" 4)
+	row "$1-vs-$4" "$2 vs $4" runs/s "$sr" "$sp" "$4" "$pr" "$pp" "$(ratio "$pr" "$sr")" - \
+		"$([ -n "$sr" ] && echo - || echo failed)"
+}
+
+bench_parallel() {
+	local p out
+	for p in 2 8; do
+		say "one-shot CLI throughput, $p clients: sandlot run vs crun run ($PAR_ROUNDS × ${PAR_SECONDS}s each)"
+		out=$(measure "CLI one-shot, $p clients" --runs "$PAR_ROUNDS" --warmup 0 --parallel $p \
+			--duration "$PAR_SECONDS" -v sandlot "${SL_RUN[@]}" \; -v crun "${CRUN_RUN[@]}" \;)
+		throughput_rows "parallel$p-cli" "CLI one-shot runs/s, $p clients" "$out" crun
+	done
+}
+
+# ---- density ---------------------------------------------------------------------------------
+
+MEMFIELDS="MemAvailable Slab PageTables KernelStack Percpu"
+meminfo_once() { # -> the MEMFIELDS of /proc/meminfo, in KiB
+	awk -v f="$MEMFIELDS" '{ v[$1] = $2 }
+	END { n = split(f, k, " "); for (i = 1; i <= n; i++) printf "%s%s", v[k[i] ":"] + 0, (i < n ? " " : "\n") }' /proc/meminfo
+}
+# The field-wise median of 5 readings 0.2 s apart: other work on the host moves these.
+meminfo() {
+	local i
+	for ((i = 0; i < 5; i++)); do
+		meminfo_once
+		[ $i = 4 ] || sleep 0.2
+	done | awk '{ for (f = 1; f <= NF; f++) v[f, NR] = $f }
+	END { for (f = 1; f <= NF; f++) { for (r = 1; r <= NR; r++) a[r] = v[f, r]
+		for (x = 1; x <= NR; x++) for (y = x + 1; y <= NR; y++) if (a[y] < a[x]) { t = a[x]; a[x] = a[y]; a[y] = t }
+		printf "%s%s", a[int((NR + 1) / 2)], (f < NF ? " " : "\n") } }'
+}
+# Waits until MemAvailable moves less than 2 MiB in a second (at most SETTLE_MAX s).
+settle() {
+	local prev cur i
+	prev=$(meminfo_once | cut -d' ' -f1)
+	for ((i = 0; i < SETTLE_MAX; i++)); do
+		sleep 1
+		cur=$(meminfo_once | cut -d' ' -f1)
+		((cur - prev < 2048 && prev - cur < 2048)) && return 0
+		prev=$cur
+	done
+}
+slab_kib() { # -> "cache KiB" per slab cache (whole slabs, so it matches Slab: in meminfo)
+	awk 'NR > 2 { print $1, $15 * $6 * 4 }' /proc/slabinfo
+}
+# The slab caches that grew most, per sandbox: "name:KiB,name:KiB,..." (top 6).
+slab_top() { # BEFORE_FILE AFTER_FILE N
+	awk -v n="$3" 'NR == FNR { b[$1] = $2; next } { d = ($2 - b[$1]) / n; if (d >= 1) print d, $1 }' "$1" "$2" |
+		sort -rn | head -6 | awk '{ printf "%s%s:%.0f", (NR > 1 ? "," : ""), $2, $1 }'
+}
+pss_sum() { # PIDS... -> total Pss in KiB of those that still run
+	local files=() p
+	for p in "$@"; do
+		[ -r "/proc/$p/smaps_rollup" ] && files+=("/proc/$p/smaps_rollup")
+	done
+	[ ${#files[@]} -gt 0 ] || {
+		echo 0
+		return
+	}
+	awk '/^Pss:/ { s += $2 } END { print s + 0 }' "${files[@]}"
+}
+# The pid of each running sandbox (sandlot's init, the crun container's process).
+density_pids() { # RUNTIME IDS_FILE
+	if [ "$1" = sandlot ]; then
+		sed "s|.*|$SANDLOT_STATE_DIR/sandboxes/&/sandbox.json|" "$2" | xargs -r jq -r '.internal.initPid'
+	else
+		"${CRUN[@]}" list -f json | jq -r '.[].pid'
+	fi
+}
+
+# density_one RUNTIME N: makes N idle sandboxes one after another, lets the host settle,
+# measures, removes them all. Appends one line to $DENS (per sandbox, KiB unless ms):
+#  1 runtime  2 n  3 create median ms  4 create p99  5 create median of the last tenth
+#  6 host memory (MemAvailable drop)  7 slab  8 page tables  9 kernel stack  10 percpu
+#  11 PSS of the sandbox processes  12 accounted (7..11)  13 remove ms  14 top slab caches
+density_one() {
+	local rt=$1 n=$2 samples=$ROOT/samples-$1-$2.tsv ids=$ROOT/ids-$1-$2.txt
+	: >"$ids"
+	settle
+	local before after
+	slab_kib >"$ROOT/slab-before"
+	before=$(meminfo)
+	local ok=0
+	if [ "$rt" = sandlot ]; then
+		driver --runs "$n" --warmup 0 --samples "$samples" --capture "$ids" \
+			-v sandlot "$SL" create --image busybox \; >/dev/null || ok=1
+	else
+		driver --runs "$n" --warmup 0 --samples "$samples" \
+			-v crun "${CRUN[@]}" run -d --bundle "$ROOT/bundle-sleep" "$CID-d{i}" \; >/dev/null || ok=1
+	fi
+	if [ $ok != 0 ]; then
+		failed "density: $rt ×$n"
+		if [ "$rt" = sandlot ]; then xargs -r -a "$ids" "$SL" rm -f >/dev/null; else crun_remove_all; fi
+		return 0
+	fi
+	settle
+	after=$(meminfo)
+	slab_kib >"$ROOT/slab-after"
+	local pids pss count top
+	pids=$(density_pids "$rt" "$ids")
+	# shellcheck disable=SC2086
+	pss=$(pss_sum $pids)
+	count=$(echo "$pids" | grep -c . || true)
+	[ "$count" = "$n" ] || say "density: expected $n running $rt sandboxes, found $count"
+	top=$(slab_top "$ROOT/slab-before" "$ROOT/slab-after" "$n")
+	local t0 t1
+	t0=$(date +%s%N)
+	if [ "$rt" = sandlot ]; then
+		xargs -a "$ids" "$SL" rm -f >/dev/null
+	else
+		crun_remove_all
+	fi
+	t1=$(date +%s%N)
+	local all last
+	all=$(cut -f2 "$samples" | "$DRV" stats)
+	last=$(cut -f2 "$samples" | tail -n $(((n + 9) / 10)) | "$DRV" stats)
+	awk -v rt="$rt" -v n="$n" -v all="$all" -v last="$last" -v pss="$pss" -v b="$before" \
+		-v a="$after" -v dt=$((t1 - t0)) -v top="${top:--}" 'BEGIN {
+		split(all, A, "\t"); split(last, L, "\t"); split(b, B, " "); split(a, M, " ")
+		mem = (B[1] - M[1]) / n; acc = pss / n
+		for (i = 2; i <= 5; i++) { d[i] = (M[i] - B[i]) / n; acc += d[i] }
+		printf "%s\t%d\t%.3f\t%.3f\t%.3f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.3f\t%s\n",
+			rt, n, A[3], A[4], L[3], mem, d[2], d[3], d[4], d[5], pss / n, acc, dt / 1e6 / n, top }' >>"$DENS"
+	tail -n1 "$DENS" | awk -F'\t' '{ printf "bench:   %s N=%d: create %.1f ms (p99 %.1f, last tenth %.1f); %.0f KiB host memory each (slab %.0f, page tables %.0f, kernel stack %.0f, percpu %.0f, PSS %.0f: %.0f accounted); remove %.1f ms each; slab caches: %s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 }' >&2
+}
+
+dens() { # RUNTIME N COLUMN -> that column of $DENS
+	awk -F'\t' -v r="$1" -v n="$2" -v c="$3" '$1 == r && $2 == n { print $c }' "$DENS"
+}
+
+# Would N more crun containers (create + remove, at the pace seen at the last N) run past
+# the time budget? Then skip them, and say so.
+over_budget() { # RUNTIME N
+	local last
+	last=$(awk -F'\t' -v r="$1" '$1 == r { n = $2; c = $3 + $13 } END { print c + 0 }' "$DENS")
+	awk -v t="$(($(date +%s) - T0))" -v n="$2" -v c="$last" -v b="$BUDGET" \
+		'BEGIN { exit !(t + n * c * 1.5 / 1000 + 15 > b) }'
+}
+
+bench_density() {
+	say "density: sandlot create ×N (N = $DENSITY) and crun run -d ×N (N = $CRUN_DENSITY), interleaved by N"
+	local n
+	for n in $(echo "$DENSITY $CRUN_DENSITY" | tr ' ' '\n' | sort -nu); do
+		if [[ " $DENSITY " == *" $n "* ]]; then
+			density_one sandlot "$n"
+		fi
+		if [[ " $CRUN_DENSITY " == *" $n "* ]]; then
+			if over_budget crun "$n"; then
+				SKIPPED+=("density: crun run -d ×$n would overrun the ${BUDGET}s budget")
+				say "density: skipping crun ×$n (time budget ${BUDGET}s)"
+			else
+				density_one crun "$n"
+			fi
+		fi
+	done
+	# Rows: sandlot's largest N against the goal; create time at the largest N both ran.
+	local nmax nmin nb sm cm
+	nmax=$(awk -F'\t' '$1 == "sandlot" { print $2 }' "$DENS" | sort -n | tail -1)
+	nmin=$(awk -F'\t' '$1 == "sandlot" { print $2 }' "$DENS" | sort -n | head -1)
+	nb=$(awk -F'\t' '$1 == "crun" { print $2 }' "$DENS" | sort -n | while read -r x; do
+		[ -z "$(dens sandlot "$x" 2)" ] || echo "$x"
+	done | tail -1)
+	nb=${nb:-$nmax}
+	sm=$(dens sandlot "$nmax" 6) cm=$(dens crun "$nmax" 6)
+	row "density-mem" "host memory per idle sandbox, N=$nmax" KiB "$sm" - crun "${cm:-nan}" - \
+		"$(ratio "$sm" "${cm:-0}")" "≤ 512 KiB" "$(le "$sm" 512)"
+	sm=$(dens sandlot "$nb" 3) cm=$(dens crun "$nb" 3)
+	row "density-create" "create per sandbox at N=$nb (median)" ms "$sm" "$(dens sandlot "$nb" 4)" \
+		crun "${cm:-nan}" "$(dens crun "$nb" 4)" "$(ratio "$sm" "${cm:-0}")" - -
+	# Flat: the creates made while 90%..100% of nmax existed, against the N=nmin run's.
+	local sg cg=nan
+	sg=$(ratio "$(dens sandlot "$nmax" 5)" "$(dens sandlot "$nmin" 3)")
+	[ -z "$(dens crun "$nmax" 5)" ] || cg=$(ratio "$(dens crun "$nmax" 5)" "$(dens crun "$nmin" 3)")
+	row "density-flat" "create time growth N=$nmin→$nmax (last tenth ÷ N=$nmin)" x "$sg" - crun \
+		"$cg" - - "≤ 1.25×" "$(le "$sg" 1.25)"
+}
+
+# ---- the HTTP API (once `sandlot serve` exists) ----------------------------------------------
+
+have_serve() { grep -q 'usage: sandlot serve' <<<"$("$SL" serve --help 2>/dev/null || true)"; }
+
+start_serve() {
+	API_SOCK=$ROOT/api.sock
+	"$SL" serve --socket "$API_SOCK" >"$ROOT/serve.log" 2>&1 &
+	SERVE_PID=$!
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -S "$API_SOCK" ] && driver --runs 1 --warmup 0 --socket "$API_SOCK" \
+			-v health @http GET /v1/health \; >/dev/null 2>&1 && return 0
+		kill -0 "$SERVE_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$ROOT/serve.log" >&2
+	return 1
+}
+# The children of PID (by /proc, so by id: nothing else is touched).
+children() {
+	grep -ls "^PPid:[[:space:]]*$1\$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3
+}
+kill_tree() {
+	local c
+	for c in $(children "$1"); do kill_tree "$c"; done
+	kill -KILL "$1" 2>/dev/null || true
+}
+# SIGTERM, 10 s, then SIGKILL to its children (a child stuck in a launch holds the request
+# that keeps the server from stopping) and to the server.
+stop_serve() {
+	[ -n "$SERVE_PID" ] || return 0
+	local i
+	kill -TERM "$SERVE_PID" 2>/dev/null
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$SERVE_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$SERVE_PID" 2>/dev/null; then
+		failed "sandlot serve did not stop within 10 s of SIGTERM; killed it and its children"
+		kill_tree "$SERVE_PID"
+	fi
+	wait "$SERVE_PID" 2>/dev/null || true
+	SERVE_PID=''
+}
+
+bench_api() {
+	if ! have_serve; then
+		SKIPPED+=("API measures: \`sandlot serve\` is not built yet")
+		say "API measures skipped: no \`sandlot serve\` in this build"
+		return 0
+	fi
+	if ! start_serve; then
+		failed "API: sandlot serve did not answer on $API_SOCK"
+		stop_serve
+		return 0
+	fi
+	local api=(--socket "$API_SOCK")
+	local create='{"image":"busybox"}' cmd='{"command":["true"]}'
+	say "API create → first command → delete vs crun run ($RUNS runs each)"
+	local out
+	out=$(measure "API create → command → delete" "${api[@]}" --runs "$RUNS" --warmup "$WARMUP" \
+		-v sandlot @http POST /v1/sandboxes "$create" :: \
+		@http POST "/v1/sandboxes/{id}/executions?wait=30s" "$cmd" :: \
+		@http DELETE "/v1/sandboxes/{id}" \; \
+		-v crun "${CRUN_RUN[@]}" \; \
+		-v sandlot-run @http POST /v1/run '{"image":"busybox","command":["true"]}' \;)
+	time_rows api-create "API create → first command → delete" "$out" crun 0.25
+	local r
+	r=$(ratio "$(field "$out" sandlot-run 3)" "$(field "$out" crun 3)")
+	row "api-run-vs-crun" "API one-shot POST /v1/run vs crun" ms "$(field "$out" sandlot-run 3)" \
+		"$(field "$out" sandlot-run 4)" crun "$(field "$out" crun 3)" "$(field "$out" crun 4)" "$r" - -
+
+	say "API exec round trip vs crun exec and nsenter -a ($RUNS runs each)"
+	start_exec_targets
+	out=$(measure "API exec round trip" "${api[@]}" --runs "$RUNS" --warmup "$WARMUP" \
+		-v sandlot @http POST "/v1/sandboxes/$SBX/executions?wait=30s" "$cmd" \; \
+		-v crun-exec "${CRUN[@]}" exec "$CID-exec" /bin/true \; \
+		-v nsenter nsenter -a -t "$CPID" /bin/true \;)
+	stop_exec_targets
+	time_rows api-exec "API exec round trip" "$out" crun-exec 0.15 nsenter -
+
+	local p
+	for p in 2 8; do
+		say "API one-shot throughput, $p clients: POST /v1/run vs crun run"
+		out=$(measure "API one-shot, $p clients" "${api[@]}" --runs "$PAR_ROUNDS" --warmup 0 \
+			--parallel $p --duration "$PAR_SECONDS" \
+			-v sandlot @http POST /v1/run '{"image":"busybox","command":["true"]}' \; \
+			-v crun "${CRUN_RUN[@]}" \;)
+		throughput_rows "parallel$p-api" "API one-shot runs/s, $p clients" "$out" crun
+	done
+	stop_serve
+}
+
+# ---- run -------------------------------------------------------------------------------------
+
+T0=$(date +%s)
+LOAD0=$(cut -d' ' -f1 /proc/loadavg)
+want oneshot && bench_oneshot
+want exec && bench_exec
+want parallel && bench_parallel
+want api && bench_api
+want density && bench_density
+ELAPSED=$(($(date +%s) - T0))
+LOAD1=$(cut -d' ' -f1 /proc/loadavg)
+
+# ---- report: table, JSON, picture ------------------------------------------------------------
+
+printf '\n'
+# Columns padded by characters, not bytes (labels hold →, ×, ≤).
+awk -F'\t' '
+function w(s, t) { t = s; return length(s) - gsub(/[\200-\277]/, "", t) }
+function l(s, n) { return s sprintf("%" (n - w(s) > 0 ? n - w(s) : 0) "s", "") }
+function r(s, n) { return sprintf("%" (n - w(s) > 0 ? n - w(s) : 0) "s", "") s }
+function v(x, u) { return x == "nan" || x == "" || x == "-" ? "-" : sprintf(u == "ms" ? "%.1f ms" : u == "KiB" ? "%.0f KiB" : u == "x" ? "%.2f×" : "%.1f/s", x) }
+BEGIN { print l("measure", 60) r("sandlot", 11) r("peer", 11) "  " l("", 10) r("ratio", 7) "  " l("goal", 10) "met?" }
+{ print l($2, 60) r(v($4, $3), 11) r(v($7, $3), 11) "  " l($6, 10) r($9 == "-" || $9 == "nan" ? "-" : sprintf("%.2f×", $9), 7) "  " l($10, 10) $11 }' "$ROWS"
+if [ -s "$DENS" ]; then
+	printf '\n%-8s %5s %9s %8s %9s %9s %7s %7s %7s %7s %7s %9s %7s\n' runtime N "create ms" \
+		"p99 ms" "last 10%" "KiB each" slab "pg tbl" kstack percpu PSS accounted "rm ms"
+	awk -F'\t' '{ printf "%-8s %5d %9.1f %8.1f %9.1f %9.0f %7.0f %7.0f %7.0f %7.0f %7.0f %9.0f %7.1f\n",
+		$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 }' "$DENS"
+	awk -F'\t' '{ printf "  %s N=%d, slab caches that grew (KiB per sandbox): %s\n", $1, $2, $14 }' "$DENS"
+fi
+for s in "${SKIPPED[@]}"; do say "skipped: $s"; done
+touch "$ROOT/failures"
+while read -r f; do say "failed: $f"; done <"$ROOT/failures"
+
+SKIPPED_JSON=$(printf '%s\n' "${SKIPPED[@]}" | jq -R . | jq -s 'map(select(length > 0))')
+jq -n --rawfile rows "$ROWS" --rawfile dens "$DENS" --argjson skipped "$SKIPPED_JSON" \
+	--rawfile failures "$ROOT/failures" \
+	--arg mode "$MODE" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+	--arg commit "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+	--arg kernel "$(uname -r)" --arg cpus "$(nproc)" \
+	--arg mem "$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)" \
+	--arg crun "$(crun --version | head -1)" --arg bwrap "$(bwrap --version)" \
+	--arg runc "${HAVE_RUNC:+$(runc --version | head -1)}" \
+	--argjson runs "$RUNS" --argjson elapsed "$ELAPSED" \
+	--argjson load0 "$LOAD0" --argjson load1 "$LOAD1" '
+	def num: if . == "-" or . == "" or . == "nan" then null else tonumber end;
+	def lines: split("\n") | map(select(length > 0) | split("\t"));
+	{ mode: $mode, date: $date, commit: $commit, elapsedSeconds: $elapsed,
+	  host: { kernel: $kernel, cpus: ($cpus | tonumber), memKiB: ($mem | tonumber),
+		loadavg1mStart: $load0, loadavg1mEnd: $load1 },
+	  peers: { crun: $crun, bwrap: $bwrap, runc: (if $runc == "" then null else $runc end) },
+	  runs: $runs, skipped: $skipped, failures: ($failures | split("\n") | map(select(length > 0))),
+	  measures: ($rows | lines | map({ key: .[0], label: .[1], unit: .[2],
+		sandlot: { median: (.[3] | num), p99: (.[4] | num) },
+		peer: { name: .[5], median: (.[6] | num), p99: (.[7] | num) },
+		ratio: (.[8] | num), goal: (if .[9] == "-" then null else .[9] end),
+		met: (if .[10] == "yes" then true elif .[10] == "no" or .[10] == "failed" then false else null end),
+		failed: (.[10] == "failed") })),
+	  density: ($dens | lines | map({ runtime: .[0], n: (.[1] | tonumber),
+		createMs: { median: (.[2] | num), p99: (.[3] | num), lastTenthMedian: (.[4] | num) },
+		hostKiBPerSandbox: (.[5] | num), slabKiB: (.[6] | num), pageTablesKiB: (.[7] | num),
+		kernelStackKiB: (.[8] | num), percpuKiB: (.[9] | num), pssKiB: (.[10] | num),
+		accountedKiB: (.[11] | num), removeMsPerSandbox: (.[12] | num),
+		slabCaches: (.[13] | if . == "-" then {} else split(",") | map(split(":") |
+			{ (.[0]): (.[1] | tonumber) }) | add end) })) }' \
+	>"$OUT/latest.json"
+
+# Bars: every measure with a ratio (green: goal met, red: missed, blue: no goal).
+awk -F'\t' '$9 != "-" && $9 != "nan" && $3 != "x" && $3 != "KiB" {
+	g = $10; sub(/^≤ /, "", g); sub(/×$/, "", g); if (g !~ /^[0-9.]+$/) g = "NaN"
+	c = $11 == "yes" ? 2924588 : $11 == "no" ? 14034728 : 3502768 # green, red, blue
+	lab = $2; gsub(/"/, "", lab); printf "\"%s\"\t%s\t%s\t%d\n", lab, $9, g, c }' "$ROWS" >"$ROOT/ratios.dat"
+awk -F'\t' '$1 == "sandlot"' "$DENS" >"$ROOT/dens-sandlot.dat"
+awk -F'\t' '$1 == "crun"' "$DENS" >"$ROOT/dens-crun.dat"
+gnuplot -e "has_ratios=$([ -s "$ROOT/ratios.dat" ] && echo 1 || echo 0); has_density=$([ -s "$ROOT/dens-sandlot.dat" ] && echo 1 || echo 0); ratios='$ROOT/ratios.dat'; dsl='$ROOT/dens-sandlot.dat'; dcr='$ROOT/dens-crun.dat'; out='$OUT/latest.png'; title='sandlot bench ($MODE, $(date -u +%Y-%m-%d), commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null), load $LOAD0 → $LOAD1 on $(nproc) CPUs)'" \
+	"$REPO/bench/plot.gp"
+say "wrote $OUT/latest.json and $OUT/latest.png in ${ELAPSED}s of measuring"
+[ ! -s "$ROOT/failures" ] || exit 1
