@@ -150,6 +150,8 @@ int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err);
 /* Paths a user gives are inside the sandbox; relative ones start at its working
  * directory. Returns a malloc'd absolute path, or NULL with SL_INVALID. */
 char *api_sandbox_path(const sl_sandbox *sb, const char *field, const char *path, sl_err *err);
+/* The API's Sandbox object (with usage and execution count when DETAIL). */
+cJSON *api_sandbox_json(api_server *s, const sl_sandbox *sb, bool detail);
 /* Create a sandbox from a create-shaped body (used by /v1/run too). */
 int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bool run_body,
 			    sl_sandbox *out, sl_err *err);
@@ -211,6 +213,23 @@ enum MHD_Result api_images_post(api_req *r);
 int api_images_post_begin(api_req *r, sl_err *err);
 int api_images_post_chunk(api_req *r, const char *data, size_t len, sl_err *err);
 enum MHD_Result api_images_delete(api_req *r);
+/* deadlines.c: mark API activity on a sandbox; act on passed lifetimes and idle
+ * timeouts (called every second by the main loop, and once at start). */
+void api_touch(api_server *s, const char *ref);
+void api_enforce_deadlines(api_server *s);
+/* lifecycle.c */
+enum MHD_Result api_sandboxes_pause(api_req *r);
+enum MHD_Result api_sandboxes_resume(api_req *r);
+enum MHD_Result api_sandboxes_stop(api_req *r);
+enum MHD_Result api_sandboxes_start(api_req *r);
+enum MHD_Result api_snapshots_create(api_req *r);
+enum MHD_Result api_snapshots_list(api_req *r);
+enum MHD_Result api_snapshots_get(api_req *r);
+enum MHD_Result api_snapshots_delete(api_req *r);
+enum MHD_Result api_volumes_list(api_req *r);
+enum MHD_Result api_volumes_create(api_req *r);
+enum MHD_Result api_volumes_delete(api_req *r);
+enum MHD_Result api_code(api_req *r);
 /* system.c */
 enum MHD_Result api_health(api_req *r);
 enum MHD_Result api_metrics(api_req *r);

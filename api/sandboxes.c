@@ -20,7 +20,7 @@ static void add_default(cJSON *o, const char *key, cJSON *v)
 		cJSON_AddItemToObject(o, key, v);
 }
 
-static cJSON *sandbox_json(api_server *s, const sl_sandbox *sb, bool detail)
+cJSON *api_sandbox_json(api_server *s, const sl_sandbox *sb, bool detail)
 {
 	cJSON *o = sandbox_to_json(sb);
 	if (!o)
@@ -79,14 +79,17 @@ int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err)
 			sandbox_free(sb);
 			return -1;
 		}
-		if (resume)
-			sl_fail(err, SL_NOTIMPL, 0,
-				"sandbox %s is paused and resuming is not available yet", sb->id);
-		else
+		if (!resume) {
 			sl_fail(err, SL_CONFLICT, 0,
 				"sandbox %s is paused; resume it or pass ?autoResume=1", sb->id);
+			sandbox_free(sb);
+			return -1;
+		}
+		char id[32];
+		snprintf(id, sizeof(id), "%s", sb->id);
 		sandbox_free(sb);
-		return -1;
+		if (sandbox_resume(r->srv->ctx, id, sb, err) < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -117,12 +120,9 @@ char *api_sandbox_path(const sl_sandbox *sb, const char *field, const char *path
 /* Fields of later features: present and meaningful -> 501 naming them. */
 static int later_fields(const cJSON *body, sl_err *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "snapshot");
-	if (v && !cJSON_IsNull(v))
-		return sl_fail(err, SL_NOTIMPL, 0,
-			       "snapshot: creating a sandbox from a snapshot is not available yet");
-	static const char *const lists[] = {"packages", "volumes"};
-	for (size_t i = 0; i < 2; i++) {
+	const cJSON *v;
+	static const char *const lists[] = {"packages"};
+	for (size_t i = 0; i < 1; i++) {
 		v = cJSON_GetObjectItemCaseSensitive(body, lists[i]);
 		if (v && !cJSON_IsNull(v) && !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0)) {
 			if (!cJSON_IsArray(v))
@@ -158,24 +158,59 @@ static int later_fields(const cJSON *body, sl_err *err)
 	return 0;
 }
 
-/* The timeout object: execution is ours; idle and lifetime need the reaper (later). */
-static int parse_timeouts(const cJSON *body, uint64_t *exec_ms, sl_err *err)
+/* The timeout object {idle, lifetime, execution}: durations; -1 in *_ms = absent. */
+static int parse_timeouts(const cJSON *body, int64_t ms[3], sl_err *err)
 {
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(body, "timeout");
-	*exec_ms = 0;
+	ms[0] = ms[1] = ms[2] = -1;
 	if (!t || cJSON_IsNull(t))
 		return 0;
 	static const char *const f[] = {"idle", "lifetime", "execution", NULL};
 	if (api_json_fields(t, "timeout.", f, err) < 0)
 		return -1;
-	for (size_t i = 0; i < 2; i++) {
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, f[i]);
-		if (v && !cJSON_IsNull(v))
-			return sl_fail(err, SL_NOTIMPL, 0,
-				       "timeout.%s: %s timeouts are not available yet", f[i], f[i]);
+	for (size_t i = 0; i < 3; i++) {
+		bool given;
+		uint64_t v = 0;
+		if (api_json_duration(t, "timeout.", f[i], &v, &given, err) < 0)
+			return -1;
+		if (given)
+			ms[i] = (int64_t)v;
 	}
-	bool given;
-	return api_json_duration(t, "timeout.", "execution", exec_ms, &given, err);
+	return 0;
+}
+
+/* volumes: [{name, mountPath, readOnly?}] */
+static int parse_volumes(const cJSON *body, sl_volume_spec *vs, size_t *n, sl_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "volumes");
+	*n = 0;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return sl_fail(err, SL_INVALID, 0, "volumes: expected an array");
+	static const char *const f[] = {"name", "mountPath", "readOnly", NULL};
+	const cJSON *it;
+	cJSON_ArrayForEach(it, v)
+	{
+		char where[32];
+		snprintf(where, sizeof(where), "volumes[%zu].", *n);
+		if (*n >= 16)
+			return sl_fail(err, SL_INVALID, 0, "volumes: at most 16");
+		if (!cJSON_IsObject(it))
+			return sl_fail(err, SL_INVALID, 0, "volumes[%zu]: expected an object", *n);
+		bool ro = false;
+		if (api_json_fields(it, where, f, err) < 0 ||
+		    api_json_string(it, where, "name", &vs[*n].source, err) < 0 ||
+		    api_json_string(it, where, "mountPath", &vs[*n].mount_path, err) < 0 ||
+		    api_json_bool(it, where, "readOnly", &ro, err) < 0)
+			return -1;
+		if (!vs[*n].source || !vs[*n].mount_path)
+			return sl_fail(err, SL_INVALID, 0, "%sname and mountPath are required",
+				       where);
+		vs[*n].readonly = ro;
+		(*n)++;
+	}
+	return 0;
 }
 
 /* A quantity may come as a string ("512Mi") or a number (0.5, 1e9). */
@@ -223,13 +258,16 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 	    "labels",  "network",  "timeout", "user",	   "workingDirectory", "packages",
 	    "volumes", "command",  NULL};
 	sl_create_opts o = {0};
-	uint64_t exec_ms = 0;
+	int64_t tmo[3] = {-1, -1, -1};
+	sl_volume_spec vols[16];
 	char **env = NULL, **labels = NULL;
 	int r = -1;
 	if (!run_body) {
 		if (body &&
 		    (api_json_fields(body, "", fields, err) < 0 || later_fields(body, err) < 0 ||
-		     parse_timeouts(body, &exec_ms, err) < 0 ||
+		     parse_timeouts(body, tmo, err) < 0 ||
+		     parse_volumes(body, vols, &o.nvolumes, err) < 0 ||
+		     api_json_string(body, "", "snapshot", &o.snapshot, err) < 0 ||
 		     api_json_string(body, "", "name", &o.name, err) < 0 ||
 		     api_json_string(body, "", "user", &o.user, err) < 0 ||
 		     api_json_string(body, "", "workingDirectory", &o.workdir, err) < 0 ||
@@ -245,7 +283,10 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 		o.ephemeral = true;
 	o.env = (const char *const *)env;
 	o.labels = (const char *const *)labels;
-	o.exec_timeout_ms = exec_ms;
+	o.volumes = vols;
+	o.idle_ms = tmo[0] > 0 ? (uint64_t)tmo[0] : 0;
+	o.lifetime_ms = tmo[1] > 0 ? (uint64_t)tmo[1] : 0;
+	o.exec_timeout_ms = tmo[2] > 0 ? (uint64_t)tmo[2] : 0;
 	if (sandbox_create(s->ctx, &o, out, err) < 0)
 		goto out;
 	r = 0;
@@ -263,7 +304,7 @@ enum MHD_Result api_sandboxes_create(api_req *r)
 	if (api_body_object(r, true, &body, &err) < 0 ||
 	    api_sandbox_create_from(r->srv, body, false, false, &sb, &err) < 0)
 		return api_reply_error(r, &err);
-	cJSON *o = sandbox_json(r->srv, &sb, true);
+	cJSON *o = api_sandbox_json(r->srv, &sb, true);
 	sandbox_free(&sb);
 	return api_reply_json(r, 201, o);
 }
@@ -378,7 +419,7 @@ enum MHD_Result api_sandboxes_list(api_req *r)
 		if (!filter_match(&f, &list[i]))
 			continue;
 		if (total >= offset && total - offset < limit)
-			cJSON_AddItemToArray(arr, sandbox_json(r->srv, &list[i], false));
+			cJSON_AddItemToArray(arr, api_sandbox_json(r->srv, &list[i], false));
 		total++;
 	}
 	sandbox_free_list(list, n);
@@ -397,7 +438,7 @@ enum MHD_Result api_sandboxes_get(api_req *r)
 			err.kind = SL_NOTFOUND;
 		return api_reply_error(r, &err);
 	}
-	cJSON *o = sandbox_json(r->srv, &sb, true);
+	cJSON *o = api_sandbox_json(r->srv, &sb, true);
 	sandbox_free(&sb);
 	return api_reply_json(r, 200, o);
 }
@@ -411,31 +452,27 @@ enum MHD_Result api_sandboxes_patch(api_req *r)
 	if (api_body_object(r, false, &body, &err) < 0 ||
 	    api_json_fields(body, "", fields, &err) < 0)
 		return api_reply_error(r, &err);
-	uint64_t exec_ms = 0;
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(body, "timeout");
+	int64_t tmo[3];
 	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(body, "labels");
 	char **kv = NULL;
 	/* Read for its checks (messages naming the field); the runtime takes the object. */
-	if (parse_timeouts(body, &exec_ms, &err) < 0 ||
+	if (parse_timeouts(body, tmo, &err) < 0 ||
 	    api_json_kv(body, "", "labels", &kv, &err) < 0)
 		return api_reply_error(r, &err);
 	api_strv_free(kv);
-	if (t && !cJSON_IsNull(t) && cJSON_GetArraySize(t))
-		return api_fail(
-		    r, SL_NOTIMPL,
-		    "timeout.execution: changing a sandbox's timeouts after create is not "
-		    "available yet (give timeout per execution)");
 	if (api_sandbox_for_call(r, &sb, &err) < 0)
 		return api_reply_error(r, &err);
 	int rc = 0;
 	if (labels && !cJSON_IsNull(labels))
 		rc = sandbox_set_labels(r->srv->ctx, sb.id, labels, NULL, &err);
+	if (rc == 0 && (tmo[0] >= 0 || tmo[1] >= 0 || tmo[2] >= 0))
+		rc = sandbox_set_timeouts(r->srv->ctx, sb.id, tmo[1], tmo[0], tmo[2], NULL, &err);
 	char id[32];
 	snprintf(id, sizeof(id), "%s", sb.id);
 	sandbox_free(&sb);
 	if (rc < 0 || sandbox_get(r->srv->ctx, id, &sb, &err) < 0)
 		return api_reply_error(r, &err);
-	cJSON *o = sandbox_json(r->srv, &sb, true);
+	cJSON *o = api_sandbox_json(r->srv, &sb, true);
 	sandbox_free(&sb);
 	return api_reply_json(r, 200, o);
 }

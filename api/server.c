@@ -246,6 +246,8 @@ static enum MHD_Result req_begin(api_listener *l, api_req *r)
 	r->route = api_route_match(r, r->method, r->url, &known, allow, sizeof(allow));
 	if (!r->route)
 		return reply_no_route(r, known, allow);
+	if (r->nparam > 0 && !strncmp(r->route->pattern, "/v1/sandboxes/{id}", 18))
+		api_touch(r->srv, r->param[0]);
 	r->cap = r->route->body == API_BODY_RAW ? r->srv->opt.max_upload : r->srv->opt.max_json;
 	const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
 	if (cl && strtoull(cl, NULL, 10) > r->cap)
@@ -475,6 +477,7 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 		fflush(stdout);
 		sl_log(SL_LOG_INFO, "serve: listening on %s%s%s", ls[0].where,
 		       nl == 2 ? " and " : "", nl == 2 ? ls[1].where : "");
+		api_enforce_deadlines(&srv);
 		for (;;) {
 			siginfo_t si;
 			struct timespec ts = {1, 0};
@@ -484,6 +487,7 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 			if (sig == SIGCHLD)
 				reap_inits();
 			api_pty_sweep(&srv, false);
+			api_enforce_deadlines(&srv);
 		}
 		sl_log(SL_LOG_INFO, "serve: stopping");
 	} else {

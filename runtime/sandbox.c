@@ -1085,8 +1085,8 @@ int sandbox_set_labels(sl_ctx *ctx, const char *ref, const cJSON *labels, sl_san
 	return r;
 }
 
-int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, uint64_t lifetime_ms, int64_t idle_ms,
-			 sl_sandbox *out, sl_err *err)
+int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int64_t idle_ms,
+			 int64_t exec_ms, sl_sandbox *out, sl_err *err)
 {
 	sl_sandbox sb;
 	_cleanup_close_ int lk = -1;
@@ -1096,10 +1096,14 @@ int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, uint64_t lifetime_ms, int
 		sandbox_free(&sb);
 		return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed", sb.id);
 	}
-	sb.lifetime_ms = lifetime_ms;
-	sb.expires_ms = lifetime_ms ? now_ms() + (int64_t)lifetime_ms : 0;
+	if (lifetime_ms >= 0) {
+		sb.lifetime_ms = lifetime_ms;
+		sb.expires_ms = lifetime_ms ? now_ms() + lifetime_ms : 0;
+	}
 	if (idle_ms >= 0)
 		sb.idle_ms = idle_ms;
+	if (exec_ms >= 0)
+		sb.exec_timeout_ms = exec_ms;
 	int r = record_save(ctx, &sb, true, err);
 	if (r == 0 && out)
 		*out = sb;

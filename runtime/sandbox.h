@@ -95,10 +95,10 @@ int sandbox_start(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
 /* Replace the labels (an object of strings). */
 int sandbox_set_labels(sl_ctx *ctx, const char *ref, const cJSON *labels, sl_sandbox *out,
 		       sl_err *err);
-/* Set the lifetime (a deadline that many ms from now; 0 removes it) and, when
- * non-negative, the idle timeout (E2B's setTimeout, Daytona's autostop). */
-int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, uint64_t lifetime_ms, int64_t idle_ms,
-			 sl_sandbox *out, sl_err *err);
+/* Change timeouts; -1 keeps one. lifetime: a deadline that many ms from now (0 removes
+ * it: E2B's setTimeout); idle (Daytona's autostop); execution (the default per command). */
+int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int64_t idle_ms,
+			 int64_t exec_ms, sl_sandbox *out, sl_err *err);
 /* Reap inits this process started that have died (a long-lived daemon calls it). */
 void sandbox_reap(sl_ctx *ctx);
 void sandbox_free(sl_sandbox *sb);

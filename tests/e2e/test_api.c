@@ -606,16 +606,17 @@ static void test_errors(void **state)
 	/* Fields of later features: 501 naming them. */
 	expect_call("POST", "/v1/sandboxes", "{\"network\":{\"enabled\":true}}", 501,
 		    "NOT_IMPLEMENTED", "network.enabled");
-	expect_call("POST", "/v1/sandboxes", "{\"snapshot\":\"snp_x\"}", 501, "NOT_IMPLEMENTED",
-		    "snapshot");
-	expect_call("POST", "/v1/sandboxes", "{\"timeout\":{\"idle\":\"10m\"}}", 501,
-		    "NOT_IMPLEMENTED", "timeout.idle");
-	expect_call("POST", "/v1/sandboxes", "{\"timeout\":{\"lifetime\":\"1h\"}}", 501,
-		    "NOT_IMPLEMENTED", "timeout.lifetime");
+	expect_call("POST", "/v1/sandboxes", "{\"snapshot\":\"snp_aaaaaaaaaaaaaaaaaaaa\"}", 404,
+		    "NOT_FOUND", "snapshot");
+	expect_call("POST", "/v1/sandboxes", "{\"timeout\":{\"idle\":\"10 parsecs\"}}", 400,
+		    "INVALID_ARGUMENT", "timeout.idle");
 	expect_call("POST", "/v1/sandboxes", "{\"packages\":[{\"name\":\"requests\"}]}", 501,
 		    "NOT_IMPLEMENTED", "packages");
-	expect_call("POST", "/v1/sandboxes", "{\"volumes\":[{\"name\":\"v\"}]}", 501,
-		    "NOT_IMPLEMENTED", "volumes");
+	expect_call("POST", "/v1/sandboxes", "{\"volumes\":[{\"name\":\"v\"}]}", 400,
+		    "INVALID_ARGUMENT", "volumes[0]");
+	expect_call("POST", "/v1/sandboxes",
+		    "{\"volumes\":[{\"name\":\"/etc\",\"mountPath\":\"/h\"}]}", 400,
+		    "INVALID_ARGUMENT", "allow-list");
 	/* network.enabled=false is simply the default. */
 	char *id = sandbox_new("{\"image\":\"busybox\",\"network\":{\"enabled\":false}}");
 
@@ -693,19 +694,22 @@ static void test_errors(void **state)
 	p = xprintf("/v1/sandboxes/%s/files?path=/etc/passwd", id);
 	expect_call("GET", p, NULL, 409, "CONFLICT", "autoResume");
 	free(p);
+	/* autoResume resumes and answers. */
 	p = xprintf("/v1/sandboxes/%s/files?path=/etc/passwd&autoResume=1", id);
-	expect_call("GET", p, NULL, 501, "NOT_IMPLEMENTED", "paused");
+	http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	resp_free(&r);
 	free(p);
-	if (sandbox_resume(&CTX, id, NULL, &err) < 0)
-		fail_msg("resume: %s", err.msg);
 	free(sh_ok(id, "true"));
-
-	/* Routes of features that have not landed. */
-	p = xprintf("/v1/sandboxes/%s/pause", id);
-	expect_call("POST", p, NULL, 501, "NOT_IMPLEMENTED", "paus");
+	/* Wrong state for a lifecycle call: resuming a running sandbox. */
+	p = xprintf("/v1/sandboxes/%s/resume", id);
+	expect_call("POST", p, NULL, 409, "CONFLICT", "paused");
 	free(p);
-	expect_call("GET", "/v1/snapshots", NULL, 501, "NOT_IMPLEMENTED", "snapshots");
-	expect_call("POST", "/v1/volumes", "{}", 501, "NOT_IMPLEMENTED", "volumes");
+	/* Routes of features that have not landed. */
+	p = xprintf("/v1/sandboxes/%s/ports/8080", id);
+	expect_call("GET", p, NULL, 501, "NOT_IMPLEMENTED", NULL);
+	free(p);
+	expect_call("POST", "/v1/volumes", "{}", 400, "INVALID_ARGUMENT", "name");
 
 	/* Deleted: gone for every call but GET (the tombstone); deleting again is 404. */
 	char *keep = strdup(id);
@@ -722,6 +726,122 @@ static void test_errors(void **state)
 	expect_call("POST", p, "{\"command\":\"true\"}", 404, "NOT_FOUND", "destroyed");
 	free(p);
 	free(keep);
+}
+
+/* ---- lifecycle, snapshots, volumes, code and timeouts over HTTP ----------------------------- */
+
+static void test_lifecycle_routes(void **state)
+{
+	resp r = {0};
+	char *id = sandbox_new("{\"image\":\"busybox\"}");
+	char *p = xprintf("/v1/sandboxes/%s/pause", id);
+	http(&r, "POST", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(r.json, "status"), "paused");
+	resp_free(&r);
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/resume", id);
+	http(&r, "POST", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(r.json, "status"), "running");
+	resp_free(&r);
+	free(p);
+	free(sh_ok(id, "echo kept > /root/f"));
+	p = xprintf("/v1/sandboxes/%s/stop", id);
+	http(&r, "POST", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(r.json, "status"), "stopped");
+	resp_free(&r);
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/start", id);
+	http(&r, "POST", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(r.json, "status"), "running");
+	resp_free(&r);
+	free(p);
+	char *out = sh_ok(id, "cat /root/f");
+	assert_string_equal(out, "kept\n");
+	free(out);
+
+	/* Snapshots: create, get by name, a sandbox from it, delete refused while used. */
+	p = xprintf("/v1/sandboxes/%s/snapshots", id);
+	http(&r, "POST", p, "{\"name\":\"api-snap\"}");
+	expect(&r, 201, NULL, NULL);
+	char *sid = strdup(jstr(r.json, "id"));
+	resp_free(&r);
+	free(p);
+	http(&r, "GET", "/v1/snapshots/api-snap", NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(r.json, "id"), sid);
+	resp_free(&r);
+	http(&r, "GET", "/v1/snapshots", NULL);
+	expect(&r, 200, NULL, NULL);
+	resp_free(&r);
+	char *id2 = sandbox_new("{\"snapshot\":\"api-snap\",\"volumes\":[{\"name\":\"apivol\","
+				"\"mountPath\":\"/vol\"}]}");
+	out = sh_ok(id2, "cat /root/f; echo v > /vol/x; cat /vol/x");
+	assert_string_equal(out, "kept\nv\n");
+	free(out);
+	expect_call("DELETE", "/v1/snapshots/api-snap", NULL, 409, "CONFLICT", "in use");
+	expect_call("DELETE", "/v1/volumes/apivol", NULL, 409, "CONFLICT", "mounted");
+	http(&r, "GET", "/v1/volumes", NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_true(strstr(r.body, "apivol") != NULL);
+	resp_free(&r);
+
+	/* executeCode (busybox has sh only: the bash language falls back to it). */
+	p = xprintf("/v1/sandboxes/%s/code", id2);
+	http(&r, "POST", p, "{\"code\":\"echo hi; echo '{\\\"n\\\": 2}'\",\"language\":\"bash\"}");
+	expect(&r, 200, NULL, NULL);
+	assert_true(cJSON_IsTrue(jget(r.json, "success")));
+	assert_int_equal((int)jget(jget(r.json, "output"), "n")->valuedouble, 2);
+	resp_free(&r);
+	expect_call("POST", p, "{\"code\":\"true\",\"language\":\"cobol\"}", 400,
+		    "INVALID_ARGUMENT", "language");
+	free(p);
+
+	sandbox_del(id2); /* frees id2 */
+	expect_call("DELETE", "/v1/snapshots/api-snap", NULL, 204, NULL, NULL);
+	expect_call("DELETE", "/v1/volumes/apivol", NULL, 204, NULL, NULL);
+
+	/* Lifetime: PATCH sets it from now; the daemon destroys at the deadline. */
+	p = xprintf("/v1/sandboxes/%s", id);
+	http(&r, "PATCH", p, "{\"timeout\":{\"lifetime\":\"1s\"}}");
+	expect(&r, 200, NULL, NULL);
+	assert_true(cJSON_IsString(jget(r.json, "expiresAt")));
+	resp_free(&r);
+	int64_t t0 = e2e_now_ms();
+	bool gone = false;
+	while (!gone && e2e_now_ms() - t0 < 8000) {
+		usleep(200000);
+		http(&r, "GET", p, NULL);
+		gone = r.json && !strcmp(jstr(r.json, "status"), "terminated");
+		if (gone)
+			assert_string_equal(jstr(r.json, "reason"), "lifetime expired");
+		resp_free(&r);
+	}
+	assert_true(gone);
+	free(p);
+	/* Idle: an ephemeral sandbox with no calls and no commands is destroyed. */
+	char *id3 = sandbox_new("{\"image\":\"busybox\",\"ephemeral\":true,"
+				"\"timeout\":{\"idle\":\"1s\"}}");
+	p = xprintf("/v1/sandboxes/%s", id3);
+	t0 = e2e_now_ms();
+	gone = false;
+	while (!gone && e2e_now_ms() - t0 < 8000) {
+		usleep(500000);
+		sl_sandbox sb;
+		sl_err err = {0};
+		if (sandbox_get(&CTX, id3, &sb, &err) == 0) {
+			gone = !strcmp(sb.status, "terminated");
+			sandbox_free(&sb);
+		}
+	}
+	assert_true(gone);
+	free(p);
+	free(id3);
+	free(sid);
+	free(id);
 }
 
 /* ---- sandboxes --------------------------------------------------------------------------- */
@@ -2043,6 +2163,7 @@ int main(void)
 	    E2E_TEST(test_run_one_shot),
 	    E2E_TEST(test_caps_and_clean_stop),
 	    E2E_TEST(test_listen_refusals),
+	    E2E_TEST(test_lifecycle_routes),
 	    E2E_TEST(test_zz_spec),
 	};
 	e2e_apply_filter();

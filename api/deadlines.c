@@ -1,0 +1,105 @@
+/* deadlines.c — the daemon's timers: a sandbox past its lifetime is destroyed, one idle
+ * for its idle timeout (no API call, no running command) is stopped, or destroyed when
+ * ephemeral. Deadlines live in files (the record's expiry, the activity file's mtime),
+ * so a daemon that was down when one passed acts on it at start. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../runtime/log.h"
+#include "../runtime/state.h"
+#include "http.h"
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void activity_path(api_server *s, const char *id, char *buf, size_t len)
+{
+	char run[PATH_MAX];
+	state_run_dir(&s->ctx->cfg, id, run, sizeof(run));
+	snprintf(buf, len, "%s/activity", run);
+}
+
+void api_touch(api_server *s, const char *ref)
+{
+	/* Only ids (names would need a lookup on every request). */
+	if (strncmp(ref, "sbx_", 4) || strlen(ref) > 31 || strspn(ref, "abcdefghijklmnopqrstuvwxyz234567_") != strlen(ref))
+		return;
+	char p[PATH_MAX];
+	activity_path(s, ref, p, sizeof(p));
+	if (utimensat(AT_FDCWD, p, NULL, 0) == 0)
+		return;
+	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* The last sign of life: creation, an API call, a command starting or ending. */
+static int64_t last_activity(api_server *s, const sl_sandbox *sb, bool *running)
+{
+	int64_t last = sb->created_ms;
+	char p[PATH_MAX];
+	struct stat st;
+	activity_path(s, sb->id, p, sizeof(p));
+	if (stat(p, &st) == 0) {
+		int64_t t = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+		last = t > last ? t : last;
+	}
+	sl_exec *list;
+	size_t n;
+	sl_err err = { 0 };
+	*running = false;
+	if (exec_list(s->ctx, sb->id, &list, &n, &err) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			if (list[i].status == SL_EXEC_RUNNING)
+				*running = true;
+			int64_t t = list[i].finished_ms ? list[i].finished_ms : list[i].started_ms;
+			last = t > last ? t : last;
+		}
+		exec_free_list(list, n);
+	}
+	return last;
+}
+
+void api_enforce_deadlines(api_server *s)
+{
+	sl_sandbox *list;
+	size_t n;
+	sl_err err = { 0 };
+	if (sandbox_list(s->ctx, &list, &n, &err) < 0)
+		return;
+	int64_t now = now_ms();
+	for (size_t i = 0; i < n; i++) {
+		sl_sandbox *sb = &list[i];
+		if (!strcmp(sb->status, "terminated") || !strcmp(sb->status, "creating"))
+			continue;
+		sl_err e = { 0 };
+		if (sb->expires_ms && now >= sb->expires_ms) {
+			sl_log(SL_LOG_INFO, "sandbox %s: lifetime expired", sb->id);
+			if (sandbox_destroy(s->ctx, sb->id, "lifetime expired", &e) < 0)
+				sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
+			continue;
+		}
+		if (!sb->idle_ms || strcmp(sb->status, "running"))
+			continue;
+		bool running;
+		int64_t last = last_activity(s, sb, &running);
+		if (running || now - last < (int64_t)sb->idle_ms)
+			continue;
+		sl_log(SL_LOG_INFO, "sandbox %s: idle for %llu ms", sb->id,
+		       (unsigned long long)sb->idle_ms);
+		int r = sb->ephemeral ? sandbox_destroy(s->ctx, sb->id, "idle timeout", &e)
+				      : sandbox_stop(s->ctx, sb->id, 10000, NULL, &e);
+		if (r < 0)
+			sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
+	}
+	sandbox_free_list(list, n);
+}

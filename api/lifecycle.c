@@ -1,0 +1,205 @@
+/* lifecycle.c — routes over the runtime's lifecycle calls: pause/resume/stop/start,
+ * snapshots, volumes, and executeCode. Each is one runtime call; the CLI makes the
+ * same calls. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/code.h"
+#include "../runtime/snapshot.h"
+#include "../runtime/volume.h"
+#include "http.h"
+
+static enum MHD_Result reply_sandbox(api_req *r, const char *id)
+{
+	sl_sandbox sb;
+	sl_err err = { 0 };
+	if (sandbox_get(r->srv->ctx, id, &sb, &err) < 0)
+		return api_reply_error(r, &err);
+	cJSON *o = api_sandbox_json(r->srv, &sb, true);
+	sandbox_free(&sb);
+	return api_reply_json(r, 200, o);
+}
+
+static enum MHD_Result lifecycle(api_req *r, int (*fn)(sl_ctx *, const char *, sl_sandbox *,
+						       sl_err *))
+{
+	sl_err err = { 0 };
+	sl_sandbox sb;
+	if (fn(r->srv->ctx, r->param[0], &sb, &err) < 0) {
+		if (err.kind == SL_INVALID)
+			err.kind = SL_NOTFOUND;
+		return api_reply_error(r, &err);
+	}
+	char id[32];
+	snprintf(id, sizeof(id), "%s", sb.id);
+	sandbox_free(&sb);
+	return reply_sandbox(r, id);
+}
+
+static int stop_10s(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
+{
+	return sandbox_stop(ctx, ref, 10000, out, err);
+}
+
+enum MHD_Result api_sandboxes_pause(api_req *r)
+{
+	return lifecycle(r, sandbox_pause);
+}
+
+enum MHD_Result api_sandboxes_resume(api_req *r)
+{
+	return lifecycle(r, sandbox_resume);
+}
+
+enum MHD_Result api_sandboxes_stop(api_req *r)
+{
+	return lifecycle(r, stop_10s);
+}
+
+enum MHD_Result api_sandboxes_start(api_req *r)
+{
+	return lifecycle(r, sandbox_start);
+}
+
+/* ---- snapshots ---- */
+
+enum MHD_Result api_snapshots_create(api_req *r)
+{
+	const cJSON *body;
+	const char *name = NULL;
+	static const char *const fields[] = { "name", NULL };
+	sl_err err = { 0 };
+	sl_snapshot s;
+	if (api_body_object(r, true, &body, &err) < 0 ||
+	    (body && (api_json_fields(body, "", fields, &err) < 0 ||
+		      api_json_string(body, "", "name", &name, &err) < 0)) ||
+	    snapshot_create(r->srv->ctx, r->param[0], name, &s, &err) < 0)
+		return api_reply_error(r, &err);
+	return api_reply_json(r, 201, snapshot_to_json(&s));
+}
+
+enum MHD_Result api_snapshots_list(api_req *r)
+{
+	sl_snapshot *list;
+	size_t n;
+	sl_err err = { 0 };
+	if (snapshot_list(r->srv->ctx, &list, &n, &err) < 0)
+		return api_reply_error(r, &err);
+	cJSON *o = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(o, "snapshots");
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(arr, snapshot_to_json(&list[i]));
+	free(list);
+	return api_reply_json(r, 200, o);
+}
+
+enum MHD_Result api_snapshots_get(api_req *r)
+{
+	sl_snapshot s;
+	sl_err err = { 0 };
+	if (snapshot_get(r->srv->ctx, r->param[0], &s, &err) < 0) {
+		if (err.kind == SL_INVALID)
+			err.kind = SL_NOTFOUND;
+		return api_reply_error(r, &err);
+	}
+	return api_reply_json(r, 200, snapshot_to_json(&s));
+}
+
+enum MHD_Result api_snapshots_delete(api_req *r)
+{
+	sl_err err = { 0 };
+	if (snapshot_delete(r->srv->ctx, r->param[0], &err) < 0) {
+		if (err.kind == SL_INVALID)
+			err.kind = SL_NOTFOUND;
+		return api_reply_error(r, &err);
+	}
+	return api_reply_empty(r, 204);
+}
+
+/* ---- volumes ---- */
+
+enum MHD_Result api_volumes_list(api_req *r)
+{
+	sl_volume *list;
+	size_t n;
+	sl_err err = { 0 };
+	if (volume_list(r->srv->ctx, &list, &n, &err) < 0)
+		return api_reply_error(r, &err);
+	cJSON *o = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(o, "volumes");
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(arr, volume_to_json(&list[i]));
+	free(list);
+	return api_reply_json(r, 200, o);
+}
+
+enum MHD_Result api_volumes_create(api_req *r)
+{
+	const cJSON *body;
+	const char *name = NULL;
+	static const char *const fields[] = { "name", NULL };
+	sl_err err = { 0 };
+	sl_volume v;
+	if (api_body_object(r, false, &body, &err) < 0 ||
+	    api_json_fields(body, "", fields, &err) < 0 ||
+	    api_json_string(body, "", "name", &name, &err) < 0)
+		return api_reply_error(r, &err);
+	if (!name)
+		return api_fail(r, SL_INVALID, "name: required");
+	if (volume_create(r->srv->ctx, name, &v, &err) < 0)
+		return api_reply_error(r, &err);
+	return api_reply_json(r, 201, volume_to_json(&v));
+}
+
+enum MHD_Result api_volumes_delete(api_req *r)
+{
+	sl_err err = { 0 };
+	if (volume_delete(r->srv->ctx, r->param[0], &err) < 0) {
+		if (err.kind == SL_INVALID)
+			err.kind = SL_NOTFOUND;
+		return api_reply_error(r, &err);
+	}
+	return api_reply_empty(r, 204);
+}
+
+/* ---- executeCode ---- */
+
+enum MHD_Result api_code(api_req *r)
+{
+	static const char *const fields[] = { "code", "language", "timeout", "env", NULL };
+	const cJSON *body;
+	const char *code = NULL, *lang = NULL;
+	char **env = NULL;
+	uint64_t timeout = 0;
+	bool given;
+	sl_err err = { 0 };
+	sl_sandbox sb;
+	if (api_body_object(r, false, &body, &err) < 0 ||
+	    api_json_fields(body, "", fields, &err) < 0 ||
+	    api_json_string(body, "", "code", &code, &err) < 0 ||
+	    api_json_string(body, "", "language", &lang, &err) < 0 ||
+	    api_json_duration(body, "", "timeout", &timeout, &given, &err) < 0 ||
+	    api_json_kv(body, "", "env", &env, &err) < 0)
+		return api_reply_error(r, &err);
+	if (!code) {
+		api_strv_free(env);
+		return api_fail(r, SL_INVALID, "code: required (the source text)");
+	}
+	if (api_sandbox_for_call(r, &sb, &err) < 0) {
+		api_strv_free(env);
+		return api_reply_error(r, &err);
+	}
+	if (!timeout)
+		timeout = sb.exec_timeout_ms;
+	sl_code_result res;
+	int rc = code_run(r->srv->ctx, &sb, lang ? lang : "python", code, strlen(code),
+			  (const char *const *)env, timeout, &res, &err);
+	sandbox_free(&sb);
+	api_strv_free(env);
+	if (rc < 0)
+		return api_reply_error(r, &err);
+	cJSON *o = code_result_to_json(&res);
+	code_result_free(&res);
+	return api_reply_json(r, 200, o);
+}
