@@ -659,14 +659,6 @@ jq -n --rawfile rows "$ROWS" --rawfile dens "$DENS" --argjson skipped "$SKIPPED_
 			{ (.[0]): (.[1] | tonumber) }) | add end) })) }' \
 	>"$OUT/latest.json"
 
-# Bars: every measure with a ratio (green: goal met, red: missed, blue: no goal).
-awk -F'\t' '$9 != "-" && $9 != "nan" && $3 != "x" && $3 != "KiB" {
-	g = $10; sub(/^≤ /, "", g); sub(/×$/, "", g); if (g !~ /^[0-9.]+$/) g = "NaN"
-	c = $11 == "yes" ? 2924588 : $11 == "no" ? 14034728 : 3502768 # green, red, blue
-	lab = $2; gsub(/"/, "", lab); printf "\"%s\"\t%s\t%s\t%d\n", lab, $9, g, c }' "$ROWS" >"$ROOT/ratios.dat"
-awk -F'\t' '$1 == "sandlot"' "$DENS" >"$ROOT/dens-sandlot.dat"
-awk -F'\t' '$1 == "crun"' "$DENS" >"$ROOT/dens-crun.dat"
-gnuplot -e "has_ratios=$([ -s "$ROOT/ratios.dat" ] && echo 1 || echo 0); has_density=$([ -s "$ROOT/dens-sandlot.dat" ] && echo 1 || echo 0); ratios='$ROOT/ratios.dat'; dsl='$ROOT/dens-sandlot.dat'; dcr='$ROOT/dens-crun.dat'; out='$OUT/latest.png'; title='sandlot bench ($MODE, $(date -u +%Y-%m-%d), commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null), load $LOAD0 → $LOAD1 on $(nproc) CPUs)'" \
-	"$REPO/bench/plot.gp"
+bash "$REPO/bench/plot.sh" "$OUT/latest.json" "$OUT/latest.png" 2>&1 | grep -v 'difficulty fitting' >&2 || true
 say "wrote $OUT/latest.json and $OUT/latest.png in ${ELAPSED}s of measuring"
 [ ! -s "$ROOT/failures" ] || exit 1
