@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,9 @@
 
 #include "cleanup.h"
 #include "exec.h"
+#include "fsutil.h"
 #include "sbxfs.h"
+#include "state.h"
 
 #define CODE_DEFAULT_TIMEOUT_MS (5 * 60 * 1000)
 #define CODE_OUTPUT_MAX (16u << 20)
@@ -273,6 +276,11 @@ int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char
 	}
 	out->success = ex.status == SL_EXEC_COMPLETED && !out->has_error;
 	exec_free(&ex);
+	/* The result went back inline: the execution's record is not kept. */
+	char run[PATH_MAX], edir[PATH_MAX + 64];
+	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
+	snprintf(edir, sizeof(edir), "%s/execs/%s", run, eid);
+	fs_remove_tree(edir, NULL);
 	sl_err e2 = { 0 };
 	sbxfs_remove(ctx, sb, dir, true, &e2);
 	return 0;

@@ -1,0 +1,224 @@
+/* test_code.c — executeCode (`sandlot code`, the runtime's code_run) on the default image:
+ * output and JSON output, errors with name/message/traceback, TypeScript types and
+ * syntax errors, timeouts, OOM, hostile code text, env/cwd/user, and clean state. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "common.h"
+
+static char *SBX; /* one default-image sandbox for the suite */
+
+static int setup(void **state)
+{
+	e2e_group_setup(state);
+	char *tar = e2e_build_path("images/default.tar.zst");
+	free(e2e_sandlot_ok("image", "import", "default", tar, NULL));
+	free(tar);
+	SBX = e2e_sandlot_ok("create", "--name", "coder", "-e", "FROM_SANDBOX=yes", NULL);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	e2e_result r;
+	e2e_sandlot(&r, NULL, 0, "rm", "-f", "coder", NULL);
+	e2e_result_free(&r);
+	free(SBX);
+	return e2e_group_teardown(state);
+}
+
+/* Run CODE in LANG through the CLI (code via stdin, never on a command line); the result
+ * JSON (caller frees). */
+static cJSON *code(const char *sbx, const char *lang, const char *src, const char *extra1,
+		   const char *extra2)
+{
+	e2e_result r;
+	e2e_sandlot(&r, src, strlen(src), "code", sbx, "--language", lang, "--format", "json",
+		    extra1 ? extra1 : "-", extra1 ? extra2 : NULL, extra1 ? "-" : NULL, NULL);
+	cJSON *o = cJSON_Parse(r.out);
+	if (!o)
+		fail_msg("sandlot code gave no JSON (status %d): %s %s", r.status, r.out, r.err);
+	e2e_result_free(&r);
+	return o;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool ok(const cJSON *o)
+{
+	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "success"));
+}
+
+static const cJSON *error(const cJSON *o)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, "error");
+}
+
+static void test_python_output_and_json(void **state)
+{
+	cJSON *o = code(SBX, "python", "print('hello')\nprint('{\"a\": [1, 2]}')\n", NULL, NULL);
+	assert_true(ok(o));
+	assert_string_equal(str(o, "stdout"), "hello\n{\"a\": [1, 2]}\n");
+	const cJSON *out = cJSON_GetObjectItemCaseSensitive(o, "output");
+	assert_non_null(out);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(out, "a")), 2);
+	assert_null(error(o));
+	cJSON_Delete(o);
+	/* Not JSON on the last line: no output. */
+	o = code(SBX, "python", "print('{not json')\n", NULL, NULL);
+	assert_true(ok(o));
+	assert_null(cJSON_GetObjectItemCaseSensitive(o, "output"));
+	cJSON_Delete(o);
+}
+
+static void test_python_exception(void **state)
+{
+	cJSON *o = code(SBX, "python", "def f():\n    raise KeyError('missing-key')\nf()\n", NULL,
+			NULL);
+	assert_false(ok(o));
+	assert_string_equal(str(error(o), "name"), "KeyError");
+	assert_true(e2e_contains(str(error(o), "message"), "missing-key"));
+	const char *tb = str(error(o), "traceback");
+	assert_non_null(tb);
+	assert_true(e2e_contains(tb, "Traceback"));
+	assert_true(e2e_contains(tb, "line 2, in f"));
+	cJSON_Delete(o);
+}
+
+static void test_typescript_types_and_errors(void **state)
+{
+	cJSON *o = code(SBX, "typescript",
+			"interface P { n: number; s?: string }\n"
+			"function first<T>(xs: T[]): T { return xs[0]; }\n"
+			"const p: P = { n: first<number>([41, 2]) + 1 };\n"
+			"console.log(JSON.stringify(p));\n",
+			NULL, NULL);
+	assert_true(ok(o));
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "output"),
+							  "n")->valueint,
+			 42);
+	cJSON_Delete(o);
+	o = code(SBX, "typescript", "const a: number = 1;\nconst b = (a + ;\n", NULL, NULL);
+	assert_false(ok(o));
+	assert_string_equal(str(error(o), "name"), "SyntaxError");
+	assert_true(e2e_contains(str(error(o), "message"), ":2:"));
+	cJSON_Delete(o);
+	o = code(SBX, "typescript", "class E extends Error { name = 'MyError' }\nthrow new E('boom');\n",
+		 NULL, NULL);
+	assert_false(ok(o));
+	assert_string_equal(str(error(o), "name"), "MyError");
+	assert_string_equal(str(error(o), "message"), "boom");
+	assert_true(e2e_contains(str(error(o), "traceback"), "boom"));
+	cJSON_Delete(o);
+	o = code(SBX, "javascript", "console.log(1 + 1)\n", NULL, NULL);
+	assert_true(ok(o));
+	assert_string_equal(str(o, "stdout"), "2\n");
+	cJSON_Delete(o);
+}
+
+static void test_timeout(void **state)
+{
+	int64_t t0 = e2e_now_ms();
+	cJSON *o = code(SBX, "python", "import time\ntime.sleep(30)\n", "--timeout", "1s");
+	assert_true(e2e_now_ms() - t0 < 10000);
+	assert_false(ok(o));
+	assert_string_equal(str(error(o), "name"), "TimeoutError");
+	cJSON_Delete(o);
+	o = code(SBX, "typescript", "while (true) {}\n", "--timeout", "1500ms");
+	assert_string_equal(str(error(o), "name"), "TimeoutError");
+	cJSON_Delete(o);
+}
+
+static void test_oom(void **state)
+{
+	char *small = e2e_sandlot_ok("create", "--memory", "64Mi", NULL);
+	cJSON *o = code(small, "python", "x = bytearray(512 * 1024 * 1024)\nprint(len(x))\n", NULL,
+			NULL);
+	assert_false(ok(o));
+	assert_string_equal(str(error(o), "name"), "OutOfMemoryError");
+	cJSON_Delete(o);
+	/* The sandbox still runs code afterwards. */
+	o = code(small, "python", "print(7)\n", NULL, NULL);
+	assert_true(ok(o));
+	cJSON_Delete(o);
+	free(e2e_sandlot_ok("rm", small, NULL));
+	free(small);
+}
+
+static void test_hostile_text_verbatim(void **state)
+{
+	const char *py = "print('q\"uo\\'te $(rm -rf /) `id` ${HOME} \\\\n ünïcødé ✓')\n";
+	cJSON *o = code(SBX, "python", py, NULL, NULL);
+	assert_true(ok(o));
+	assert_string_equal(str(o, "stdout"), "q\"uo'te $(rm -rf /) `id` ${HOME} \\n ünïcødé ✓\n");
+	cJSON_Delete(o);
+	const char *ts = "const s: string = `$(touch /tmp/pwned) \\`x\\``;\nconsole.log(s)\n";
+	o = code(SBX, "typescript", ts, NULL, NULL);
+	assert_true(ok(o));
+	assert_string_equal(str(o, "stdout"), "$(touch /tmp/pwned) `x`\n");
+	cJSON_Delete(o);
+	char *check = e2e_sandlot_ok("exec", SBX, "--", "sh", "-c", "ls /tmp/pwned 2>&1 || true", NULL);
+	assert_true(e2e_contains(check, "No such file"));
+	free(check);
+	/* A megabyte of code. */
+	size_t n = 1 << 20;
+	char *big = malloc(n + 64);
+	strcpy(big, "s = 0\n");
+	size_t len = strlen(big);
+	while (len + 16 < n)
+		len += sprintf(big + len, "s += 1\n");
+	strcpy(big + len, "print(s)\n");
+	o = code(SBX, "python", big, NULL, NULL);
+	assert_true(ok(o));
+	assert_true(atoi(str(o, "stdout")) > 100000);
+	cJSON_Delete(o);
+	free(big);
+}
+
+static void test_env_cwd_user_and_clean_state(void **state)
+{
+	cJSON *o = code(SBX, "python",
+			"import os\nprint(os.getuid(), os.getcwd(), os.environ.get('FROM_SANDBOX'), "
+			"os.environ.get('PER_CALL'))\n",
+			"-e", "PER_CALL=given");
+	assert_true(ok(o));
+	assert_string_equal(str(o, "stdout"), "1000 /home/user yes given\n");
+	cJSON_Delete(o);
+	o = code(SBX, "python", "leak = 41\nprint(leak)\n", NULL, NULL);
+	assert_true(ok(o));
+	cJSON_Delete(o);
+	o = code(SBX, "python", "print(leak)\n", NULL, NULL);
+	assert_false(ok(o));
+	assert_string_equal(str(error(o), "name"), "NameError");
+	cJSON_Delete(o);
+	/* An interpreter that dies hard does not break the next call. */
+	o = code(SBX, "python", "import os\nos.kill(os.getpid(), 9)\n", NULL, NULL);
+	assert_false(ok(o));
+	cJSON_Delete(o);
+	o = code(SBX, "typescript", "process.abort()\n", NULL, NULL);
+	assert_false(ok(o));
+	cJSON_Delete(o);
+	o = code(SBX, "python", "print('still fine')\n", NULL, NULL);
+	assert_true(ok(o));
+	assert_string_equal(str(o, "stdout"), "still fine\n");
+	cJSON_Delete(o);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		E2E_TEST(test_python_output_and_json), E2E_TEST(test_python_exception),
+		E2E_TEST(test_typescript_types_and_errors), E2E_TEST(test_timeout),
+		E2E_TEST(test_oom), E2E_TEST(test_hostile_text_verbatim),
+		E2E_TEST(test_env_cwd_user_and_clean_state),
+	};
+	e2e_apply_filter();
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
