@@ -28,5 +28,6 @@ int cmd_cp(sl_ctx *ctx, int argc, char **argv);
 int cmd_serve(sl_ctx *ctx, int argc, char **argv);
 int cmd_key(sl_ctx *ctx, int argc, char **argv);
 int cmd_code(sl_ctx *ctx, int argc, char **argv);
+int cmd_image_build(sl_ctx *ctx, int argc, char **argv);
 
 #endif

@@ -113,12 +113,14 @@ static int image_rm_cmd(sl_ctx *ctx, int argc, char **argv)
 int cmd_image(sl_ctx *ctx, int argc, char **argv)
 {
 	if (argc < 2)
-		return cli_usage("image: import, ls or rm");
+		return cli_usage("image: import, ls, rm or build");
 	if (!strcmp(argv[1], "import"))
 		return image_import_cmd(ctx, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "ls"))
 		return image_ls_cmd(ctx, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "rm"))
 		return image_rm_cmd(ctx, argc - 1, argv + 1);
-	return cli_usage("image: unknown subcommand \"%s\"", argv[1]);
+	if (!strcmp(argv[1], "build"))
+		return cmd_image_build(ctx, argc - 1, argv + 1);
+	return cli_usage("image: unknown subcommand \"%s\" (import, ls, rm, build)", argv[1]);
 }

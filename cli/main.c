@@ -19,7 +19,7 @@ static const char usage[] =
 	"  pause|resume|stop|start ID...\n"
 	"  snapshot create ID [--name N]   snapshot ls   snapshot rm ID|NAME\n"
 	"  volume create NAME   volume ls   volume rm NAME\n"
-	"  image import NAME FILE|-   image ls   image rm NAME\n"
+	"  image import NAME FILE|-   image ls   image rm NAME   image build RECIPE|default\n"
 	"\n"
 	"OPTIONS: --cpu 500m --memory 256Mi --disk 1Gi --pids 512 -e K=V -w DIR -u USER\n"
 	"         -v VOLUME|HOSTDIR:/path[:ro] --snapshot ID|NAME\n"
