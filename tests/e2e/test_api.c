@@ -2127,7 +2127,7 @@ static void test_listen_refusals(void **state)
 
 static void test_zz_spec(void **state)
 {
-	char *cmd = xprintf("python3 tests/api/spec_check.py --spec api/openapi.yaml --sources api "
+	char *cmd = xprintf("/usr/bin/python3 tests/api/spec_check.py --spec api/openapi.yaml --sources api "
 			    "--socket %s --captures %s 2>&1",
 			    D.sock, CAPTURES);
 	FILE *f = popen(cmd, "r");
