@@ -89,13 +89,20 @@ IMAGES ?= busybox default
 images: $(IMAGES:%=images-%)
 images-busybox: $(BUILD)/images/busybox.tar
 
-# build.sh skips the build when the tarball's recipe hash is current (docs/default-image.md);
-# the import into $SANDLOT_STATE_DIR is skipped when `default` already has these bytes.
-images-default: $(BUILD)/sandlot $(BUILD)/sandlot-archive.so
+# build.sh skips the build when the tarball's recipe hash is current (docs/default-image.md).
+# `make images` only builds tarballs (tests import them into their own state roots);
+# `make install-images` imports them into $SANDLOT_STATE_DIR (default /var/lib/sandlot),
+# skipping an image that already has these bytes.
+images-default:
 	@bash images/default/build.sh $(BUILD)/images/default.tar.zst
-	@d=$$(sha256sum $(BUILD)/images/default.tar.zst | cut -c1-12); \
-	if ! $(BUILD)/sandlot image ls 2>/dev/null | grep -q "^default  *sha256:$$d"; then \
-		$(BUILD)/sandlot image import default $(BUILD)/images/default.tar.zst; fi
+
+.PHONY: install-images
+install-images: all images
+	@for img in busybox:$(BUILD)/images/busybox.tar default:$(BUILD)/images/default.tar.zst; do \
+		n=$${img%%:*}; f=$${img#*:}; [ -f "$$f" ] || continue; \
+		d=$$(sha256sum "$$f" | cut -c1-12); \
+		$(BUILD)/sandlot image ls 2>/dev/null | grep -q "^$$n  *sha256:$$d" || \
+			$(BUILD)/sandlot image import "$$n" "$$f"; done
 
 e2e: all images $(E2E_BIN)
 	@set -e; for t in $(E2E_BIN); do echo "== $$t"; $$t; done
