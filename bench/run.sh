@@ -48,6 +48,10 @@ die() {
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 [ "$(id -u)" = 0 ] || die "needs root (namespaces, cgroups, mounts); run it with sudo"
+# One bench at a time from this tree: two would race on the hugetlb mount (one undoing it
+# under the other's crun) and measure each other. The lock dies with the process.
+exec 9<"$REPO/bench"
+flock -n 9 || die "another make bench is running from $REPO; wait for it"
 for f in "$SL" "$DRV" "$IMAGE_TAR" "$BUILD/sandlot-init" "$BUILD/sandlot-archive.so"; do
 	[ -e "$f" ] || die "$f is missing: run \`make all images build/bench-driver\` first"
 done
