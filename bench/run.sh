@@ -52,7 +52,7 @@ want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 # under the other's crun) and measure each other. The lock dies with the process.
 exec 9<"$REPO/bench"
 flock -n 9 || die "another make bench is running from $REPO; wait for it"
-for f in "$SL" "$DRV" "$IMAGE_TAR" "$BUILD/sandlot-init" "$BUILD/sandlot-archive.so"; do
+for f in "$SL" "$DRV" "$IMAGE_TAR" "$BUILD/sandlot-init" "$BUILD/sandlot-archive.so" "$BUILD/sandlot-api.so"; do
 	[ -e "$f" ] || die "$f is missing: run \`make all images build/bench-driver\` first"
 done
 
@@ -93,7 +93,7 @@ BEFORE=$(host_state)
 # half-written sandlot cannot even clean up after itself. config.c finds sandlot-init,
 # sandlot-archive.so and ../seccomp/default.json next to the binary.
 mkdir -p "$ROOT/bin" "$ROOT/seccomp"
-cp "$SL" "$BUILD/sandlot-init" "$BUILD/sandlot-archive.so" "$DRV" "$ROOT/bin/"
+cp "$SL" "$BUILD/sandlot-init" "$BUILD/sandlot-archive.so" "$BUILD/sandlot-api.so" "$DRV" "$ROOT/bin/"
 cp "$REPO/seccomp/default.json" "$ROOT/seccomp/"
 SL=$ROOT/bin/sandlot DRV=$ROOT/bin/bench-driver
 export SANDLOT_STATE_DIR=$ROOT/state SANDLOT_RUN_DIR=$ROOT/run

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../api/api.h"
+#include "dl.h"
 #include "cli.h"
 #include "quantity.h"
 
@@ -78,7 +79,11 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 		return cli_usage("serve: unexpected argument \"%s\"", argv[optind]);
 	if (state && reopen_state(ctx, state) != 0)
 		return EXIT_SANDLOT;
-	if (api_serve(ctx, &o, &err) < 0)
+	/* The server (libmicrohttpd, gnutls) is a module: other verbs don't load it. */
+	int (*serve)(sl_ctx *, const api_options *, sl_err *) =
+		(int (*)(sl_ctx *, const api_options *, sl_err *))sl_module_symbol(
+			"sandlot-api.so", "SANDLOT_API_SO", "api_serve", &err);
+	if (!serve || serve(ctx, &o, &err) < 0)
 		return cli_fail(&err);
 	return 0;
 }
