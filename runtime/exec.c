@@ -1249,7 +1249,8 @@ int sandbox_kill_process(sl_ctx *ctx, const sl_sandbox *sb, pid_t pid, int sig, 
 	/* A pidfd pins the process: if the number was reused after the scan, the fdinfo
 	 * check below sees the newcomer's pid and we refuse. */
 	_cleanup_close_ int pfd = syscall(SYS_pidfd_open, host, 0);
-	if (pfd < 0 || pidfd_inner_pid(pfd) != pid)
+	/* A zombie (exited, not yet reaped by init) is gone for the caller too. */
+	if (pfd < 0 || pidfd_inner_pid(pfd) != pid || proc_start_time(host) == 0)
 		return sl_fail(err, SL_NOTFOUND, 0,
 			       "process %d not found in sandbox %s (it exited)", (int)pid, sb->id);
 	if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0) {

@@ -317,7 +317,9 @@ static void test_timeout_enforced_by_init_without_starter(void **state)
 	int64_t ran = w.finished_ms - w.started_ms;
 	print_message("timeout 300 ms: killed after %lld ms (record), %lld ms since fork\n",
 		      (long long)ran, (long long)elapsed);
-	assert_true(ran >= 300);
+	/* The record's start is stamped by the runtime around the spawn, init's deadline
+	 * by init's own clock: allow a few ms either way. */
+	assert_true(ran >= 280);
 	assert_true(ran < 2000);
 	assert_true(elapsed < 4000);
 	cJSON *j = exec_to_json(&w);
@@ -678,10 +680,17 @@ static void test_processes_and_kill(void **state)
 	assert_int_equal(sandbox_kill_process(ctx, &sb, 99999, SIGKILL, &err), -1);
 	assert_int_equal(err.kind, SL_NOTFOUND);
 	assert_int_equal(sandbox_kill_process(ctx, &sb, p.pid, SIGKILL, &err), 0);
-	sl_process again;
+	/* Gone means gone from the list by pid: a dying process loses its command line
+	 * before it stops existing (and then still takes signals). */
 	bool alive = true;
 	for (int i = 0; i < 100 && alive; i++) {
-		alive = find_process(ctx, &sb, "sleep 300", &again);
+		sl_process *list;
+		size_t n;
+		assert_int_equal(sandbox_processes(ctx, &sb, &list, &n, &err), 0);
+		alive = false;
+		for (size_t k = 0; k < n; k++)
+			alive |= list[k].pid == p.pid;
+		free(list);
 		if (alive)
 			usleep(20000);
 	}
