@@ -38,7 +38,7 @@ quick)
 	exit 2
 	;;
 esac
-SECTIONS=${BENCH_SECTIONS:-oneshot exec parallel density api}
+SECTIONS=${BENCH_SECTIONS:-oneshot exec parallel density api lifecycle}
 
 say() { printf 'bench: %s\n' "$*" >&2; }
 die() {
@@ -596,6 +596,80 @@ bench_api() {
 	stop_serve
 }
 
+# A sandlot-only time row (no peer): KEY LABEL OUT VARIANT GOAL_MS|-
+solo_row() {
+	local m p goal=- met=-
+	m=$(field "$3" "$4" 3) p=$(field "$3" "$4" 4)
+	[ "$5" = - ] || goal="≤ $5 ms" met=$(le "$m" "$5")
+	[ -n "$m" ] || met=failed
+	row "$1" "$2" ms "$m" "$p" - - - - "$goal" "$met"
+}
+
+# pause/resume, snapshot of 100 MB of new files, create from it vs from the image, and
+# executeCode (each call a fresh interpreter: sandlot has no warm runner yet).
+bench_lifecycle() {
+	have_serve || return 0
+	if ! start_serve; then
+		failed "lifecycle: sandlot serve did not answer on $API_SOCK"
+		stop_serve
+		return 0
+	fi
+	local api=(--socket "$API_SOCK") out
+	local c=(curl -sS --fail --unix-socket "$API_SOCK" -H 'Content-Type: application/json')
+	local sbx
+	sbx=$("${c[@]}" -X POST http://b/v1/sandboxes -d '{"image":"busybox","resources":{"disk":"1Gi"}}' |
+		jq -r .id) || { failed "lifecycle: create"; stop_serve; return 0; }
+	say "pause + resume of a sandbox ($RUNS runs)"
+	out=$(measure "pause/resume" "${api[@]}" --runs "$RUNS" --warmup "$WARMUP" \
+		-v pause-resume @http POST "/v1/sandboxes/$sbx/pause" :: \
+		@http POST "/v1/sandboxes/$sbx/resume" \;)
+	solo_row pause-resume "pause + resume (API)" "$out" pause-resume 20
+	"$SL" exec "$sbx" -- dd if=/dev/urandom of=/root/big bs=1M count=100 2>/dev/null
+	say "snapshot of a sandbox with 100 MB of new files ($RUNS runs)"
+	out=$(measure "snapshot" "${api[@]}" --runs "$RUNS" --warmup 1 \
+		-v snapshot @http POST "/v1/sandboxes/$sbx/snapshots" '{"name":"benchsnap"}' \;)
+	solo_row snapshot "snapshot, 100 MB of new files (API)" "$out" snapshot 1000
+	say "create from that snapshot vs create from the image, each then deleted ($RUNS runs)"
+	out=$(measure "create from snapshot" "${api[@]}" --runs "$RUNS" --warmup "$WARMUP" \
+		-v from-snapshot @http POST /v1/sandboxes '{"snapshot":"benchsnap"}' :: \
+		@http DELETE "/v1/sandboxes/{id}" \; \
+		-v from-image @http POST /v1/sandboxes '{"image":"busybox"}' :: \
+		@http DELETE "/v1/sandboxes/{id}" \;)
+	local r
+	r=$(ratio "$(field "$out" from-snapshot 3)" "$(field "$out" from-image 3)")
+	row create-from-snapshot "create+delete from a snapshot vs from its image" ms \
+		"$(field "$out" from-snapshot 3)" "$(field "$out" from-snapshot 4)" from-image \
+		"$(field "$out" from-image 3)" "$(field "$out" from-image 4)" "$r" "≤ 2×" "$(le "$r" 2)"
+	"${c[@]}" -X DELETE "http://b/v1/sandboxes/$sbx" >/dev/null || true
+	if [ -f "$BUILD/images/default.tar.zst" ] &&
+		"$SL" image import default "$BUILD/images/default.tar.zst" >/dev/null; then
+		sbx=$("${c[@]}" -X POST http://b/v1/sandboxes -d '{"image":"default"}' | jq -r .id)
+		say "executeCode: python print(1) and typescript console.log(1 as number) ($RUNS runs)"
+		out=$(measure "executeCode" "${api[@]}" --runs "$RUNS" --warmup 1 \
+			-v python @http POST "/v1/sandboxes/$sbx/code" \
+			'{"language":"python","code":"print(1)"}' \; \
+			-v typescript @http POST "/v1/sandboxes/$sbx/code" \
+			'{"language":"typescript","code":"console.log(1 as number)"}' \; \
+			-v bare-python @http POST "/v1/sandboxes/$sbx/executions?wait=30s" \
+			'{"command":["python3","-c","print(1)"]}' \; \
+			-v bare-node @http POST "/v1/sandboxes/$sbx/executions?wait=30s" \
+			'{"command":["node","-e","console.log(1)"]}' \;)
+		r=$(ratio "$(field "$out" python 3)" "$(field "$out" bare-python 3)")
+		row code-python "executeCode python print(1), cold, vs python3 -c" ms \
+			"$(field "$out" python 3)" "$(field "$out" python 4)" bare-python \
+			"$(field "$out" bare-python 3)" "$(field "$out" bare-python 4)" "$r" "≤ 1.2×" \
+			"$(le "$r" 1.2)"
+		r=$(ratio "$(field "$out" typescript 3)" "$(field "$out" bare-node 3)")
+		row code-typescript "executeCode typescript, cold, vs node -e" ms \
+			"$(field "$out" typescript 3)" "$(field "$out" typescript 4)" bare-node \
+			"$(field "$out" bare-node 3)" "$(field "$out" bare-node 4)" "$r" - -
+		"${c[@]}" -X DELETE "http://b/v1/sandboxes/$sbx" >/dev/null || true
+	else
+		SKIPPED+=("executeCode: build/images/default.tar.zst absent (make images)")
+	fi
+	stop_serve
+}
+
 # ---- run -------------------------------------------------------------------------------------
 
 T0=$(date +%s)
@@ -604,6 +678,7 @@ want oneshot && bench_oneshot
 want exec && bench_exec
 want parallel && bench_parallel
 want api && bench_api
+want lifecycle && bench_lifecycle
 want density && bench_density
 ELAPSED=$(($(date +%s) - T0))
 LOAD1=$(cut -d' ' -f1 /proc/loadavg)
