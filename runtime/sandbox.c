@@ -960,7 +960,8 @@ static int want_status(const sl_sandbox *sb, const char *want, const char *verb,
 		       verb);
 }
 
-int sandbox_pause(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
+/* pause and resume: the same move in two directions. */
+static int set_frozen(sl_ctx *ctx, const char *ref, bool frozen, sl_sandbox *out, sl_err *err)
 {
 	sl_sandbox sb;
 	_cleanup_close_ int lk = -1;
@@ -968,11 +969,12 @@ int sandbox_pause(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
 		return -1;
 	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
-	int r = want_status(&sb, "running", "paused", err);
+	int r = frozen ? want_status(&sb, "running", "paused", err)
+		       : want_status(&sb, "paused", "resumed", err);
 	if (r == 0)
-		r = cgroup_freeze(ctx->cg, cg, true, err);
+		r = cgroup_freeze(ctx->cg, cg, frozen, err);
 	if (r == 0) {
-		snprintf(sb.status, sizeof(sb.status), "paused");
+		snprintf(sb.status, sizeof(sb.status), "%s", frozen ? "paused" : "running");
 		r = record_save(ctx, &sb, true, err);
 	}
 	if (r == 0 && out)
@@ -982,26 +984,14 @@ int sandbox_pause(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
 	return r;
 }
 
+int sandbox_pause(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
+{
+	return set_frozen(ctx, ref, true, out, err);
+}
+
 int sandbox_resume(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
 {
-	sl_sandbox sb;
-	_cleanup_close_ int lk = -1;
-	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
-		return -1;
-	char cg[64];
-	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
-	int r = want_status(&sb, "paused", "resumed", err);
-	if (r == 0)
-		r = cgroup_freeze(ctx->cg, cg, false, err);
-	if (r == 0) {
-		snprintf(sb.status, sizeof(sb.status), "running");
-		r = record_save(ctx, &sb, true, err);
-	}
-	if (r == 0 && out)
-		*out = sb;
-	else
-		sandbox_free(&sb);
-	return r;
+	return set_frozen(ctx, ref, false, out, err);
 }
 
 int sandbox_stop(sl_ctx *ctx, const char *ref, int grace_ms, sl_sandbox *out, sl_err *err)

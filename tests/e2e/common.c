@@ -1062,6 +1062,16 @@ void e2e_env_teardown(void)
 	cleanup_root(root);
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
 	unsetenv("SANDLOT_E2E_ROOT");
+	/* The runtime's parent cgroup ("sandlot" in each hierarchy) outlives sandboxes;
+	 * remove it when empty, so a test run leaves no cgroup directory behind. rmdir
+	 * fails harmlessly while any sandbox (anyone's) still has a cgroup under it. */
+	static const char *const parents[] = { "cpu", "cpuacct", "memory", "pids", "freezer", "" };
+	for (size_t i = 0; i < sizeof(parents) / sizeof(parents[0]); i++) {
+		char p[128];
+		snprintf(p, sizeof(p), "/sys/fs/cgroup/%s%ssandlot", parents[i],
+			 parents[i][0] ? "/" : "");
+		rmdir(p);
+	}
 
 	/* Verify: the host must be as before set-up. */
 	mounts_read(&points, NULL);
