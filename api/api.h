@@ -23,6 +23,8 @@ typedef struct api_options {
 	bool allow_remote;	 /* accept a non-loopback --listen address */
 	uint64_t max_json;	 /* largest JSON request body */
 	uint64_t max_upload;	 /* largest raw upload (files, images, stdin) */
+	uint16_t preview_port;	 /* loopback port of the preview proxy; 0: 7081 */
+	bool preview_any;	 /* let the kernel choose it (tests run several daemons) */
 } api_options;
 
 /* Listen, print one line saying where, and serve until SIGTERM or SIGINT. */

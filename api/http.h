@@ -30,8 +30,11 @@ typedef struct api_server {
 	char key[API_KEY_LEN + 1];
 	atomic_bool stopping;
 	atomic_ullong executions_started; /* since this daemon started (metrics) */
-	pthread_mutex_t lock;		  /* guards ptys */
+	pthread_mutex_t lock;		  /* guards ptys and relays */
 	api_pty *ptys;
+	struct api_relay *relays; /* port relays (ports.c) */
+	int preview_fd;
+	uint16_t preview_port;
 } api_server;
 
 typedef enum api_body { API_BODY_NONE, API_BODY_JSON, API_BODY_RAW } api_body;
@@ -217,6 +220,10 @@ enum MHD_Result api_images_delete(api_req *r);
  * timeouts (called every second by the main loop, and once at start). */
 void api_touch(api_server *s, const char *ref);
 void api_enforce_deadlines(api_server *s);
+/* ports.c: loopback relays into sandboxes and the preview proxy. */
+enum MHD_Result api_ports_get(api_req *r);
+void api_ports_sweep(api_server *s, bool all);
+int api_preview_start(api_server *s, uint16_t want, sl_err *err);
 /* lifecycle.c */
 enum MHD_Result api_sandboxes_pause(api_req *r);
 enum MHD_Result api_sandboxes_resume(api_req *r);

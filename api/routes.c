@@ -39,7 +39,7 @@ static const api_route routes[] = {
 	{ "POST",   "/v1/sandboxes/{id}/fs/mkdir", API_BODY_JSON, api_fs_mkdir, NULL, NULL },
 	{ "POST",   "/v1/sandboxes/{id}/fs/move", API_BODY_JSON, api_fs_move, NULL, NULL },
 	{ "POST",   "/v1/sandboxes/{id}/fs/chmod", API_BODY_JSON, api_fs_chmod, NULL, NULL },
-	{ "GET",    "/v1/sandboxes/{id}/ports/{port}", API_BODY_NONE, api_not_implemented, NULL, NULL },
+	{ "GET",    "/v1/sandboxes/{id}/ports/{port}", API_BODY_NONE, api_ports_get, NULL, NULL },
 	{ "POST",   "/v1/sandboxes/{id}/snapshots", API_BODY_JSON, api_snapshots_create, NULL, NULL },
 	{ "GET",    "/v1/snapshots", API_BODY_NONE, api_snapshots_list, NULL, NULL },
 	{ "GET",    "/v1/snapshots/{sid}", API_BODY_NONE, api_snapshots_get, NULL, NULL },

@@ -422,7 +422,7 @@ static void raise_fd_limit(void)
 
 int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 {
-	api_server srv = {.ctx = ctx, .opt = *o};
+	api_server srv = {.ctx = ctx, .opt = *o, .preview_fd = -1};
 	pthread_mutex_init(&srv.lock, NULL);
 	if (!srv.opt.max_json)
 		srv.opt.max_json = API_DEFAULT_MAX_JSON;
@@ -463,7 +463,8 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	int r = 0;
+	int r = api_preview_start(&srv, o->preview_any ? 0 : o->preview_port ? o->preview_port : 7081,
+				  err);
 	int started = 0;
 	for (; started < nl && r == 0; started++)
 		r = listener_start(&ls[started], err);
@@ -488,6 +489,7 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 				reap_inits();
 			api_pty_sweep(&srv, false);
 			api_enforce_deadlines(&srv);
+			api_ports_sweep(&srv, false);
 		}
 		sl_log(SL_LOG_INFO, "serve: stopping");
 	} else {
@@ -510,6 +512,11 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 	}
 	unlink(sock);
 	api_pty_sweep(&srv, true);
+	api_ports_sweep(&srv, true);
+	if (srv.preview_fd >= 0) {
+		shutdown(srv.preview_fd, SHUT_RDWR);
+		close(srv.preview_fd);
+	}
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	return r;
 }

@@ -23,7 +23,7 @@ static int reopen_state(sl_ctx *ctx, const char *dir)
 
 int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 {
-	enum { O_SOCKET = 256, O_LISTEN, O_REMOTE, O_STATE, O_MAXBODY, O_MAXUP };
+	enum { O_SOCKET = 256, O_LISTEN, O_REMOTE, O_STATE, O_MAXBODY, O_MAXUP, O_PREVIEW };
 	static const struct option opts[] = {
 	    {"socket", required_argument, 0, O_SOCKET},
 	    {"listen", required_argument, 0, O_LISTEN},
@@ -31,6 +31,7 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	    {"state-dir", required_argument, 0, O_STATE},
 	    {"max-body", required_argument, 0, O_MAXBODY},
 	    {"max-upload", required_argument, 0, O_MAXUP},
+	    {"preview-port", required_argument, 0, O_PREVIEW},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -62,11 +63,20 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			if (quantity_parse_bytes("--max-upload", optarg, &o.max_upload, &err) < 0)
 				return cli_fail(&err);
 			break;
+		case O_PREVIEW: {
+			char *end;
+			unsigned long p = strtoul(optarg, &end, 10);
+			if (*end || p > 65535)
+				return cli_usage("serve: --preview-port %s is not a port", optarg);
+			o.preview_port = p;
+			o.preview_any = p == 0;
+			break;
+		}
 		case 'h':
 			puts("usage: sandlot serve [--socket PATH] [--listen 127.0.0.1:PORT] "
 			     "[--allow-remote]\n"
 			     "                     [--state-dir DIR] [--max-body 8Mi] "
-			     "[--max-upload 1Gi]\n"
+			     "[--max-upload 1Gi] [--preview-port 7081 (0: any)]\n"
 			     "The unix socket (default <run dir>/sandlot.sock, mode 0660) needs no "
 			     "key;\n"
 			     "TCP clients send the key `sandlot key` prints.");

@@ -3,6 +3,8 @@
  * kill -9 restarts, files and hostile paths, WebSocket attach, and the spec check. */
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -70,13 +72,13 @@ static void daemon_start(daemon_t *d, const char *sock, bool tcp, const char *co
 	snprintf(d->sock, sizeof(d->sock), "%s", path);
 	snprintf(d->out, sizeof(d->out), "%s/serve-%d.out", e2e_root(), daemon_seq++);
 	char *bin = e2e_build_path("sandlot");
-	const char *argv[16] = {bin, "serve", "--socket", d->sock};
-	int n = 4;
+	const char *argv[18] = {bin, "serve", "--socket", d->sock, "--preview-port", "0"};
+	int n = 6;
 	if (tcp) {
 		argv[n++] = "--listen";
 		argv[n++] = "127.0.0.1:0";
 	}
-	for (; extra && *extra && n < 15; extra++)
+	for (; extra && *extra && n < 17; extra++)
 		argv[n++] = *extra;
 	argv[n] = NULL;
 	pid_t pid = fork();
@@ -706,9 +708,6 @@ static void test_errors(void **state)
 	expect_call("POST", p, NULL, 409, "CONFLICT", "paused");
 	free(p);
 	/* Routes of features that have not landed. */
-	p = xprintf("/v1/sandboxes/%s/ports/8080", id);
-	expect_call("GET", p, NULL, 501, "NOT_IMPLEMENTED", NULL);
-	free(p);
 	expect_call("POST", "/v1/volumes", "{}", 400, "INVALID_ARGUMENT", "name");
 
 	/* Deleted: gone for every call but GET (the tombstone); deleting again is 404. */
@@ -729,6 +728,8 @@ static void test_errors(void **state)
 }
 
 /* ---- lifecycle, snapshots, volumes, code and timeouts over HTTP ----------------------------- */
+
+static void assert_only_daemon_changed(const e2e_snapshot *before, pid_t old, pid_t neu);
 
 static void test_lifecycle_routes(void **state)
 {
@@ -761,6 +762,27 @@ static void test_lifecycle_routes(void **state)
 	free(p);
 	char *out = sh_ok(id, "cat /root/f");
 	assert_string_equal(out, "kept\n");
+	free(out);
+
+	/* Paused survives a kill -9 of the daemon; resume works after the restart. */
+	p = xprintf("/v1/sandboxes/%s/pause", id);
+	expect_call("POST", p, NULL, 200, NULL, NULL);
+	free(p);
+	pid_t old_daemon = D.pid;
+	kill(D.pid, SIGKILL);
+	assert_int_equal(waitpid(D.pid, NULL, 0), D.pid);
+	daemon_start(&D, D.sock, true, NULL);
+	p = xprintf("/v1/sandboxes/%s", id);
+	http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(r.json, "status"), "paused");
+	resp_free(&r);
+	free(p);
+	p = xprintf("/v1/sandboxes/%s/resume", id);
+	expect_call("POST", p, NULL, 200, NULL, NULL);
+	free(p);
+	out = sh_ok(id, "echo after-restart");
+	assert_string_equal(out, "after-restart\n");
 	free(out);
 
 	/* Snapshots: create, get by name, a sandbox from it, delete refused while used. */
@@ -842,6 +864,131 @@ static void test_lifecycle_routes(void **state)
 	free(id3);
 	free(sid);
 	free(id);
+	/* The fixture compares against a snapshot with the restarted daemon in it. */
+	assert_only_daemon_changed(*state, old_daemon, D.pid);
+	e2e_snapshot_free(*state);
+	*state = e2e_snapshot_take();
+}
+
+/* ---- ports: relay and preview proxy ------------------------------------------------------- */
+
+/* Send RAW to 127.0.0.1:PORT and read what comes back until EOF or 5 s. */
+static char *tcp_exchange(int port, const char *raw, size_t rawlen, bool half_close)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(send(fd, raw, rawlen, MSG_NOSIGNAL), (ssize_t)rawlen);
+	if (half_close)
+		shutdown(fd, SHUT_WR);
+	size_t cap = 65536, len = 0;
+	char *buf = calloc(1, cap + 1);
+	struct pollfd p = {fd, POLLIN, 0};
+	while (len < cap && poll(&p, 1, 5000) > 0) {
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n <= 0)
+			break;
+		len += n;
+	}
+	close(fd);
+	return buf;
+}
+
+static void test_ports(void **state)
+{
+	resp r = {0};
+	char *id = sandbox_new("{\"image\":\"busybox\"}");
+	/* A web server inside a sandbox whose network is off (only lo). */
+	free(sh_ok(id, "mkdir -p /www && echo hello-from-inside > /www/index.html && "
+		       "(busybox httpd -f -p 8080 -h /www >/dev/null 2>&1 &) && "
+		       "(nc -lk -p 9000 -e cat >/dev/null 2>&1 || nc -ll -p 9000 -e cat) "
+		       ">/dev/null 2>&1 &"));
+	usleep(300000);
+	char *p = xprintf("/v1/sandboxes/%s/ports/8080", id);
+	http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	const char *host = jstr(r.json, "host"), *url = jstr(r.json, "url");
+	assert_true(!strncmp(host, "127.0.0.1:", 10));
+	int hp = atoi(host + 10);
+	char want[128];
+	snprintf(want, sizeof(want), "http://8080-%s.localhost:", id);
+	assert_true(!strncmp(url, want, strlen(want)));
+	int pp = atoi(url + strlen(want));
+	resp_free(&r);
+	free(p);
+	/* Through the relay: plain HTTP to host:port. */
+	const char *get = "GET / HTTP/1.0\r\nHost: x\r\n\r\n";
+	char *out = tcp_exchange(hp, get, strlen(get), false);
+	assert_true(e2e_contains(out, "hello-from-inside"));
+	free(out);
+	/* Through the preview proxy, routed by the Host header (no API key). */
+	char *head = xprintf("GET /index.html HTTP/1.0\r\nHost: 8080-%s.localhost:%d\r\n\r\n", id,
+			    pp);
+	out = tcp_exchange(pp, head, strlen(head), false);
+	assert_true(e2e_contains(out, "200 OK"));
+	assert_true(e2e_contains(out, "hello-from-inside"));
+	free(out);
+	free(head);
+	/* A browser loads the preview URL (Chromium resolves *.localhost itself). */
+	char *page = xprintf("http://8080-%s.localhost:%d/", id, pp);
+	char *profile = xprintf("%s/chromium-profile", e2e_root());
+	char *udd = xprintf("--user-data-dir=%s", profile);
+	char *cargv[] = {"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
+			 "--disable-quic", "--no-first-run", "--disable-background-networking",
+			 "--disable-component-update", "--disable-sync", udd, "--dump-dom", page,
+			 NULL};
+	e2e_result cr;
+	e2e_run(&cr, NULL, 0, 60000, cargv);
+	if (!e2e_contains(cr.out, "hello-from-inside"))
+		fail_msg("chromium did not show the page (status %d): %s %s", cr.status, cr.out,
+			 cr.err);
+	e2e_result_free(&cr);
+	char *rmcmd = xprintf("rm -rf %s", profile);
+	assert_int_equal(system(rmcmd), 0);
+	free(rmcmd);
+	free(udd);
+	free(profile);
+	free(page);
+	/* An upgrade: after the head, bytes flow both ways untouched (an echo server). */
+	head = xprintf("GET /ws HTTP/1.1\r\nHost: 9000-%s.localhost\r\nUpgrade: websocket\r\n"
+		      "Connection: Upgrade\r\n\r\n\x81\x05hello",
+		      id);
+	out = tcp_exchange(pp, head, strlen(head), true);
+	assert_true(e2e_contains(out, "Upgrade: websocket"));
+	assert_true(e2e_contains(out, "\x81\x05hello"));
+	free(out);
+	free(head);
+	/* Unknown sandbox or a bad host: clear errors. */
+	head = xprintf("GET / HTTP/1.0\r\nHost: 8080-sbx_aaaaaaaaaaaaaaaaaaaa.localhost\r\n\r\n");
+	out = tcp_exchange(pp, head, strlen(head), false);
+	assert_true(e2e_contains(out, "502"));
+	free(out);
+	free(head);
+	out = tcp_exchange(pp, "GET / HTTP/1.0\r\nHost: example.com\r\n\r\n", 40, false);
+	assert_true(e2e_contains(out, "404"));
+	free(out);
+	/* Bad port numbers. */
+	p = xprintf("/v1/sandboxes/%s/ports/0", id);
+	expect_call("GET", p, NULL, 400, "INVALID_ARGUMENT", "port");
+	free(p);
+	/* Relays close when the sandbox stops. */
+	p = xprintf("/v1/sandboxes/%s/stop", id);
+	http(&r, "POST", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	resp_free(&r);
+	free(p);
+	bool closed = false;
+	for (int i = 0; i < 40 && !closed; i++) {
+		usleep(100000);
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(hp),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		closed = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0;
+		close(fd);
+	}
+	assert_true(closed);
+	sandbox_del(id);
 }
 
 /* ---- sandboxes --------------------------------------------------------------------------- */
@@ -2142,6 +2289,107 @@ static void test_zz_spec(void **state)
 	free(cmd);
 }
 
+/* A real WebSocket echo server in a sandbox (Python, default image), reached through
+ * the preview URL: handshake, then a masked text frame echoed back. */
+static const char ws_echo_py[] =
+	"import socket, hashlib, base64\n"
+	"s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+	"s.bind(('127.0.0.1', 9001)); s.listen(5)\n"
+	"while True:\n"
+	"    c, _ = s.accept(); d = b''\n"
+	"    while b'\\r\\n\\r\\n' not in d: d += c.recv(4096)\n"
+	"    k = [l.split(b':', 1)[1].strip() for l in d.split(b'\\r\\n')\n"
+	"         if l.lower().startswith(b'sec-websocket-key')][0]\n"
+	"    a = base64.b64encode(hashlib.sha1(k + b'258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest())\n"
+	"    c.sendall(b'HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\n'\n"
+	"              b'Connection: Upgrade\\r\\nSec-WebSocket-Accept: ' + a + b'\\r\\n\\r\\n')\n"
+	"    h = c.recv(2); n = h[1] & 127; m = c.recv(4); p = b''\n"
+	"    while len(p) < n: p += c.recv(n - len(p))\n"
+	"    p = bytes(b ^ m[i % 4] for i, b in enumerate(p))\n"
+	"    c.sendall(bytes([0x81, len(p)]) + p); c.close()\n";
+
+static void test_preview_websocket(void **state)
+{
+	char *tar = e2e_build_path("images/default.tar.zst");
+	free(e2e_sandlot_ok("image", "import", "default", tar, NULL));
+	free(tar);
+	char *id = sandbox_new("{\"image\":\"default\"}");
+	e2e_result er;
+	assert_int_equal(e2e_sandlot(&er, ws_echo_py, strlen(ws_echo_py), "exec", "-i", id, "--",
+				     "sh", "-c", "cat > /tmp/ws.py", NULL),
+			 0);
+	e2e_result_free(&er);
+	free(sh_ok(id, "(python3 /tmp/ws.py >/dev/null 2>&1 &); sleep 0.5"));
+	resp r = {0};
+	char *p = xprintf("/v1/sandboxes/%s/ports/9001", id);
+	http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	const char *url = jstr(r.json, "url");
+	const char *colon = strrchr(url, ':');
+	int pp = atoi(colon + 1);
+	resp_free(&r);
+	free(p);
+	unsigned char raw[16];
+	char key[32], accept_want[32];
+	assert_int_equal(getrandom(raw, sizeof(raw), 0), 16);
+	base64_encode_raw(key, 16, raw);
+	key[24] = '\0';
+	struct sha1_ctx sha;
+	uint8_t dg[SHA1_DIGEST_SIZE];
+	sha1_init(&sha);
+	sha1_update(&sha, 24, (const uint8_t *)key);
+	sha1_update(&sha, 36, (const uint8_t *)"258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+	sha1_digest(&sha, sizeof(dg), dg);
+	base64_encode_raw(accept_want, sizeof(dg), dg);
+	accept_want[28] = '\0';
+	char *rq = xprintf("GET /echo HTTP/1.1\r\nHost: 9001-%s.localhost:%d\r\nUpgrade: websocket\r\n"
+			   "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+			   "Sec-WebSocket-Version: 13\r\n\r\n",
+			   id, pp, key);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(pp),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(write(fd, rq, strlen(rq)), (ssize_t)strlen(rq));
+	free(rq);
+	char buf[4096];
+	size_t len = 0;
+	char *end = NULL;
+	while (!end && len < sizeof(buf) - 1) {
+		struct pollfd pf = {fd, POLLIN, 0};
+		assert_true(poll(&pf, 1, 10000) == 1);
+		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		assert_true(n > 0);
+		len += n;
+		buf[len] = '\0';
+		end = strstr(buf, "\r\n\r\n");
+	}
+	assert_true(!strncmp(buf, "HTTP/1.1 101", 12));
+	assert_non_null(strstr(buf, accept_want));
+	/* A masked text frame "hello-ws"; the echo comes back unmasked. */
+	const char *msg = "hello-ws";
+	unsigned char frame[2 + 4 + 8], mask[4] = {1, 2, 3, 4};
+	frame[0] = 0x81, frame[1] = 0x80 | 8;
+	memcpy(frame + 2, mask, 4);
+	for (int i = 0; i < 8; i++)
+		frame[6 + i] = msg[i] ^ mask[i & 3];
+	assert_int_equal(write(fd, frame, sizeof(frame)), (ssize_t)sizeof(frame));
+	size_t hl = end + 4 - buf, got = len - hl;
+	memmove(buf, buf + hl, got);
+	while (got < 10) {
+		struct pollfd pf = {fd, POLLIN, 0};
+		assert_true(poll(&pf, 1, 10000) == 1);
+		ssize_t n = read(fd, buf + got, sizeof(buf) - got);
+		assert_true(n > 0);
+		got += n;
+	}
+	assert_int_equal((unsigned char)buf[0], 0x81);
+	assert_int_equal(buf[1], 8);
+	assert_memory_equal(buf + 2, msg, 8);
+	close(fd);
+	sandbox_del(id);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2164,6 +2412,8 @@ int main(void)
 	    E2E_TEST(test_caps_and_clean_stop),
 	    E2E_TEST(test_listen_refusals),
 	    E2E_TEST(test_lifecycle_routes),
+	    E2E_TEST(test_ports),
+	    E2E_TEST(test_preview_websocket),
 	    E2E_TEST(test_zz_spec),
 	};
 	e2e_apply_filter();
