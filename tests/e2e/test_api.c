@@ -864,6 +864,33 @@ static void test_lifecycle_routes(void **state)
 	free(id3);
 	free(sid);
 	free(id);
+	/* A lifetime that runs out while no daemon runs is acted on at start. */
+	char *id4 = sandbox_new("{\"image\":\"busybox\",\"timeout\":{\"lifetime\":\"2s\"}}");
+	kill(D.pid, SIGKILL);
+	assert_int_equal(waitpid(D.pid, NULL, 0), D.pid);
+	sleep(3);
+	{
+		sl_sandbox sb;
+		sl_err err = {0};
+		assert_int_equal(sandbox_get(&CTX, id4, &sb, &err), 0);
+		assert_string_equal(sb.status, "running"); /* nobody acted yet */
+		sandbox_free(&sb);
+	}
+	daemon_start(&D, D.sock, true, NULL);
+	p = xprintf("/v1/sandboxes/%s", id4);
+	gone = false;
+	for (int i = 0; i < 40 && !gone; i++) {
+		http(&r, "GET", p, NULL);
+		gone = r.json && !strcmp(jstr(r.json, "status"), "terminated");
+		if (gone)
+			assert_string_equal(jstr(r.json, "reason"), "lifetime expired");
+		resp_free(&r);
+		if (!gone)
+			usleep(100000);
+	}
+	assert_true(gone);
+	free(p);
+	free(id4);
 	/* The fixture compares against a snapshot with the restarted daemon in it. */
 	assert_only_daemon_changed(*state, old_daemon, D.pid);
 	e2e_snapshot_free(*state);
