@@ -25,7 +25,7 @@
 /* Runs SRC as __main__; an uncaught exception goes to stderr as a traceback (without
  * this wrapper's frame) and to ERRF as {name, message, traceback}. */
 static const char py_wrapper[] =
-	"import json, sys, traceback\n"
+	"import sys\n"
 	"src, errf = sys.argv[1], sys.argv[2]\n"
 	"sys.argv = [src]\n"
 	"g = {'__name__': '__main__', '__file__': src, '__builtins__': __builtins__}\n"
@@ -36,6 +36,7 @@ static const char py_wrapper[] =
 	"except SystemExit:\n"
 	"    raise\n"
 	"except BaseException as e:\n"
+	"    import json, traceback  # only on failure: they cost start-up time\n"
 	"    tb = ''.join(traceback.format_exception(type(e), e, e.__traceback__.tb_next))\n"
 	"    sys.stderr.write(tb)\n"
 	"    sys.stderr.flush()\n"
