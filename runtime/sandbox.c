@@ -441,19 +441,35 @@ int sandbox_get(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
 	return 0;
 }
 
-int sandbox_image_in_use(sl_ctx *ctx, const char *digest, bool *in_use, sl_err *err)
+int sandbox_find_user(sl_ctx *ctx, bool (*uses)(const sl_sandbox *sb, const void *arg),
+		      const void *arg, char user[32], sl_err *err)
 {
 	sl_sandbox *list;
 	size_t n;
-	*in_use = false;
+	user[0] = '\0';
 	if (sandbox_list(ctx, &list, &n, err) < 0)
 		return -1;
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(list[i].status, "terminated") && !strcmp(list[i].digest, digest))
-			*in_use = true;
+	for (size_t i = 0; i < n && !user[0]; i++)
+		if (strcmp(list[i].status, "terminated") && uses(&list[i], arg))
+			snprintf(user, 32, "%s", list[i].id);
 	sandbox_free_list(list, n);
+	return 0;
+}
+
+static bool uses_digest(const sl_sandbox *sb, const void *digest)
+{
+	return !strcmp(sb->digest, digest);
+}
+
+int sandbox_image_in_use(sl_ctx *ctx, const char *digest, bool *in_use, sl_err *err)
+{
+	char user[32];
+	if (sandbox_find_user(ctx, uses_digest, digest, user, err) < 0)
+		return -1;
+	*in_use = user[0] != '\0';
 	/* Snapshots are layered on their image: they hold it too. */
 	sl_snapshot *snaps;
+	size_t n;
 	if (snapshot_list(ctx, &snaps, &n, err) < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++)

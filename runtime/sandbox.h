@@ -105,7 +105,11 @@ void sandbox_free(sl_sandbox *sb);
 void sandbox_free_list(sl_sandbox *list, size_t n);
 /* The record as JSON (the API's Sandbox shape; internal fields omitted). */
 cJSON *sandbox_to_json(const sl_sandbox *sb);
-/* Is any live sandbox using this image digest? */
+/* The id of a live (not terminated) sandbox for which uses(sb, arg) holds, in user
+ * ("" when none): what refuses deleting an image, snapshot or volume in use. */
+int sandbox_find_user(sl_ctx *ctx, bool (*uses)(const sl_sandbox *sb, const void *arg),
+		      const void *arg, char user[32], sl_err *err);
+/* Is any live sandbox (or snapshot) using this image digest? */
 int sandbox_image_in_use(sl_ctx *ctx, const char *digest, bool *in_use, sl_err *err);
 
 typedef struct sl_spawn {

@@ -239,23 +239,19 @@ int snapshot_list(sl_ctx *ctx, sl_snapshot **out, size_t *n, sl_err *err)
 	return 0;
 }
 
+static bool uses_snapshot(const sl_sandbox *sb, const void *id)
+{
+	return !strcmp(sb->snapshot, id);
+}
+
 int snapshot_delete(sl_ctx *ctx, const char *ref, sl_err *err)
 {
 	sl_snapshot s;
 	if (snapshot_get(ctx, ref, &s, err) < 0)
 		return -1;
-	sl_sandbox *list;
-	size_t n;
-	if (sandbox_list(ctx, &list, &n, err) < 0)
+	char by[32];
+	if (sandbox_find_user(ctx, uses_snapshot, s.id, by, err) < 0)
 		return -1;
-	const char *user = NULL;
-	for (size_t i = 0; i < n && !user; i++)
-		if (strcmp(list[i].status, "terminated") && !strcmp(list[i].snapshot, s.id))
-			user = list[i].id;
-	char by[32] = "";
-	if (user)
-		snprintf(by, sizeof(by), "%s", user);
-	sandbox_free_list(list, n);
 	if (by[0])
 		return sl_fail(err, SL_CONFLICT, 0,
 			       "snapshot %s is in use by sandbox %s; delete the sandbox first", s.id,

@@ -146,28 +146,26 @@ int volume_list(sl_ctx *ctx, sl_volume **out, size_t *n, sl_err *err)
 	return 0;
 }
 
+static bool mounts_volume(const sl_sandbox *sb, const void *name)
+{
+	const cJSON *m;
+	cJSON_ArrayForEach(m, sb->volumes)
+	{
+		const cJSON *vn = cJSON_GetObjectItemCaseSensitive(m, "name");
+		if (cJSON_IsString(vn) && !strcmp(vn->valuestring, name))
+			return true;
+	}
+	return false;
+}
+
 int volume_delete(sl_ctx *ctx, const char *name, sl_err *err)
 {
 	sl_volume v;
 	if (volume_get(ctx, name, &v, err) < 0)
 		return -1;
-	sl_sandbox *list;
-	size_t n;
-	if (sandbox_list(ctx, &list, &n, err) < 0)
+	char user[32];
+	if (sandbox_find_user(ctx, mounts_volume, name, user, err) < 0)
 		return -1;
-	char user[32] = "";
-	for (size_t i = 0; i < n && !user[0]; i++) {
-		if (!strcmp(list[i].status, "terminated"))
-			continue;
-		const cJSON *m;
-		cJSON_ArrayForEach(m, list[i].volumes)
-		{
-			const cJSON *vn = cJSON_GetObjectItemCaseSensitive(m, "name");
-			if (cJSON_IsString(vn) && !strcmp(vn->valuestring, name))
-				snprintf(user, sizeof(user), "%s", list[i].id);
-		}
-	}
-	sandbox_free_list(list, n);
 	if (user[0])
 		return sl_fail(err, SL_CONFLICT, 0,
 			       "volume %s is mounted by sandbox %s; delete the sandbox first", name,
