@@ -121,9 +121,9 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 				    "with only a loopback interface");
 			break;
 		case O_IDLE:
-			r = sl_fail(&err, SL_NOTIMPL, 0,
-				    "--idle-timeout: idle timeouts need `sandlot serve` (not "
-				    "available yet)");
+			/* Kept in the record; `sandlot serve` acts on it (stop, or destroy
+			 * when ephemeral) whenever it runs. */
+			r = duration_parse("--idle-timeout", optarg, &o->c.idle_ms, &err);
 			break;
 		case 'e':
 			if (o->nenv < MAX_KV)

@@ -1118,21 +1118,6 @@ int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int6
 	return r;
 }
 
-void sandbox_reap(sl_ctx *ctx)
-{
-	/* Inits started by this process are its children: collect the dead ones
-	 * without touching any other child. */
-	sl_sandbox *list;
-	size_t n;
-	sl_err e = { 0 };
-	if (sandbox_list(ctx, &list, &n, &e) < 0)
-		return;
-	for (size_t i = 0; i < n; i++)
-		if (list[i].init_pid > 0)
-			waitpid(list[i].init_pid, NULL, WNOHANG);
-	sandbox_free_list(list, n);
-}
-
 /* ---- commands ---- */
 
 int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc *p,

@@ -99,8 +99,6 @@ int sandbox_set_labels(sl_ctx *ctx, const char *ref, const cJSON *labels, sl_san
  * it: E2B's setTimeout); idle (Daytona's autostop); execution (the default per command). */
 int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int64_t idle_ms,
 			 int64_t exec_ms, sl_sandbox *out, sl_err *err);
-/* Reap inits this process started that have died (a long-lived daemon calls it). */
-void sandbox_reap(sl_ctx *ctx);
 void sandbox_free(sl_sandbox *sb);
 void sandbox_free_list(sl_sandbox *list, size_t n);
 /* The record as JSON (the API's Sandbox shape; internal fields omitted). */
