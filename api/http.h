@@ -52,12 +52,38 @@ typedef struct api_route {
 	 * piece in order. A failure answers with the error once the body is consumed. */
 	int (*begin)(api_req *r, sl_err *err);
 	int (*chunk)(api_req *r, const char *data, size_t len, sl_err *err);
+	unsigned flags; /* API_ROUTE_* */
 } api_route;
+
+/* The handler authenticates the request itself (capability URLs, per-sandbox tokens):
+ * the TCP listener does not ask for the API key first. */
+#define API_ROUTE_OWN_AUTH 1u
+
+/* A compatibility façade (api/compat/): a remote provider's wire protocol translated to
+ * the same runtime calls as /v1. The server asks each façade, in order, whether a
+ * request is its own (by path prefix or header); a claimed request is matched only
+ * against the façade's table and answered in its error shape. */
+typedef struct api_facade {
+	const char *name;
+	bool (*claims)(api_req *r);
+	const api_route *routes;
+	size_t nroutes;
+	/* No route matched (PATH_KNOWN: another method serves it; ALLOW lists them). */
+	enum MHD_Result (*no_route)(api_req *r, bool path_known, const char *allow);
+	/* The API key was missing or wrong on a keyed listener. */
+	enum MHD_Result (*unauthorized)(api_req *r);
+} api_facade;
+
+extern const api_facade api_facade_daytona, api_facade_e2b, api_facade_agentuity;
+/* NULL-terminated, in the order they are asked (routes.c). */
+extern const api_facade *const api_facades[];
 
 struct api_req {
 	api_server *srv;
 	struct MHD_Connection *conn;
 	const api_route *route;
+	const api_facade *facade; /* the façade that claimed the request, or NULL (/v1) */
+	bool keyed;		  /* it came on a listener that needs the API key */
 	char method[16];
 	char *url;
 	char *param[API_MAX_PARAMS];
@@ -78,6 +104,10 @@ struct api_req {
  * whether some other method serves PATH (405 rather than 404). */
 const api_route *api_route_match(api_req *r, const char *method, const char *path, bool *path_known,
 				 char *allow, size_t allow_len);
+/* The same over another table (a façade's). */
+const api_route *api_route_match_in(const api_route *table, size_t ntable, api_req *r,
+				    const char *method, const char *path, bool *path_known,
+				    char *allow, size_t allow_len);
 
 /* ---- replies (http.c) ---- */
 

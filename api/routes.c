@@ -7,7 +7,7 @@
 #include "http.h"
 
 /* clang-format off */
-static const api_route routes[] = {
+static const api_route v1_routes[] = {
 	{ "POST",   "/v1/sandboxes", API_BODY_JSON, api_sandboxes_create, NULL, NULL },
 	{ "GET",    "/v1/sandboxes", API_BODY_NONE, api_sandboxes_list, NULL, NULL },
 	{ "GET",    "/v1/sandboxes/{id}", API_BODY_NONE, api_sandboxes_get, NULL, NULL },
@@ -81,8 +81,9 @@ static bool match(const char *pattern, const char *path, const char **caps, size
 	return !*p && !*s;
 }
 
-const api_route *api_route_match(api_req *r, const char *method, const char *path, bool *path_known,
-				 char *allow, size_t allow_len)
+const api_route *api_route_match_in(const api_route *table, size_t ntable, api_req *r,
+				    const char *method, const char *path, bool *path_known,
+				    char *allow, size_t allow_len)
 {
 	*path_known = false;
 	if (allow_len)
@@ -91,7 +92,8 @@ const api_route *api_route_match(api_req *r, const char *method, const char *pat
 	const char *caps[API_MAX_PARAMS];
 	size_t caplen[API_MAX_PARAMS];
 	int ncap = 0;
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+	const api_route *routes = table;
+	for (size_t i = 0; i < ntable; i++) {
 		const char *c[API_MAX_PARAMS];
 		size_t cl[API_MAX_PARAMS];
 		int n;
@@ -118,3 +120,14 @@ const api_route *api_route_match(api_req *r, const char *method, const char *pat
 			return NULL;
 	return hit;
 }
+
+const api_route *api_route_match(api_req *r, const char *method, const char *path, bool *path_known,
+				 char *allow, size_t allow_len)
+{
+	return api_route_match_in(v1_routes, sizeof(v1_routes) / sizeof(v1_routes[0]), r, method, path,
+				  path_known, allow, allow_len);
+}
+
+/* The compatibility façades (api/compat/), asked in this order before /v1. */
+const api_facade *const api_facades[] = {&api_facade_daytona, &api_facade_e2b,
+					 &api_facade_agentuity, NULL};

@@ -239,13 +239,29 @@ static void req_free(api_req *r)
 /* The first call for a request: headers are in, no body yet. */
 static enum MHD_Result req_begin(api_listener *l, api_req *r)
 {
-	if (l->need_key && !authorized(r))
-		return reply_unauthorized(r);
 	bool known;
 	char allow[64];
-	r->route = api_route_match(r, r->method, r->url, &known, allow, sizeof(allow));
-	if (!r->route)
-		return reply_no_route(r, known, allow);
+	r->keyed = l->need_key;
+	for (const api_facade *const *f = api_facades; *f && !r->facade; f++)
+		if ((*f)->claims(r))
+			r->facade = *f;
+	if (r->facade) {
+		const api_facade *f = r->facade;
+		r->route = api_route_match_in(f->routes, f->nroutes, r, r->method, r->url, &known,
+					      allow, sizeof(allow));
+		if (l->need_key && !(r->route && (r->route->flags & API_ROUTE_OWN_AUTH)) &&
+		    !authorized(r))
+			return f->unauthorized ? f->unauthorized(r) : reply_unauthorized(r);
+		if (!r->route)
+			return f->no_route ? f->no_route(r, known, allow)
+					   : reply_no_route(r, known, allow);
+	} else {
+		if (l->need_key && !authorized(r))
+			return reply_unauthorized(r);
+		r->route = api_route_match(r, r->method, r->url, &known, allow, sizeof(allow));
+		if (!r->route)
+			return reply_no_route(r, known, allow);
+	}
 	if (r->nparam > 0 && !strncmp(r->route->pattern, "/v1/sandboxes/{id}", 18))
 		api_touch(r->srv, r->param[0]);
 	r->cap = r->route->body == API_BODY_RAW ? r->srv->opt.max_upload : r->srv->opt.max_json;

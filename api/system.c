@@ -21,6 +21,7 @@ enum MHD_Result api_health(api_req *r)
 	cJSON_AddStringToObject(o, "status", "ok");
 	cJSON_AddStringToObject(o, "version", SANDLOT_VERSION);
 	cJSON_AddNumberToObject(o, "sandboxes", (double)live);
+	cJSON_AddNumberToObject(o, "previewPort", r->srv->preview_port);
 	return api_reply_json(r, 200, o);
 }
 

@@ -63,6 +63,20 @@ typedef struct sl_volume_spec {
 	bool readonly;
 } sl_volume_spec;
 
+/* Network at create (issue 7). Off: a new netns with only lo. */
+typedef struct sl_net_opts {
+	bool enabled;
+	const char *const *allow; /* CIDRs, NULL-terminated; NULL: whatever NAT reaches */
+	const char *const *deny;  /* CIDRs refused even when allowed */
+} sl_net_opts;
+
+/* A package installed at create, before the sandbox starts (issue 7). */
+typedef struct sl_package {
+	const char *name;
+	const char *version; /* NULL: the newest */
+	const char *manager; /* "apt", "pip", "npm" */
+} sl_package;
+
 typedef struct sl_create_opts {
 	const char *image; /* NULL: "default", else "busybox" when default is absent */
 	const char *snapshot; /* id or name: start with the snapshot's files (and image) */
@@ -75,6 +89,9 @@ typedef struct sl_create_opts {
 	const sl_volume_spec *volumes;
 	size_t nvolumes;
 	uint64_t idle_ms, lifetime_ms, exec_timeout_ms; /* 0: none */
+	sl_net_opts net;
+	const sl_package *packages;
+	size_t npackages;
 } sl_create_opts;
 
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err);

@@ -1,0 +1,10 @@
+/* daytona.c — the daytona compatibility façade (issue: "daytona compatibility"). Not built yet:
+ * it claims no request, so everything falls through to /v1. */
+#include "../http.h"
+
+static bool claims(api_req *r)
+{
+	return false;
+}
+
+const api_facade api_facade_daytona = {.name = "daytona", .claims = claims};

@@ -1,0 +1,83 @@
+#!/bin/bash
+# run-suite.sh DIR — run one compatibility suite (tests/compat/<name>/) with the real SDK
+# against a real daemon: a throw-away state root, the busybox and default images, `sandlot
+# serve` on a loopback port (API key required there, as remote providers have), then
+# `node --test` in DIR. The SDKs come from DIR's committed lockfile (`npm ci`, kept in
+# DIR/node_modules while the lockfile is unchanged). The suite sees:
+#   SANDLOT_URL=http://127.0.0.1:PORT  SANDLOT_API_KEY  SANDLOT_SOCKET  SANDLOT_BIN
+#   SANDLOT_PREVIEW_PORT  SANDLOT_STATE_DIR  SANDLOT_RUN_DIR
+# Afterwards every sandbox is removed, the daemon stopped (by its pid), the state root
+# unmounted and deleted, and the host checked for anything left behind.
+set -euo pipefail
+dir=$(cd "$1" && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${SANDLOT_BUILD:-$top/build}
+bin=$build/sandlot
+name=$(basename "$dir")
+
+for f in "$bin" "$build/images/busybox.tar" "$build/images/default.tar.zst"; do
+	[ -e "$f" ] || { echo "run-suite: $f is missing (make all images)" >&2; exit 1; }
+done
+
+# npm ci only when the lockfile changed since the last install.
+stamp=$dir/node_modules/.sandlot-lock-sha
+want=$(sha256sum "$dir/package-lock.json" | cut -c1-64)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+	echo "$want" >"$stamp"
+fi
+
+root=$(mktemp -d /var/tmp/sandlot-compat-$name.XXXXXX)
+export SANDLOT_STATE_DIR=$root/state SANDLOT_RUN_DIR=$root/run SANDLOT_BIN=$bin
+mkdir -p "$SANDLOT_STATE_DIR" "$SANDLOT_RUN_DIR"
+daemon=
+ids() {
+	"$bin" ls -a --format json 2>/dev/null |
+		python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin)]' 2>/dev/null
+}
+cleanup() {
+	set +e
+	if [ -n "$daemon" ]; then
+		for id in $(ids); do "$bin" rm -f "$id" >/dev/null 2>&1; done
+		kill -TERM "$daemon" 2>/dev/null
+		wait "$daemon" 2>/dev/null
+	fi
+	for id in $(ids); do "$bin" rm -f "$id" >/dev/null 2>&1; done
+	# Deepest mounts first, then loop devices backed by files under the root.
+	grep -F " $root" /proc/self/mountinfo | awk '{print $5}' | sort -r | while read -r m; do
+		umount -l "$m"
+	done
+	losetup -j "$root/state/store.img" 2>/dev/null | cut -d: -f1 | while read -r d; do
+		losetup -d "$d"
+	done
+	left=$(grep -cF " $root" /proc/self/mountinfo || true)
+	rm -rf "$root"
+	if [ "${left:-0}" != 0 ]; then
+		echo "run-suite: $left mounts under $root were left behind" >&2
+		exit 1
+	fi
+}
+trap cleanup EXIT
+
+"$bin" image import busybox "$build/images/busybox.tar" >/dev/null
+"$bin" image import default "$build/images/default.tar.zst" >/dev/null
+
+out=$root/serve.out
+"$bin" serve --listen 127.0.0.1:0 --preview-port 0 >"$out" 2>"$root/serve.err" &
+daemon=$!
+for _ in $(seq 100); do
+	grep -q "http://127.0.0.1:" "$out" 2>/dev/null && break
+	kill -0 "$daemon" 2>/dev/null || { cat "$root/serve.err" >&2; exit 1; }
+	sleep 0.1
+done
+url=$(grep -o 'http://127.0.0.1:[0-9]*' "$out" | head -1)
+[ -n "$url" ] || { echo "run-suite: sandlot serve did not start" >&2; exit 1; }
+export SANDLOT_URL=$url SANDLOT_SOCKET=$SANDLOT_RUN_DIR/sandlot.sock
+SANDLOT_API_KEY=$("$bin" key)
+export SANDLOT_API_KEY
+SANDLOT_PREVIEW_PORT=$(curl -s --unix-socket "$SANDLOT_SOCKET" http://x/v1/health |
+	sed -n 's/.*"previewPort":\([0-9]*\).*/\1/p')
+export SANDLOT_PREVIEW_PORT
+
+echo "== compat/$name against $url"
+(cd "$dir" && node --test --test-concurrency=1 ${COMPAT_FILTER:+--test-name-pattern "$COMPAT_FILTER"} test/)
