@@ -6,6 +6,9 @@
 # DIR/node_modules while the lockfile is unchanged). The suite sees:
 #   SANDLOT_URL=http://127.0.0.1:PORT  SANDLOT_API_KEY  SANDLOT_SOCKET  SANDLOT_BIN
 #   SANDLOT_PREVIEW_PORT  SANDLOT_STATE_DIR  SANDLOT_RUN_DIR
+# When DIR/setup.sh exists it is sourced first (with $root, $bin and $build set): it may
+# prepare fixtures under $root and add `sandlot serve` flags to the SERVE_ARGS array
+# (package sources, for example); it may define suite_cleanup, called at the end.
 # Afterwards every sandbox is removed, the daemon stopped (by its pid), the state root
 # unmounted and deleted, and the host checked for anything left behind.
 set -euo pipefail
@@ -35,8 +38,10 @@ ids() {
 	"$bin" ls -a --format json 2>/dev/null |
 		python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin)]' 2>/dev/null
 }
+SERVE_ARGS=()
 cleanup() {
 	set +e
+	if declare -F suite_cleanup >/dev/null; then suite_cleanup; fi
 	if [ -n "$daemon" ]; then
 		for id in $(ids); do "$bin" rm -f "$id" >/dev/null 2>&1; done
 		kill -TERM "$daemon" 2>/dev/null
@@ -62,8 +67,13 @@ trap cleanup EXIT
 "$bin" image import busybox "$build/images/busybox.tar" >/dev/null
 "$bin" image import default "$build/images/default.tar.zst" >/dev/null
 
+if [ -f "$dir/setup.sh" ]; then
+	# shellcheck disable=SC1091
+	. "$dir/setup.sh"
+fi
+
 out=$root/serve.out
-"$bin" serve --listen 127.0.0.1:0 --preview-port 0 >"$out" 2>"$root/serve.err" &
+"$bin" serve --listen 127.0.0.1:0 --preview-port 0 "${SERVE_ARGS[@]}" >"$out" 2>"$root/serve.err" &
 daemon=$!
 for _ in $(seq 100); do
 	grep -q "http://127.0.0.1:" "$out" 2>/dev/null && break
