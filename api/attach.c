@@ -143,7 +143,7 @@ static int send_all(int sock, const unsigned char *p, size_t n)
 	return 0;
 }
 
-static int ws_send(ws_session *ws, int opcode, const void *data, size_t len)
+int api_ws_send(int sock, int opcode, const void *data, size_t len)
 {
 	unsigned char h[10];
 	size_t hl = 2;
@@ -160,9 +160,14 @@ static int ws_send(ws_session *ws, int opcode, const void *data, size_t len)
 			h[2 + i] = (uint64_t)len >> (56 - 8 * i);
 		hl = 10;
 	}
-	if (send_all(ws->sock, h, hl) < 0 || send_all(ws->sock, data, len) < 0)
+	if (send_all(sock, h, hl) < 0 || send_all(sock, data, len) < 0)
 		return -1;
 	return 0;
+}
+
+static int ws_send(ws_session *ws, int opcode, const void *data, size_t len)
+{
+	return api_ws_send(ws->sock, opcode, data, len);
 }
 
 static void ws_close(ws_session *ws, int code, const char *reason)
@@ -450,7 +455,12 @@ static bool header_has(api_req *r, const char *name, const char *token)
 	return v && strcasestr(v, token);
 }
 
-enum MHD_Result api_exec_attach(api_req *r)
+bool api_ws_requested(api_req *r)
+{
+	return header_has(r, "Upgrade", "websocket");
+}
+
+int api_ws_check(api_req *r, sl_err *err)
 {
 	const char *key =
 	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Sec-WebSocket-Key");
@@ -458,12 +468,40 @@ enum MHD_Result api_exec_attach(api_req *r)
 	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Sec-WebSocket-Version");
 	if (!header_has(r, "Upgrade", "websocket") || !header_has(r, "Connection", "upgrade") ||
 	    !key || strlen(key) != 24 || !ver || strcmp(ver, "13"))
-		return api_fail(
-		    r, SL_INVALID,
-		    "attach is a WebSocket: send Connection: Upgrade, Upgrade: websocket, "
-		    "Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key");
-	sl_sandbox sb;
+		return sl_fail(err, SL_INVALID, 0,
+			       "send Connection: Upgrade, Upgrade: websocket, "
+			       "Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key");
+	return 0;
+}
+
+enum MHD_Result api_ws_accept(api_req *r, MHD_UpgradeHandler handler)
+{
+	const char *key =
+	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Sec-WebSocket-Key");
+	struct sha1_ctx sha;
+	uint8_t digest[SHA1_DIGEST_SIZE];
+	char accept[BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE) + 1];
+	sha1_init(&sha);
+	sha1_update(&sha, strlen(key), (const uint8_t *)key);
+	sha1_update(&sha, strlen(WS_GUID), (const uint8_t *)WS_GUID);
+	sha1_digest(&sha, SHA1_DIGEST_SIZE, digest);
+	base64_encode_raw(accept, SHA1_DIGEST_SIZE, digest);
+	accept[sizeof(accept) - 1] = '\0';
+	struct MHD_Response *resp = MHD_create_response_for_upgrade(handler, NULL);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Upgrade", "websocket");
+	MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept);
+	return api_reply(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+}
+
+enum MHD_Result api_exec_attach(api_req *r)
+{
 	sl_err err = {0};
+	if (api_ws_check(r, &err) < 0)
+		return api_fail(r, SL_INVALID,
+				"attach is a WebSocket: %s", err.msg);
+	sl_sandbox sb;
 	if (api_sandbox_for_call(r, &sb, &err) < 0)
 		return api_reply_error(r, &err);
 	ws_session *ws = calloc(1, sizeof(*ws));
@@ -509,19 +547,5 @@ enum MHD_Result api_exec_attach(api_req *r)
 			ws->ino = -1;
 		}
 	}
-	struct sha1_ctx sha;
-	uint8_t digest[SHA1_DIGEST_SIZE];
-	char accept[BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE) + 1];
-	sha1_init(&sha);
-	sha1_update(&sha, strlen(key), (const uint8_t *)key);
-	sha1_update(&sha, strlen(WS_GUID), (const uint8_t *)WS_GUID);
-	sha1_digest(&sha, SHA1_DIGEST_SIZE, digest);
-	base64_encode_raw(accept, SHA1_DIGEST_SIZE, digest);
-	accept[sizeof(accept) - 1] = '\0';
-	struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgraded, NULL);
-	if (!resp)
-		return MHD_NO;
-	MHD_add_response_header(resp, "Upgrade", "websocket");
-	MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept);
-	return api_reply(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+	return api_ws_accept(r, on_upgraded);
 }
