@@ -237,41 +237,62 @@ static int message(ws_session *ws, int op, const unsigned char *p, size_t n)
 	return 0;
 }
 
+ssize_t api_ws_frame(unsigned char *in, size_t avail, uint64_t max, int *op, bool *fin,
+		     unsigned char **payload, uint64_t *plen, int *bad)
+{
+	size_t hl = 2;
+	if (avail < 2)
+		return 0;
+	bool masked = in[1] & 0x80;
+	uint64_t len = in[1] & 0x7f;
+	*fin = in[0] & 0x80;
+	*op = in[0] & 0x0f;
+	if (len == 126) {
+		if (avail < 4)
+			return 0;
+		len = (uint64_t)in[2] << 8 | in[3];
+		hl = 4;
+	} else if (len == 127) {
+		if (avail < 10)
+			return 0;
+		len = 0;
+		for (int i = 0; i < 8; i++)
+			len = len << 8 | in[2 + i];
+		hl = 10;
+	}
+	if (!masked || len > max || (in[0] & 0x70)) {
+		*bad = masked ? 1009 : 1002;
+		return -1;
+	}
+	if (avail < hl + 4 + len)
+		return 0;
+	unsigned char *mask = in + hl, *pl = in + hl + 4;
+	for (uint64_t i = 0; i < len; i++)
+		pl[i] ^= mask[i & 3];
+	*payload = pl;
+	*plen = len;
+	return (ssize_t)(hl + 4 + len);
+}
+
 /* Parse every whole frame in ws->in. Returns -1 when the session should end. */
 static int parse_frames(ws_session *ws)
 {
 	size_t at = 0;
 	int r = 0;
 	while (r == 0 && ws->in_len - at >= 2) {
-		unsigned char *f = ws->in + at;
-		size_t avail = ws->in_len - at, hl = 2;
-		bool fin = f[0] & 0x80, masked = f[1] & 0x80;
-		int op = f[0] & 0x0f;
-		uint64_t len = f[1] & 0x7f;
-		if (len == 126) {
-			if (avail < 4)
-				break;
-			len = (uint64_t)f[2] << 8 | f[3];
-			hl = 4;
-		} else if (len == 127) {
-			if (avail < 10)
-				break;
-			len = 0;
-			for (int i = 0; i < 8; i++)
-				len = len << 8 | f[2 + i];
-			hl = 10;
-		}
-		if (!masked || len > WS_MAX_MESSAGE || (f[0] & 0x70)) {
-			ws_close(ws, masked ? 1009 : 1002,
-				 masked ? "frame too large" : "unmasked frame");
+		int op, bad;
+		bool fin;
+		unsigned char *pl;
+		uint64_t len;
+		ssize_t used = api_ws_frame(ws->in + at, ws->in_len - at, WS_MAX_MESSAGE, &op, &fin,
+					    &pl, &len, &bad);
+		if (used < 0) {
+			ws_close(ws, bad, bad == 1009 ? "frame too large" : "unmasked frame");
 			return -1;
 		}
-		if (avail < hl + 4 + len)
+		if (used == 0)
 			break;
-		unsigned char *mask = f + hl, *pl = f + hl + 4;
-		for (uint64_t i = 0; i < len; i++)
-			pl[i] ^= mask[i & 3];
-		at += hl + 4 + len;
+		at += used;
 		if (op == 0x8) {
 			ws_close(ws, len >= 2 ? (pl[0] << 8 | pl[1]) : 1000, "");
 			return -1;

@@ -237,6 +237,11 @@ bool api_ws_requested(api_req *r);
 int api_ws_check(api_req *r, sl_err *err);
 enum MHD_Result api_ws_accept(api_req *r, MHD_UpgradeHandler handler);
 int api_ws_send(int sock, int opcode, const void *data, size_t len);
+/* One client frame at the start of IN: 0 while incomplete, else the bytes it takes, its
+ * opcode, FIN bit and payload (unmasked in place); -1 with *bad the close code (1002
+ * unmasked or reserved bits, 1009 payload over MAX). */
+ssize_t api_ws_frame(unsigned char *in, size_t avail, uint64_t max, int *op, bool *fin,
+		     unsigned char **payload, uint64_t *plen, int *bad);
 /* files.c */
 enum MHD_Result api_files_get(api_req *r);
 enum MHD_Result api_files_put(api_req *r);

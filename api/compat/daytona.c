@@ -58,7 +58,6 @@ static enum MHD_Result no_route(api_req *r, bool path_known, const char *allow)
 	if (path_known)
 		return dt_fail(r, SL_INVALID, NULL, "%s answers %s, not %s", r->url, allow,
 			       r->method);
-	/* socket.io lands here too: a plain 404 makes the SDK poll, as it should. */
 	return dt_fail(r, SL_NOTFOUND, NULL,
 		       "no route %s %s in sandlot's Daytona API (see docs/daytona.md)", r->method,
 		       r->url);
@@ -135,6 +134,8 @@ static const api_route routes[] = {
 	{ "POST",   "/api/sandbox/{id}/autopause/{n}", API_BODY_NONE, dt_sandbox_unsupported_interval, NULL, NULL, 0 },
 	{ "GET",    "/api/sandbox/{id}/toolbox-proxy-url", API_BODY_NONE, dt_sandbox_toolbox_url, NULL, NULL, 0 },
 	{ "GET",    "/api/sandbox/{id}/ports/{port}/preview-url", API_BODY_NONE, dt_sandbox_preview_url, NULL, NULL, 0 },
+	/* The upgrade carries no Authorization: the token comes in the CONNECT packet. */
+	{ "GET",    "/api/socket.io/", API_BODY_NONE, dt_events, NULL, NULL, API_ROUTE_OWN_AUTH },
 
 	{ "POST",   TB "/process/execute", API_BODY_JSON, dt_execute, NULL, NULL, 0 },
 	{ "POST",   TB "/process/code-run", API_BODY_JSON, dt_code_run, NULL, NULL, 0 },

@@ -40,6 +40,9 @@ enum MHD_Result dt_sandbox_unsupported_interval(api_req *r);
 enum MHD_Result dt_sandbox_toolbox_url(api_req *r);
 enum MHD_Result dt_sandbox_preview_url(api_req *r);
 
+/* daytona_events.c: the socket.io channel */
+enum MHD_Result dt_events(api_req *r);
+
 /* daytona_process.c: /toolbox/{id}/process/... and the dirs */
 enum MHD_Result dt_execute(api_req *r);
 enum MHD_Result dt_code_run(api_req *r);

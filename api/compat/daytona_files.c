@@ -115,8 +115,9 @@ enum MHD_Result dt_files_folder(api_req *r)
 	sl_err err = {0};
 	uint32_t mode = 0755;
 	const char *m = api_query(r, "mode");
-	if ((m && *m && api_parse_mode("?mode", m, &mode, &err) < 0) ||
-	    target(r, "path", false, &sb, &path, &err) < 0)
+	if (m && *m && api_parse_mode("?mode", m, &mode, &err) < 0)
+		return dt_error(r, &err, NULL);
+	if (target(r, "path", false, &sb, &path, &err) < 0)
 		return target_error(r, &err);
 	int rc = sbxfs_mkdir(r->srv->ctx, &sb, path, &err);
 	if (rc == 0 && m && *m)
@@ -161,8 +162,9 @@ enum MHD_Result dt_files_permissions(api_req *r)
 	uint32_t mode = 0;
 	const char *m = api_query(r, "mode"), *owner = api_query(r, "owner"),
 		   *group = api_query(r, "group");
-	if ((m && *m && api_parse_mode("?mode", m, &mode, &err) < 0) ||
-	    target(r, "path", false, &sb, &path, &err) < 0)
+	if (m && *m && api_parse_mode("?mode", m, &mode, &err) < 0)
+		return dt_error(r, &err, NULL);
+	if (target(r, "path", false, &sb, &path, &err) < 0)
 		return target_error(r, &err);
 	/* sbxfs_chmod sets mode and owner together: keep what was not asked to change. */
 	sl_fileinfo *fi = malloc(sizeof(*fi));
