@@ -520,8 +520,7 @@ enum MHD_Result api_exec_attach(api_req *r)
 {
 	sl_err err = {0};
 	if (api_ws_check(r, &err) < 0)
-		return api_fail(r, SL_INVALID,
-				"attach is a WebSocket: %s", err.msg);
+		return api_fail(r, SL_INVALID, "attach is a WebSocket: %s", err.msg);
 	sl_sandbox sb;
 	if (api_sandbox_for_call(r, &sb, &err) < 0)
 		return api_reply_error(r, &err);

@@ -30,8 +30,8 @@ enum MHD_Result dt_error(api_req *r, const sl_err *err, const char *daemon_code)
 	if (kind == SL_EXHAUSTED && (err->errnum == ENOSPC || err->errnum == EDQUOT))
 		status = 507;
 	return dt_reply_error(r, status, err->msg[0] ? err->msg : "internal error",
-			    daemon_code ? daemon_code : sl_kind_code(kind),
-			    daemon_code ? "DAYTONA_DAEMON" : "DAYTONA_API");
+			      daemon_code ? daemon_code : sl_kind_code(kind),
+			      daemon_code ? "DAYTONA_DAEMON" : "DAYTONA_API");
 }
 
 enum MHD_Result dt_fail(api_req *r, sl_kind kind, const char *daemon_code, const char *fmt, ...)

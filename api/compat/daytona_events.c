@@ -76,8 +76,8 @@ static void frames(eio *e)
 		bool fin;
 		unsigned char *pl;
 		uint64_t n;
-		ssize_t used = api_ws_frame(e->in + at, e->len - at, EIO_MAX_MSG, &op, &fin, &pl,
-					    &n, &bad);
+		ssize_t used =
+		    api_ws_frame(e->in + at, e->len - at, EIO_MAX_MSG, &op, &fin, &pl, &n, &bad);
 		if (used == 0)
 			break;
 		if (used < 0 || op == 0x8) {
@@ -109,10 +109,11 @@ static void on_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
 		memcpy(e.in, extra, extra_len);
 		e.len = extra_len;
 		char open[200];
-		snprintf(open, sizeof(open),
-			 "0{\"sid\":\"%s\",\"upgrades\":[],\"pingInterval\":%d,\"pingTimeout\":20000,"
-			 "\"maxPayload\":%u}",
-			 e.sid, PING_MS, EIO_MAX_MSG);
+		snprintf(
+		    open, sizeof(open),
+		    "0{\"sid\":\"%s\",\"upgrades\":[],\"pingInterval\":%d,\"pingTimeout\":20000,"
+		    "\"maxPayload\":%u}",
+		    e.sid, PING_MS, EIO_MAX_MSG);
 		send_text(&e, open);
 		int64_t start = mono_ms(), next_ping = start + PING_MS;
 		while (!e.done && !atomic_load(&r->srv->stopping)) {
@@ -147,6 +148,7 @@ enum MHD_Result dt_events(api_req *r)
 	sl_err err = {0};
 	if (api_ws_check(r, &err) < 0)
 		return dt_fail(r, SL_INVALID, NULL,
-			       "socket.io here speaks Engine.IO v4 over WebSocket only: %s", err.msg);
+			       "socket.io here speaks Engine.IO v4 over WebSocket only: %s",
+			       err.msg);
 	return api_ws_accept(r, on_upgraded);
 }

@@ -232,7 +232,8 @@ enum MHD_Result dt_files_find(api_req *r)
 	if (rc < 0)
 		return dt_error(r, &err, NULL);
 	if (code > 1)
-		return dt_fail(r, SL_INTERNAL, NULL, "grep in the sandbox failed (status %d)", code);
+		return dt_fail(r, SL_INTERNAL, NULL, "grep in the sandbox failed (status %d)",
+			       code);
 	cJSON *arr = cJSON_CreateArray();
 	char *save = NULL;
 	for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
@@ -308,8 +309,8 @@ static void disposition(const char *name, const char *path, char *buf, size_t le
 	bool plain = true;
 	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
 		plain = plain && *p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\';
-	size_t at = snprintf(buf, len, "Content-Disposition: form-data; name=\"%s\"; filename=\"",
-			     name);
+	size_t at =
+	    snprintf(buf, len, "Content-Disposition: form-data; name=\"%s\"; filename=\"", name);
 	for (const unsigned char *p = (const unsigned char *)path; *p && at + 4 < len; p++)
 		buf[at++] = *p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\' ? *p : '_';
 	at += snprintf(buf + at, len - at, "\"");
@@ -317,10 +318,17 @@ static void disposition(const char *name, const char *path, char *buf, size_t le
 		at += snprintf(buf + at, len - at, "; filename*=UTF-8''");
 		for (const unsigned char *p = (const unsigned char *)path; *p && at + 4 < len; p++)
 			at += strchr("-._~", *p) || (*p >= '0' && *p <= '9') ||
-					  ((*p | 32) >= 'a' && (*p | 32) <= 'z')
+				      ((*p | 32) >= 'a' && (*p | 32) <= 'z')
 				  ? snprintf(buf + at, len - at, "%c", *p)
 				  : snprintf(buf + at, len - at, "%%%02X", *p);
 	}
+}
+
+static void set_head(download *d, int n)
+{
+	if (n < 0)
+		d->head = NULL; /* asprintf leaves it undefined; the reader ends the response */
+	d->head_len = n < 0 ? 0 : (size_t)n;
 }
 
 /* Open the next path and set the head of its part (or the closing delimiter). */
@@ -332,7 +340,7 @@ static void next_part(download *d)
 	const char *lead = d->next > 0 ? "\r\n" : "";
 	if (d->next >= d->n) {
 		d->ended = true;
-		d->head_len = asprintf(&d->head, "%s--" BOUNDARY "--\r\n", d->n ? "\r\n" : "");
+		set_head(d, asprintf(&d->head, "%s--" BOUNDARY "--\r\n", d->n ? "\r\n" : ""));
 		return;
 	}
 	const cJSON *p = cJSON_GetArrayItem(d->paths, d->next++);
@@ -343,10 +351,10 @@ static void next_part(download *d)
 	uint64_t size = 0;
 	if (path && sbxfs_open_read(d->srv->ctx, &d->sb, path, &d->fd, &size, &err) == 0) {
 		disposition("file", req, disp, sizeof(disp));
-		d->head_len = asprintf(&d->head,
-				       "%s--" BOUNDARY "\r\n%s\r\nContent-Type: "
-				       "application/octet-stream\r\nContent-Length: %llu\r\n\r\n",
-				       lead, disp, (unsigned long long)size);
+		set_head(d, asprintf(&d->head,
+				     "%s--" BOUNDARY "\r\n%s\r\nContent-Type: "
+				     "application/octet-stream\r\nContent-Length: %llu\r\n\r\n",
+				     lead, disp, (unsigned long long)size));
 		return;
 	}
 	d->fd = -1;
@@ -354,15 +362,16 @@ static void next_part(download *d)
 	cJSON *e = cJSON_CreateObject();
 	cJSON_AddStringToObject(e, "message", err.msg);
 	cJSON_AddNumberToObject(e, "statusCode", sl_kind_http(err.kind ? err.kind : SL_INTERNAL));
-	cJSON_AddStringToObject(e, "code", err.kind == SL_NOTFOUND  ? "FILE_NOT_FOUND"
-					   : err.kind == SL_INVALID ? "INVALID_FILE_PATH"
-								    : "FILE_READ_FAILED");
+	cJSON_AddStringToObject(e, "code",
+				err.kind == SL_NOTFOUND	 ? "FILE_NOT_FOUND"
+				: err.kind == SL_INVALID ? "INVALID_FILE_PATH"
+							 : "FILE_READ_FAILED");
 	cJSON_AddStringToObject(e, "source", "DAYTONA_DAEMON");
 	_cleanup_free_ char *body = cJSON_PrintUnformatted(e);
 	cJSON_Delete(e);
-	d->head_len = asprintf(&d->head,
-			       "%s--" BOUNDARY "\r\n%s\r\nContent-Type: application/json\r\n\r\n%s",
-			       lead, disp, body ? body : "{}");
+	set_head(d, asprintf(&d->head,
+			     "%s--" BOUNDARY "\r\n%s\r\nContent-Type: application/json\r\n\r\n%s",
+			     lead, disp, body ? body : "{}"));
 }
 
 static ssize_t download_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -420,8 +429,8 @@ enum MHD_Result dt_files_download(api_req *r)
 	d->srv = r->srv;
 	d->paths = cJSON_Duplicate(paths, 1);
 	d->n = cJSON_GetArraySize(paths);
-	struct MHD_Response *resp =
-	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536, download_read, d, download_free);
+	struct MHD_Response *resp = MHD_create_response_from_callback(
+	    MHD_SIZE_UNKNOWN, 65536, download_read, d, download_free);
 	if (!resp) {
 		download_free(d);
 		return MHD_NO;
@@ -437,7 +446,7 @@ typedef enum mp_state { MP_BODY, MP_AFTER_DELIM, MP_HEADERS, MP_DONE } mp_state;
 typedef struct upload {
 	sl_sandbox sb;
 	bool have_sb;
-	sl_err err; /* the first failure: answered once the body is consumed */
+	sl_err err;	/* the first failure: answered once the body is consumed */
 	char delim[96]; /* "\r\n--" + boundary */
 	size_t dlen;
 	char *buf;
@@ -554,8 +563,9 @@ static int part_begin(api_req *r, upload *u, const char *headers, sl_err *err)
 	if (!u->is_file)
 		return 0;
 	if (u->index >= u->npaths || !u->paths[u->index])
-		return sl_fail(err, SL_INVALID, 0, "bulk-upload: files[%d].file came before files[%d].path",
-			       u->index, u->index);
+		return sl_fail(err, SL_INVALID, 0,
+			       "bulk-upload: files[%d].file came before files[%d].path", u->index,
+			       u->index);
 	u->dest = api_sandbox_path(&u->sb, "files[].path", u->paths[u->index], err);
 	if (!u->dest)
 		return -1;
@@ -678,10 +688,12 @@ static int parse(api_req *r, upload *u, sl_err *err)
 			continue;
 		}
 		/* MP_HEADERS: up to an empty line. */
-		char *end = avail >= 2 && !memcmp(p, "\r\n", 2) ? p : memmem(p, avail, "\r\n\r\n", 4);
+		char *end =
+		    avail >= 2 && !memcmp(p, "\r\n", 2) ? p : memmem(p, avail, "\r\n\r\n", 4);
 		if (!end) {
 			if (avail > HEADER_MAX)
-				return sl_fail(err, SL_INVALID, 0, "bulk-upload: part headers too long");
+				return sl_fail(err, SL_INVALID, 0,
+					       "bulk-upload: part headers too long");
 			break;
 		}
 		size_t hl = end - p;

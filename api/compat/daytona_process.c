@@ -111,7 +111,8 @@ enum MHD_Result dt_execute(api_req *r)
 			     .cwd = dir,
 			     .timeout_ms = timeout ? timeout : sb.exec_timeout_ms};
 	sl_exec e;
-	int rc = !line || (cwd && *cwd && !dir) ? -1 : exec_start(r->srv->ctx, &sb, &spec, &e, &err);
+	int rc =
+	    !line || (cwd && *cwd && !dir) ? -1 : exec_start(r->srv->ctx, &sb, &spec, &e, &err);
 	if (!line && !err.kind)
 		sl_fail(&err, SL_INTERNAL, ENOMEM, "execute");
 	api_strv_free(env);
@@ -210,7 +211,8 @@ static void registry_path(api_req *r, const char *sandbox_id, const char *sessio
 {
 	char run[PATH_MAX];
 	state_run_dir(&r->srv->ctx->cfg, sandbox_id, run, sizeof(run));
-	snprintf(buf, len, "%s/daytona-sessions%s%s", run, session ? "/" : "", session ? session : "");
+	snprintf(buf, len, "%s/daytona-sessions%s%s", run, session ? "/" : "",
+		 session ? session : "");
 }
 
 /* The session's shell execution id; SL_NOTFOUND when there is no such session. */
@@ -244,8 +246,7 @@ static bool exec_running(api_req *r, const char *sandbox_id, const char *eid)
 }
 
 /* The file NAME of a command (or of the session when CID is NULL), inside the sandbox. */
-static void cmd_path(const char *session, const char *cid, const char *name, char *buf,
-		     size_t len)
+static void cmd_path(const char *session, const char *cid, const char *name, char *buf, size_t len)
 {
 	snprintf(buf, len, SESSIONS_DIR "/%s%s%s%s%s", session, cid ? "/" : "", cid ? cid : "",
 		 name ? "/" : "", name ? name : "");
@@ -531,9 +532,10 @@ enum MHD_Result dt_session_exec(api_req *r)
 	if (rc != 0) {
 		sandbox_free(&sb);
 		cJSON_Delete(o);
-		return rc < 0 ? dt_error(r, &err, NULL)
-			      : dt_reply_error(r, 410, "the session's shell exited during the command",
-					       "SESSION_ENDED", "DAYTONA_DAEMON");
+		return rc < 0
+			   ? dt_error(r, &err, NULL)
+			   : dt_reply_error(r, 410, "the session's shell exited during the command",
+					    "SESSION_ENDED", "DAYTONA_DAEMON");
 	}
 	command_logs(r, &sb, session, cid, o);
 	cJSON_AddNumberToObject(o, "exitCode", code);
@@ -554,8 +556,8 @@ static enum MHD_Result command_target(api_req *r, sl_sandbox *sb, char eid[32])
 	if (!name_ok(r->param[2]) || !fi || sbxfs_stat(r->srv->ctx, sb, p, fi, &err) < 0) {
 		free(fi);
 		sandbox_free(sb);
-		return dt_fail(r, SL_NOTFOUND, "PROCESS_NOT_FOUND", "command %s not found in session %s",
-			       r->param[2], r->param[1]);
+		return dt_fail(r, SL_NOTFOUND, "PROCESS_NOT_FOUND",
+			       "command %s not found in session %s", r->param[2], r->param[1]);
 	}
 	free(fi);
 	return MHD_YES;
@@ -649,7 +651,8 @@ static void follow_loop(log_follow *f, int sock)
 			ended = !exec_running(&fake, f->sb.id, f->eid);
 			next_check = mono_ms() + 500;
 		}
-		if (pump(f, sock, &fds[0], &off[0], 0) < 0 || pump(f, sock, &fds[1], &off[1], 1) < 0) {
+		if (pump(f, sock, &fds[0], &off[0], 0) < 0 ||
+		    pump(f, sock, &fds[1], &off[1], 1) < 0) {
 			gone = true;
 			break;
 		}

@@ -63,9 +63,9 @@ static cJSON *sandbox_dto(api_req *r, const sl_sandbox *sb)
 	const char *state = dt_state(sb->status);
 	cJSON_AddStringToObject(o, "state", state);
 	cJSON_AddStringToObject(o, "desiredState",
-				!strcmp(state, "stopped") || !strcmp(state, "destroyed")
-				    ? state
-				    : !strcmp(state, "paused") ? "paused" : "started");
+				!strcmp(state, "stopped") || !strcmp(state, "destroyed") ? state
+				: !strcmp(state, "paused")				 ? "paused"
+							   : "started");
 	if (!strcmp(sb->status, "failed"))
 		cJSON_AddStringToObject(o, "errorReason", sb->reason[0] ? sb->reason : "failed");
 	cJSON_AddStringToObject(o, "backupState", "None");
@@ -153,8 +153,8 @@ static int minutes(const cJSON *body, const char *key, bool neg, int64_t *out, b
 		return 0;
 	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
 	    v->valuedouble < (neg ? -1 : 0) || v->valuedouble > 525600 * 10)
-		return sl_fail(err, SL_INVALID, 0, "%s: expected a whole number of minutes%s",
-			       key, neg ? " (or -1)" : "");
+		return sl_fail(err, SL_INVALID, 0, "%s: expected a whole number of minutes%s", key,
+			       neg ? " (or -1)" : "");
 	*out = (int64_t)v->valuedouble;
 	return 0;
 }
@@ -254,13 +254,12 @@ static int base(api_req *r, const cJSON *body, cJSON *v1, sl_err *err)
 static int unsupported(const cJSON *body, sl_err *err)
 {
 	static const char *const keys[] = {"domainAllowList", "outboundProxyUrl", "secrets",
-					   "linkedSandbox",   "otelEndpointOverride"};
+					   "linkedSandbox", "otelEndpointOverride"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, keys[i]);
 		if (v && !cJSON_IsNull(v) && !(cJSON_IsString(v) && !v->valuestring[0]) &&
 		    !(cJSON_IsArray(v) && !cJSON_GetArraySize(v)))
-			return sl_fail(err, SL_NOTIMPL, 0, "%s: not available in sandlot",
-				       keys[i]);
+			return sl_fail(err, SL_NOTIMPL, 0, "%s: not available in sandlot", keys[i]);
 	}
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "kvm")))
 		return sl_fail(err, SL_NOTIMPL, 0, "kvm: not available in sandlot");
@@ -408,7 +407,8 @@ static bool list_match(const list_query *q, const sl_sandbox *sb)
 	cJSON_ArrayForEach(l, q->labels)
 	{
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(sb->labels, l->string);
-		if (!cJSON_IsString(l) || !cJSON_IsString(v) || strcmp(v->valuestring, l->valuestring))
+		if (!cJSON_IsString(l) || !cJSON_IsString(v) ||
+		    strcmp(v->valuestring, l->valuestring))
 			return false;
 	}
 	return true;
@@ -597,7 +597,7 @@ enum MHD_Result dt_sandbox_ttl(api_req *r)
 
 enum MHD_Result dt_sandbox_unsupported_interval(api_req *r)
 {
-	const char *what = strstr(r->url, "/autoarchive/")	? "archiving"
+	const char *what = strstr(r->url, "/autoarchive/") ? "archiving"
 			   : strstr(r->url, "/autopause/") ? "pausing on a timer"
 							   : "a delayed delete after stopping";
 	return dt_fail(r, SL_NOTIMPL, NULL, "%s is not available in sandlot", what);

@@ -319,6 +319,31 @@ test('a script using the SDK exits promptly (the socket.io channel connects)', a
   assert.ok(Date.now() - t0 < 15000, `the script took ${Date.now() - t0} ms to exit`);
 });
 
+// Engine.IO v4 over a WebSocket, as the SDK's socket.io client speaks it.
+async function socketio(token) {
+  const { default: WebSocket } = await import('ws');
+  const ws = new WebSocket(`${base.replace('http', 'ws')}/api/socket.io/?EIO=4&transport=websocket`);
+  const got = [];
+  return await new Promise((resolve, reject) => {
+    ws.on('message', (m) => {
+      got.push(m.toString());
+      if (got.length === 1) ws.send(`40${JSON.stringify({ token })}`);
+      else ws.close();
+    });
+    ws.on('close', () => resolve(got));
+    ws.on('error', reject);
+  });
+}
+
+test('socket.io: open, then CONNECT with the API key (refused with another)', async () => {
+  const [open, ok] = await socketio(key);
+  assert.match(open, /^0\{/);
+  assert.equal(JSON.parse(open.slice(1)).upgrades.length, 0);
+  assert.match(ok, /^40\{"sid":/);
+  const [, refused] = await socketio('not-the-key');
+  assert.match(refused, /^44/);
+});
+
 test('delete: gone from the Daytona API, a tombstone in /v1', async () => {
   const id = py.id;
   await py.delete();
