@@ -50,7 +50,7 @@ test('create a python sandbox: language, env, labels, resources, autostop', asyn
     language: 'python',
     envVars: { COMPAT_FOO: 'bar' },
     labels: { suite: tag, role: 'py' },
-    resources: { cpu: 1, memory: 1 },
+    resources: { cpu: 1, memory: 1, disk: 2 },
     autoStopInterval: 30,
   });
   assert.match(py.id, /^sbx_/);
@@ -60,6 +60,7 @@ test('create a python sandbox: language, env, labels, resources, autostop', asyn
   assert.equal(py.env.COMPAT_FOO, 'bar');
   assert.equal(py.cpu, 1);
   assert.equal(py.memory, 1);
+  assert.equal(py.disk, 2);
   assert.equal(py.autoStopInterval, 30);
   assert.match(py.toolboxProxyUrl, /\/toolbox$/);
   // An ordinary sandlot sandbox: /v1 sees it, with the same labels and timeouts.
@@ -68,6 +69,8 @@ test('create a python sandbox: language, env, labels, resources, autostop', asyn
   assert.equal(got.body.status, 'running');
   assert.equal(got.body.labels['code-toolbox-language'], 'python');
   assert.equal(got.body.timeout.idle, 30 * 60000);
+  assert.equal(got.body.resources.disk, '2Gi');
+  assert.equal(got.body.resources.memory, '1Gi');
   const again = await daytona.get(py.id);
   assert.equal(again.state, 'started');
   assert.equal(again.env.COMPAT_FOO, 'bar');
@@ -265,6 +268,18 @@ test('labels and autostop', async () => {
   const got = await daytona.get(py.id);
   assert.equal(got.autoStopInterval, 0);
   assert.equal(got.labels.role, 'changed');
+});
+
+test('autoDeleteInterval: 0 deletes on stop; a delay is refused plainly', async () => {
+  const eph = await create({ ephemeral: true, labels: { suite: tag, role: 'eph' } });
+  assert.equal(eph.autoDeleteInterval, 0);
+  await eph.stop();
+  await assert.rejects(daytona.get(eph.id), DaytonaNotFoundError);
+  await assert.rejects(create({ autoDeleteInterval: 60 }), (e) => {
+    assert.equal(e.statusCode, 501);
+    assert.match(e.message, /autoDeleteInterval/);
+    return true;
+  });
 });
 
 test('network: block-all, and an allow-list once /v1 networking is there', async (t) => {
