@@ -590,6 +590,17 @@ enum MHD_Result dt_sandbox_autostop(api_req *r)
 	return set_timeout(r, true);
 }
 
+/* refreshActivity: the lookup marks the sandbox active (what idle timeouts read). */
+enum MHD_Result dt_sandbox_activity(api_req *r)
+{
+	sl_sandbox sb;
+	sl_err err = {0};
+	if (lookup(r, &sb, &err) < 0)
+		return dt_error(r, &err, NULL);
+	sandbox_free(&sb);
+	return api_reply_empty(r, 204);
+}
+
 enum MHD_Result dt_sandbox_ttl(api_req *r)
 {
 	return set_timeout(r, false);

@@ -264,6 +264,7 @@ test('stop and start keep files', async () => {
 test('labels and autostop', async () => {
   const labels = await py.setLabels({ suite: tag, role: 'changed', 'code-toolbox-language': 'python' });
   assert.equal(labels.role, 'changed');
+  await py.refreshActivity();
   await py.setAutostopInterval(0);
   const got = await daytona.get(py.id);
   assert.equal(got.autoStopInterval, 0);
@@ -285,6 +286,7 @@ test('autoDeleteInterval: 0 deletes on stop; a delay is refused plainly', async 
 test('network: block-all, and an allow-list once /v1 networking is there', async (t) => {
   const blocked = await create({ networkBlockAll: true, labels: { suite: tag, role: 'net' } });
   assert.equal(blocked.networkBlockAll, true);
+  assert.equal((await v1(`/sandboxes/${blocked.id}`)).body.network.enabled, false);
   await blocked.delete();
   let allowed;
   try {
@@ -298,6 +300,9 @@ test('network: block-all, and an allow-list once /v1 networking is there', async
   }
   assert.equal(allowed.networkBlockAll, false);
   assert.equal(allowed.networkAllowList, '10.0.0.0/8');
+  const net = (await v1(`/sandboxes/${allowed.id}`)).body.network;
+  assert.equal(net.enabled, true);
+  assert.deepEqual(net.allow, ['10.0.0.0/8']);
 });
 
 test('error classes: unknown sandbox, missing file, bad input', async () => {
