@@ -72,23 +72,46 @@ static enum MHD_Result target_error(api_req *r, const sl_err *err)
 	return err->kind == SL_INVALID ? dt_file_error(r, err) : dt_error(r, err, NULL);
 }
 
+#define LIST_MAX_ENTRIES 100000
+
+/* Entries of PATH into ARR, and with DEPTH > 1 their children's (full paths; symlinks
+ * are not followed). Only the top directory's errors count. */
+static int list_into(api_req *r, const sl_sandbox *sb, const char *path, int depth, cJSON *arr,
+		     sl_err *err)
+{
+	sl_fileinfo *list;
+	size_t n;
+	if (sbxfs_list(r->srv->ctx, sb, path, &list, &n, err) < 0)
+		return -1;
+	for (size_t i = 0; i < n && cJSON_GetArraySize(arr) < LIST_MAX_ENTRIES; i++) {
+		cJSON_AddItemToArray(arr, file_info(&list[i]));
+		sl_err e2 = {0};
+		if (depth > 1 && !strcmp(list[i].type, "dir"))
+			list_into(r, sb, list[i].path, depth - 1, arr, &e2);
+	}
+	free(list);
+	return 0;
+}
+
 enum MHD_Result dt_files_list(api_req *r)
 {
 	sl_sandbox sb;
 	_cleanup_free_ char *path = NULL;
 	sl_err err = {0};
+	const char *d = api_query(r, "depth");
+	char *end = NULL;
+	long depth = d && *d ? strtol(d, &end, 10) : 1;
+	if (d && *d && (*end || depth < 1 || depth > 64))
+		return dt_fail(r, SL_INVALID, NULL, "?depth=%s: expected a whole number 1-64", d);
 	if (target(r, "path", true, &sb, &path, &err) < 0)
 		return target_error(r, &err);
-	sl_fileinfo *list;
-	size_t n;
-	int rc = sbxfs_list(r->srv->ctx, &sb, path, &list, &n, &err);
-	sandbox_free(&sb);
-	if (rc < 0)
-		return dt_file_error(r, &err);
 	cJSON *arr = cJSON_CreateArray();
-	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(arr, file_info(&list[i]));
-	free(list);
+	int rc = list_into(r, &sb, path, (int)depth, arr, &err);
+	sandbox_free(&sb);
+	if (rc < 0) {
+		cJSON_Delete(arr);
+		return dt_file_error(r, &err);
+	}
 	return api_reply_json(r, 200, arr);
 }
 

@@ -12,6 +12,9 @@ import {
   DaytonaValidationError,
   DaytonaTimeoutError,
   DaytonaFileNotFoundError,
+  DaytonaAuthenticationError,
+  DaytonaConflictError,
+  DaytonaError,
 } from '@daytonaio/sdk';
 
 const run = promisify(execFile);
@@ -149,6 +152,11 @@ test('files: list, details, folder, move, permissions, find, search, delete', as
   const one = list.find((f) => f.name === 'one.txt');
   assert.equal(one.isDir, false);
   assert.equal(one.size, 18);
+  await py.fs.uploadFiles([{ source: Buffer.from('x'), destination: '/tmp/work/sub/deep.txt' }]);
+  const tree = await py.fs.listFiles('/tmp/work', { depth: 2 });
+  assert.deepEqual(tree.map((f) => f.path).sort(),
+    ['/tmp/work/one.txt', '/tmp/work/sub', '/tmp/work/sub/deep.txt', '/tmp/work/two.md']);
+  await py.fs.deleteFile('/tmp/work/sub', true);
   const dir = await py.fs.getFileDetails('/tmp/work');
   assert.equal(dir.isDir, true);
   assert.equal(dir.permissions, '0755');
@@ -305,7 +313,7 @@ test('network: block-all, and an allow-list once /v1 networking is there', async
   assert.deepEqual(net.allow, ['10.0.0.0/8']);
 });
 
-test('error classes: unknown sandbox, missing file, bad input', async () => {
+test('error classes: unknown sandbox, missing file, bad input, wrong key, conflict', async () => {
   await assert.rejects(daytona.get('sbx_doesnotexistdoesnotex'), (e) => {
     assert.ok(e instanceof DaytonaNotFoundError, e.name);
     assert.equal(e.statusCode, 404);
@@ -319,6 +327,12 @@ test('error classes: unknown sandbox, missing file, bad input', async () => {
     return true;
   });
   await assert.rejects(py.fs.createFolder('/tmp/x', 'rwx'), DaytonaValidationError);
+  await assert.rejects(daytona.create({ resources: { cpu: 1 }, snapshot: 'no-such-image' }), DaytonaError);
+  const stranger = new Daytona({ apiKey: 'not-the-key', apiUrl: `${base}/api` });
+  await assert.rejects(stranger.get(py.id), DaytonaAuthenticationError);
+  await py.process.createSession('dup');
+  await assert.rejects(py.process.createSession('dup'), DaytonaConflictError);
+  await py.process.deleteSession('dup');
   await assert.rejects(daytona.create({ resources: { cpu: -1 } }), DaytonaValidationError);
 });
 
