@@ -143,7 +143,7 @@ static int send_all(int sock, const unsigned char *p, size_t n)
 	return 0;
 }
 
-static int ws_send(ws_session *ws, int opcode, const void *data, size_t len)
+int api_ws_send(int sock, int opcode, const void *data, size_t len)
 {
 	unsigned char h[10];
 	size_t hl = 2;
@@ -160,9 +160,14 @@ static int ws_send(ws_session *ws, int opcode, const void *data, size_t len)
 			h[2 + i] = (uint64_t)len >> (56 - 8 * i);
 		hl = 10;
 	}
-	if (send_all(ws->sock, h, hl) < 0 || send_all(ws->sock, data, len) < 0)
+	if (send_all(sock, h, hl) < 0 || send_all(sock, data, len) < 0)
 		return -1;
 	return 0;
+}
+
+static int ws_send(ws_session *ws, int opcode, const void *data, size_t len)
+{
+	return api_ws_send(ws->sock, opcode, data, len);
 }
 
 static void ws_close(ws_session *ws, int code, const char *reason)
@@ -232,41 +237,62 @@ static int message(ws_session *ws, int op, const unsigned char *p, size_t n)
 	return 0;
 }
 
+ssize_t api_ws_frame(unsigned char *in, size_t avail, uint64_t max, int *op, bool *fin,
+		     unsigned char **payload, uint64_t *plen, int *bad)
+{
+	size_t hl = 2;
+	if (avail < 2)
+		return 0;
+	bool masked = in[1] & 0x80;
+	uint64_t len = in[1] & 0x7f;
+	*fin = in[0] & 0x80;
+	*op = in[0] & 0x0f;
+	if (len == 126) {
+		if (avail < 4)
+			return 0;
+		len = (uint64_t)in[2] << 8 | in[3];
+		hl = 4;
+	} else if (len == 127) {
+		if (avail < 10)
+			return 0;
+		len = 0;
+		for (int i = 0; i < 8; i++)
+			len = len << 8 | in[2 + i];
+		hl = 10;
+	}
+	if (!masked || len > max || (in[0] & 0x70)) {
+		*bad = masked ? 1009 : 1002;
+		return -1;
+	}
+	if (avail < hl + 4 + len)
+		return 0;
+	unsigned char *mask = in + hl, *pl = in + hl + 4;
+	for (uint64_t i = 0; i < len; i++)
+		pl[i] ^= mask[i & 3];
+	*payload = pl;
+	*plen = len;
+	return (ssize_t)(hl + 4 + len);
+}
+
 /* Parse every whole frame in ws->in. Returns -1 when the session should end. */
 static int parse_frames(ws_session *ws)
 {
 	size_t at = 0;
 	int r = 0;
 	while (r == 0 && ws->in_len - at >= 2) {
-		unsigned char *f = ws->in + at;
-		size_t avail = ws->in_len - at, hl = 2;
-		bool fin = f[0] & 0x80, masked = f[1] & 0x80;
-		int op = f[0] & 0x0f;
-		uint64_t len = f[1] & 0x7f;
-		if (len == 126) {
-			if (avail < 4)
-				break;
-			len = (uint64_t)f[2] << 8 | f[3];
-			hl = 4;
-		} else if (len == 127) {
-			if (avail < 10)
-				break;
-			len = 0;
-			for (int i = 0; i < 8; i++)
-				len = len << 8 | f[2 + i];
-			hl = 10;
-		}
-		if (!masked || len > WS_MAX_MESSAGE || (f[0] & 0x70)) {
-			ws_close(ws, masked ? 1009 : 1002,
-				 masked ? "frame too large" : "unmasked frame");
+		int op, bad;
+		bool fin;
+		unsigned char *pl;
+		uint64_t len;
+		ssize_t used = api_ws_frame(ws->in + at, ws->in_len - at, WS_MAX_MESSAGE, &op, &fin,
+					    &pl, &len, &bad);
+		if (used < 0) {
+			ws_close(ws, bad, bad == 1009 ? "frame too large" : "unmasked frame");
 			return -1;
 		}
-		if (avail < hl + 4 + len)
+		if (used == 0)
 			break;
-		unsigned char *mask = f + hl, *pl = f + hl + 4;
-		for (uint64_t i = 0; i < len; i++)
-			pl[i] ^= mask[i & 3];
-		at += hl + 4 + len;
+		at += used;
 		if (op == 0x8) {
 			ws_close(ws, len >= 2 ? (pl[0] << 8 | pl[1]) : 1000, "");
 			return -1;
@@ -450,7 +476,12 @@ static bool header_has(api_req *r, const char *name, const char *token)
 	return v && strcasestr(v, token);
 }
 
-enum MHD_Result api_exec_attach(api_req *r)
+bool api_ws_requested(api_req *r)
+{
+	return header_has(r, "Upgrade", "websocket");
+}
+
+int api_ws_check(api_req *r, sl_err *err)
 {
 	const char *key =
 	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Sec-WebSocket-Key");
@@ -458,12 +489,39 @@ enum MHD_Result api_exec_attach(api_req *r)
 	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Sec-WebSocket-Version");
 	if (!header_has(r, "Upgrade", "websocket") || !header_has(r, "Connection", "upgrade") ||
 	    !key || strlen(key) != 24 || !ver || strcmp(ver, "13"))
-		return api_fail(
-		    r, SL_INVALID,
-		    "attach is a WebSocket: send Connection: Upgrade, Upgrade: websocket, "
-		    "Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key");
-	sl_sandbox sb;
+		return sl_fail(err, SL_INVALID, 0,
+			       "send Connection: Upgrade, Upgrade: websocket, "
+			       "Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key");
+	return 0;
+}
+
+enum MHD_Result api_ws_accept(api_req *r, MHD_UpgradeHandler handler)
+{
+	const char *key =
+	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Sec-WebSocket-Key");
+	struct sha1_ctx sha;
+	uint8_t digest[SHA1_DIGEST_SIZE];
+	char accept[BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE) + 1];
+	sha1_init(&sha);
+	sha1_update(&sha, strlen(key), (const uint8_t *)key);
+	sha1_update(&sha, strlen(WS_GUID), (const uint8_t *)WS_GUID);
+	sha1_digest(&sha, SHA1_DIGEST_SIZE, digest);
+	base64_encode_raw(accept, SHA1_DIGEST_SIZE, digest);
+	accept[sizeof(accept) - 1] = '\0';
+	struct MHD_Response *resp = MHD_create_response_for_upgrade(handler, NULL);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Upgrade", "websocket");
+	MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept);
+	return api_reply(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+}
+
+enum MHD_Result api_exec_attach(api_req *r)
+{
 	sl_err err = {0};
+	if (api_ws_check(r, &err) < 0)
+		return api_fail(r, SL_INVALID, "attach is a WebSocket: %s", err.msg);
+	sl_sandbox sb;
 	if (api_sandbox_for_call(r, &sb, &err) < 0)
 		return api_reply_error(r, &err);
 	ws_session *ws = calloc(1, sizeof(*ws));
@@ -509,19 +567,5 @@ enum MHD_Result api_exec_attach(api_req *r)
 			ws->ino = -1;
 		}
 	}
-	struct sha1_ctx sha;
-	uint8_t digest[SHA1_DIGEST_SIZE];
-	char accept[BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE) + 1];
-	sha1_init(&sha);
-	sha1_update(&sha, strlen(key), (const uint8_t *)key);
-	sha1_update(&sha, strlen(WS_GUID), (const uint8_t *)WS_GUID);
-	sha1_digest(&sha, SHA1_DIGEST_SIZE, digest);
-	base64_encode_raw(accept, SHA1_DIGEST_SIZE, digest);
-	accept[sizeof(accept) - 1] = '\0';
-	struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgraded, NULL);
-	if (!resp)
-		return MHD_NO;
-	MHD_add_response_header(resp, "Upgrade", "websocket");
-	MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept);
-	return api_reply(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+	return api_ws_accept(r, on_upgraded);
 }

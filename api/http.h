@@ -228,6 +228,20 @@ enum MHD_Result api_exec_stdout(api_req *r);
 enum MHD_Result api_exec_stderr(api_req *r);
 /* attach.c */
 enum MHD_Result api_exec_attach(api_req *r);
+/* WebSocket (RFC 6455) pieces for other streams: does R ask for an upgrade; are its
+ * handshake headers right (SL_INVALID saying what is missing); answer 101 (no
+ * subprotocol) and run HANDLER (cls NULL, req_cls R) on the connection's thread once
+ * upgraded, which ends with MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE); one
+ * unmasked server frame (0x1 text, 0x2 binary, 0x8 close). */
+bool api_ws_requested(api_req *r);
+int api_ws_check(api_req *r, sl_err *err);
+enum MHD_Result api_ws_accept(api_req *r, MHD_UpgradeHandler handler);
+int api_ws_send(int sock, int opcode, const void *data, size_t len);
+/* One client frame at the start of IN: 0 while incomplete, else the bytes it takes, its
+ * opcode, FIN bit and payload (unmasked in place); -1 with *bad the close code (1002
+ * unmasked or reserved bits, 1009 payload over MAX). */
+ssize_t api_ws_frame(unsigned char *in, size_t avail, uint64_t max, int *op, bool *fin,
+		     unsigned char **payload, uint64_t *plen, int *bad);
 /* files.c */
 enum MHD_Result api_files_get(api_req *r);
 enum MHD_Result api_files_put(api_req *r);
@@ -254,6 +268,8 @@ void api_enforce_deadlines(api_server *s);
 enum MHD_Result api_ports_get(api_req *r);
 void api_ports_sweep(api_server *s, bool all);
 int api_preview_start(api_server *s, uint16_t want, sl_err *err);
+/* The preview proxy's URL for PORT of sandbox ID (http://PORT-ID.localhost:PREVIEW/). */
+void api_preview_url(api_server *s, const char *id, unsigned port, char *buf, size_t len);
 /* lifecycle.c */
 enum MHD_Result api_sandboxes_pause(api_req *r);
 enum MHD_Result api_sandboxes_resume(api_req *r);

@@ -187,6 +187,11 @@ static int loopback_listener(uint16_t want, uint16_t *port)
 	return fd;
 }
 
+void api_preview_url(api_server *s, const char *id, unsigned port, char *buf, size_t len)
+{
+	snprintf(buf, len, "http://%u-%s.localhost:%u/", port, id, s->preview_port);
+}
+
 enum MHD_Result api_ports_get(api_req *r)
 {
 	sl_err err = { 0 };
@@ -242,7 +247,7 @@ enum MHD_Result api_ports_get(api_req *r)
 	char buf[160];
 	snprintf(buf, sizeof(buf), "127.0.0.1:%u", hp);
 	cJSON_AddStringToObject(o, "host", buf);
-	snprintf(buf, sizeof(buf), "http://%lu-%s.localhost:%u/", port, id, s->preview_port);
+	api_preview_url(s, id, port, buf, sizeof(buf));
 	cJSON_AddStringToObject(o, "url", buf);
 	cJSON_AddNumberToObject(o, "port", (double)port);
 	return api_reply_json(r, 200, o);

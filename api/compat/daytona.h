@@ -1,0 +1,75 @@
+/* daytona.h — the Daytona façade's shared pieces: its error shape, sandbox lookups for
+ * toolbox calls, and the handlers of its three files (control plane, process, files).
+ * Wire protocol: /work/shared/compat/daytona.md (docs/daytona.md for what maps to what). */
+#ifndef SANDLOT_API_COMPAT_DAYTONA_H
+#define SANDLOT_API_COMPAT_DAYTONA_H
+
+#include "../http.h"
+
+/* Errors as the SDK maps them: {statusCode, message, code, source}. With DAEMON_CODE the
+ * source is "DAYTONA_DAEMON" and the code that one (FILE_NOT_FOUND, SESSION_ENDED...), so
+ * the SDK picks its domain class; else "DAYTONA_API" and sandlot's stable code. */
+enum MHD_Result dt_reply_error(api_req *r, unsigned status, const char *message, const char *code,
+			       const char *source);
+enum MHD_Result dt_error(api_req *r, const sl_err *err, const char *daemon_code);
+enum MHD_Result dt_fail(api_req *r, sl_kind kind, const char *daemon_code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A file call's error: not found -> FILE_NOT_FOUND, bad path -> INVALID_FILE_PATH. */
+enum MHD_Result dt_file_error(api_req *r, const sl_err *err);
+
+/* The sandbox of a toolbox call (r->param[0]), running; touched for idle tracking. */
+int dt_sandbox(api_req *r, sl_sandbox *sb, sl_err *err);
+/* "http://HOST" as the client addressed this server (the Host header). */
+void dt_origin(api_req *r, char *buf, size_t len);
+/* Run ARGV in SB and collect its stdout (capped at CAP bytes): a helper for the toolbox
+ * calls that are shell tools inside the sandbox (find, grep, $HOME). */
+int dt_capture(api_req *r, const sl_sandbox *sb, char *const *argv, size_t cap, char **out,
+	       int *exit_code, sl_err *err);
+
+/* daytona_sandbox.c: the control plane under /api */
+enum MHD_Result dt_sandbox_create(api_req *r);
+enum MHD_Result dt_sandbox_list(api_req *r);
+enum MHD_Result dt_sandbox_get(api_req *r);
+enum MHD_Result dt_sandbox_delete(api_req *r);
+enum MHD_Result dt_sandbox_start(api_req *r);
+enum MHD_Result dt_sandbox_stop(api_req *r);
+enum MHD_Result dt_sandbox_labels(api_req *r);
+enum MHD_Result dt_sandbox_autostop(api_req *r);
+enum MHD_Result dt_sandbox_activity(api_req *r);
+enum MHD_Result dt_sandbox_ttl(api_req *r);
+enum MHD_Result dt_sandbox_unsupported_interval(api_req *r);
+enum MHD_Result dt_sandbox_toolbox_url(api_req *r);
+enum MHD_Result dt_sandbox_preview_url(api_req *r);
+
+/* daytona_events.c: the socket.io channel */
+enum MHD_Result dt_events(api_req *r);
+
+/* daytona_process.c: /toolbox/{id}/process/... and the dirs */
+enum MHD_Result dt_execute(api_req *r);
+enum MHD_Result dt_code_run(api_req *r);
+enum MHD_Result dt_session_create(api_req *r);
+enum MHD_Result dt_session_list(api_req *r);
+enum MHD_Result dt_session_get(api_req *r);
+enum MHD_Result dt_session_delete(api_req *r);
+enum MHD_Result dt_session_exec(api_req *r);
+enum MHD_Result dt_session_command(api_req *r);
+enum MHD_Result dt_session_logs(api_req *r);
+enum MHD_Result dt_session_input(api_req *r);
+enum MHD_Result dt_home_dir(api_req *r);
+enum MHD_Result dt_work_dir(api_req *r);
+
+/* daytona_files.c: /toolbox/{id}/files... */
+enum MHD_Result dt_files_list(api_req *r);
+enum MHD_Result dt_files_info(api_req *r);
+enum MHD_Result dt_files_folder(api_req *r);
+enum MHD_Result dt_files_delete(api_req *r);
+enum MHD_Result dt_files_move(api_req *r);
+enum MHD_Result dt_files_permissions(api_req *r);
+enum MHD_Result dt_files_find(api_req *r);
+enum MHD_Result dt_files_search(api_req *r);
+enum MHD_Result dt_files_download(api_req *r);
+enum MHD_Result dt_files_upload(api_req *r);
+int dt_files_upload_begin(api_req *r, sl_err *err);
+int dt_files_upload_chunk(api_req *r, const char *data, size_t len, sl_err *err);
+
+#endif

@@ -1,0 +1,652 @@
+/* daytona_sandbox.c — Daytona's control plane (/api/sandbox...): a Daytona create body
+ * becomes a /v1 create body for api_sandbox_create_from, a sandlot record becomes a
+ * Daytona Sandbox DTO; start/stop/delete/labels/intervals are the runtime's calls. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../runtime/cleanup.h"
+#include "../../runtime/snapshot.h"
+#include "daytona.h"
+
+#define GIB	     1073741824.0
+#define LIST_DEFAULT 100
+#define LIST_MAX     1000
+
+/* ---- the Sandbox DTO ---- */
+
+static const char *dt_state(const char *status)
+{
+	if (!strcmp(status, "running"))
+		return "started";
+	if (!strcmp(status, "terminated"))
+		return "destroyed";
+	if (!strcmp(status, "failed"))
+		return "error";
+	return status; /* creating, stopped, paused: the same words */
+}
+
+static void copy_item(cJSON *to, const char *key, const cJSON *from, const char *fkey)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(from, fkey);
+	cJSON_AddItemToObject(to, key, v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull());
+}
+
+/* The DTO from /v1's Sandbox object (so whatever /v1 reports, network included, is
+ * what Daytona sees). */
+static cJSON *sandbox_dto(api_req *r, const sl_sandbox *sb)
+{
+	cJSON *v1 = api_sandbox_json(r->srv, sb, false);
+	if (!v1)
+		return NULL;
+	const sl_config *cfg = &r->srv->ctx->cfg;
+	cJSON *o = cJSON_CreateObject();
+	char buf[300];
+	cJSON_AddStringToObject(o, "id", sb->id);
+	cJSON_AddStringToObject(o, "name", sb->name[0] ? sb->name : sb->id);
+	cJSON_AddStringToObject(o, "organizationId", "local");
+	cJSON_AddStringToObject(o, "snapshot", sb->snapshot[0] ? sb->snapshot : sb->image);
+	cJSON_AddStringToObject(o, "user", sb->user);
+	copy_item(o, "env", v1, "env");
+	copy_item(o, "labels", v1, "labels");
+	cJSON_AddBoolToObject(o, "public", false);
+	cJSON_AddStringToObject(o, "target", "local");
+	uint64_t cpu = sb->limits.cpu_millicores ? sb->limits.cpu_millicores : cfg->def_cpu_millis;
+	uint64_t mem = sb->limits.memory_bytes ? sb->limits.memory_bytes : cfg->def_memory;
+	uint64_t disk = sb->disk_bytes ? sb->disk_bytes : cfg->def_disk;
+	cJSON_AddNumberToObject(o, "cpu", cpu / 1000.0);
+	cJSON_AddNumberToObject(o, "gpu", 0);
+	cJSON_AddNumberToObject(o, "memory", mem / GIB);
+	cJSON_AddNumberToObject(o, "disk", disk / GIB);
+	const char *state = dt_state(sb->status);
+	cJSON_AddStringToObject(o, "state", state);
+	cJSON_AddStringToObject(o, "desiredState",
+				!strcmp(state, "stopped") || !strcmp(state, "destroyed") ? state
+				: !strcmp(state, "paused")				 ? "paused"
+							   : "started");
+	if (!strcmp(sb->status, "failed"))
+		cJSON_AddStringToObject(o, "errorReason", sb->reason[0] ? sb->reason : "failed");
+	cJSON_AddStringToObject(o, "backupState", "None");
+	cJSON_AddStringToObject(o, "daemonVersion", SANDLOT_VERSION);
+	cJSON_AddBoolToObject(o, "recoverable", false);
+	cJSON_AddNumberToObject(o, "autoStopInterval", (double)(sb->idle_ms / 60000));
+	cJSON_AddNumberToObject(o, "autoArchiveInterval", 0);
+	cJSON_AddNumberToObject(o, "autoPauseInterval", 0);
+	cJSON_AddNumberToObject(o, "autoDeleteInterval", sb->ephemeral ? 0 : -1);
+	copy_item(o, "createdAt", v1, "createdAt");
+	copy_item(o, "updatedAt", v1, "createdAt");
+	const cJSON *exp = cJSON_GetObjectItemCaseSensitive(v1, "expiresAt");
+	if (cJSON_IsString(exp))
+		cJSON_AddStringToObject(o, "autoDestroyAt", exp->valuestring);
+	/* Network: /v1's {enabled, allow} as Daytona's block-all flag and allow-list. */
+	const cJSON *net = cJSON_GetObjectItemCaseSensitive(v1, "network");
+	bool on = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(net, "enabled"));
+	cJSON_AddBoolToObject(o, "networkBlockAll", !on);
+	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(net, "allow"), *a;
+	buf[0] = '\0';
+	cJSON_ArrayForEach(a, allow)
+	{
+		if (cJSON_IsString(a) && strlen(buf) + strlen(a->valuestring) + 2 < sizeof(buf))
+			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s",
+				 buf[0] ? "," : "", a->valuestring);
+	}
+	if (on && buf[0])
+		cJSON_AddStringToObject(o, "networkAllowList", buf);
+	cJSON *vols = cJSON_AddArrayToObject(o, "volumes");
+	const cJSON *vol;
+	cJSON_ArrayForEach(vol, sb->volumes)
+	{
+		cJSON *d = cJSON_CreateObject();
+		copy_item(d, "volumeId", vol, "name");
+		copy_item(d, "mountPath", vol, "mountPath");
+		cJSON_AddItemToArray(vols, d);
+	}
+	char origin[256];
+	dt_origin(r, origin, sizeof(origin));
+	snprintf(buf, sizeof(buf), "%s/toolbox", origin);
+	cJSON_AddStringToObject(o, "toolboxProxyUrl", buf);
+	cJSON_Delete(v1);
+	return o;
+}
+
+/* The live sandbox named by r->param[0] (a tombstone is 404, as Daytona's GET of a
+ * deleted sandbox is). */
+static int lookup(api_req *r, sl_sandbox *sb, sl_err *err)
+{
+	if (sandbox_get(r->srv->ctx, r->param[0], sb, err) < 0) {
+		if (err->kind == SL_INVALID)
+			err->kind = SL_NOTFOUND;
+		return -1;
+	}
+	if (!strcmp(sb->status, "terminated")) {
+		sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed (%s)", sb->id,
+			sb->reason[0] ? sb->reason : "deleted");
+		sandbox_free(sb);
+		return -1;
+	}
+	api_touch(r->srv, sb->id);
+	return 0;
+}
+
+static enum MHD_Result reply_dto(api_req *r, const char *id, unsigned status)
+{
+	sl_sandbox sb;
+	sl_err err = {0};
+	if (sandbox_get(r->srv->ctx, id, &sb, &err) < 0)
+		return dt_error(r, &err, NULL);
+	cJSON *o = sandbox_dto(r, &sb);
+	sandbox_free(&sb);
+	return api_reply_json(r, status, o);
+}
+
+/* ---- create: the Daytona body as a /v1 body ---- */
+
+/* A whole number of minutes (Daytona's intervals); -1 allowed where NEG. */
+static int minutes(const cJSON *body, const char *key, bool neg, int64_t *out, bool *given,
+		   sl_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key);
+	*given = v && !cJSON_IsNull(v);
+	if (!*given)
+		return 0;
+	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
+	    v->valuedouble < (neg ? -1 : 0) || v->valuedouble > 525600 * 10)
+		return sl_fail(err, SL_INVALID, 0, "%s: expected a whole number of minutes%s", key,
+			       neg ? " (or -1)" : "");
+	*out = (int64_t)v->valuedouble;
+	return 0;
+}
+
+/* Daytona's cpu (cores) / memory and disk (GiB) as /v1 resources. */
+static int resources(const cJSON *body, cJSON *v1, sl_err *err)
+{
+	static const char *const keys[] = {"cpu", "memory", "disk"};
+	cJSON *res = NULL;
+	for (int i = 0; i < 3; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, keys[i]);
+		if (!v || cJSON_IsNull(v))
+			continue;
+		if (!cJSON_IsNumber(v) || v->valuedouble <= 0 || v->valuedouble > 1e6)
+			return sl_fail(err, SL_INVALID, 0, "%s: expected a positive number%s",
+				       keys[i], i ? " of GiB" : " of cores");
+		if (!res)
+			res = cJSON_AddObjectToObject(v1, "resources");
+		if (i == 0) {
+			cJSON_AddNumberToObject(res, "cpu", v->valuedouble);
+		} else {
+			char q[48];
+			snprintf(q, sizeof(q), "%.0fMi", v->valuedouble * 1024);
+			cJSON_AddStringToObject(res, keys[i], q);
+		}
+	}
+	const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(body, "gpu");
+	if (cJSON_IsNumber(gpu) && gpu->valuedouble > 0)
+		return sl_fail(err, SL_NOTIMPL, 0, "gpu: sandlot sandboxes have no GPUs");
+	return 0;
+}
+
+/* networkBlockAll / networkAllowList ("cidr,cidr") as /v1's network object. Absent:
+ * sandlot's default (no network). */
+static int network(const cJSON *body, cJSON *v1, sl_err *err)
+{
+	const cJSON *block = cJSON_GetObjectItemCaseSensitive(body, "networkBlockAll");
+	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(body, "networkAllowList");
+	if (block && !cJSON_IsNull(block) && !cJSON_IsBool(block))
+		return sl_fail(err, SL_INVALID, 0, "networkBlockAll: expected true or false");
+	if (allow && !cJSON_IsNull(allow) && !cJSON_IsString(allow))
+		return sl_fail(err, SL_INVALID, 0,
+			       "networkAllowList: expected a comma-separated string of CIDRs");
+	bool has_allow = cJSON_IsString(allow) && allow->valuestring[0];
+	if (cJSON_IsTrue(block)) {
+		if (has_allow)
+			return sl_fail(err, SL_INVALID, 0,
+				       "networkBlockAll and networkAllowList exclude each other");
+		cJSON *n = cJSON_AddObjectToObject(v1, "network");
+		cJSON_AddBoolToObject(n, "enabled", false);
+		return 0;
+	}
+	if (!has_allow && !cJSON_IsFalse(block))
+		return 0;
+	cJSON *n = cJSON_AddObjectToObject(v1, "network");
+	cJSON_AddBoolToObject(n, "enabled", true);
+	if (!has_allow)
+		return 0;
+	cJSON *list = cJSON_AddArrayToObject(n, "allow");
+	_cleanup_free_ char *copy = strdup(allow->valuestring);
+	char *save = NULL;
+	for (char *t = copy ? strtok_r(copy, ", ", &save) : NULL; t;
+	     t = strtok_r(NULL, ", ", &save))
+		cJSON_AddItemToArray(list, cJSON_CreateString(t));
+	return 0;
+}
+
+/* snapshot: a sandlot snapshot by that name or id, else an image (Daytona's snapshots
+ * are what sandlot calls images). buildInfo: only "FROM ref" (the SDK's `image: ref`). */
+static int base(api_req *r, const cJSON *body, cJSON *v1, sl_err *err)
+{
+	const char *snap = NULL;
+	if (api_json_string(body, "", "snapshot", &snap, err) < 0)
+		return -1;
+	if (snap) {
+		sl_snapshot s;
+		sl_err e2 = {0};
+		bool is_snap = snapshot_get(r->srv->ctx, snap, &s, &e2) == 0;
+		cJSON_AddStringToObject(v1, is_snap ? "snapshot" : "image", snap);
+	}
+	const cJSON *bi = cJSON_GetObjectItemCaseSensitive(body, "buildInfo");
+	if (!bi || cJSON_IsNull(bi))
+		return 0;
+	const char *df = NULL;
+	if (api_json_string(bi, "buildInfo.", "dockerfileContent", &df, err) < 0)
+		return -1;
+	char ref[200], rest[8] = "";
+	if (snap || !df || sscanf(df, "FROM %199s %7s", ref, rest) != 1)
+		return sl_fail(err, SL_NOTIMPL, 0,
+			       "buildInfo: sandlot builds no Dockerfiles; use `image: \"NAME\"` "
+			       "with an image imported by `sandlot image import`");
+	cJSON_AddStringToObject(v1, "image", ref);
+	return 0;
+}
+
+/* Options sandlot has no counterpart for: refused when they ask for something. */
+static int unsupported(const cJSON *body, sl_err *err)
+{
+	static const char *const keys[] = {"domainAllowList", "outboundProxyUrl", "secrets",
+					   "linkedSandbox", "otelEndpointOverride"};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, keys[i]);
+		if (v && !cJSON_IsNull(v) && !(cJSON_IsString(v) && !v->valuestring[0]) &&
+		    !(cJSON_IsArray(v) && !cJSON_GetArraySize(v)))
+			return sl_fail(err, SL_NOTIMPL, 0, "%s: not available in sandlot", keys[i]);
+	}
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "kvm")))
+		return sl_fail(err, SL_NOTIMPL, 0, "kvm: not available in sandlot");
+	return 0;
+}
+
+static int volumes(const cJSON *body, cJSON *v1, sl_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "volumes"), *it;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return sl_fail(err, SL_INVALID, 0, "volumes: expected an array");
+	cJSON *out = cJSON_AddArrayToObject(v1, "volumes");
+	int i = 0;
+	cJSON_ArrayForEach(it, v)
+	{
+		char where[32];
+		snprintf(where, sizeof(where), "volumes[%d].", i++);
+		const char *id = NULL, *mp = NULL, *sub = NULL;
+		if (api_json_string(it, where, "volumeId", &id, err) < 0 ||
+		    api_json_string(it, where, "mountPath", &mp, err) < 0 ||
+		    api_json_string(it, where, "subpath", &sub, err) < 0)
+			return -1;
+		if (sub && *sub)
+			return sl_fail(err, SL_NOTIMPL, 0, "%ssubpath: not available in sandlot",
+				       where);
+		cJSON *d = cJSON_CreateObject();
+		if (id)
+			cJSON_AddStringToObject(d, "name", id);
+		if (mp)
+			cJSON_AddStringToObject(d, "mountPath", mp);
+		cJSON_AddItemToArray(out, d);
+	}
+	return 0;
+}
+
+static int v1_body(api_req *r, const cJSON *body, cJSON *v1, sl_err *err)
+{
+	const char *name = NULL, *user = NULL;
+	int64_t stop = 0, del = -1, ttl = 0;
+	bool stop_given, del_given, ttl_given;
+	if (api_json_string(body, "", "name", &name, err) < 0 ||
+	    api_json_string(body, "", "user", &user, err) < 0 || base(r, body, v1, err) < 0 ||
+	    resources(body, v1, err) < 0 || network(body, v1, err) < 0 ||
+	    volumes(body, v1, err) < 0 || unsupported(body, err) < 0 ||
+	    minutes(body, "autoStopInterval", false, &stop, &stop_given, err) < 0 ||
+	    minutes(body, "autoDeleteInterval", true, &del, &del_given, err) < 0 ||
+	    minutes(body, "ttlMinutes", false, &ttl, &ttl_given, err) < 0)
+		return -1;
+	if (del > 0)
+		return sl_fail(err, SL_NOTIMPL, 0,
+			       "autoDeleteInterval: sandlot can delete a sandbox when it stops "
+			       "(0) or keep it (-1); a delay after stopping is not available");
+	if (name)
+		cJSON_AddStringToObject(v1, "name", name);
+	if (user)
+		cJSON_AddStringToObject(v1, "user", user);
+	if (del == 0)
+		cJSON_AddBoolToObject(v1, "ephemeral", true);
+	static const char *const kv[] = {"env", "labels"};
+	for (int i = 0; i < 2; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, kv[i]);
+		if (v && !cJSON_IsNull(v))
+			cJSON_AddItemToObject(v1, kv[i], cJSON_Duplicate(v, 1));
+	}
+	if (stop > 0 || ttl > 0) {
+		cJSON *t = cJSON_AddObjectToObject(v1, "timeout");
+		if (stop > 0)
+			cJSON_AddNumberToObject(t, "idle", (double)stop * 60000);
+		if (ttl > 0)
+			cJSON_AddNumberToObject(t, "lifetime", (double)ttl * 60000);
+	}
+	return 0;
+}
+
+enum MHD_Result dt_sandbox_create(api_req *r)
+{
+	const cJSON *body;
+	sl_err err = {0};
+	if (api_body_object(r, true, &body, &err) < 0)
+		return dt_error(r, &err, NULL);
+	cJSON *v1 = cJSON_CreateObject();
+	sl_sandbox sb;
+	int rc = body ? v1_body(r, body, v1, &err) : 0;
+	if (rc == 0)
+		rc = api_sandbox_create_from(r->srv, v1, false, false, &sb, &err);
+	cJSON_Delete(v1);
+	if (rc < 0)
+		return dt_error(r, &err, NULL);
+	cJSON *o = sandbox_dto(r, &sb);
+	sandbox_free(&sb);
+	return api_reply_json(r, 200, o);
+}
+
+/* ---- get, list ---- */
+
+enum MHD_Result dt_sandbox_get(api_req *r)
+{
+	sl_sandbox sb;
+	sl_err err = {0};
+	if (lookup(r, &sb, &err) < 0)
+		return dt_error(r, &err, NULL);
+	cJSON *o = sandbox_dto(r, &sb);
+	sandbox_free(&sb);
+	return api_reply_json(r, 200, o);
+}
+
+typedef struct list_query {
+	cJSON *labels;
+	char states[8][24];
+	int nstates;
+	sl_err err;
+} list_query;
+
+static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind, const char *key,
+			       const char *value)
+{
+	list_query *q = cls;
+	if (!value || q->err.kind)
+		return MHD_YES;
+	if (!strcmp(key, "states") && q->nstates < 8)
+		snprintf(q->states[q->nstates++], sizeof(q->states[0]), "%s", value);
+	if (!strcmp(key, "labels")) {
+		cJSON_Delete(q->labels);
+		q->labels = api_json_parse(value, strlen(value), &q->err);
+		if (q->labels && !cJSON_IsObject(q->labels))
+			sl_fail(&q->err, SL_INVALID, 0, "?labels: expected a JSON object");
+	}
+	return MHD_YES;
+}
+
+static bool list_match(const list_query *q, const sl_sandbox *sb)
+{
+	if (!strcmp(sb->status, "terminated"))
+		return false;
+	if (q->nstates) {
+		bool ok = false;
+		for (int i = 0; i < q->nstates; i++)
+			ok = ok || !strcmp(q->states[i], dt_state(sb->status));
+		if (!ok)
+			return false;
+	}
+	const cJSON *l;
+	cJSON_ArrayForEach(l, q->labels)
+	{
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(sb->labels, l->string);
+		if (!cJSON_IsString(l) || !cJSON_IsString(v) ||
+		    strcmp(v->valuestring, l->valuestring))
+			return false;
+	}
+	return true;
+}
+
+static int query_count(api_req *r, const char *key, uint64_t def, uint64_t max, uint64_t *out,
+		       sl_err *err)
+{
+	const char *v = api_query(r, key);
+	*out = def;
+	if (!v || !*v)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (*end || errno || *v == '-' || n > max)
+		return sl_fail(err, SL_INVALID, 0, "?%s=%s: expected a whole number up to %llu",
+			       key, v, (unsigned long long)max);
+	*out = n;
+	return 0;
+}
+
+/* Cursor pagination: the cursor is the offset of the next page in creation order. */
+enum MHD_Result dt_sandbox_list(api_req *r)
+{
+	list_query q = {0};
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect, &q);
+	uint64_t limit, offset;
+	if (!q.err.kind)
+		query_count(r, "limit", LIST_DEFAULT, LIST_MAX, &limit, &q.err);
+	if (!q.err.kind)
+		query_count(r, "cursor", 0, UINT32_MAX, &offset, &q.err);
+	if (!q.err.kind && limit == 0)
+		limit = LIST_DEFAULT;
+	sl_sandbox *list = NULL;
+	size_t n = 0;
+	if (q.err.kind || sandbox_list(r->srv->ctx, &list, &n, &q.err) < 0) {
+		cJSON_Delete(q.labels);
+		return dt_error(r, &q.err, NULL);
+	}
+	cJSON *o = cJSON_CreateObject();
+	cJSON *items = cJSON_AddArrayToObject(o, "items");
+	uint64_t seen = 0;
+	bool more = false;
+	for (size_t i = 0; i < n; i++) {
+		if (!list_match(&q, &list[i]))
+			continue;
+		if (seen >= offset + limit) {
+			more = true;
+			break;
+		}
+		if (seen++ >= offset)
+			cJSON_AddItemToArray(items, sandbox_dto(r, &list[i]));
+	}
+	sandbox_free_list(list, n);
+	cJSON_Delete(q.labels);
+	if (more) {
+		char c[24];
+		snprintf(c, sizeof(c), "%llu", (unsigned long long)(offset + limit));
+		cJSON_AddStringToObject(o, "nextCursor", c);
+	} else {
+		cJSON_AddNullToObject(o, "nextCursor");
+	}
+	return api_reply_json(r, 200, o);
+}
+
+/* ---- lifecycle ---- */
+
+enum MHD_Result dt_sandbox_delete(api_req *r)
+{
+	sl_err err = {0};
+	sl_sandbox sb;
+	if (lookup(r, &sb, &err) < 0)
+		return dt_error(r, &err, NULL);
+	char id[32];
+	snprintf(id, sizeof(id), "%s", sb.id);
+	sandbox_free(&sb);
+	if (sandbox_destroy(r->srv->ctx, id, "deleted", &err) < 0)
+		return dt_error(r, &err, NULL);
+	return api_reply_empty(r, 200);
+}
+
+enum MHD_Result dt_sandbox_start(api_req *r)
+{
+	sl_err err = {0};
+	sl_sandbox sb;
+	if (lookup(r, &sb, &err) < 0)
+		return dt_error(r, &err, NULL);
+	char id[32];
+	snprintf(id, sizeof(id), "%s", sb.id);
+	bool running = !strcmp(sb.status, "running"), paused = !strcmp(sb.status, "paused");
+	sandbox_free(&sb);
+	/* Starting a started sandbox is a no-op in Daytona; a paused one resumes. */
+	int rc = running  ? 0
+		 : paused ? sandbox_resume(r->srv->ctx, id, NULL, &err)
+			  : sandbox_start(r->srv->ctx, id, NULL, &err);
+	if (rc < 0)
+		return dt_error(r, &err, NULL);
+	return reply_dto(r, id, 200);
+}
+
+enum MHD_Result dt_sandbox_stop(api_req *r)
+{
+	sl_err err = {0};
+	sl_sandbox sb;
+	bool force = false;
+	if (api_query_bool(r, "force", false, &force, &err) < 0 || lookup(r, &sb, &err) < 0)
+		return dt_error(r, &err, NULL);
+	char id[32];
+	snprintf(id, sizeof(id), "%s", sb.id);
+	bool stopped = !strcmp(sb.status, "stopped"), ephemeral = sb.ephemeral;
+	sandbox_free(&sb);
+	/* autoDeleteInterval 0 (ephemeral): Daytona deletes such a sandbox when it stops. */
+	int rc = stopped     ? 0
+		 : ephemeral ? sandbox_destroy(r->srv->ctx, id, "stopped (ephemeral)", &err)
+			     : sandbox_stop(r->srv->ctx, id, force ? 0 : 10000, NULL, &err);
+	if (rc < 0)
+		return dt_error(r, &err, NULL);
+	return ephemeral && !stopped ? api_reply_empty(r, 200) : reply_dto(r, id, 200);
+}
+
+enum MHD_Result dt_sandbox_labels(api_req *r)
+{
+	const cJSON *body;
+	sl_err err = {0};
+	char **kv = NULL;
+	if (api_body_object(r, false, &body, &err) < 0 ||
+	    api_json_kv(body, "", "labels", &kv, &err) < 0)
+		return dt_error(r, &err, NULL);
+	api_strv_free(kv);
+	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(body, "labels");
+	if (!cJSON_IsObject(labels))
+		return dt_fail(r, SL_INVALID, NULL, "labels: required (an object of strings)");
+	sl_sandbox sb;
+	if (lookup(r, &sb, &err) < 0)
+		return dt_error(r, &err, NULL);
+	char id[32];
+	snprintf(id, sizeof(id), "%s", sb.id);
+	sandbox_free(&sb);
+	if (sandbox_set_labels(r->srv->ctx, id, labels, &sb, &err) < 0)
+		return dt_error(r, &err, NULL);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddItemToObject(o, "labels",
+			      sb.labels ? cJSON_Duplicate(sb.labels, 1) : cJSON_CreateObject());
+	sandbox_free(&sb);
+	return api_reply_json(r, 200, o);
+}
+
+/* The {n} of an interval route: whole minutes. */
+static int interval(api_req *r, int64_t *n, sl_err *err)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(r->param[1], &end, 10);
+	if (*end || errno || v < 0 || v > 525600 * 10)
+		return sl_fail(err, SL_INVALID, 0, "\"%s\" is not a whole number of minutes",
+			       r->param[1]);
+	*n = v;
+	return 0;
+}
+
+static enum MHD_Result set_timeout(api_req *r, bool idle)
+{
+	sl_err err = {0};
+	int64_t n = 0;
+	sl_sandbox sb;
+	if (interval(r, &n, &err) < 0 || lookup(r, &sb, &err) < 0)
+		return dt_error(r, &err, NULL);
+	char id[32];
+	snprintf(id, sizeof(id), "%s", sb.id);
+	sandbox_free(&sb);
+	int rc = idle ? sandbox_set_timeouts(r->srv->ctx, id, -1, n * 60000, -1, NULL, &err)
+		      : sandbox_set_timeouts(r->srv->ctx, id, n * 60000, -1, -1, NULL, &err);
+	return rc < 0 ? dt_error(r, &err, NULL) : api_reply_empty(r, 200);
+}
+
+enum MHD_Result dt_sandbox_autostop(api_req *r)
+{
+	return set_timeout(r, true);
+}
+
+/* refreshActivity: the lookup marks the sandbox active (what idle timeouts read). */
+enum MHD_Result dt_sandbox_activity(api_req *r)
+{
+	sl_sandbox sb;
+	sl_err err = {0};
+	if (lookup(r, &sb, &err) < 0)
+		return dt_error(r, &err, NULL);
+	sandbox_free(&sb);
+	return api_reply_empty(r, 204);
+}
+
+enum MHD_Result dt_sandbox_ttl(api_req *r)
+{
+	return set_timeout(r, false);
+}
+
+enum MHD_Result dt_sandbox_unsupported_interval(api_req *r)
+{
+	const char *what = strstr(r->url, "/autoarchive/") ? "archiving"
+			   : strstr(r->url, "/autopause/") ? "pausing on a timer"
+							   : "a delayed delete after stopping";
+	return dt_fail(r, SL_NOTIMPL, NULL, "%s is not available in sandlot", what);
+}
+
+enum MHD_Result dt_sandbox_toolbox_url(api_req *r)
+{
+	sl_sandbox sb;
+	sl_err err = {0};
+	if (lookup(r, &sb, &err) < 0)
+		return dt_error(r, &err, NULL);
+	sandbox_free(&sb);
+	char origin[256], url[300];
+	dt_origin(r, origin, sizeof(origin));
+	snprintf(url, sizeof(url), "%s/toolbox", origin);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "url", url);
+	return api_reply_json(r, 200, o);
+}
+
+enum MHD_Result dt_sandbox_preview_url(api_req *r)
+{
+	char *end;
+	unsigned long port = strtoul(r->param[1], &end, 10);
+	if (*end || port < 1 || port > 65535)
+		return dt_fail(r, SL_INVALID, NULL, "port: \"%s\" is not a port number (1-65535)",
+			       r->param[1]);
+	sl_sandbox sb;
+	sl_err err = {0};
+	if (lookup(r, &sb, &err) < 0)
+		return dt_error(r, &err, NULL);
+	char url[256];
+	api_preview_url(r->srv, sb.id, (unsigned)port, url, sizeof(url));
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "sandboxId", sb.id);
+	cJSON_AddStringToObject(o, "url", url);
+	/* The preview proxy listens on loopback only and asks for no token. */
+	cJSON_AddStringToObject(o, "token", "");
+	sandbox_free(&sb);
+	return api_reply_json(r, 200, o);
+}
