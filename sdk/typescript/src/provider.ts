@@ -299,13 +299,14 @@ export class LocalCommands implements SandboxCommands {
     }
 
     const started = await this.t.json<Execution>({ method: "POST", path, json: body, timeoutMs: this.rt, running: true });
-    const out = this.follow(started.id, "stdout", options.onStdout);
-    const err = this.follow(started.id, "stderr", options.onStderr);
     if (options.background) {
-      out.catch(() => undefined);
-      err.catch(() => undefined);
+      // Only the streams someone listens to; a failed stream ends quietly.
+      if (options.onStdout) this.follow(started.id, "stdout", options.onStdout).catch(() => undefined);
+      if (options.onStderr) this.follow(started.id, "stderr", options.onStderr).catch(() => undefined);
       return { exitCode: -1, stdout: "", stderr: "", executionId: started.id };
     }
+    const out = this.follow(started.id, "stdout", options.onStdout);
+    const err = this.follow(started.id, "stderr", options.onStderr);
     const [stdout, stderr] = await Promise.all([out, err]);
     return this.result(await this.settle(started), stdout, stderr, options);
   }
