@@ -105,11 +105,11 @@ export class SecondDaemon {
  * The seed document that defines the interface: <repo>/../shared/seeds/000_...txt (the
  * repo is /work/main and the documents /work/shared), also from a git worktree of it.
  */
-export function seedFile() {
+export function seedFile(root = repoRoot) {
   const name = "shared/seeds/000_ac2822aae9ec0850.txt";
-  const candidates = [resolve(repoRoot, "..", name)];
+  const candidates = [resolve(root, "..", name)];
   try {
-    const common = execFileSync("git", ["-C", repoRoot, "rev-parse", "--path-format=absolute", "--git-common-dir"], {
+    const common = execFileSync("git", ["-C", root, "rev-parse", "--path-format=absolute", "--git-common-dir"], {
       encoding: "utf8",
       stdio: ["ignore", "pipe", "ignore"],
     }).trim();

@@ -3,7 +3,8 @@
 // seed document taken as they are, at test time (not a copy kept by the package).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -148,7 +149,13 @@ export const notAProvider: Seed.SandboxProvider = { create: async () => ({ sandb
   assert.match(bad.out, /mismatch\.ts\(2,\d+\): error TS2322/);
 });
 
-test("the seed file is found from the repository root (and its absence would be named)", () => {
+test("the seed file is found from the repository root, and its absence is named", () => {
   const path = seedFile();
   assert.match(readFileSync(path, "utf8"), /interface SandboxProvider \{/);
+  const nowhere = mkdtempSync(join(tmpdir(), "sandlot-noseed-"));
+  try {
+    assert.throws(() => seedFile(join(nowhere, "repo")), /the interface document is missing: looked for .*noseed.*shared\/seeds\/000_ac2822aae9ec0850\.txt/);
+  } finally {
+    rmSync(nowhere, { recursive: true, force: true });
+  }
 });
