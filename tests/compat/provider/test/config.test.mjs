@@ -95,7 +95,7 @@ test("a tool-set config against the daemon: cpu/memory quantities and the per-ru
   assert.equal(info.resources.cpu, "500m");
   assert.equal(info.resources.memory, "256Mi");
   // The memory limit holds: 400 MiB does not fit in 256Mi.
-  const big = await sb.executeCode("b = bytearray(400 * 1024 * 1024)\nprint(len(b))", "python");
+  const big = await sb.executeCode("b = bytearray(400 * 1024 * 1024)\nprint(len(b))", "python", { timeoutMs: 60000 });
   assert.equal(big.success, false);
   assert.equal(big.error.name, "OutOfMemoryError");
   assert.equal((await sb.executeCode("b = bytearray(64 * 1024 * 1024)\nprint(len(b))", "python")).output, 64 * 1024 * 1024);

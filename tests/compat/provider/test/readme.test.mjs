@@ -16,7 +16,12 @@ test("the README's complete example runs and prints what its comments say", asyn
   const dir = join(suiteDir, "node_modules", ".cache", "sandlot-readme");
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "example.mjs"), code);
-  const { stdout } = await promisify(execFile)(process.execPath, [join(dir, "example.mjs")], { timeout: 120000 });
+  let stdout;
+  try {
+    ({ stdout } = await promisify(execFile)(process.execPath, [join(dir, "example.mjs")], { timeout: 120000 }));
+  } catch (e) {
+    assert.fail(`the example failed (exit ${e.code}):\n--- stdout\n${e.stdout}\n--- stderr\n${e.stderr}`);
+  }
   assert.match(stdout, /^code: true \{"greeting":"hello","sum":6\}$/m);
   assert.match(stdout, /^live: step 1\n(live: )?step 2\n?/m);
   assert.match(stdout, /^exit code: 3$/m);
