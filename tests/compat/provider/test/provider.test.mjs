@@ -315,10 +315,14 @@ test("pause, then resume(id): frozen meanwhile, continues where it was", async (
 
 test("resume(id) of a running sandbox reconnects; of a stopped one starts it; by name too", async (t) => {
   const keep = tracker(t);
-  const sb = keep(await provider.create({ language: "python", name: `resume-${Date.now()}` }));
+  const sb = keep(await provider.create({ language: "python", name: `resume-${Date.now()}`, timeoutMs: 30000 }));
   await sb.filesystem.write("/home/user/kept.txt", "kept");
+  const before = Date.now();
   const same = await provider.resume(sb.sandboxId);
   assert.equal(await same.filesystem.read("/home/user/kept.txt"), "kept");
+  // The lifetime is extended to the provider's timeoutMs (300000 by default) from now.
+  const expires = Date.parse((await same.info()).expiresAt);
+  assert.ok(expires >= before + 299000 && expires <= Date.now() + 301000, `expiresAt ${expires - before} ms ahead`);
   await provider.transport.call({ method: "POST", path: `/v1/sandboxes/${sb.sandboxId}/stop`, timeoutMs: 60000 });
   assert.equal((await sb.info()).status, "stopped");
   const started = await provider.resume((await sb.info()).name);
