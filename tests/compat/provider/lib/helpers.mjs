@@ -119,6 +119,6 @@ export function seedFile(root = repoRoot) {
   }
   const found = candidates.find((c) => existsSync(c));
   if (!found)
-    throw new Error(`the interface document is missing: looked for ${candidates.join(" and ")} (the seeds live in ../shared next to the repository)`);
+    throw new Error(`the interface document is missing: looked for ${[...new Set(candidates)].join(" and ")} (the seeds live in ../shared next to the repository)`);
   return found;
 }
