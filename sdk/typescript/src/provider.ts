@@ -237,7 +237,8 @@ export class LocalSandbox implements SandboxInstance {
     });
     if (!r.success && r.error?.name === "TimeoutError")
       throw new SandboxError(`code timed out: ${r.error.message}`, "TIMEOUT", { method: "POST", path, result: r } satisfies SandboxErrorCause);
-    if (!r.success && (r.exitCode === 126 || r.exitCode === 127) && r.stderr.startsWith("sandlot: "))
+    // The interpreter could not start: sandlot-init's one-line reason is all of stderr.
+    if (!r.success && (r.exitCode === 126 || r.exitCode === 127) && /^sandlot: [^\n]*\n?$/.test(r.stderr))
       throw new SandboxError(`code could not run: ${r.stderr.trim()}`, "EXECUTION_FAILED", { method: "POST", path, result: r } satisfies SandboxErrorCause);
     const out: LocalCodeExecutionResult = { success: r.success, stdout: r.stdout, stderr: r.stderr, durationMs: r.durationMs };
     if ("output" in r) out.output = r.output;

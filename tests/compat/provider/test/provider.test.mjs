@@ -97,6 +97,9 @@ test("commands.run: output, exit codes, envs, cwd, user; a non-zero exit is a re
   const nf = await sb.commands.run("no-such-command-here");
   assert.equal(nf.exitCode, 127);
   assert.match(nf.stderr, /not found/);
+  // A command that prints like sandlot and exits 126 ran: a result.
+  const fake = await sb.commands.run('echo "sandlot: pretend" >&2; exit 126');
+  assert.deepEqual([fake.exitCode, fake.stderr], [126, "sandlot: pretend\n"]);
   // Non-ASCII text survives both ways.
   assert.equal((await sb.commands.run("printf 'żółw 🐢'")).stdout, "żółw 🐢");
 });
