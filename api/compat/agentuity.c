@@ -14,7 +14,7 @@
 
 /* A oneshot sandbox outlives its command this long without a call on it (for the
  * client's stream reads and polls), then the idle timer destroys it. */
-#define ONESHOT_GRACE_MS (30 * 1000)
+#define ONESHOT_GRACE_MS (15 * 1000)
 #define WAIT_MAX_MS	 (5 * 60 * 1000)
 /* Labels that keep what sandlot has no field for (visible in /v1 too). */
 #define LABEL_MODE	  "agentuity.mode"
@@ -209,7 +209,12 @@ static cJSON *sandbox_info(api_req *r, const sl_sandbox *sb)
 	add_quantity(res, "memory", sb->limits.memory_bytes, false);
 	add_quantity(res, "cpu", sb->limits.cpu_millicores, true);
 	add_quantity(res, "disk", sb->disk_bytes, false);
-	cJSON_AddBoolToObject(o, "networkEnabled", false);
+	/* The record's network object (once sandboxes can have one). */
+	cJSON *rec = sandbox_to_json(sb);
+	const cJSON *net = cJSON_GetObjectItemCaseSensitive(rec, "network");
+	cJSON_AddBoolToObject(o, "networkEnabled",
+			      cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(net, "enabled")));
+	cJSON_Delete(rec);
 	cJSON *tmo = cJSON_AddObjectToObject(o, "timeout");
 	char d[32];
 	if (sb->idle_ms && !is_oneshot(sb)) {

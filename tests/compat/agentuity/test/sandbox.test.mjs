@@ -219,12 +219,61 @@ test('cloud-only features answer NOT_IMPLEMENTED', async () => {
 	await assert.rejects(client.create({ network: { enabled: true, port: 8080 } }), (e) => e.status === 501 && /network\.port/.test(e.message));
 });
 
-test('dependencies become apt packages (501 passed through until sandlot has them)', async () => {
+test('dependencies and network reach /v1 (its 501 passed through until sandlot has them)', async () => {
+	// A package that cannot exist: were dependencies dropped, the create would succeed.
+	await assert.rejects(create({ dependencies: ['sandlot-no-such-package'] }), (e) => {
+		assert.ok(e.status >= 400, String(e));
+		assert.match(e.message, /packages|sandlot-no-such-package/);
+		return true;
+	});
 	try {
-		const sb = await create({ dependencies: ['busybox'] });
-		assert.match(sb.id, /^sbx_/);
+		const sb = await create({ network: { enabled: true } });
+		assert.equal((await client.get(sb.id)).networkEnabled, true);
 	} catch (e) {
 		assert.equal(e.status, 501, String(e));
-		assert.match(e.message, /packages/);
+		assert.match(e.message, /network/);
 	}
+	const off = await create({ network: { enabled: false } });
+	assert.equal((await client.get(off.id)).networkEnabled, false);
+});
+
+test('wire details: envelope on errors, 401 without the key, JSON bodies on destroy', async () => {
+	const noKey = await fetch(`${base}/sandbox`);
+	assert.equal(noKey.status, 401);
+	const body = await noKey.json();
+	assert.equal(body.success, false);
+	assert.equal(typeof body.message, 'string');
+	const auth = { Authorization: `Bearer ${process.env.SANDLOT_API_KEY}` };
+	const unknown = await fetch(`${base}/no/such/route`, { headers: auth });
+	assert.equal(unknown.status, 404);
+	assert.equal((await unknown.json()).success, false);
+	const created = await fetch(`${base}/sandbox`, {
+		method: 'POST',
+		headers: { ...auth, 'Content-Type': 'application/json' },
+		body: '{}',
+	});
+	const { data } = await created.json();
+	const del = await fetch(`${base}/sandbox/${data.sandboxId}?orgId=org_x`, { method: 'DELETE', headers: auth });
+	assert.equal(del.status, 200);
+	assert.match(del.headers.get('content-type'), /application\/json/);
+	assert.deepEqual(await del.json(), { success: true });
+	const gone = await fetch(`${base}/sandbox/${data.sandboxId}`, { headers: auth });
+	assert.equal(gone.status, 404);
+	assert.equal((await gone.json()).code, 'SANDBOX_NOT_FOUND');
+});
+
+test('a oneshot sandbox is reclaimed once its command ended and nobody asks', async () => {
+	const res = await client.run({ command: { exec: ['true'] } });
+	assert.equal(res.exitCode, 0);
+	const auth = { Authorization: `Bearer ${process.env.SANDLOT_API_KEY}` };
+	const deadline = Date.now() + 40000;
+	let status;
+	while (Date.now() < deadline) {
+		// A call on the sandbox counts as activity and would keep it; the list does not.
+		const list = await (await fetch(`${process.env.SANDLOT_URL}/v1/sandboxes?status=terminated`, { headers: auth })).json();
+		status = list.sandboxes.find((s) => s.id === res.sandboxId)?.status;
+		if (status === 'terminated') break;
+		await new Promise((r) => setTimeout(r, 1000));
+	}
+	assert.equal(status, 'terminated', `${res.sandboxId} was not reclaimed`);
 });
