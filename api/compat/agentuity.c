@@ -58,8 +58,10 @@ static enum MHD_Result reply_failure(api_req *r, unsigned status, const char *co
 enum MHD_Result ag_reply_error(api_req *r, const sl_err *err, const char *notfound_code)
 {
 	sl_kind kind = err->kind ? err->kind : SL_INTERNAL;
-	const char *code = kind == SL_NOTFOUND && notfound_code ? notfound_code : sl_kind_code(kind);
-	return reply_failure(r, sl_kind_http(kind), code, err->msg[0] ? err->msg : "internal error");
+	const char *code =
+	    kind == SL_NOTFOUND && notfound_code ? notfound_code : sl_kind_code(kind);
+	return reply_failure(r, sl_kind_http(kind), code,
+			     err->msg[0] ? err->msg : "internal error");
 }
 
 enum MHD_Result ag_fail(api_req *r, sl_kind kind, const char *fmt, ...)
@@ -84,7 +86,7 @@ static enum MHD_Result not_implemented(api_req *r)
 
 /* ---- sandboxes: the shapes ---- */
 
-static void iso_time(int64_t ms, char *buf, size_t len)
+void ag_iso_time(int64_t ms, char *buf, size_t len)
 {
 	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
@@ -183,7 +185,7 @@ static cJSON *sandbox_info(api_req *r, const sl_sandbox *sb)
 		cJSON_AddStringToObject(o, "description", desc);
 	cJSON_AddStringToObject(o, "status", st.status);
 	cJSON_AddStringToObject(o, "mode", is_oneshot(sb) ? "oneshot" : "interactive");
-	iso_time(sb->created_ms, t, sizeof(t));
+	ag_iso_time(sb->created_ms, t, sizeof(t));
 	cJSON_AddStringToObject(o, "createdAt", t);
 	cJSON_AddStringToObject(o, "region", "local");
 	cJSON_AddNumberToObject(o, "executions", (double)st.executions);
@@ -265,8 +267,8 @@ int ag_sandbox_for_call(api_req *r, sl_sandbox *sb, bool *resumed, sl_err *err)
 
 /* "curl", "curl=7.88.1-10" (apt's own syntax) -> {name, version?, manager}. npm names
  * take "@version" ("@scope/pkg@1.2" too). */
-static cJSON *package_list(const cJSON *names, const char *field, const char *manager,
-			   cJSON *out, sl_err *err)
+static cJSON *package_list(const cJSON *names, const char *field, const char *manager, cJSON *out,
+			   sl_err *err)
 {
 	if (!names || cJSON_IsNull(names))
 		return out;
@@ -304,9 +306,9 @@ static cJSON *package_list(const cJSON *names, const char *field, const char *ma
 static cJSON *v1_body(const cJSON *in, bool oneshot, sl_err *err)
 {
 	static const char *const fields[] = {
-	    "projectId", "runtime",  "runtimeId",    "name",	 "description", "resources",
-	    "env",	 "network",  "stream",	     "timeout",	 "command",	"files",
-	    "snapshot",	 "dependencies", "packages", "metadata", "scopes",	NULL};
+	    "projectId", "runtime",	 "runtimeId", "name",	  "description", "resources",
+	    "env",	 "network",	 "stream",    "timeout",  "command",	 "files",
+	    "snapshot",	 "dependencies", "packages",  "metadata", "scopes",	 NULL};
 	if (api_json_fields(in, "", fields, err) < 0)
 		return NULL;
 	const char *runtime = NULL;
@@ -321,7 +323,8 @@ static cJSON *v1_body(const cJSON *in, bool oneshot, sl_err *err)
 	}
 	const cJSON *scopes = cJSON_GetObjectItemCaseSensitive(in, "scopes");
 	if (cJSON_IsArray(scopes) && cJSON_GetArraySize(scopes) > 0) {
-		sl_fail(err, SL_NOTIMPL, 0, "scopes: Agentuity credential scopes are not available");
+		sl_fail(err, SL_NOTIMPL, 0,
+			"scopes: Agentuity credential scopes are not available");
 		return NULL;
 	}
 	cJSON *out = cJSON_CreateObject();
@@ -353,9 +356,10 @@ static cJSON *v1_body(const cJSON *in, bool oneshot, sl_err *err)
 			goto fail;
 		const cJSON *port = cJSON_GetObjectItemCaseSensitive(net, "port");
 		if (port && !cJSON_IsNull(port)) {
-			sl_fail(err, SL_NOTIMPL, 0,
-				"network.port: public URLs on Agentuity's domains are not "
-				"available; use sandlot's preview proxy (/v1/sandboxes/{id}/ports)");
+			sl_fail(
+			    err, SL_NOTIMPL, 0,
+			    "network.port: public URLs on Agentuity's domains are not "
+			    "available; use sandlot's preview proxy (/v1/sandboxes/{id}/ports)");
 			goto fail;
 		}
 		cJSON_AddBoolToObject(cJSON_AddObjectToObject(out, "network"), "enabled", on);
@@ -475,7 +479,7 @@ static enum MHD_Result create_from(api_req *r, const cJSON *in)
 	sl_exec e = {0};
 	int rc = write_files(r, &sb, cJSON_GetObjectItemCaseSensitive(in, "files"), &err);
 	if (rc == 0 && argv)
-		rc = ag_exec_start(r, &sb, argv, cmd_files, sb.exec_timeout_ms, &e, &err);
+		rc = ag_exec_start(r, &sb, argv, NULL, cmd_files, sb.exec_timeout_ms, &e, &err);
 	api_strv_free(argv);
 	if (rc < 0) {
 		sl_err e2 = {0};
@@ -543,7 +547,8 @@ static int sandbox_waited(api_req *r, bool include_deleted, sl_sandbox *sb, ag_s
 		char *end;
 		wait = wms ? strtoll(wms, &end, 10) : 30000;
 		if (wms && (*end || wait < 0))
-			return sl_fail(err, SL_INVALID, 0, "?waitMs=%s: expected milliseconds", wms);
+			return sl_fail(err, SL_INVALID, 0, "?waitMs=%s: expected milliseconds",
+				       wms);
 		if (wait > WAIT_MAX_MS)
 			wait = WAIT_MAX_MS;
 	}
@@ -645,8 +650,8 @@ static enum MHD_Result sandbox_list_route(api_req *r)
 			ag_state st;
 			sandbox_state(r, sb, &st);
 			if ((status && !in_list(status, st.status)) ||
-			    (live && (!strcmp(st.status, "terminated") ||
-				      !strcmp(st.status, "failed"))))
+			    (live &&
+			     (!strcmp(st.status, "terminated") || !strcmp(st.status, "failed"))))
 				continue;
 		}
 		if (total >= offset && total - offset < limit)
@@ -725,7 +730,7 @@ static cJSON *snapshot_info(const sl_snapshot *s)
 	/* sandlot does not count a snapshot's files or bytes. */
 	cJSON_AddNumberToObject(o, "sizeBytes", 0);
 	cJSON_AddNumberToObject(o, "fileCount", 0);
-	iso_time(s->created_ms, t, sizeof(t));
+	ag_iso_time(s->created_ms, t, sizeof(t));
 	cJSON_AddStringToObject(o, "createdAt", t);
 	cJSON_AddStringToObject(o, "sourceSandboxId", s->sandbox_id);
 	cJSON_AddBoolToObject(o, "public", false);
@@ -746,8 +751,9 @@ static enum MHD_Result snapshot_create_route(api_req *r)
 		      api_json_bool(body, "", "public", &pub, &err) < 0)))
 		return ag_reply_error(r, &err, NULL);
 	if (pub)
-		return ag_fail(r, SL_NOTIMPL, "public: public snapshots are an Agentuity cloud "
-					      "feature");
+		return ag_fail(r, SL_NOTIMPL,
+			       "public: public snapshots are an Agentuity cloud "
+			       "feature");
 	char full[160];
 	if (name && tag)
 		snprintf(full, sizeof(full), "%s:%s", name, tag);
@@ -806,7 +812,10 @@ static enum MHD_Result snapshot_delete_route(api_req *r)
 /* ---- the table ---- */
 
 #define P AG_PREFIX
-#define NOTIMPL(m, path) {m, P path, API_BODY_NONE, not_implemented, NULL, NULL, 0}
+#define NOTIMPL(m, path)                                                                           \
+	{                                                                                          \
+		m, P path, API_BODY_NONE, not_implemented, NULL, NULL, 0                           \
+	}
 /* clang-format off */
 static const api_route routes[] = {
 	{ "POST",   P "/sandbox", API_BODY_JSON, sandbox_create_route, NULL, NULL, 0 },

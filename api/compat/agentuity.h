@@ -20,6 +20,9 @@ enum MHD_Result ag_reply_error(api_req *r, const sl_err *err, const char *notfou
 enum MHD_Result ag_fail(api_req *r, sl_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Unix ms as ISO 8601 UTC with milliseconds ("2026-01-02T03:04:05.678Z"). */
+void ag_iso_time(int64_t ms, char *buf, size_t len);
+
 /* ---- sandboxes (agentuity.c) ---- */
 
 /* The sandbox r->param[0] names, for a call on it: 404 when unknown or destroyed; a
@@ -36,9 +39,10 @@ void ag_exec_fields(api_req *r, cJSON *o, const sl_exec *e);
  * (the last path segment), into O as <stream>StreamUrl and <stream>StreamId. */
 void ag_stream_fields(api_req *r, cJSON *o, const char *sandbox_id, const char *exec_id,
 		      const char *stream, bool with_id);
-/* Start ARGV in SB after writing FILES (a {path, content} array or NULL). */
-int ag_exec_start(api_req *r, const sl_sandbox *sb, char **argv, const cJSON *files,
-		  uint64_t timeout_ms, sl_exec *out, sl_err *err);
+/* Start ARGV (or the SHELL line) in SB after writing FILES ({path, content} array or
+ * NULL). */
+int ag_exec_start(api_req *r, const sl_sandbox *sb, char **argv, const char *shell,
+		  const cJSON *files, uint64_t timeout_ms, sl_exec *out, sl_err *err);
 
 enum MHD_Result ag_execute(api_req *r);
 enum MHD_Result ag_execution_get(api_req *r);

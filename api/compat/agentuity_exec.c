@@ -43,15 +43,6 @@ const char *ag_exec_status(const sl_exec *e)
 	return "completed";
 }
 
-static void iso_time(int64_t ms, char *buf, size_t len)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, len - n, ".%03dZ", (int)(ms % 1000));
-}
-
 void ag_exec_fields(api_req *r, cJSON *o, const sl_exec *e)
 {
 	char t[40];
@@ -61,16 +52,15 @@ void ag_exec_fields(api_req *r, cJSON *o, const sl_exec *e)
 	cJSON_AddStringToObject(o, "type", "exec");
 	if (e->command)
 		cJSON_AddItemToObject(o, "command", cJSON_Duplicate(e->command, 1));
-	iso_time(e->started_ms, t, sizeof(t));
+	ag_iso_time(e->started_ms, t, sizeof(t));
 	cJSON_AddStringToObject(o, "startedAt", t);
 	if (e->status != SL_EXEC_RUNNING) {
 		/* Always an exit code once it ended: without one run() reports 0. */
 		cJSON_AddNumberToObject(o, "exitCode", e->exit_code);
-		cJSON_AddNumberToObject(o, "durationMs",
-					(double)(e->finished_ms > e->started_ms
-						     ? e->finished_ms - e->started_ms
-						     : 0));
-		iso_time(e->finished_ms, t, sizeof(t));
+		cJSON_AddNumberToObject(
+		    o, "durationMs",
+		    (double)(e->finished_ms > e->started_ms ? e->finished_ms - e->started_ms : 0));
+		ag_iso_time(e->finished_ms, t, sizeof(t));
 		cJSON_AddStringToObject(o, "completedAt", t);
 	}
 	ag_stream_fields(r, o, e->sandbox_id, e->id, "stdout", false);
@@ -147,14 +137,13 @@ enum MHD_Result ag_stream(api_req *r)
 
 /* ---- execute ---- */
 
-int ag_exec_start(api_req *r, const sl_sandbox *sb, char **argv, const cJSON *files,
-		  uint64_t timeout_ms, sl_exec *out, sl_err *err)
+int ag_exec_start(api_req *r, const sl_sandbox *sb, char **argv, const char *shell,
+		  const cJSON *files, uint64_t timeout_ms, sl_exec *out, sl_err *err)
 {
 	int n;
-	if (files && !cJSON_IsNull(files) &&
-	    api_files_write_batch(r->srv, sb, files, &n, err) < 0)
+	if (files && !cJSON_IsNull(files) && api_files_write_batch(r->srv, sb, files, &n, err) < 0)
 		return -1;
-	sl_exec_spec spec = {.argv = argv, .timeout_ms = timeout_ms};
+	sl_exec_spec spec = {.argv = argv, .shell = shell, .timeout_ms = timeout_ms};
 	if (exec_start(r->srv->ctx, sb, &spec, out, err) < 0)
 		return -1;
 	atomic_fetch_add(&r->srv->executions_started, 1);
@@ -175,30 +164,16 @@ enum MHD_Result ag_execute(api_req *r)
 	    api_json_duration(body, "", "timeout", &timeout_ms, &given, &err) < 0 ||
 	    api_json_command(body, "", "command", &argv, &shell, &err) < 0)
 		return ag_reply_error(r, &err, NULL);
-	if (shell) /* Agentuity sends argv; a string runs as a shell line, like /v1 */
-		argv = NULL;
 	sl_sandbox sb;
 	bool resumed;
 	if (ag_sandbox_for_call(r, &sb, &resumed, &err) < 0) {
 		api_strv_free(argv);
 		return ag_reply_error(r, &err, "SANDBOX_NOT_FOUND");
 	}
+	/* Agentuity sends argv; a string runs as a shell line, as on /v1. */
 	sl_exec e;
-	int rc;
-	if (argv) {
-		rc = ag_exec_start(r, &sb, argv, cJSON_GetObjectItemCaseSensitive(body, "files"),
-				   given ? timeout_ms : sb.exec_timeout_ms, &e, &err);
-	} else {
-		int n;
-		const cJSON *files = cJSON_GetObjectItemCaseSensitive(body, "files");
-		sl_exec_spec spec = {.shell = shell,
-				     .timeout_ms = given ? timeout_ms : sb.exec_timeout_ms};
-		rc = files && !cJSON_IsNull(files)
-			 ? api_files_write_batch(r->srv, &sb, files, &n, &err)
-			 : 0;
-		if (rc == 0 && (rc = exec_start(r->srv->ctx, &sb, &spec, &e, &err)) == 0)
-			atomic_fetch_add(&r->srv->executions_started, 1);
-	}
+	int rc = ag_exec_start(r, &sb, argv, shell, cJSON_GetObjectItemCaseSensitive(body, "files"),
+			       given ? timeout_ms : sb.exec_timeout_ms, &e, &err);
 	api_strv_free(argv);
 	sandbox_free(&sb);
 	if (rc < 0)

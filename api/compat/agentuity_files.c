@@ -14,6 +14,23 @@
 #include "agentuity.h"
 
 #define ARCHIVE_WAIT_MS (10 * 60 * 1000)
+/* The output file is append-only, so Python writes the zip as to a pipe (no seeking back):
+ * a writer without tell() makes zipfile use data descriptors. */
+#define ZIP_SCRIPT                                                                         \
+	"cd \"$1\" || exit 1; command -v zip >/dev/null && exec zip -qr - .; "            \
+	"command -v python3 >/dev/null || { echo 'zip: not found' >&2; exit 127; }; "      \
+	"exec python3 -c 'import os,sys,zipfile\n"                                          \
+	"class Out:\n"                                                                       \
+	"    write = sys.stdout.buffer.write\n"                                              \
+	"    flush = sys.stdout.buffer.flush\n"                                              \
+	"z = zipfile.ZipFile(Out(), \"w\", zipfile.ZIP_DEFLATED)\n"                          \
+	"for d, ds, fs in os.walk(\".\"):\n"                                                \
+	"    for n in sorted(ds + fs): z.write(os.path.join(d, n)[2:])\n"                   \
+	"z.close()'"
+#define UNZIP_SCRIPT                                                                       \
+	"command -v unzip >/dev/null && exec unzip -oq \"$1\" -d \"$2\"; "                  \
+	"command -v python3 >/dev/null || { echo 'unzip: not found' >&2; exit 127; }; "    \
+	"exec python3 -m zipfile -e \"$1\" \"$2\""
 
 /* The sandbox and a path (a query parameter or a body field; relative to the workspace). */
 static int target(api_req *r, const char *given, const char *field, sl_sandbox *sb, char **path,
@@ -206,7 +223,7 @@ static int archive_format(api_req *r, bool *zip, sl_err *err)
 static int run_tool(api_req *r, const sl_sandbox *sb, char **argv, sl_exec *out, sl_err *err)
 {
 	sl_exec e;
-	if (ag_exec_start(r, sb, argv, NULL, ARCHIVE_WAIT_MS, &e, err) < 0)
+	if (ag_exec_start(r, sb, argv, NULL, NULL, ARCHIVE_WAIT_MS, &e, err) < 0)
 		return -1;
 	char eid[32];
 	snprintf(eid, sizeof(eid), "%s", e.id);
@@ -251,9 +268,8 @@ enum MHD_Result ag_fs_download(api_req *r)
 		return ag_reply_error(r, &err, "FILE_NOT_FOUND");
 	}
 	char *tar[] = {"tar", "-czf", "-", "-C", path, ".", NULL};
-	/* zip(1) writes to stdout with "-"; it runs in the directory. */
-	char cmd[64] = "cd \"$1\" && exec zip -qr - .";
-	char *zipv[] = {"/bin/sh", "-c", cmd, "sh", path, NULL};
+	/* zip(1) when the image has it, else Python's zipfile (the default image's). */
+	char *zipv[] = {"/bin/sh", "-c", ZIP_SCRIPT, "sh", path, NULL};
 	sl_exec e;
 	int rc = run_tool(r, &sb, zip ? zipv : tar, &e, &err);
 	sandbox_free(&sb);
@@ -349,7 +365,7 @@ enum MHD_Result ag_fs_upload(api_req *r)
 		return ag_reply_error(r, &err, NULL);
 	}
 	char *tar[] = {"tar", "-xzf", u->tmp, "-C", u->dest, NULL};
-	char *unzip[] = {"unzip", "-oq", u->tmp, "-d", u->dest, NULL};
+	char *unzip[] = {"/bin/sh", "-c", UNZIP_SCRIPT, "sh", u->tmp, u->dest, NULL};
 	sl_exec e;
 	if (sbxfs_mkdir(r->srv->ctx, &u->sb, u->dest, &err) < 0 ||
 	    run_tool(r, &u->sb, u->zip ? unzip : tar, &e, &err) < 0)

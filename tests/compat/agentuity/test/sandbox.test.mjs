@@ -112,7 +112,7 @@ test('writeFiles and readFile, text and binary', async () => {
 	assert.deepEqual(await sb.rmFile('hello.txt'), { found: false });
 });
 
-test('tar.gz archives: upload unpacks, download packs', async () => {
+test('tar.gz and zip archives: upload unpacks, download packs', async () => {
 	const sb = await create();
 	await sb.writeFiles([{ path: '/srv/a/one.txt', content: new TextEncoder().encode('one\n') }]);
 	const tgz = await sandboxDownloadArchive(api, { sandboxId: sb.id, path: '/srv/a', format: 'tar.gz' });
@@ -120,11 +120,22 @@ test('tar.gz archives: upload unpacks, download packs', async () => {
 	assert.deepEqual([...bytes.slice(0, 2)], [0x1f, 0x8b]); // gzip
 	await sandboxUploadArchive(api, { sandboxId: sb.id, path: '/srv/b', format: 'tar.gz', archive: bytes });
 	assert.equal(await new Response(await sb.readFile('/srv/b/one.txt')).text(), 'one\n');
+	const zip = await sandboxDownloadArchive(api, { sandboxId: sb.id, path: '/srv/a', format: 'zip' });
+	const zbytes = new Uint8Array(await new Response(zip).arrayBuffer());
+	assert.deepEqual([...zbytes.slice(0, 2)], [0x50, 0x4b]); // PK
+	await sandboxUploadArchive(api, { sandboxId: sb.id, path: '/srv/c', format: 'zip', archive: zbytes });
+	assert.equal(await new Response(await sb.readFile('/srv/c/one.txt')).text(), 'one\n');
+	await assert.rejects(
+		sandboxUploadArchive(api, { sandboxId: sb.id, path: '/srv/d', format: 'tar.gz', archive: new TextEncoder().encode('not a tarball') }),
+		/400/
+	);
 });
 
 test('list and get', async () => {
 	const sb = await create({ name: `agentuity-list-${process.pid}`, metadata: { team: 'qa' } });
-	await sb.execute({ command: ['true'] });
+	const ran = await sb.execute({ command: ['true'] });
+	const execs = await client.listExecutions(sb.id);
+	assert.deepEqual(execs.executions.map((e) => [e.executionId, e.exitCode]), [[ran.executionId, 0]]);
 	const info = await client.get(sb.id);
 	assert.equal(info.sandboxId, sb.id);
 	assert.equal(info.status, 'idle');
