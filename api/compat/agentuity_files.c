@@ -16,20 +16,20 @@
 #define ARCHIVE_WAIT_MS (10 * 60 * 1000)
 /* The output file is append-only, so Python writes the zip as to a pipe (no seeking back):
  * a writer without tell() makes zipfile use data descriptors. */
-#define ZIP_SCRIPT                                                                         \
-	"cd \"$1\" || exit 1; command -v zip >/dev/null && exec zip -qr - .; "            \
-	"command -v python3 >/dev/null || { echo 'zip: not found' >&2; exit 127; }; "      \
-	"exec python3 -c 'import os,sys,zipfile\n"                                          \
-	"class Out:\n"                                                                       \
-	"    write = sys.stdout.buffer.write\n"                                              \
-	"    flush = sys.stdout.buffer.flush\n"                                              \
-	"z = zipfile.ZipFile(Out(), \"w\", zipfile.ZIP_DEFLATED)\n"                          \
-	"for d, ds, fs in os.walk(\".\"):\n"                                                \
-	"    for n in sorted(ds + fs): z.write(os.path.join(d, n)[2:])\n"                   \
+#define ZIP_SCRIPT                                                                                 \
+	"cd \"$1\" || exit 1; command -v zip >/dev/null && exec zip -qr - .; "                     \
+	"command -v python3 >/dev/null || { echo 'zip: not found' >&2; exit 127; }; "              \
+	"exec python3 -c 'import os,sys,zipfile\n"                                                 \
+	"class Out:\n"                                                                             \
+	"    write = sys.stdout.buffer.write\n"                                                    \
+	"    flush = sys.stdout.buffer.flush\n"                                                    \
+	"z = zipfile.ZipFile(Out(), \"w\", zipfile.ZIP_DEFLATED)\n"                                \
+	"for d, ds, fs in os.walk(\".\"):\n"                                                       \
+	"    for n in sorted(ds + fs): z.write(os.path.join(d, n)[2:])\n"                          \
 	"z.close()'"
-#define UNZIP_SCRIPT                                                                       \
-	"command -v unzip >/dev/null && exec unzip -oq \"$1\" -d \"$2\"; "                  \
-	"command -v python3 >/dev/null || { echo 'unzip: not found' >&2; exit 127; }; "    \
+#define UNZIP_SCRIPT                                                                               \
+	"command -v unzip >/dev/null && exec unzip -oq \"$1\" -d \"$2\"; "                         \
+	"command -v python3 >/dev/null || { echo 'unzip: not found' >&2; exit 127; }; "            \
 	"exec python3 -m zipfile -e \"$1\" \"$2\""
 
 /* The sandbox and a path (a query parameter or a body field; relative to the workspace). */
