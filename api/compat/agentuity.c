@@ -20,6 +20,7 @@
 #define LABEL_MODE	  "agentuity.mode"
 #define LABEL_DESCRIPTION "agentuity.description"
 #define LABEL_METADATA	  "agentuity.metadata"
+#define LABEL_EXIT	  "agentuity.exitCode"
 
 /* ---- the envelope ---- */
 
@@ -45,8 +46,7 @@ enum MHD_Result ag_reply_ok(api_req *r, cJSON *top)
 	return api_reply_json(r, 200, o);
 }
 
-static enum MHD_Result reply_failure(api_req *r, unsigned status, const char *code,
-				     const char *message)
+enum MHD_Result ag_reply_failure(api_req *r, unsigned status, const char *code, const char *message)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddBoolToObject(o, "success", false);
@@ -60,8 +60,8 @@ enum MHD_Result ag_reply_error(api_req *r, const sl_err *err, const char *notfou
 	sl_kind kind = err->kind ? err->kind : SL_INTERNAL;
 	const char *code =
 	    kind == SL_NOTFOUND && notfound_code ? notfound_code : sl_kind_code(kind);
-	return reply_failure(r, sl_kind_http(kind), code,
-			     err->msg[0] ? err->msg : "internal error");
+	return ag_reply_failure(r, sl_kind_http(kind), code,
+				err->msg[0] ? err->msg : "internal error");
 }
 
 enum MHD_Result ag_fail(api_req *r, sl_kind kind, const char *fmt, ...)
@@ -117,11 +117,31 @@ typedef struct ag_state {
 	char first_exec[32]; /* the oneshot command's execution */
 } ag_state;
 
+/* A oneshot's exit code goes into its labels, so it outlives the execution records (which
+ * go when the idle timer reclaims the sandbox). */
+static void remember_exit(api_req *r, const sl_sandbox *sb, int code)
+{
+	if (label(sb, LABEL_EXIT))
+		return;
+	cJSON *l = sb->labels ? cJSON_Duplicate(sb->labels, 1) : cJSON_CreateObject();
+	char buf[16];
+	snprintf(buf, sizeof(buf), "%d", code);
+	cJSON_AddStringToObject(l, LABEL_EXIT, buf);
+	sl_err err = {0};
+	sandbox_set_labels(r->srv->ctx, sb->id, l, NULL, &err);
+	cJSON_Delete(l);
+}
+
 static void sandbox_state(api_req *r, const sl_sandbox *sb, ag_state *st)
 {
 	memset(st, 0, sizeof(*st));
 	if (!strcmp(sb->status, "terminated")) {
 		st->status = !strcmp(sb->reason, "deleted") ? "deleted" : "terminated";
+		const char *code = label(sb, LABEL_EXIT);
+		if (code && is_oneshot(sb)) {
+			st->has_exit = true;
+			st->exit_code = atoi(code);
+		}
 		return;
 	}
 	sl_exec *ex = NULL;
@@ -137,6 +157,7 @@ static void sandbox_state(api_req *r, const sl_sandbox *sb, ag_state *st)
 			if (ex[0].status != SL_EXEC_RUNNING) {
 				st->has_exit = true;
 				st->exit_code = ex[0].exit_code;
+				remember_exit(r, sb, st->exit_code);
 			}
 		}
 		exec_free_list(ex, n);
@@ -151,6 +172,15 @@ static void sandbox_state(api_req *r, const sl_sandbox *sb, ag_state *st)
 		st->status = "terminated";
 	else
 		st->status = running ? "running" : "idle";
+}
+
+bool ag_sandbox_ended(api_req *r, const sl_sandbox *sb)
+{
+	ag_state st;
+	if (!is_oneshot(sb))
+		return false;
+	sandbox_state(r, sb, &st);
+	return st.has_exit;
 }
 
 static void add_quantity(cJSON *o, const char *key, uint64_t v, bool cpu)
@@ -877,17 +907,17 @@ static enum MHD_Result no_route(api_req *r, bool path_known, const char *allow)
 	char msg[512];
 	if (path_known) {
 		snprintf(msg, sizeof(msg), "%s answers %s, not %s", r->url, allow, r->method);
-		return reply_failure(r, 405, "METHOD_NOT_ALLOWED", msg);
+		return ag_reply_failure(r, 405, "METHOD_NOT_ALLOWED", msg);
 	}
 	snprintf(msg, sizeof(msg), "no Agentuity route %s %s", r->method, r->url);
-	return reply_failure(r, 404, "NOT_FOUND", msg);
+	return ag_reply_failure(r, 404, "NOT_FOUND", msg);
 }
 
 static enum MHD_Result unauthorized(api_req *r)
 {
-	return reply_failure(r, 401, "UNAUTHORIZED",
-			     "this listener needs the API key: set AGENTUITY_SDK_KEY to the "
-			     "output of `sandlot key`");
+	return ag_reply_failure(r, 401, "UNAUTHORIZED",
+				"this listener needs the API key: set AGENTUITY_SDK_KEY to the "
+				"output of `sandlot key`");
 }
 
 const api_facade api_facade_agentuity = {

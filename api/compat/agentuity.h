@@ -17,6 +17,8 @@ enum MHD_Result ag_reply_ok(api_req *r, cJSON *top);
 /* {"success":false,"message","code"} with the status of ERR's kind. A not-found error
  * carries NOTFOUND_CODE ("SANDBOX_NOT_FOUND", "EXECUTION_NOT_FOUND", ...). */
 enum MHD_Result ag_reply_error(api_req *r, const sl_err *err, const char *notfound_code);
+enum MHD_Result ag_reply_failure(api_req *r, unsigned status, const char *code,
+				 const char *message);
 enum MHD_Result ag_fail(api_req *r, sl_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -28,6 +30,10 @@ void ag_iso_time(int64_t ms, char *buf, size_t len);
 /* The sandbox r->param[0] names, for a call on it: 404 when unknown or destroyed; a
  * paused or stopped one is resumed first (*resumed says so; RESUMED may be NULL). */
 int ag_sandbox_for_call(api_req *r, sl_sandbox *sb, bool *resumed, sl_err *err);
+
+/* A oneshot sandbox whose command has ended (Agentuity calls it terminated); its exit
+ * code is remembered for after it is reclaimed. */
+bool ag_sandbox_ended(api_req *r, const sl_sandbox *sb);
 
 /* ---- executions and streams (agentuity_exec.c) ---- */
 

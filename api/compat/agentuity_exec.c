@@ -170,6 +170,14 @@ enum MHD_Result ag_execute(api_req *r)
 		api_strv_free(argv);
 		return ag_reply_error(r, &err, "SANDBOX_NOT_FOUND");
 	}
+	if (ag_sandbox_ended(r, &sb)) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "sandbox %s ran its oneshot command and is terminated",
+			 sb.id);
+		api_strv_free(argv);
+		sandbox_free(&sb);
+		return ag_reply_failure(r, 410, "SANDBOX_TERMINATED", msg);
+	}
 	/* Agentuity sends argv; a string runs as a shell line, as on /v1. */
 	sl_exec e;
 	int rc = ag_exec_start(r, &sb, argv, shell, cJSON_GetObjectItemCaseSensitive(body, "files"),
@@ -239,6 +247,11 @@ enum MHD_Result ag_execution_get(api_req *r)
 			     : exec_get(r->srv->ctx, sid, r->param[0], &e, &err);
 	if (rc < 0)
 		return ag_reply_error(r, &err, "EXECUTION_NOT_FOUND");
+	sl_sandbox sb;
+	if (e.status != SL_EXEC_RUNNING && sandbox_get(r->srv->ctx, sid, &sb, &err) == 0) {
+		ag_sandbox_ended(r, &sb); /* a oneshot's exit is remembered now */
+		sandbox_free(&sb);
+	}
 	cJSON *d = cJSON_CreateObject();
 	ag_exec_fields(r, d, &e);
 	exec_free(&e);

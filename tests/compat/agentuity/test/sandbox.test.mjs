@@ -178,6 +178,8 @@ test('one-shot run: exit code and output', async () => {
 	assert.equal(info.status, 'terminated');
 	assert.equal(info.exitCode, 7);
 	assert.equal(info.mode, 'oneshot');
+	const after = await client.connect(res.sandboxId);
+	await assert.rejects(after.execute({ command: ['true'] }), (e) => e.status === 410);
 	const zero = await client.run({ command: { exec: ['sh', '-c', 'printf ok'] } });
 	made.push(zero.sandboxId);
 	assert.equal(zero.exitCode, 0);
@@ -274,8 +276,8 @@ test('wire details: envelope on errors, 401 without the key, JSON bodies on dest
 });
 
 test('a oneshot sandbox is reclaimed once its command ended and nobody asks', async () => {
-	const res = await client.run({ command: { exec: ['true'] } });
-	assert.equal(res.exitCode, 0);
+	const res = await client.run({ command: { exec: ['sh', '-c', 'exit 5'] } });
+	assert.equal(res.exitCode, 5);
 	const auth = { Authorization: `Bearer ${process.env.SANDLOT_API_KEY}` };
 	const deadline = Date.now() + 40000;
 	let status;
@@ -287,4 +289,8 @@ test('a oneshot sandbox is reclaimed once its command ended and nobody asks', as
 		await new Promise((r) => setTimeout(r, 1000));
 	}
 	assert.equal(status, 'terminated', `${res.sandboxId} was not reclaimed`);
+	// Its exit code outlives it.
+	const info = await client.get(res.sandboxId);
+	assert.equal(info.status, 'terminated');
+	assert.equal(info.exitCode, 5);
 });
