@@ -669,8 +669,12 @@ static enum MHD_Result sandbox_list_route(api_req *r)
 	long total = 0;
 	for (size_t k = 0; k < n; k++) {
 		sl_sandbox *sb = &list[asc ? k : n - 1 - k];
+		/* Destroyed ones only when asked for (deletedOnly, or by their status). */
 		bool gone = !strcmp(sb->status, "terminated");
-		if (deleted_only != gone || (gone && !status && !deleted_only))
+		bool want_gone =
+		    deleted_only ||
+		    (status && (in_list(status, "terminated") || in_list(status, "deleted")));
+		if ((gone && !want_gone) || (deleted_only && !gone))
 			continue;
 		if ((name && strcmp(name, sb->name)) ||
 		    (mode && strcmp(mode, is_oneshot(sb) ? "oneshot" : "interactive")) ||

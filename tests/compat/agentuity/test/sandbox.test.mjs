@@ -161,6 +161,8 @@ test('destroy', async () => {
 	await assert.rejects(client.get(sb.id), (e) => e.status === 404);
 	const listed = await client.list();
 	assert.ok(!listed.sandboxes.some((s) => s.sandboxId === sb.id));
+	const deleted = await client.list({ status: 'deleted' });
+	assert.equal(deleted.sandboxes.find((s) => s.sandboxId === sb.id)?.status, 'deleted');
 	await assert.rejects(sb.execute({ command: ['true'] }), SandboxNotFoundError);
 	await assert.rejects(client.destroy(sb.id), (e) => e.status === 404);
 });
