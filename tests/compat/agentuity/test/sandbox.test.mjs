@@ -55,6 +55,19 @@ test('create, then execute with a non-zero exit read back through the long-poll'
 	assert.equal(ok.exitCode, 0);
 });
 
+test('execution timeouts: per execute and the sandbox default', async () => {
+	const sb = await create({ timeout: { execution: '1s' } });
+	const t0 = Date.now();
+	const dflt = await sb.execute({ command: ['sleep', '30'] });
+	assert.equal(dflt.status, 'timeout');
+	assert.equal(typeof dflt.exitCode, 'number');
+	const own = await sb.execute({ command: ['sh', '-c', 'sleep 2; echo done'], timeout: '10s' });
+	assert.equal(own.status, 'completed');
+	assert.equal(await text(own.stdoutStreamUrl), 'done\n');
+	assert.ok(Date.now() - t0 < 20000);
+	assert.equal((await client.get(sb.id)).timeout.execution, '1s');
+});
+
 test('stream URLs: output while running, EOF at exit, whole again afterwards', async () => {
 	const sb = await create();
 	const started = await sandboxExecute(api, {
