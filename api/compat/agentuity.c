@@ -199,6 +199,38 @@ static void add_quantity(cJSON *o, const char *key, uint64_t v, bool cpu)
 	cJSON_AddStringToObject(o, key, buf);
 }
 
+/* The record's packages ({name, version?, manager}, once sandboxes can have them) back
+ * in Agentuity's form: apt ones as dependencies ("name=version"), npm ones as packages
+ * ("name@version"). */
+static void add_packages(cJSON *o, const cJSON *pkgs)
+{
+	const cJSON *p;
+	if (!cJSON_IsArray(pkgs))
+		return;
+	cJSON_ArrayForEach(p, pkgs)
+	{
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(p, "name");
+		const cJSON *ver = cJSON_GetObjectItemCaseSensitive(p, "version");
+		const cJSON *mgr = cJSON_GetObjectItemCaseSensitive(p, "manager");
+		if (!cJSON_IsString(name) || !cJSON_IsString(mgr))
+			continue;
+		bool apt = !strcmp(mgr->valuestring, "apt");
+		if (!apt && strcmp(mgr->valuestring, "npm"))
+			continue;
+		const char *key = apt ? "dependencies" : "packages";
+		cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, key);
+		if (!arr)
+			arr = cJSON_AddArrayToObject(o, key);
+		char buf[512];
+		if (cJSON_IsString(ver) && ver->valuestring[0])
+			snprintf(buf, sizeof(buf), "%s%c%s", name->valuestring, apt ? '=' : '@',
+				 ver->valuestring);
+		else
+			snprintf(buf, sizeof(buf), "%s", name->valuestring);
+		cJSON_AddItemToArray(arr, cJSON_CreateString(buf));
+	}
+}
+
 /* SandboxInfo: get and list entries (list needs "org"; get accepts it). */
 static cJSON *sandbox_info(api_req *r, const sl_sandbox *sb)
 {
@@ -246,6 +278,7 @@ static cJSON *sandbox_info(api_req *r, const sl_sandbox *sb)
 	const cJSON *net = cJSON_GetObjectItemCaseSensitive(rec, "network");
 	cJSON_AddBoolToObject(o, "networkEnabled",
 			      cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(net, "enabled")));
+	add_packages(o, cJSON_GetObjectItemCaseSensitive(rec, "packages"));
 	cJSON_Delete(rec);
 	cJSON *tmo = cJSON_AddObjectToObject(o, "timeout");
 	char d[32];

@@ -280,6 +280,7 @@ enum MHD_Result ag_fs_download(api_req *r)
 	exec_free(&e);
 	if (!resp)
 		return ag_reply_error(r, &err, NULL);
+	MHD_del_response_header(resp, "Content-Type", "application/octet-stream");
 	MHD_add_response_header(resp, "Content-Type", zip ? "application/zip" : "application/gzip");
 	return api_reply(r, 200, resp);
 }
