@@ -3,6 +3,7 @@
 // configured only as its users do: AGENTUITY_SANDBOX_URL and AGENTUITY_SDK_KEY.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import {
 	SandboxClient,
 	APIClient,
@@ -53,6 +54,15 @@ test('create, then execute with a non-zero exit read back through the long-poll'
 	assert.equal(await text(ex.stdoutStreamUrl), 'hi\n');
 	const ok = await sb.execute({ command: ['true'] });
 	assert.equal(ok.exitCode, 0);
+	// pipe: the client reads both streams to their end before it polls.
+	const got = { out: '', err: '' };
+	const sink = (k) => new Writable({ write(c, _e, cb) { got[k] += c; cb(); } });
+	const piped = await sb.execute({
+		command: ['sh', '-c', 'echo to-out; sleep 1; echo to-err >&2; exit 4'],
+		pipe: { stdout: sink('out'), stderr: sink('err') },
+	});
+	assert.equal(piped.exitCode, 4);
+	assert.deepEqual(got, { out: 'to-out\n', err: 'to-err\n' });
 });
 
 test('execution timeouts: per execute and the sandbox default', async () => {
