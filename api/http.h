@@ -198,6 +198,11 @@ int api_exec_read_output(api_server *s, const char *sandbox_id, const char *exec
  * leaves. Returns 0 when it ended, 1 when the wait ran out, -1 on error. */
 int api_exec_wait(api_req *r, const char *sandbox_id, const char *exec_id, int64_t wait_ms,
 		  sl_exec *out, sl_err *err);
+/* An execution's "stdout" or "stderr" log as a chunked body (stream.c): what is there
+ * now, or with FOLLOW live until the command ends. NULL with ERR when it cannot open. */
+struct MHD_Response *api_exec_stream_response(api_req *r, const char *sandbox_id,
+					      const char *exec_id, const char *stream, bool follow,
+					      sl_err *err);
 
 /* ---- pty masters held for attach (attach.c) ---- */
 void api_pty_add(api_server *s, const char *sandbox_id, const char *exec_id, int master);

@@ -77,28 +77,23 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	}
 }
 
-static enum MHD_Result serve_log(api_req *r, const char *stream)
+struct MHD_Response *api_exec_stream_response(api_req *r, const char *sandbox_id,
+					      const char *exec_id, const char *stream, bool follow,
+					      sl_err *err)
 {
-	sl_err err = {0};
-	bool follow;
-	sl_sandbox sb;
-	if (api_query_bool(r, "follow", false, &follow, &err) < 0 ||
-	    api_sandbox_for_call(r, &sb, &err) < 0)
-		return api_reply_error(r, &err);
 	log_stream *ls = calloc(1, sizeof(*ls));
 	if (!ls) {
-		sandbox_free(&sb);
-		return api_fail(r, SL_INTERNAL, "out of memory");
+		sl_fail(err, SL_INTERNAL, ENOMEM, "stream %s", stream);
+		return NULL;
 	}
 	ls->srv = r->srv;
 	ls->fd = ls->ino = -1;
 	ls->follow = follow;
-	snprintf(ls->sandbox_id, sizeof(ls->sandbox_id), "%s", sb.id);
-	snprintf(ls->exec_id, sizeof(ls->exec_id), "%s", r->param[1]);
-	sandbox_free(&sb);
-	if (exec_open_log(r->srv->ctx, ls->sandbox_id, ls->exec_id, stream, &ls->fd, &err) < 0) {
+	snprintf(ls->sandbox_id, sizeof(ls->sandbox_id), "%s", sandbox_id);
+	snprintf(ls->exec_id, sizeof(ls->exec_id), "%s", exec_id);
+	if (exec_open_log(r->srv->ctx, ls->sandbox_id, ls->exec_id, stream, &ls->fd, err) < 0) {
 		stream_free(ls);
-		return api_reply_error(r, &err);
+		return NULL;
 	}
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -120,10 +115,27 @@ static enum MHD_Result serve_log(api_req *r, const char *stream)
 								      stream_read, ls, stream_free);
 	if (!resp) {
 		stream_free(ls);
-		return MHD_NO;
+		sl_fail(err, SL_INTERNAL, ENOMEM, "stream %s", stream);
+		return NULL;
 	}
 	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	return resp;
+}
+
+static enum MHD_Result serve_log(api_req *r, const char *stream)
+{
+	sl_err err = {0};
+	bool follow;
+	sl_sandbox sb;
+	if (api_query_bool(r, "follow", false, &follow, &err) < 0 ||
+	    api_sandbox_for_call(r, &sb, &err) < 0)
+		return api_reply_error(r, &err);
+	struct MHD_Response *resp =
+	    api_exec_stream_response(r, sb.id, r->param[1], stream, follow, &err);
+	sandbox_free(&sb);
+	if (!resp)
+		return api_reply_error(r, &err);
 	return api_reply(r, 200, resp);
 }
 
