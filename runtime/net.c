@@ -299,7 +299,39 @@ static int nft_run(struct nft_ctx *nft, const char *cmd, sl_err *err)
 
 static bool nft_ok(struct nft_ctx *nft, const char *cmd)
 {
-	return nft_run_cmd_from_buffer(nft, cmd) == 0;
+	bool ok = nft_run_cmd_from_buffer(nft, cmd) == 0;
+	/* Reading the buffer rewinds it: the next failure's message starts clean. */
+	nft_ctx_get_error_buffer(nft);
+	return ok;
+}
+
+/* Does our table exist? "list tables" reads only the table list, not every sandbox's
+ * chain and rules as "list table" would (that grows with the number of sandboxes). */
+static bool table_exists(struct nft_ctx *nft, const char *br)
+{
+	char want[64];
+	snprintf(want, sizeof(want), "table inet %s", br);
+	if (!nft_ok(nft, "list tables"))
+		return false;
+	for (const char *p = nft_ctx_get_output_buffer(nft); p && *p;) {
+		size_t n = strcspn(p, "\n");
+		if (n == strlen(want) && !strncmp(p, want, n))
+			return true;
+		p += n + (p[n] == '\n');
+	}
+	return false;
+}
+
+/* A command whose object may already be gone: "No such file or directory" is success. */
+static int nft_run_absent_ok(struct nft_ctx *nft, const char *cmd, sl_err *err)
+{
+	if (nft_run_cmd_from_buffer(nft, cmd) == 0)
+		return 0;
+	const char *e = nft_ctx_get_error_buffer(nft);
+	if (e && strstr(e, "No such file or directory"))
+		return 0;
+	return sl_fail(err, SL_INTERNAL, 0, "nftables: %.*s", (int)strcspn(e ? e : "", "\n"),
+		       e ? e : "failed");
 }
 
 /* Our table, in one transaction. Other tables are never touched; a packet must pass
@@ -465,8 +497,8 @@ static int addr_add(struct nl_sock *sk, int ifindex, uint32_t addr, uint8_t pref
 }
 
 /* The bridge with the gateway address, our table, ip_forward: each made when absent. */
-static int host_up(const sl_config *cfg, struct nl_sock *sk, const sl_cidr *subnet,
-		   int *br_index, sl_err *err)
+static int host_up(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft,
+		   const sl_cidr *subnet, int *br_index, sl_err *err)
 {
 	const char *br = cfg->net_bridge;
 	_cleanup_link_ struct rtnl_link *l = NULL;
@@ -490,12 +522,7 @@ static int host_up(const sl_config *cfg, struct nl_sock *sk, const sl_cidr *subn
 			return sl_wrap(err, "bridge %s", br);
 	}
 	*br_index = rtnl_link_get_ifindex(l);
-	_cleanup_nft_ struct nft_ctx *nft = nft_open(err);
-	if (!nft)
-		return -1;
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "list table inet %s", br);
-	if (!nft_ok(nft, cmd)) {
+	if (!table_exists(nft, br)) {
 		warn_foreign_forward_drop(nft, br);
 		if (table_create(nft, br, subnet, err) < 0)
 			return -1;
@@ -517,7 +544,7 @@ static int bridge_ports(struct nl_sock *sk, int br_index)
 }
 
 /* Undo host_up once no veth is left on the bridge. */
-static void host_down_if_idle(const sl_config *cfg, struct nl_sock *sk)
+static void host_down_if_idle(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft)
 {
 	const char *br = cfg->net_bridge;
 	_cleanup_link_ struct rtnl_link *l = NULL;
@@ -529,14 +556,10 @@ static void host_down_if_idle(const sl_config *cfg, struct nl_sock *sk)
 			sl_log(SL_LOG_WARN, "network: delete bridge %s: %s", br, nl_geterror(r));
 	}
 	sl_err e = { 0 };
-	_cleanup_nft_ struct nft_ctx *nft = nft_open(&e);
 	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "list table inet %s", br);
-	if (nft && nft_ok(nft, cmd)) {
-		snprintf(cmd, sizeof(cmd), "delete table inet %s", br);
-		if (nft_run(nft, cmd, &e) < 0)
-			sl_log(SL_LOG_WARN, "network: %s", e.msg);
-	}
+	snprintf(cmd, sizeof(cmd), "delete table inet %s", br);
+	if (nft && nft_run_absent_ok(nft, cmd, &e) < 0)
+		sl_log(SL_LOG_WARN, "network: %s", e.msg);
 	forward_restore(cfg);
 }
 
@@ -604,8 +627,8 @@ static int configure_inside(pid_t pid, const sl_net_sandbox *ns, sl_err *err)
 
 /* The veth (host end on the bridge, isolated; eth0 inside) and the sandbox's chain; on
  * failure the veth is deleted again. */
-static int veth_setup(const sl_config *cfg, struct nl_sock *sk, int br_index,
-		      const sl_net_sandbox *ns, pid_t init_pid, sl_err *err)
+static int veth_setup(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft,
+		      int br_index, const sl_net_sandbox *ns, pid_t init_pid, sl_err *err)
 {
 	char veth[16];
 	net_veth_name(ns->id, veth);
@@ -614,13 +637,12 @@ static int veth_setup(const sl_config *cfg, struct nl_sock *sk, int br_index,
 		return nlfail(err, r, "create veth %s", veth);
 	_cleanup_link_ struct rtnl_link *l = NULL;
 	_cleanup_free_ char *script = NULL;
-	_cleanup_nft_ struct nft_ctx *nft = NULL;
 	if ((r = rtnl_link_get_kernel(sk, 0, veth, &l)) < 0)
 		nlfail(err, r, "find veth %s", veth);
 	else if ((r = rtnl_link_enslave_ifindex(sk, br_index, rtnl_link_get_ifindex(l))) < 0)
 		nlfail(err, r, "attach %s to the bridge", veth);
 	else if (port_isolate(sk, rtnl_link_get_ifindex(l), err) < 0 || link_up(sk, l, err) < 0 ||
-		 configure_inside(init_pid, ns, err) < 0 || !(nft = nft_open(err)) ||
+		 configure_inside(init_pid, ns, err) < 0 ||
 		 chain_script(cfg->net_bridge, ns, &script, err) < 0 || nft_run(nft, script, err) < 0)
 		r = -1;
 	else
@@ -634,12 +656,13 @@ int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, pid_t init_pid, s
 {
 	_cleanup_close_ int lk = lock_net(cfg, err);
 	_cleanup_nl_ struct nl_sock *sk = lk >= 0 ? route_sock(err) : NULL;
+	_cleanup_nft_ struct nft_ctx *nft = sk ? nft_open(err) : NULL;
 	int br_index = 0;
-	if (sk && host_up(cfg, sk, &ns->subnet, &br_index, err) == 0 &&
-	    veth_setup(cfg, sk, br_index, ns, init_pid, err) == 0)
+	if (nft && host_up(cfg, sk, nft, &ns->subnet, &br_index, err) == 0 &&
+	    veth_setup(cfg, sk, nft, br_index, ns, init_pid, err) == 0)
 		return 0;
 	if (sk)
-		host_down_if_idle(cfg, sk);
+		host_down_if_idle(cfg, sk, nft);
 	return sl_wrap(err, "network of %s", ns->id);
 }
 
@@ -672,18 +695,16 @@ int net_detach(const sl_config *cfg, const char *id, uint32_t addr, sl_err *err)
 	_cleanup_nft_ struct nft_ctx *nft = nft_open(err);
 	if (!nft)
 		return -1;
-	snprintf(cmd, sizeof(cmd), "list chain inet %s %s", cfg->net_bridge, id);
-	if (nft_ok(nft, cmd)) {
-		snprintf(cmd, sizeof(cmd),
-			 "delete element inet %1$s egress { %2$s }\ndelete chain inet %1$s %3$s\n",
-			 cfg->net_bridge, a, id);
-		if (nft_run(nft, cmd, err) < 0) {
-			/* the element may be gone alone (a crash between the two) */
-			snprintf(cmd, sizeof(cmd), "delete chain inet %s %s", cfg->net_bridge, id);
-			if (nft_run(nft, cmd, err) < 0)
-				return sl_wrap(err, "network of %s", id);
-		}
+	/* No "list" first: it would read every sandbox's rules. Either may be gone
+	 * already (a failed create, the table removed with the last network). */
+	snprintf(cmd, sizeof(cmd),
+		 "delete element inet %1$s egress { %2$s }\ndelete chain inet %1$s %3$s\n",
+		 cfg->net_bridge, a, id);
+	if (!nft_ok(nft, cmd)) {
+		snprintf(cmd, sizeof(cmd), "delete chain inet %s %s", cfg->net_bridge, id);
+		if (nft_run_absent_ok(nft, cmd, err) < 0)
+			return sl_wrap(err, "network of %s", id);
 	}
-	host_down_if_idle(cfg, sk);
+	host_down_if_idle(cfg, sk, nft);
 	return 0;
 }
