@@ -18,6 +18,7 @@
 
 #include "cleanup.h"
 #include "cli.h"
+#include "net.h"
 #include "quantity.h"
 
 #define MAX_KV 512
@@ -32,6 +33,8 @@ struct opts {
 	int nlabels;
 	sl_volume_spec vols[16];
 	char volbuf[16][1024];
+	const char *allow[SL_NET_MAX_RULES + 1], *deny[SL_NET_MAX_RULES + 1];
+	int nallow, ndeny;
 	bool interactive, tty;
 	uint64_t timeout_ms;
 };
@@ -47,7 +50,7 @@ static int64_t mono_ms(void)
 static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 {
 	enum { O_CPU = 256, O_MEM, O_DISK, O_PIDS, O_IMAGE, O_SNAPSHOT, O_NAME, O_LABEL,
-	       O_NETWORK, O_IDLE, O_TIMEOUT };
+	       O_NETWORK, O_ALLOW, O_DENY, O_IDLE, O_TIMEOUT };
 	static const struct option all[] = {
 		{ "cpu", required_argument, 0, O_CPU },
 		{ "memory", required_argument, 0, O_MEM },
@@ -58,6 +61,8 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 		{ "name", required_argument, 0, O_NAME },
 		{ "label", required_argument, 0, O_LABEL },
 		{ "network", no_argument, 0, O_NETWORK },
+		{ "network-allow", required_argument, 0, O_ALLOW },
+		{ "network-deny", required_argument, 0, O_DENY },
 		{ "idle-timeout", required_argument, 0, O_IDLE },
 		{ "env", required_argument, 0, 'e' },
 		{ "volume", required_argument, 0, 'v' },
@@ -116,10 +121,20 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 				o->labels[o->nlabels++] = optarg;
 			break;
 		case O_NETWORK:
-			r = sl_fail(&err, SL_NOTIMPL, 0,
-				    "--network: networking is not available yet; sandboxes run "
-				    "with only a loopback interface");
+			o->c.net.enabled = true;
 			break;
+		case O_ALLOW: /* CIDRs, checked by sandbox_create; imply --network */
+		case O_DENY: {
+			int *n = c == O_ALLOW ? &o->nallow : &o->ndeny;
+			if (*n >= SL_NET_MAX_RULES) {
+				r = sl_fail(&err, SL_INVALID, 0, "%s: at most %d", argv[optind - 1],
+					    SL_NET_MAX_RULES);
+				break;
+			}
+			(c == O_ALLOW ? o->allow : o->deny)[(*n)++] = optarg;
+			o->c.net.enabled = true;
+			break;
+		}
 		case O_IDLE:
 			/* Kept in the record; `sandlot serve` acts on it (stop, or destroy
 			 * when ephemeral) whenever it runs. */
@@ -179,6 +194,10 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 	}
 	o->c.env = o->env;
 	o->c.labels = o->labels;
+	if (o->nallow)
+		o->c.net.allow = o->allow;
+	if (o->ndeny)
+		o->c.net.deny = o->deny;
 	return optind;
 }
 

@@ -19,6 +19,12 @@ typedef struct sl_config {
 	uint64_t store_bytes;		    /* SANDLOT_STORE_SIZE: sparse btrfs volume size */
 	/* Defaults (Kubernetes quantities) for a sandbox that names no limit. */
 	uint64_t def_cpu_millis, def_memory, def_disk, def_pids;
+	/* Sandbox networking (docs/network.md): the bridge (also our nftables table's
+	 * name), its subnet ("" picks a free one), and the DNS servers given to sandboxes
+	 * ("" copies the host's non-loopback ones). */
+	char net_bridge[16];  /* SANDLOT_NET_BRIDGE, default sandlot0 */
+	char net_subnet[32];  /* SANDLOT_NET_SUBNET */
+	char net_dns[128];    /* SANDLOT_NET_DNS: comma-separated addresses */
 } sl_config;
 
 int config_load(sl_config *cfg, sl_err *err);
