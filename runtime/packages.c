@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -656,6 +657,28 @@ static int build(sl_ctx *ctx, const char *key, const char *digest, const sl_pack
 	return r;
 }
 
+/* An exclusive lock on PATH that its holder unlinks before closing, so no lock file
+ * outlives its use: a waiter that wakes on an unlinked file opens the path again. */
+static int key_lock(const char *path, sl_err *err)
+{
+	for (;;) {
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			return sl_sysfail(err, "lock %s", path);
+		int r;
+		while ((r = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
+			;
+		struct stat a, b;
+		if (r == 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)
+			return fd;
+		int e = errno;
+		close(fd);
+		if (r < 0)
+			return sl_fail(err, SL_INTERNAL, e, "lock %s", path);
+	}
+}
+
 int packages_layer(sl_ctx *ctx, const char *digest, const sl_package *p, size_t n, uint64_t disk,
 		   sl_pkg_layer *out, sl_err *err)
 {
@@ -681,11 +704,15 @@ int packages_layer(sl_ctx *ctx, const char *digest, const sl_package *p, size_t 
 		r = state_mkdirs(lockp, 0700, err);
 	snprintf(lockp + strlen(lockp), sizeof(lockp) - strlen(lockp), "/%s.lock", key);
 	/* One build per key: the others wait here and then find its record. */
-	_cleanup_close_ int lk = r == 0 ? state_lock(lockp, err) : -1;
+	int lk = r == 0 ? key_lock(lockp, err) : -1;
 	if (r == 0 && lk < 0)
 		r = -1;
 	if (r == 0 && record_load(ctx, key, out) < 0)
 		r = build(ctx, key, digest, sorted, m, disk, out, err);
+	if (lk >= 0) {
+		unlink(lockp);
+		close(lk);
+	}
 	free(sorted);
 	return r;
 }

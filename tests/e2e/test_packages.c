@@ -1,0 +1,333 @@
+/* test_packages.c — packages at create (apt, pip, npm) from sources this test serves
+ * itself: a wheel directory on the host, and an apt repository and npm registry in an
+ * "internet" netns reached at 203.0.113.1 (TEST-NET-3, routed only into that netns). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define INET_ADDR "203.0.113.1"
+#define HOST_ADDR "203.0.113.254"
+#define PORT "8080"
+#define BASE_URL "http://" INET_ADDR ":" PORT
+
+static char netns[32], veth_host[16], fx[512];
+static pid_t server_pid;
+static bool have_net; /* sandboxes can have a network (the install phase needs it) */
+static bool sh_quiet;
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	e2e_result r;
+	int st = e2e_run(&r, NULL, 0, 30000, argv);
+	if (st != 0 && !sh_quiet)
+		fprintf(stderr, "test_packages: `%s` failed (%d): %s\n", cmd, st, r.err);
+	e2e_result_free(&r);
+	return st;
+}
+
+/* The netns with the servers: a veth pair, 203.0.113.0/24 on it, python's http.server
+ * on 203.0.113.1:8080 serving the fixtures' www/ dir. */
+static int internet_up(void)
+{
+	snprintf(netns, sizeof(netns), "slpkg-%d", (int)getpid() % 100000);
+	snprintf(veth_host, sizeof(veth_host), "slpkh%d", (int)getpid() % 100000);
+	if (sh("ip netns add %s && ip link add %s type veth peer name eth0 netns %s && "
+	       "ip addr add " HOST_ADDR "/24 dev %s && ip link set %s up && "
+	       "ip -n %s addr add " INET_ADDR "/24 dev eth0 && ip -n %s link set eth0 up && "
+	       "ip -n %s link set lo up",
+	       netns, veth_host, netns, veth_host, veth_host, netns, netns, netns) != 0)
+		return -1;
+	char www[600];
+	snprintf(www, sizeof(www), "%s/www", fx);
+	server_pid = fork();
+	if (server_pid == 0) {
+		int nul = open("/dev/null", O_RDWR);
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		execlp("ip", "ip", "netns", "exec", netns, "python3", "-m", "http.server", PORT,
+		       "--bind", INET_ADDR, "--directory", www, (char *)NULL);
+		_exit(127);
+	}
+	/* Wait until it answers (from the host, through the veth). */
+	sh_quiet = true;
+	for (int i = 0; i < 100; i++) {
+		if (sh("curl -sf -o /dev/null " BASE_URL "/apt/Packages") == 0) {
+			sh_quiet = false;
+			return 0;
+		}
+		usleep(100000);
+	}
+	sh_quiet = false;
+	fprintf(stderr, "test_packages: the fixture server did not answer\n");
+	return -1;
+}
+
+static void internet_down(void)
+{
+	if (server_pid > 0) {
+		kill(server_pid, SIGTERM);
+		waitpid(server_pid, NULL, 0);
+		server_pid = 0;
+	}
+	if (netns[0]) {
+		sh("ip link del %s 2>/dev/null; ip netns del %s", veth_host, netns);
+		netns[0] = '\0';
+	}
+}
+
+static int group_setup(void **state)
+{
+	e2e_env_setup();
+	char *tar = e2e_build_path("images/default.tar.zst");
+	e2e_result r;
+	int st = e2e_sandlot(&r, NULL, 0, "image", "import", "default", tar, NULL);
+	free(tar);
+	if (st != 0) {
+		fprintf(stderr, "test_packages: import of the default image failed: %s\n", r.err);
+		e2e_result_free(&r);
+		return -1;
+	}
+	e2e_result_free(&r);
+	snprintf(fx, sizeof(fx), "%s/fx", e2e_root());
+	char *script = e2e_build_path("../tests/e2e/packages_fixtures.py");
+	st = sh("python3 %s %s " BASE_URL, script, fx);
+	free(script);
+	if (st != 0 || internet_up() < 0)
+		return -1;
+	char wheels[600];
+	snprintf(wheels, sizeof(wheels), "%s/wheels", fx);
+	setenv("SANDLOT_PIP_WHEELS", wheels, 1);
+	setenv("SANDLOT_APT_MIRROR", "deb [trusted=yes] " BASE_URL "/apt ./", 1);
+	setenv("SANDLOT_NPM_REGISTRY", BASE_URL "/npm/", 1);
+	have_net = e2e_sandlot(&r, NULL, 0, "run", "--network", "--image", "busybox", "--", "true",
+			       NULL) == 0;
+	if (!have_net)
+		fprintf(stderr, "test_packages: sandboxes have no network here (%s); the apt and "
+				"npm tests are skipped\n",
+			r.err);
+	e2e_result_free(&r);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	internet_down();
+	return e2e_group_teardown(state);
+}
+
+/* Files in DIR whose names start with PREFIX and end with SUFFIX. */
+static int count(const char *dir, const char *prefix, const char *suffix)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		size_t l = strlen(e->d_name), sl = strlen(suffix);
+		n += !strncmp(e->d_name, prefix, strlen(prefix)) && l >= sl &&
+		     !strcmp(e->d_name + l - sl, suffix);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static int cache_records(void)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/packages", getenv("SANDLOT_STATE_DIR"));
+	return count(p, "", ".json");
+}
+
+static int cache_layers(void)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/store/snapshots", getenv("SANDLOT_STATE_DIR"));
+	return count(p, "pkg_", "");
+}
+
+static int sandbox_dirs(void)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/sandboxes", getenv("SANDLOT_STATE_DIR"));
+	return count(p, "sbx_", "");
+}
+
+static char *exec_ok(const char *id, const char *line)
+{
+	return e2e_sandlot_ok("exec", id, "--", "sh", "-c", line, NULL);
+}
+
+static void test_pip_from_a_wheel_directory_into_a_network_off_sandbox(void **state)
+{
+	char *id = e2e_sandlot_ok("create", "--package", "pip:sandlot-tiny@1.0", NULL);
+	/* Installed for every user (commands run as `user`), importable anywhere. */
+	char *out = exec_ok(id, "cd /tmp && python3 -c 'import sandlot_tiny; print(sandlot_tiny.ANSWER)'");
+	assert_string_equal(out, "42");
+	free(out);
+	out = exec_ok(id, "ls /sys/class/net");
+	assert_string_equal(out, "lo");
+	free(out);
+	/* The wheel directory is not mounted in the sandbox itself. */
+	out = exec_ok(id, "ls -A /mnt | wc -l");
+	assert_string_equal(out, "0");
+	free(out);
+	char *in = e2e_sandlot_ok("inspect", id, NULL);
+	assert_true(e2e_contains(in, "\"manager\":\t\"pip\""));
+	assert_true(e2e_contains(in, "\"name\":\t\"sandlot-tiny\""));
+	free(in);
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	free(id);
+}
+
+static void test_second_create_with_the_same_packages_is_a_cache_hit(void **state)
+{
+	int before = cache_records();
+	int64_t t0 = e2e_now_ms();
+	char *a = e2e_sandlot_ok("create", "--package", "pip:sandlot-tiny@==1.0", NULL);
+	int64_t t1 = e2e_now_ms();
+	char *b = e2e_sandlot_ok("create", "--package", "pip:sandlot-tiny@==1.0", NULL);
+	int64_t t2 = e2e_now_ms();
+	printf("packages: first create (install) %lld ms, second (cache hit) %lld ms\n",
+	       (long long)(t1 - t0), (long long)(t2 - t1));
+	assert_int_equal(cache_records(), before + 1);
+	assert_true(t2 - t1 < t1 - t0);
+	char *out = exec_ok(b, "python3 -c 'import sandlot_tiny; print(sandlot_tiny.ANSWER)'");
+	assert_string_equal(out, "42");
+	free(out);
+	/* Each sandbox has its own copy: a change in one is not seen in the other. */
+	free(e2e_sandlot_ok("exec", "-u", "root", a, "--", "sh", "-c",
+			    "rm -r /usr/local/lib/python3*/dist-packages/sandlot_tiny", NULL));
+	out = exec_ok(b, "python3 -c 'import sandlot_tiny; print(sandlot_tiny.ANSWER)'");
+	assert_string_equal(out, "42");
+	free(out);
+	free(e2e_sandlot_ok("rm", "-f", a, b, NULL));
+	free(a);
+	free(b);
+}
+
+static void test_concurrent_creates_build_once(void **state)
+{
+	int before = cache_records(), layers = cache_layers();
+	pid_t kids[3];
+	for (int i = 0; i < 3; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			e2e_result r;
+			int st = e2e_sandlot(&r, NULL, 0, "run", "--package", "pip:sandlot-tiny@~=1.0",
+					     "--", "python3", "-c", "import sandlot_tiny", NULL);
+			_exit(st);
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		int st;
+		assert_int_equal(waitpid(kids[i], &st, 0), kids[i]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	assert_int_equal(cache_records(), before + 1);
+	assert_int_equal(cache_layers(), layers + 1);
+}
+
+static void test_install_failure_fails_the_create_and_leaves_nothing(void **state)
+{
+	int recs = cache_records(), layers = cache_layers(), sbx = sandbox_dirs();
+	e2e_result r;
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "create", "--package", "pip:sandlot-tiny",
+				     "--package", "pip:no-such-package-anywhere", NULL),
+			 125);
+	/* The installer's own words. */
+	assert_true(e2e_contains(r.err, "pip install failed"));
+	assert_true(e2e_contains(r.err, "no-such-package-anywhere"));
+	e2e_result_free(&r);
+	assert_int_equal(cache_records(), recs);
+	assert_int_equal(cache_layers(), layers);
+	assert_int_equal(sandbox_dirs(), sbx);
+	/* An image without the installer says so. */
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "create", "--image", "busybox", "--package",
+				     "pip:sandlot-tiny", NULL),
+			 125);
+	assert_true(e2e_contains(r.err, "no python3"));
+	e2e_result_free(&r);
+	assert_int_equal(sandbox_dirs(), sbx);
+}
+
+static void test_invalid_package_specs_are_refused(void **state)
+{
+	static const char *const bad[] = { "pip:-e.",	     "pip:a;b",	      "pip:x@1 || true",
+					   "apt:Foo",	     "apt:a$(id)",    "apt:bash@abc",
+					   "npm:../x",	     "npm:@/x",	      "npm:x@1 2",
+					   "gem:rails",	     "pip",	      "pip:",
+					   "npm:.hidden",    "apt:-oFoo=bar" };
+	int sbx = sandbox_dirs();
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		e2e_result r;
+		int st = e2e_sandlot(&r, NULL, 0, "create", "--package", bad[i], NULL);
+		if (st != 125 || !e2e_contains(r.err, "--package"))
+			fail_msg("--package %s: status %d, %s", bad[i], st, r.err);
+		e2e_result_free(&r);
+	}
+	assert_int_equal(sandbox_dirs(), sbx);
+}
+
+static void test_apt_from_a_local_repository(void **state)
+{
+	if (!have_net)
+		skip();
+	char *id = e2e_sandlot_ok("create", "--package", "apt:sandlot-tiny@1.0", NULL);
+	char *out = exec_ok(id, "sandlot-tiny");
+	assert_string_equal(out, "tiny deb");
+	free(out);
+	/* The sandbox itself has no network, and apt's lists are gone as in the image. */
+	out = exec_ok(id, "ls /sys/class/net; ls /var/lib/apt/lists | grep -c 203.0.113 || true");
+	assert_string_equal(out, "lo\n0");
+	free(out);
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	free(id);
+}
+
+static void test_npm_from_a_local_registry(void **state)
+{
+	if (!have_net)
+		skip();
+	char *id = e2e_sandlot_ok("create", "--package", "npm:sandlot-tiny@1.0.0", NULL);
+	char *out = exec_ok(id, "sandlot-tiny; cd /tmp && node -e "
+				"'console.log(require(\"sandlot-tiny\").answer)'");
+	assert_string_equal(out, "tiny 42\n42");
+	free(out);
+	out = exec_ok(id, "ls /sys/class/net");
+	assert_string_equal(out, "lo");
+	free(out);
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	free(id);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		E2E_TEST(test_pip_from_a_wheel_directory_into_a_network_off_sandbox),
+		E2E_TEST(test_second_create_with_the_same_packages_is_a_cache_hit),
+		E2E_TEST(test_concurrent_creates_build_once),
+		E2E_TEST(test_install_failure_fails_the_create_and_leaves_nothing),
+		E2E_TEST(test_invalid_package_specs_are_refused),
+		E2E_TEST(test_apt_from_a_local_repository),
+		E2E_TEST(test_npm_from_a_local_registry),
+	};
+	e2e_apply_filter();
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
