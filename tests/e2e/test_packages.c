@@ -285,6 +285,104 @@ static void test_invalid_package_specs_are_refused(void **state)
 	assert_int_equal(sandbox_dirs(), sbx);
 }
 
+/* curl over the daemon's unix socket; returns the HTTP status, the body in *body. */
+static int api(const char *sock, const char *method, const char *path, const char *json,
+	       char **body)
+{
+	char url[256];
+	snprintf(url, sizeof(url), "http://sandlot%s", path);
+	char *full[16] = { "/usr/bin/env", "curl", "-s", "--unix-socket", (char *)sock,
+			   "-X", (char *)method, "-w", "\n%{http_code}" };
+	int n = 9;
+	if (json) {
+		full[n++] = "-H";
+		full[n++] = "Content-Type: application/json";
+		full[n++] = "-d";
+		full[n++] = (char *)json;
+	}
+	full[n++] = url;
+	e2e_result r;
+	e2e_run(&r, NULL, 0, 120000, full);
+	char *nl = strrchr(r.out, '\n');
+	int code = nl ? atoi(nl + 1) : 0;
+	if (nl)
+		*nl = '\0';
+	*body = strdup(r.out);
+	e2e_result_free(&r);
+	return code;
+}
+
+static void test_api_create_with_packages_from_serve_flags(void **state)
+{
+	char sock[600], out[600], wheels[600];
+	snprintf(sock, sizeof(sock), "%s/pkg.sock", e2e_root());
+	snprintf(out, sizeof(out), "%s/pkg-serve.out", e2e_root());
+	snprintf(wheels, sizeof(wheels), "%s/wheels", fx);
+	/* A wheel directory that is not one is refused at start. */
+	e2e_result r;
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "serve", "--socket", sock, "--pip-wheels",
+				     "/nonexistent/wheels", NULL),
+			 125);
+	assert_true(e2e_contains(r.err, "pip wheel directory"));
+	e2e_result_free(&r);
+	char *bin = e2e_build_path("sandlot");
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* The flag, not the environment, gives the daemon its source. */
+		unsetenv("SANDLOT_PIP_WHEELS");
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(bin, bin, "serve", "--socket", sock, "--preview-port", "0", "--pip-wheels",
+		      wheels, (char *)NULL);
+		_exit(127);
+	}
+	free(bin);
+	bool up = false;
+	for (int i = 0; i < 500 && !up; i++) {
+		char *t = e2e_read_file(out);
+		up = t && strstr(t, "serving the API");
+		free(t);
+		if (!up)
+			usleep(20000);
+	}
+	assert_true(up);
+	char *body;
+	int code = api(sock, "POST", "/v1/sandboxes",
+		       "{\"packages\":[{\"name\":\"sandlot-tiny\",\"version\":\"1.0\","
+		       "\"manager\":\"pip\"},{\"name\":\"sandlot_tiny\",\"manager\":\"pip\"}]}",
+		       &body);
+	if (code != 201)
+		fail_msg("create: %d %s", code, body);
+	assert_true(e2e_contains(body, "\"packages\":[{\"name\":\"sandlot-tiny\""));
+	char id[32] = "";
+	const char *p = strstr(body, "\"id\":\"");
+	assert_non_null(p);
+	snprintf(id, sizeof(id), "%.24s", p + 6);
+	free(body);
+	char *o = exec_ok(id, "python3 -c 'import sandlot_tiny; print(sandlot_tiny.ANSWER)'");
+	assert_string_equal(o, "42");
+	free(o);
+	/* A failed install: 400 with pip's words, no sandbox left. */
+	int sbx = sandbox_dirs();
+	code = api(sock, "POST", "/v1/sandboxes",
+		   "{\"packages\":[{\"name\":\"sandlot-tiny\",\"version\":\"9.9\","
+		   "\"manager\":\"pip\"}]}",
+		   &body);
+	assert_int_equal(code, 400);
+	assert_true(e2e_contains(body, "INVALID_ARGUMENT"));
+	assert_true(e2e_contains(body, "pip install failed"));
+	assert_true(e2e_contains(body, "9.9"));
+	free(body);
+	assert_int_equal(sandbox_dirs(), sbx);
+	char path[64];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
+	assert_int_equal(api(sock, "DELETE", path, NULL, &body), 204);
+	free(body);
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+}
+
 static void test_apt_from_a_local_repository(void **state)
 {
 	if (!have_net)
@@ -325,6 +423,7 @@ int main(void)
 		E2E_TEST(test_concurrent_creates_build_once),
 		E2E_TEST(test_install_failure_fails_the_create_and_leaves_nothing),
 		E2E_TEST(test_invalid_package_specs_are_refused),
+		E2E_TEST(test_api_create_with_packages_from_serve_flags),
 		E2E_TEST(test_apt_from_a_local_repository),
 		E2E_TEST(test_npm_from_a_local_registry),
 	};
