@@ -14,7 +14,10 @@ ARCHIVE_LIBS := $(shell pkg-config --libs libarchive)
 # archive_extract.c lives in sandlot-archive.so (see runtime/archive_dl.c); tests
 # link it directly, in front of the library, so archive_dl.c is not pulled in.
 ARCHIVE_SRC := runtime/archive_extract.c runtime/archive_write.c
-RUNTIME_SRC := $(filter-out $(ARCHIVE_SRC),$(wildcard runtime/*.c))
+# runtime/net.c lives in sandlot-net.so (libnl-route, libnftables; runtime/net_dl.c).
+NET_SRC     := runtime/net.c
+NET_LIBS    := $(shell pkg-config --libs libnl-route-3.0 libnftables)
+RUNTIME_SRC := $(filter-out $(ARCHIVE_SRC) $(NET_SRC),$(wildcard runtime/*.c))
 ARCHIVE_OBJ := $(ARCHIVE_SRC:%.c=$(BUILD)/%.o)
 RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC     := $(wildcard cli/*.c)
@@ -31,7 +34,7 @@ E2E_COMMON  := $(wildcard tests/e2e/common.c)
 
 .PHONY: all test unit e2e images clean format
 all: $(BUILD)/sandlot $(BUILD)/sandlot-archive.so $(BUILD)/sandlot-api.so $(BUILD)/sandlot-init \
-     $(BUILD)/probe
+     $(BUILD)/probe $(BUILD)/sandlot-net.so
 
 $(BUILD)/%.o: %.c $(wildcard runtime/*.h cli/*.h init/*.h)
 	@mkdir -p $(dir $@)
@@ -61,6 +64,11 @@ $(BUILD)/tests/e2e_test_api: LDLIBS += $(shell pkg-config --libs libcurl)
 # own sl_fail/fs_remove_tree/sl_log (exported), and binds its own symbols first.
 $(BUILD)/sandlot-archive.so: $(ARCHIVE_SRC) runtime/archive_extract.h runtime/archive_write.h
 	$(CC) $(CFLAGS) -fPIC -shared -Wl,-Bsymbolic -o $@ $(ARCHIVE_SRC) $(ARCHIVE_LIBS)
+
+# Sandbox networking, loaded only when a sandbox has its network on (dl.h).
+$(BUILD)/sandlot-net.so: $(NET_SRC) $(wildcard runtime/*.h)
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags libnl-route-3.0 libnftables) -fPIC -shared \
+		-Wl,-Bsymbolic -o $@ $(NET_SRC) $(NET_LIBS)
 
 # pid 1 of every sandbox: static (musl), no shared libraries, tiny.
 $(BUILD)/sandlot-init: init/init.c init/proto.h

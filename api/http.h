@@ -165,6 +165,11 @@ int api_json_mode(const cJSON *o, const char *where, const char *key, uint32_t *
 /* Parse an octal mode string. */
 int api_parse_mode(const char *field, const char *s, uint32_t *mode, sl_err *err);
 void api_strv_free(char **v);
+/* The network object {enabled?, allow?: [CIDR], deny?: [CIDR]} at KEY of O into NET;
+ * *allow / *deny own the lists (NULL when absent; free with api_strv_free);
+ * *enabled_given says whether "enabled" was there. Absent or null: all left empty. */
+int api_json_network(const cJSON *o, const char *key, sl_net_opts *net, bool *enabled_given,
+		     char ***allow, char ***deny, sl_err *err);
 /* Bytes as a JSON-safe string: invalid UTF-8 and NUL become U+FFFD. */
 char *api_utf8_string(const char *buf, size_t len);
 /* "SIGTERM", "TERM", "15" -> 15; SL_INVALID naming FIELD otherwise. */

@@ -7,6 +7,7 @@
 
 #include "../runtime/cleanup.h"
 #include "../runtime/packages.h"
+#include "../runtime/net.h"
 #include "../runtime/quantity.h"
 #include "http.h"
 
@@ -125,26 +126,64 @@ static int later_fields(const cJSON *body, sl_err *err)
 	if (v && !cJSON_IsNull(v))
 		return sl_fail(err, SL_NOTIMPL, 0,
 			       "command: a start command for the sandbox is not available yet");
-	const cJSON *net = cJSON_GetObjectItemCaseSensitive(body, "network");
-	if (net && !cJSON_IsNull(net)) {
-		static const char *const f[] = {"enabled", "allow", "deny", NULL};
-		if (api_json_fields(net, "network.", f, err) < 0)
-			return -1;
-		bool on = false;
-		if (api_json_bool(net, "network.", "enabled", &on, err) < 0)
-			return -1;
-		if (on)
-			return sl_fail(
-			    err, SL_NOTIMPL, 0,
-			    "network.enabled: networking is not available yet; sandboxes "
-			    "have only a loopback interface");
-		for (size_t i = 1; i < 3; i++) {
-			v = cJSON_GetObjectItemCaseSensitive(net, f[i]);
-			if (v && !cJSON_IsNull(v) && !(cJSON_IsArray(v) && !cJSON_GetArraySize(v)))
-				return sl_fail(err, SL_NOTIMPL, 0, "network.%s: not available yet",
-					       f[i]);
+	return 0;
+}
+
+/* An array of strings (at most SL_NET_MAX_RULES) as a NULL-terminated list. */
+static int cidr_list(const cJSON *net, const char *key, char ***out, sl_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(net, key), *it;
+	*out = NULL;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return sl_fail(err, SL_INVALID, 0, "network.%s: expected an array of CIDRs", key);
+	int n = cJSON_GetArraySize(v), i = 0;
+	if (n > SL_NET_MAX_RULES)
+		return sl_fail(err, SL_INVALID, 0, "network.%s: at most %d entries", key,
+			       SL_NET_MAX_RULES);
+	char **list = calloc(n + 1, sizeof(char *));
+	if (!list)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "network.%s", key);
+	cJSON_ArrayForEach(it, v)
+	{
+		if (!cJSON_IsString(it) || !(list[i++] = strdup(it->valuestring))) {
+			api_strv_free(list);
+			return sl_fail(err, SL_INVALID, 0,
+				       "network.%s[%d]: expected a CIDR string like \"10.0.0.0/8\"",
+				       key, i - 1);
 		}
 	}
+	*out = list;
+	return 0;
+}
+
+int api_json_network(const cJSON *o, const char *key, sl_net_opts *net, bool *enabled_given,
+		     char ***allow, char ***deny, sl_err *err)
+{
+	static const char *const f[] = {"enabled", "allow", "deny", NULL};
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	memset(net, 0, sizeof(*net));
+	*enabled_given = false;
+	*allow = *deny = NULL;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsObject(v))
+		return sl_fail(err, SL_INVALID, 0,
+			       "%s: expected an object {enabled, allow, deny}", key);
+	const cJSON *en = cJSON_GetObjectItemCaseSensitive(v, "enabled");
+	*enabled_given = en && !cJSON_IsNull(en);
+	if (api_json_fields(v, "network.", f, err) < 0 ||
+	    api_json_bool(v, "network.", "enabled", &net->enabled, err) < 0 ||
+	    cidr_list(v, "allow", allow, err) < 0)
+		return -1;
+	if (cidr_list(v, "deny", deny, err) < 0) {
+		api_strv_free(*allow);
+		*allow = NULL;
+		return -1;
+	}
+	net->allow = (const char *const *)*allow;
+	net->deny = (const char *const *)*deny;
 	return 0;
 }
 
@@ -285,11 +324,13 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 	int64_t tmo[3] = {-1, -1, -1};
 	sl_volume_spec vols[16];
 	sl_package pkgs[SL_MAX_PACKAGES];
-	char **env = NULL, **labels = NULL;
+	char **env = NULL, **labels = NULL, **allow = NULL, **deny = NULL;
+	bool net_given;
 	int r = -1;
 	if (!run_body) {
 		if (body &&
 		    (api_json_fields(body, "", fields, err) < 0 || later_fields(body, err) < 0 ||
+		     api_json_network(body, "network", &o.net, &net_given, &allow, &deny, err) < 0 ||
 		     parse_timeouts(body, tmo, err) < 0 ||
 		     parse_volumes(body, vols, &o.nvolumes, err) < 0 ||
 		     parse_packages(body, pkgs, &o.npackages, err) < 0 ||
@@ -320,6 +361,8 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 out:
 	api_strv_free(env);
 	api_strv_free(labels);
+	api_strv_free(allow);
+	api_strv_free(deny);
 	return r;
 }
 
@@ -472,7 +515,7 @@ enum MHD_Result api_sandboxes_get(api_req *r)
 
 enum MHD_Result api_sandboxes_patch(api_req *r)
 {
-	static const char *const fields[] = {"labels", "timeout", NULL};
+	static const char *const fields[] = {"labels", "timeout", "network", NULL};
 	const cJSON *body;
 	sl_err err = {0};
 	sl_sandbox sb;
@@ -487,10 +530,26 @@ enum MHD_Result api_sandboxes_patch(api_req *r)
 	    api_json_kv(body, "", "labels", &kv, &err) < 0)
 		return api_reply_error(r, &err);
 	api_strv_free(kv);
-	if (api_sandbox_for_call(r, &sb, &err) < 0)
+	sl_net_opts net;
+	bool net_enabled_given;
+	char **allow = NULL, **deny = NULL;
+	const cJSON *netv = cJSON_GetObjectItemCaseSensitive(body, "network");
+	if (api_json_network(body, "network", &net, &net_enabled_given, &allow, &deny, &err) < 0)
 		return api_reply_error(r, &err);
+	if (api_sandbox_for_call(r, &sb, &err) < 0) {
+		api_strv_free(allow);
+		api_strv_free(deny);
+		return api_reply_error(r, &err);
+	}
 	int rc = 0;
-	if (labels && !cJSON_IsNull(labels))
+	if (netv && !cJSON_IsNull(netv)) {
+		if (!net_enabled_given)
+			net.enabled = sb.net_enabled;
+		rc = sandbox_set_network(r->srv->ctx, sb.id, &net, NULL, &err);
+	}
+	api_strv_free(allow);
+	api_strv_free(deny);
+	if (rc == 0 && labels && !cJSON_IsNull(labels))
 		rc = sandbox_set_labels(r->srv->ctx, sb.id, labels, NULL, &err);
 	if (rc == 0 && (tmo[0] >= 0 || tmo[1] >= 0 || tmo[2] >= 0))
 		rc = sandbox_set_timeouts(r->srv->ctx, sb.id, tmo[1], tmo[0], tmo[2], NULL, &err);

@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "packages.h"
+#include "net.h"
 #include "quantity.h"
 
 #define MAX_KV 512
@@ -35,6 +36,8 @@ struct opts {
 	char volbuf[16][1024];
 	sl_package pkgs[SL_MAX_PACKAGES];
 	char pkgbuf[SL_MAX_PACKAGES][512];
+	const char *allow[SL_NET_MAX_RULES + 1], *deny[SL_NET_MAX_RULES + 1];
+	int nallow, ndeny;
 	bool interactive, tty;
 	uint64_t timeout_ms;
 };
@@ -75,7 +78,7 @@ static int parse_package(struct opts *o, const char *arg, sl_err *err)
 static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 {
 	enum { O_CPU = 256, O_MEM, O_DISK, O_PIDS, O_IMAGE, O_SNAPSHOT, O_NAME, O_LABEL,
-	       O_NETWORK, O_IDLE, O_PACKAGE, O_TIMEOUT };
+	       O_NETWORK, O_ALLOW, O_DENY, O_IDLE, O_PACKAGE, O_TIMEOUT };
 	static const struct option all[] = {
 		{ "cpu", required_argument, 0, O_CPU },
 		{ "memory", required_argument, 0, O_MEM },
@@ -86,6 +89,8 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 		{ "name", required_argument, 0, O_NAME },
 		{ "label", required_argument, 0, O_LABEL },
 		{ "network", no_argument, 0, O_NETWORK },
+		{ "network-allow", required_argument, 0, O_ALLOW },
+		{ "network-deny", required_argument, 0, O_DENY },
 		{ "idle-timeout", required_argument, 0, O_IDLE },
 		{ "package", required_argument, 0, O_PACKAGE },
 		{ "env", required_argument, 0, 'e' },
@@ -145,10 +150,20 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 				o->labels[o->nlabels++] = optarg;
 			break;
 		case O_NETWORK:
-			r = sl_fail(&err, SL_NOTIMPL, 0,
-				    "--network: networking is not available yet; sandboxes run "
-				    "with only a loopback interface");
+			o->c.net.enabled = true;
 			break;
+		case O_ALLOW: /* CIDRs, checked by sandbox_create; imply --network */
+		case O_DENY: {
+			int *n = c == O_ALLOW ? &o->nallow : &o->ndeny;
+			if (*n >= SL_NET_MAX_RULES) {
+				r = sl_fail(&err, SL_INVALID, 0, "%s: at most %d", argv[optind - 1],
+					    SL_NET_MAX_RULES);
+				break;
+			}
+			(c == O_ALLOW ? o->allow : o->deny)[(*n)++] = optarg;
+			o->c.net.enabled = true;
+			break;
+		}
 		case O_IDLE:
 			/* Kept in the record; `sandlot serve` acts on it (stop, or destroy
 			 * when ephemeral) whenever it runs. */
@@ -211,6 +226,10 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 	}
 	o->c.env = o->env;
 	o->c.labels = o->labels;
+	if (o->nallow)
+		o->c.net.allow = o->allow;
+	if (o->ndeny)
+		o->c.net.deny = o->deny;
 	return optind;
 }
 

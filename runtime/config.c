@@ -91,5 +91,15 @@ int config_load(sl_config *cfg, sl_err *err)
 	set_str(cfg->npm_registry, sizeof(cfg->npm_registry), "SANDLOT_NPM_REGISTRY", "");
 	const char *p = getenv("SANDLOT_DEFAULT_PIDS");
 	cfg->def_pids = p && *p ? strtoull(p, NULL, 10) : 512;
+	set_str(cfg->net_bridge, sizeof(cfg->net_bridge), "SANDLOT_NET_BRIDGE", "sandlot0");
+	set_str(cfg->net_subnet, sizeof(cfg->net_subnet), "SANDLOT_NET_SUBNET", "");
+	set_str(cfg->net_dns, sizeof(cfg->net_dns), "SANDLOT_NET_DNS", "");
+	for (const char *c = cfg->net_bridge; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+		      *c == '-') ||
+		    strlen(cfg->net_bridge) > 15)
+			return sl_fail(err, SL_INVALID, 0,
+				       "SANDLOT_NET_BRIDGE=%s: use up to 15 of a-z 0-9 _ -",
+				       cfg->net_bridge);
 	return 0;
 }

@@ -23,6 +23,12 @@ typedef struct sl_config {
 	 * SANDLOT_APT_MIRROR, SANDLOT_PIP_INDEX, SANDLOT_PIP_WHEELS, SANDLOT_NPM_REGISTRY;
 	 * `sandlot serve --apt-mirror/--pip-index/--pip-wheels/--npm-registry` set them. */
 	char apt_mirror[1024], pip_index[1024], pip_wheels[PATH_MAX / 4], npm_registry[1024];
+	/* Sandbox networking (docs/network.md): the bridge (also our nftables table's
+	 * name), its subnet ("" picks a free one), and the DNS servers given to sandboxes
+	 * ("" copies the host's non-loopback ones). */
+	char net_bridge[16];  /* SANDLOT_NET_BRIDGE, default sandlot0 */
+	char net_subnet[32];  /* SANDLOT_NET_SUBNET */
+	char net_dns[128];    /* SANDLOT_NET_DNS: comma-separated addresses */
 } sl_config;
 
 int config_load(sl_config *cfg, sl_err *err);

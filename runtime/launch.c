@@ -229,6 +229,26 @@ static void drop_privileges(int errfd)
 		child_fail(errfd, errno, "set no_new_privs");
 }
 
+/* Replace /etc/NAME in the rootfs with text, never following a link the image or
+ * the sandbox planted (a link is replaced, not written through). */
+static void write_etc(int errfd, int rootfd, const char *name, const char *text, uint32_t base)
+{
+	_cleanup_close_ int etc = open_mountpoint(rootfd, "etc", 1);
+	if (etc < 0)
+		child_fail(errfd, errno, "open /etc in the image");
+	int fd = openat(etc, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && (errno == ELOOP || errno == EISDIR || errno == ENXIO) &&
+	    unlinkat(etc, name, 0) == 0)
+		fd = openat(etc, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	struct stat st;
+	size_t len = strlen(text);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    write(fd, text, len) != (ssize_t)len || fchown(fd, base, base) < 0 ||
+	    fchmod(fd, 0644) < 0)
+		child_fail(errfd, errno, "write /etc/%s", name);
+	close(fd);
+}
+
 struct child_fds {
 	int go, err, userns, lower, listen, init, log;
 	int mounts[SL_MAX_VOLUMES];
@@ -301,6 +321,10 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 			child_fail(f->err, errno, "mount volume on %s", l->mounts[i].target);
 	}
+	if (l->etc_hosts)
+		write_etc(f->err, rootfd, "hosts", l->etc_hosts, l->uid_base);
+	if (l->etc_resolv)
+		write_etc(f->err, rootfd, "resolv.conf", l->etc_resolv, l->uid_base);
 	mask_paths(f->err, root);
 	if (chdir(root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
 	    umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)

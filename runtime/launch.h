@@ -32,6 +32,9 @@ typedef struct sl_launch {
 	const sl_bpf *seccomp;
 	const sl_mount *mounts;
 	size_t nmounts;
+	/* Written into the rootfs's /etc (owned by the sandbox's root) when not NULL:
+	 * a sandbox with a network gets its own hosts and resolv.conf. */
+	const char *etc_hosts, *etc_resolv;
 	/* Called in the parent with the child's host pid before it goes on (cgroups). */
 	int (*attach)(void *ctx, pid_t pid, sl_err *err);
 	void *attach_ctx;

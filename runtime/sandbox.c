@@ -28,6 +28,8 @@
 #include "launch.h"
 #include "log.h"
 #include "packages.h"
+#include "net.h"
+#include "netaddr.h"
 #include "quantity.h"
 #include "snapshot.h"
 #include "volume.h"
@@ -102,7 +104,9 @@ void sandbox_free(sl_sandbox *sb)
 	cJSON_Delete(sb->labels);
 	cJSON_Delete(sb->volumes);
 	cJSON_Delete(sb->packages);
-	sb->env = sb->labels = sb->volumes = sb->packages = NULL;
+	cJSON_Delete(sb->net_allow);
+	cJSON_Delete(sb->net_deny);
+	sb->env = sb->labels = sb->volumes = sb->packages = sb->net_allow = sb->net_deny = NULL;
 }
 
 void sandbox_free_list(sl_sandbox *list, size_t n)
@@ -181,6 +185,19 @@ cJSON *sandbox_to_json(const sl_sandbox *sb)
 			      sb->volumes ? cJSON_Duplicate(sb->volumes, 1) : cJSON_CreateArray());
 	cJSON_AddItemToObject(o, "packages", sb->packages ? cJSON_Duplicate(sb->packages, 1)
 							       : cJSON_CreateArray());
+	cJSON *net = cJSON_AddObjectToObject(o, "network");
+	cJSON_AddBoolToObject(net, "enabled", sb->net_enabled);
+	if (sb->net_enabled && sb->net_addr[0]) {
+		cJSON_AddStringToObject(net, "address", sb->net_addr);
+		cJSON_AddStringToObject(net, "gateway", sb->net_gateway);
+	} else {
+		cJSON_AddNullToObject(net, "address");
+		cJSON_AddNullToObject(net, "gateway");
+	}
+	cJSON_AddItemToObject(net, "allow", sb->net_allow ? cJSON_Duplicate(sb->net_allow, 1)
+							  : cJSON_CreateArray());
+	cJSON_AddItemToObject(net, "deny", sb->net_deny ? cJSON_Duplicate(sb->net_deny, 1)
+							: cJSON_CreateArray());
 	if (sb->snapshot[0])
 		cJSON_AddStringToObject(o, "snapshot", sb->snapshot);
 	else
@@ -209,6 +226,7 @@ static cJSON *record_json(const sl_sandbox *sb)
 	cJSON_AddNumberToObject(in, "creatorStart", (double)sb->creator_start);
 	cJSON_AddStringToObject(in, "bootId", sb->boot_id);
 	cJSON_AddNumberToObject(in, "expiresMs", (double)sb->expires_ms);
+	cJSON_AddStringToObject(in, "netSubnet", sb->net_subnet);
 	return o;
 }
 
@@ -267,6 +285,13 @@ static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err
 	sb->creator_start = num(in, "creatorStart");
 	copy_str(sb->boot_id, sizeof(sb->boot_id), in, "bootId");
 	sb->expires_ms = num(in, "expiresMs");
+	copy_str(sb->net_subnet, sizeof(sb->net_subnet), in, "netSubnet");
+	cJSON *net = cJSON_GetObjectItemCaseSensitive(o, "network");
+	sb->net_enabled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(net, "enabled"));
+	copy_str(sb->net_addr, sizeof(sb->net_addr), net, "address");
+	copy_str(sb->net_gateway, sizeof(sb->net_gateway), net, "gateway");
+	sb->net_allow = cJSON_DetachItemFromObjectCaseSensitive(net, "allow");
+	sb->net_deny = cJSON_DetachItemFromObjectCaseSensitive(net, "deny");
 	const cJSON *to = cJSON_GetObjectItemCaseSensitive(o, "timeout");
 	sb->idle_ms = num(to, "idle");
 	sb->lifetime_ms = num(to, "lifetime");
@@ -596,6 +621,8 @@ static void release_claims(const sl_ctx *ctx, const sl_sandbox *sb)
 	char slot[16];
 	snprintf(slot, sizeof(slot), "%u", (sb->uid_base - ctx->cfg.uid_base) / 65536);
 	unclaim(ctx, "slots", slot, sb->id);
+	if (sb->net_addr[0])
+		unclaim(ctx, "leases", sb->net_addr, sb->id);
 	if (sb->name[0])
 		unclaim(ctx, "names", sb->name, sb->id);
 }
@@ -659,17 +686,186 @@ static int reserve(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	return err->kind ? -1 : sl_fail(err, SL_EXHAUSTED, 0, "no free uid range for another sandbox");
 }
 
+/* ---- network ---- */
+
+/* The allow/deny lists of o, parsed and normalised ("10.0.0.0/8") into arrays. */
+static int net_lists(const sl_net_opts *o, cJSON **allow, cJSON **deny, sl_err *err)
+{
+	const char *const *lists[2] = { o->allow, o->deny };
+	const char *names[2] = { "network.allow", "network.deny" };
+	cJSON *out[2] = { NULL, NULL };
+	for (int k = 0; k < 2; k++) {
+		if (!lists[k])
+			continue;
+		out[k] = cJSON_CreateArray();
+		size_t i = 0;
+		for (const char *const *c = lists[k]; *c; c++, i++) {
+			char field[40], text[24];
+			sl_cidr cidr;
+			snprintf(field, sizeof(field), "%s[%zu]", names[k], i);
+			if (i >= SL_NET_MAX_RULES) {
+				sl_fail(err, SL_INVALID, 0, "%s: at most %d entries", names[k],
+					SL_NET_MAX_RULES);
+				goto fail;
+			}
+			if (cidr_parse(field, *c, &cidr, err) < 0)
+				goto fail;
+			cidr_format(&cidr, text, sizeof(text));
+			cJSON_AddItemToArray(out[k], cJSON_CreateString(text));
+		}
+	}
+	*allow = out[0];
+	*deny = out[1];
+	return 0;
+fail:
+	cJSON_Delete(out[0]);
+	cJSON_Delete(out[1]);
+	return -1;
+}
+
+static size_t cidrs_from(const cJSON *arr, sl_cidr *out)
+{
+	size_t n = 0;
+	const cJSON *it;
+	sl_err e = { 0 };
+	cJSON_ArrayForEach(it, arr) if (n < SL_NET_MAX_RULES && cJSON_IsString(it) &&
+					cidr_parse("rule", it->valuestring, &out[n], &e) == 0) n++;
+	return n;
+}
+
+/* What net.h needs from the record; allow/deny point into the caller's arrays. */
+static int net_spec(const sl_sandbox *sb, sl_net_sandbox *ns, sl_cidr *allow, sl_cidr *deny,
+		    sl_err *err)
+{
+	memset(ns, 0, sizeof(*ns));
+	ns->id = sb->id;
+	if (!ipv4_parse(sb->net_addr, &ns->addr) ||
+	    cidr_parse("subnet", sb->net_subnet, &ns->subnet, err) < 0)
+		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: bad network record", sb->id);
+	ns->allow = allow;
+	ns->nallow = cidrs_from(sb->net_allow, allow);
+	ns->deny = deny;
+	ns->ndeny = cidrs_from(sb->net_deny, deny);
+	return 0;
+}
+
+/* The lowest free address of the subnet, claimed like a uid slot: <state>/leases/<ip>
+ * holds the owner's id, so a lease outlives daemon restarts and a stale one (owner
+ * destroyed or gone) is taken back. */
+static int lease_take(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+{
+	sl_cidr subnet;
+	char dir[PATH_MAX];
+	if (net_subnet(&ctx->cfg, &subnet, err) < 0)
+		return -1;
+	snprintf(dir, sizeof(dir), "%s/leases", ctx->cfg.state_dir);
+	if (state_mkdirs(dir, 0700, err) < 0)
+		return -1;
+	for (int pass = 0; pass < 8; pass++) {
+		_cleanup_free_ uint32_t *taken = NULL;
+		size_t n = 0, cap = 0;
+		_cleanup_closedir_ DIR *d = opendir(dir);
+		if (!d)
+			return sl_sysfail(err, "list %s", dir);
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			uint32_t a;
+			char path[PATH_MAX];
+			if (!ipv4_parse(e->d_name, &a) || !cidr_contains(&subnet, a))
+				continue;
+			claim_path(ctx, "leases", e->d_name, path, sizeof(path));
+			if (claim_stale(ctx, path)) {
+				unlink(path);
+				continue;
+			}
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				uint32_t *nt = realloc(taken, cap * sizeof(*nt));
+				if (!nt)
+					return sl_fail(err, SL_INTERNAL, ENOMEM, "leases");
+				taken = nt;
+			}
+			taken[n++] = a;
+		}
+		for (int tries = 0; tries < 16; tries++) {
+			uint32_t a;
+			if (lease_pick(&subnet, taken, n, &a) < 0)
+				return sl_fail(err, SL_EXHAUSTED, 0,
+					       "no free address left in the sandbox subnet");
+			char key[16];
+			ipv4_format(a, key, sizeof(key));
+			int r = claim(ctx, "leases", key, sb->id, err);
+			if (r < 0)
+				return -1;
+			if (r == 0) {
+				snprintf(sb->net_addr, sizeof(sb->net_addr), "%s", key);
+				ipv4_format(subnet_gateway(&subnet), sb->net_gateway,
+					    sizeof(sb->net_gateway));
+				cidr_format(&subnet, sb->net_subnet, sizeof(sb->net_subnet));
+				return 0;
+			}
+			/* lost a race for it: mark it and try the next */
+			uint32_t *nt = realloc(taken, (n + 1) * sizeof(*nt));
+			if (!nt)
+				return sl_fail(err, SL_INTERNAL, ENOMEM, "leases");
+			taken = nt;
+			taken[n++] = a;
+		}
+	}
+	return sl_fail(err, SL_EXHAUSTED, 0, "could not claim an address (too many races)");
+}
+
+/* /etc/hosts and /etc/resolv.conf for a sandbox with a network. The name servers:
+ * SANDLOT_NET_DNS, else the host's own that a sandbox can reach (not loopback). */
+static void net_etc_files(const sl_ctx *ctx, const sl_sandbox *sb, char *hosts, size_t hlen,
+			  char *resolv, size_t rlen)
+{
+	const char *name = sb->name[0] ? sb->name : sb->id;
+	snprintf(hosts, hlen,
+		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s\t%s\n",
+		 sb->net_addr, name);
+	size_t n = snprintf(resolv, rlen, "# written by sandlot at start (docs/network.md)\n");
+	if (ctx->cfg.net_dns[0]) {
+		char buf[sizeof(ctx->cfg.net_dns)], *save = NULL;
+		snprintf(buf, sizeof(buf), "%s", ctx->cfg.net_dns);
+		for (char *t = strtok_r(buf, ", ", &save); t && n < rlen;
+		     t = strtok_r(NULL, ", ", &save))
+			n += snprintf(resolv + n, rlen - n, "nameserver %s\n", t);
+		return;
+	}
+	_cleanup_fclose_ FILE *f = fopen("/etc/resolv.conf", "re");
+	char line[512], ns[256];
+	while (f && fgets(line, sizeof(line), f) && n < rlen) {
+		if (sscanf(line, "nameserver %255s", ns) == 1) {
+			if (strncmp(ns, "127.", 4) && strcmp(ns, "::1"))
+				n += snprintf(resolv + n, rlen - n, "nameserver %s\n", ns);
+		} else if (!strncmp(line, "search ", 7) || !strncmp(line, "options ", 8)) {
+			n += snprintf(resolv + n, rlen - n, "%s", line);
+		}
+	}
+}
+
 static int load_bpf_locked(sl_ctx *ctx, sl_err *err);
 
 struct attach_ctx {
 	sl_ctx *ctx;
 	const char *cgname;
+	const sl_sandbox *sb;
 };
 
+/* Before the sandbox's init goes on: its cgroup, and its network when it has one. */
 static int attach_cgroup(void *p, pid_t pid, sl_err *err)
 {
 	struct attach_ctx *a = p;
-	return cgroup_attach(a->ctx->cg, a->cgname, pid, err);
+	if (cgroup_attach(a->ctx->cg, a->cgname, pid, err) < 0)
+		return -1;
+	if (!a->sb->net_enabled)
+		return 0;
+	sl_net_sandbox ns;
+	sl_cidr allow[SL_NET_MAX_RULES], deny[SL_NET_MAX_RULES];
+	if (net_spec(a->sb, &ns, allow, deny, err) < 0)
+		return -1;
+	return net_attach(&a->ctx->cfg, &ns, pid, err);
 }
 
 static int load_bpf(sl_ctx *ctx, sl_err *err)
@@ -722,6 +918,12 @@ static void stop_processes(sl_ctx *ctx, sl_sandbox *sb, int grace_ms)
 	sl_err e = { 0 };
 	if (cgroup_destroy(ctx->cg, cg, &e) < 0)
 		sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
+	/* Its veth and rules go with its processes; the lease stays with the record. */
+	uint32_t addr;
+	sl_err_clear(&e);
+	if (sb->net_enabled && ipv4_parse(sb->net_addr, &addr) &&
+	    net_detach(&ctx->cfg, sb->id, addr, &e) < 0)
+		sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
 }
 
 /* Undo whatever a create or a destroy finds: processes, cgroup, layer, run dir. */
@@ -759,7 +961,10 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	snprintf(work, sizeof(work), "%s/work", layer);
 	if (image_layer_path(ctx->cfg.state_dir, sb->digest, imgdir, sizeof(imgdir)) < 0)
 		return sl_fail(err, SL_INTERNAL, errno, "image layer of %s", sb->id);
-	struct attach_ctx actx = { ctx, cg };
+	struct attach_ctx actx = { ctx, cg, sb };
+	char hosts[512], resolv[1024];
+	if (sb->net_enabled)
+		net_etc_files(ctx, sb, hosts, sizeof(hosts), resolv, sizeof(resolv));
 	sl_mount mounts[SL_MAX_VOLUMES];
 	char sources[SL_MAX_VOLUMES][PATH_MAX];
 	size_t nm = 0;
@@ -794,7 +999,9 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 			.uid_base = sb->uid_base,
 			.seccomp = &ctx->bpf,
 			.attach = attach_cgroup,
-			.attach_ctx = &actx };
+			.attach_ctx = &actx,
+			.etc_hosts = sb->net_enabled ? hosts : NULL,
+			.etc_resolv = sb->net_enabled ? resolv : NULL };
 	if (load_bpf(ctx, err) < 0)
 		return -1;
 	if (mkdir(run, 0711) < 0 && errno != EEXIST)
@@ -881,9 +1088,16 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	sb.creator_pid = getpid();
 	sb.creator_start = proc_start_time(sb.creator_pid);
 	if (kv_object("env", o->env, &sb.env, err) < 0 ||
-	    kv_object("labels", o->labels, &sb.labels, err) < 0) {
+	    kv_object("labels", o->labels, &sb.labels, err) < 0 ||
+	    net_lists(&o->net, &sb.net_allow, &sb.net_deny, err) < 0) {
 		sandbox_free(&sb);
 		return -1;
+	}
+	sb.net_enabled = o->net.enabled;
+	if (!sb.net_enabled && (cJSON_GetArraySize(sb.net_allow) || cJSON_GetArraySize(sb.net_deny))) {
+		sandbox_free(&sb);
+		return sl_fail(err, SL_INVALID, 0,
+			       "network.allow and network.deny need network.enabled=true");
 	}
 	sb.volumes = cJSON_CreateArray();
 	for (size_t i = 0; i < o->nvolumes; i++) {
@@ -928,6 +1142,8 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 		sandbox_free(&sb);
 		return -1;
 	}
+	if (sb.net_enabled && (lease_take(ctx, &sb, err) < 0 || record_save(ctx, &sb, false, err) < 0))
+		goto fail;
 	if ((base.id[0] ? snapshot_clone_layer(ctx, &base, sb.id, sb.uid_base, sb.disk_bytes, err)
 			: store_layer_create(&ctx->cfg, sb.id, sb.disk_bytes, sb.uid_base, err)) < 0 ||
 	    start_init(ctx, &sb, o->host_binds, o->nhost_binds, err) < 0)
@@ -1159,6 +1375,55 @@ int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int6
 	if (exec_ms >= 0)
 		sb.exec_timeout_ms = exec_ms;
 	int r = record_save(ctx, &sb, true, err);
+	if (r == 0 && out)
+		*out = sb;
+	else
+		sandbox_free(&sb);
+	return r;
+}
+
+int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl_sandbox *out,
+			sl_err *err)
+{
+	cJSON *allow = NULL, *deny = NULL;
+	if (net_lists(net, &allow, &deny, err) < 0)
+		return -1;
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	if (load_locked(ctx, ref, &sb, &lk, err) < 0) {
+		cJSON_Delete(allow);
+		cJSON_Delete(deny);
+		return -1;
+	}
+	int r = 0;
+	if (!strcmp(sb.status, "terminated"))
+		r = sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed", sb.id);
+	else if (net->enabled != sb.net_enabled)
+		r = sl_fail(err, SL_INVALID, 0,
+			    "network.enabled: sandbox %s was created with its network %s; that "
+			    "cannot change",
+			    sb.id, sb.net_enabled ? "on" : "off");
+	if (r == 0 && allow) {
+		cJSON_Delete(sb.net_allow);
+		sb.net_allow = steal_ptr(&allow);
+	}
+	if (r == 0 && deny) {
+		cJSON_Delete(sb.net_deny);
+		sb.net_deny = steal_ptr(&deny);
+	}
+	cJSON_Delete(allow);
+	cJSON_Delete(deny);
+	/* A running (or paused) sandbox's chain changes now; a stopped one's at start. */
+	if (r == 0 && sb.net_enabled &&
+	    (!strcmp(sb.status, "running") || !strcmp(sb.status, "paused"))) {
+		sl_net_sandbox ns;
+		sl_cidr al[SL_NET_MAX_RULES], de[SL_NET_MAX_RULES];
+		r = net_spec(&sb, &ns, al, de, err);
+		if (r == 0)
+			r = net_set_rules(&ctx->cfg, &ns, err);
+	}
+	if (r == 0)
+		r = record_save(ctx, &sb, true, err);
 	if (r == 0 && out)
 		*out = sb;
 	else

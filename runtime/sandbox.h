@@ -56,6 +56,11 @@ typedef struct sl_sandbox {
 	uint64_t idle_ms, lifetime_ms, exec_timeout_ms;
 	int64_t expires_ms;
 	cJSON *packages; /* array of {name, version?, manager} installed at create */
+	/* Network (docs/network.md): a lease kept from create to destroy (also while
+	 * stopped); allow/deny are arrays of normalised CIDR strings. */
+	bool net_enabled;
+	char net_addr[16], net_gateway[16], net_subnet[20];
+	cJSON *net_allow, *net_deny;
 } sl_sandbox;
 
 typedef struct sl_volume_spec {
@@ -123,6 +128,11 @@ int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int6
 			 int64_t exec_ms, sl_sandbox *out, sl_err *err);
 /* Destroy without a tombstone (internal sandboxes, e.g. package builds). */
 int sandbox_discard(sl_ctx *ctx, const char *id, sl_err *err);
+/* Replace the egress rules (network.allow / network.deny; NULL keeps a list, an empty
+ * list clears it); a running sandbox's kernel rules change at once. enabled must be
+ * what the sandbox has (network cannot be switched on or off after create). */
+int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl_sandbox *out,
+			sl_err *err);
 void sandbox_free(sl_sandbox *sb);
 void sandbox_free_list(sl_sandbox *list, size_t n);
 /* The record as JSON (the API's Sandbox shape; internal fields omitted). */

@@ -606,8 +606,11 @@ static void test_errors(void **state)
 	expect_call("POST", "/v1/sandboxes", "{\"timeout\":{\"execution\":\"5 parsecs\"}}", 400,
 		    "INVALID_ARGUMENT", "timeout.execution");
 	/* Fields of later features: 501 naming them. */
-	expect_call("POST", "/v1/sandboxes", "{\"network\":{\"enabled\":true}}", 501,
-		    "NOT_IMPLEMENTED", "network.enabled");
+	expect_call("POST", "/v1/sandboxes",
+		    "{\"network\":{\"enabled\":true,\"allow\":[\"10.0.0.0/33\"]}}", 400,
+		    "INVALID_ARGUMENT", "network.allow[0]");
+	expect_call("POST", "/v1/sandboxes", "{\"network\":{\"deny\":[\"10.0.0.0/8\"]}}", 400,
+		    "INVALID_ARGUMENT", "network.enabled");
 	expect_call("POST", "/v1/sandboxes", "{\"snapshot\":\"snp_aaaaaaaaaaaaaaaaaaaa\"}", 404,
 		    "NOT_FOUND", "snapshot");
 	expect_call("POST", "/v1/sandboxes", "{\"timeout\":{\"idle\":\"10 parsecs\"}}", 400,

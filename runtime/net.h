@@ -1,0 +1,46 @@
+/* net.h — sandbox networking on the host (issue 7): the bridge, NAT and firewall made
+ * on first use and undone after the last network, a veth per sandbox moved into its
+ * network namespace, and a per-sandbox nftables chain for its egress rules. The calls
+ * live in sandlot-net.so (libnl-route, libnftables; loaded on first use, see dl.h). */
+#ifndef SANDLOT_NET_H
+#define SANDLOT_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "err.h"
+#include "netaddr.h"
+
+#define SL_NET_MAX_RULES 64 /* allow and deny entries, each */
+
+/* One sandbox's network as the host side needs it. */
+typedef struct sl_net_sandbox {
+	const char *id;
+	uint32_t addr;	 /* the sandbox's address (a lease in subnet) */
+	sl_cidr subnet;	 /* the bridge's; the gateway is its first host */
+	const sl_cidr *allow; /* nallow == 0: every destination NAT reaches */
+	size_t nallow;
+	const sl_cidr *deny; /* refused even when allowed */
+	size_t ndeny;
+} sl_net_sandbox;
+
+/* The bridge subnet: SANDLOT_NET_SUBNET, else the one chosen before (kept in
+ * <state>/net/subnet), else the first candidate no host route or address overlaps. */
+int net_subnet(const sl_config *cfg, sl_cidr *subnet, sl_err *err);
+/* Give the sandbox whose init is init_pid (still waiting to build its rootfs) its
+ * network: host side first if needed, then the veth (eth0 inside, addressed, up,
+ * default route via the gateway) and its egress chain. */
+int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, pid_t init_pid, sl_err *err);
+/* Replace the sandbox's egress rules (its chain must exist: it is running). */
+int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err);
+/* Remove the sandbox's veth and chain (whatever of them exists), then the host side
+ * when no sandbox network is left. */
+int net_detach(const sl_config *cfg, const char *id, uint32_t addr, sl_err *err);
+
+/* Names derived from the config: the veth's host end for a sandbox id. */
+void net_veth_name(const char *id, char buf[16]);
+
+#endif

@@ -1,0 +1,30 @@
+/* net_dl.c — net.h's calls for the sandlot binary, from sandlot-net.so on first use
+ * (libnl-route and libnftables stay unloaded for sandboxes without a network). */
+#include "dl.h"
+#include "net.h"
+
+#define NET_FN(name) sl_module_symbol("sandlot-net.so", "SANDLOT_NET_SO", #name, err)
+
+int net_subnet(const sl_config *cfg, sl_cidr *subnet, sl_err *err)
+{
+	int (*fn)(const sl_config *, sl_cidr *, sl_err *) = NET_FN(net_subnet);
+	return fn ? fn(cfg, subnet, err) : -1;
+}
+
+int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, pid_t init_pid, sl_err *err)
+{
+	int (*fn)(const sl_config *, const sl_net_sandbox *, pid_t, sl_err *) = NET_FN(net_attach);
+	return fn ? fn(cfg, ns, init_pid, err) : -1;
+}
+
+int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
+{
+	int (*fn)(const sl_config *, const sl_net_sandbox *, sl_err *) = NET_FN(net_set_rules);
+	return fn ? fn(cfg, ns, err) : -1;
+}
+
+int net_detach(const sl_config *cfg, const char *id, uint32_t addr, sl_err *err)
+{
+	int (*fn)(const sl_config *, const char *, uint32_t, sl_err *) = NET_FN(net_detach);
+	return fn ? fn(cfg, id, addr, err) : -1;
+}
