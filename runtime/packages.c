@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "image.h"
 #include "log.h"
 #include "sbxfs.h"
 #include "state.h"
@@ -659,15 +660,19 @@ static int build(sl_ctx *ctx, const char *key, const char *digest, const sl_pack
 
 /* An exclusive lock on PATH that its holder unlinks before closing, so no lock file
  * outlives its use: a waiter that wakes on an unlinked file opens the path again. */
-static int key_lock(const char *path, sl_err *err)
+static int key_lock(const char *path, bool wait, sl_err *err)
 {
 	for (;;) {
 		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd < 0)
 			return sl_sysfail(err, "lock %s", path);
 		int r;
-		while ((r = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
+		while ((r = flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB))) < 0 && errno == EINTR)
 			;
+		if (r < 0 && errno == EWOULDBLOCK) {
+			close(fd); /* busy: its holder is using the entry */
+			return sl_fail(err, SL_CONFLICT, EWOULDBLOCK, "lock %s", path);
+		}
 		struct stat a, b;
 		if (r == 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
 		    a.st_ino == b.st_ino)
@@ -676,6 +681,44 @@ static int key_lock(const char *path, sl_err *err)
 		close(fd);
 		if (r < 0)
 			return sl_fail(err, SL_INTERNAL, e, "lock %s", path);
+	}
+}
+
+/* Drop the cache entries whose image is gone (`image rm`): no create can use them.
+ * An entry whose lock is held (being built or pruned) is left alone. */
+static void prune_dead_images(sl_ctx *ctx)
+{
+	char dir[PATH_MAX];
+	cache_dir(ctx, dir, sizeof(dir));
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len != 64 + 5 || strcmp(e->d_name + 64, ".json"))
+			continue;
+		char path[PATH_MAX], img[PATH_MAX], lockp[PATH_MAX], key[65];
+		snprintf(key, sizeof(key), "%.64s", e->d_name);
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		_cleanup_free_ char *data = NULL;
+		sl_err e2 = { 0 };
+		if (state_read_file(path, 1 << 20, &data, NULL, &e2) < 0)
+			continue;
+		cJSON *o = cJSON_Parse(data);
+		const cJSON *dg = cJSON_GetObjectItemCaseSensitive(o, "imageDigest");
+		const cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "layer");
+		if (cJSON_IsString(dg) && cJSON_IsString(l) &&
+		    image_layer_path(ctx->cfg.state_dir, dg->valuestring, img, sizeof(img)) == 0 &&
+		    access(img, F_OK) < 0 && errno == ENOENT) {
+			snprintf(lockp, sizeof(lockp), "%s/packages/%s.lock", ctx->cfg.run_dir, key);
+			int lk = key_lock(lockp, false, &e2);
+			if (lk >= 0) {
+				unlink(path);
+				store_snapshot_destroy(&ctx->cfg, l->valuestring, &e2);
+				unlink(lockp);
+				close(lk);
+			}
+		}
+		cJSON_Delete(o);
 	}
 }
 
@@ -704,11 +747,13 @@ int packages_layer(sl_ctx *ctx, const char *digest, const sl_package *p, size_t 
 		r = state_mkdirs(lockp, 0700, err);
 	snprintf(lockp + strlen(lockp), sizeof(lockp) - strlen(lockp), "/%s.lock", key);
 	/* One build per key: the others wait here and then find its record. */
-	int lk = r == 0 ? key_lock(lockp, err) : -1;
+	int lk = r == 0 ? key_lock(lockp, true, err) : -1;
 	if (r == 0 && lk < 0)
 		r = -1;
-	if (r == 0 && record_load(ctx, key, out) < 0)
+	if (r == 0 && record_load(ctx, key, out) < 0) {
+		prune_dead_images(ctx);
 		r = build(ctx, key, digest, sorted, m, disk, out, err);
+	}
 	if (lk >= 0) {
 		unlink(lockp);
 		close(lk);

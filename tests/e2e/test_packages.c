@@ -383,6 +383,49 @@ static void test_api_create_with_packages_from_serve_flags(void **state)
 	waitpid(pid, NULL, 0);
 }
 
+/* An image whose "python3" only records its arguments: busybox plus a script. */
+static void import_fake_pip_image(const char *name)
+{
+	char *bb = e2e_build_path("images/busybox.tar");
+	char tar[600];
+	snprintf(tar, sizeof(tar), "%s/%s.tar", e2e_root(), name);
+	assert_int_equal(
+	    sh("python3 - %s %s <<'PY'\n"
+	       "import io, shutil, sys, tarfile\n"
+	       "shutil.copy(sys.argv[1], sys.argv[2])\n"
+	       "data = b'#!/bin/sh\\nmkdir -p /usr/local && echo \"$*\" > /usr/local/fake-pip\\n'\n"
+	       "with tarfile.open(sys.argv[2], 'a') as t:\n"
+	       "    ti = tarfile.TarInfo('./usr/bin/python3'); ti.size = len(data); ti.mode = 0o755\n"
+	       "    t.addfile(ti, io.BytesIO(data))\n"
+	       "PY",
+	       bb, tar),
+	    0);
+	free(bb);
+	free(e2e_sandlot_ok("image", "import", name, tar, NULL));
+}
+
+static void test_cache_entries_of_a_removed_image_are_dropped(void **state)
+{
+	import_fake_pip_image("fakepip");
+	int recs = cache_records(), layers = cache_layers();
+	char *id = e2e_sandlot_ok("create", "--image", "fakepip", "--package", "pip:anything@2",
+				  NULL);
+	char *out = exec_ok(id, "cat /usr/local/fake-pip");
+	assert_true(e2e_contains(out, "install --no-cache-dir --no-index --find-links /mnt "
+				      "anything==2"));
+	free(out);
+	assert_int_equal(cache_records(), recs + 1);
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	free(id);
+	free(e2e_sandlot_ok("image", "rm", "fakepip", NULL));
+	/* The next install (of anything) finds the entry dead and drops it. */
+	char *b = e2e_sandlot_ok("create", "--package", "pip:sandlot-tiny@>=1", NULL);
+	assert_int_equal(cache_records(), recs + 1);
+	assert_int_equal(cache_layers(), layers + 1);
+	free(e2e_sandlot_ok("rm", "-f", b, NULL));
+	free(b);
+}
+
 static void test_apt_from_a_local_repository(void **state)
 {
 	if (!have_net)
@@ -424,6 +467,7 @@ int main(void)
 		E2E_TEST(test_install_failure_fails_the_create_and_leaves_nothing),
 		E2E_TEST(test_invalid_package_specs_are_refused),
 		E2E_TEST(test_api_create_with_packages_from_serve_flags),
+		E2E_TEST(test_cache_entries_of_a_removed_image_are_dropped),
 		E2E_TEST(test_apt_from_a_local_repository),
 		E2E_TEST(test_npm_from_a_local_registry),
 	};
