@@ -13,15 +13,10 @@
 
 #include "common.h"
 
-#define INET_ADDR "203.0.113.1"
-#define HOST_ADDR "203.0.113.254"
-#define PORT "8080"
-#define BASE_URL "http://" INET_ADDR ":" PORT
+#define BASE_URL "http://203.0.113.1:8080"
 
-static char netns[32], veth_host[16], fx[512];
-static pid_t server_pid;
+static char netns[32], fx[512];
 static bool have_net; /* sandboxes can have a network (the install phase needs it) */
-static bool sh_quiet;
 
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char *fmt, ...)
@@ -34,61 +29,20 @@ static int sh(const char *fmt, ...)
 	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 	e2e_result r;
 	int st = e2e_run(&r, NULL, 0, 30000, argv);
-	if (st != 0 && !sh_quiet)
+	if (st != 0)
 		fprintf(stderr, "test_packages: `%s` failed (%d): %s\n", cmd, st, r.err);
 	e2e_result_free(&r);
 	return st;
 }
 
-/* The netns with the servers: a veth pair, 203.0.113.0/24 on it, python's http.server
- * on 203.0.113.1:8080 serving the fixtures' www/ dir. */
-static int internet_up(void)
+/* The sources, served from an "internet" netns (tests/e2e/packages_internet.sh, which
+ * compat suites' setup.sh can use too). */
+static int internet(const char *verb)
 {
-	snprintf(netns, sizeof(netns), "slpkg-%d", (int)getpid() % 100000);
-	snprintf(veth_host, sizeof(veth_host), "slpkh%d", (int)getpid() % 100000);
-	if (sh("ip netns add %s && ip link add %s type veth peer name eth0 netns %s && "
-	       "ip addr add " HOST_ADDR "/24 dev %s && ip link set %s up && "
-	       "ip -n %s addr add " INET_ADDR "/24 dev eth0 && ip -n %s link set eth0 up && "
-	       "ip -n %s link set lo up",
-	       netns, veth_host, netns, veth_host, veth_host, netns, netns, netns) != 0)
-		return -1;
-	char www[600];
-	snprintf(www, sizeof(www), "%s/www", fx);
-	server_pid = fork();
-	if (server_pid == 0) {
-		int nul = open("/dev/null", O_RDWR);
-		dup2(nul, 0);
-		dup2(nul, 1);
-		dup2(nul, 2);
-		execlp("ip", "ip", "netns", "exec", netns, "python3", "-m", "http.server", PORT,
-		       "--bind", INET_ADDR, "--directory", www, (char *)NULL);
-		_exit(127);
-	}
-	/* Wait until it answers (from the host, through the veth). */
-	sh_quiet = true;
-	for (int i = 0; i < 100; i++) {
-		if (sh("curl -sf -o /dev/null " BASE_URL "/apt/Packages") == 0) {
-			sh_quiet = false;
-			return 0;
-		}
-		usleep(100000);
-	}
-	sh_quiet = false;
-	fprintf(stderr, "test_packages: the fixture server did not answer\n");
-	return -1;
-}
-
-static void internet_down(void)
-{
-	if (server_pid > 0) {
-		kill(server_pid, SIGTERM);
-		waitpid(server_pid, NULL, 0);
-		server_pid = 0;
-	}
-	if (netns[0]) {
-		sh("ip link del %s 2>/dev/null; ip netns del %s", veth_host, netns);
-		netns[0] = '\0';
-	}
+	char *script = e2e_build_path("../tests/e2e/packages_internet.sh");
+	int st = sh("sh %s %s %s %s", script, verb, fx, netns);
+	free(script);
+	return st;
 }
 
 static int group_setup(void **state)
@@ -105,10 +59,8 @@ static int group_setup(void **state)
 	}
 	e2e_result_free(&r);
 	snprintf(fx, sizeof(fx), "%s/fx", e2e_root());
-	char *script = e2e_build_path("../tests/e2e/packages_fixtures.py");
-	st = sh("python3 %s %s " BASE_URL, script, fx);
-	free(script);
-	if (st != 0 || internet_up() < 0)
+	snprintf(netns, sizeof(netns), "slpkg-%d", (int)getpid());
+	if (internet("up") != 0)
 		return -1;
 	char wheels[600];
 	snprintf(wheels, sizeof(wheels), "%s/wheels", fx);
@@ -127,7 +79,10 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-	internet_down();
+	internet("down");
+	/* The server was re-parented to us (a child subreaper): reap it. */
+	for (int i = 0; i < 100 && waitpid(-1, NULL, WNOHANG) >= 0; i++)
+		usleep(10000);
 	return e2e_group_teardown(state);
 }
 
@@ -430,7 +385,14 @@ static void test_apt_from_a_local_repository(void **state)
 {
 	if (!have_net)
 		skip();
+	int64_t t0 = e2e_now_ms();
 	char *id = e2e_sandlot_ok("create", "--package", "apt:sandlot-tiny@1.0", NULL);
+	int64_t t1 = e2e_now_ms();
+	char *again = e2e_sandlot_ok("create", "--package", "apt:sandlot-tiny@1.0", NULL);
+	printf("packages: apt create (install) %lld ms, again (cache hit) %lld ms\n",
+	       (long long)(t1 - t0), (long long)(e2e_now_ms() - t1));
+	free(e2e_sandlot_ok("rm", "-f", again, NULL));
+	free(again);
 	char *out = exec_ok(id, "sandlot-tiny");
 	assert_string_equal(out, "tiny deb");
 	free(out);
@@ -446,7 +408,14 @@ static void test_npm_from_a_local_registry(void **state)
 {
 	if (!have_net)
 		skip();
+	int64_t t0 = e2e_now_ms();
 	char *id = e2e_sandlot_ok("create", "--package", "npm:sandlot-tiny@1.0.0", NULL);
+	int64_t t1 = e2e_now_ms();
+	char *again = e2e_sandlot_ok("create", "--package", "npm:sandlot-tiny@1.0.0", NULL);
+	printf("packages: npm create (install) %lld ms, again (cache hit) %lld ms\n",
+	       (long long)(t1 - t0), (long long)(e2e_now_ms() - t1));
+	free(e2e_sandlot_ok("rm", "-f", again, NULL));
+	free(again);
 	char *out = exec_ok(id, "sandlot-tiny; cd /tmp && node -e "
 				"'console.log(require(\"sandlot-tiny\").answer)'");
 	assert_string_equal(out, "tiny 42\n42");
