@@ -59,6 +59,8 @@ $(BUILD)/api/%.o: api/%.c $(wildcard runtime/*.h api/*.h init/*.h)
 $(BUILD)/cli/serve.o: $(wildcard api/*.h)
 # The API's end-to-end test talks HTTP with libcurl.
 $(BUILD)/tests/e2e_test_api: LDLIBS += $(shell pkg-config --libs libcurl)
+# The network test reads the nftables ruleset before and after.
+$(BUILD)/tests/e2e_test_net: LDLIBS += $(shell pkg-config --libs libnftables)
 
 # Loaded by the sandlot binary only when it reads an archive; it uses the binary's
 # own sl_fail/fs_remove_tree/sl_log (exported), and binds its own symbols first.

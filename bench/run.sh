@@ -6,7 +6,8 @@
 # bundles, crun's state) and is removed at exit together with the host quirk it applied
 # (a v1 hugetlb mount for crun); the last step checks the host is as before.
 # Environment: BENCH_RUNS (one-shot/exec runs), BENCH_DENSITY ("10 100 1000"),
-# BENCH_CRUN_DENSITY, BENCH_SECTIONS ("oneshot exec parallel density api"), BENCH_OUT,
+# BENCH_CRUN_DENSITY, BENCH_SECTIONS ("oneshot exec parallel density api lifecycle network"),
+# BENCH_NET_DENSITY (sandboxes with network on for the memory measure), BENCH_OUT,
 # BENCH_BUDGET (seconds: a crun density step that would run past it is skipped).
 set -euo pipefail
 
@@ -25,6 +26,7 @@ full)
 	DENSITY=${BENCH_DENSITY-10 100 1000}
 	CRUN_DENSITY=${BENCH_CRUN_DENSITY-10 100 1000}
 	SETTLE_MAX=10 BUDGET=${BENCH_BUDGET:-540}
+	NET_DENSITY=${BENCH_NET_DENSITY:-100}
 	;;
 quick)
 	RUNS=${BENCH_RUNS:-10} WARMUP=2
@@ -32,13 +34,14 @@ quick)
 	DENSITY=${BENCH_DENSITY-10 100}
 	CRUN_DENSITY=${BENCH_CRUN_DENSITY-10 100}
 	SETTLE_MAX=5 BUDGET=${BENCH_BUDGET:-240}
+	NET_DENSITY=${BENCH_NET_DENSITY:-20}
 	;;
 *)
 	echo "usage: bench/run.sh full|quick" >&2
 	exit 2
 	;;
 esac
-SECTIONS=${BENCH_SECTIONS:-oneshot exec parallel density api lifecycle}
+SECTIONS=${BENCH_SECTIONS:-oneshot exec parallel density api lifecycle network}
 
 say() { printf 'bench: %s\n' "$*" >&2; }
 die() {
@@ -52,7 +55,8 @@ want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 # under the other's crun) and measure each other. The lock dies with the process.
 exec 9<"$REPO/bench"
 flock -n 9 || die "another make bench is running from $REPO; wait for it"
-for f in "$SL" "$DRV" "$IMAGE_TAR" "$BUILD/sandlot-init" "$BUILD/sandlot-archive.so" "$BUILD/sandlot-api.so"; do
+for f in "$SL" "$DRV" "$IMAGE_TAR" "$BUILD/sandlot-init" "$BUILD/sandlot-archive.so" "$BUILD/sandlot-api.so" \
+	"$BUILD/sandlot-net.so"; do
 	[ -e "$f" ] || die "$f is missing: run \`make all images build/bench-driver\` first"
 done
 
@@ -93,7 +97,8 @@ BEFORE=$(host_state)
 # half-written sandlot cannot even clean up after itself. config.c finds sandlot-init,
 # sandlot-archive.so and ../seccomp/default.json next to the binary.
 mkdir -p "$ROOT/bin" "$ROOT/seccomp"
-cp "$SL" "$BUILD/sandlot-init" "$BUILD/sandlot-archive.so" "$BUILD/sandlot-api.so" "$DRV" "$ROOT/bin/"
+cp "$SL" "$BUILD/sandlot-init" "$BUILD/sandlot-archive.so" "$BUILD/sandlot-api.so" \
+	"$BUILD/sandlot-net.so" "$DRV" "$ROOT/bin/"
 cp "$REPO/seccomp/default.json" "$ROOT/seccomp/"
 SL=$ROOT/bin/sandlot DRV=$ROOT/bin/bench-driver
 export SANDLOT_STATE_DIR=$ROOT/state SANDLOT_RUN_DIR=$ROOT/run
@@ -389,7 +394,7 @@ pss_sum() { # PIDS... -> total Pss in KiB of those that still run
 }
 # The pid of each running sandbox (sandlot's init, the crun container's process).
 density_pids() { # RUNTIME IDS_FILE
-	if [ "$1" = sandlot ]; then
+	if [[ $1 == sandlot* ]]; then
 		sed "s|.*|$SANDLOT_STATE_DIR/sandboxes/&/sandbox.json|" "$2" | xargs -r jq -r '.internal.initPid'
 	else
 		"${CRUN[@]}" list -f json | jq -r '.[].pid'
@@ -408,17 +413,18 @@ density_one() {
 	local before after
 	slab_kib >"$ROOT/slab-before"
 	before=$(meminfo)
-	local ok=0
-	if [ "$rt" = sandlot ]; then
+	local ok=0 net=()
+	[ "$rt" = sandlot-net ] && net=(--network) # runtime "sandlot-net": network on
+	if [[ $rt == sandlot* ]]; then
 		driver --runs "$n" --warmup 0 --samples "$samples" --capture "$ids" \
-			-v sandlot "$SL" create --image busybox \; >/dev/null || ok=1
+			-v sandlot "$SL" create --image busybox "${net[@]}" \; >/dev/null || ok=1
 	else
 		driver --runs "$n" --warmup 0 --samples "$samples" \
 			-v crun "${CRUN[@]}" run -d --bundle "$ROOT/bundle-sleep" "$CID-d{i}" \; >/dev/null || ok=1
 	fi
 	if [ $ok != 0 ]; then
 		failed "density: $rt ×$n"
-		if [ "$rt" = sandlot ]; then xargs -r -a "$ids" "$SL" rm -f >/dev/null; else crun_remove_all; fi
+		if [[ $rt == sandlot* ]]; then xargs -r -a "$ids" "$SL" rm -f >/dev/null; else crun_remove_all; fi
 		return 0
 	fi
 	settle
@@ -433,7 +439,7 @@ density_one() {
 	top=$(slab_top "$ROOT/slab-before" "$ROOT/slab-after" "$n")
 	local t0 t1
 	t0=$(date +%s%N)
-	if [ "$rt" = sandlot ]; then
+	if [[ $rt == sandlot* ]]; then
 		xargs -a "$ids" "$SL" rm -f >/dev/null
 	else
 		crun_remove_all
@@ -670,6 +676,47 @@ bench_lifecycle() {
 	stop_serve
 }
 
+# Network on vs off: CLI one-shot and API create → first command → delete, then host
+# memory per idle sandbox with its network on (veth, lease, nft chain) against off.
+bench_network() {
+	say "network: sandlot run with --network vs without ($RUNS runs each, interleaved)"
+	local out r
+	out=$(measure "network: CLI one-shot" --runs "$RUNS" --warmup "$WARMUP" \
+		-v net-on "$SL" run --image busybox --network -- true \; \
+		-v net-off "${SL_RUN[@]}" \;)
+	r=$(ratio "$(field "$out" net-on 3)" "$(field "$out" net-off 3)")
+	row net-cli "CLI one-shot (true), network on vs off" ms "$(field "$out" net-on 3)" \
+		"$(field "$out" net-on 4)" net-off "$(field "$out" net-off 3)" \
+		"$(field "$out" net-off 4)" "$r" - -
+	if have_serve && start_serve; then
+		local api=(--socket "$API_SOCK") cmd='{"command":["true"]}'
+		say "network: API create → first command → delete, network on vs off ($RUNS runs each)"
+		out=$(measure "network: API create → command → delete" "${api[@]}" --runs "$RUNS" \
+			--warmup "$WARMUP" \
+			-v net-on @http POST /v1/sandboxes '{"image":"busybox","network":{"enabled":true}}' :: \
+			@http POST "/v1/sandboxes/{id}/executions?wait=30s" "$cmd" :: \
+			@http DELETE "/v1/sandboxes/{id}" \; \
+			-v net-off @http POST /v1/sandboxes '{"image":"busybox"}' :: \
+			@http POST "/v1/sandboxes/{id}/executions?wait=30s" "$cmd" :: \
+			@http DELETE "/v1/sandboxes/{id}" \;)
+		r=$(ratio "$(field "$out" net-on 3)" "$(field "$out" net-off 3)")
+		row net-api "API create → first command → delete, network on vs off" ms \
+			"$(field "$out" net-on 3)" "$(field "$out" net-on 4)" net-off \
+			"$(field "$out" net-off 3)" "$(field "$out" net-off 4)" "$r" - -
+	else
+		failed "network: sandlot serve did not answer"
+	fi
+	stop_serve
+	local n=$NET_DENSITY
+	say "network: host memory of $n idle sandboxes, network on and off"
+	density_one sandlot-net "$n"
+	[ -n "$(dens sandlot "$n" 6)" ] || density_one sandlot "$n"
+	local on off
+	on=$(dens sandlot-net "$n" 6) off=$(dens sandlot "$n" 6)
+	row net-mem "host memory per idle sandbox, N=$n, network on vs off" KiB "$on" - net-off \
+		"${off:-nan}" - "$(ratio "$on" "${off:-0}")" - -
+}
+
 # ---- run -------------------------------------------------------------------------------------
 
 T0=$(date +%s)
@@ -680,6 +727,7 @@ want parallel && bench_parallel
 want api && bench_api
 want lifecycle && bench_lifecycle
 want density && bench_density
+want network && bench_network
 ELAPSED=$(($(date +%s) - T0))
 LOAD1=$(cut -d' ' -f1 /proc/loadavg)
 

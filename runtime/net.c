@@ -1,6 +1,6 @@
 /* net.c — the host side of sandbox networking (built into sandlot-net.so): bridge and
  * veths with libnl-route, NAT and isolation in our own nftables table with libnftables.
- * Host changes are made under <run>/net.lock and undone after the last network. */
+ * Host changes are made under <state>/net/lock and undone after the last network. */
 #include "net.h"
 
 #include <arpa/inet.h>
@@ -106,16 +106,20 @@ static struct nl_sock *route_sock_in(pid_t pid, sl_err *err)
 
 /* ---- small host files ---- */
 
-static int lock_net(const sl_config *cfg, sl_err *err)
-{
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/net.lock", cfg->run_dir);
-	return state_lock(p, err);
-}
-
 static void net_dir(const sl_config *cfg, const char *name, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/net%s%s", cfg->state_dir, name ? "/" : "", name ? name : "");
+}
+
+/* Serialises every host change of this state dir (CLI and daemon alike). */
+static int lock_net(const sl_config *cfg, sl_err *err)
+{
+	char p[PATH_MAX];
+	net_dir(cfg, NULL, p, sizeof(p));
+	if (state_mkdirs(p, 0700, err) < 0)
+		return -1;
+	net_dir(cfg, "lock", p, sizeof(p));
+	return state_lock(p, err);
 }
 
 static int read_small(const char *path, char *buf, size_t len)

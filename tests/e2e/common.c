@@ -618,6 +618,18 @@ static void netifs_lines(strv *lines)
 			strv_push(lines, e2e_printf("netif %s", de->d_name));
 }
 
+/* IPv4 routes of the main table (a bridge or veth left behind leaves its route). */
+static void routes_lines(strv *lines)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/net/route", "re");
+	char line[512], ifc[64];
+	unsigned dst, gw, mask;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %x %x %*x %*d %*d %*d %x", ifc, &dst, &gw, &mask) == 4)
+			strv_push(lines, e2e_printf("route %s %08x/%08x via %08x", ifc, dst, mask,
+						    gw));
+}
+
 /* Attached loop devices as "NAME\tBACKING" into out. */
 static void loops_read(strv *out)
 {
@@ -698,6 +710,7 @@ e2e_snapshot *e2e_snapshot_take(void)
 	mounts_read(NULL, &s->lines);
 	cgroups_walk(&s->lines, CGROUP_ROOT, 0);
 	netifs_lines(&s->lines);
+	routes_lines(&s->lines);
 	loops_read(&loops);
 	for (size_t i = 0; i < loops.n; i++)
 		strv_push(&s->lines, e2e_printf("loop %s", loops.v[i]));

@@ -72,7 +72,7 @@ char *e2e_sandlot_ok(const char *arg, ...) __attribute__((sentinel));
 /* ---- leak checks ------------------------------------------------------------------------
  * A snapshot is a sorted list of lines, one per: mount (point, type, source); cgroup dir
  * whose path contains "sandlot" (the runtime's long-lived parent .../sandlot excepted);
- * network interface; attached loop device; process descended from the test process or
+ * network interface; IPv4 route; attached loop device; process descended from the test process or
  * living in a cgroup of one of this root's sandboxes; live sandbox in $STATE/sandboxes;
  * file under $RUN. */
 typedef struct e2e_snapshot e2e_snapshot;

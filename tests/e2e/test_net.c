@@ -1,0 +1,643 @@
+/* test_net.c — sandbox networking end to end, hermetic: the test makes its own "internet"
+ * (a network namespace behind a veth, serving 203.0.113.10/.20 and 169.254.99.1) and
+ * proves NAT, isolation, egress rules (also after PATCH), leases and a clean host. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <dirent.h>
+#include <stdarg.h>
+
+#include <cjson/cJSON.h>
+#include <nftables/libnftables.h>
+
+#include "common.h"
+
+#define INET_A "203.0.113.10"
+#define INET_B "203.0.113.20"
+#define INET_HOST "203.0.113.1" /* the host's end: what NAT makes sources look like */
+#define META "169.254.99.1"	/* link-local, served by the test's "internet" */
+#define INET_PORT 8080
+#define INET_VETH "sltinet0"
+
+static pid_t inet_pid; /* the "internet": a server in its own network namespace */
+
+static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	return s;
+}
+
+static void run_ok(const char *line)
+{
+	char *argv[] = {"/bin/sh", "-c", (char *)line, NULL};
+	e2e_result r;
+	if (e2e_run(&r, NULL, 0, 20000, argv) != 0)
+		fail_msg("`%s` exited %d: %s", line, r.status, r.err);
+	e2e_result_free(&r);
+}
+
+/* Accept forever on LISTEN_FD, answering "BANNER <local addr> from <peer addr>". */
+static void __attribute__((noreturn)) banner_server(int listen_fd, const char *banner)
+{
+	for (;;) {
+		struct sockaddr_in peer, local;
+		socklen_t pl = sizeof(peer), ll = sizeof(local);
+		int c = accept(listen_fd, (struct sockaddr *)&peer, &pl);
+		if (c < 0)
+			continue;
+		getsockname(c, (struct sockaddr *)&local, &ll);
+		char a[32], b[32];
+		inet_ntop(AF_INET, &local.sin_addr, a, sizeof(a));
+		inet_ntop(AF_INET, &peer.sin_addr, b, sizeof(b));
+		dprintf(c, "%s %s from %s\n", banner, a, b);
+		close(c);
+	}
+}
+
+static int listen_on(const char *addr, int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	inet_pton(AF_INET, addr, &sa.sin_addr);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0)
+		fail_msg("listen on %s:%d: %s", addr, port, strerror(errno));
+	return fd;
+}
+
+/* A banner server on a host address in a child (killed by the caller). */
+static pid_t host_server(const char *addr, int port, const char *banner)
+{
+	int fd = listen_on(addr, port);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		banner_server(fd, banner);
+	}
+	close(fd);
+	return pid;
+}
+
+static void child_kill(pid_t pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+static void internet_up(void)
+{
+	int ready[2], go[2];
+	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	inet_pid = fork();
+	assert_true(inet_pid >= 0);
+	if (inet_pid == 0) {
+		char c;
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (unshare(CLONE_NEWNET) < 0 || write(ready[1], "r", 1) != 1 ||
+		    read(go[0], &c, 1) != 1)
+			_exit(1);
+		banner_server(listen_on("0.0.0.0", INET_PORT), "internet");
+	}
+	char c;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	char *cmd = xprintf(
+	    "set -e; ip link add " INET_VETH " type veth peer name eth0 netns %d; "
+	    "ip addr add " INET_HOST "/24 dev " INET_VETH "; ip link set " INET_VETH " up; "
+	    "nsenter -t %d -n sh -c 'ip link set lo up; ip link set eth0 up; "
+	    "ip addr add " INET_A "/24 dev eth0; ip addr add " INET_B "/24 dev eth0; "
+	    "ip addr add " META "/24 dev eth0; ip route add default via " INET_HOST "'; "
+	    "ip route add 169.254.99.0/24 via " INET_A " dev " INET_VETH,
+	    (int)inet_pid, (int)inet_pid);
+	run_ok(cmd);
+	free(cmd);
+	assert_int_equal(write(go[1], "g", 1), 1);
+	close(ready[0]), close(ready[1]), close(go[0]), close(go[1]);
+}
+
+static void internet_down(void)
+{
+	char *argv[] = {"/bin/sh", "-c", "ip link del " INET_VETH " 2>/dev/null", NULL};
+	e2e_result r;
+	e2e_run(&r, NULL, 0, 10000, argv);
+	e2e_result_free(&r);
+	child_kill(inet_pid);
+	inet_pid = 0;
+}
+
+/* ---- host state beyond the harness's: nftables, ip_forward, leases ---------------------- */
+
+static char *nft_ruleset(void)
+{
+	struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
+	assert_non_null(nft);
+	nft_ctx_buffer_output(nft);
+	nft_ctx_buffer_error(nft);
+	assert_int_equal(nft_run_cmd_from_buffer(nft, "list ruleset"), 0);
+	char *s = strdup(nft_ctx_get_output_buffer(nft));
+	nft_ctx_free(nft);
+	return s;
+}
+
+static char *ip_forward(void)
+{
+	char *s = e2e_read_file("/proc/sys/net/ipv4/ip_forward");
+	assert_non_null(s);
+	return s;
+}
+
+static int leases_count(void)
+{
+	char *dir = xprintf("%s/leases", getenv("SANDLOT_STATE_DIR"));
+	DIR *d = opendir(dir);
+	int n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	free(dir);
+	return n;
+}
+
+typedef struct net_state {
+	void *snap; /* the harness's */
+	char *nft, *fwd;
+	int leases;
+} net_state;
+
+static int net_setup(void **state)
+{
+	net_state *s = calloc(1, sizeof(*s));
+	e2e_test_setup(&s->snap);
+	s->nft = nft_ruleset();
+	s->fwd = ip_forward();
+	s->leases = leases_count();
+	*state = s;
+	return 0;
+}
+
+/* The harness's leak check, then: the nft ruleset, ip_forward and the lease store are
+ * as before the test (the host side goes with the last network). */
+static int net_teardown(void **state)
+{
+	net_state *s = *state;
+	char *nft = nft_ruleset(), *fwd = ip_forward();
+	int leases = leases_count();
+	e2e_test_teardown(&s->snap);
+	if (strcmp(nft, s->nft))
+		fail_msg("nft ruleset changed:\nbefore:\n%s\nafter:\n%s", s->nft, nft);
+	assert_string_equal(fwd, s->fwd);
+	assert_int_equal(leases, s->leases);
+	free(nft), free(fwd), free(s->nft), free(s->fwd), free(s);
+	return 0;
+}
+
+#define NET_TEST(fn) cmocka_unit_test_setup_teardown(fn, net_setup, net_teardown)
+
+/* ---- sandboxes ----------------------------------------------------------------------- */
+
+static char *create_net(const char *extra1, const char *extra2)
+{
+	return e2e_sandlot_ok("create", "--image", "busybox", "--network", extra1, extra2, NULL);
+}
+
+static void rm(const char *id)
+{
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+}
+
+static int sh(e2e_result *r, const char *id, const char *line)
+{
+	return e2e_sandlot(r, NULL, 0, "exec", id, "--", "sh", "-c", line, NULL);
+}
+
+static char *sh_ok(const char *id, const char *line)
+{
+	e2e_result r;
+	int st = sh(&r, id, line);
+	if (st != 0)
+		fail_msg("`%s` in %s exited %d: %s", line, id, st, r.err);
+	char *out = strdup(r.out);
+	e2e_result_free(&r);
+	size_t n = strlen(out);
+	while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
+		out[--n] = '\0';
+	return out;
+}
+
+/* What a TCP connection from sandbox ID to ADDR:PORT reads ("" when none). */
+static char *dial(const char *id, const char *addr, int port)
+{
+	char *line = xprintf("nc -w 3 %s %d </dev/null 2>&1; true", addr, port);
+	char *out = sh_ok(id, line);
+	free(line);
+	return out;
+}
+
+static bool reaches(const char *id, const char *addr, int port, const char *banner)
+{
+	char *out = dial(id, addr, port);
+	bool ok = e2e_contains(out, banner);
+	free(out);
+	return ok;
+}
+
+/* A string field of network in `sandlot inspect ID`. */
+static char *net_field(const char *id, const char *key)
+{
+	char *js = e2e_sandlot_ok("inspect", id, NULL);
+	cJSON *o = cJSON_Parse(js);
+	assert_non_null(o);
+	const cJSON *v =
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "network"), key);
+	char *s = cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+	cJSON_Delete(o);
+	free(js);
+	return s;
+}
+
+/* ---- the daemon, driven with curl over its socket ------------------------------------- */
+
+typedef struct daemon {
+	pid_t pid;
+	char sock[256], out[256];
+	int port, preview;
+} daemon_t;
+
+static char *curl_sock(const daemon_t *d, const char *method, const char *path,
+		       const char *body, int *status)
+{
+	char *url = xprintf("http://sandlot%s", path);
+	char *argv[16] = {"/usr/bin/curl", "-sS", "--unix-socket", (char *)d->sock, "-X",
+			  (char *)method, "-H", "Content-Type: application/json", "-w",
+			  "\n%{http_code}"};
+	int n = 10;
+	if (body) {
+		argv[n++] = "--data-binary";
+		argv[n++] = (char *)body;
+	}
+	argv[n++] = url;
+	e2e_result r;
+	e2e_run(&r, NULL, 0, 60000, argv);
+	free(url);
+	char *nl = strrchr(r.out, '\n');
+	*status = nl ? atoi(nl + 1) : 0;
+	if (nl)
+		*nl = '\0';
+	char *out = strdup(r.out);
+	e2e_result_free(&r);
+	return out;
+}
+
+static cJSON *api(const daemon_t *d, const char *method, const char *path, const char *body,
+		  int want)
+{
+	int st;
+	char *out = curl_sock(d, method, path, body, &st);
+	if (st != want)
+		fail_msg("%s %s: HTTP %d, not %d: %s", method, path, st, want, out);
+	cJSON *j = cJSON_Parse(out);
+	free(out);
+	return j;
+}
+
+static void daemon_start(daemon_t *d)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->sock, sizeof(d->sock), "%s/api.sock", e2e_root());
+	snprintf(d->out, sizeof(d->out), "%s/serve.out", e2e_root());
+	char *bin = e2e_build_path("sandlot");
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(d->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(126);
+		execl(bin, bin, "serve", "--socket", d->sock, "--listen", "127.0.0.1:0",
+		      "--preview-port", "0", (char *)NULL);
+		_exit(127);
+	}
+	free(bin);
+	d->pid = pid;
+	for (int i = 0; i < 1000 && !d->port; i++) {
+		char *text = e2e_read_file(d->out);
+		const char *h = text ? strstr(text, "http://127.0.0.1:") : NULL;
+		if (h)
+			d->port = atoi(h + strlen("http://127.0.0.1:"));
+		free(text);
+		if (!d->port)
+			usleep(10000);
+	}
+	assert_true(d->port > 0);
+	cJSON *h = api(d, "GET", "/v1/health", NULL, 200);
+	const cJSON *pp = cJSON_GetObjectItemCaseSensitive(h, "previewPort");
+	assert_true(cJSON_IsNumber(pp));
+	d->preview = pp->valueint;
+	cJSON_Delete(h);
+}
+
+static void daemon_kill(daemon_t *d, int sig)
+{
+	kill(d->pid, sig);
+	waitpid(d->pid, NULL, 0);
+	d->pid = 0;
+	unlink(d->sock);
+}
+
+static const char *jaddr(const cJSON *sb)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(sb, "network"), "address");
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* ---- tests ----------------------------------------------------------------------------- */
+
+static void test_net_off_only_lo(void **state)
+{
+	char *id = e2e_sandlot_ok("create", "--image", "busybox", NULL);
+	char *links = sh_ok(id, "ls /sys/class/net");
+	assert_string_equal(links, "lo");
+	char *routes = sh_ok(id, "tail -n +2 /proc/net/route | wc -l");
+	assert_string_equal(routes, "0");
+	char *out = dial(id, INET_A, INET_PORT);
+	assert_false(e2e_contains(out, "internet"));
+	char *en = net_field(id, "address");
+	assert_null(en);
+	free(links), free(routes), free(out);
+	rm(id);
+	free(id);
+}
+
+static void test_net_on_nat_resolv_hosts(void **state)
+{
+	char *id = create_net(NULL, NULL);
+	char *addr = net_field(id, "address"), *gw = net_field(id, "gateway");
+	assert_non_null(addr);
+	assert_non_null(gw);
+	/* eth0 has the leased address, the default route goes via the gateway. */
+	char *ifc = sh_ok(id, "ip -4 addr show eth0");
+	assert_true(e2e_contains(ifc, addr));
+	char *rt = sh_ok(id, "ip route show default");
+	assert_true(e2e_contains(rt, gw));
+	/* Through NAT: the server sees the host's address, not the sandbox's. */
+	char *out = dial(id, INET_A, INET_PORT);
+	char *want = xprintf("internet " INET_A " from " INET_HOST);
+	if (!e2e_contains(out, want))
+		fail_msg("expected \"%s\", got \"%s\"", want, out);
+	char *hosts = sh_ok(id, "cat /etc/hosts");
+	assert_true(e2e_contains(hosts, addr));
+	assert_true(e2e_contains(hosts, id));
+	char *resolv = sh_ok(id, "cat /etc/resolv.conf");
+	assert_true(e2e_contains(resolv, "sandlot"));
+	free(ifc), free(rt), free(out), free(want), free(hosts), free(resolv), free(addr), free(gw);
+	rm(id);
+	free(id);
+}
+
+static void test_net_run_cli(void **state)
+{
+	e2e_result r;
+	e2e_sandlot(&r, NULL, 0, "run", "--image", "busybox", "--network", "--", "nc", "-w", "3",
+		    INET_B, "8080", NULL);
+	assert_int_equal(r.status, 0);
+	assert_true(e2e_contains(r.out, "internet " INET_B));
+	e2e_result_free(&r);
+}
+
+static void test_net_isolation(void **state)
+{
+	char *a = create_net(NULL, NULL), *b = create_net(NULL, NULL);
+	char *baddr = net_field(b, "address"), *gw = net_field(a, "gateway");
+	/* B serves on 9000; it answers itself, but not A. */
+	free(sh_ok(b, "(while true; do echo sandbox-b | nc -l -p 9000; done) >/dev/null 2>&1 &"));
+	usleep(200000);
+	assert_true(reaches(b, "127.0.0.1", 9000, "sandbox-b"));
+	assert_false(reaches(a, baddr, 9000, "sandbox-b"));
+	/* Host services: a listener on the gateway address and one on 0.0.0.0. */
+	pid_t s1 = host_server(gw, 9101, "hostsvc");
+	pid_t s2 = host_server("0.0.0.0", 9102, "hostsvc");
+	daemon_t d;
+	daemon_start(&d);
+	/* Control: the host itself reaches them all, and the "metadata" address. */
+	char *line = xprintf("busybox nc -w 3 %s 9101 </dev/null; busybox nc -w 3 127.0.0.1 "
+			     "9102 </dev/null; busybox nc -w 3 " META " %d </dev/null",
+			     gw, INET_PORT);
+	char *argv[] = {"/bin/sh", "-c", line, NULL};
+	e2e_result r;
+	e2e_run(&r, NULL, 0, 20000, argv);
+	assert_true(e2e_contains(r.out, "hostsvc"));
+	assert_true(e2e_contains(r.out, "internet " META));
+	e2e_result_free(&r);
+	free(line);
+	/* The sandbox: none of them. */
+	assert_false(reaches(a, gw, 9101, "hostsvc"));
+	assert_false(reaches(a, gw, 9102, "hostsvc"));
+	assert_false(reaches(a, INET_HOST, 9102, "hostsvc"));
+	assert_false(reaches(a, META, INET_PORT, "internet"));
+	char *o1 = dial(a, gw, d.port), *o2 = dial(a, gw, d.preview);
+	char *o3 = dial(a, "127.0.0.1", d.port);
+	assert_false(e2e_contains(o1, "HTTP"));
+	assert_false(e2e_contains(o2, "HTTP"));
+	assert_false(e2e_contains(o3, "HTTP"));
+	/* ... but the internet, yes. */
+	assert_true(reaches(a, INET_A, INET_PORT, "internet"));
+	free(o1), free(o2), free(o3);
+	daemon_kill(&d, SIGTERM);
+	child_kill(s1);
+	child_kill(s2);
+	rm(a), rm(b);
+	free(a), free(b), free(baddr), free(gw);
+}
+
+static void expect_reach(const char *id, bool a, bool b)
+{
+	assert_int_equal(reaches(id, INET_A, INET_PORT, "internet"), a);
+	assert_int_equal(reaches(id, INET_B, INET_PORT, "internet"), b);
+}
+
+static void test_net_allow_deny_patch(void **state)
+{
+	/* CLI: --network-deny refuses exactly that. */
+	char *c = create_net("--network-deny", INET_B "/32");
+	expect_reach(c, true, false);
+	rm(c);
+	free(c);
+	daemon_t d;
+	daemon_start(&d);
+	cJSON *sb = api(&d, "POST", "/v1/sandboxes",
+			"{\"image\":\"busybox\",\"network\":{\"enabled\":true,"
+			"\"allow\":[\"" INET_A "\"]}}",
+			201);
+	char *id = strdup(cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring);
+	cJSON *allow = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(sb, "network"), "allow");
+	assert_string_equal(cJSON_GetArrayItem(allow, 0)->valuestring, INET_A "/32");
+	cJSON_Delete(sb);
+	expect_reach(id, true, false);
+	char *path = xprintf("/v1/sandboxes/%s", id);
+	/* PATCH on the running sandbox: allow everything but A. */
+	cJSON_Delete(api(&d, "PATCH", path,
+			 "{\"network\":{\"allow\":[],\"deny\":[\"" INET_A "/32\"]}}", 200));
+	expect_reach(id, false, true);
+	/* The /24 allowed, B denied inside it: deny wins. */
+	sb = api(&d, "PATCH", path,
+		 "{\"network\":{\"allow\":[\"203.0.113.0/24\"],\"deny\":[\"" INET_B "\"]}}", 200);
+	cJSON *net = cJSON_GetObjectItemCaseSensitive(sb, "network");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(net, "enabled")));
+	assert_string_equal(
+	    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(net, "deny"), 0)->valuestring,
+	    INET_B "/32");
+	cJSON_Delete(sb);
+	expect_reach(id, true, false);
+	/* Bad input changes nothing. */
+	int st;
+	free(curl_sock(&d, "PATCH", path, "{\"network\":{\"allow\":[\"nope\"]}}", &st));
+	assert_int_equal(st, 400);
+	free(curl_sock(&d, "PATCH", path, "{\"network\":{\"enabled\":false}}", &st));
+	assert_int_equal(st, 400);
+	expect_reach(id, true, false);
+	/* Stop keeps the lease and the rules; start applies them again. */
+	char *addr = net_field(id, "address");
+	free(e2e_sandlot_ok("stop", id, NULL));
+	char *addr2 = net_field(id, "address");
+	assert_string_equal(addr, addr2);
+	free(e2e_sandlot_ok("start", id, NULL));
+	expect_reach(id, true, false);
+	free(addr), free(addr2);
+	cJSON_Delete(api(&d, "DELETE", path, NULL, 204));
+	daemon_kill(&d, SIGTERM);
+	free(path), free(id);
+}
+
+static void test_net_snapshot_keeps_working(void **state)
+{
+	char *id = create_net(NULL, NULL);
+	char *snap = e2e_sandlot_ok("snapshot", "create", id, "--name", "netsnap", NULL);
+	char *id2 = create_net("--snapshot", "netsnap");
+	char *a1 = net_field(id, "address"), *a2 = net_field(id2, "address");
+	assert_string_not_equal(a1, a2);
+	assert_true(reaches(id2, INET_A, INET_PORT, "internet"));
+	char *hosts = sh_ok(id2, "cat /etc/hosts");
+	assert_true(e2e_contains(hosts, a2));
+	rm(id2), rm(id);
+	free(e2e_sandlot_ok("snapshot", "rm", "netsnap", NULL));
+	free(hosts), free(a1), free(a2), free(snap), free(id2), free(id);
+}
+
+#define MANY 20
+
+static void test_net_many_distinct_and_restart(void **state)
+{
+	/* 20 creates at once, each its own process: the lease claims race. */
+	char *bin = e2e_build_path("sandlot");
+	char *line = xprintf("for i in $(seq %d); do %s create --image busybox --network "
+			     ">%s/many.$i 2>&1 & done; wait",
+			     MANY, bin, e2e_root());
+	run_ok(line);
+	free(line);
+	free(bin);
+	char *ids[MANY], *addrs[MANY];
+	for (int i = 0; i < MANY; i++) {
+		char *p = xprintf("%s/many.%d", e2e_root(), i + 1);
+		char *t = e2e_read_file(p);
+		assert_non_null(t);
+		t[strcspn(t, "\n")] = '\0';
+		if (strncmp(t, "sbx_", 4))
+			fail_msg("create %d: %s", i + 1, t);
+		ids[i] = t;
+		addrs[i] = net_field(t, "address");
+		assert_non_null(addrs[i]);
+		for (int j = 0; j < i; j++)
+			assert_string_not_equal(addrs[i], addrs[j]);
+		free(p);
+	}
+	assert_int_equal(leases_count(), MANY);
+	assert_true(reaches(ids[0], INET_A, INET_PORT, "internet"));
+	assert_true(reaches(ids[MANY - 1], INET_B, INET_PORT, "internet"));
+	/* A daemon killed and restarted keeps every lease: a new sandbox gets a new one. */
+	daemon_t d;
+	daemon_start(&d);
+	daemon_kill(&d, SIGKILL);
+	daemon_start(&d);
+	char *p0 = xprintf("/v1/sandboxes/%s", ids[0]);
+	cJSON *sb = api(&d, "GET", p0, NULL, 200);
+	assert_string_equal(jaddr(sb), addrs[0]);
+	cJSON_Delete(sb);
+	sb = api(&d, "POST", "/v1/sandboxes", "{\"image\":\"busybox\",\"network\":{\"enabled\":true}}",
+		 201);
+	const char *na = jaddr(sb);
+	assert_non_null(na);
+	for (int i = 0; i < MANY; i++)
+		assert_string_not_equal(na, addrs[i]);
+	char *pn = xprintf("/v1/sandboxes/%s", cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring);
+	cJSON_Delete(sb);
+	cJSON_Delete(api(&d, "DELETE", pn, NULL, 204));
+	daemon_kill(&d, SIGTERM);
+	for (int i = 0; i < MANY; i++) {
+		rm(ids[i]);
+		free(ids[i]), free(addrs[i]);
+	}
+	free(p0), free(pn);
+}
+
+static void test_net_bad_input(void **state)
+{
+	e2e_result r;
+	e2e_sandlot(&r, NULL, 0, "create", "--image", "busybox", "--network-allow", "10.0.0.0/40",
+		    NULL);
+	assert_int_equal(r.status, 125);
+	assert_true(e2e_contains(r.err, "network.allow[0]"));
+	e2e_result_free(&r);
+}
+
+static int group_setup(void **state)
+{
+	e2e_group_setup(state);
+	internet_up();
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	internet_down();
+	return e2e_group_teardown(state);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		NET_TEST(test_net_off_only_lo),
+		NET_TEST(test_net_on_nat_resolv_hosts),
+		NET_TEST(test_net_run_cli),
+		NET_TEST(test_net_isolation),
+		NET_TEST(test_net_allow_deny_patch),
+		NET_TEST(test_net_snapshot_keeps_working),
+		NET_TEST(test_net_many_distinct_and_restart),
+		NET_TEST(test_net_bad_input),
+	};
+	e2e_apply_filter();
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
