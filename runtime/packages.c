@@ -700,7 +700,7 @@ static void prune_dead_images(sl_ctx *ctx)
 		snprintf(key, sizeof(key), "%.64s", e->d_name);
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		_cleanup_free_ char *data = NULL;
-		sl_err e2 = { 0 };
+		sl_err e2 = {0};
 		if (state_read_file(path, 1 << 20, &data, NULL, &e2) < 0)
 			continue;
 		cJSON *o = cJSON_Parse(data);
@@ -709,7 +709,8 @@ static void prune_dead_images(sl_ctx *ctx)
 		if (cJSON_IsString(dg) && cJSON_IsString(l) &&
 		    image_layer_path(ctx->cfg.state_dir, dg->valuestring, img, sizeof(img)) == 0 &&
 		    access(img, F_OK) < 0 && errno == ENOENT) {
-			snprintf(lockp, sizeof(lockp), "%s/packages/%s.lock", ctx->cfg.run_dir, key);
+			snprintf(lockp, sizeof(lockp), "%s/packages/%s.lock", ctx->cfg.run_dir,
+				 key);
 			int lk = key_lock(lockp, false, &e2);
 			if (lk >= 0) {
 				unlink(path);

@@ -26,7 +26,7 @@ static int sh(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(cmd, sizeof(cmd), fmt, ap);
 	va_end(ap);
-	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	char *argv[] = {"/bin/sh", "-c", cmd, NULL};
 	e2e_result r;
 	int st = e2e_run(&r, NULL, 0, 30000, argv);
 	if (st != 0)
@@ -70,8 +70,9 @@ static int group_setup(void **state)
 	have_net = e2e_sandlot(&r, NULL, 0, "run", "--network", "--image", "busybox", "--", "true",
 			       NULL) == 0;
 	if (!have_net)
-		fprintf(stderr, "test_packages: sandboxes have no network here (%s); the apt and "
-				"npm tests are skipped\n",
+		fprintf(stderr,
+			"test_packages: sandboxes have no network here (%s); the apt and "
+			"npm tests are skipped\n",
 			r.err);
 	e2e_result_free(&r);
 	return 0;
@@ -132,7 +133,8 @@ static void test_pip_from_a_wheel_directory_into_a_network_off_sandbox(void **st
 {
 	char *id = e2e_sandlot_ok("create", "--package", "pip:sandlot-tiny@1.0", NULL);
 	/* Installed for every user (commands run as `user`), importable anywhere. */
-	char *out = exec_ok(id, "cd /tmp && python3 -c 'import sandlot_tiny; print(sandlot_tiny.ANSWER)'");
+	char *out =
+	    exec_ok(id, "cd /tmp && python3 -c 'import sandlot_tiny; print(sandlot_tiny.ANSWER)'");
 	assert_string_equal(out, "42");
 	free(out);
 	out = exec_ok(id, "ls /sys/class/net");
@@ -184,8 +186,9 @@ static void test_concurrent_creates_build_once(void **state)
 		kids[i] = fork();
 		if (kids[i] == 0) {
 			e2e_result r;
-			int st = e2e_sandlot(&r, NULL, 0, "run", "--package", "pip:sandlot-tiny@~=1.0",
-					     "--", "python3", "-c", "import sandlot_tiny", NULL);
+			int st =
+			    e2e_sandlot(&r, NULL, 0, "run", "--package", "pip:sandlot-tiny@~=1.0",
+					"--", "python3", "-c", "import sandlot_tiny", NULL);
 			_exit(st);
 		}
 	}
@@ -224,11 +227,10 @@ static void test_install_failure_fails_the_create_and_leaves_nothing(void **stat
 
 static void test_invalid_package_specs_are_refused(void **state)
 {
-	static const char *const bad[] = { "pip:-e.",	     "pip:a;b",	      "pip:x@1 || true",
-					   "apt:Foo",	     "apt:a$(id)",    "apt:bash@abc",
-					   "npm:../x",	     "npm:@/x",	      "npm:x@1 2",
-					   "gem:rails",	     "pip",	      "pip:",
-					   "npm:.hidden",    "apt:-oFoo=bar" };
+	static const char *const bad[] = {
+	    "pip:-e.",	    "pip:a;b",	"pip:x@1 || true", "apt:Foo",	   "apt:a$(id)",
+	    "apt:bash@abc", "npm:../x", "npm:@/x",	   "npm:x@1 2",	   "gem:rails",
+	    "pip",	    "pip:",	"npm:.hidden",	   "apt:-oFoo=bar"};
 	int sbx = sandbox_dirs();
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		e2e_result r;
@@ -246,8 +248,8 @@ static int api(const char *sock, const char *method, const char *path, const cha
 {
 	char url[256];
 	snprintf(url, sizeof(url), "http://sandlot%s", path);
-	char *full[16] = { "/usr/bin/env", "curl", "-s", "--unix-socket", (char *)sock,
-			   "-X", (char *)method, "-w", "\n%{http_code}" };
+	char *full[16] = {"/usr/bin/env", "curl",	  "-s", "--unix-socket", (char *)sock,
+			  "-X",		  (char *)method, "-w", "\n%{http_code}"};
 	int n = 9;
 	if (json) {
 		full[n++] = "-H";
@@ -350,7 +352,8 @@ static void import_fake_pip_image(const char *name)
 	       "shutil.copy(sys.argv[1], sys.argv[2])\n"
 	       "data = b'#!/bin/sh\\nmkdir -p /usr/local && echo \"$*\" > /usr/local/fake-pip\\n'\n"
 	       "with tarfile.open(sys.argv[2], 'a') as t:\n"
-	       "    ti = tarfile.TarInfo('./usr/bin/python3'); ti.size = len(data); ti.mode = 0o755\n"
+	       "    ti = tarfile.TarInfo('./usr/bin/python3'); ti.size = len(data); ti.mode = "
+	       "0o755\n"
 	       "    t.addfile(ti, io.BytesIO(data))\n"
 	       "PY",
 	       bb, tar),
@@ -363,8 +366,8 @@ static void test_cache_entries_of_a_removed_image_are_dropped(void **state)
 {
 	import_fake_pip_image("fakepip");
 	int recs = cache_records(), layers = cache_layers();
-	char *id = e2e_sandlot_ok("create", "--image", "fakepip", "--package", "pip:anything@2",
-				  NULL);
+	char *id =
+	    e2e_sandlot_ok("create", "--image", "fakepip", "--package", "pip:anything@2", NULL);
 	char *out = exec_ok(id, "cat /usr/local/fake-pip");
 	assert_true(e2e_contains(out, "install --no-cache-dir --no-index --find-links /mnt "
 				      "anything==2"));
@@ -430,15 +433,15 @@ static void test_npm_from_a_local_registry(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		E2E_TEST(test_pip_from_a_wheel_directory_into_a_network_off_sandbox),
-		E2E_TEST(test_second_create_with_the_same_packages_is_a_cache_hit),
-		E2E_TEST(test_concurrent_creates_build_once),
-		E2E_TEST(test_install_failure_fails_the_create_and_leaves_nothing),
-		E2E_TEST(test_invalid_package_specs_are_refused),
-		E2E_TEST(test_api_create_with_packages_from_serve_flags),
-		E2E_TEST(test_cache_entries_of_a_removed_image_are_dropped),
-		E2E_TEST(test_apt_from_a_local_repository),
-		E2E_TEST(test_npm_from_a_local_registry),
+	    E2E_TEST(test_pip_from_a_wheel_directory_into_a_network_off_sandbox),
+	    E2E_TEST(test_second_create_with_the_same_packages_is_a_cache_hit),
+	    E2E_TEST(test_concurrent_creates_build_once),
+	    E2E_TEST(test_install_failure_fails_the_create_and_leaves_nothing),
+	    E2E_TEST(test_invalid_package_specs_are_refused),
+	    E2E_TEST(test_api_create_with_packages_from_serve_flags),
+	    E2E_TEST(test_cache_entries_of_a_removed_image_are_dropped),
+	    E2E_TEST(test_apt_from_a_local_repository),
+	    E2E_TEST(test_npm_from_a_local_registry),
 	};
 	e2e_apply_filter();
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
