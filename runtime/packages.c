@@ -389,7 +389,10 @@ static int step(sl_ctx *ctx, const sl_sandbox *sb, const char *what, char *const
 	return 0;
 }
 
-/* argv = fixed words, then one word per package of the manager made by fmt. */
+static void free_argv(char **argv);
+
+/* argv = the fixed words, then NAME[SEP[OP]VERSION] for each package of the manager;
+ * NULL when out of memory (never a shorter list). */
 static char **pkg_argv(const char *const *fixed, const sl_package *p, size_t n, const char *manager,
 		       const char *sep, const char *bare_op)
 {
@@ -400,19 +403,26 @@ static char **pkg_argv(const char *const *fixed, const sl_package *p, size_t n, 
 	if (!argv)
 		return NULL;
 	size_t k = 0;
-	for (; k < nf; k++)
-		argv[k] = strdup(fixed[k]);
-	for (size_t i = 0; i < n; i++) {
+	bool ok = true;
+	for (; k < nf && ok; k++)
+		ok = (argv[k] = strdup(fixed[k])) != NULL;
+	for (size_t i = 0; i < n && ok; i++) {
 		if (strcmp(p[i].manager, manager))
 			continue;
 		const char *v = p[i].version;
 		/* pip: a bare version means ==; a specifier is passed as given. */
 		const char *op = v && bare_op && !strchr("=<>!~", v[0]) ? bare_op : "";
-		if (v && asprintf(&argv[k], "%s%s%s%s", p[i].name, sep, op, v) < 0)
+		if (v)
+			ok = asprintf(&argv[k], "%s%s%s%s", p[i].name, sep, op, v) >= 0;
+		else
+			ok = (argv[k] = strdup(p[i].name)) != NULL;
+		if (!ok)
 			argv[k] = NULL;
-		else if (!v)
-			argv[k] = strdup(p[i].name);
 		k++;
+	}
+	if (!ok) {
+		free_argv(argv);
+		return NULL;
 	}
 	return argv;
 }
