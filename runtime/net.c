@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <netlink/netlink.h>
 #include <netlink/msg.h>
+#include <netlink/netlink.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
 #include <netlink/route/link/bridge.h>
@@ -45,8 +45,8 @@ static void link_putp(struct rtnl_link **l)
 	if (*l)
 		rtnl_link_put(*l);
 }
-#define _cleanup_nl_ __attribute__((cleanup(nl_sock_freep)))
-#define _cleanup_nft_ __attribute__((cleanup(nft_freep)))
+#define _cleanup_nl_   __attribute__((cleanup(nl_sock_freep)))
+#define _cleanup_nft_  __attribute__((cleanup(nft_freep)))
 #define _cleanup_link_ __attribute__((cleanup(link_putp)))
 
 static int __attribute__((format(printf, 3, 4)))
@@ -170,8 +170,7 @@ static bool nl_to_cidr(struct nl_addr *a, sl_cidr *c)
 
 /* Every IPv4 route (all tables) and address on the host, except those of our bridge:
  * what a sandbox subnet must not overlap. */
-static int host_nets(struct nl_sock *sk, int skip_ifindex, sl_cidr **out, size_t *n,
-		     sl_err *err)
+static int host_nets(struct nl_sock *sk, int skip_ifindex, sl_cidr **out, size_t *n, sl_err *err)
 {
 	struct nl_cache *rc = NULL, *ac = NULL;
 	size_t cap = 0;
@@ -245,7 +244,7 @@ int net_subnet(const sl_config *cfg, sl_cidr *subnet, sl_err *err)
 	}
 	char p[PATH_MAX], text[64];
 	net_dir(cfg, "subnet", p, sizeof(p));
-	sl_err e = { 0 };
+	sl_err e = {0};
 	if (read_small(p, text, sizeof(text)) == 0 && cidr_parse(p, text, subnet, &e) == 0)
 		return 0;
 	_cleanup_close_ int lk = lock_net(cfg, err);
@@ -299,13 +298,44 @@ static int nft_run(struct nft_ctx *nft, const char *cmd, sl_err *err)
 
 static bool nft_ok(struct nft_ctx *nft, const char *cmd)
 {
-	return nft_run_cmd_from_buffer(nft, cmd) == 0;
+	bool ok = nft_run_cmd_from_buffer(nft, cmd) == 0;
+	/* Reading the buffer rewinds it: the next failure's message starts clean. */
+	nft_ctx_get_error_buffer(nft);
+	return ok;
+}
+
+/* Does our table exist? "list tables" reads only the table list, not every sandbox's
+ * chain and rules as "list table" would (that grows with the number of sandboxes). */
+static bool table_exists(struct nft_ctx *nft, const char *br)
+{
+	char want[64];
+	snprintf(want, sizeof(want), "table inet %s", br);
+	if (!nft_ok(nft, "list tables"))
+		return false;
+	for (const char *p = nft_ctx_get_output_buffer(nft); p && *p;) {
+		size_t n = strcspn(p, "\n");
+		if (n == strlen(want) && !strncmp(p, want, n))
+			return true;
+		p += n + (p[n] == '\n');
+	}
+	return false;
+}
+
+/* A command whose object may already be gone: "No such file or directory" is success. */
+static int nft_run_absent_ok(struct nft_ctx *nft, const char *cmd, sl_err *err)
+{
+	if (nft_run_cmd_from_buffer(nft, cmd) == 0)
+		return 0;
+	const char *e = nft_ctx_get_error_buffer(nft);
+	if (e && strstr(e, "No such file or directory"))
+		return 0;
+	return sl_fail(err, SL_INTERNAL, 0, "nftables: %.*s", (int)strcspn(e ? e : "", "\n"),
+		       e ? e : "failed");
 }
 
 /* Our table, in one transaction. Other tables are never touched; a packet must pass
  * every table's base chain at a hook, so ours only ever narrows what may pass. */
-static int table_create(struct nft_ctx *nft, const char *br, const sl_cidr *subnet,
-			sl_err *err)
+static int table_create(struct nft_ctx *nft, const char *br, const sl_cidr *subnet, sl_err *err)
 {
 	char cmd[4096], sub[24];
 	cidr_format(subnet, sub, sizeof(sub));
@@ -360,7 +390,8 @@ static void warn_foreign_forward_drop(struct nft_ctx *nft, const char *br)
 				       "policy; sandboxes reach nothing outside unless it accepts "
 				       "iifname \"%s\" and oifname \"%s\" ct state established "
 				       "(sandlot does not change other tables)",
-				       fam->valuestring, tab->valuestring, name->valuestring, br, br);
+				       fam->valuestring, tab->valuestring, name->valuestring, br,
+				       br);
 		}
 		cJSON_Delete(j);
 	}
@@ -386,8 +417,8 @@ static int chain_script(const char *br, const sl_net_sandbox *ns, char **out, sl
 	}
 	for (size_t i = 0; i < ns->nallow; i++) {
 		cidr_format(&ns->allow[i], c, sizeof(c));
-		n += snprintf(s + n, cap - n, "add rule inet %s %s ip daddr %s accept\n", br, ns->id,
-			      c);
+		n += snprintf(s + n, cap - n, "add rule inet %s %s ip daddr %s accept\n", br,
+			      ns->id, c);
 	}
 	n += snprintf(s + n, cap - n, "add rule inet %s %s %s\n", br, ns->id,
 		      ns->nallow ? "reject with icmpx type admin-prohibited" : "accept");
@@ -414,8 +445,8 @@ static int forward_on(const sl_config *cfg, sl_err *err)
 		return 0;
 	net_dir(cfg, NULL, dir, sizeof(dir));
 	net_dir(cfg, "ip_forward.old", rec, sizeof(rec));
-	if (access(rec, F_OK) < 0 &&
-	    (state_mkdirs(dir, 0700, err) < 0 || state_write_atomic(rec, cur, strlen(cur), err) < 0))
+	if (access(rec, F_OK) < 0 && (state_mkdirs(dir, 0700, err) < 0 ||
+				      state_write_atomic(rec, cur, strlen(cur), err) < 0))
 		return -1;
 	return sysctl_write(f, "1", err);
 }
@@ -426,7 +457,7 @@ static void forward_restore(const sl_config *cfg)
 	net_dir(cfg, "ip_forward.old", rec, sizeof(rec));
 	if (read_small(rec, old, sizeof(old)) < 0)
 		return;
-	sl_err e = { 0 };
+	sl_err e = {0};
 	if ((!strcmp(old, "0") || !strcmp(old, "1")) &&
 	    sysctl_write("/proc/sys/net/ipv4/ip_forward", old, &e) < 0)
 		sl_log(SL_LOG_WARN, "network: restore ip_forward: %s", e.msg);
@@ -444,8 +475,7 @@ static int link_up(struct nl_sock *sk, struct rtnl_link *l, sl_err *err)
 	return r < 0 ? nlfail(err, r, "bring %s up", rtnl_link_get_name(l)) : 0;
 }
 
-static int addr_add(struct nl_sock *sk, int ifindex, uint32_t addr, uint8_t prefix,
-		    sl_err *err)
+static int addr_add(struct nl_sock *sk, int ifindex, uint32_t addr, uint8_t prefix, sl_err *err)
 {
 	struct rtnl_addr *a = rtnl_addr_alloc();
 	uint32_t be = htonl(addr);
@@ -465,8 +495,8 @@ static int addr_add(struct nl_sock *sk, int ifindex, uint32_t addr, uint8_t pref
 }
 
 /* The bridge with the gateway address, our table, ip_forward: each made when absent. */
-static int host_up(const sl_config *cfg, struct nl_sock *sk, const sl_cidr *subnet,
-		   int *br_index, sl_err *err)
+static int host_up(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft,
+		   const sl_cidr *subnet, int *br_index, sl_err *err)
 {
 	const char *br = cfg->net_bridge;
 	_cleanup_link_ struct rtnl_link *l = NULL;
@@ -479,7 +509,7 @@ static int host_up(const sl_config *cfg, struct nl_sock *sk, const sl_cidr *subn
 		if ((r = rtnl_link_get_kernel(sk, 0, br, &l)) < 0)
 			return nlfail(err, r, "find bridge %s", br);
 		char p[PATH_MAX];
-		sl_err e = { 0 };
+		sl_err e = {0};
 		/* No IPv6 on the bridge: no link-local way from a sandbox to the host. */
 		snprintf(p, sizeof(p), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", br);
 		if (access(p, F_OK) == 0 && sysctl_write(p, "1", &e) < 0)
@@ -490,12 +520,7 @@ static int host_up(const sl_config *cfg, struct nl_sock *sk, const sl_cidr *subn
 			return sl_wrap(err, "bridge %s", br);
 	}
 	*br_index = rtnl_link_get_ifindex(l);
-	_cleanup_nft_ struct nft_ctx *nft = nft_open(err);
-	if (!nft)
-		return -1;
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "list table inet %s", br);
-	if (!nft_ok(nft, cmd)) {
+	if (!table_exists(nft, br)) {
 		warn_foreign_forward_drop(nft, br);
 		if (table_create(nft, br, subnet, err) < 0)
 			return -1;
@@ -517,7 +542,7 @@ static int bridge_ports(struct nl_sock *sk, int br_index)
 }
 
 /* Undo host_up once no veth is left on the bridge. */
-static void host_down_if_idle(const sl_config *cfg, struct nl_sock *sk)
+static void host_down_if_idle(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft)
 {
 	const char *br = cfg->net_bridge;
 	_cleanup_link_ struct rtnl_link *l = NULL;
@@ -528,15 +553,11 @@ static void host_down_if_idle(const sl_config *cfg, struct nl_sock *sk)
 		if (r < 0)
 			sl_log(SL_LOG_WARN, "network: delete bridge %s: %s", br, nl_geterror(r));
 	}
-	sl_err e = { 0 };
-	_cleanup_nft_ struct nft_ctx *nft = nft_open(&e);
+	sl_err e = {0};
 	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "list table inet %s", br);
-	if (nft && nft_ok(nft, cmd)) {
-		snprintf(cmd, sizeof(cmd), "delete table inet %s", br);
-		if (nft_run(nft, cmd, &e) < 0)
-			sl_log(SL_LOG_WARN, "network: %s", e.msg);
-	}
+	snprintf(cmd, sizeof(cmd), "delete table inet %s", br);
+	if (nft && nft_run_absent_ok(nft, cmd, &e) < 0)
+		sl_log(SL_LOG_WARN, "network: %s", e.msg);
 	forward_restore(cfg);
 }
 
@@ -545,7 +566,7 @@ static void host_down_if_idle(const sl_config *cfg, struct nl_sock *sk)
 static int port_isolate(struct nl_sock *sk, int ifindex, sl_err *err)
 {
 	struct nl_msg *m = nlmsg_alloc_simple(RTM_SETLINK, NLM_F_REQUEST | NLM_F_ACK);
-	struct ifinfomsg ifi = { .ifi_family = AF_BRIDGE, .ifi_index = ifindex };
+	struct ifinfomsg ifi = {.ifi_family = AF_BRIDGE, .ifi_index = ifindex};
 	if (!m)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "netlink message");
 	struct nlattr *pi;
@@ -604,7 +625,7 @@ static int configure_inside(pid_t pid, const sl_net_sandbox *ns, sl_err *err)
 
 /* The veth (host end on the bridge, isolated; eth0 inside) and the sandbox's chain; on
  * failure the veth is deleted again. */
-static int veth_setup(const sl_config *cfg, struct nl_sock *sk, int br_index,
+static int veth_setup(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft, int br_index,
 		      const sl_net_sandbox *ns, pid_t init_pid, sl_err *err)
 {
 	char veth[16];
@@ -614,14 +635,14 @@ static int veth_setup(const sl_config *cfg, struct nl_sock *sk, int br_index,
 		return nlfail(err, r, "create veth %s", veth);
 	_cleanup_link_ struct rtnl_link *l = NULL;
 	_cleanup_free_ char *script = NULL;
-	_cleanup_nft_ struct nft_ctx *nft = NULL;
 	if ((r = rtnl_link_get_kernel(sk, 0, veth, &l)) < 0)
 		nlfail(err, r, "find veth %s", veth);
 	else if ((r = rtnl_link_enslave_ifindex(sk, br_index, rtnl_link_get_ifindex(l))) < 0)
 		nlfail(err, r, "attach %s to the bridge", veth);
 	else if (port_isolate(sk, rtnl_link_get_ifindex(l), err) < 0 || link_up(sk, l, err) < 0 ||
-		 configure_inside(init_pid, ns, err) < 0 || !(nft = nft_open(err)) ||
-		 chain_script(cfg->net_bridge, ns, &script, err) < 0 || nft_run(nft, script, err) < 0)
+		 configure_inside(init_pid, ns, err) < 0 ||
+		 chain_script(cfg->net_bridge, ns, &script, err) < 0 ||
+		 nft_run(nft, script, err) < 0)
 		r = -1;
 	else
 		return 0;
@@ -634,12 +655,13 @@ int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, pid_t init_pid, s
 {
 	_cleanup_close_ int lk = lock_net(cfg, err);
 	_cleanup_nl_ struct nl_sock *sk = lk >= 0 ? route_sock(err) : NULL;
+	_cleanup_nft_ struct nft_ctx *nft = sk ? nft_open(err) : NULL;
 	int br_index = 0;
-	if (sk && host_up(cfg, sk, &ns->subnet, &br_index, err) == 0 &&
-	    veth_setup(cfg, sk, br_index, ns, init_pid, err) == 0)
+	if (nft && host_up(cfg, sk, nft, &ns->subnet, &br_index, err) == 0 &&
+	    veth_setup(cfg, sk, nft, br_index, ns, init_pid, err) == 0)
 		return 0;
 	if (sk)
-		host_down_if_idle(cfg, sk);
+		host_down_if_idle(cfg, sk, nft);
 	return sl_wrap(err, "network of %s", ns->id);
 }
 
@@ -672,18 +694,16 @@ int net_detach(const sl_config *cfg, const char *id, uint32_t addr, sl_err *err)
 	_cleanup_nft_ struct nft_ctx *nft = nft_open(err);
 	if (!nft)
 		return -1;
-	snprintf(cmd, sizeof(cmd), "list chain inet %s %s", cfg->net_bridge, id);
-	if (nft_ok(nft, cmd)) {
-		snprintf(cmd, sizeof(cmd),
-			 "delete element inet %1$s egress { %2$s }\ndelete chain inet %1$s %3$s\n",
-			 cfg->net_bridge, a, id);
-		if (nft_run(nft, cmd, err) < 0) {
-			/* the element may be gone alone (a crash between the two) */
-			snprintf(cmd, sizeof(cmd), "delete chain inet %s %s", cfg->net_bridge, id);
-			if (nft_run(nft, cmd, err) < 0)
-				return sl_wrap(err, "network of %s", id);
-		}
+	/* No "list" first: it would read every sandbox's rules. Either may be gone
+	 * already (a failed create, the table removed with the last network). */
+	snprintf(cmd, sizeof(cmd),
+		 "delete element inet %1$s egress { %2$s }\ndelete chain inet %1$s %3$s\n",
+		 cfg->net_bridge, a, id);
+	if (!nft_ok(nft, cmd)) {
+		snprintf(cmd, sizeof(cmd), "delete chain inet %s %s", cfg->net_bridge, id);
+		if (nft_run_absent_ok(nft, cmd, err) < 0)
+			return sl_wrap(err, "network of %s", id);
 	}
-	host_down_if_idle(cfg, sk);
+	host_down_if_idle(cfg, sk, nft);
 	return 0;
 }

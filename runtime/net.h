@@ -19,8 +19,8 @@
 /* One sandbox's network as the host side needs it. */
 typedef struct sl_net_sandbox {
 	const char *id;
-	uint32_t addr;	 /* the sandbox's address (a lease in subnet) */
-	sl_cidr subnet;	 /* the bridge's; the gateway is its first host */
+	uint32_t addr;	      /* the sandbox's address (a lease in subnet) */
+	sl_cidr subnet;	      /* the bridge's; the gateway is its first host */
 	const sl_cidr *allow; /* nallow == 0: every destination NAT reaches */
 	size_t nallow;
 	const sl_cidr *deny; /* refused even when allowed */

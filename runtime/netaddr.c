@@ -80,9 +80,9 @@ bool cidr_overlaps(const sl_cidr *a, const sl_cidr *b)
 /* 10.213-10.220 then 172.29-172.31: away from Docker's 172.17+, libvirt's
  * 192.168.122, and the 10.0-10.10 ranges home and cloud networks favour. */
 const sl_cidr net_subnet_candidates[] = {
-	{ 0x0ad50000, 16 }, { 0x0ad60000, 16 }, { 0x0ad70000, 16 }, { 0x0ad80000, 16 },
-	{ 0x0ad90000, 16 }, { 0x0ada0000, 16 }, { 0x0adb0000, 16 }, { 0x0adc0000, 16 },
-	{ 0xac1d0000, 16 }, { 0xac1e0000, 16 }, { 0xac1f0000, 16 },
+    {0x0ad50000, 16}, {0x0ad60000, 16}, {0x0ad70000, 16}, {0x0ad80000, 16},
+    {0x0ad90000, 16}, {0x0ada0000, 16}, {0x0adb0000, 16}, {0x0adc0000, 16},
+    {0xac1d0000, 16}, {0xac1e0000, 16}, {0xac1f0000, 16},
 };
 const size_t net_subnet_ncandidates = sizeof(net_subnet_candidates) / sizeof(sl_cidr);
 

@@ -750,8 +750,9 @@ static int net_spec(const sl_sandbox *sb, sl_net_sandbox *ns, sl_cidr *allow, sl
 }
 
 /* The lowest free address of the subnet, claimed like a uid slot: <state>/leases/<ip>
- * holds the owner's id, so a lease outlives daemon restarts and a stale one (owner
- * destroyed or gone) is taken back. */
+ * holds the owner's id, so a lease outlives daemon restarts. Destroy removes its lease;
+ * stale ones (a crash) are looked for only once the subnet seems full, so a create does
+ * not read every other sandbox's record. */
 static int lease_take(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 {
 	sl_cidr subnet;
@@ -762,6 +763,7 @@ static int lease_take(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	if (state_mkdirs(dir, 0700, err) < 0)
 		return -1;
 	for (int pass = 0; pass < 8; pass++) {
+		bool sweep = pass > 0; /* the first pass trusts every claim file */
 		_cleanup_free_ uint32_t *taken = NULL;
 		size_t n = 0, cap = 0;
 		_cleanup_closedir_ DIR *d = opendir(dir);
@@ -774,7 +776,7 @@ static int lease_take(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 			if (!ipv4_parse(e->d_name, &a) || !cidr_contains(&subnet, a))
 				continue;
 			claim_path(ctx, "leases", e->d_name, path, sizeof(path));
-			if (claim_stale(ctx, path)) {
+			if (sweep && claim_stale(ctx, path)) {
 				unlink(path);
 				continue;
 			}
@@ -789,9 +791,12 @@ static int lease_take(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 		}
 		for (int tries = 0; tries < 16; tries++) {
 			uint32_t a;
-			if (lease_pick(&subnet, taken, n, &a) < 0)
+			if (lease_pick(&subnet, taken, n, &a) < 0) {
+				if (!sweep)
+					break; /* look again, taking back stale leases */
 				return sl_fail(err, SL_EXHAUSTED, 0,
 					       "no free address left in the sandbox subnet");
+			}
 			char key[16];
 			ipv4_format(a, key, sizeof(key));
 			int r = claim(ctx, "leases", key, sb->id, err);

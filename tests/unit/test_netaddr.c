@@ -13,7 +13,7 @@
 static sl_cidr C(const char *s)
 {
 	sl_cidr c;
-	sl_err err = { 0 };
+	sl_err err = {0};
 	assert_int_equal(cidr_parse("t", s, &c, &err), 0);
 	return c;
 }
@@ -37,18 +37,18 @@ static void test_cidr_parse_forms(void **state)
 
 static void test_cidr_parse_rejects(void **state)
 {
-	static const char *const bad[] = { "",	      "10.0.0.0/33", "10.0.0/8",  "10.0.0.0/",
-					   "10.0.0.0/-1", "10.0.0.0/8x", "256.0.0.1", "::1/128",
-					   "010.0.0.1", "10.0.0.0/008", "a.b.c.d",  "10.0.0.0 /8",
-					   NULL };
+	static const char *const bad[] = {
+	    "",		 "10.0.0.0/33", "10.0.0/8",  "10.0.0.0/",    "10.0.0.0/-1", "10.0.0.0/8x",
+	    "256.0.0.1", "::1/128",	"010.0.0.1", "10.0.0.0/008", "a.b.c.d",	    "10.0.0.0 /8",
+	    NULL};
 	for (int i = 0; bad[i]; i++) {
 		sl_cidr c;
-		sl_err err = { 0 };
+		sl_err err = {0};
 		assert_int_equal(cidr_parse("network.allow[0]", bad[i], &c, &err), -1);
 		assert_int_equal(err.kind, SL_INVALID);
 		assert_non_null(strstr(err.msg, "network.allow[0]"));
 	}
-	sl_err err = { 0 };
+	sl_err err = {0};
 	sl_cidr c;
 	assert_int_equal(cidr_parse("f", NULL, &c, &err), -1);
 }
@@ -72,17 +72,17 @@ static void test_subnet_pick_avoids_host_networks(void **state)
 	/* Nothing in use: the first candidate. */
 	assert_int_equal(subnet_pick(net_subnet_candidates, net_subnet_ncandidates, NULL, 0), 0);
 	/* The host has 10.213.7.0/24 and an address in 10.214: the third candidate. */
-	sl_cidr used[] = { C("10.213.7.0/24"), C("10.214.1.1/32"), C("192.0.2.0/24") };
+	sl_cidr used[] = {C("10.213.7.0/24"), C("10.214.1.1/32"), C("192.0.2.0/24")};
 	int i = subnet_pick(net_subnet_candidates, net_subnet_ncandidates, used, 3);
 	assert_int_equal(i, 2);
 	char buf[24];
 	cidr_format(&net_subnet_candidates[i], buf, sizeof(buf));
 	assert_string_equal(buf, "10.215.0.0/16");
 	/* A route covering every candidate (10/8 and 172.16/12): none. */
-	sl_cidr wide[] = { C("10.0.0.0/8"), C("172.16.0.0/12") };
+	sl_cidr wide[] = {C("10.0.0.0/8"), C("172.16.0.0/12")};
 	assert_int_equal(subnet_pick(net_subnet_candidates, net_subnet_ncandidates, wide, 2), -1);
 	/* A default route (prefix 0) is no collision. */
-	sl_cidr def[] = { C("0.0.0.0/0") };
+	sl_cidr def[] = {C("0.0.0.0/0")};
 	assert_int_equal(subnet_pick(net_subnet_candidates, net_subnet_ncandidates, def, 1), 0);
 }
 
@@ -98,7 +98,7 @@ static void test_lease_pick_lowest_free(void **state)
 	assert_string_equal(buf, "10.213.0.2");
 	/* Taken in any order, with a hole at .4: the hole. */
 	uint32_t taken[4];
-	const char *t[] = { "10.213.0.5", "10.213.0.2", "10.213.0.3", "10.213.0.6" };
+	const char *t[] = {"10.213.0.5", "10.213.0.2", "10.213.0.3", "10.213.0.6"};
 	for (int i = 0; i < 4; i++)
 		assert_true(ipv4_parse(t[i], &taken[i]));
 	assert_int_equal(lease_pick(&s, taken, 4, &a), 0);
@@ -146,12 +146,12 @@ static void test_lease_pick_distinct_and_full(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cidr_parse_forms),
-		cmocka_unit_test(test_cidr_parse_rejects),
-		cmocka_unit_test(test_overlap_and_contains),
-		cmocka_unit_test(test_subnet_pick_avoids_host_networks),
-		cmocka_unit_test(test_lease_pick_lowest_free),
-		cmocka_unit_test(test_lease_pick_distinct_and_full),
+	    cmocka_unit_test(test_cidr_parse_forms),
+	    cmocka_unit_test(test_cidr_parse_rejects),
+	    cmocka_unit_test(test_overlap_and_contains),
+	    cmocka_unit_test(test_subnet_pick_avoids_host_networks),
+	    cmocka_unit_test(test_lease_pick_lowest_free),
+	    cmocka_unit_test(test_lease_pick_distinct_and_full),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
