@@ -503,6 +503,11 @@ static int host_up(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft
 	if (rtnl_link_get_kernel(sk, 0, br, &l) < 0) {
 		if (check_collision(sk, 0, subnet, err) < 0)
 			return -1;
+		/* No bridge: no network is up (the last detach restored ip_forward before
+		 * removing it), so a record left is from before a reboot and stale. */
+		char rec[PATH_MAX];
+		net_dir(cfg, "ip_forward.old", rec, sizeof(rec));
+		unlink(rec);
 		int r = rtnl_link_bridge_add(sk, br);
 		if (r < 0)
 			return nlfail(err, r, "create bridge %s", br);
@@ -546,19 +551,20 @@ static void host_down_if_idle(const sl_config *cfg, struct nl_sock *sk, struct n
 {
 	const char *br = cfg->net_bridge;
 	_cleanup_link_ struct rtnl_link *l = NULL;
-	if (rtnl_link_get_kernel(sk, 0, br, &l) == 0) {
-		if (bridge_ports(sk, rtnl_link_get_ifindex(l)) != 0)
-			return;
-		int r = rtnl_link_delete(sk, l);
-		if (r < 0)
-			sl_log(SL_LOG_WARN, "network: delete bridge %s: %s", br, nl_geterror(r));
-	}
+	bool have = rtnl_link_get_kernel(sk, 0, br, &l) == 0;
+	if (have && bridge_ports(sk, rtnl_link_get_ifindex(l)) != 0)
+		return;
+	/* ip_forward first, the bridge last: a crash in between leaves the bridge, and the
+	 * next host_up then records ip_forward afresh (see host_up). */
+	forward_restore(cfg);
 	sl_err e = {0};
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "delete table inet %s", br);
 	if (nft && nft_run_absent_ok(nft, cmd, &e) < 0)
 		sl_log(SL_LOG_WARN, "network: %s", e.msg);
-	forward_restore(cfg);
+	int r = have ? rtnl_link_delete(sk, l) : 0;
+	if (r < 0)
+		sl_log(SL_LOG_WARN, "network: delete bridge %s: %s", br, nl_geterror(r));
 }
 
 /* Hairpin off, isolated on: a sandbox's frames reach the host's bridge device but no
