@@ -1,11 +1,12 @@
 /* sandboxes.c — /v1/sandboxes: create (with the body's checks and 501s for fields of
- * later features), list with filters, get with usage, patch, delete (tombstone). */
+ * later features; packages are installed by the runtime), list with filters, get with usage, patch, delete (tombstone). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../runtime/cleanup.h"
+#include "../runtime/packages.h"
 #include "../runtime/net.h"
 #include "../runtime/quantity.h"
 #include "http.h"
@@ -121,18 +122,7 @@ char *api_sandbox_path(const sl_sandbox *sb, const char *field, const char *path
 /* Fields of later features: present and meaningful -> 501 naming them. */
 static int later_fields(const cJSON *body, sl_err *err)
 {
-	const cJSON *v;
-	static const char *const lists[] = {"packages"};
-	for (size_t i = 0; i < 1; i++) {
-		v = cJSON_GetObjectItemCaseSensitive(body, lists[i]);
-		if (v && !cJSON_IsNull(v) && !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0)) {
-			if (!cJSON_IsArray(v))
-				return sl_fail(err, SL_INVALID, 0, "%s: expected an array",
-					       lists[i]);
-			return sl_fail(err, SL_NOTIMPL, 0, "%s: not available yet", lists[i]);
-		}
-	}
-	v = cJSON_GetObjectItemCaseSensitive(body, "command");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "command");
 	if (v && !cJSON_IsNull(v))
 		return sl_fail(err, SL_NOTIMPL, 0,
 			       "command: a start command for the sandbox is not available yet");
@@ -252,6 +242,40 @@ static int parse_volumes(const cJSON *body, sl_volume_spec *vs, size_t *n, sl_er
 	return 0;
 }
 
+/* packages: [{name, version?, manager: apt|pip|npm}]; the runtime checks the names. */
+static int parse_packages(const cJSON *body, sl_package *pk, size_t *n, sl_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "packages");
+	*n = 0;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return sl_fail(err, SL_INVALID, 0, "packages: expected an array");
+	static const char *const f[] = {"name", "version", "manager", NULL};
+	const cJSON *it;
+	cJSON_ArrayForEach(it, v)
+	{
+		char where[32];
+		snprintf(where, sizeof(where), "packages[%zu].", *n);
+		if (*n >= SL_MAX_PACKAGES)
+			return sl_fail(err, SL_INVALID, 0, "packages: at most %d", SL_MAX_PACKAGES);
+		if (!cJSON_IsObject(it))
+			return sl_fail(err, SL_INVALID, 0, "packages[%zu]: expected an object", *n);
+		sl_package *p = &pk[*n];
+		memset(p, 0, sizeof(*p));
+		if (api_json_fields(it, where, f, err) < 0 ||
+		    api_json_string(it, where, "name", &p->name, err) < 0 ||
+		    api_json_string(it, where, "version", &p->version, err) < 0 ||
+		    api_json_string(it, where, "manager", &p->manager, err) < 0)
+			return -1;
+		if (!p->name || !p->manager)
+			return sl_fail(err, SL_INVALID, 0,
+				       "%sname and manager (apt, pip or npm) are required", where);
+		(*n)++;
+	}
+	return packages_validate(pk, *n, err);
+}
+
 /* A quantity may come as a string ("512Mi") or a number (0.5, 1e9). */
 static int quantity_field(const cJSON *res, const char *key, bool cpu, uint64_t *out, sl_err *err)
 {
@@ -299,6 +323,7 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 	sl_create_opts o = {0};
 	int64_t tmo[3] = {-1, -1, -1};
 	sl_volume_spec vols[16];
+	sl_package pkgs[SL_MAX_PACKAGES];
 	char **env = NULL, **labels = NULL, **allow = NULL, **deny = NULL;
 	bool net_given;
 	int r = -1;
@@ -308,6 +333,7 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 		     api_json_network(body, "network", &o.net, &net_given, &allow, &deny, err) < 0 ||
 		     parse_timeouts(body, tmo, err) < 0 ||
 		     parse_volumes(body, vols, &o.nvolumes, err) < 0 ||
+		     parse_packages(body, pkgs, &o.npackages, err) < 0 ||
 		     api_json_string(body, "", "snapshot", &o.snapshot, err) < 0 ||
 		     api_json_string(body, "", "name", &o.name, err) < 0 ||
 		     api_json_string(body, "", "user", &o.user, err) < 0 ||
@@ -325,6 +351,7 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 	o.env = (const char *const *)env;
 	o.labels = (const char *const *)labels;
 	o.volumes = vols;
+	o.packages = pkgs;
 	o.idle_ms = tmo[0] > 0 ? (uint64_t)tmo[0] : 0;
 	o.lifetime_ms = tmo[1] > 0 ? (uint64_t)tmo[1] : 0;
 	o.exec_timeout_ms = tmo[2] > 0 ? (uint64_t)tmo[2] : 0;

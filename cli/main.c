@@ -24,7 +24,8 @@ static const char usage[] =
 	"OPTIONS: --cpu 500m --memory 256Mi --disk 1Gi --pids 512 -e K=V -w DIR -u USER\n"
 	"         -v VOLUME|HOSTDIR:/path[:ro] --snapshot ID|NAME\n"
 	"         --label K=V -i -t --timeout 30s\n"
-	"         --network [--network-allow CIDR]... [--network-deny CIDR]...\n";
+	"         --network [--network-allow CIDR]... [--network-deny CIDR]...\n"
+	"         --package apt|pip|npm:NAME[@VERSION]   installed before start, cached\n";
 
 int cli_fail(const sl_err *err)
 {

@@ -18,6 +18,7 @@
 
 #include "cleanup.h"
 #include "cli.h"
+#include "packages.h"
 #include "net.h"
 #include "quantity.h"
 
@@ -33,6 +34,8 @@ struct opts {
 	int nlabels;
 	sl_volume_spec vols[16];
 	char volbuf[16][1024];
+	sl_package pkgs[SL_MAX_PACKAGES];
+	char pkgbuf[SL_MAX_PACKAGES][512];
 	const char *allow[SL_NET_MAX_RULES + 1], *deny[SL_NET_MAX_RULES + 1];
 	int nallow, ndeny;
 	bool interactive, tty;
@@ -46,11 +49,36 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* --package MANAGER:NAME[@VERSION]: the manager before the first ':', the version
+ * after the last '@' that is not the first character (npm scopes: npm:@types/node@20). */
+static int parse_package(struct opts *o, const char *arg, sl_err *err)
+{
+	size_t k = o->c.npackages;
+	if (k >= SL_MAX_PACKAGES)
+		return sl_fail(err, SL_INVALID, 0, "--package: at most %d", SL_MAX_PACKAGES);
+	snprintf(o->pkgbuf[k], sizeof(o->pkgbuf[k]), "%s", arg);
+	char *m = o->pkgbuf[k], *name = strchr(m, ':');
+	if (!name || name == m || !name[1])
+		return sl_fail(err, SL_INVALID, 0,
+			       "--package: \"%s\" is not MANAGER:NAME[@VERSION] (apt, pip or npm)",
+			       arg);
+	*name++ = '\0';
+	char *at = strrchr(name, '@');
+	if (at && at != name)
+		*at++ = '\0';
+	else
+		at = NULL;
+	o->pkgs[k] = (sl_package){ name, at, m };
+	o->c.packages = o->pkgs;
+	o->c.npackages = k + 1;
+	return packages_validate(&o->pkgs[k], 1, err) < 0 ? sl_wrap(err, "--package %s", arg) : 0;
+}
+
 /* Returns the index of the first non-option argument, or -1 after printing. */
 static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 {
 	enum { O_CPU = 256, O_MEM, O_DISK, O_PIDS, O_IMAGE, O_SNAPSHOT, O_NAME, O_LABEL,
-	       O_NETWORK, O_ALLOW, O_DENY, O_IDLE, O_TIMEOUT };
+	       O_NETWORK, O_ALLOW, O_DENY, O_IDLE, O_PACKAGE, O_TIMEOUT };
 	static const struct option all[] = {
 		{ "cpu", required_argument, 0, O_CPU },
 		{ "memory", required_argument, 0, O_MEM },
@@ -64,6 +92,7 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 		{ "network-allow", required_argument, 0, O_ALLOW },
 		{ "network-deny", required_argument, 0, O_DENY },
 		{ "idle-timeout", required_argument, 0, O_IDLE },
+		{ "package", required_argument, 0, O_PACKAGE },
 		{ "env", required_argument, 0, 'e' },
 		{ "volume", required_argument, 0, 'v' },
 		{ "workdir", required_argument, 0, 'w' },
@@ -79,7 +108,7 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 	opterr = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "+e:w:u:itv:", all, NULL)) != -1) {
-		bool create_only = (c >= O_CPU && c <= O_IDLE) || c == 'v';
+		bool create_only = (c >= O_CPU && c <= O_PACKAGE) || c == 'v';
 		if (mode == MODE_EXEC && create_only)
 			return cli_usage("exec: %s is an option of run and create", argv[optind - 1]),
 			       -1;
@@ -139,6 +168,9 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 			/* Kept in the record; `sandlot serve` acts on it (stop, or destroy
 			 * when ephemeral) whenever it runs. */
 			r = duration_parse("--idle-timeout", optarg, &o->c.idle_ms, &err);
+			break;
+		case O_PACKAGE:
+			r = parse_package(o, optarg, &err);
 			break;
 		case 'e':
 			if (o->nenv < MAX_KV)

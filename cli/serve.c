@@ -8,6 +8,7 @@
 #include "../api/api.h"
 #include "dl.h"
 #include "cli.h"
+#include "packages.h"
 #include "quantity.h"
 
 /* --state-dir replaces the context main opened from the environment. */
@@ -23,7 +24,8 @@ static int reopen_state(sl_ctx *ctx, const char *dir)
 
 int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 {
-	enum { O_SOCKET = 256, O_LISTEN, O_REMOTE, O_STATE, O_MAXBODY, O_MAXUP, O_PREVIEW };
+	enum { O_SOCKET = 256, O_LISTEN, O_REMOTE, O_STATE, O_MAXBODY, O_MAXUP, O_PREVIEW,
+	       O_APT, O_PIPIDX, O_WHEELS, O_NPM };
 	static const struct option opts[] = {
 	    {"socket", required_argument, 0, O_SOCKET},
 	    {"listen", required_argument, 0, O_LISTEN},
@@ -32,11 +34,17 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	    {"max-body", required_argument, 0, O_MAXBODY},
 	    {"max-upload", required_argument, 0, O_MAXUP},
 	    {"preview-port", required_argument, 0, O_PREVIEW},
+	    {"apt-mirror", required_argument, 0, O_APT},
+	    {"pip-index", required_argument, 0, O_PIPIDX},
+	    {"pip-wheels", required_argument, 0, O_WHEELS},
+	    {"npm-registry", required_argument, 0, O_NPM},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
 	api_options o = {.max_json = API_DEFAULT_MAX_JSON, .max_upload = API_DEFAULT_MAX_UPLOAD};
 	const char *state = NULL;
+	/* Package sources: the environment's (config.c), or these flags. */
+	const char *src[4] = {NULL};
 	sl_err err = {0};
 	optind = 1;
 	opterr = 0;
@@ -72,11 +80,21 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			o.preview_any = p == 0;
 			break;
 		}
+		case O_APT:
+		case O_PIPIDX:
+		case O_WHEELS:
+		case O_NPM:
+			src[c - O_APT] = optarg;
+			break;
 		case 'h':
 			puts("usage: sandlot serve [--socket PATH] [--listen 127.0.0.1:PORT] "
 			     "[--allow-remote]\n"
 			     "                     [--state-dir DIR] [--max-body 8Mi] "
 			     "[--max-upload 1Gi] [--preview-port 7081 (0: any)]\n"
+			     "                     [--apt-mirror URL|'deb [trusted=yes] URL SUITE "
+			     "[COMPONENT...]'] [--pip-index URL]\n"
+			     "                     [--pip-wheels DIR] [--npm-registry URL]   "
+			     "(package sources, docs/packages.md)\n"
 			     "The unix socket (default <run dir>/sandlot.sock, mode 0660) needs no "
 			     "key;\n"
 			     "TCP clients send the key `sandlot key` prints.");
@@ -89,6 +107,15 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 		return cli_usage("serve: unexpected argument \"%s\"", argv[optind]);
 	if (state && reopen_state(ctx, state) != 0)
 		return EXIT_SANDLOT;
+	char *dst[4] = {ctx->cfg.apt_mirror, ctx->cfg.pip_index, ctx->cfg.pip_wheels,
+			ctx->cfg.npm_registry};
+	size_t len[4] = {sizeof(ctx->cfg.apt_mirror), sizeof(ctx->cfg.pip_index),
+			 sizeof(ctx->cfg.pip_wheels), sizeof(ctx->cfg.npm_registry)};
+	for (int i = 0; i < 4; i++)
+		if (src[i])
+			snprintf(dst[i], len[i], "%s", src[i]);
+	if (packages_check_sources(&ctx->cfg, &err) < 0)
+		return cli_fail(&err);
 	/* The server (libmicrohttpd, gnutls) is a module: other verbs don't load it. */
 	int (*serve)(sl_ctx *, const api_options *, sl_err *) =
 		(int (*)(sl_ctx *, const api_options *, sl_err *))sl_module_symbol(

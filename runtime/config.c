@@ -85,6 +85,10 @@ int config_load(sl_config *cfg, sl_err *err)
 	    env_quantity("SANDLOT_DEFAULT_MEMORY", "1Gi", 0, &cfg->def_memory, err) < 0 ||
 	    env_quantity("SANDLOT_DEFAULT_DISK", "4Gi", 0, &cfg->def_disk, err) < 0)
 		return -1;
+	set_str(cfg->apt_mirror, sizeof(cfg->apt_mirror), "SANDLOT_APT_MIRROR", "");
+	set_str(cfg->pip_index, sizeof(cfg->pip_index), "SANDLOT_PIP_INDEX", "");
+	set_str(cfg->pip_wheels, sizeof(cfg->pip_wheels), "SANDLOT_PIP_WHEELS", "");
+	set_str(cfg->npm_registry, sizeof(cfg->npm_registry), "SANDLOT_NPM_REGISTRY", "");
 	const char *p = getenv("SANDLOT_DEFAULT_PIDS");
 	cfg->def_pids = p && *p ? strtoull(p, NULL, 10) : 512;
 	set_str(cfg->net_bridge, sizeof(cfg->net_bridge), "SANDLOT_NET_BRIDGE", "sandlot0");

@@ -19,6 +19,10 @@ typedef struct sl_config {
 	uint64_t store_bytes;		    /* SANDLOT_STORE_SIZE: sparse btrfs volume size */
 	/* Defaults (Kubernetes quantities) for a sandbox that names no limit. */
 	uint64_t def_cpu_millis, def_memory, def_disk, def_pids;
+	/* Package sources for installs at create ("": the image's and registries' own):
+	 * SANDLOT_APT_MIRROR, SANDLOT_PIP_INDEX, SANDLOT_PIP_WHEELS, SANDLOT_NPM_REGISTRY;
+	 * `sandlot serve --apt-mirror/--pip-index/--pip-wheels/--npm-registry` set them. */
+	char apt_mirror[1024], pip_index[1024], pip_wheels[PATH_MAX / 4], npm_registry[1024];
 	/* Sandbox networking (docs/network.md): the bridge (also our nftables table's
 	 * name), its subnet ("" picks a free one), and the DNS servers given to sandboxes
 	 * ("" copies the host's non-loopback ones). */

@@ -27,6 +27,7 @@
 #include "initctl.h"
 #include "launch.h"
 #include "log.h"
+#include "packages.h"
 #include "net.h"
 #include "netaddr.h"
 #include "quantity.h"
@@ -102,9 +103,10 @@ void sandbox_free(sl_sandbox *sb)
 	cJSON_Delete(sb->env);
 	cJSON_Delete(sb->labels);
 	cJSON_Delete(sb->volumes);
+	cJSON_Delete(sb->packages);
 	cJSON_Delete(sb->net_allow);
 	cJSON_Delete(sb->net_deny);
-	sb->env = sb->labels = sb->volumes = sb->net_allow = sb->net_deny = NULL;
+	sb->env = sb->labels = sb->volumes = sb->packages = sb->net_allow = sb->net_deny = NULL;
 }
 
 void sandbox_free_list(sl_sandbox *list, size_t n)
@@ -181,6 +183,8 @@ cJSON *sandbox_to_json(const sl_sandbox *sb)
 	}
 	cJSON_AddItemToObject(o, "volumes",
 			      sb->volumes ? cJSON_Duplicate(sb->volumes, 1) : cJSON_CreateArray());
+	cJSON_AddItemToObject(o, "packages", sb->packages ? cJSON_Duplicate(sb->packages, 1)
+							       : cJSON_CreateArray());
 	cJSON *net = cJSON_AddObjectToObject(o, "network");
 	cJSON_AddBoolToObject(net, "enabled", sb->net_enabled);
 	if (sb->net_enabled && sb->net_addr[0]) {
@@ -266,6 +270,7 @@ static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err
 	sb->env = cJSON_DetachItemFromObjectCaseSensitive(o, "env");
 	sb->labels = cJSON_DetachItemFromObjectCaseSensitive(o, "labels");
 	sb->volumes = cJSON_DetachItemFromObjectCaseSensitive(o, "volumes");
+	sb->packages = cJSON_DetachItemFromObjectCaseSensitive(o, "packages");
 	const cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "internal");
 	sb->created_ms = num(in, "createdMs");
 	sb->terminated_ms = num(in, "terminatedMs");
@@ -949,7 +954,8 @@ static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
 }
 
 /* A new init on the sandbox's existing writable layer: cgroup, namespaces, rootfs. */
-static int start_init(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, size_t nbinds,
+		      sl_err *err)
 {
 	char cg[64], run[PATH_MAX], layer[PATH_MAX], upper[PATH_MAX], work[PATH_MAX],
 		imgdir[PATH_MAX];
@@ -980,6 +986,11 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 		mounts[nm].target = path->valuestring;
 		mounts[nm].readonly = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "readOnly"));
 		nm++;
+	}
+	for (size_t i = 0; i < nbinds; i++) {
+		if (nm >= SL_MAX_VOLUMES)
+			return sl_fail(err, SL_INVALID, 0, "volumes of %s: too many", sb->id);
+		mounts[nm++] = (sl_mount){ binds[i].source, binds[i].mount_path, binds[i].readonly };
 	}
 	sl_launch l = { .id = sb->id,
 			.mounts = mounts,
@@ -1012,11 +1023,33 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	return 0;
 }
 
+/* The layer a new sandbox starts from: the snapshot's, or with packages the derived
+ * layer of its image (built now or taken from the cache), which it records. */
+static int with_packages(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *sb,
+			 sl_snapshot *base, sl_err *err)
+{
+	if (!o->npackages)
+		return 0;
+	if (base->id[0])
+		return sl_fail(err, SL_INVALID, 0,
+			       "packages: not with a snapshot (the snapshot keeps what was "
+			       "installed before it was taken)");
+	sl_pkg_layer l;
+	if (packages_layer(ctx, sb->digest, o->packages, o->npackages, sb->disk_bytes, &l, err) < 0)
+		return -1;
+	snprintf(base->id, sizeof(base->id), "%s", l.id);
+	base->uid_base = l.uid_base;
+	sb->packages = packages_json(o->packages, o->npackages);
+	if (l.node_path[0] && !cJSON_GetObjectItemCaseSensitive(sb->env, "NODE_PATH"))
+		cJSON_AddStringToObject(sb->env, "NODE_PATH", l.node_path);
+	return 0;
+}
+
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err)
 {
 	sl_sandbox sb = { 0 };
 	sl_image img;
-	sl_snapshot snap = { 0 };
+	sl_snapshot snap = { 0 }, base = { 0 };
 	const char *image = o->image;
 	if (o->snapshot) {
 		if (snapshot_get(ctx, o->snapshot, &snap, err) < 0)
@@ -1098,20 +1131,27 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 		cJSON_AddBoolToObject(m, "readOnly", vs->readonly);
 		cJSON_AddItemToArray(sb.volumes, m);
 	}
+	if (snap.id[0])
+		base = snap;
+	if (o->npackages && packages_validate(o->packages, o->npackages, err) < 0) {
+		sandbox_free(&sb);
+		return -1;
+	}
 	if (sb.workdir[0] != '/') {
 		sandbox_free(&sb);
 		return sl_fail(err, SL_INVALID, 0, "workingDirectory \"%s\" must be absolute",
 			       sb.workdir);
 	}
-	if (load_bpf(ctx, err) < 0 || store_ensure(&ctx->cfg, err) < 0 || reserve(ctx, &sb, err) < 0) {
+	if (load_bpf(ctx, err) < 0 || store_ensure(&ctx->cfg, err) < 0 ||
+	    with_packages(ctx, o, &sb, &base, err) < 0 || reserve(ctx, &sb, err) < 0) {
 		sandbox_free(&sb);
 		return -1;
 	}
 	if (sb.net_enabled && (lease_take(ctx, &sb, err) < 0 || record_save(ctx, &sb, false, err) < 0))
 		goto fail;
-	if ((snap.id[0] ? snapshot_clone_layer(ctx, &snap, sb.id, sb.uid_base, sb.disk_bytes, err)
+	if ((base.id[0] ? snapshot_clone_layer(ctx, &base, sb.id, sb.uid_base, sb.disk_bytes, err)
 			: store_layer_create(&ctx->cfg, sb.id, sb.disk_bytes, sb.uid_base, err)) < 0 ||
-	    start_init(ctx, &sb, err) < 0)
+	    start_init(ctx, &sb, o->host_binds, o->nhost_binds, err) < 0)
 		goto fail;
 	snprintf(sb.status, sizeof(sb.status), "running");
 	if (record_save(ctx, &sb, !sb.ephemeral, err) < 0)
@@ -1164,6 +1204,14 @@ int sandbox_destroy(sl_ctx *ctx, const char *ref, const char *reason, sl_err *er
 		release_claims(ctx, &sb);
 	sandbox_free(&sb);
 	return r;
+}
+
+int sandbox_discard(sl_ctx *ctx, const char *id, sl_err *err)
+{
+	if (sandbox_destroy(ctx, id, "discarded", err) < 0)
+		return -1;
+	remove_record_dir(ctx, id);
+	return 0;
 }
 
 /* ---- lifecycle ---- */
@@ -1274,7 +1322,7 @@ int sandbox_start(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
 	stop_processes(ctx, &sb, 0);
 	int r = store_ensure(&ctx->cfg, err);
 	if (r == 0)
-		r = start_init(ctx, &sb, err);
+		r = start_init(ctx, &sb, NULL, 0, err);
 	if (r == 0) {
 		snprintf(sb.status, sizeof(sb.status), "running");
 		r = record_save(ctx, &sb, true, err);

@@ -55,6 +55,7 @@ typedef struct sl_sandbox {
 	 * in the record so a daemon that was down when it passed acts on it at start. */
 	uint64_t idle_ms, lifetime_ms, exec_timeout_ms;
 	int64_t expires_ms;
+	cJSON *packages; /* array of {name, version?, manager} installed at create */
 	/* Network (docs/network.md): a lease kept from create to destroy (also while
 	 * stopped); allow/deny are arrays of normalised CIDR strings. */
 	bool net_enabled;
@@ -97,6 +98,10 @@ typedef struct sl_create_opts {
 	sl_net_opts net;
 	const sl_package *packages;
 	size_t npackages;
+	/* Internal (package installs): trusted host dirs mounted for this start only,
+	 * not recorded and not checked against the host-mount allow-list. */
+	const sl_volume_spec *host_binds;
+	size_t nhost_binds;
 } sl_create_opts;
 
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err);
@@ -121,6 +126,8 @@ int sandbox_set_labels(sl_ctx *ctx, const char *ref, const cJSON *labels, sl_san
  * it: E2B's setTimeout); idle (Daytona's autostop); execution (the default per command). */
 int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int64_t idle_ms,
 			 int64_t exec_ms, sl_sandbox *out, sl_err *err);
+/* Destroy without a tombstone (internal sandboxes, e.g. package builds). */
+int sandbox_discard(sl_ctx *ctx, const char *id, sl_err *err);
 /* Replace the egress rules (network.allow / network.deny; NULL keeps a list, an empty
  * list clears it); a running sandbox's kernel rules change at once. enabled must be
  * what the sandbox has (network cannot be switched on or off after create). */

@@ -615,8 +615,26 @@ static void test_errors(void **state)
 		    "NOT_FOUND", "snapshot");
 	expect_call("POST", "/v1/sandboxes", "{\"timeout\":{\"idle\":\"10 parsecs\"}}", 400,
 		    "INVALID_ARGUMENT", "timeout.idle");
-	expect_call("POST", "/v1/sandboxes", "{\"packages\":[{\"name\":\"requests\"}]}", 501,
-		    "NOT_IMPLEMENTED", "packages");
+	/* Packages: each field checked as its manager allows (test_packages installs). */
+	expect_call("POST", "/v1/sandboxes", "{\"packages\":[{\"name\":\"requests\"}]}", 400,
+		    "INVALID_ARGUMENT", "packages[0].name and manager");
+	expect_call("POST", "/v1/sandboxes",
+		    "{\"packages\":[{\"name\":\"rails\",\"manager\":\"gem\"}]}", 400,
+		    "INVALID_ARGUMENT", "packages[0].manager");
+	expect_call("POST", "/v1/sandboxes",
+		    "{\"packages\":[{\"name\":\"--index-url=http://x\",\"manager\":\"pip\"}]}",
+		    400, "INVALID_ARGUMENT", "packages[0].name");
+	expect_call("POST", "/v1/sandboxes",
+		    "{\"packages\":[{\"name\":\"curl\",\"version\":\"1;id\",\"manager\":"
+		    "\"apt\"}]}",
+		    400, "INVALID_ARGUMENT", "packages[0].version");
+	expect_call("POST", "/v1/sandboxes", "{\"packages\":{\"name\":\"x\"}}", 400,
+		    "INVALID_ARGUMENT", "packages");
+	/* An image without the installer: the create fails saying so, leaving nothing. */
+	expect_call("POST", "/v1/sandboxes",
+		    "{\"image\":\"busybox\",\"packages\":[{\"name\":\"requests\",\"manager\":"
+		    "\"pip\"}]}",
+		    400, "INVALID_ARGUMENT", "no python3");
 	expect_call("POST", "/v1/sandboxes", "{\"volumes\":[{\"name\":\"v\"}]}", 400,
 		    "INVALID_ARGUMENT", "volumes[0]");
 	expect_call("POST", "/v1/sandboxes",
