@@ -1,7 +1,7 @@
 # setup.sh — sourced by run-suite.sh ($dir, $top, $root, $bin set): build sdk/typescript
 # from its own committed lockfile (tsc: ESM + CJS + .d.ts into sdk/typescript/dist, not
 # committed), make a tiny pure-python wheel for the packages test, and serve it with
-# --pip-wheels when this sandlot has that flag.
+# --pip-wheels.
 sdk=$top/sdk/typescript
 sdk_stamp=$sdk/node_modules/.sandlot-lock-sha
 sdk_want=$(sha256sum "$sdk/package-lock.json" | cut -c1-64)
@@ -32,6 +32,12 @@ with zipfile.ZipFile(sys.argv[1] + "/sandlot_probe-1.0-py3-none-any.whl", "w", z
     for name, text in files.items():
         z.writestr(name, text)
 PY
-if "$bin" serve --help 2>&1 | grep -q -- --pip-wheels; then
-	SERVE_ARGS+=(--pip-wheels "$SANDLOT_TEST_WHEELS")
-fi
+SERVE_ARGS+=(--pip-wheels "$SANDLOT_TEST_WHEELS")
+
+# npm packages (typescript sandboxes) come from the test's own registry, served from a
+# network namespace at 203.0.113.1 (tests/e2e/packages_internet.sh; never a real address).
+pkgsrc=$root/pkgsrc
+pkgns=sl-prov-$$
+sh "$top/tests/e2e/packages_internet.sh" up "$pkgsrc" "$pkgns"
+suite_cleanup() { sh "$top/tests/e2e/packages_internet.sh" down "$pkgsrc" "$pkgns"; }
+SERVE_ARGS+=(--npm-registry http://203.0.113.1:8080/npm/)

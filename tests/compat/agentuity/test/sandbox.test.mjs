@@ -257,11 +257,18 @@ test('cloud-only features answer NOT_IMPLEMENTED', async () => {
 	await assert.rejects(client.create({ network: { enabled: true, port: 8080 } }), (e) => e.status === 501 && /network\.port/.test(e.message));
 });
 
-test('dependencies and network reach /v1 (its 501 passed through until sandlot has them)', async () => {
-	// A package that cannot exist: were dependencies dropped, the create would succeed.
+test('dependencies (apt) and packages (npm) are installed at create; network reaches /v1', async () => {
+	// From the suite's own apt repository and npm registry (setup.sh).
+	const dep = await create({ dependencies: ['sandlot-tiny'], packages: ['sandlot-tiny@1.0.0'] });
+	const deb = await dep.execute({ command: ['/usr/bin/sandlot-tiny'] });
+	assert.equal(deb.exitCode, 0);
+	assert.equal(await text(deb.stdoutStreamUrl), 'tiny deb\n');
+	const js = await dep.execute({ command: ['node', '-e', 'console.log(require("sandlot-tiny").answer)'] });
+	assert.equal(await text(js.stdoutStreamUrl), '42\n');
+	// A package that does not exist: the create fails with the installer's words.
 	await assert.rejects(create({ dependencies: ['sandlot-no-such-package'] }), (e) => {
-		assert.ok(e.status >= 400, String(e));
-		assert.match(e.message, /packages|sandlot-no-such-package/);
+		assert.ok(e.status >= 400 && e.status < 500, String(e));
+		assert.match(e.message, /sandlot-no-such-package/);
 		return true;
 	});
 	const sb = await create({ network: { enabled: true } });

@@ -1,6 +1,6 @@
 // config.test.mjs — create({packages}) and the tool-set sandbox config (provider
 // "local"): what goes on the wire, what the daemon makes of it, and a pip install from a
-// wheel directory served to the daemon (skipped only while /v1 answers 501 for packages).
+// wheel directory served to the daemon.
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -105,25 +105,10 @@ test("a tool-set config against the daemon: cpu/memory quantities and the per-ru
   assert.equal((await sb.commands.run("echo quick")).stdout, "quick\n");
 });
 
-/** create() with packages, or skip while the daemon answers 501 NOT_IMPLEMENTED for them. */
-async function createWithPackages(t, make) {
-  try {
-    return await make();
-  } catch (e) {
-    if (e instanceof SandboxError && e.cause?.status === 501 && e.cause?.code === "NOT_IMPLEMENTED" && /packages/.test(e.cause.message)) {
-      t.skip(`SKIPPED: this sandlot answers 501 NOT_IMPLEMENTED for create packages ("${e.cause.message}")`);
-      return null;
-    }
-    throw e;
-  }
-}
-
 test("packages: pip installs a wheel from the daemon's --pip-wheels directory", async (t) => {
   const keep = tracker(t);
   assert.ok(process.env.SANDLOT_TEST_WHEELS, "setup.sh made the wheel directory");
-  const sb = await createWithPackages(t, () => provider.create({ language: "python", packages: ["sandlot-probe==1.0"] }));
-  if (!sb) return;
-  keep(sb);
+  const sb = keep(await provider.create({ language: "python", packages: ["sandlot-probe==1.0"] }));
   const r = await sb.executeCode("import sandlot_probe\nprint(sandlot_probe.VALUE)", "python");
   assert.equal(r.success, true, r.stderr);
   assert.equal(r.stdout, "sandlot-probe-1.0\n");
@@ -134,4 +119,13 @@ test("packages: pip installs a wheel from the daemon's --pip-wheels directory", 
   assert.equal((await viaConfig.commands.run("python3 -c 'import sandlot_probe; print(sandlot_probe.VALUE)'")).stdout, "sandlot-probe-1.0\n");
   // A version the directory does not have: the create fails, nothing is left running.
   await assert.rejects(provider.create({ language: "python", packages: ["sandlot-probe==9.9"] }), SandboxError);
+});
+
+test("packages: typescript sandboxes get npm packages (name@version) from the daemon's registry", async (t) => {
+  const keep = tracker(t);
+  const sb = keep(await provider.create({ language: "typescript", packages: ["sandlot-tiny@1.0.0"] }));
+  const r = await sb.executeCode('const m = require("sandlot-tiny");\nconsole.log(m.answer as number);', "typescript");
+  assert.equal(r.success, true, r.stderr);
+  assert.equal(r.stdout, "42\n");
+  await assert.rejects(provider.create({ language: "typescript", packages: ["sandlot-tiny@9.9.9"] }), SandboxError);
 });
