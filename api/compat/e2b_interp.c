@@ -68,10 +68,11 @@ static bool id_ok(const char *id)
 	return n && n < 40 && strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
 }
 
-static int ctx_load(api_server *s, const char *sid, const char *id, ctx_rec *out, sl_err *err)
+static int ctx_load(api_server *s, const char *sid, const char *ref, ctx_rec *out, sl_err *err)
 {
-	char dir[PATH_MAX], p[PATH_MAX + 64];
-	if (!id_ok(id))
+	char dir[PATH_MAX], p[PATH_MAX + 64], id[40];
+	snprintf(id, sizeof(id), "%s", ref); /* ref may be out->id */
+	if (!id_ok(ref) || strlen(ref) >= sizeof(id))
 		return sl_fail(err, SL_NOTFOUND, 0, "context %s not found", id);
 	ctx_dir(s, sid, dir, sizeof(dir));
 	snprintf(p, sizeof(p), "%s/%s.json", dir, id);
@@ -148,13 +149,21 @@ static bool repl_running(api_server *s, const char *sid, const ctx_rec *c)
 static int repl_start(api_server *s, const sl_sandbox *sb, ctx_rec *c, sl_err *err)
 {
 	char lang_env[64];
-	snprintf(lang_env, sizeof(lang_env), "SANDLOT_E2B_LANGUAGE=%s", c->language);
-	const char *env[] = {lang_env, "PYTHONUNBUFFERED=1", "PYTHONIOENCODING=utf-8", NULL};
 	bool py = !strcmp(c->language, "python");
-	char *const py_argv[] = {"python3", "-u", "-c", (char *)e2b_repl_py_text, E2B_CONTEXT_MARK,
-				 NULL};
-	char *const js_argv[] = {"node", "-e", (char *)e2b_repl_js_text, "--", E2B_CONTEXT_MARK,
-				 NULL};
+	snprintf(lang_env, sizeof(lang_env), "SANDLOT_E2B_LANGUAGE=%s", c->language);
+	/* The source goes in the environment (taken out before any cell runs), so process
+	 * listings show a short command line. */
+	_cleanup_free_ char *src = NULL;
+	if (asprintf(&src, "SANDLOT_E2B_REPL=%s", py ? e2b_repl_py_text : e2b_repl_js_text) < 0)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "context %s", c->id);
+	const char *env[] = {lang_env, src, "PYTHONUNBUFFERED=1", "PYTHONIOENCODING=utf-8", NULL};
+	char *const py_argv[] = {"python3", "-u", "-c",
+				 "import os; exec(os.environ.pop('SANDLOT_E2B_REPL'))",
+				 E2B_CONTEXT_MARK, NULL};
+	char *const js_argv[] = {"node", "-e",
+				 "const s = process.env.SANDLOT_E2B_REPL; "
+				 "delete process.env.SANDLOT_E2B_REPL; eval(s)",
+				 "--", E2B_CONTEXT_MARK, NULL};
 	sl_exec_spec spec = {.argv = py ? py_argv : js_argv,
 			     .env = env,
 			     .cwd = c->cwd,

@@ -12,7 +12,10 @@ const path = require('path');
 const readline = require('readline');
 const { createRequire } = require('module');
 
+const { Writable } = require('stream');
+
 const ts = process.env.SANDLOT_E2B_LANGUAGE === 'typescript';
+delete process.env.SANDLOT_E2B_LANGUAGE;
 let cur = null;
 let count = 0;
 const emit = (o) => {
@@ -36,10 +39,13 @@ const flush = () => {
 			pending[kind] = '';
 		}
 };
-const con = new console.Console({
-	stdout: { write: (s) => write('stdout', s) },
-	stderr: { write: (s) => write('stderr', s) },
+const sink = (kind) => new Writable({
+	write(chunk, enc, cb) {
+		write(kind, chunk.toString());
+		cb();
+	},
 });
+const con = new console.Console({ stdout: sink('stdout'), stderr: sink('stderr') });
 const cwd = process.cwd();
 const sandbox = {
 	console: con,

@@ -10,6 +10,7 @@ import sys
 import threading
 import traceback
 
+os.environ.pop("SANDLOT_E2B_LANGUAGE", None)
 _proto = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="replace")
 _lock = threading.Lock()
 _cur = [None]

@@ -1,0 +1,93 @@
+// envd's filesystem service and /files: write, read, list, makeDir, rename, remove,
+// exists, uploads in both encodings, and a watch that sees a write.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { tracker, sleep } from '../lib.mjs';
+import { Sandbox, FileNotFoundError } from 'e2b';
+
+const t = tracker();
+let sbx;
+before(async () => {
+	sbx = t.add(await Sandbox.create());
+});
+after(() => t.cleanup());
+
+test('write and read a file (relative paths start at the home)', async () => {
+	const info = await sbx.files.write('notes/a.txt', 'hello files');
+	assert.equal(info.path, '/home/user/notes/a.txt');
+	assert.equal(info.name, 'a.txt');
+	assert.equal(await sbx.files.read('/home/user/notes/a.txt'), 'hello files');
+	assert.equal((await sbx.commands.run('cat notes/a.txt')).stdout, 'hello files');
+	const bytes = await sbx.files.read('notes/a.txt', { format: 'bytes' });
+	assert.equal(Buffer.from(bytes).toString(), 'hello files');
+	// The file belongs to the sandbox user.
+	assert.equal((await sbx.commands.run('stat -c %U notes/a.txt')).stdout, 'user\n');
+});
+
+test('binary content and an empty file round-trip, octet-stream too', async () => {
+	const data = new Uint8Array(70000).map((_, i) => (i * 7) % 256);
+	await sbx.files.write('/tmp/bin.dat', data.buffer);
+	assert.deepEqual(new Uint8Array(await sbx.files.read('/tmp/bin.dat', { format: 'bytes' })), data);
+	await sbx.files.write('/tmp/empty', '');
+	assert.equal(await sbx.files.read('/tmp/empty'), '');
+	await sbx.files.write('/tmp/octet.txt', 'via octet-stream', { useOctetStream: true });
+	assert.equal(await sbx.files.read('/tmp/octet.txt'), 'via octet-stream');
+});
+
+test('write several files at once', async () => {
+	const out = await sbx.files.write([
+		{ path: '/tmp/multi/one.txt', data: '1' },
+		{ path: '/tmp/multi/two.txt', data: '2' },
+	]);
+	assert.deepEqual(out.map((f) => f.path), ['/tmp/multi/one.txt', '/tmp/multi/two.txt']);
+	assert.equal(await sbx.files.read('/tmp/multi/two.txt'), '2');
+});
+
+test('reading a missing file is FileNotFoundError', async () => {
+	await assert.rejects(sbx.files.read('/nope/missing.txt'), FileNotFoundError);
+});
+
+test('makeDir, list, exists, getInfo, rename, remove', async () => {
+	assert.equal(await sbx.files.makeDir('/tmp/d/e/f'), true);
+	assert.equal(await sbx.files.makeDir('/tmp/d/e/f'), false, 'already there');
+	await sbx.files.write('/tmp/d/x.txt', 'xx');
+	const entries = await sbx.files.list('/tmp/d');
+	assert.deepEqual(entries.map((e) => [e.name, e.type]), [['e', 'dir'], ['x.txt', 'file']]);
+	const x = entries.find((e) => e.name === 'x.txt');
+	assert.equal(x.path, '/tmp/d/x.txt');
+	assert.equal(x.size, 2);
+	assert.ok(x.modifiedTime instanceof Date);
+	const deep = await sbx.files.list('/tmp/d', { depth: 3 });
+	assert.ok(deep.some((e) => e.path === '/tmp/d/e/f'));
+	assert.equal(await sbx.files.exists('/tmp/d/x.txt'), true);
+	assert.equal(await sbx.files.exists('/tmp/d/none'), false);
+	const info = await sbx.files.getInfo('/tmp/d/x.txt');
+	assert.equal(info.type, 'file');
+	assert.equal(info.permissions, '-rw-r--r--');
+	const moved = await sbx.files.rename('/tmp/d/x.txt', '/tmp/d/y.txt');
+	assert.equal(moved.path, '/tmp/d/y.txt');
+	assert.equal(await sbx.files.exists('/tmp/d/x.txt'), false);
+	assert.equal(await sbx.files.read('/tmp/d/y.txt'), 'xx');
+	await sbx.files.remove('/tmp/d');
+	assert.equal(await sbx.files.exists('/tmp/d'), false);
+	await assert.rejects(sbx.files.list('/tmp/d'), FileNotFoundError);
+});
+
+test('watchDir sees a write', async () => {
+	await sbx.files.makeDir('/tmp/watched');
+	const events = [];
+	const w = await sbx.files.watchDir('/tmp/watched', (e) => events.push(e));
+	await sbx.files.write('/tmp/watched/new.txt', 'seen');
+	await sbx.commands.run('echo more >> /tmp/watched/new.txt; rm /tmp/watched/new.txt');
+	for (let i = 0; i < 50 && !events.some((e) => e.type === 'remove'); i++) await sleep(100);
+	await w.stop();
+	const kinds = events.filter((e) => e.name === 'new.txt').map((e) => e.type);
+	assert.ok(kinds.includes('create'), `events: ${JSON.stringify(events)}`);
+	assert.ok(kinds.includes('write'), `events: ${JSON.stringify(events)}`);
+	assert.ok(kinds.includes('remove'), `events: ${JSON.stringify(events)}`);
+});
+
+test('files as root', async () => {
+	await sbx.files.write('/root/secret.txt', 'r00t', { user: 'root' });
+	assert.equal(await sbx.files.read('secret.txt', { user: 'root' }), 'r00t');
+});

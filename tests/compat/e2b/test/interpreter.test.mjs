@@ -1,0 +1,92 @@
+// @e2b/code-interpreter: stateful contexts (Python, JavaScript, TypeScript), results,
+// errors, output, execution counts, contexts that do not share state.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { tracker } from '../lib.mjs';
+import { Sandbox } from '@e2b/code-interpreter';
+
+const t = tracker();
+let sbx;
+before(async () => {
+	sbx = t.add(await Sandbox.create());
+});
+after(() => t.cleanup());
+
+test('state persists across runCode calls in the default context', async () => {
+	const a = await sbx.runCode('x = 1');
+	assert.equal(a.error, undefined);
+	assert.equal(a.text, undefined);
+	const b = await sbx.runCode('x + 1');
+	assert.equal(b.text, '2');
+	assert.ok(b.results[0].isMainResult);
+	await sbx.runCode('import math\ndef area(r):\n    return math.pi * r * r');
+	assert.equal((await sbx.runCode('round(area(2), 3)')).text, '12.566');
+	assert.ok(b.executionCount >= 2);
+});
+
+test('stdout and stderr arrive as logs, streamed to callbacks', async () => {
+	const seen = [];
+	const e = await sbx.runCode('import sys\nprint("out")\nprint("err", file=sys.stderr)\n40 + 2', {
+		onStdout: (m) => seen.push(m.line),
+	});
+	assert.deepEqual(e.logs.stdout, ['out\n']);
+	assert.deepEqual(e.logs.stderr, ['err\n']);
+	assert.equal(e.text, '42');
+	assert.deepEqual(seen, ['out\n']);
+});
+
+test('an exception gives its name, value and traceback', async () => {
+	const e = await sbx.runCode('def f():\n    raise ValueError("bad value")\nf()');
+	assert.equal(e.error.name, 'ValueError');
+	assert.equal(e.error.value, 'bad value');
+	assert.match(e.error.traceback, /ValueError: bad value/);
+	assert.match(e.error.traceback, /in f/);
+	// The context lives on.
+	assert.equal((await sbx.runCode('x')).text, '1');
+});
+
+test('env vars per call', async () => {
+	const e = await sbx.runCode('import os\nos.environ["E2B_RUN_VAR"]', { envs: { E2B_RUN_VAR: 'per-call' } });
+	assert.equal(e.text, "'per-call'");
+});
+
+test('two contexts do not share variables', async () => {
+	const c1 = await sbx.createCodeContext();
+	const c2 = await sbx.createCodeContext({ cwd: '/tmp' });
+	await sbx.runCode('secret = "one"', { context: c1 });
+	const miss = await sbx.runCode('secret', { context: c2 });
+	assert.equal(miss.error.name, 'NameError');
+	assert.equal((await sbx.runCode('secret', { context: c1 })).text, "'one'");
+	assert.equal((await sbx.runCode('import os\nos.getcwd()', { context: c2 })).text, "'/tmp'");
+	const list = await sbx.listCodeContexts();
+	assert.ok(list.some((c) => c.id === c1.id) && list.some((c) => c.id === c2.id));
+	await sbx.restartCodeContext(c1);
+	assert.equal((await sbx.runCode('secret', { context: c1 })).error.name, 'NameError');
+	await sbx.removeCodeContext(c2);
+	assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === c2.id));
+});
+
+test('a JavaScript context keeps state; TypeScript has its types stripped', async () => {
+	const js = await sbx.createCodeContext({ language: 'js' });
+	await sbx.runCode('const base = 40; function add(a, b) { return a + b }', { context: js });
+	const r = await sbx.runCode('console.log("from js"); add(base, 2)', { context: js });
+	assert.equal(r.text, '42');
+	assert.deepEqual(r.logs.stdout, ['from js\n']);
+	const err = await sbx.runCode('null.x', { context: js });
+	assert.equal(err.error.name, 'TypeError');
+	assert.equal((await sbx.runCode('[1, 2, 3].map((n) => n * 2)', { language: 'javascript' })).text, '[ 2, 4, 6 ]');
+	const ts = await sbx.runCode('const n: number = 5;\nconst s: string = "ts";\n`${s}${n * 2}`', { language: 'ts' });
+	assert.equal(ts.error, undefined);
+	assert.equal(ts.text, "'ts10'");
+});
+
+test('contexts never leak between sandboxes, and die with theirs', async () => {
+	const other = t.add(await Sandbox.create());
+	await sbx.runCode('only_here = 1');
+	const r = await other.runCode('only_here');
+	assert.equal(r.error.name, 'NameError');
+	const ctx = await other.createCodeContext();
+	await other.kill();
+	await assert.rejects(other.runCode('1', { context: ctx }));
+	await assert.rejects(sbx.runCode('1', { context: ctx }), /not found/i);
+});
