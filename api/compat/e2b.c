@@ -541,6 +541,25 @@ static bool state_match(const sl_sandbox *sb, const char *states)
 	return false;
 }
 
+/* ?startedAfter= as unix ms ("2024-01-01T00:00:00.000Z"); -1 when absent, -2 when bad. */
+static int64_t started_after(api_req *r)
+{
+	const char *v = api_query(r, "startedAfter");
+	if (!v || !*v)
+		return -1;
+	struct tm tm = {0};
+	const char *rest = strptime(v, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!rest)
+		return -2;
+	int64_t ms = (int64_t)timegm(&tm) * 1000;
+	if (*rest == '.') {
+		int64_t scale = 100;
+		for (rest++; *rest >= '0' && *rest <= '9'; rest++, scale /= 10)
+			ms += (*rest - '0') * scale;
+	}
+	return ms;
+}
+
 static int by_created(const void *a, const void *b)
 {
 	const sl_sandbox *x = a, *y = b;
@@ -566,6 +585,9 @@ static enum MHD_Result list(api_req *r)
 		if (*end)
 			return e2b_reply_code(r, 400, "nextToken: not one this server gave");
 	}
+	int64_t after = started_after(r);
+	if (after == -2)
+		return e2b_reply_code(r, 400, "startedAfter: expected an RFC 3339 time");
 	if (sandbox_list(r->srv->ctx, &all, &n, &err) < 0)
 		return e2b_reply_err(r, &err);
 	if (n)
@@ -578,7 +600,7 @@ static enum MHD_Result list(api_req *r)
 		const sl_sandbox *sb = &all[desc ? n - 1 - k : k];
 		if (!state_match(sb, api_query(r, "state")) ||
 		    !metadata_match(sb, api_query(r, "metadata")) ||
-		    (tpl && *tpl && strcmp(template_of(sb), tpl)))
+		    (tpl && *tpl && strcmp(template_of(sb), tpl)) || sb->created_ms < after)
 			continue;
 		if (seen >= off + limit) {
 			more = true;
@@ -611,6 +633,8 @@ static enum MHD_Result list(api_req *r)
 
 static bool claims(api_req *r)
 {
+	if (!strncmp(r->url, "/v1/", 4))
+		return false; /* never sandlot's own API, whatever the headers */
 	if (MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "E2b-Sandbox-Id"))
 		return true;
 	return !strncmp(r->url, "/v2/sandboxes", 13) || !strncmp(r->url, "/sandboxes", 10);

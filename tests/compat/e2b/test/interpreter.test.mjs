@@ -90,3 +90,15 @@ test('contexts never leak between sandboxes, and die with theirs', async () => {
 	await assert.rejects(other.runCode('1', { context: ctx }));
 	await assert.rejects(sbx.runCode('1', { context: ctx }), /not found/i);
 });
+
+test('a cell past its timeout is interrupted and the context lives on', async () => {
+	const c = await sbx.createCodeContext();
+	await sbx.runCode('kept = 7', { context: c });
+	await assert.rejects(sbx.runCode('while True:\n    pass', { context: c, timeoutMs: 1500 }), (e) => e.name === 'TimeoutError');
+	const r = await sbx.runCode('kept * 6', { context: c });
+	assert.equal(r.text, '42');
+	const js = await sbx.createCodeContext({ language: 'javascript' });
+	await sbx.runCode('let count = 1', { context: js });
+	await assert.rejects(sbx.runCode('for (;;) {}', { context: js, timeoutMs: 1500 }), (e) => e.name === 'TimeoutError');
+	assert.equal((await sbx.runCode('count + 1', { context: js })).text, '2');
+});

@@ -64,6 +64,8 @@ test('list with a metadata filter, across pages', async () => {
 		assert.equal(s.state, 'running');
 		assert.ok(s.startedAt instanceof Date && !isNaN(s.startedAt));
 	}
+	const later = await Sandbox.list({ query: { metadata: { tag }, startedAfter: new Date(Date.now() + 60_000) } }).nextItems();
+	assert.deepEqual(later, []);
 	const none = await Sandbox.list({ query: { metadata: { tag: 'absent' } } }).nextItems();
 	assert.deepEqual(none, []);
 });
