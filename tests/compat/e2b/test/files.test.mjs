@@ -32,6 +32,10 @@ test('binary content and an empty file round-trip, octet-stream too', async () =
 	assert.equal(await sbx.files.read('/tmp/empty'), '');
 	await sbx.files.write('/tmp/octet.txt', 'via octet-stream', { useOctetStream: true });
 	assert.equal(await sbx.files.read('/tmp/octet.txt'), 'via octet-stream');
+	const big = 'gzip me '.repeat(50000);
+	await sbx.files.write('/tmp/gz.txt', big, { gzip: true });
+	assert.equal((await sbx.commands.run('wc -c < /tmp/gz.txt')).stdout.trim(), String(big.length));
+	assert.equal(await sbx.files.read('/tmp/gz.txt', { gzip: true }), big);
 });
 
 test('write several files at once', async () => {
