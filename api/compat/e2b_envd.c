@@ -831,12 +831,27 @@ static enum MHD_Result fs_unary(api_req *r, const sl_sandbox *sb, const char *m,
 	return api_reply_json(r, 200, o);
 }
 
-/* WatchDir: inotify on the directory, opened inside the sandbox's root. */
+/* WatchDir: inotify on the directory (and with recursive, every directory below it,
+ * including ones made later), each opened inside the sandbox's root. Event names are
+ * relative to the watched directory, as envd gives them. */
+#define WATCH_DIRS_MAX 4096
+#define WATCH_MASK                                                                          \
+	(IN_CREATE | IN_MODIFY | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |        \
+	 IN_DELETE_SELF | IN_ONLYDIR)
+
+typedef struct watch_dir {
+	int wd;
+	char *rel; /* "" for the watched directory itself */
+} watch_dir;
+
 typedef struct watch_stream {
 	rpc_stream st;
 	int ino;
-	char sid[32];
-	bool started;
+	sl_sandbox sb;
+	char *root; /* the watched directory, absolute inside the sandbox */
+	bool recursive, started;
+	watch_dir *dirs;
+	size_t ndirs;
 	int64_t last_check;
 } watch_stream;
 
@@ -845,6 +860,66 @@ static void watch_release(rpc_stream *st)
 	watch_stream *ws = (watch_stream *)st;
 	if (ws->ino >= 0)
 		close(ws->ino);
+	for (size_t i = 0; i < ws->ndirs; i++)
+		free(ws->dirs[i].rel);
+	free(ws->dirs);
+	free(ws->root);
+	sandbox_free(&ws->sb);
+}
+
+/* Watch ROOT/REL (and with recursive, what is below it). */
+static int watch_add(watch_stream *ws, api_server *s, const char *rel, sl_err *err)
+{
+	if (ws->ndirs >= WATCH_DIRS_MAX)
+		return sl_fail(err, SL_EXHAUSTED, 0, "more than %d directories to watch",
+			       WATCH_DIRS_MAX);
+	_cleanup_free_ char *path = NULL;
+	if (asprintf(&path, "%s%s%s", ws->root, *rel ? "/" : "", rel) < 0)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "watch");
+	int dfd = -1;
+	if (sbxfs_open_dir(s->ctx, &ws->sb, path, &dfd, err) < 0)
+		return -1;
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", dfd);
+	int wd = inotify_add_watch(ws->ino, self, WATCH_MASK);
+	int e = errno;
+	close(dfd);
+	if (wd < 0)
+		return sl_fail(err, e == ENOSPC ? SL_EXHAUSTED : SL_INTERNAL, e, "watch %s", path);
+	watch_dir *v = realloc(ws->dirs, (ws->ndirs + 1) * sizeof(*v));
+	if (!v)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "watch");
+	ws->dirs = v;
+	v[ws->ndirs].wd = wd;
+	v[ws->ndirs].rel = strdup(rel);
+	ws->ndirs++;
+	if (!ws->recursive)
+		return 0;
+	sl_fileinfo *list;
+	size_t n;
+	sl_err sub = {0};
+	if (sbxfs_list(s->ctx, &ws->sb, path, &list, &n, &sub) < 0)
+		return 0; /* gone meanwhile */
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (strcmp(list[i].type, "dir"))
+			continue;
+		_cleanup_free_ char *child = NULL;
+		if (asprintf(&child, "%s%s%s", rel, *rel ? "/" : "", list[i].name) < 0)
+			rc = sl_fail(err, SL_INTERNAL, ENOMEM, "watch");
+		else
+			rc = watch_add(ws, s, child, err);
+	}
+	free(list);
+	return rc;
+}
+
+static const char *watch_rel(const watch_stream *ws, int wd)
+{
+	for (size_t i = 0; i < ws->ndirs; i++)
+		if (ws->dirs[i].wd == wd)
+			return ws->dirs[i].rel;
+	return NULL;
 }
 
 static cJSON *fs_event(const char *kind, cJSON *body)
@@ -857,6 +932,29 @@ static cJSON *fs_event(const char *kind, cJSON *body)
 static cJSON *watch_keepalive(void)
 {
 	return fs_event("keepalive", cJSON_CreateObject());
+}
+
+static const char *watch_type(uint32_t mask)
+{
+	if (mask & IN_CREATE)
+		return "EVENT_TYPE_CREATE";
+	if (mask & (IN_MOVED_TO | IN_MOVED_FROM))
+		return "EVENT_TYPE_RENAME";
+	if (mask & IN_MODIFY)
+		return "EVENT_TYPE_WRITE";
+	if (mask & IN_DELETE)
+		return "EVENT_TYPE_REMOVE";
+	if (mask & IN_ATTRIB)
+		return "EVENT_TYPE_CHMOD";
+	return NULL;
+}
+
+/* The stream ends (end-stream, no error) when the watched directory goes away. */
+static int watch_end(rpc_stream *st)
+{
+	stream_emit(st, 2, cJSON_CreateObject());
+	st->done = true;
+	return 1;
 }
 
 static int watch_next(rpc_stream *st)
@@ -876,36 +974,33 @@ static int watch_next(rpc_stream *st)
 	for (char *q = buf; n > 0 && q < buf + n;) {
 		struct inotify_event *ev = (struct inotify_event *)q;
 		q += sizeof(*ev) + ev->len;
-		const char *type = NULL;
-		if (ev->mask & (IN_CREATE | IN_MOVED_TO))
-			type = (ev->mask & IN_MOVED_TO) ? "EVENT_TYPE_RENAME" : "EVENT_TYPE_CREATE";
-		else if (ev->mask & IN_MODIFY)
-			type = "EVENT_TYPE_WRITE";
-		else if (ev->mask & (IN_DELETE | IN_MOVED_FROM))
-			type = (ev->mask & IN_MOVED_FROM) ? "EVENT_TYPE_RENAME" : "EVENT_TYPE_REMOVE";
-		else if (ev->mask & IN_ATTRIB)
-			type = "EVENT_TYPE_CHMOD";
-		if (ev->mask & (IN_IGNORED | IN_DELETE_SELF)) {
-			stream_emit(st, 2, cJSON_CreateObject());
-			st->done = true;
-			return 1;
-		}
-		if (!type || !ev->len)
+		const char *rel = watch_rel(ws, ev->wd);
+		if ((ev->mask & (IN_IGNORED | IN_DELETE_SELF)) && rel && !*rel)
+			return watch_end(st);
+		const char *type = watch_type(ev->mask);
+		if (!type || !ev->len || !rel)
 			continue;
+		_cleanup_free_ char *name = NULL;
+		if (asprintf(&name, "%s%s%s", rel, *rel ? "/" : "", ev->name) < 0)
+			return -1;
+		if (ws->recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
+			sl_err err = {0};
+			watch_add(ws, st->srv, name, &err); /* best effort: it may be gone */
+		}
 		cJSON *f = cJSON_CreateObject();
-		cJSON_AddStringToObject(f, "name", ev->name);
+		cJSON_AddStringToObject(f, "name", name);
 		cJSON_AddStringToObject(f, "type", type);
 		stream_emit(st, 0, fs_event("filesystem", f));
 		got = 1;
 	}
 	if (mono_ms() - ws->last_check > 2000) {
 		ws->last_check = mono_ms();
-		sl_sandbox sb;
+		sl_sandbox now;
 		sl_err err = {0};
-		bool alive = sandbox_get(st->srv->ctx, ws->sid, &sb, &err) == 0 &&
-			     (!strcmp(sb.status, "running") || !strcmp(sb.status, "paused"));
+		bool alive = sandbox_get(st->srv->ctx, ws->sb.id, &now, &err) == 0 &&
+			     (!strcmp(now.status, "running") || !strcmp(now.status, "paused"));
 		if (err.kind == SL_OK)
-			sandbox_free(&sb);
+			sandbox_free(&now);
 		if (!alive)
 			return -1;
 	}
@@ -919,34 +1014,28 @@ static enum MHD_Result fs_watch(api_req *r, const sl_sandbox *sb, const cJSON *m
 	char user[64];
 	sl_err err = {0};
 	e2b_request_user(r, user);
-	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "recursive")))
-		return stream_error(r, "unimplemented", "recursive watches are not available");
-	_cleanup_free_ char *path = e2b_path(sb, user, str_field(msg, "path"), &err);
-	int dfd = -1;
-	if (!path || sbxfs_open_dir(r->srv->ctx, sb, path, &dfd, &err) < 0)
+	char *path = e2b_path(sb, user, str_field(msg, "path"), &err);
+	if (!path)
 		return stream_error(r, connect_code(err.kind), err.msg);
 	watch_stream *ws = calloc(1, sizeof(*ws));
-	if (!ws) {
-		close(dfd);
-		return MHD_NO;
+	if (!ws || sandbox_get(r->srv->ctx, sb->id, &ws->sb, &err) < 0) {
+		free(ws);
+		free(path);
+		return err.kind ? stream_error(r, connect_code(err.kind), err.msg) : MHD_NO;
 	}
 	ws->st.next = watch_next;
 	ws->st.release = watch_release;
-	snprintf(ws->sid, sizeof(ws->sid), "%s", sb->id);
+	ws->root = path;
+	ws->recursive = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "recursive"));
 	ws->last_check = mono_ms();
 	ws->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	char self[64];
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", dfd);
-	int wd = ws->ino < 0 ? -1
-			     : inotify_add_watch(ws->ino, self,
-						 IN_CREATE | IN_MODIFY | IN_DELETE | IN_MOVED_FROM |
-						     IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF |
-						     IN_ONLYDIR);
-	int e = errno;
-	close(dfd);
-	if (wd < 0) {
+	if (ws->ino < 0)
+		sl_sysfail(&err, "inotify");
+	else
+		watch_add(ws, r->srv, "", &err);
+	if (err.kind) {
 		rpc_stream_free(ws);
-		return stream_error(r, "internal", strerror(e));
+		return stream_error(r, connect_code(err.kind), err.msg);
 	}
 	return stream_start(r, &ws->st);
 }

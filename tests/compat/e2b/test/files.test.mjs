@@ -91,6 +91,20 @@ test('watchDir sees a write', async () => {
 	assert.ok(kinds.includes('remove'), `events: ${JSON.stringify(events)}`);
 });
 
+test('a recursive watch sees directories made after it started', async () => {
+	await sbx.files.makeDir('/tmp/tree/a');
+	const events = [];
+	const w = await sbx.files.watchDir('/tmp/tree', (e) => events.push(e), { recursive: true });
+	await sbx.files.write('/tmp/tree/a/in-a.txt', '1');
+	await sbx.files.makeDir('/tmp/tree/b/c');
+	await sleep(300);
+	await sbx.files.write('/tmp/tree/b/c/deep.txt', '2');
+	const want = ['a/in-a.txt', 'b', 'b/c/deep.txt'];
+	for (let i = 0; i < 50 && !want.every((n) => events.some((e) => e.name === n)); i++) await sleep(100);
+	await w.stop();
+	for (const n of want) assert.ok(events.some((e) => e.name === n && e.type === 'create'), `${n} in ${JSON.stringify(events)}`);
+});
+
 test('files as root', async () => {
 	await sbx.files.write('/root/secret.txt', 'r00t', { user: 'root' });
 	assert.equal(await sbx.files.read('secret.txt', { user: 'root' }), 'r00t');
