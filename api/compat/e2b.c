@@ -11,6 +11,7 @@
 
 #include <nettle/base64.h>
 #include <nettle/hmac.h>
+#include <nettle/sha2.h>
 
 #include "../../runtime/cleanup.h"
 #include "../../runtime/snapshot.h"
@@ -18,6 +19,8 @@
 
 #define DEFAULT_TIMEOUT_S 300
 #define LIST_LIMIT_MAX	  1000
+
+static int64_t now_ms(void);
 
 /* ---- shared pieces ---- */
 
@@ -58,10 +61,84 @@ enum MHD_Result e2b_reply_err(api_req *r, const sl_err *err)
 	return e2b_reply_code(r, (unsigned)sl_kind_http(err->kind), "%s", err->msg);
 }
 
+/* Constant-time equality of a presented secret with the expected one (any length;
+ * api_key_equal is for the daemon key's fixed length). */
+static bool secret_equal(const char *given, const char *want)
+{
+	size_t gl = given ? strlen(given) : 0, wl = strlen(want);
+	unsigned diff = gl != wl;
+	for (size_t i = 0; i < wl; i++)
+		diff |= (unsigned char)want[i] ^ (unsigned char)(i < gl ? given[i] : 0);
+	return diff == 0;
+}
+
+/* A signed /files URL (uploadUrl/downloadUrl) names no sandbox: its signature,
+ * "v1_" + base64(sha256("<path>:<read|write>:<user>:<envd token>[:<expiry>]")) unpadded,
+ * is tested against each running sandbox's token. */
+static bool signature_matches(api_server *s, api_req *r, const char *sid, const char *sig)
+{
+	const char *path = api_query(r, "path"), *user = api_query(r, "username");
+	const char *exp = api_query(r, "signature_expiration");
+	char tok[65], b64[BASE64_ENCODE_RAW_LENGTH(SHA256_DIGEST_SIZE) + 1];
+	uint8_t d[SHA256_DIGEST_SIZE];
+	e2b_token(s, "envd", sid, tok);
+	_cleanup_free_ char *raw = NULL;
+	if (asprintf(&raw, "%s:%s:%s:%s%s%s", path ? path : "",
+		     strcmp(r->method, "GET") ? "write" : "read", user ? user : "", tok,
+		     exp ? ":" : "", exp ? exp : "") < 0)
+		return false;
+	struct sha256_ctx h;
+	sha256_init(&h);
+	sha256_update(&h, strlen(raw), (const uint8_t *)raw);
+	sha256_digest(&h, sizeof(d), d);
+	base64_encode_raw(b64, sizeof(d), d);
+	b64[BASE64_ENCODE_RAW_LENGTH(SHA256_DIGEST_SIZE)] = '\0';
+	char *pad = strchr(b64, '=');
+	if (pad)
+		*pad = '\0';
+	char want[128];
+	snprintf(want, sizeof(want), "v1_%s", b64);
+	return secret_equal(sig, want);
+}
+
+static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_Result *ret)
+{
+	const char *exp = api_query(r, "signature_expiration");
+	if (exp && strtoll(exp, NULL, 10) * 1000 < now_ms()) {
+		*ret = e2b_reply_code(r, 401, "the signed URL expired");
+		return -1;
+	}
+	sl_sandbox *all;
+	size_t n;
+	sl_err err = {0};
+	if (sandbox_list(r->srv->ctx, &all, &n, &err) < 0) {
+		*ret = e2b_reply_err(r, &err);
+		return -1;
+	}
+	int found = -1;
+	for (size_t i = 0; i < n && found < 0; i++)
+		if (!strcmp(all[i].status, "running") &&
+		    signature_matches(r->srv, r, all[i].id, sig))
+			found = (int)i;
+	char id[32] = "";
+	if (found >= 0)
+		snprintf(id, sizeof(id), "%s", all[found].id);
+	sandbox_free_list(all, n);
+	if (found < 0 || sandbox_get(r->srv->ctx, id, sb, &err) < 0) {
+		*ret = e2b_reply_code(r, 401, "the signature matches no running sandbox");
+		return -1;
+	}
+	api_touch(r->srv, sb->id);
+	return 0;
+}
+
 int e2b_plane_sandbox(api_req *r, bool traffic_ok, sl_sandbox *sb, enum MHD_Result *ret)
 {
 	const char *id = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "E2b-Sandbox-Id");
+	const char *sig = api_query(r, "signature");
 	sl_err err = {0};
+	if (!id && sig && !strcmp(r->url, "/files"))
+		return signed_sandbox(r, sig, sb, ret);
 	if (!id || sandbox_get(r->srv->ctx, id, sb, &err) < 0) {
 		*ret = e2b_reply_code(r, 502, "The sandbox %s was not found", id ? id : "");
 		return -1;
@@ -74,12 +151,13 @@ int e2b_plane_sandbox(api_req *r, bool traffic_ok, sl_sandbox *sb, enum MHD_Resu
 	char want[65];
 	const char *tok = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Access-Token");
 	e2b_token(r->srv, "envd", sb->id, want);
-	bool ok = api_key_equal(tok, want);
+	bool ok = secret_equal(tok, want) || (sig && !strcmp(r->url, "/files") &&
+						  signature_matches(r->srv, r, sb->id, sig));
 	if (!ok && traffic_ok) {
 		tok = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 						  "E2B-Traffic-Access-Token");
 		e2b_token(r->srv, "traffic", sb->id, want);
-		ok = api_key_equal(tok, want);
+		ok = secret_equal(tok, want);
 	}
 	if (!ok) {
 		*ret = e2b_reply_code(r, 401, "sandbox %s: missing or wrong access token "
@@ -636,6 +714,9 @@ static bool claims(api_req *r)
 	if (!strncmp(r->url, "/v1/", 4))
 		return false; /* never sandlot's own API, whatever the headers */
 	if (MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "E2b-Sandbox-Id"))
+		return true;
+	/* A signed upload or download URL: the signature names the sandbox. */
+	if (!strcmp(r->url, "/files") && api_query(r, "signature"))
 		return true;
 	return !strncmp(r->url, "/v2/sandboxes", 13) || !strncmp(r->url, "/sandboxes", 10);
 }

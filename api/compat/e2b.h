@@ -31,7 +31,8 @@ void e2b_token(api_server *s, const char *kind, const char *sandbox_id, char out
 /* The sandbox of a sandbox-plane request: it must exist and be running (else 502, what
  * E2B's proxy answers for a sandbox that is gone), and the request must carry its
  * envd token in X-Access-Token (or, when TRAFFIC_OK, its traffic token in
- * E2B-Traffic-Access-Token). On failure the reply is queued and -1 returned. */
+ * E2B-Traffic-Access-Token). A signed /files URL (uploadUrl/downloadUrl) has no header:
+ * its signature finds the sandbox. On failure the reply is queued and -1 returned. */
 int e2b_plane_sandbox(api_req *r, bool traffic_ok, sl_sandbox *sb, enum MHD_Result *ret);
 
 /* {"code":<status>,"message":...} with that HTTP status (control plane, /files). */

@@ -105,6 +105,23 @@ test('a recursive watch sees directories made after it started', async () => {
 	for (const n of want) assert.ok(events.some((e) => e.name === n && e.type === 'create'), `${n} in ${JSON.stringify(events)}`);
 });
 
+test('signed upload and download URLs work without headers', async () => {
+	const up = await sbx.uploadUrl('/tmp/signed/up.txt');
+	const form = new FormData();
+	form.append('file', new Blob(['through a signed URL']), 'up.txt');
+	const res = await fetch(up, { method: 'POST', body: form });
+	assert.equal(res.status, 200, up + ' ' + (await res.clone().text()));
+	assert.equal(await sbx.files.read('/tmp/signed/up.txt'), 'through a signed URL');
+	const down = await sbx.downloadUrl('/tmp/signed/up.txt', { useSignatureExpiration: 60 });
+	assert.equal(await (await fetch(down)).text(), 'through a signed URL');
+	const forged = new URL(down);
+	forged.searchParams.set('path', '/etc/shadow');
+	assert.equal((await fetch(forged)).status, 401);
+	const plain = new URL(down);
+	plain.searchParams.delete('signature');
+	assert.notEqual((await fetch(plain)).status, 200);
+});
+
 test('files as root', async () => {
 	await sbx.files.write('/root/secret.txt', 'r00t', { user: 'root' });
 	assert.equal(await sbx.files.read('secret.txt', { user: 'root' }), 'r00t');
