@@ -87,8 +87,9 @@ test('contexts never leak between sandboxes, and die with theirs', async () => {
 	assert.equal(r.error.name, 'NameError');
 	const ctx = await other.createCodeContext();
 	await other.kill();
-	await assert.rejects(other.runCode('1', { context: ctx }));
-	await assert.rejects(sbx.runCode('1', { context: ctx }), /not found/i);
+	// (A short requestTimeoutMs: the SDK leaves that timer running when a call fails.)
+	await assert.rejects(other.runCode('1', { context: ctx, requestTimeoutMs: 2000 }));
+	await assert.rejects(sbx.runCode('1', { context: ctx, requestTimeoutMs: 2000 }), /not found/i);
 });
 
 test('a cell past its timeout is interrupted and the context lives on', async () => {
