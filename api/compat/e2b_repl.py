@@ -6,6 +6,7 @@
 import ast
 import json
 import os
+import select
 import sys
 import threading
 import traceback
@@ -52,25 +53,47 @@ class _Stream:
         return 1 if self.kind == "stdout" else 2
 
 
-def _pump(fd, kind):
-    """Output written to the fds themselves (subprocesses, C code) becomes events too."""
-    r, w = os.pipe()
-    os.dup2(w, fd)
-    os.close(w)
+class _Pump:
+    """Output written to the fds themselves (subprocesses, C code) becomes events too. A
+    thread forwards it as it comes; _drain takes the rest before a cell's end, under the
+    same lock, so nothing is lost or reordered."""
 
-    def run():
+    def __init__(self, fd, kind):
+        self.kind, self.lock = kind, threading.Lock()
+        self.r, w = os.pipe()
+        os.dup2(w, fd)
+        os.close(w)
+        os.set_blocking(self.r, False)
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _take(self):
         while True:
-            b = os.read(r, 65536)
+            try:
+                b = os.read(self.r, 65536)
+            except BlockingIOError:
+                return
             if not b:
                 return
-            _emit({"type": kind, "text": b.decode("utf-8", "replace")})
+            _emit({"type": self.kind, "text": b.decode("utf-8", "replace")})
 
-    threading.Thread(target=run, daemon=True).start()
+    def _run(self):
+        while True:
+            select.select([self.r], [], [])
+            with self.lock:
+                self._take()
+
+    def drain(self):
+        with self.lock:
+            self._take()
 
 
-_pump(1, "stdout")
-_pump(2, "stderr")
+_pumps = [_Pump(1, "stdout"), _Pump(2, "stderr")]
 sys.stdout, sys.stderr = _Stream("stdout"), _Stream("stderr")
+_requests = os.fdopen(os.dup(0), "rb")
+_null = os.open(os.devnull, os.O_RDONLY)
+os.dup2(_null, 0)
+os.close(_null)
+sys.stdin = open(os.devnull)
 sys.argv = [""]
 _ns = {"__name__": "__main__", "__builtins__": __builtins__}
 _count = 0
@@ -103,6 +126,8 @@ def _run(code, env):
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
+        for p in _pumps:
+            p.drain()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -111,10 +136,9 @@ def _run(code, env):
 
 
 def _main():
-    stdin = sys.stdin.buffer
     while True:
         try:
-            line = stdin.readline()
+            line = _requests.readline()
         except KeyboardInterrupt:
             continue
         if not line:

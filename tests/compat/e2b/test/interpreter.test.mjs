@@ -33,6 +33,11 @@ test('stdout and stderr arrive as logs, streamed to callbacks', async () => {
 	assert.deepEqual(e.logs.stderr, ['err\n']);
 	assert.equal(e.text, '42');
 	assert.deepEqual(seen, ['out\n']);
+	// Output of child processes and of the fds themselves is caught too, before the end.
+	const c = await sbx.runCode('import subprocess, os\nsubprocess.run("echo from-child", shell=True)\nos.write(1, b"raw\\n")\nNone');
+	assert.equal(c.logs.stdout.join(''), 'from-child\nraw\n');
+	// A cell reading stdin gets EOF, not the next request.
+	assert.equal((await sbx.runCode('import sys\nsys.stdin.read()')).text, "''");
 });
 
 test('an exception gives its name, value and traceback', async () => {
