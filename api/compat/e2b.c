@@ -151,8 +151,8 @@ int e2b_plane_sandbox(api_req *r, bool traffic_ok, sl_sandbox *sb, enum MHD_Resu
 	char want[65];
 	const char *tok = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Access-Token");
 	e2b_token(r->srv, "envd", sb->id, want);
-	bool ok = secret_equal(tok, want) || (sig && !strcmp(r->url, "/files") &&
-						  signature_matches(r->srv, r, sb->id, sig));
+	bool ok = secret_equal(tok, want) ||
+		  (sig && !strcmp(r->url, "/files") && signature_matches(r->srv, r, sb->id, sig));
 	if (!ok && traffic_ok) {
 		tok = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 						  "E2B-Traffic-Access-Token");
@@ -160,8 +160,9 @@ int e2b_plane_sandbox(api_req *r, bool traffic_ok, sl_sandbox *sb, enum MHD_Resu
 		ok = secret_equal(tok, want);
 	}
 	if (!ok) {
-		*ret = e2b_reply_code(r, 401, "sandbox %s: missing or wrong access token "
-					      "(X-Access-Token from create or connect)",
+		*ret = e2b_reply_code(r, 401,
+				      "sandbox %s: missing or wrong access token "
+				      "(X-Access-Token from create or connect)",
 				      sb->id);
 		sandbox_free(sb);
 		return -1;
@@ -269,10 +270,12 @@ static cJSON *metadata_of(const sl_sandbox *sb)
 {
 	cJSON *m = cJSON_CreateObject();
 	const cJSON *it;
-	cJSON_ArrayForEach(it, sb->labels) if (cJSON_IsString(it) &&
-					       strncmp(it->string, E2B_LABEL_PREFIX,
-						       strlen(E2B_LABEL_PREFIX)))
-	    cJSON_AddStringToObject(m, it->string, it->valuestring);
+	cJSON_ArrayForEach(it, sb->labels)
+	{
+		if (cJSON_IsString(it) &&
+		    strncmp(it->string, E2B_LABEL_PREFIX, strlen(E2B_LABEL_PREFIX)))
+			cJSON_AddStringToObject(m, it->string, it->valuestring);
+	}
 	return m;
 }
 
@@ -544,9 +547,9 @@ static enum MHD_Result metrics(api_req *r)
 	iso_time(now, t, sizeof(t));
 	cJSON_AddStringToObject(m, "timestamp", t);
 	cJSON_AddNumberToObject(m, "timestampUnix", (double)(now / 1000));
-	cJSON_AddNumberToObject(m, "cpuUsedPct",
-				up > 0 ? (double)u.cpu_usage_ns / 1e6 / (double)up / (double)cpus * 100
-				       : 0);
+	cJSON_AddNumberToObject(
+	    m, "cpuUsedPct",
+	    up > 0 ? (double)u.cpu_usage_ns / 1e6 / (double)up / (double)cpus * 100 : 0);
 	cJSON_AddNumberToObject(m, "cpuCount", (double)cpus);
 	cJSON_AddNumberToObject(m, "memUsed", (double)u.memory_bytes);
 	cJSON_AddNumberToObject(m, "memTotal", (double)sb.limits.memory_bytes);
@@ -604,9 +607,9 @@ static bool metadata_match(const sl_sandbox *sb, const char *filter)
 
 static bool state_match(const sl_sandbox *sb, const char *states)
 {
-	const char *st = !strcmp(sb->status, "running") ? "running"
+	const char *st = !strcmp(sb->status, "running")	 ? "running"
 			 : !strcmp(sb->status, "paused") ? "paused"
-							  : NULL;
+							 : NULL;
 	if (!st)
 		return false;
 	if (!states || !*states)

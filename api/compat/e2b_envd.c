@@ -66,8 +66,7 @@ static cJSON *connect_error_json(const char *code, const char *msg)
 	return o;
 }
 
-static enum MHD_Result rpc_fail_code(api_req *r, unsigned status, const char *code,
-				     const char *msg)
+static enum MHD_Result rpc_fail_code(api_req *r, unsigned status, const char *code, const char *msg)
 {
 	return api_reply_json(r, status, connect_error_json(code, msg));
 }
@@ -291,7 +290,10 @@ static int exec_by_pid(api_server *s, const char *sid, long pid, sl_exec *out, s
 bool e2b_exec_is_context(const sl_exec *e)
 {
 	const cJSON *last = NULL, *it;
-	cJSON_ArrayForEach(it, e->command) last = it;
+	cJSON_ArrayForEach(it, e->command)
+	{
+		last = it;
+	}
 	return cJSON_IsString(last) && !strcmp(last->valuestring, E2B_CONTEXT_MARK);
 }
 
@@ -324,9 +326,9 @@ typedef struct proc_stream {
 	rpc_stream st;
 	char sid[32], eid[32];
 	long pid;
-	int fd[2];	/* stdout, stderr logs */
+	int fd[2]; /* stdout, stderr logs */
 	uint64_t off[2];
-	int master;	/* pty output, or -1 */
+	int master; /* pty output, or -1 */
 	int ino;
 	bool started, ended;
 } proc_stream;
@@ -460,8 +462,7 @@ static int proc_next(rpc_stream *st)
 }
 
 /* Stream execution EID from the given log offsets (Start: 0; Connect: now). */
-static enum MHD_Result proc_stream_start(api_req *r, const sl_exec *e, bool from_now,
-					 int master)
+static enum MHD_Result proc_stream_start(api_req *r, const sl_exec *e, bool from_now, int master)
 {
 	proc_stream *ps = calloc(1, sizeof(*ps));
 	if (!ps) {
@@ -489,9 +490,9 @@ static enum MHD_Result proc_stream_start(api_req *r, const sl_exec *e, bool from
 	size_t n = strlen(dir);
 	snprintf(dir + n, sizeof(dir) - n, "/execs/%s", ps->eid);
 	ps->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (ps->ino >= 0 &&
-	    inotify_add_watch(ps->ino, dir, IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO |
-						IN_ATTRIB) < 0) {
+	if (ps->ino >= 0 && inotify_add_watch(ps->ino, dir,
+					      IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO |
+						  IN_ATTRIB) < 0) {
 		close(ps->ino);
 		ps->ino = -1;
 	}
@@ -517,11 +518,21 @@ static enum MHD_Result process_start(api_req *r, const sl_sandbox *sb, const cJS
 	argv[0] = (char *)cmd;
 	size_t k = 1;
 	const cJSON *it;
-	cJSON_ArrayForEach(it, args) if (cJSON_IsString(it)) argv[k++] = it->valuestring;
+	cJSON_ArrayForEach(it, args)
+	{
+		if (cJSON_IsString(it))
+			argv[k++] = it->valuestring;
+	}
 	k = 0;
-	cJSON_ArrayForEach(it, envs) if (cJSON_IsString(it) &&
-					 asprintf(&env[k], "%s=%s", it->string, it->valuestring) >=
-					     0) k++;
+	cJSON_ArrayForEach(it, envs)
+	{
+		if (!cJSON_IsString(it))
+			continue;
+		if (asprintf(&env[k], "%s=%s", it->string, it->valuestring) >= 0)
+			k++;
+		else
+			env[k] = NULL; /* undefined after a failure */
+	}
 	char user[64], cwd[300];
 	e2b_request_user(r, user);
 	const char *c = str_field(p, "cwd");
@@ -546,7 +557,8 @@ static enum MHD_Result process_start(api_req *r, const sl_sandbox *sb, const cJS
 		spec.rows = cJSON_IsNumber(rows) && rows->valuedouble >= 1 ? rows->valueint : 24;
 	}
 	/* Reference envd kills the process when the call's deadline passes. */
-	const char *tmo = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Connect-Timeout-Ms");
+	const char *tmo =
+	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Connect-Timeout-Ms");
 	if (tmo)
 		spec.timeout_ms = strtoull(tmo, NULL, 10);
 	sl_exec e;
@@ -802,10 +814,9 @@ static enum MHD_Result fs_unary(api_req *r, const sl_sandbox *sb, const char *m,
 	if (!strcmp(m, "MakeDir")) {
 		sl_fileinfo fi;
 		if (sbxfs_stat(r->srv->ctx, sb, path, &fi, &err) == 0)
-			return rpc_fail_code(r, 409,
-					     !strcmp(fi.type, "dir") ? "already_exists"
-								     : "invalid_argument",
-					     "path already exists");
+			return rpc_fail_code(
+			    r, 409, !strcmp(fi.type, "dir") ? "already_exists" : "invalid_argument",
+			    "path already exists");
 		if (sbxfs_mkdir(r->srv->ctx, sb, path, &err) < 0)
 			return rpc_fail(r, &err);
 		return reply_entry(r, sb, path);
@@ -835,8 +846,8 @@ static enum MHD_Result fs_unary(api_req *r, const sl_sandbox *sb, const char *m,
  * including ones made later), each opened inside the sandbox's root. Event names are
  * relative to the watched directory, as envd gives them. */
 #define WATCH_DIRS_MAX 4096
-#define WATCH_MASK                                                                          \
-	(IN_CREATE | IN_MODIFY | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |        \
+#define WATCH_MASK                                                                                 \
+	(IN_CREATE | IN_MODIFY | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |             \
 	 IN_DELETE_SELF | IN_ONLYDIR)
 
 typedef struct watch_dir {
@@ -983,7 +994,8 @@ static int watch_next(rpc_stream *st)
 		_cleanup_free_ char *name = NULL;
 		if (asprintf(&name, "%s%s%s", rel, *rel ? "/" : "", ev->name) < 0)
 			return -1;
-		if (ws->recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
+		if (ws->recursive && (ev->mask & IN_ISDIR) &&
+		    (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
 			sl_err err = {0};
 			watch_add(ws, st->srv, name, &err); /* best effort: it may be gone */
 		}

@@ -98,8 +98,7 @@ int e2b_files_post_begin(api_req *r, sl_err *err)
 	u->have_sb = true;
 	e2b_request_user(r, u->user);
 	const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Type");
-	const char *enc =
-	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Encoding");
+	const char *enc = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Encoding");
 	bool gz = enc && !strcasecmp(enc, "gzip");
 	if (enc && !gz && strcasecmp(enc, "identity")) {
 		sl_fail(&u->err, SL_INVALID, 0, "Content-Encoding %s: not supported", enc);

@@ -157,17 +157,18 @@ static int repl_start(api_server *s, const sl_sandbox *sb, ctx_rec *c, sl_err *e
 	if (asprintf(&src, "SANDLOT_E2B_REPL=%s", py ? e2b_repl_py_text : e2b_repl_js_text) < 0)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "context %s", c->id);
 	const char *env[] = {lang_env, src, "PYTHONUNBUFFERED=1", "PYTHONIOENCODING=utf-8", NULL};
-	char *const py_argv[] = {"python3", "-u", "-c",
-				 "import os; exec(os.environ.pop('SANDLOT_E2B_REPL'))",
-				 E2B_CONTEXT_MARK, NULL};
-	char *const js_argv[] = {"node", "-e",
+	char *const py_argv[] = {
+	    "python3",	      "-u", "-c", "import os; exec(os.environ.pop('SANDLOT_E2B_REPL'))",
+	    E2B_CONTEXT_MARK, NULL};
+	char *const js_argv[] = {"node",
+				 "-e",
 				 "const s = process.env.SANDLOT_E2B_REPL; "
 				 "delete process.env.SANDLOT_E2B_REPL; eval(s)",
-				 "--", E2B_CONTEXT_MARK, NULL};
-	sl_exec_spec spec = {.argv = py ? py_argv : js_argv,
-			     .env = env,
-			     .cwd = c->cwd,
-			     .stdin_pipe = true};
+				 "--",
+				 E2B_CONTEXT_MARK,
+				 NULL};
+	sl_exec_spec spec = {
+	    .argv = py ? py_argv : js_argv, .env = env, .cwd = c->cwd, .stdin_pipe = true};
 	sl_exec e;
 	if (exec_start(s->ctx, sb, &spec, &e, err) < 0)
 		return -1;
@@ -404,8 +405,9 @@ enum MHD_Result e2b_execute(api_req *r)
 	size_t n = strlen(dir);
 	snprintf(dir + n, sizeof(dir) - n, "/execs/%s", c.exec_id);
 	x->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (x->ino >= 0 && inotify_add_watch(x->ino, dir, IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB |
-							      IN_CREATE) < 0) {
+	if (x->ino >= 0 &&
+	    inotify_add_watch(x->ino, dir, IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_CREATE) <
+		0) {
 		close(x->ino);
 		x->ino = -1;
 	}
