@@ -160,13 +160,14 @@ static int repl_start(api_server *s, const sl_sandbox *sb, ctx_rec *c, sl_err *e
 	char *const py_argv[] = {
 	    "python3",	      "-u", "-c", "import os; exec(os.environ.pop('SANDLOT_E2B_REPL'))",
 	    E2B_CONTEXT_MARK, NULL};
-	char *const js_argv[] = {"node",
-				 "-e",
-				 "const s = process.env.SANDLOT_E2B_REPL; "
-				 "delete process.env.SANDLOT_E2B_REPL; eval(s)",
-				 "--",
-				 E2B_CONTEXT_MARK,
-				 NULL};
+	/* Node cannot dup2: the shell gives it the requests on fd 3 and the protocol on fd
+	 * 4, and the cells a stdin of /dev/null and stdout/stderr that cannot garble the
+	 * protocol (console output is captured in the vm; raw fd writes are dropped). */
+	char *const js_argv[] = {"/bin/sh", "-c",
+				 "exec 3<&0 4>&1 </dev/null >/dev/null 2>&1; exec node -e "
+				 "'const s = process.env.SANDLOT_E2B_REPL; "
+				 "delete process.env.SANDLOT_E2B_REPL; eval(s)'",
+				 E2B_CONTEXT_MARK, NULL};
 	sl_exec_spec spec = {
 	    .argv = py ? py_argv : js_argv, .env = env, .cwd = c->cwd, .stdin_pipe = true};
 	sl_exec e;

@@ -1,7 +1,7 @@
 // e2b_repl.js — one E2B code-interpreter context for JavaScript or TypeScript, run inside
 // the sandbox by sandlot's E2B façade (api/compat/e2b_interp.c) as a long-lived execution.
-// One JSON request a line on stdin ({"req","code","env_vars"}); the code interpreter's
-// NDJSON events on stdout, each tagged "_req". Cells run in one vm context, so top-level
+// One JSON request a line on fd 3 ({"req","code","env_vars"}); the code interpreter's
+// NDJSON events on fd 4, each tagged "_req" (the façade's shell sets the fds up). Cells run in one vm context, so top-level
 // declarations persist; TypeScript has its types stripped by esbuild first.
 'use strict';
 const vm = require('vm');
@@ -20,7 +20,7 @@ let cur = null;
 let count = 0;
 const emit = (o) => {
 	o._req = cur;
-	fs.writeSync(1, JSON.stringify(o) + '\n');
+	fs.writeSync(4, JSON.stringify(o) + '\n');
 };
 const pending = { stdout: '', stderr: '' };
 const write = (kind, s) => {
@@ -127,7 +127,7 @@ async function drain() {
 }
 process.on('SIGINT', () => {});
 process.on('uncaughtException', (e) => emit({ type: 'stderr', text: 'Uncaught ' + String(e && e.stack || e) + '\n' }));
-readline.createInterface({ input: process.stdin }).on('line', (line) => {
+readline.createInterface({ input: fs.createReadStream(null, { fd: 3 }) }).on('line', (line) => {
 	queue.push(line);
 	drain();
 }).on('close', () => process.exit(0));

@@ -77,6 +77,11 @@ test('a JavaScript context keeps state; TypeScript has its types stripped', asyn
 	const r = await sbx.runCode('console.log("from js"); add(base, 2)', { context: js });
 	assert.equal(r.text, '42');
 	assert.deepEqual(r.logs.stdout, ['from js\n']);
+	// Raw writes to the fds and stdin reads cannot reach the façade's channels.
+	const raw = await sbx.runCode("require('child_process').spawnSync('echo', ['raw'], { stdio: 'inherit' }); require('fs').readFileSync(0, 'utf8')", { context: js });
+	assert.equal(raw.error, undefined);
+	assert.equal(raw.text, "''");
+	assert.equal((await sbx.runCode('base', { context: js })).text, '40');
 	const err = await sbx.runCode('null.x', { context: js });
 	assert.equal(err.error.name, 'TypeError');
 	assert.equal((await sbx.runCode('[1, 2, 3].map((n) => n * 2)', { language: 'javascript' })).text, '[ 2, 4, 6 ]');
