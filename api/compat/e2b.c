@@ -449,6 +449,8 @@ static enum MHD_Result connect_sandbox(api_req *r)
 			    : sandbox_start(r->srv->ctx, id, &sb, &err)) < 0)
 			return e2b_reply_err(r, &err);
 		status = 201;
+		if (tmo < 0)
+			tmo = DEFAULT_TIMEOUT_S * 1000;
 	}
 	if (tmo >= 0) {
 		sandbox_free(&sb);
@@ -496,7 +498,10 @@ static enum MHD_Result pause_sandbox(api_req *r)
 	sandbox_free(&sb);
 	if (paused)
 		return e2b_reply_code(r, 409, "sandbox %s is already paused", id);
-	if (sandbox_pause(r->srv->ctx, id, NULL, &err) < 0)
+	/* A paused E2B sandbox keeps until resumed or killed: no deadline while paused
+	 * (connect sets a new one). */
+	if (sandbox_pause(r->srv->ctx, id, NULL, &err) < 0 ||
+	    sandbox_set_timeouts(r->srv->ctx, id, 0, -1, -1, NULL, &err) < 0)
 		return e2b_reply_err(r, &err);
 	return api_reply_empty(r, 204);
 }

@@ -75,13 +75,18 @@ test('pause, then connect resumes with the files and processes kept', async () =
 	await sbx.files.write('/tmp/kept.txt', 'still here');
 	const bg = await sbx.commands.run('sleep 600', { background: true, timeoutMs: 0 });
 	assert.equal(await sbx.pause(), true);
-	assert.equal((await sbx.getInfo()).state, 'paused');
+	const paused1 = await sbx.getInfo();
+	assert.equal(paused1.state, 'paused');
+	// Paused sandboxes keep (no deadline) until connect sets a new one.
+	assert.ok(paused1.endAt.getTime() - Date.now() > 86_400_000, 'no deadline while paused');
 	assert.equal(await sbx.isRunning(), false);
 	assert.equal(await sbx.pause(), false, 'a second pause says it was already paused');
 	const paused = await Sandbox.list({ query: { state: ['paused'] } }).nextItems();
 	assert.ok(paused.some((s) => s.sandboxId === sbx.sandboxId));
 	const again = await Sandbox.connect(sbx.sandboxId);
 	assert.equal(await again.isRunning(), true);
+	const left = (await again.getInfo()).endAt.getTime() - Date.now();
+	assert.ok(left > 250_000 && left <= 300_000, `after resume, ${left} ms left`);
 	assert.equal(await again.files.read('/tmp/kept.txt'), 'still here');
 	const procs = await again.commands.list();
 	assert.ok(procs.some((p) => p.pid === bg.pid), 'the background command survived the pause');
