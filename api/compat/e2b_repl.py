@@ -95,7 +95,42 @@ os.dup2(_null, 0)
 os.close(_null)
 sys.stdin = open(os.devnull)
 sys.argv = [""]
-_ns = {"__name__": "__main__", "__builtins__": __builtins__}
+_REPRS = (("html", "_repr_html_"), ("markdown", "_repr_markdown_"), ("svg", "_repr_svg_"),
+          ("latex", "_repr_latex_"), ("json", "_repr_json_"), ("javascript", "_repr_javascript_"))
+
+
+def _result(value, main):
+    """A result event: repr() as text, plus the formats the value offers (IPython's
+    _repr_*_ protocol; png and jpeg as base64)."""
+    ev = {"type": "result", "text": repr(value), "is_main_result": main}
+    for key, meth in _REPRS + (("png", "_repr_png_"), ("jpeg", "_repr_jpeg_")):
+        f = getattr(value, meth, None)
+        if not callable(f):
+            continue
+        try:
+            out = f()
+        except Exception:
+            continue
+        if isinstance(out, tuple):
+            out = out[0]
+        if out is None:
+            continue
+        if isinstance(out, bytes):
+            import base64
+
+            out = base64.b64encode(out).decode()
+        ev[key] = out
+    _emit(ev)
+
+
+def display(*objs):
+    """IPython's display(): each object as a result that is not the main one."""
+    sys.stdout.flush()
+    for o in objs:
+        _result(o, False)
+
+
+_ns = {"__name__": "__main__", "__builtins__": __builtins__, "display": display}
 _count = 0
 
 
@@ -115,7 +150,7 @@ def _run(code, env):
             if value is not None:
                 _ns["_"] = value
                 sys.stdout.flush()
-                _emit({"type": "result", "text": repr(value), "is_main_result": True})
+                _result(value, True)
     except BaseException as e:  # the cell's error is a result, not the context's end
         sys.stdout.flush()
         tb = e.__traceback__

@@ -50,6 +50,18 @@ test('an exception gives its name, value and traceback', async () => {
 	assert.equal((await sbx.runCode('x')).text, '1');
 });
 
+test('rich results: _repr_html_ and display()', async () => {
+	const e = await sbx.runCode(
+		'class Table:\n    def _repr_html_(self):\n        return "<b>t</b>"\n    def __repr__(self):\n        return "Table()"\n' +
+			'display("shown first")\nTable()',
+	);
+	assert.equal(e.results.length, 2);
+	assert.equal(e.results[0].text, "'shown first'");
+	assert.equal(e.results[0].isMainResult, false);
+	assert.equal(e.results[1].html, '<b>t</b>');
+	assert.equal(e.text, 'Table()');
+});
+
 test('env vars per call', async () => {
 	const e = await sbx.runCode('import os\nos.environ["E2B_RUN_VAR"]', { envs: { E2B_RUN_VAR: 'per-call' } });
 	assert.equal(e.text, "'per-call'");
