@@ -48,9 +48,10 @@ $(BUILD)/sandlot: $(CLI_OBJ) $(API_OBJ) $(BUILD)/libsandlot.a
 	$(CC) $(CFLAGS) -Wl,--export-dynamic -o $@ $(CLI_OBJ) $(API_OBJ) \
 		-Wl,--whole-archive $(BUILD)/libsandlot.a -Wl,--no-whole-archive $(LDLIBS)
 
-$(BUILD)/sandlot-api.so: $(API_SRC) $(wildcard api/*.h api/compat/*.h runtime/*.h)
+$(BUILD)/sandlot-api.so: $(API_SRC) $(wildcard api/*.h api/compat/*.h runtime/*.h) \
+		$(wildcard api/compat/*.py api/compat/*.js)
 	$(CC) $(CFLAGS) -fPIC -shared -Wl,-Bsymbolic -o $@ $(API_SRC) \
-		$(shell pkg-config --libs libmicrohttpd)
+		$(shell pkg-config --libs libmicrohttpd) $(shell pkg-config --libs zlib)
 
 # api/ is `sandlot serve` (libmicrohttpd); cli/serve.c includes its header.
 $(BUILD)/api/%.o: api/%.c $(wildcard runtime/*.h api/*.h init/*.h)

@@ -843,6 +843,19 @@ int sbxfs_list(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_fileinfo 
 	return list_dir(&r, dfd, p, out, n, err);
 }
 
+int sbxfs_open_dir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, int *fd, sl_err *err)
+{
+	char p[PATH_MAX];
+	_cleanup_root_ struct sbx_root r = {.fd = -1};
+	if (path_norm(sb, path, p, err) < 0 || root_open(sb, &r, err) < 0)
+		return -1;
+	int dfd = resolve(&r, p, O_RDONLY | O_DIRECTORY, 0);
+	if (dfd < 0)
+		return path_fail(err, sb, "open directory", p, errno);
+	*fd = dfd;
+	return 0;
+}
+
 int sbxfs_mkdir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_err *err)
 {
 	char p[PATH_MAX];

@@ -1,10 +1,783 @@
-/* e2b.c — the e2b compatibility façade (issue: "e2b compatibility"). Not built yet:
- * it claims no request, so everything falls through to /v1. */
-#include "../http.h"
+/* e2b.c — the E2B façade (issue 10): E2B's control plane (/v2/sandboxes, /sandboxes/{id}
+ * with X-API-KEY) translated to the runtime calls /v1 makes, and the gate of the sandbox
+ * plane (requests carrying E2b-Sandbox-Id; envd and the code interpreter). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
 
-static bool claims(api_req *r)
+#include <nettle/base64.h>
+#include <nettle/hmac.h>
+#include <nettle/sha2.h>
+
+#include "../../runtime/cleanup.h"
+#include "../../runtime/snapshot.h"
+#include "e2b.h"
+
+#define DEFAULT_TIMEOUT_S 300
+#define LIST_LIMIT_MAX	  1000
+
+static int64_t now_ms(void);
+
+/* ---- shared pieces ---- */
+
+void e2b_token(api_server *s, const char *kind, const char *sandbox_id, char out[65])
 {
+	struct hmac_sha256_ctx h;
+	uint8_t d[SHA256_DIGEST_SIZE];
+	hmac_sha256_set_key(&h, strlen(s->key), (const uint8_t *)s->key);
+	hmac_sha256_update(&h, strlen(kind), (const uint8_t *)kind);
+	hmac_sha256_update(&h, 1, (const uint8_t *)":");
+	hmac_sha256_update(&h, strlen(sandbox_id), (const uint8_t *)sandbox_id);
+	hmac_sha256_digest(&h, sizeof(d), d);
+	for (size_t i = 0; i < sizeof(d); i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+static enum MHD_Result reply_code_v(api_req *r, unsigned status, const char *fmt, va_list ap)
+{
+	char msg[1100];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "code", status);
+	cJSON_AddStringToObject(o, "message", msg);
+	return api_reply_json(r, status, o);
+}
+
+enum MHD_Result e2b_reply_code(api_req *r, unsigned status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	enum MHD_Result ret = reply_code_v(r, status, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+enum MHD_Result e2b_reply_err(api_req *r, const sl_err *err)
+{
+	return e2b_reply_code(r, (unsigned)sl_kind_http(err->kind), "%s", err->msg);
+}
+
+/* Constant-time equality of a presented secret with the expected one (any length;
+ * api_key_equal is for the daemon key's fixed length). */
+static bool secret_equal(const char *given, const char *want)
+{
+	size_t gl = given ? strlen(given) : 0, wl = strlen(want);
+	unsigned diff = gl != wl;
+	for (size_t i = 0; i < wl; i++)
+		diff |= (unsigned char)want[i] ^ (unsigned char)(i < gl ? given[i] : 0);
+	return diff == 0;
+}
+
+/* A signed /files URL (uploadUrl/downloadUrl) names no sandbox: its signature,
+ * "v1_" + base64(sha256("<path>:<read|write>:<user>:<envd token>[:<expiry>]")) unpadded,
+ * is tested against each running sandbox's token. */
+static bool signature_matches(api_server *s, api_req *r, const char *sid, const char *sig)
+{
+	const char *path = api_query(r, "path"), *user = api_query(r, "username");
+	const char *exp = api_query(r, "signature_expiration");
+	char tok[65], b64[BASE64_ENCODE_RAW_LENGTH(SHA256_DIGEST_SIZE) + 1];
+	uint8_t d[SHA256_DIGEST_SIZE];
+	e2b_token(s, "envd", sid, tok);
+	_cleanup_free_ char *raw = NULL;
+	if (asprintf(&raw, "%s:%s:%s:%s%s%s", path ? path : "",
+		     strcmp(r->method, "GET") ? "write" : "read", user ? user : "", tok,
+		     exp ? ":" : "", exp ? exp : "") < 0)
+		return false;
+	struct sha256_ctx h;
+	sha256_init(&h);
+	sha256_update(&h, strlen(raw), (const uint8_t *)raw);
+	sha256_digest(&h, sizeof(d), d);
+	base64_encode_raw(b64, sizeof(d), d);
+	b64[BASE64_ENCODE_RAW_LENGTH(SHA256_DIGEST_SIZE)] = '\0';
+	char *pad = strchr(b64, '=');
+	if (pad)
+		*pad = '\0';
+	char want[128];
+	snprintf(want, sizeof(want), "v1_%s", b64);
+	return secret_equal(sig, want);
+}
+
+static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_Result *ret)
+{
+	const char *exp = api_query(r, "signature_expiration");
+	if (exp && strtoll(exp, NULL, 10) * 1000 < now_ms()) {
+		*ret = e2b_reply_code(r, 401, "the signed URL expired");
+		return -1;
+	}
+	sl_sandbox *all;
+	size_t n;
+	sl_err err = {0};
+	if (sandbox_list(r->srv->ctx, &all, &n, &err) < 0) {
+		*ret = e2b_reply_err(r, &err);
+		return -1;
+	}
+	int found = -1;
+	for (size_t i = 0; i < n && found < 0; i++)
+		if (!strcmp(all[i].status, "running") &&
+		    signature_matches(r->srv, r, all[i].id, sig))
+			found = (int)i;
+	char id[32] = "";
+	if (found >= 0)
+		snprintf(id, sizeof(id), "%s", all[found].id);
+	sandbox_free_list(all, n);
+	if (found < 0 || sandbox_get(r->srv->ctx, id, sb, &err) < 0) {
+		*ret = e2b_reply_code(r, 401, "the signature matches no running sandbox");
+		return -1;
+	}
+	api_touch(r->srv, sb->id);
+	return 0;
+}
+
+int e2b_plane_sandbox(api_req *r, bool traffic_ok, sl_sandbox *sb, enum MHD_Result *ret)
+{
+	const char *id = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "E2b-Sandbox-Id");
+	const char *sig = api_query(r, "signature");
+	sl_err err = {0};
+	if (!id && sig && !strcmp(r->url, "/files"))
+		return signed_sandbox(r, sig, sb, ret);
+	if (!id || sandbox_get(r->srv->ctx, id, sb, &err) < 0) {
+		*ret = e2b_reply_code(r, 502, "The sandbox %s was not found", id ? id : "");
+		return -1;
+	}
+	if (strcmp(sb->status, "running")) {
+		*ret = e2b_reply_code(r, 502, "The sandbox %s is %s", sb->id, sb->status);
+		sandbox_free(sb);
+		return -1;
+	}
+	char want[65];
+	const char *tok = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Access-Token");
+	e2b_token(r->srv, "envd", sb->id, want);
+	bool ok = secret_equal(tok, want) ||
+		  (sig && !strcmp(r->url, "/files") && signature_matches(r->srv, r, sb->id, sig));
+	if (!ok && traffic_ok) {
+		tok = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+						  "E2B-Traffic-Access-Token");
+		e2b_token(r->srv, "traffic", sb->id, want);
+		ok = secret_equal(tok, want);
+	}
+	if (!ok) {
+		*ret = e2b_reply_code(r, 401,
+				      "sandbox %s: missing or wrong access token "
+				      "(X-Access-Token from create or connect)",
+				      sb->id);
+		sandbox_free(sb);
+		return -1;
+	}
+	api_touch(r->srv, sb->id);
+	return 0;
+}
+
+void e2b_request_user(api_req *r, char user[64])
+{
+	user[0] = '\0';
+	const char *q = api_query(r, "username");
+	if (q) {
+		snprintf(user, 64, "%s", q);
+		return;
+	}
+	const char *a = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");
+	if (!a || strncasecmp(a, "Basic ", 6))
+		return;
+	struct base64_decode_ctx b;
+	uint8_t out[96];
+	size_t n = sizeof(out);
+	const char *in = a + 6;
+	base64_decode_init(&b);
+	if (strlen(in) > 120 || !base64_decode_update(&b, &n, out, strlen(in), in) ||
+	    !base64_decode_final(&b))
+		return;
+	char *colon = memchr(out, ':', n);
+	size_t len = colon ? (size_t)(colon - (char *)out) : n;
+	if (len < 64)
+		snprintf(user, 64, "%.*s", (int)len, (const char *)out);
+}
+
+void e2b_user_home(const sl_sandbox *sb, const char *user, char *home, size_t len)
+{
+	if (!user || !*user || !strcmp(user, sb->user))
+		snprintf(home, len, "%s", sb->workdir[0] ? sb->workdir : "/");
+	else if (!strcmp(user, "root"))
+		snprintf(home, len, "/root");
+	else
+		snprintf(home, len, "/home/%s", user);
+}
+
+char *e2b_path(const sl_sandbox *sb, const char *user, const char *path, sl_err *err)
+{
+	char home[300];
+	if (!path || !*path) {
+		sl_fail(err, SL_INVALID, 0, "path: required");
+		return NULL;
+	}
+	if (path[0] == '/')
+		return strdup(path);
+	e2b_user_home(sb, user, home, sizeof(home));
+	char *out;
+	if (asprintf(&out, "%s/%s", strcmp(home, "/") ? home : "", path) < 0) {
+		sl_fail(err, SL_INTERNAL, ENOMEM, "path");
+		return NULL;
+	}
+	return out;
+}
+
+int e2b_body_chunk(api_req *r, const char *data, size_t len, sl_err *err)
+{
+	if (r->body_len + len + 1 > r->body_cap) {
+		size_t cap = r->body_cap ? r->body_cap : 4096;
+		while (cap < r->body_len + len + 1)
+			cap *= 2;
+		char *b = realloc(r->body, cap);
+		if (!b)
+			return sl_fail(err, SL_INTERNAL, ENOMEM, "read the request body");
+		r->body = b;
+		r->body_cap = cap;
+	}
+	memcpy(r->body + r->body_len, data, len);
+	r->body_len += len;
+	r->body[r->body_len] = '\0';
+	return 0;
+}
+
+/* ---- the sandbox as E2B shows it ---- */
+
+static void iso_time(int64_t ms, char *buf, size_t len)
+{
+	time_t s = ms / 1000;
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *template_of(const sl_sandbox *sb)
+{
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(sb->labels, E2B_LABEL_TEMPLATE);
+	return cJSON_IsString(t) ? t->valuestring : sb->image;
+}
+
+static cJSON *metadata_of(const sl_sandbox *sb)
+{
+	cJSON *m = cJSON_CreateObject();
+	const cJSON *it;
+	cJSON_ArrayForEach(it, sb->labels)
+	{
+		if (cJSON_IsString(it) &&
+		    strncmp(it->string, E2B_LABEL_PREFIX, strlen(E2B_LABEL_PREFIX)))
+			cJSON_AddStringToObject(m, it->string, it->valuestring);
+	}
+	return m;
+}
+
+/* ListedSandbox, or with DETAIL the SandboxDetail fields too. */
+static cJSON *sandbox_e2b_json(const sl_sandbox *sb, bool detail)
+{
+	cJSON *o = cJSON_CreateObject();
+	char t[40];
+	cJSON_AddStringToObject(o, "sandboxID", sb->id);
+	cJSON_AddStringToObject(o, "templateID", template_of(sb));
+	cJSON_AddStringToObject(o, "alias", template_of(sb));
+	cJSON_AddStringToObject(o, "clientID", "sandlot");
+	cJSON_AddItemToObject(o, "metadata", metadata_of(sb));
+	iso_time(sb->created_ms, t, sizeof(t));
+	cJSON_AddStringToObject(o, "startedAt", t);
+	iso_time(sb->expires_ms ? sb->expires_ms : sb->created_ms + 100LL * 365 * 86400000, t,
+		 sizeof(t));
+	cJSON_AddStringToObject(o, "endAt", t);
+	cJSON_AddStringToObject(o, "state", strcmp(sb->status, "paused") ? "running" : "paused");
+	uint64_t cpu = sb->limits.cpu_millicores;
+	cJSON_AddNumberToObject(o, "cpuCount", cpu ? (double)((cpu + 999) / 1000) : 1);
+	cJSON_AddNumberToObject(o, "memoryMB", (double)(sb->limits.memory_bytes >> 20));
+	cJSON_AddNumberToObject(o, "diskSizeMB", (double)(sb->disk_bytes >> 20));
+	cJSON_AddStringToObject(o, "envdVersion", E2B_ENVD_VERSION);
+	cJSON_AddItemToObject(o, "volumeMounts", cJSON_CreateArray());
+	if (detail) {
+		cJSON_AddBoolToObject(o, "allowInternetAccess", false);
+		cJSON *l = cJSON_AddObjectToObject(o, "lifecycle");
+		cJSON_AddStringToObject(l, "onTimeout", "kill");
+		cJSON_AddBoolToObject(l, "autoResume", false);
+	}
+	return o;
+}
+
+/* create and connect answer the same: where envd is and how to reach it. */
+static cJSON *connection_json(api_server *s, const sl_sandbox *sb)
+{
+	char tok[65];
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "sandboxID", sb->id);
+	cJSON_AddStringToObject(o, "templateID", template_of(sb));
+	cJSON_AddStringToObject(o, "alias", template_of(sb));
+	cJSON_AddStringToObject(o, "clientID", "sandlot");
+	cJSON_AddStringToObject(o, "envdVersion", E2B_ENVD_VERSION);
+	e2b_token(s, "envd", sb->id, tok);
+	cJSON_AddStringToObject(o, "envdAccessToken", tok);
+	e2b_token(s, "traffic", sb->id, tok);
+	cJSON_AddStringToObject(o, "trafficAccessToken", tok);
+	return o;
+}
+
+/* A sandbox named in the path: E2B answers 404 in the body for unknown and dead ones. */
+static int path_sandbox(api_req *r, sl_sandbox *sb, enum MHD_Result *ret)
+{
+	sl_err err = {0};
+	if (sandbox_get(r->srv->ctx, r->param[0], sb, &err) < 0) {
+		*ret = e2b_reply_code(r, 404, "sandbox \"%s\" not found", r->param[0]);
+		return -1;
+	}
+	if (!strcmp(sb->status, "terminated") || !strcmp(sb->status, "failed")) {
+		*ret = e2b_reply_code(r, 404, "sandbox \"%s\" not found (%s)", sb->id,
+				      sb->reason[0] ? sb->reason : sb->status);
+		sandbox_free(sb);
+		return -1;
+	}
+	return 0;
+}
+
+/* {"timeout": seconds} -> ms, or -1 when absent. */
+static int timeout_field(const cJSON *body, int64_t *ms, sl_err *err)
+{
+	uint64_t v;
+	bool given = false;
+	*ms = -1;
+	if (body && api_json_uint(body, "", "timeout", 0, 366ULL * 86400, &v, &given, err) < 0)
+		return -1;
+	if (given)
+		*ms = (int64_t)v * 1000;
+	return 0;
+}
+
+/* ---- create ---- */
+
+/* templateID: E2B's stock templates are sandlot's default image; otherwise a snapshot
+ * name or id when one exists, else an image name. */
+static void template_source(api_server *s, const char *tpl, cJSON *body)
+{
+	if (!strcmp(tpl, "base") || !strcmp(tpl, "code-interpreter-v1") ||
+	    !strcmp(tpl, "code-interpreter")) {
+		cJSON_AddStringToObject(body, "image", "default");
+		return;
+	}
+	sl_snapshot snap;
+	sl_err err = {0};
+	if (snapshot_get(s->ctx, tpl, &snap, &err) == 0)
+		cJSON_AddStringToObject(body, "snapshot", snap.id);
+	else
+		cJSON_AddStringToObject(body, "image", tpl);
+}
+
+static enum MHD_Result create(api_req *r)
+{
+	const cJSON *in;
+	sl_err err = {0};
+	if (api_body_object(r, true, &in, &err) < 0)
+		return e2b_reply_err(r, &err);
+	const char *tpl = NULL;
+	int64_t tmo;
+	if (in && (api_json_string(in, "", "templateID", &tpl, &err) < 0 ||
+		   timeout_field(in, &tmo, &err) < 0))
+		return e2b_reply_err(r, &err);
+	if (!in)
+		tmo = -1;
+	if (!tpl)
+		tpl = "base";
+	/* The /v1 create body: one translation, one create path. */
+	_cleanup_cjson_ cJSON *body = cJSON_CreateObject();
+	template_source(r->srv, tpl, body);
+	const cJSON *env = in ? cJSON_GetObjectItemCaseSensitive(in, "envVars") : NULL;
+	if (cJSON_IsObject(env))
+		cJSON_AddItemToObject(body, "env", cJSON_Duplicate(env, 1));
+	cJSON *labels = cJSON_AddObjectToObject(body, "labels");
+	const cJSON *meta = in ? cJSON_GetObjectItemCaseSensitive(in, "metadata") : NULL;
+	if (cJSON_IsObject(meta)) {
+		const cJSON *it;
+		cJSON_ArrayForEach(it, meta)
+		{
+			if (!cJSON_IsString(it))
+				return e2b_reply_code(r, 400, "metadata.%s: must be a string",
+						      it->string);
+			cJSON_AddStringToObject(labels, it->string, it->valuestring);
+		}
+	}
+	cJSON_AddStringToObject(labels, E2B_LABEL_TEMPLATE, tpl);
+	char life[32];
+	snprintf(life, sizeof(life), "%llds",
+		 (long long)(tmo >= 0 ? tmo / 1000 : DEFAULT_TIMEOUT_S));
+	cJSON *t = cJSON_AddObjectToObject(body, "timeout");
+	cJSON_AddStringToObject(t, "lifetime", life);
+	sl_sandbox sb;
+	if (api_sandbox_create_from(r->srv, body, false, false, &sb, &err) < 0) {
+		if (err.kind == SL_NOTFOUND)
+			return e2b_reply_code(r, 400, "template \"%s\": %s", tpl, err.msg);
+		return e2b_reply_err(r, &err);
+	}
+	cJSON *o = connection_json(r->srv, &sb);
+	sandbox_free(&sb);
+	return api_reply_json(r, 201, o);
+}
+
+/* ---- connect (resumes a paused sandbox), timeout, pause, kill ---- */
+
+static enum MHD_Result connect_sandbox(api_req *r)
+{
+	const cJSON *in;
+	sl_err err = {0};
+	int64_t tmo = -1;
+	sl_sandbox sb;
+	enum MHD_Result ret;
+	if (api_body_object(r, true, &in, &err) < 0 || timeout_field(in, &tmo, &err) < 0)
+		return e2b_reply_err(r, &err);
+	if (path_sandbox(r, &sb, &ret) < 0)
+		return ret;
+	unsigned status = 200;
+	char id[32];
+	snprintf(id, sizeof(id), "%s", sb.id);
+	if (!strcmp(sb.status, "paused") || !strcmp(sb.status, "stopped")) {
+		bool paused = !strcmp(sb.status, "paused");
+		sandbox_free(&sb);
+		if ((paused ? sandbox_resume(r->srv->ctx, id, &sb, &err)
+			    : sandbox_start(r->srv->ctx, id, &sb, &err)) < 0)
+			return e2b_reply_err(r, &err);
+		status = 201;
+		if (tmo < 0)
+			tmo = DEFAULT_TIMEOUT_S * 1000;
+	}
+	if (tmo >= 0) {
+		sandbox_free(&sb);
+		if (sandbox_set_timeouts(r->srv->ctx, id, tmo, -1, -1, &sb, &err) < 0)
+			return e2b_reply_err(r, &err);
+	}
+	api_touch(r->srv, id);
+	cJSON *o = connection_json(r->srv, &sb);
+	sandbox_free(&sb);
+	return api_reply_json(r, status, o);
+}
+
+static enum MHD_Result set_timeout(api_req *r)
+{
+	const cJSON *in;
+	sl_err err = {0};
+	int64_t tmo = -1;
+	sl_sandbox sb;
+	enum MHD_Result ret;
+	if (api_body_object(r, false, &in, &err) < 0 || timeout_field(in, &tmo, &err) < 0)
+		return e2b_reply_err(r, &err);
+	if (tmo < 0)
+		return e2b_reply_code(r, 400, "timeout: required (seconds)");
+	if (path_sandbox(r, &sb, &ret) < 0)
+		return ret;
+	char id[32];
+	snprintf(id, sizeof(id), "%s", sb.id);
+	sandbox_free(&sb);
+	/* 0 would mean "no deadline" to the runtime; E2B means "now". */
+	if (sandbox_set_timeouts(r->srv->ctx, id, tmo ? tmo : 1, -1, -1, NULL, &err) < 0)
+		return e2b_reply_err(r, &err);
+	return api_reply_empty(r, 204);
+}
+
+static enum MHD_Result pause_sandbox(api_req *r)
+{
+	sl_sandbox sb;
+	sl_err err = {0};
+	enum MHD_Result ret;
+	if (path_sandbox(r, &sb, &ret) < 0)
+		return ret;
+	char id[32];
+	snprintf(id, sizeof(id), "%s", sb.id);
+	bool paused = !strcmp(sb.status, "paused");
+	sandbox_free(&sb);
+	if (paused)
+		return e2b_reply_code(r, 409, "sandbox %s is already paused", id);
+	/* A paused E2B sandbox keeps until resumed or killed: no deadline while paused
+	 * (connect sets a new one). */
+	if (sandbox_pause(r->srv->ctx, id, NULL, &err) < 0 ||
+	    sandbox_set_timeouts(r->srv->ctx, id, 0, -1, -1, NULL, &err) < 0)
+		return e2b_reply_err(r, &err);
+	return api_reply_empty(r, 204);
+}
+
+static enum MHD_Result kill_sandbox(api_req *r)
+{
+	sl_sandbox sb;
+	sl_err err = {0};
+	enum MHD_Result ret;
+	if (path_sandbox(r, &sb, &ret) < 0)
+		return ret;
+	char id[32];
+	snprintf(id, sizeof(id), "%s", sb.id);
+	sandbox_free(&sb);
+	if (sandbox_destroy(r->srv->ctx, id, "deleted", &err) < 0)
+		return e2b_reply_err(r, &err);
+	return api_reply_empty(r, 204);
+}
+
+/* ---- get, metrics ---- */
+
+static enum MHD_Result get_sandbox(api_req *r)
+{
+	sl_sandbox sb;
+	enum MHD_Result ret;
+	if (path_sandbox(r, &sb, &ret) < 0)
+		return ret;
+	cJSON *o = sandbox_e2b_json(&sb, true);
+	sandbox_free(&sb);
+	return api_reply_json(r, 200, o);
+}
+
+/* One sample, now: the cgroup's counters (CPU as the average since start). */
+static enum MHD_Result metrics(api_req *r)
+{
+	sl_sandbox sb;
+	enum MHD_Result ret;
+	if (path_sandbox(r, &sb, &ret) < 0)
+		return ret;
+	sl_cgusage u = {0};
+	sl_err err = {0};
+	char cg[64], t[40];
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
+	cgroup_usage(r->srv->ctx->cg, cg, &u, &err);
+	int64_t now = now_ms(), up = now - sb.created_ms;
+	uint64_t cpus = sb.limits.cpu_millicores ? (sb.limits.cpu_millicores + 999) / 1000 : 1;
+	cJSON *arr = cJSON_CreateArray(), *m = cJSON_CreateObject();
+	iso_time(now, t, sizeof(t));
+	cJSON_AddStringToObject(m, "timestamp", t);
+	cJSON_AddNumberToObject(m, "timestampUnix", (double)(now / 1000));
+	cJSON_AddNumberToObject(
+	    m, "cpuUsedPct",
+	    up > 0 ? (double)u.cpu_usage_ns / 1e6 / (double)up / (double)cpus * 100 : 0);
+	cJSON_AddNumberToObject(m, "cpuCount", (double)cpus);
+	cJSON_AddNumberToObject(m, "memUsed", (double)u.memory_bytes);
+	cJSON_AddNumberToObject(m, "memTotal", (double)sb.limits.memory_bytes);
+	cJSON_AddNumberToObject(m, "memCache", 0);
+	cJSON_AddNumberToObject(m, "diskUsed", 0);
+	cJSON_AddNumberToObject(m, "diskTotal", (double)sb.disk_bytes);
+	cJSON_AddItemToArray(arr, m);
+	sandbox_free(&sb);
+	return api_reply_json(r, 200, arr);
+}
+
+/* ---- list ---- */
+
+static void url_decode(char *s)
+{
+	char *o = s;
+	for (char *p = s; *p; p++) {
+		if (*p == '%' && p[1] && p[2] && strchr("0123456789abcdefABCDEF", p[1]) &&
+		    strchr("0123456789abcdefABCDEF", p[2])) {
+			char h[3] = {p[1], p[2], 0};
+			*o++ = (char)strtol(h, NULL, 16);
+			p += 2;
+		} else {
+			*o++ = *p == '+' ? ' ' : *p;
+		}
+	}
+	*o = '\0';
+}
+
+/* ?metadata= is "k=v&k2=v2" with keys and values URL-encoded once more by the SDK. */
+static bool metadata_match(const sl_sandbox *sb, const char *filter)
+{
+	if (!filter || !*filter)
+		return true;
+	_cleanup_free_ char *copy = strdup(filter);
+	char *save = NULL;
+	for (char *kv = copy ? strtok_r(copy, "&", &save) : NULL; kv;
+	     kv = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(kv, '=');
+		if (!eq)
+			return false;
+		*eq = '\0';
+		char *k = kv, *v = eq + 1;
+		url_decode(k);
+		url_decode(k);
+		url_decode(v);
+		url_decode(v);
+		const cJSON *have = cJSON_GetObjectItemCaseSensitive(sb->labels, k);
+		if (!strncmp(k, E2B_LABEL_PREFIX, strlen(E2B_LABEL_PREFIX)) ||
+		    !cJSON_IsString(have) || strcmp(have->valuestring, v))
+			return false;
+	}
+	return true;
+}
+
+static bool state_match(const sl_sandbox *sb, const char *states)
+{
+	const char *st = !strcmp(sb->status, "running")	 ? "running"
+			 : !strcmp(sb->status, "paused") ? "paused"
+							 : NULL;
+	if (!st)
+		return false;
+	if (!states || !*states)
+		return true;
+	_cleanup_free_ char *copy = strdup(states);
+	char *save = NULL;
+	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save))
+		if (!strcmp(t, st))
+			return true;
 	return false;
 }
 
-const api_facade api_facade_e2b = {.name = "e2b", .claims = claims};
+/* ?startedAfter= as unix ms ("2024-01-01T00:00:00.000Z"); -1 when absent, -2 when bad. */
+static int64_t started_after(api_req *r)
+{
+	const char *v = api_query(r, "startedAfter");
+	if (!v || !*v)
+		return -1;
+	struct tm tm = {0};
+	const char *rest = strptime(v, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!rest)
+		return -2;
+	int64_t ms = (int64_t)timegm(&tm) * 1000;
+	if (*rest == '.') {
+		int64_t scale = 100;
+		for (rest++; *rest >= '0' && *rest <= '9'; rest++, scale /= 10)
+			ms += (*rest - '0') * scale;
+	}
+	return ms;
+}
+
+static int by_created(const void *a, const void *b)
+{
+	const sl_sandbox *x = a, *y = b;
+	if (x->created_ms != y->created_ms)
+		return x->created_ms < y->created_ms ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+/* Pages: nextToken is the offset of the next item in the filtered, ordered list. */
+static enum MHD_Result list(api_req *r)
+{
+	sl_err err = {0};
+	sl_sandbox *all;
+	size_t n;
+	const char *lim = api_query(r, "limit"), *tok = api_query(r, "nextToken");
+	const char *order = api_query(r, "order"), *tpl = api_query(r, "template");
+	char *end;
+	unsigned long limit = lim ? strtoul(lim, &end, 10) : 100, off = 0;
+	if (lim && (*end || !limit || limit > LIST_LIMIT_MAX))
+		return e2b_reply_code(r, 400, "limit: a whole number 1..%d", LIST_LIMIT_MAX);
+	if (tok && *tok) {
+		off = strtoul(tok, &end, 10);
+		if (*end)
+			return e2b_reply_code(r, 400, "nextToken: not one this server gave");
+	}
+	int64_t after = started_after(r);
+	if (after == -2)
+		return e2b_reply_code(r, 400, "startedAfter: expected an RFC 3339 time");
+	if (sandbox_list(r->srv->ctx, &all, &n, &err) < 0)
+		return e2b_reply_err(r, &err);
+	if (n)
+		qsort(all, n, sizeof(*all), by_created);
+	bool desc = order && !strcmp(order, "desc");
+	cJSON *arr = cJSON_CreateArray();
+	size_t seen = 0;
+	bool more = false;
+	for (size_t k = 0; k < n; k++) {
+		const sl_sandbox *sb = &all[desc ? n - 1 - k : k];
+		if (!state_match(sb, api_query(r, "state")) ||
+		    !metadata_match(sb, api_query(r, "metadata")) ||
+		    (tpl && *tpl && strcmp(template_of(sb), tpl)) || sb->created_ms < after)
+			continue;
+		if (seen >= off + limit) {
+			more = true;
+			break;
+		}
+		if (seen++ >= off)
+			cJSON_AddItemToArray(arr, sandbox_e2b_json(sb, false));
+	}
+	sandbox_free_list(all, n);
+	char *body = cJSON_PrintUnformatted(arr);
+	cJSON_Delete(arr);
+	if (!body)
+		return MHD_NO;
+	struct MHD_Response *resp =
+	    MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	if (more) {
+		char next[32];
+		snprintf(next, sizeof(next), "%lu", off + limit);
+		MHD_add_response_header(resp, "X-Next-Token", next);
+	}
+	return api_reply(r, 200, resp);
+}
+
+/* ---- the façade ---- */
+
+static bool claims(api_req *r)
+{
+	if (!strncmp(r->url, "/v1/", 4))
+		return false; /* never sandlot's own API, whatever the headers */
+	if (MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "E2b-Sandbox-Id"))
+		return true;
+	/* A signed upload or download URL: the signature names the sandbox. */
+	if (!strcmp(r->url, "/files") && api_query(r, "signature"))
+		return true;
+	return !strncmp(r->url, "/v2/sandboxes", 13) || !strncmp(r->url, "/sandboxes", 10);
+}
+
+static enum MHD_Result no_route(api_req *r, bool path_known, const char *allow)
+{
+	if (path_known)
+		return e2b_reply_code(r, 405, "%s answers %s, not %s", r->url, allow, r->method);
+	return e2b_reply_code(r, 404, "no route %s %s in sandlot's E2B API", r->method, r->url);
+}
+
+static enum MHD_Result unauthorized(api_req *r)
+{
+	return e2b_reply_code(r, 401, "Invalid API key: set E2B_API_KEY to `sandlot key`");
+}
+
+#define OWN API_ROUTE_OWN_AUTH
+/* clang-format off */
+static const api_route routes[] = {
+	/* control plane (X-API-KEY, checked by the server) */
+	{ "POST",   "/v2/sandboxes", API_BODY_JSON, create, NULL, NULL, 0 },
+	{ "GET",    "/v2/sandboxes", API_BODY_NONE, list, NULL, NULL, 0 },
+	{ "POST",   "/v2/sandboxes/{id}/connect", API_BODY_JSON, connect_sandbox, NULL, NULL, 0 },
+	{ "POST",   "/sandboxes", API_BODY_JSON, create, NULL, NULL, 0 },
+	{ "GET",    "/sandboxes/{id}", API_BODY_NONE, get_sandbox, NULL, NULL, 0 },
+	{ "DELETE", "/sandboxes/{id}", API_BODY_NONE, kill_sandbox, NULL, NULL, 0 },
+	{ "POST",   "/sandboxes/{id}/timeout", API_BODY_JSON, set_timeout, NULL, NULL, 0 },
+	{ "POST",   "/sandboxes/{id}/pause", API_BODY_JSON, pause_sandbox, NULL, NULL, 0 },
+	{ "POST",   "/sandboxes/{id}/resume", API_BODY_JSON, connect_sandbox, NULL, NULL, 0 },
+	{ "POST",   "/sandboxes/{id}/connect", API_BODY_JSON, connect_sandbox, NULL, NULL, 0 },
+	{ "GET",    "/sandboxes/{id}/metrics", API_BODY_NONE, metrics, NULL, NULL, 0 },
+	/* sandbox plane (E2b-Sandbox-Id; per-sandbox tokens, checked by the handlers) */
+	{ "GET",    "/health", API_BODY_NONE, e2b_envd_health, NULL, NULL, OWN },
+	{ "GET",    "/files", API_BODY_NONE, e2b_files_get, NULL, NULL, OWN },
+	{ "POST",   "/files", API_BODY_RAW, e2b_files_post, e2b_files_post_begin,
+		    e2b_files_post_chunk, OWN },
+	{ "POST",   "/process.Process/{m}", API_BODY_RAW, e2b_rpc, NULL, e2b_body_chunk, OWN },
+	{ "POST",   "/filesystem.Filesystem/{m}", API_BODY_RAW, e2b_rpc, NULL, e2b_body_chunk,
+		    OWN },
+	{ "POST",   "/execute", API_BODY_JSON, e2b_execute, NULL, NULL, OWN },
+	{ "POST",   "/contexts", API_BODY_JSON, e2b_contexts_create, NULL, NULL, OWN },
+	{ "GET",    "/contexts", API_BODY_NONE, e2b_contexts_list, NULL, NULL, OWN },
+	{ "DELETE", "/contexts/{cid}", API_BODY_NONE, e2b_contexts_delete, NULL, NULL, OWN },
+	{ "POST",   "/contexts/{cid}/restart", API_BODY_NONE, e2b_contexts_restart, NULL, NULL,
+		    OWN },
+};
+/* clang-format on */
+
+const api_facade api_facade_e2b = {
+    .name = "e2b",
+    .claims = claims,
+    .routes = routes,
+    .nroutes = sizeof(routes) / sizeof(routes[0]),
+    .no_route = no_route,
+    .unauthorized = unauthorized,
+};

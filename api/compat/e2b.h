@@ -1,0 +1,73 @@
+/* e2b.h — what the E2B façade's files share: the sandbox plane's gate (the sandbox named
+ * by E2b-Sandbox-Id, its per-sandbox tokens), error replies in E2B's shapes, and the
+ * handlers of the envd (e2b_envd.c) and code-interpreter (e2b_interp.c) routes. */
+#ifndef SANDLOT_API_E2B_H
+#define SANDLOT_API_E2B_H
+
+#include "../http.h"
+
+static inline void e2b_cjson_freep(cJSON **p)
+{
+	cJSON_Delete(*p);
+}
+#define _cleanup_cjson_ __attribute__((cleanup(e2b_cjson_freep)))
+
+/* What the SDK is told envd is: it gates client features (octet-stream uploads need
+ * 0.5.7, closeStdin 0.5.2, getMetrics 0.1.5; see docs/e2b.md). */
+#define E2B_ENVD_VERSION "0.5.7"
+#define E2B_ENVD_PORT	 "49983"
+#define E2B_INTERP_PORT	 "49999"
+
+/* The label holding the template a sandbox was created from (metadata are the other
+ * labels, minus this prefix). */
+#define E2B_LABEL_PREFIX   "e2b."
+#define E2B_LABEL_TEMPLATE "e2b.templateID"
+
+/* Per-sandbox tokens: hex HMAC-SHA256 of the daemon key and "<kind>:<sandbox id>", so
+ * they survive restarts and are worthless for any other sandbox. KIND: "envd" or
+ * "traffic". */
+void e2b_token(api_server *s, const char *kind, const char *sandbox_id, char out[65]);
+
+/* The sandbox of a sandbox-plane request: it must exist and be running (else 502, what
+ * E2B's proxy answers for a sandbox that is gone), and the request must carry its
+ * envd token in X-Access-Token (or, when TRAFFIC_OK, its traffic token in
+ * E2B-Traffic-Access-Token). A signed /files URL (uploadUrl/downloadUrl) has no header:
+ * its signature finds the sandbox. On failure the reply is queued and -1 returned. */
+int e2b_plane_sandbox(api_req *r, bool traffic_ok, sl_sandbox *sb, enum MHD_Result *ret);
+
+/* {"code":<status>,"message":...} with that HTTP status (control plane, /files). */
+enum MHD_Result e2b_reply_code(api_req *r, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+enum MHD_Result e2b_reply_err(api_req *r, const sl_err *err);
+
+/* The user the SDK names: "Authorization: Basic base64(user:)" on RPCs, ?username= on
+ * /files. Empty when none (the sandbox's user). */
+void e2b_request_user(api_req *r, char user[64]);
+/* The user's home inside the sandbox (relative paths and the default cwd start there). */
+void e2b_user_home(const sl_sandbox *sb, const char *user, char *home, size_t len);
+/* A path the SDK gives, made absolute from the user's home (malloc'd; NULL + SL_INVALID). */
+char *e2b_path(const sl_sandbox *sb, const char *user, const char *path, sl_err *err);
+
+/* A raw route's chunk handler that keeps the whole body in r->body (Connect envelopes). */
+int e2b_body_chunk(api_req *r, const char *data, size_t len, sl_err *err);
+
+/* envd (e2b_envd.c) */
+enum MHD_Result e2b_envd_health(api_req *r);
+enum MHD_Result e2b_rpc(api_req *r);
+enum MHD_Result e2b_files_get(api_req *r);
+enum MHD_Result e2b_files_post(api_req *r);
+int e2b_files_post_begin(api_req *r, sl_err *err);
+int e2b_files_post_chunk(api_req *r, const char *data, size_t len, sl_err *err);
+/* Is this execution one of the façade's own (a code-interpreter context)? Hidden from
+ * Process.List. */
+bool e2b_exec_is_context(const sl_exec *e);
+
+/* code interpreter (e2b_interp.c) */
+#define E2B_CONTEXT_MARK "--sandlot-e2b-context"
+enum MHD_Result e2b_execute(api_req *r);
+enum MHD_Result e2b_contexts_create(api_req *r);
+enum MHD_Result e2b_contexts_list(api_req *r);
+enum MHD_Result e2b_contexts_delete(api_req *r);
+enum MHD_Result e2b_contexts_restart(api_req *r);
+
+#endif

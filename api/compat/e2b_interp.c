@@ -1,0 +1,561 @@
+/* e2b_interp.c — E2B's code interpreter (E2b-Sandbox-Port: 49999): stateful contexts,
+ * each a long-lived REPL execution in the sandbox (e2b_repl.py, e2b_repl.js) fed one
+ * JSON request a line on its stdin, whose NDJSON events on stdout are streamed back as
+ * /execute's body. Contexts are recorded in the sandbox's run dir (they die with it),
+ * so a restarted daemon finds their REPLs again, or starts fresh ones when they ended. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../runtime/cleanup.h"
+#include "../../runtime/state.h"
+#include "e2b.h"
+
+/* The REPL sources, compiled in (paths from the top of the tree, where make runs). */
+__asm__(".pushsection .rodata\n"
+	"e2b_repl_py_text:\n"
+	".incbin \"api/compat/e2b_repl.py\"\n"
+	".byte 0\n"
+	"e2b_repl_js_text:\n"
+	".incbin \"api/compat/e2b_repl.js\"\n"
+	".byte 0\n"
+	".popsection\n");
+extern const char e2b_repl_py_text[] __attribute__((visibility("hidden")));
+extern const char e2b_repl_js_text[] __attribute__((visibility("hidden")));
+
+#define WAIT_SLICE_MS 250
+
+typedef struct ctx_rec {
+	char id[40];
+	char language[16]; /* python javascript typescript */
+	char cwd[256];
+	char exec_id[32]; /* the REPL's execution ("" before its first start) */
+} ctx_rec;
+
+/* "python", "js", "ts"... -> the three this serves; NULL for others. */
+static const char *language_norm(const char *l)
+{
+	if (!l || !*l || !strcasecmp(l, "python") || !strcasecmp(l, "python3"))
+		return "python";
+	if (!strcasecmp(l, "js") || !strcasecmp(l, "javascript") || !strcasecmp(l, "node"))
+		return "javascript";
+	if (!strcasecmp(l, "ts") || !strcasecmp(l, "typescript"))
+		return "typescript";
+	return NULL;
+}
+
+static void ctx_dir(api_server *s, const char *sid, char *buf, size_t len)
+{
+	char run[PATH_MAX];
+	state_run_dir(&s->ctx->cfg, sid, run, sizeof(run));
+	snprintf(buf, len, "%s/e2b-contexts", run);
+}
+
+static bool id_ok(const char *id)
+{
+	size_t n = strlen(id);
+	return n && n < 40 && strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+}
+
+static int ctx_load(api_server *s, const char *sid, const char *ref, ctx_rec *out, sl_err *err)
+{
+	char dir[PATH_MAX], p[PATH_MAX + 64], id[40];
+	snprintf(id, sizeof(id), "%s", ref); /* ref may be out->id */
+	if (!id_ok(ref) || strlen(ref) >= sizeof(id))
+		return sl_fail(err, SL_NOTFOUND, 0, "context %s not found", id);
+	ctx_dir(s, sid, dir, sizeof(dir));
+	snprintf(p, sizeof(p), "%s/%s.json", dir, id);
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	sl_err e2 = {0};
+	if (state_read_file(p, 64 * 1024, &text, &len, &e2) < 0)
+		return sl_fail(err, SL_NOTFOUND, 0, "context %s not found", id);
+	_cleanup_cjson_ cJSON *o = cJSON_Parse(text);
+	const char *l = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "language"));
+	const char *c = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "cwd"));
+	const char *x = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "execId"));
+	if (!l || !c)
+		return sl_fail(err, SL_INTERNAL, 0, "context %s: a damaged record", id);
+	memset(out, 0, sizeof(*out));
+	snprintf(out->id, sizeof(out->id), "%s", id);
+	snprintf(out->language, sizeof(out->language), "%s", l);
+	snprintf(out->cwd, sizeof(out->cwd), "%s", c);
+	snprintf(out->exec_id, sizeof(out->exec_id), "%s", x ? x : "");
+	return 0;
+}
+
+static int ctx_save(api_server *s, const char *sid, const ctx_rec *c, sl_err *err)
+{
+	char dir[PATH_MAX], p[PATH_MAX + 64];
+	ctx_dir(s, sid, dir, sizeof(dir));
+	if (state_mkdirs(dir, 0700, err) < 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/%s.json", dir, c->id);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", c->id);
+	cJSON_AddStringToObject(o, "language", c->language);
+	cJSON_AddStringToObject(o, "cwd", c->cwd);
+	cJSON_AddStringToObject(o, "execId", c->exec_id);
+	_cleanup_free_ char *text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!text)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "context %s", c->id);
+	return state_write_atomic_nosync(p, text, strlen(text), err);
+}
+
+/* One execution at a time per context: a flock held for the request's whole stream. */
+static int ctx_lock(api_server *s, const char *sid, const char *id, sl_err *err)
+{
+	char dir[PATH_MAX], p[PATH_MAX + 64];
+	ctx_dir(s, sid, dir, sizeof(dir));
+	if (state_mkdirs(dir, 0700, err) < 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/%s.lock", dir, id);
+	return state_lock(p, err);
+}
+
+static cJSON *ctx_json(const ctx_rec *c)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", c->id);
+	cJSON_AddStringToObject(o, "language", c->language);
+	cJSON_AddStringToObject(o, "cwd", c->cwd);
+	return o;
+}
+
+static bool repl_running(api_server *s, const char *sid, const ctx_rec *c)
+{
+	sl_exec e;
+	sl_err err = {0};
+	if (!c->exec_id[0] || exec_get(s->ctx, sid, c->exec_id, &e, &err) < 0)
+		return false;
+	bool run = e.status == SL_EXEC_RUNNING;
+	exec_free(&e);
+	return run;
+}
+
+/* Start the context's REPL (a fresh interpreter) and record it. */
+static int repl_start(api_server *s, const sl_sandbox *sb, ctx_rec *c, sl_err *err)
+{
+	char lang_env[64];
+	bool py = !strcmp(c->language, "python");
+	snprintf(lang_env, sizeof(lang_env), "SANDLOT_E2B_LANGUAGE=%s", c->language);
+	/* The source goes in the environment (taken out before any cell runs), so process
+	 * listings show a short command line. */
+	_cleanup_free_ char *src = NULL;
+	if (asprintf(&src, "SANDLOT_E2B_REPL=%s", py ? e2b_repl_py_text : e2b_repl_js_text) < 0)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "context %s", c->id);
+	const char *env[] = {lang_env, src, "PYTHONUNBUFFERED=1", "PYTHONIOENCODING=utf-8", NULL};
+	char *const py_argv[] = {
+	    "python3",	      "-u", "-c", "import os; exec(os.environ.pop('SANDLOT_E2B_REPL'))",
+	    E2B_CONTEXT_MARK, NULL};
+	/* Node cannot dup2: the shell gives it the requests on fd 3 and the protocol on fd
+	 * 4, and the cells a stdin of /dev/null and stdout/stderr that cannot garble the
+	 * protocol (console output is captured in the vm; raw fd writes are dropped). */
+	char *const js_argv[] = {"/bin/sh", "-c",
+				 "exec 3<&0 4>&1 </dev/null >/dev/null 2>&1; exec node -e "
+				 "'const s = process.env.SANDLOT_E2B_REPL; "
+				 "delete process.env.SANDLOT_E2B_REPL; eval(s)'",
+				 E2B_CONTEXT_MARK, NULL};
+	sl_exec_spec spec = {
+	    .argv = py ? py_argv : js_argv, .env = env, .cwd = c->cwd, .stdin_pipe = true};
+	sl_exec e;
+	if (exec_start(s->ctx, sb, &spec, &e, err) < 0)
+		return -1;
+	bool failed = e.status != SL_EXEC_RUNNING;
+	snprintf(c->exec_id, sizeof(c->exec_id), "%s", e.id);
+	exec_free(&e);
+	if (failed)
+		return sl_fail(err, SL_INVALID, 0,
+			       "context %s: the %s interpreter did not start (is %s in the image?)",
+			       c->id, c->language, py ? "python3" : "node");
+	return ctx_save(s, sb->id, c, err);
+}
+
+static void repl_kill(api_server *s, const char *sid, const ctx_rec *c)
+{
+	sl_err err = {0};
+	if (c->exec_id[0])
+		exec_signal(s->ctx, sid, c->exec_id, SIGKILL, &err);
+}
+
+/* ---- /execute ---- */
+
+typedef struct exec_stream {
+	api_server *srv;
+	char sid[32], eid[32], req[32];
+	int lock, log, ino, conn;
+	uint64_t off;
+	char *line;
+	size_t line_len, line_cap;
+	char *out;
+	size_t out_len, out_pos;
+	bool done, interrupted;
+} exec_stream;
+
+static void exec_stream_free(void *cls)
+{
+	exec_stream *x = cls;
+	if (x->log >= 0)
+		close(x->log);
+	if (x->ino >= 0)
+		close(x->ino);
+	if (x->lock >= 0)
+		close(x->lock);
+	free(x->line);
+	free(x->out);
+	free(x);
+}
+
+static void out_add(exec_stream *x, const char *s)
+{
+	size_t n = strlen(s);
+	char *b = realloc(x->out, x->out_len + n + 1);
+	if (!b)
+		return;
+	memcpy(b + x->out_len, s, n);
+	b[x->out_len + n] = '\n';
+	x->out = b;
+	x->out_len += n + 1;
+}
+
+/* A line from the REPL: ours (tagged with this request) is passed on untagged. */
+static void take_line(exec_stream *x, const char *line)
+{
+	_cleanup_cjson_ cJSON *o = cJSON_Parse(line);
+	const cJSON *req = cJSON_GetObjectItemCaseSensitive(o, "_req");
+	if (!cJSON_IsObject(o) || !cJSON_IsString(req) || strcmp(req->valuestring, x->req))
+		return;
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "_req");
+	const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "type"));
+	_cleanup_free_ char *s = cJSON_PrintUnformatted(o);
+	if (s)
+		out_add(x, s);
+	if (type && !strcmp(type, "end_of_execution"))
+		x->done = true;
+}
+
+static int exec_pull(exec_stream *x)
+{
+	char buf[16384];
+	ssize_t n;
+	do
+		n = pread(x->log, buf, sizeof(buf), (off_t)x->off);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return 0;
+	x->off += (uint64_t)n;
+	for (ssize_t i = 0; i < n; i++) {
+		if (buf[i] == '\n') {
+			if (x->line_len) {
+				x->line[x->line_len] = '\0';
+				take_line(x, x->line);
+			}
+			x->line_len = 0;
+			continue;
+		}
+		if (x->line_len + 2 > x->line_cap) {
+			size_t cap = x->line_cap ? x->line_cap * 2 : 4096;
+			char *l = realloc(x->line, cap);
+			if (!l)
+				return -1;
+			x->line = l;
+			x->line_cap = cap;
+		}
+		x->line[x->line_len++] = buf[i];
+	}
+	return 1;
+}
+
+static ssize_t exec_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	exec_stream *x = cls;
+	for (;;) {
+		if (x->out_pos < x->out_len) {
+			size_t n = x->out_len - x->out_pos;
+			n = n > max ? max : n;
+			memcpy(buf, x->out + x->out_pos, n);
+			x->out_pos += n;
+			if (x->out_pos == x->out_len)
+				x->out_pos = x->out_len = 0;
+			return (ssize_t)n;
+		}
+		if (x->done)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (atomic_load(&x->srv->stopping))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		int got = exec_pull(x);
+		if (got < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (got)
+			continue;
+		sl_exec e;
+		sl_err err = {0};
+		if (exec_get(x->srv->ctx, x->sid, x->eid, &e, &err) < 0 ||
+		    e.status != SL_EXEC_RUNNING) {
+			if (err.kind == SL_OK)
+				exec_free(&e);
+			if (exec_pull(x) > 0)
+				continue;
+			if (!x->done) {
+				out_add(x, "{\"type\":\"error\",\"name\":\"ContextDied\",\"value\":"
+					   "\"the interpreter of this context ended; it starts "
+					   "afresh on the next call\",\"traceback\":\"\"}");
+				x->done = true;
+			}
+			continue;
+		}
+		exec_free(&e);
+		struct pollfd p[2] = {{x->conn, POLLRDHUP, 0}, {x->ino, POLLIN, 0}};
+		int n = poll(p, x->ino >= 0 ? 2 : 1, WAIT_SLICE_MS);
+		if (n > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+			/* The caller gave up (its timeout): interrupt the cell. */
+			exec_signal(x->srv->ctx, x->sid, x->eid, SIGINT, &err);
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+		if (n > 0 && (p[1].revents & POLLIN)) {
+			char ib[4096];
+			while (read(x->ino, ib, sizeof(ib)) > 0)
+				;
+		}
+	}
+}
+
+/* The context of an /execute: named, or the sandbox's default for the language (made
+ * on first use). */
+static int execute_context(api_req *r, const sl_sandbox *sb, const char *cid, const char *lang,
+			   ctx_rec *c, sl_err *err)
+{
+	if (cid)
+		return ctx_load(r->srv, sb->id, cid, c, err);
+	const char *l = language_norm(lang);
+	if (!l)
+		return sl_fail(err, SL_INVALID, 0,
+			       "language %s: sandlot runs python, javascript and typescript", lang);
+	char id[40];
+	snprintf(id, sizeof(id), "default-%s", l);
+	if (ctx_load(r->srv, sb->id, id, c, err) == 0)
+		return 0;
+	memset(c, 0, sizeof(*c));
+	snprintf(c->id, sizeof(c->id), "%s", id);
+	snprintf(c->language, sizeof(c->language), "%s", l);
+	e2b_user_home(sb, NULL, c->cwd, sizeof(c->cwd));
+	sl_err_clear(err);
+	return ctx_save(r->srv, sb->id, c, err);
+}
+
+enum MHD_Result e2b_execute(api_req *r)
+{
+	sl_sandbox sb;
+	enum MHD_Result ret;
+	sl_err err = {0};
+	const cJSON *body;
+	if (e2b_plane_sandbox(r, true, &sb, &ret) < 0)
+		return ret;
+	const char *code = NULL, *cid = NULL, *lang = NULL;
+	ctx_rec c;
+	int lock = -1;
+	if (api_body_object(r, false, &body, &err) < 0 ||
+	    api_json_string(body, "", "code", &code, &err) < 0 ||
+	    api_json_string(body, "", "context_id", &cid, &err) < 0 ||
+	    api_json_string(body, "", "language", &lang, &err) < 0)
+		goto fail;
+	if (!code) {
+		sl_fail(&err, SL_INVALID, 0, "code: required");
+		goto fail;
+	}
+	if (execute_context(r, &sb, cid, lang, &c, &err) < 0 ||
+	    (lock = ctx_lock(r->srv, sb.id, c.id, &err)) < 0)
+		goto fail;
+	/* Read again under the lock: a restart may have replaced the REPL. */
+	if (ctx_load(r->srv, sb.id, c.id, &c, &err) < 0 ||
+	    (!repl_running(r->srv, sb.id, &c) && repl_start(r->srv, &sb, &c, &err) < 0))
+		goto fail;
+	exec_stream *x = calloc(1, sizeof(*x));
+	if (!x)
+		goto fail;
+	x->srv = r->srv;
+	x->lock = lock;
+	lock = -1;
+	x->log = x->ino = -1;
+	snprintf(x->sid, sizeof(x->sid), "%s", sb.id);
+	snprintf(x->eid, sizeof(x->eid), "%s", c.exec_id);
+	sl_new_id("req_", x->req, sizeof(x->req));
+	struct stat st;
+	if (exec_open_log(r->srv->ctx, sb.id, c.exec_id, "stdout", &x->log, &err) < 0 ||
+	    fstat(x->log, &st) < 0) {
+		exec_stream_free(x);
+		if (!err.kind)
+			sl_sysfail(&err, "context %s: its output", c.id);
+		goto fail;
+	}
+	x->off = (uint64_t)st.st_size;
+	char dir[PATH_MAX];
+	state_run_dir(&r->srv->ctx->cfg, sb.id, dir, sizeof(dir));
+	size_t n = strlen(dir);
+	snprintf(dir + n, sizeof(dir) - n, "/execs/%s", c.exec_id);
+	x->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (x->ino >= 0 &&
+	    inotify_add_watch(x->ino, dir, IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_CREATE) <
+		0) {
+		close(x->ino);
+		x->ino = -1;
+	}
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	x->conn = ci ? ci->connect_fd : -1;
+	cJSON *req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "req", x->req);
+	cJSON_AddStringToObject(req, "code", code);
+	const cJSON *envs = cJSON_GetObjectItemCaseSensitive(body, "env_vars");
+	if (cJSON_IsObject(envs))
+		cJSON_AddItemToObject(req, "env_vars", cJSON_Duplicate(envs, 1));
+	char *line = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	size_t len = line ? strlen(line) : 0;
+	if (line)
+		line[len++] = '\n'; /* replaces the NUL: written with its length */
+	int wr = line ? exec_write_stdin(r->srv->ctx, sb.id, c.exec_id, line, len, &err) : -1;
+	free(line);
+	sandbox_free(&sb);
+	if (wr < 0) {
+		exec_stream_free(x);
+		return e2b_reply_err(r, &err);
+	}
+	struct MHD_Response *resp = MHD_create_response_from_callback(
+	    MHD_SIZE_UNKNOWN, 16 * 1024, exec_stream_read, x, exec_stream_free);
+	if (!resp) {
+		exec_stream_free(x);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
+	return api_reply(r, 200, resp);
+fail:
+	if (lock >= 0)
+		close(lock);
+	sandbox_free(&sb);
+	if (err.kind == SL_NOTFOUND)
+		return api_reply(r, 404,
+				 MHD_create_response_from_buffer(strlen(err.msg), err.msg,
+								 MHD_RESPMEM_MUST_COPY));
+	return e2b_reply_err(r, &err);
+}
+
+/* ---- /contexts ---- */
+
+enum MHD_Result e2b_contexts_create(api_req *r)
+{
+	sl_sandbox sb;
+	enum MHD_Result ret;
+	sl_err err = {0};
+	const cJSON *body;
+	const char *lang = NULL, *cwd = NULL;
+	if (e2b_plane_sandbox(r, true, &sb, &ret) < 0)
+		return ret;
+	ctx_rec c = {0};
+	if (api_body_object(r, true, &body, &err) < 0 ||
+	    (body && (api_json_string(body, "", "language", &lang, &err) < 0 ||
+		      api_json_string(body, "", "cwd", &cwd, &err) < 0)))
+		goto fail;
+	const char *l = language_norm(lang);
+	if (!l) {
+		sl_fail(&err, SL_INVALID, 0,
+			"language %s: sandlot runs python, javascript and typescript", lang);
+		goto fail;
+	}
+	char id[32];
+	sl_new_id("ctx_", id, sizeof(id));
+	snprintf(c.id, sizeof(c.id), "%s", id);
+	snprintf(c.language, sizeof(c.language), "%s", l);
+	if (cwd && *cwd)
+		snprintf(c.cwd, sizeof(c.cwd), "%s", cwd);
+	else
+		e2b_user_home(&sb, NULL, c.cwd, sizeof(c.cwd));
+	if (repl_start(r->srv, &sb, &c, &err) < 0)
+		goto fail;
+	sandbox_free(&sb);
+	return api_reply_json(r, 200, ctx_json(&c));
+fail:
+	sandbox_free(&sb);
+	return e2b_reply_err(r, &err);
+}
+
+enum MHD_Result e2b_contexts_list(api_req *r)
+{
+	sl_sandbox sb;
+	enum MHD_Result ret;
+	if (e2b_plane_sandbox(r, true, &sb, &ret) < 0)
+		return ret;
+	char dir[PATH_MAX];
+	ctx_dir(r->srv, sb.id, dir, sizeof(dir));
+	cJSON *arr = cJSON_CreateArray();
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n < 6 || strcmp(de->d_name + n - 5, ".json"))
+			continue;
+		char id[64];
+		snprintf(id, sizeof(id), "%.*s", (int)(n - 5), de->d_name);
+		ctx_rec c;
+		sl_err err = {0};
+		if (ctx_load(r->srv, sb.id, id, &c, &err) == 0)
+			cJSON_AddItemToArray(arr, ctx_json(&c));
+	}
+	sandbox_free(&sb);
+	return api_reply_json(r, 200, arr);
+}
+
+static enum MHD_Result context_op(api_req *r, bool restart)
+{
+	sl_sandbox sb;
+	enum MHD_Result ret;
+	sl_err err = {0};
+	ctx_rec c;
+	if (e2b_plane_sandbox(r, true, &sb, &ret) < 0)
+		return ret;
+	if (ctx_load(r->srv, sb.id, r->param[0], &c, &err) < 0) {
+		sandbox_free(&sb);
+		return e2b_reply_err(r, &err);
+	}
+	repl_kill(r->srv, sb.id, &c);
+	int lock = ctx_lock(r->srv, sb.id, c.id, &err);
+	int rc = lock < 0 ? -1 : 0;
+	if (rc == 0 && restart) {
+		rc = repl_start(r->srv, &sb, &c, &err);
+	} else if (rc == 0) {
+		char dir[PATH_MAX], p[PATH_MAX + 64];
+		ctx_dir(r->srv, sb.id, dir, sizeof(dir));
+		snprintf(p, sizeof(p), "%s/%s.json", dir, c.id);
+		unlink(p);
+		snprintf(p, sizeof(p), "%s/%s.lock", dir, c.id);
+		unlink(p);
+	}
+	if (lock >= 0)
+		close(lock);
+	sandbox_free(&sb);
+	if (rc < 0)
+		return e2b_reply_err(r, &err);
+	return api_reply_empty(r, 204);
+}
+
+enum MHD_Result e2b_contexts_delete(api_req *r)
+{
+	return context_op(r, false);
+}
+
+enum MHD_Result e2b_contexts_restart(api_req *r)
+{
+	return context_op(r, true);
+}

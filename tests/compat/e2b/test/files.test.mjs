@@ -1,0 +1,128 @@
+// envd's filesystem service and /files: write, read, list, makeDir, rename, remove,
+// exists, uploads in both encodings, and a watch that sees a write.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { tracker, sleep } from '../lib.mjs';
+import { Sandbox, FileNotFoundError } from 'e2b';
+
+const t = tracker();
+let sbx;
+before(async () => {
+	sbx = t.add(await Sandbox.create());
+});
+after(() => t.cleanup());
+
+test('write and read a file (relative paths start at the home)', async () => {
+	const info = await sbx.files.write('notes/a.txt', 'hello files');
+	assert.equal(info.path, '/home/user/notes/a.txt');
+	assert.equal(info.name, 'a.txt');
+	assert.equal(await sbx.files.read('/home/user/notes/a.txt'), 'hello files');
+	assert.equal((await sbx.commands.run('cat notes/a.txt')).stdout, 'hello files');
+	const bytes = await sbx.files.read('notes/a.txt', { format: 'bytes' });
+	assert.equal(Buffer.from(bytes).toString(), 'hello files');
+	// The file belongs to the sandbox user.
+	assert.equal((await sbx.commands.run('stat -c %U notes/a.txt')).stdout, 'user\n');
+});
+
+test('binary content and an empty file round-trip, octet-stream too', async () => {
+	const data = new Uint8Array(70000).map((_, i) => (i * 7) % 256);
+	await sbx.files.write('/tmp/bin.dat', data.buffer);
+	assert.deepEqual(new Uint8Array(await sbx.files.read('/tmp/bin.dat', { format: 'bytes' })), data);
+	await sbx.files.write('/tmp/empty', '');
+	assert.equal(await sbx.files.read('/tmp/empty'), '');
+	await sbx.files.write('/tmp/octet.txt', 'via octet-stream', { useOctetStream: true });
+	assert.equal(await sbx.files.read('/tmp/octet.txt'), 'via octet-stream');
+	const big = 'gzip me '.repeat(50000);
+	await sbx.files.write('/tmp/gz.txt', big, { gzip: true });
+	assert.equal((await sbx.commands.run('wc -c < /tmp/gz.txt')).stdout.trim(), String(big.length));
+	assert.equal(await sbx.files.read('/tmp/gz.txt', { gzip: true }), big);
+});
+
+test('write several files at once', async () => {
+	const out = await sbx.files.write([
+		{ path: '/tmp/multi/one.txt', data: '1' },
+		{ path: '/tmp/multi/two.txt', data: '2' },
+	]);
+	assert.deepEqual(out.map((f) => f.path), ['/tmp/multi/one.txt', '/tmp/multi/two.txt']);
+	assert.equal(await sbx.files.read('/tmp/multi/two.txt'), '2');
+});
+
+test('reading a missing file is FileNotFoundError', async () => {
+	await assert.rejects(sbx.files.read('/nope/missing.txt'), FileNotFoundError);
+});
+
+test('makeDir, list, exists, getInfo, rename, remove', async () => {
+	assert.equal(await sbx.files.makeDir('/tmp/d/e/f'), true);
+	assert.equal(await sbx.files.makeDir('/tmp/d/e/f'), false, 'already there');
+	await sbx.files.write('/tmp/d/x.txt', 'xx');
+	const entries = await sbx.files.list('/tmp/d');
+	assert.deepEqual(entries.map((e) => [e.name, e.type]), [['e', 'dir'], ['x.txt', 'file']]);
+	const x = entries.find((e) => e.name === 'x.txt');
+	assert.equal(x.path, '/tmp/d/x.txt');
+	assert.equal(x.size, 2);
+	assert.ok(x.modifiedTime instanceof Date);
+	const deep = await sbx.files.list('/tmp/d', { depth: 3 });
+	assert.ok(deep.some((e) => e.path === '/tmp/d/e/f'));
+	assert.equal(await sbx.files.exists('/tmp/d/x.txt'), true);
+	assert.equal(await sbx.files.exists('/tmp/d/none'), false);
+	const info = await sbx.files.getInfo('/tmp/d/x.txt');
+	assert.equal(info.type, 'file');
+	assert.equal(info.permissions, '-rw-r--r--');
+	const moved = await sbx.files.rename('/tmp/d/x.txt', '/tmp/d/y.txt');
+	assert.equal(moved.path, '/tmp/d/y.txt');
+	assert.equal(await sbx.files.exists('/tmp/d/x.txt'), false);
+	assert.equal(await sbx.files.read('/tmp/d/y.txt'), 'xx');
+	await sbx.files.remove('/tmp/d');
+	assert.equal(await sbx.files.exists('/tmp/d'), false);
+	await assert.rejects(sbx.files.list('/tmp/d'), FileNotFoundError);
+});
+
+test('watchDir sees a write', async () => {
+	await sbx.files.makeDir('/tmp/watched');
+	const events = [];
+	const w = await sbx.files.watchDir('/tmp/watched', (e) => events.push(e));
+	await sbx.files.write('/tmp/watched/new.txt', 'seen');
+	await sbx.commands.run('echo more >> /tmp/watched/new.txt; rm /tmp/watched/new.txt');
+	for (let i = 0; i < 50 && !events.some((e) => e.type === 'remove'); i++) await sleep(100);
+	await w.stop();
+	const kinds = events.filter((e) => e.name === 'new.txt').map((e) => e.type);
+	assert.ok(kinds.includes('create'), `events: ${JSON.stringify(events)}`);
+	assert.ok(kinds.includes('write'), `events: ${JSON.stringify(events)}`);
+	assert.ok(kinds.includes('remove'), `events: ${JSON.stringify(events)}`);
+});
+
+test('a recursive watch sees directories made after it started', async () => {
+	await sbx.files.makeDir('/tmp/tree/a');
+	const events = [];
+	const w = await sbx.files.watchDir('/tmp/tree', (e) => events.push(e), { recursive: true });
+	await sbx.files.write('/tmp/tree/a/in-a.txt', '1');
+	await sbx.files.makeDir('/tmp/tree/b/c');
+	await sleep(300);
+	await sbx.files.write('/tmp/tree/b/c/deep.txt', '2');
+	const want = ['a/in-a.txt', 'b', 'b/c/deep.txt'];
+	for (let i = 0; i < 50 && !want.every((n) => events.some((e) => e.name === n)); i++) await sleep(100);
+	await w.stop();
+	for (const n of want) assert.ok(events.some((e) => e.name === n && e.type === 'create'), `${n} in ${JSON.stringify(events)}`);
+});
+
+test('signed upload and download URLs work without headers', async () => {
+	const up = await sbx.uploadUrl('/tmp/signed/up.txt');
+	const form = new FormData();
+	form.append('file', new Blob(['through a signed URL']), 'up.txt');
+	const res = await fetch(up, { method: 'POST', body: form });
+	assert.equal(res.status, 200, up + ' ' + (await res.clone().text()));
+	assert.equal(await sbx.files.read('/tmp/signed/up.txt'), 'through a signed URL');
+	const down = await sbx.downloadUrl('/tmp/signed/up.txt', { useSignatureExpiration: 60 });
+	assert.equal(await (await fetch(down)).text(), 'through a signed URL');
+	const forged = new URL(down);
+	forged.searchParams.set('path', '/etc/shadow');
+	assert.equal((await fetch(forged)).status, 401);
+	const plain = new URL(down);
+	plain.searchParams.delete('signature');
+	assert.notEqual((await fetch(plain)).status, 200);
+});
+
+test('files as root', async () => {
+	await sbx.files.write('/root/secret.txt', 'r00t', { user: 'root' });
+	assert.equal(await sbx.files.read('secret.txt', { user: 'root' }), 'r00t');
+});

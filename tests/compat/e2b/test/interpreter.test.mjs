@@ -1,0 +1,127 @@
+// @e2b/code-interpreter: stateful contexts (Python, JavaScript, TypeScript), results,
+// errors, output, execution counts, contexts that do not share state.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { tracker } from '../lib.mjs';
+import { Sandbox } from '@e2b/code-interpreter';
+
+const t = tracker();
+let sbx;
+before(async () => {
+	sbx = t.add(await Sandbox.create());
+});
+after(() => t.cleanup());
+
+test('state persists across runCode calls in the default context', async () => {
+	const a = await sbx.runCode('x = 1');
+	assert.equal(a.error, undefined);
+	assert.equal(a.text, undefined);
+	const b = await sbx.runCode('x + 1');
+	assert.equal(b.text, '2');
+	assert.ok(b.results[0].isMainResult);
+	await sbx.runCode('import math\ndef area(r):\n    return math.pi * r * r');
+	assert.equal((await sbx.runCode('round(area(2), 3)')).text, '12.566');
+	assert.ok(b.executionCount >= 2);
+});
+
+test('stdout and stderr arrive as logs, streamed to callbacks', async () => {
+	const seen = [];
+	const e = await sbx.runCode('import sys\nprint("out")\nprint("err", file=sys.stderr)\n40 + 2', {
+		onStdout: (m) => seen.push(m.line),
+	});
+	assert.deepEqual(e.logs.stdout, ['out\n']);
+	assert.deepEqual(e.logs.stderr, ['err\n']);
+	assert.equal(e.text, '42');
+	assert.deepEqual(seen, ['out\n']);
+	// Output of child processes and of the fds themselves is caught too, before the end.
+	const c = await sbx.runCode('import subprocess, os\nsubprocess.run("echo from-child", shell=True)\nos.write(1, b"raw\\n")\nNone');
+	assert.equal(c.logs.stdout.join(''), 'from-child\nraw\n');
+	// A cell reading stdin gets EOF, not the next request.
+	assert.equal((await sbx.runCode('import sys\nsys.stdin.read()')).text, "''");
+});
+
+test('an exception gives its name, value and traceback', async () => {
+	const e = await sbx.runCode('def f():\n    raise ValueError("bad value")\nf()');
+	assert.equal(e.error.name, 'ValueError');
+	assert.equal(e.error.value, 'bad value');
+	assert.match(e.error.traceback, /ValueError: bad value/);
+	assert.match(e.error.traceback, /in f/);
+	// The context lives on.
+	assert.equal((await sbx.runCode('x')).text, '1');
+});
+
+test('rich results: _repr_html_ and display()', async () => {
+	const e = await sbx.runCode(
+		'class Table:\n    def _repr_html_(self):\n        return "<b>t</b>"\n    def __repr__(self):\n        return "Table()"\n' +
+			'display("shown first")\nTable()',
+	);
+	assert.equal(e.results.length, 2);
+	assert.equal(e.results[0].text, "'shown first'");
+	assert.equal(e.results[0].isMainResult, false);
+	assert.equal(e.results[1].html, '<b>t</b>');
+	assert.equal(e.text, 'Table()');
+});
+
+test('env vars per call', async () => {
+	const e = await sbx.runCode('import os\nos.environ["E2B_RUN_VAR"]', { envs: { E2B_RUN_VAR: 'per-call' } });
+	assert.equal(e.text, "'per-call'");
+});
+
+test('two contexts do not share variables', async () => {
+	const c1 = await sbx.createCodeContext();
+	const c2 = await sbx.createCodeContext({ cwd: '/tmp' });
+	await sbx.runCode('secret = "one"', { context: c1 });
+	const miss = await sbx.runCode('secret', { context: c2 });
+	assert.equal(miss.error.name, 'NameError');
+	assert.equal((await sbx.runCode('secret', { context: c1 })).text, "'one'");
+	assert.equal((await sbx.runCode('import os\nos.getcwd()', { context: c2 })).text, "'/tmp'");
+	const list = await sbx.listCodeContexts();
+	assert.ok(list.some((c) => c.id === c1.id) && list.some((c) => c.id === c2.id));
+	await sbx.restartCodeContext(c1);
+	assert.equal((await sbx.runCode('secret', { context: c1 })).error.name, 'NameError');
+	await sbx.removeCodeContext(c2);
+	assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === c2.id));
+});
+
+test('a JavaScript context keeps state; TypeScript has its types stripped', async () => {
+	const js = await sbx.createCodeContext({ language: 'js' });
+	await sbx.runCode('const base = 40; function add(a, b) { return a + b }', { context: js });
+	const r = await sbx.runCode('console.log("from js"); add(base, 2)', { context: js });
+	assert.equal(r.text, '42');
+	assert.deepEqual(r.logs.stdout, ['from js\n']);
+	// Raw writes to the fds and stdin reads cannot reach the façade's channels.
+	const raw = await sbx.runCode("require('child_process').spawnSync('echo', ['raw'], { stdio: 'inherit' }); require('fs').readFileSync(0, 'utf8')", { context: js });
+	assert.equal(raw.error, undefined);
+	assert.equal(raw.text, "''");
+	assert.equal((await sbx.runCode('base', { context: js })).text, '40');
+	const err = await sbx.runCode('null.x', { context: js });
+	assert.equal(err.error.name, 'TypeError');
+	assert.equal((await sbx.runCode('[1, 2, 3].map((n) => n * 2)', { language: 'javascript' })).text, '[ 2, 4, 6 ]');
+	const ts = await sbx.runCode('const n: number = 5;\nconst s: string = "ts";\n`${s}${n * 2}`', { language: 'ts' });
+	assert.equal(ts.error, undefined);
+	assert.equal(ts.text, "'ts10'");
+});
+
+test('contexts never leak between sandboxes, and die with theirs', async () => {
+	const other = t.add(await Sandbox.create());
+	await sbx.runCode('only_here = 1');
+	const r = await other.runCode('only_here');
+	assert.equal(r.error.name, 'NameError');
+	const ctx = await other.createCodeContext();
+	await other.kill();
+	// (A short requestTimeoutMs: the SDK leaves that timer running when a call fails.)
+	await assert.rejects(other.runCode('1', { context: ctx, requestTimeoutMs: 2000 }));
+	await assert.rejects(sbx.runCode('1', { context: ctx, requestTimeoutMs: 2000 }), /not found/i);
+});
+
+test('a cell past its timeout is interrupted and the context lives on', async () => {
+	const c = await sbx.createCodeContext();
+	await sbx.runCode('kept = 7', { context: c });
+	await assert.rejects(sbx.runCode('while True:\n    pass', { context: c, timeoutMs: 1500 }), (e) => e.name === 'TimeoutError');
+	const r = await sbx.runCode('kept * 6', { context: c });
+	assert.equal(r.text, '42');
+	const js = await sbx.createCodeContext({ language: 'javascript' });
+	await sbx.runCode('let count = 1', { context: js });
+	await assert.rejects(sbx.runCode('for (;;) {}', { context: js, timeoutMs: 1500 }), (e) => e.name === 'TimeoutError');
+	assert.equal((await sbx.runCode('count + 1', { context: js })).text, '2');
+});

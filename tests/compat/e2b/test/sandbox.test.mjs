@@ -1,0 +1,120 @@
+// The control plane: create (default template, a snapshot name), info, timeout, list
+// with metadata filters across pages, pause then connect, kill.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { tracker, v1, sleep } from '../lib.mjs';
+import { Sandbox, SandboxNotFoundError } from 'e2b';
+
+const t = tracker();
+after(() => t.cleanup());
+
+test('create from the default template, getInfo, metadata, kill', async () => {
+	const sbx = t.add(await Sandbox.create({ metadata: { purpose: 'e2b-info' }, timeoutMs: 120_000 }));
+	assert.match(sbx.sandboxId, /^sbx_/);
+	assert.equal(await sbx.isRunning(), true);
+	const info = await sbx.getInfo();
+	assert.equal(info.sandboxId, sbx.sandboxId);
+	assert.equal(info.templateId, 'base');
+	assert.equal(info.state, 'running');
+	assert.deepEqual(info.metadata, { purpose: 'e2b-info' });
+	const left = info.endAt.getTime() - Date.now();
+	assert.ok(left > 100_000 && left <= 121_000, `endAt is ${left} ms away`);
+	// The default image is sandlot's: python3 and node are there.
+	const r = await sbx.commands.run('python3 -c "print(6*7)" && node -e "console.log(1+1)"');
+	assert.equal(r.stdout, '42\n2\n');
+	assert.equal(await sbx.kill(), true);
+	assert.equal(await sbx.isRunning(), false);
+	assert.equal(await Sandbox.kill(sbx.sandboxId), false);
+	await assert.rejects(sbx.getInfo(), SandboxNotFoundError);
+	await assert.rejects(sbx.commands.run('true'), SandboxNotFoundError);
+});
+
+test('setTimeout moves the deadline, and a passed one kills the sandbox', async () => {
+	const sbx = t.add(await Sandbox.create());
+	const before = (await sbx.getInfo()).endAt.getTime() - Date.now();
+	assert.ok(before > 250_000, `default timeout is 300 s, ${before} ms left`);
+	await sbx.setTimeout(2_000);
+	const after2 = (await sbx.getInfo()).endAt.getTime() - Date.now();
+	assert.ok(after2 <= 2_000, `endAt ${after2} ms away after setTimeout(2000)`);
+	let running = true;
+	for (let i = 0; i < 40 && running; i++) {
+		await sleep(250);
+		running = await sbx.isRunning();
+	}
+	assert.equal(running, false, 'the sandbox outlived its timeout');
+});
+
+test('list with a metadata filter, across pages', async () => {
+	const tag = `run-${process.pid}-${Date.now()}`;
+	const ids = [];
+	for (let i = 0; i < 3; i++) {
+		const s = t.add(await Sandbox.create({ metadata: { tag, n: String(i), 'with space': 'a b&c' } }));
+		ids.push(s.sandboxId);
+	}
+	t.add(await Sandbox.create({ metadata: { tag: 'other' } }));
+	const pager = Sandbox.list({ query: { metadata: { tag, 'with space': 'a b&c' } }, limit: 2 });
+	const pages = [];
+	while (pager.hasNext) pages.push(await pager.nextItems());
+	assert.equal(pages.length, 2);
+	assert.deepEqual(pages.map((p) => p.length), [2, 1]);
+	const seen = pages.flat();
+	assert.deepEqual(seen.map((s) => s.sandboxId).sort(), [...ids].sort());
+	for (const s of seen) {
+		assert.equal(s.metadata.tag, tag);
+		assert.equal(s.state, 'running');
+		assert.ok(s.startedAt instanceof Date && !isNaN(s.startedAt));
+	}
+	const later = await Sandbox.list({ query: { metadata: { tag }, startedAfter: new Date(Date.now() + 60_000) } }).nextItems();
+	assert.deepEqual(later, []);
+	const none = await Sandbox.list({ query: { metadata: { tag: 'absent' } } }).nextItems();
+	assert.deepEqual(none, []);
+});
+
+test('pause, then connect resumes with the files and processes kept', async () => {
+	const sbx = t.add(await Sandbox.create());
+	await sbx.files.write('/tmp/kept.txt', 'still here');
+	const bg = await sbx.commands.run('sleep 600', { background: true, timeoutMs: 0 });
+	assert.equal(await sbx.pause(), true);
+	const paused1 = await sbx.getInfo();
+	assert.equal(paused1.state, 'paused');
+	// Paused sandboxes keep (no deadline) until connect sets a new one.
+	assert.ok(paused1.endAt.getTime() - Date.now() > 86_400_000, 'no deadline while paused');
+	assert.equal(await sbx.isRunning(), false);
+	assert.equal(await sbx.pause(), false, 'a second pause says it was already paused');
+	const paused = await Sandbox.list({ query: { state: ['paused'] } }).nextItems();
+	assert.ok(paused.some((s) => s.sandboxId === sbx.sandboxId));
+	const again = await Sandbox.connect(sbx.sandboxId);
+	assert.equal(await again.isRunning(), true);
+	const left = (await again.getInfo()).endAt.getTime() - Date.now();
+	assert.ok(left > 250_000 && left <= 300_000, `after resume, ${left} ms left`);
+	assert.equal(await again.files.read('/tmp/kept.txt'), 'still here');
+	const procs = await again.commands.list();
+	assert.ok(procs.some((p) => p.pid === bg.pid), 'the background command survived the pause');
+	await again.commands.kill(bg.pid);
+});
+
+test('metrics report the sandbox', async () => {
+	const sbx = t.add(await Sandbox.create());
+	const m = await sbx.getMetrics();
+	assert.ok(m.length >= 1);
+	assert.ok(m[0].memUsed > 0);
+	assert.ok(m[0].cpuCount >= 1);
+});
+
+test('create from a snapshot name', async () => {
+	const src = t.add(await Sandbox.create());
+	await src.files.write('/home/user/from-snapshot.txt', 'snap');
+	const name = `e2b-snap-${process.pid}`;
+	await v1('POST', `/v1/sandboxes/${src.sandboxId}/snapshots`, { name });
+	const sbx = t.add(await Sandbox.create(name));
+	assert.equal(await sbx.files.read('/home/user/from-snapshot.txt'), 'snap');
+	assert.equal((await sbx.getInfo()).templateId, name);
+	await sbx.kill();
+	await src.kill();
+	await v1('DELETE', `/v1/snapshots/${name}`);
+});
+
+test('an unknown template is an error, a wrong key is refused', async () => {
+	await assert.rejects(Sandbox.create('no-such-template'), /no-such-template/);
+	await assert.rejects(Sandbox.create({ apiKey: 'wrong' }), (e) => e.name === 'AuthenticationError');
+});
