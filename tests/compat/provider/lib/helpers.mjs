@@ -117,6 +117,9 @@ export function seedFile(root = repoRoot) {
   } catch {
     /* not a git checkout: the first candidate only */
   }
+  // Where the workspace keeps its shared documents when the checkout lives elsewhere
+  // (a CI clone in a scratch directory): SANDLOT_SHARED_DIR, else /work/shared.
+  candidates.push(resolve(process.env.SANDLOT_SHARED_DIR || "/work/shared", name.slice("shared/".length)));
   const found = candidates.find((c) => existsSync(c));
   if (!found)
     throw new Error(`the interface document is missing: looked for ${[...new Set(candidates)].join(" and ")} (the seeds live in ../shared next to the repository)`);

@@ -153,9 +153,13 @@ test("the seed file is found from the repository root, and its absence is named"
   const path = seedFile();
   assert.match(readFileSync(path, "utf8"), /interface SandboxProvider \{/);
   const nowhere = mkdtempSync(join(tmpdir(), "sandlot-noseed-"));
+  const shared = process.env.SANDLOT_SHARED_DIR;
+  process.env.SANDLOT_SHARED_DIR = join(nowhere, "shared");
   try {
     assert.throws(() => seedFile(join(nowhere, "repo")), /the interface document is missing: looked for .*noseed.*shared\/seeds\/000_ac2822aae9ec0850\.txt/);
   } finally {
+    if (shared === undefined) delete process.env.SANDLOT_SHARED_DIR;
+    else process.env.SANDLOT_SHARED_DIR = shared;
     rmSync(nowhere, { recursive: true, force: true });
   }
 });
