@@ -302,7 +302,7 @@ static cJSON *sandbox_e2b_json(const sl_sandbox *sb, bool detail)
 	cJSON_AddStringToObject(o, "envdVersion", E2B_ENVD_VERSION);
 	cJSON_AddItemToObject(o, "volumeMounts", cJSON_CreateArray());
 	if (detail) {
-		cJSON_AddBoolToObject(o, "allowInternetAccess", false);
+		cJSON_AddBoolToObject(o, "allowInternetAccess", sb->net_enabled);
 		cJSON *l = cJSON_AddObjectToObject(o, "lifecycle");
 		cJSON_AddStringToObject(l, "onTimeout", "kill");
 		cJSON_AddBoolToObject(l, "autoResume", false);
@@ -359,6 +359,56 @@ static int timeout_field(const cJSON *body, int64_t *ms, sl_err *err)
 
 /* ---- create ---- */
 
+static bool is_everything(const cJSON *c)
+{
+	return cJSON_IsString(c) &&
+	       (!strcmp(c->valuestring, "0.0.0.0/0") || !strcmp(c->valuestring, "::/0"));
+}
+
+/* E2B's network options as /v1's `network` object. allow_internet_access turns the
+ * network on or off; network.allowOut/denyOut are CIDR lists where allowOut wins over
+ * denyOut. sandlot's deny wins over its allow, so E2B's "deny everything but X"
+ * (denyOut 0.0.0.0/0, allowOut X) is /v1's allow [X]; other denyOut ranges are /v1's
+ * deny, and allowOut without a deny-all admits no more than the default (everything).
+ * Neither given: sandlot's default, no network. */
+static int network_body(const cJSON *in, cJSON *body, sl_err *err)
+{
+	const cJSON *inet = cJSON_GetObjectItemCaseSensitive(in, "allow_internet_access");
+	const cJSON *net = cJSON_GetObjectItemCaseSensitive(in, "network");
+	if (inet && !cJSON_IsBool(inet) && !cJSON_IsNull(inet))
+		return sl_fail(err, SL_INVALID, 0, "allow_internet_access: must be a boolean");
+	if (net && !cJSON_IsObject(net) && !cJSON_IsNull(net))
+		return sl_fail(err, SL_INVALID, 0, "network: must be an object");
+	const cJSON *aout = cJSON_IsObject(net) ? cJSON_GetObjectItemCaseSensitive(net, "allowOut") : NULL;
+	const cJSON *dout = cJSON_IsObject(net) ? cJSON_GetObjectItemCaseSensitive(net, "denyOut") : NULL;
+	if ((aout && !cJSON_IsArray(aout)) || (dout && !cJSON_IsArray(dout)))
+		return sl_fail(err, SL_INVALID, 0, "network.allowOut/denyOut: must be lists of CIDRs");
+	bool on = cJSON_IsTrue(inet) || cJSON_GetArraySize(aout) > 0 || cJSON_GetArraySize(dout) > 0;
+	if (cJSON_IsFalse(inet))
+		on = false;
+	if (!cJSON_IsBool(inet) && !on)
+		return 0;
+	bool deny_all = false;
+	const cJSON *c;
+	cJSON_ArrayForEach(c, dout) deny_all |= is_everything(c);
+	/* Everything denied and nothing allowed: no way out, as with no network. */
+	if (deny_all && cJSON_GetArraySize(aout) == 0)
+		on = false;
+	cJSON *o = cJSON_AddObjectToObject(body, "network");
+	cJSON_AddBoolToObject(o, "enabled", on);
+	if (!on)
+		return 0;
+	if (deny_all)
+		cJSON_AddItemToObject(o, "allow", aout ? cJSON_Duplicate(aout, 1) : cJSON_CreateArray());
+	cJSON *deny = cJSON_AddArrayToObject(o, "deny");
+	cJSON_ArrayForEach(c, dout)
+	{
+		if (!is_everything(c))
+			cJSON_AddItemToArray(deny, cJSON_Duplicate(c, 1));
+	}
+	return 0;
+}
+
 /* templateID: E2B's stock templates are sandlot's default image; otherwise a snapshot
  * name or id when one exists, else an image name. */
 static void template_source(api_server *s, const char *tpl, cJSON *body)
@@ -410,6 +460,8 @@ static enum MHD_Result create(api_req *r)
 		}
 	}
 	cJSON_AddStringToObject(labels, E2B_LABEL_TEMPLATE, tpl);
+	if (in && network_body(in, body, &err) < 0)
+		return e2b_reply_err(r, &err);
 	char life[32];
 	snprintf(life, sizeof(life), "%llds",
 		 (long long)(tmo >= 0 ? tmo / 1000 : DEFAULT_TIMEOUT_S));

@@ -118,3 +118,25 @@ test('an unknown template is an error, a wrong key is refused', async () => {
 	await assert.rejects(Sandbox.create('no-such-template'), /no-such-template/);
 	await assert.rejects(Sandbox.create({ apiKey: 'wrong' }), (e) => e.name === 'AuthenticationError');
 });
+
+test('network: off unless asked; allowInternetAccess and allowOut/denyOut reach /v1', async () => {
+	const net = async (sbx) => (await v1('GET', `/v1/sandboxes/${sbx.sandboxId}`)).network;
+	const off = t.add(await Sandbox.create({ timeoutMs: 60_000 }));
+	assert.equal((await net(off)).enabled, false);
+	assert.equal((await off.commands.run('ls /sys/class/net')).stdout, 'lo\n');
+	const on = t.add(await Sandbox.create({ allowInternetAccess: true, timeoutMs: 60_000 }));
+	assert.equal((await net(on)).enabled, true);
+	assert.match((await on.commands.run('ls /sys/class/net')).stdout, /eth0/);
+	assert.equal((await on.getInfo()).allowInternetAccess, true);
+	assert.equal((await off.getInfo()).allowInternetAccess, false);
+	// E2B's "deny everything but X" is sandlot's allow [X].
+	const only = t.add(await Sandbox.create({
+		network: { denyOut: ['0.0.0.0/0'], allowOut: ['203.0.113.0/24'] }, timeoutMs: 60_000,
+	}));
+	const n = await net(only);
+	assert.equal(n.enabled, true);
+	assert.deepEqual(n.allow, ['203.0.113.0/24']);
+	assert.deepEqual(n.deny ?? [], []);
+	const closed = t.add(await Sandbox.create({ allowInternetAccess: false, timeoutMs: 60_000 }));
+	assert.equal((await net(closed)).enabled, false);
+});
