@@ -298,7 +298,7 @@ test("filesystem: a 5 MB binary file round-trips through write/readBytes", async
 test("pause, then resume(id): frozen meanwhile, continues where it was", async (t) => {
   const keep = tracker(t);
   const sb = keep(await provider.create({ language: "python" }));
-  await sb.commands.run("(i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.05; done) >/dev/null 2>&1 &");
+  await sb.commands.run("(i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done) >/dev/null 2>&1 &");
   await until("the counter", async () => Number(await sb.filesystem.read("/tmp/count").catch(() => "0")) > 3);
   await sb.pause();
   assert.equal((await sb.info()).status, "paused");
