@@ -10,16 +10,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../runtime/clock.h"
 #include "../runtime/log.h"
 #include "../runtime/state.h"
 #include "http.h"
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void activity_path(api_server *s, const char *id, char *buf, size_t len)
 {
@@ -76,7 +71,7 @@ void api_enforce_deadlines(api_server *s)
 	sl_err err = { 0 };
 	if (sandbox_list(s->ctx, &list, &n, &err) < 0)
 		return;
-	int64_t now = now_ms();
+	int64_t now = sl_now_ms();
 	for (size_t i = 0; i < n; i++) {
 		sl_sandbox *sb = &list[i];
 		if (!strcmp(sb->status, "terminated") || !strcmp(sb->status, "creating"))

@@ -130,6 +130,9 @@ int api_query_bool(api_req *r, const char *key, bool def, bool *out, sl_err *err
 int api_query_duration(api_req *r, const char *key, uint64_t *ms, bool *given, sl_err *err);
 /* The JSON body, which must be an object (an empty body counts as {} when EMPTY_OK). */
 int api_body_object(api_req *r, bool empty_ok, const cJSON **out, sl_err *err);
+/* Append to r->body (kept NUL-terminated): the JSON routes' body, and raw routes that
+ * want their body whole. */
+int api_body_append(api_req *r, const char *data, size_t n, sl_err *err);
 /* Did the client close its end (long-polls stop early)? */
 bool api_client_gone(api_req *r);
 /* Parse TEXT as JSON; a syntax error is SL_INVALID naming the byte, line and column. */

@@ -278,7 +278,7 @@ static enum MHD_Result req_begin(api_listener *l, api_req *r)
 	return MHD_YES;
 }
 
-static int body_append(api_req *r, const char *data, size_t n, sl_err *err)
+int api_body_append(api_req *r, const char *data, size_t n, sl_err *err)
 {
 	if (r->body_len + n + 1 > r->body_cap) {
 		size_t cap = r->body_cap ? r->body_cap : 4096;
@@ -308,7 +308,7 @@ static enum MHD_Result req_data(api_req *r, const char *data, size_t n)
 	if (r->pending.kind)
 		return r->received > r->cap + DISCARD_SLACK ? MHD_NO : MHD_YES;
 	if (r->route->body == API_BODY_JSON)
-		body_append(r, data, n, &r->pending);
+		api_body_append(r, data, n, &r->pending);
 	else if (r->route->body == API_BODY_RAW && r->route->chunk)
 		r->route->chunk(r, data, n, &r->pending);
 	return MHD_YES;

@@ -27,6 +27,7 @@
 
 #include "../init/proto.h"
 #include "cleanup.h"
+#include "clock.h"
 #include "fsutil.h"
 #include "launch.h"
 #include "log.h"
@@ -40,12 +41,6 @@
 #define WAIT_BACKSTOP_MS 10000 /* exec_wait re-reads at least this often (see exec_wait) */
 #define WAIT_POLL_MS	 100   /* exec_wait without inotify (instances exhausted) */
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int64_t mono_ms(void)
 {
@@ -561,7 +556,7 @@ static cJSON *record_new(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *
 	cJSON_AddNumberToObject(o, "timeoutMs", (double)spec->timeout_ms);
 	cJSON_AddBoolToObject(o, "stdin", spec->stdin_pipe);
 	cJSON_AddBoolToObject(o, "tty", spec->tty);
-	cJSON_AddNumberToObject(o, "startedAt", (double)now_ms());
+	cJSON_AddNumberToObject(o, "startedAt", (double)sl_now_ms());
 	cJSON_AddNumberToObject(o, "oomKillsBefore", (double)oom);
 	cJSON_AddNumberToObject(o, "starterPid", self);
 	cJSON_AddNumberToObject(o, "starterStart", (double)proc_start_time(self));
@@ -1027,14 +1022,6 @@ static const char *status_name(sl_exec_status s)
 	return "failed";
 }
 
-static void iso_time(int64_t ms, char *buf, size_t len)
-{
-	time_t s = ms / 1000;
-	struct tm tm;
-	gmtime_r(&s, &tm);
-	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
-}
 
 cJSON *exec_to_json(const sl_exec *e)
 {
@@ -1057,13 +1044,13 @@ cJSON *exec_to_json(const sl_exec *e)
 		cJSON_AddNullToObject(o, "signal");
 	}
 	cJSON_AddBoolToObject(o, "oomKilled", e->oom_killed);
-	iso_time(e->started_ms, t, sizeof(t));
+	sl_iso_time(e->started_ms, t, sizeof(t));
 	cJSON_AddStringToObject(o, "startedAt", t);
 	if (running) {
 		cJSON_AddNullToObject(o, "finishedAt");
 		cJSON_AddNullToObject(o, "durationMs");
 	} else {
-		iso_time(e->finished_ms, t, sizeof(t));
+		sl_iso_time(e->finished_ms, t, sizeof(t));
 		cJSON_AddStringToObject(o, "finishedAt", t);
 		cJSON_AddNumberToObject(o, "durationMs", (double)(e->finished_ms - e->started_ms));
 	}

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "clock.h"
 #include "image.h"
 #include "log.h"
 #include "sbxfs.h"
@@ -32,12 +33,6 @@
 #define STEP_TIMEOUT_MS (15 * 60 * 1000)
 #define TAIL_BYTES	700
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- names and versions ---- */
 
@@ -601,7 +596,7 @@ static int record_save(const sl_ctx *ctx, const char *key, const char *digest, c
 	cJSON_AddStringToObject(src, "npmRegistry", ctx->cfg.npm_registry);
 	cJSON_AddNumberToObject(o, "uidBase", l->uid_base);
 	cJSON_AddStringToObject(o, "nodePath", l->node_path);
-	cJSON_AddNumberToObject(o, "createdMs", (double)now_ms());
+	cJSON_AddNumberToObject(o, "createdMs", (double)sl_now_ms());
 	cJSON_AddNumberToObject(o, "buildMs", (double)l->build_ms);
 	_cleanup_free_ char *txt = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
@@ -614,7 +609,7 @@ static int record_save(const sl_ctx *ctx, const char *key, const char *digest, c
 static int build(sl_ctx *ctx, const char *key, const char *digest, const sl_package *p, size_t n,
 		 uint64_t disk, sl_pkg_layer *out, sl_err *err)
 {
-	int64_t t0 = now_ms();
+	int64_t t0 = sl_now_ms();
 	bool pip_offline = ctx->cfg.pip_wheels[0] && !ctx->cfg.pip_index[0];
 	sl_volume_spec wheels = {ctx->cfg.pip_wheels, WHEELS_MOUNT, true};
 	char label[96];
@@ -655,7 +650,7 @@ static int build(sl_ctx *ctx, const char *key, const char *digest, const sl_pack
 	}
 	if (r == 0) {
 		out->built = true;
-		out->build_ms = now_ms() - t0;
+		out->build_ms = sl_now_ms() - t0;
 		if (record_save(ctx, key, digest, p, n, out, err) < 0) {
 			store_snapshot_destroy(&ctx->cfg, out->id, NULL);
 			r = -1;

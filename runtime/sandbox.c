@@ -22,6 +22,7 @@
 
 #include "../init/proto.h"
 #include "cleanup.h"
+#include "clock.h"
 #include "fsutil.h"
 #include "image.h"
 #include "initctl.h"
@@ -39,12 +40,6 @@
 #define TOMBSTONE_MS (24LL * 3600 * 1000)
 #define RECORD_MAX (1 << 20)
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void sl_new_id(const char *prefix, char *out, size_t len)
 {
@@ -118,14 +113,6 @@ void sandbox_free_list(sl_sandbox *list, size_t n)
 
 /* ---- records ---- */
 
-static void iso_time(int64_t ms, char *buf, size_t len)
-{
-	time_t s = ms / 1000;
-	struct tm tm;
-	gmtime_r(&s, &tm);
-	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
-}
 
 static cJSON *resources_json(const sl_sandbox *sb)
 {
@@ -153,7 +140,7 @@ cJSON *sandbox_to_json(const sl_sandbox *sb)
 	cJSON_AddStringToObject(o, "status", sb->status);
 	cJSON_AddStringToObject(o, "image", sb->image);
 	cJSON_AddStringToObject(o, "imageDigest", sb->digest);
-	iso_time(sb->created_ms, t, sizeof(t));
+	sl_iso_time(sb->created_ms, t, sizeof(t));
 	cJSON_AddStringToObject(o, "createdAt", t);
 	cJSON_AddItemToObject(o, "resources", resources_json(sb));
 	cJSON_AddItemToObject(o, "env", sb->env ? cJSON_Duplicate(sb->env, 1) : cJSON_CreateObject());
@@ -176,7 +163,7 @@ cJSON *sandbox_to_json(const sl_sandbox *sb)
 			cJSON_AddNullToObject(to, tos[i].k);
 	}
 	if (sb->expires_ms) {
-		iso_time(sb->expires_ms, t, sizeof(t));
+		sl_iso_time(sb->expires_ms, t, sizeof(t));
 		cJSON_AddStringToObject(o, "expiresAt", t);
 	} else {
 		cJSON_AddNullToObject(o, "expiresAt");
@@ -203,7 +190,7 @@ cJSON *sandbox_to_json(const sl_sandbox *sb)
 	else
 		cJSON_AddNullToObject(o, "snapshot");
 	if (sb->terminated_ms) {
-		iso_time(sb->terminated_ms, t, sizeof(t));
+		sl_iso_time(sb->terminated_ms, t, sizeof(t));
 		cJSON_AddStringToObject(o, "terminatedAt", t);
 		cJSON_AddStringToObject(o, "reason", sb->reason);
 	}
@@ -413,7 +400,7 @@ int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
 	}
 	size_t k = 0;
-	int64_t now = now_ms();
+	int64_t now = sl_now_ms();
 	for (size_t i = 0; i < nids; i++) {
 		sl_err e2 = { 0 };
 		if (record_load(ctx, ids[i], &list[k], &e2) < 0)
@@ -1080,7 +1067,7 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	snprintf(sb.digest, sizeof(sb.digest), "%s", img.digest);
 	snprintf(sb.user, sizeof(sb.user), "%s", o->user ? o->user : img.user);
 	snprintf(sb.workdir, sizeof(sb.workdir), "%s", o->workdir ? o->workdir : img.workdir);
-	sb.created_ms = now_ms();
+	sb.created_ms = sl_now_ms();
 	sb.limits.cpu_millicores = o->cpu_millis ? o->cpu_millis : ctx->cfg.def_cpu_millis;
 	sb.limits.memory_bytes = o->memory ? o->memory : ctx->cfg.def_memory;
 	sb.limits.pids_max = o->pids ? o->pids : ctx->cfg.def_pids;
@@ -1196,7 +1183,7 @@ int sandbox_destroy(sl_ctx *ctx, const char *ref, const char *reason, sl_err *er
 	release_resources(ctx, &sb);
 	snprintf(sb.status, sizeof(sb.status), "terminated");
 	snprintf(sb.reason, sizeof(sb.reason), "%s", reason ? reason : "deleted");
-	sb.terminated_ms = now_ms();
+	sb.terminated_ms = sl_now_ms();
 	sb.init_pid = 0;
 	int r = record_save(ctx, &sb, !sb.ephemeral, err);
 	/* Claims go last: the tombstone already marks them stale if we die here. */
@@ -1373,7 +1360,7 @@ int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int6
 	}
 	if (lifetime_ms >= 0) {
 		sb.lifetime_ms = lifetime_ms;
-		sb.expires_ms = lifetime_ms ? now_ms() + lifetime_ms : 0;
+		sb.expires_ms = lifetime_ms ? sl_now_ms() + lifetime_ms : 0;
 	}
 	if (idle_ms >= 0)
 		sb.idle_ms = idle_ms;
@@ -1529,11 +1516,11 @@ int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc
 
 int proc_wait(sl_proc *p, int timeout_ms, int *wstatus, sl_err *err)
 {
-	int64_t deadline = timeout_ms < 0 ? 0 : now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? 0 : sl_now_ms() + timeout_ms;
 	for (;;) {
 		int left = -1;
 		if (timeout_ms >= 0) {
-			int64_t l = deadline - now_ms();
+			int64_t l = deadline - sl_now_ms();
 			left = l < 0 ? 0 : (int)l;
 		}
 		struct sl_rep rep;

@@ -22,16 +22,11 @@
 
 #include "archive_write.h"
 #include "cleanup.h"
+#include "clock.h"
 #include "image.h"
 #include "state.h"
 #include "storage.h"
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void snap_dir(const sl_ctx *ctx, char *buf, size_t len)
 {
@@ -41,12 +36,7 @@ static void snap_dir(const sl_ctx *ctx, char *buf, size_t len)
 cJSON *snapshot_to_json(const sl_snapshot *s)
 {
 	char t[40];
-	time_t sec = s->created_ms / 1000;
-	struct tm tm;
-	gmtime_r(&sec, &tm);
-	snprintf(t, sizeof(t), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		 (int)(s->created_ms % 1000));
+	sl_iso_time(s->created_ms, t, sizeof(t));
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "id", s->id);
 	if (s->name[0])
@@ -164,7 +154,7 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 	snprintf(s.image, sizeof(s.image), "%s", sb.image);
 	snprintf(s.digest, sizeof(s.digest), "%s", sb.digest);
 	s.uid_base = sb.uid_base;
-	s.created_ms = now_ms();
+	s.created_ms = sl_now_ms();
 	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
 	/* Freeze a running sandbox so no write is half done at the instant of capture. */
@@ -391,7 +381,7 @@ int snapshot_import(sl_ctx *ctx, const char *name, int in_fd, sl_snapshot *out, 
 	snprintf(s.image, sizeof(s.image), "%s", img.name);
 	snprintf(s.digest, sizeof(s.digest), "%s", img.digest);
 	s.uid_base = 0; /* the empty layer is canonical: shifted into each new sandbox */
-	s.created_ms = now_ms();
+	s.created_ms = sl_now_ms();
 	if (store_snapshot_create_empty(&ctx->cfg, s.id, err) < 0)
 		return -1;
 	if (snap_save(ctx, &s, err) < 0) {

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "../../runtime/cleanup.h"
+#include "../../runtime/clock.h"
 #include "../../runtime/snapshot.h"
 #include "agentuity.h"
 
@@ -86,14 +87,6 @@ static enum MHD_Result not_implemented(api_req *r)
 
 /* ---- sandboxes: the shapes ---- */
 
-void ag_iso_time(int64_t ms, char *buf, size_t len)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, len - n, ".%03dZ", (int)(ms % 1000));
-}
 
 static const char *label(const sl_sandbox *sb, const char *key)
 {
@@ -247,7 +240,7 @@ static cJSON *sandbox_info(api_req *r, const sl_sandbox *sb)
 		cJSON_AddStringToObject(o, "description", desc);
 	cJSON_AddStringToObject(o, "status", st.status);
 	cJSON_AddStringToObject(o, "mode", is_oneshot(sb) ? "oneshot" : "interactive");
-	ag_iso_time(sb->created_ms, t, sizeof(t));
+	sl_iso_time(sb->created_ms, t, sizeof(t));
 	cJSON_AddStringToObject(o, "createdAt", t);
 	cJSON_AddStringToObject(o, "region", "local");
 	cJSON_AddNumberToObject(o, "executions", (double)st.executions);
@@ -797,7 +790,7 @@ static cJSON *snapshot_info(const sl_snapshot *s)
 	/* sandlot does not count a snapshot's files or bytes. */
 	cJSON_AddNumberToObject(o, "sizeBytes", 0);
 	cJSON_AddNumberToObject(o, "fileCount", 0);
-	ag_iso_time(s->created_ms, t, sizeof(t));
+	sl_iso_time(s->created_ms, t, sizeof(t));
 	cJSON_AddStringToObject(o, "createdAt", t);
 	cJSON_AddStringToObject(o, "sourceSandboxId", s->sandbox_id);
 	cJSON_AddBoolToObject(o, "public", false);

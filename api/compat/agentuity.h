@@ -22,9 +22,6 @@ enum MHD_Result ag_reply_failure(api_req *r, unsigned status, const char *code,
 enum MHD_Result ag_fail(api_req *r, sl_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Unix ms as ISO 8601 UTC with milliseconds ("2026-01-02T03:04:05.678Z"). */
-void ag_iso_time(int64_t ms, char *buf, size_t len);
-
 /* ---- sandboxes (agentuity.c) ---- */
 
 /* The sandbox r->param[0] names, for a call on it: 404 when unknown or destroyed; a

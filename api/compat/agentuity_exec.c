@@ -14,6 +14,7 @@
 #include <nettle/memops.h>
 
 #include "../../runtime/cleanup.h"
+#include "../../runtime/clock.h"
 #include "agentuity.h"
 
 #define WAIT_MAX_MS (5 * 60 * 1000)
@@ -52,7 +53,7 @@ void ag_exec_fields(api_req *r, cJSON *o, const sl_exec *e)
 	cJSON_AddStringToObject(o, "type", "exec");
 	if (e->command)
 		cJSON_AddItemToObject(o, "command", cJSON_Duplicate(e->command, 1));
-	ag_iso_time(e->started_ms, t, sizeof(t));
+	sl_iso_time(e->started_ms, t, sizeof(t));
 	cJSON_AddStringToObject(o, "startedAt", t);
 	if (e->status != SL_EXEC_RUNNING) {
 		/* Always an exit code once it ended: without one run() reports 0. */
@@ -60,7 +61,7 @@ void ag_exec_fields(api_req *r, cJSON *o, const sl_exec *e)
 		cJSON_AddNumberToObject(
 		    o, "durationMs",
 		    (double)(e->finished_ms > e->started_ms ? e->finished_ms - e->started_ms : 0));
-		ag_iso_time(e->finished_ms, t, sizeof(t));
+		sl_iso_time(e->finished_ms, t, sizeof(t));
 		cJSON_AddStringToObject(o, "completedAt", t);
 	}
 	ag_stream_fields(r, o, e->sandbox_id, e->id, "stdout", false);

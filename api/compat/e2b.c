@@ -14,13 +14,13 @@
 #include <nettle/sha2.h>
 
 #include "../../runtime/cleanup.h"
+#include "../../runtime/clock.h"
 #include "../../runtime/snapshot.h"
 #include "e2b.h"
 
 #define DEFAULT_TIMEOUT_S 300
 #define LIST_LIMIT_MAX	  1000
 
-static int64_t now_ms(void);
 
 /* ---- shared pieces ---- */
 
@@ -104,7 +104,7 @@ static bool signature_matches(api_server *s, api_req *r, const char *sid, const 
 static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_Result *ret)
 {
 	const char *exp = api_query(r, "signature_expiration");
-	if (exp && strtoll(exp, NULL, 10) * 1000 < now_ms()) {
+	if (exp && strtoll(exp, NULL, 10) * 1000 < sl_now_ms()) {
 		*ret = e2b_reply_code(r, 401, "the signed URL expired");
 		return -1;
 	}
@@ -224,41 +224,9 @@ char *e2b_path(const sl_sandbox *sb, const char *user, const char *path, sl_err 
 	return out;
 }
 
-int e2b_body_chunk(api_req *r, const char *data, size_t len, sl_err *err)
-{
-	if (r->body_len + len + 1 > r->body_cap) {
-		size_t cap = r->body_cap ? r->body_cap : 4096;
-		while (cap < r->body_len + len + 1)
-			cap *= 2;
-		char *b = realloc(r->body, cap);
-		if (!b)
-			return sl_fail(err, SL_INTERNAL, ENOMEM, "read the request body");
-		r->body = b;
-		r->body_cap = cap;
-	}
-	memcpy(r->body + r->body_len, data, len);
-	r->body_len += len;
-	r->body[r->body_len] = '\0';
-	return 0;
-}
-
 /* ---- the sandbox as E2B shows it ---- */
 
-static void iso_time(int64_t ms, char *buf, size_t len)
-{
-	time_t s = ms / 1000;
-	struct tm tm;
-	gmtime_r(&s, &tm);
-	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
-}
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const char *template_of(const sl_sandbox *sb)
 {
@@ -289,9 +257,9 @@ static cJSON *sandbox_e2b_json(const sl_sandbox *sb, bool detail)
 	cJSON_AddStringToObject(o, "alias", template_of(sb));
 	cJSON_AddStringToObject(o, "clientID", "sandlot");
 	cJSON_AddItemToObject(o, "metadata", metadata_of(sb));
-	iso_time(sb->created_ms, t, sizeof(t));
+	sl_iso_time(sb->created_ms, t, sizeof(t));
 	cJSON_AddStringToObject(o, "startedAt", t);
-	iso_time(sb->expires_ms ? sb->expires_ms : sb->created_ms + 100LL * 365 * 86400000, t,
+	sl_iso_time(sb->expires_ms ? sb->expires_ms : sb->created_ms + 100LL * 365 * 86400000, t,
 		 sizeof(t));
 	cJSON_AddStringToObject(o, "endAt", t);
 	cJSON_AddStringToObject(o, "state", strcmp(sb->status, "paused") ? "running" : "paused");
@@ -598,10 +566,10 @@ static enum MHD_Result metrics(api_req *r)
 	char cg[64], t[40];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
 	cgroup_usage(r->srv->ctx->cg, cg, &u, &err);
-	int64_t now = now_ms(), up = now - sb.created_ms;
+	int64_t now = sl_now_ms(), up = now - sb.created_ms;
 	uint64_t cpus = sb.limits.cpu_millicores ? (sb.limits.cpu_millicores + 999) / 1000 : 1;
 	cJSON *arr = cJSON_CreateArray(), *m = cJSON_CreateObject();
-	iso_time(now, t, sizeof(t));
+	sl_iso_time(now, t, sizeof(t));
 	cJSON_AddStringToObject(m, "timestamp", t);
 	cJSON_AddNumberToObject(m, "timestampUnix", (double)(now / 1000));
 	cJSON_AddNumberToObject(
@@ -813,8 +781,8 @@ static const api_route routes[] = {
 	{ "GET",    "/files", API_BODY_NONE, e2b_files_get, NULL, NULL, OWN },
 	{ "POST",   "/files", API_BODY_RAW, e2b_files_post, e2b_files_post_begin,
 		    e2b_files_post_chunk, OWN },
-	{ "POST",   "/process.Process/{m}", API_BODY_RAW, e2b_rpc, NULL, e2b_body_chunk, OWN },
-	{ "POST",   "/filesystem.Filesystem/{m}", API_BODY_RAW, e2b_rpc, NULL, e2b_body_chunk,
+	{ "POST",   "/process.Process/{m}", API_BODY_RAW, e2b_rpc, NULL, api_body_append, OWN },
+	{ "POST",   "/filesystem.Filesystem/{m}", API_BODY_RAW, e2b_rpc, NULL, api_body_append,
 		    OWN },
 	{ "POST",   "/execute", API_BODY_JSON, e2b_execute, NULL, NULL, OWN },
 	{ "POST",   "/contexts", API_BODY_JSON, e2b_contexts_create, NULL, NULL, OWN },

@@ -48,9 +48,6 @@ void e2b_user_home(const sl_sandbox *sb, const char *user, char *home, size_t le
 /* A path the SDK gives, made absolute from the user's home (malloc'd; NULL + SL_INVALID). */
 char *e2b_path(const sl_sandbox *sb, const char *user, const char *path, sl_err *err);
 
-/* A raw route's chunk handler that keeps the whole body in r->body (Connect envelopes). */
-int e2b_body_chunk(api_req *r, const char *data, size_t len, sl_err *err);
-
 /* envd (e2b_envd.c) */
 enum MHD_Result e2b_envd_health(api_req *r);
 enum MHD_Result e2b_rpc(api_req *r);

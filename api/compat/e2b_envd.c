@@ -18,6 +18,7 @@
 #include <nettle/base64.h>
 
 #include "../../runtime/cleanup.h"
+#include "../../runtime/clock.h"
 #include "../../runtime/sbxfs.h"
 #include "../../runtime/state.h"
 #include "e2b.h"
@@ -715,14 +716,6 @@ static enum MHD_Result process_update(api_req *r, const sl_sandbox *sb, const cJ
 
 /* ---- filesystem ---- */
 
-static void rfc3339(int64_t ms, char *buf, size_t len)
-{
-	time_t s = ms / 1000;
-	struct tm tm;
-	gmtime_r(&s, &tm);
-	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
-}
 
 static void owner_name(const sl_sandbox *sb, uint32_t id, char *buf, size_t len)
 {
@@ -755,7 +748,7 @@ static cJSON *entry_json(const sl_sandbox *sb, const sl_fileinfo *fi)
 	cJSON_AddStringToObject(o, "owner", t);
 	owner_name(sb, fi->gid, t, sizeof(t));
 	cJSON_AddStringToObject(o, "group", t);
-	rfc3339(fi->mtime_ms, t, sizeof(t));
+	sl_iso_time(fi->mtime_ms, t, sizeof(t));
 	cJSON_AddStringToObject(o, "modifiedTime", t);
 	if (!strcmp(fi->type, "symlink"))
 		cJSON_AddStringToObject(o, "symlinkTarget", fi->target);

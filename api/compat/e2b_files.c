@@ -182,7 +182,7 @@ int e2b_files_post_chunk(api_req *r, const char *data, size_t len, sl_err *err)
 	if (!u || u->replied || u->err.kind)
 		return 0;
 	if (u->multipart)
-		return e2b_body_chunk(r, data, len, err);
+		return api_body_append(r, data, len, err);
 	if (u->gzip) {
 		gunzip_chunk(u, data, len);
 		return 0;

@@ -1,0 +1,13 @@
+/* clock.h — wall-clock time as the records and every API shape show it. */
+#ifndef SANDLOT_CLOCK_H
+#define SANDLOT_CLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Milliseconds since the epoch (CLOCK_REALTIME). */
+int64_t sl_now_ms(void);
+/* MS as RFC 3339 UTC with milliseconds: "2026-11-29T13:53:29.123Z". */
+void sl_iso_time(int64_t ms, char *buf, size_t len);
+
+#endif
