@@ -43,6 +43,24 @@ static int write_all(int fd, const void *buf, size_t len, const char *path, sl_e
 
 /* ---- GET: raw bytes ---- */
 
+struct MHD_Response *api_file_response(api_server *s, const sl_sandbox *sb, const char *path,
+				       sl_err *err)
+{
+	int fd;
+	uint64_t size;
+	if (sbxfs_open_read(s->ctx, sb, path, &fd, &size, err) < 0)
+		return NULL;
+	/* Served from the fd sbxfs opened safely: the path is never looked up again. */
+	struct MHD_Response *resp = MHD_create_response_from_fd64(size, fd);
+	if (!resp) {
+		close(fd);
+		sl_fail(err, SL_INTERNAL, ENOMEM, "serve %s", path);
+		return NULL;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+	return resp;
+}
+
 enum MHD_Result api_files_get(api_req *r)
 {
 	sl_sandbox sb;
@@ -50,19 +68,10 @@ enum MHD_Result api_files_get(api_req *r)
 	sl_err err = {0};
 	if (file_target(r, &sb, &path, &err) < 0)
 		return api_reply_error(r, &err);
-	int fd;
-	uint64_t size;
-	int rc = sbxfs_open_read(r->srv->ctx, &sb, path, &fd, &size, &err);
+	struct MHD_Response *resp = api_file_response(r->srv, &sb, path, &err);
 	sandbox_free(&sb);
-	if (rc < 0)
+	if (!resp)
 		return api_reply_error(r, &err);
-	/* Served from the fd sbxfs opened safely: the path is never looked up again. */
-	struct MHD_Response *resp = MHD_create_response_from_fd64(size, fd);
-	if (!resp) {
-		close(fd);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
 	return api_reply(r, 200, resp);
 }
 

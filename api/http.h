@@ -185,6 +185,9 @@ void api_duration_format(uint64_t ms, char *buf, size_t len);
 /* Constant-time comparison of a presented key with the daemon's (key.c). */
 bool api_key_equal(const char *given, const char *key);
 
+/* The sandbox REF names, unless it is unknown or destroyed (SL_NOTFOUND, also for a
+ * malformed id). Free SB. */
+int api_sandbox_live(api_server *s, const char *ref, sl_sandbox *sb, sl_err *err);
 /* The sandbox named by r->param[0] for a call on it: 404 when unknown or destroyed,
  * 409 when paused (unless ?autoResume=1), and the record in SB (free it). */
 int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err);
@@ -196,6 +199,10 @@ cJSON *api_sandbox_json(api_server *s, const sl_sandbox *sb, bool detail);
 /* Create a sandbox from a create-shaped body (used by /v1/run too). */
 int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bool run_body,
 			    sl_sandbox *out, sl_err *err);
+/* The file PATH of SB as a raw-bytes response (application/octet-stream), served from
+ * the descriptor sbxfs opened inside the sandbox's root; NULL with ERR. */
+struct MHD_Response *api_file_response(api_server *s, const sl_sandbox *sb, const char *path,
+				       sl_err *err);
 /* Write {files:[{path, content, mode?}]} into SB; *n counts them. */
 int api_files_write_batch(api_server *s, const sl_sandbox *sb, const cJSON *files, int *n,
 			  sl_err *err);

@@ -62,9 +62,9 @@ cJSON *api_sandbox_json(api_server *s, const sl_sandbox *sb, bool detail)
 
 /* ---- shared helpers ---- */
 
-int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err)
+int api_sandbox_live(api_server *s, const char *ref, sl_sandbox *sb, sl_err *err)
 {
-	if (sandbox_get(r->srv->ctx, r->param[0], sb, err) < 0) {
+	if (sandbox_get(s->ctx, ref, sb, err) < 0) {
 		if (err->kind == SL_INVALID)
 			err->kind = SL_NOTFOUND;
 		return -1;
@@ -75,6 +75,13 @@ int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err)
 		sandbox_free(sb);
 		return -1;
 	}
+	return 0;
+}
+
+int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err)
+{
+	if (api_sandbox_live(r->srv, r->param[0], sb, err) < 0)
+		return -1;
 	if (!strcmp(sb->status, "paused")) {
 		bool resume = false;
 		if (api_query_bool(r, "autoResume", false, &resume, err) < 0) {

@@ -294,17 +294,8 @@ int ag_sandbox_for_call(api_req *r, sl_sandbox *sb, bool *resumed, sl_err *err)
 	if (resumed)
 		*resumed = false;
 	api_touch(r->srv, r->param[0]);
-	if (sandbox_get(r->srv->ctx, r->param[0], sb, err) < 0) {
-		if (err->kind == SL_INVALID)
-			err->kind = SL_NOTFOUND;
+	if (api_sandbox_live(r->srv, r->param[0], sb, err) < 0)
 		return -1;
-	}
-	if (!strcmp(sb->status, "terminated")) {
-		sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed (%s)", sb->id,
-			sb->reason[0] ? sb->reason : "deleted");
-		sandbox_free(sb);
-		return -1;
-	}
 	bool paused = !strcmp(sb->status, "paused"), stopped = !strcmp(sb->status, "stopped");
 	if (!paused && !stopped)
 		return 0;

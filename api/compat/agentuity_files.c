@@ -77,19 +77,11 @@ enum MHD_Result ag_fs_read(api_req *r)
 	sl_err err = {0};
 	if (target(r, api_query(r, "path"), "?path", &sb, &path, &err) < 0)
 		return ag_reply_error(r, &err, "SANDBOX_NOT_FOUND");
-	int fd;
-	uint64_t size;
-	int rc = sbxfs_open_read(r->srv->ctx, &sb, path, &fd, &size, &err);
-	sandbox_free(&sb);
-	if (rc < 0)
-		return ag_reply_error(r, &err, "FILE_NOT_FOUND");
 	/* Raw bytes, whatever Accept says: the client hands the body on as it is. */
-	struct MHD_Response *resp = MHD_create_response_from_fd64(size, fd);
-	if (!resp) {
-		close(fd);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+	struct MHD_Response *resp = api_file_response(r->srv, &sb, path, &err);
+	sandbox_free(&sb);
+	if (!resp)
+		return ag_reply_error(r, &err, "FILE_NOT_FOUND");
 	return api_reply(r, 200, resp);
 }
 

@@ -115,17 +115,8 @@ static cJSON *sandbox_dto(api_req *r, const sl_sandbox *sb)
  * deleted sandbox is). */
 static int lookup(api_req *r, sl_sandbox *sb, sl_err *err)
 {
-	if (sandbox_get(r->srv->ctx, r->param[0], sb, err) < 0) {
-		if (err->kind == SL_INVALID)
-			err->kind = SL_NOTFOUND;
+	if (api_sandbox_live(r->srv, r->param[0], sb, err) < 0)
 		return -1;
-	}
-	if (!strcmp(sb->status, "terminated")) {
-		sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed (%s)", sb->id,
-			sb->reason[0] ? sb->reason : "deleted");
-		sandbox_free(sb);
-		return -1;
-	}
 	api_touch(r->srv, sb->id);
 	return 0;
 }

@@ -36,18 +36,10 @@ enum MHD_Result e2b_files_get(api_req *r)
 		return ret;
 	e2b_request_user(r, user);
 	_cleanup_free_ char *path = e2b_path(&sb, user, api_query(r, "path"), &err);
-	int fd = -1;
-	uint64_t size = 0;
-	int rc = path ? sbxfs_open_read(r->srv->ctx, &sb, path, &fd, &size, &err) : -1;
+	struct MHD_Response *resp = path ? api_file_response(r->srv, &sb, path, &err) : NULL;
 	sandbox_free(&sb);
-	if (rc < 0)
+	if (!resp)
 		return e2b_reply_err(r, &err);
-	struct MHD_Response *resp = MHD_create_response_from_fd64(size, fd);
-	if (!resp) {
-		close(fd);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
 	return api_reply(r, 200, resp);
 }
 
