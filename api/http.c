@@ -106,6 +106,21 @@ const char *api_query(api_req *r, const char *key)
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
+int api_query_uint(api_req *r, const char *key, uint64_t max, uint64_t *out, sl_err *err)
+{
+	const char *v = api_query(r, key);
+	if (!v)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (!*v || *end || errno || *v == '-' || n > max)
+		return sl_fail(err, SL_INVALID, 0, "?%s=%s: expected a whole number up to %llu",
+			       key, v, (unsigned long long)max);
+	*out = n;
+	return 0;
+}
+
 int api_query_bool(api_req *r, const char *key, bool def, bool *out, sl_err *err)
 {
 	const char *v = api_query(r, key);

@@ -126,6 +126,8 @@ struct MHD_Response *api_error_response(const char *code, const char *message, c
 const char *api_query(api_req *r, const char *key);
 /* "1", "true", "yes" / "0", "false", "no", or absent (DEF). */
 int api_query_bool(api_req *r, const char *key, bool def, bool *out, sl_err *err);
+/* A whole number 0..MAX; absent leaves *OUT as it is, anything else is SL_INVALID. */
+int api_query_uint(api_req *r, const char *key, uint64_t max, uint64_t *out, sl_err *err);
 /* A duration ("30s", "500ms", or integer ms); *given false when absent. */
 int api_query_duration(api_req *r, const char *key, uint64_t *ms, bool *given, sl_err *err);
 /* The JSON body, which must be an object (an empty body counts as {} when EMPTY_OK). */

@@ -459,21 +459,6 @@ static bool filter_match(const list_filter *f, const sl_sandbox *sb)
 	return true;
 }
 
-static int query_uint(api_req *r, const char *key, uint64_t max, uint64_t *out, sl_err *err)
-{
-	const char *v = api_query(r, key);
-	if (!v)
-		return 0;
-	char *end;
-	errno = 0;
-	unsigned long long n = strtoull(v, &end, 10);
-	if (!*v || *end || errno || *v == '-' || n > max)
-		return sl_fail(err, SL_INVALID, 0, "?%s=%s: expected a whole number up to %llu",
-			       key, v, (unsigned long long)max);
-	*out = n;
-	return 0;
-}
-
 enum MHD_Result api_sandboxes_list(api_req *r)
 {
 	list_filter f = {0};
@@ -482,8 +467,8 @@ enum MHD_Result api_sandboxes_list(api_req *r)
 		return api_reply_error(r, &f.err);
 	uint64_t limit = 1000000, offset = 0;
 	sl_err err = {0};
-	if (query_uint(r, "limit", 1000000, &limit, &err) < 0 ||
-	    query_uint(r, "offset", UINT32_MAX, &offset, &err) < 0)
+	if (api_query_uint(r, "limit", 1000000, &limit, &err) < 0 ||
+	    api_query_uint(r, "offset", UINT32_MAX, &offset, &err) < 0)
 		return api_reply_error(r, &err);
 	sl_sandbox *list;
 	size_t n;

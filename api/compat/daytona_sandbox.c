@@ -410,16 +410,9 @@ static int query_count(api_req *r, const char *key, uint64_t def, uint64_t max, 
 {
 	const char *v = api_query(r, key);
 	*out = def;
-	if (!v || !*v)
+	if (!v || !*v) /* an empty value counts as absent here */
 		return 0;
-	char *end;
-	errno = 0;
-	unsigned long long n = strtoull(v, &end, 10);
-	if (*end || errno || *v == '-' || n > max)
-		return sl_fail(err, SL_INVALID, 0, "?%s=%s: expected a whole number up to %llu",
-			       key, v, (unsigned long long)max);
-	*out = n;
-	return 0;
+	return api_query_uint(r, key, max, out, err);
 }
 
 /* Cursor pagination: the cursor is the offset of the next page in creation order. */
