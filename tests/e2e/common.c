@@ -45,8 +45,7 @@ static char *e2e_strdup(const char *s)
 	return e2e_checked(strdup(s));
 }
 
-static char *e2e_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *e2e_printf(const char *fmt, ...)
+char *e2e_printf(const char *fmt, ...)
 {
 	char *s = NULL;
 	va_list ap;
@@ -414,6 +413,25 @@ char *e2e_sandlot_ok(const char *arg, ...)
 	}
 	char *out = e2e_trim(r.out);
 	e2e_result_free(&r);
+	return out;
+}
+
+int e2e_sh(e2e_result *r, const char *id, const char *line)
+{
+	return e2e_sandlot(r, NULL, 0, "exec", id, "--", "sh", "-c", line, NULL);
+}
+
+char *e2e_sh_ok(const char *id, const char *line)
+{
+	e2e_result r;
+	int st = e2e_sh(&r, id, line);
+	if (st != 0)
+		fail_msg("`%s` in %s exited %d: %s", line, id, st, r.err);
+	char *out = e2e_checked(strdup(r.out));
+	e2e_result_free(&r);
+	size_t n = strlen(out);
+	while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
+		out[--n] = '\0';
 	return out;
 }
 

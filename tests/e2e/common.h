@@ -68,6 +68,13 @@ int e2e_sandlotv(e2e_result *r, const char *stdin_data, size_t stdin_len, char *
 void e2e_result_free(e2e_result *r);
 /* Run build/sandlot, fail the test unless it exits 0; returns trimmed stdout (caller frees). */
 char *e2e_sandlot_ok(const char *arg, ...) __attribute__((sentinel));
+/* `sandlot exec ID -- sh -c LINE`; returns the status, output in R. */
+int e2e_sh(e2e_result *r, const char *id, const char *line);
+/* The same, failing the test unless it exits 0; stdout without trailing newlines and
+ * spaces (caller frees). */
+char *e2e_sh_ok(const char *id, const char *line);
+/* A malloc'd formatted string (fails the test when out of memory). */
+char *e2e_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- leak checks ------------------------------------------------------------------------
  * A snapshot is a sorted list of lines, one per: mount (point, type, source); cgroup dir

@@ -43,17 +43,6 @@ static char CAPTURES[256]; /* responses recorded for the spec check */
 static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
 static int daemon_seq;
 
-static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xprintf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		abort();
-	va_end(ap);
-	return s;
-}
 
 static double now_s(void)
 {
@@ -357,7 +346,7 @@ static char *sandbox_new(const char *body)
 static void sandbox_del(char *id)
 {
 	resp r;
-	char *p = xprintf("/v1/sandboxes/%s", id);
+	char *p = e2e_printf("/v1/sandboxes/%s", id);
 	http(&r, "DELETE", p, NULL);
 	expect(&r, 204, NULL, NULL);
 	resp_free(&r);
@@ -369,7 +358,7 @@ static void sandbox_del(char *id)
 static cJSON *run_wait(const char *id, const char *body)
 {
 	resp r;
-	char *p = xprintf("/v1/sandboxes/%s/executions?wait=60s", id);
+	char *p = e2e_printf("/v1/sandboxes/%s/executions?wait=60s", id);
 	http(&r, "POST", p, body);
 	free(p);
 	expect(&r, 201, NULL, NULL);
@@ -385,7 +374,7 @@ static cJSON *run_wait(const char *id, const char *body)
 static char *exec_start_id(const char *id, const char *body)
 {
 	resp r;
-	char *p = xprintf("/v1/sandboxes/%s/executions", id);
+	char *p = e2e_printf("/v1/sandboxes/%s/executions", id);
 	http(&r, "POST", p, body);
 	free(p);
 	expect(&r, 201, NULL, NULL);
@@ -397,8 +386,8 @@ static char *exec_start_id(const char *id, const char *body)
 static cJSON *exec_get_wait(const char *id, const char *eid, const char *wait)
 {
 	resp r;
-	char *p = wait ? xprintf("/v1/sandboxes/%s/executions/%s?wait=%s", id, eid, wait)
-		       : xprintf("/v1/sandboxes/%s/executions/%s", id, eid);
+	char *p = wait ? e2e_printf("/v1/sandboxes/%s/executions/%s?wait=%s", id, eid, wait)
+		       : e2e_printf("/v1/sandboxes/%s/executions/%s", id, eid);
 	http(&r, "GET", p, NULL);
 	free(p);
 	expect(&r, 200, NULL, NULL);
@@ -454,7 +443,7 @@ static int group_setup(void **state)
 		fail_msg("ctx_open: %s", err.msg);
 	curl_global_init(CURL_GLOBAL_ALL);
 	snprintf(CAPTURES, sizeof(CAPTURES), "%s/captures.jsonl", e2e_root());
-	char *sock = xprintf("%s/api.sock", e2e_root());
+	char *sock = e2e_printf("%s/api.sock", e2e_root());
 	daemon_start(&D, sock, true, NULL);
 	free(sock);
 	e2e_result r;
@@ -492,7 +481,7 @@ static void test_health_and_auth(void **state)
 
 	/* The key: 64 hex digits, mode 0600, what `sandlot key` prints. */
 	assert_int_equal(strlen(KEY), 64);
-	char *kp = xprintf("%s/api.key", getenv("SANDLOT_STATE_DIR"));
+	char *kp = e2e_printf("%s/api.key", getenv("SANDLOT_STATE_DIR"));
 	struct stat st;
 	assert_int_equal(stat(kp, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
@@ -539,10 +528,10 @@ static void test_health_and_auth(void **state)
 	http(&r, "GET", "/metrics", NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_non_null(strstr(r.ctype, "text/plain"));
-	char *line = xprintf("sandlot_sandbox_cpu_seconds_total{sandbox=\"%s\"}", id);
+	char *line = e2e_printf("sandlot_sandbox_cpu_seconds_total{sandbox=\"%s\"}", id);
 	assert_non_null(strstr(r.body, line));
 	free(line);
-	line = xprintf("sandlot_sandbox_memory_bytes{sandbox=\"%s\"}", id);
+	line = e2e_printf("sandlot_sandbox_memory_bytes{sandbox=\"%s\"}", id);
 	assert_non_null(strstr(r.body, line));
 	free(line);
 	assert_non_null(strstr(r.body, "sandlot_sandboxes{status=\"running\"}"));
@@ -656,7 +645,7 @@ static void test_errors(void **state)
 		    NULL);
 
 	/* Executions: the request's fields. */
-	char *p = xprintf("/v1/sandboxes/%s/executions", id);
+	char *p = e2e_printf("/v1/sandboxes/%s/executions", id);
 	expect_call("POST", p, "{\"command\":5}", 400, "INVALID_ARGUMENT", "command");
 	expect_call("POST", p, "{\"command\":[]}", 400, "INVALID_ARGUMENT", "command");
 	expect_call("POST", p, "{\"command\":[\"echo\",1]}", 400, "INVALID_ARGUMENT", "command[1]");
@@ -671,19 +660,19 @@ static void test_errors(void **state)
 	expect_call("POST", p, "{\"command\":\"true\",\"pty\":{\"cols\":0}}", 400,
 		    "INVALID_ARGUMENT", "pty.cols");
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/executions?wait=forever", id);
+	p = e2e_printf("/v1/sandboxes/%s/executions?wait=forever", id);
 	expect_call("POST", p, "{\"command\":\"true\"}", 400, "INVALID_ARGUMENT", "?wait");
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/executions/exe_aaaaaaaaaaaaaaaaaaaa", id);
+	p = e2e_printf("/v1/sandboxes/%s/executions/exe_aaaaaaaaaaaaaaaaaaaa", id);
 	expect_call("GET", p, NULL, 404, "NOT_FOUND", NULL);
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/files", id);
+	p = e2e_printf("/v1/sandboxes/%s/files", id);
 	expect_call("GET", p, NULL, 400, "INVALID_ARGUMENT", "?path");
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/processes/1?signal=SIGNOPE", id);
+	p = e2e_printf("/v1/sandboxes/%s/processes/1?signal=SIGNOPE", id);
 	expect_call("DELETE", p, NULL, 400, "INVALID_ARGUMENT", "SIGNOPE");
 	free(p);
-	p = xprintf("/v1/sandboxes/%s", id);
+	p = e2e_printf("/v1/sandboxes/%s", id);
 	expect_call("PATCH", p, "{\"labels\":\"x\"}", 400, "INVALID_ARGUMENT", "labels");
 	expect_call("PATCH", p, "{\"name\":\"x\"}", 400, "INVALID_ARGUMENT", "name");
 	free(p);
@@ -695,7 +684,7 @@ static void test_errors(void **state)
 	blob[0] = '{';
 	blob[big - 1] = '}';
 	blob[big] = '\0';
-	p = xprintf("/v1/sandboxes/%s/executions", id);
+	p = e2e_printf("/v1/sandboxes/%s/executions", id);
 	req q = {.method = "POST", .path = p, .body = blob, .len = big};
 	http_q(&r, &q);
 	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
@@ -711,21 +700,21 @@ static void test_errors(void **state)
 	sl_err err = {0};
 	if (sandbox_pause(&CTX, id, NULL, &err) < 0)
 		fail_msg("pause: %s", err.msg);
-	p = xprintf("/v1/sandboxes/%s/executions", id);
+	p = e2e_printf("/v1/sandboxes/%s/executions", id);
 	expect_call("POST", p, "{\"command\":\"true\"}", 409, "CONFLICT", "paused");
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/files?path=/etc/passwd", id);
+	p = e2e_printf("/v1/sandboxes/%s/files?path=/etc/passwd", id);
 	expect_call("GET", p, NULL, 409, "CONFLICT", "autoResume");
 	free(p);
 	/* autoResume resumes and answers. */
-	p = xprintf("/v1/sandboxes/%s/files?path=/etc/passwd&autoResume=1", id);
+	p = e2e_printf("/v1/sandboxes/%s/files?path=/etc/passwd&autoResume=1", id);
 	http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	resp_free(&r);
 	free(p);
 	free(sh_ok(id, "true"));
 	/* Wrong state for a lifecycle call: resuming a running sandbox. */
-	p = xprintf("/v1/sandboxes/%s/resume", id);
+	p = e2e_printf("/v1/sandboxes/%s/resume", id);
 	expect_call("POST", p, NULL, 409, "CONFLICT", "paused");
 	free(p);
 	/* Routes of features that have not landed. */
@@ -734,7 +723,7 @@ static void test_errors(void **state)
 	/* Deleted: gone for every call but GET (the tombstone); deleting again is 404. */
 	char *keep = strdup(id);
 	sandbox_del(id);
-	p = xprintf("/v1/sandboxes/%s", keep);
+	p = e2e_printf("/v1/sandboxes/%s", keep);
 	http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "status"), "terminated");
@@ -742,7 +731,7 @@ static void test_errors(void **state)
 	resp_free(&r);
 	expect_call("DELETE", p, NULL, 404, "NOT_FOUND", NULL);
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/executions", keep);
+	p = e2e_printf("/v1/sandboxes/%s/executions", keep);
 	expect_call("POST", p, "{\"command\":\"true\"}", 404, "NOT_FOUND", "destroyed");
 	free(p);
 	free(keep);
@@ -756,26 +745,26 @@ static void test_lifecycle_routes(void **state)
 {
 	resp r = {0};
 	char *id = sandbox_new("{\"image\":\"busybox\"}");
-	char *p = xprintf("/v1/sandboxes/%s/pause", id);
+	char *p = e2e_printf("/v1/sandboxes/%s/pause", id);
 	http(&r, "POST", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "status"), "paused");
 	resp_free(&r);
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/resume", id);
+	p = e2e_printf("/v1/sandboxes/%s/resume", id);
 	http(&r, "POST", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "status"), "running");
 	resp_free(&r);
 	free(p);
 	free(sh_ok(id, "echo kept > /root/f"));
-	p = xprintf("/v1/sandboxes/%s/stop", id);
+	p = e2e_printf("/v1/sandboxes/%s/stop", id);
 	http(&r, "POST", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "status"), "stopped");
 	resp_free(&r);
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/start", id);
+	p = e2e_printf("/v1/sandboxes/%s/start", id);
 	http(&r, "POST", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "status"), "running");
@@ -786,20 +775,20 @@ static void test_lifecycle_routes(void **state)
 	free(out);
 
 	/* Paused survives a kill -9 of the daemon; resume works after the restart. */
-	p = xprintf("/v1/sandboxes/%s/pause", id);
+	p = e2e_printf("/v1/sandboxes/%s/pause", id);
 	expect_call("POST", p, NULL, 200, NULL, NULL);
 	free(p);
 	pid_t old_daemon = D.pid;
 	kill(D.pid, SIGKILL);
 	assert_int_equal(waitpid(D.pid, NULL, 0), D.pid);
 	daemon_start(&D, D.sock, true, NULL);
-	p = xprintf("/v1/sandboxes/%s", id);
+	p = e2e_printf("/v1/sandboxes/%s", id);
 	http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "status"), "paused");
 	resp_free(&r);
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/resume", id);
+	p = e2e_printf("/v1/sandboxes/%s/resume", id);
 	expect_call("POST", p, NULL, 200, NULL, NULL);
 	free(p);
 	out = sh_ok(id, "echo after-restart");
@@ -807,7 +796,7 @@ static void test_lifecycle_routes(void **state)
 	free(out);
 
 	/* Snapshots: create, get by name, a sandbox from it, delete refused while used. */
-	p = xprintf("/v1/sandboxes/%s/snapshots", id);
+	p = e2e_printf("/v1/sandboxes/%s/snapshots", id);
 	http(&r, "POST", p, "{\"name\":\"api-snap\"}");
 	expect(&r, 201, NULL, NULL);
 	char *sid = strdup(jstr(r.json, "id"));
@@ -833,7 +822,7 @@ static void test_lifecycle_routes(void **state)
 	resp_free(&r);
 
 	/* executeCode (busybox has sh only: the bash language falls back to it). */
-	p = xprintf("/v1/sandboxes/%s/code", id2);
+	p = e2e_printf("/v1/sandboxes/%s/code", id2);
 	http(&r, "POST", p, "{\"code\":\"echo hi; echo '{\\\"n\\\": 2}'\",\"language\":\"bash\"}");
 	expect(&r, 200, NULL, NULL);
 	assert_true(cJSON_IsTrue(jget(r.json, "success")));
@@ -848,7 +837,7 @@ static void test_lifecycle_routes(void **state)
 	expect_call("DELETE", "/v1/volumes/apivol", NULL, 204, NULL, NULL);
 
 	/* Lifetime: PATCH sets it from now; the daemon destroys at the deadline. */
-	p = xprintf("/v1/sandboxes/%s", id);
+	p = e2e_printf("/v1/sandboxes/%s", id);
 	http(&r, "PATCH", p, "{\"timeout\":{\"lifetime\":\"1s\"}}");
 	expect(&r, 200, NULL, NULL);
 	assert_true(cJSON_IsString(jget(r.json, "expiresAt")));
@@ -868,7 +857,7 @@ static void test_lifecycle_routes(void **state)
 	/* Idle: an ephemeral sandbox with no calls and no commands is destroyed. */
 	char *id3 = sandbox_new("{\"image\":\"busybox\",\"ephemeral\":true,"
 				"\"timeout\":{\"idle\":\"1s\"}}");
-	p = xprintf("/v1/sandboxes/%s", id3);
+	p = e2e_printf("/v1/sandboxes/%s", id3);
 	t0 = e2e_now_ms();
 	gone = false;
 	while (!gone && e2e_now_ms() - t0 < 8000) {
@@ -898,7 +887,7 @@ static void test_lifecycle_routes(void **state)
 		sandbox_free(&sb);
 	}
 	daemon_start(&D, D.sock, true, NULL);
-	p = xprintf("/v1/sandboxes/%s", id4);
+	p = e2e_printf("/v1/sandboxes/%s", id4);
 	gone = false;
 	for (int i = 0; i < 40 && !gone; i++) {
 		http(&r, "GET", p, NULL);
@@ -953,7 +942,7 @@ static void test_ports(void **state)
 		       "(nc -lk -p 9000 -e cat >/dev/null 2>&1 || nc -ll -p 9000 -e cat) "
 		       ">/dev/null 2>&1 &"));
 	usleep(300000);
-	char *p = xprintf("/v1/sandboxes/%s/ports/8080", id);
+	char *p = e2e_printf("/v1/sandboxes/%s/ports/8080", id);
 	http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	const char *host = jstr(r.json, "host"), *url = jstr(r.json, "url");
@@ -971,7 +960,7 @@ static void test_ports(void **state)
 	assert_true(e2e_contains(out, "hello-from-inside"));
 	free(out);
 	/* Through the preview proxy, routed by the Host header (no API key). */
-	char *head = xprintf("GET /index.html HTTP/1.0\r\nHost: 8080-%s.localhost:%d\r\n\r\n", id,
+	char *head = e2e_printf("GET /index.html HTTP/1.0\r\nHost: 8080-%s.localhost:%d\r\n\r\n", id,
 			    pp);
 	out = tcp_exchange(pp, head, strlen(head), false);
 	assert_true(e2e_contains(out, "200 OK"));
@@ -979,9 +968,9 @@ static void test_ports(void **state)
 	free(out);
 	free(head);
 	/* A browser loads the preview URL (Chromium resolves *.localhost itself). */
-	char *page = xprintf("http://8080-%s.localhost:%d/", id, pp);
-	char *profile = xprintf("%s/chromium-profile", e2e_root());
-	char *udd = xprintf("--user-data-dir=%s", profile);
+	char *page = e2e_printf("http://8080-%s.localhost:%d/", id, pp);
+	char *profile = e2e_printf("%s/chromium-profile", e2e_root());
+	char *udd = e2e_printf("--user-data-dir=%s", profile);
 	char *cargv[] = {"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
 			 "--disable-quic", "--no-first-run", "--disable-background-networking",
 			 "--disable-component-update", "--disable-sync", udd, "--dump-dom", page,
@@ -992,14 +981,14 @@ static void test_ports(void **state)
 		fail_msg("chromium did not show the page (status %d): %s %s", cr.status, cr.out,
 			 cr.err);
 	e2e_result_free(&cr);
-	char *rmcmd = xprintf("rm -rf %s", profile);
+	char *rmcmd = e2e_printf("rm -rf %s", profile);
 	assert_int_equal(system(rmcmd), 0);
 	free(rmcmd);
 	free(udd);
 	free(profile);
 	free(page);
 	/* An upgrade: after the head, bytes flow both ways untouched (an echo server). */
-	head = xprintf("GET /ws HTTP/1.1\r\nHost: 9000-%s.localhost\r\nUpgrade: websocket\r\n"
+	head = e2e_printf("GET /ws HTTP/1.1\r\nHost: 9000-%s.localhost\r\nUpgrade: websocket\r\n"
 		      "Connection: Upgrade\r\n\r\n\x81\x05hello",
 		      id);
 	out = tcp_exchange(pp, head, strlen(head), true);
@@ -1008,7 +997,7 @@ static void test_ports(void **state)
 	free(out);
 	free(head);
 	/* Unknown sandbox or a bad host: clear errors. */
-	head = xprintf("GET / HTTP/1.0\r\nHost: 8080-sbx_aaaaaaaaaaaaaaaaaaaa.localhost\r\n\r\n");
+	head = e2e_printf("GET / HTTP/1.0\r\nHost: 8080-sbx_aaaaaaaaaaaaaaaaaaaa.localhost\r\n\r\n");
 	out = tcp_exchange(pp, head, strlen(head), false);
 	assert_true(e2e_contains(out, "502"));
 	free(out);
@@ -1017,11 +1006,11 @@ static void test_ports(void **state)
 	assert_true(e2e_contains(out, "404"));
 	free(out);
 	/* Bad port numbers. */
-	p = xprintf("/v1/sandboxes/%s/ports/0", id);
+	p = e2e_printf("/v1/sandboxes/%s/ports/0", id);
 	expect_call("GET", p, NULL, 400, "INVALID_ARGUMENT", "port");
 	free(p);
 	/* Relays close when the sandbox stops. */
-	p = xprintf("/v1/sandboxes/%s/stop", id);
+	p = e2e_printf("/v1/sandboxes/%s/stop", id);
 	http(&r, "POST", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	resp_free(&r);
@@ -1043,7 +1032,7 @@ static void test_ports(void **state)
 
 static int count_dir(const char *dir)
 {
-	char *cmd = xprintf("ls -A %s 2>/dev/null | wc -l", dir);
+	char *cmd = e2e_printf("ls -A %s 2>/dev/null | wc -l", dir);
 	FILE *f = popen(cmd, "r");
 	int n = -1;
 	if (f && fscanf(f, "%d", &n) != 1)
@@ -1083,7 +1072,7 @@ static void test_sandbox_crud(void **state)
 	assert_string_equal(out, "hi\n/tmp\n65534\n");
 	free(out);
 	/* Files written through the API belong to the sandbox's user. */
-	char *fp = xprintf("/v1/sandboxes/%s/files?path=/tmp/owned.txt", id);
+	char *fp = e2e_printf("/v1/sandboxes/%s/files?path=/tmp/owned.txt", id);
 	req put = {.method = "PUT", .path = fp, .body = "mine", .len = 4};
 	resp pr;
 	http_q(&pr, &put);
@@ -1099,7 +1088,7 @@ static void test_sandbox_crud(void **state)
 	cJSON_Delete(e);
 
 	/* GET: usage from the cgroup. */
-	char *p = xprintf("/v1/sandboxes/%s", id);
+	char *p = e2e_printf("/v1/sandboxes/%s", id);
 	http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	const cJSON *u = jget(r.json, "usage");
@@ -1168,9 +1157,9 @@ static void test_sandbox_crud(void **state)
  * leak check covers mounts, cgroups, processes, loop devices). */
 static void test_create_failure_leaves_nothing(void **state)
 {
-	char *sbdir = xprintf("%s/sandboxes", getenv("SANDLOT_STATE_DIR"));
-	char *slots = xprintf("%s/slots", getenv("SANDLOT_STATE_DIR"));
-	char *names = xprintf("%s/names", getenv("SANDLOT_STATE_DIR"));
+	char *sbdir = e2e_printf("%s/sandboxes", getenv("SANDLOT_STATE_DIR"));
+	char *slots = e2e_printf("%s/slots", getenv("SANDLOT_STATE_DIR"));
+	char *names = e2e_printf("%s/names", getenv("SANDLOT_STATE_DIR"));
 	int n0 = count_dir(sbdir), s0 = count_dir(slots), m0 = count_dir(names);
 	expect_call("POST", "/v1/sandboxes", "{\"image\":\"no-such-image\"}", 404, "NOT_FOUND",
 		    "no-such-image");
@@ -1204,7 +1193,7 @@ static void test_create_failure_leaves_nothing(void **state)
 static void test_dead_init_reads_failed(void **state)
 {
 	char *id = sandbox_new(NULL);
-	char *rec = xprintf("%s/sandboxes/%s/sandbox.json", getenv("SANDLOT_STATE_DIR"), id);
+	char *rec = e2e_printf("%s/sandboxes/%s/sandbox.json", getenv("SANDLOT_STATE_DIR"), id);
 	char *text = e2e_read_file(rec);
 	cJSON *o = cJSON_Parse(text);
 	pid_t pid = (pid_t)jnum(jget(o, "internal"), "initPid");
@@ -1213,7 +1202,7 @@ static void test_dead_init_reads_failed(void **state)
 	free(rec);
 	assert_true(pid > 1);
 	assert_int_equal(kill(pid, SIGKILL), 0);
-	char *p = xprintf("/v1/sandboxes/%s", id);
+	char *p = e2e_printf("/v1/sandboxes/%s", id);
 	bool failed = false;
 	for (int i = 0; i < 100 && !failed; i++) {
 		resp r;
@@ -1226,7 +1215,7 @@ static void test_dead_init_reads_failed(void **state)
 	}
 	assert_true(failed);
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/executions", id);
+	p = e2e_printf("/v1/sandboxes/%s/executions", id);
 	expect_call("POST", p, "{\"command\":\"true\"}", 409, "CONFLICT", NULL);
 	free(p);
 	sandbox_del(id);
@@ -1269,7 +1258,7 @@ static void test_executions(void **state)
 	e = run_wait(id, "{\"command\":\"printf 'a\\\\377b'\"}");
 	assert_string_equal(jstr(e, "stdout"), "a\xef\xbf\xbd"
 					       "b");
-	char *p = xprintf("/v1/sandboxes/%s/executions/%s/stdout", id, jstr(e, "id"));
+	char *p = e2e_printf("/v1/sandboxes/%s/executions/%s/stdout", id, jstr(e, "id"));
 	long st;
 	char *raw = get_raw(p, &st);
 	assert_int_equal(st, 200);
@@ -1283,7 +1272,7 @@ static void test_executions(void **state)
 	assert_true(cJSON_IsTrue(jget(e, "stdoutTruncated")));
 	assert_true(cJSON_IsFalse(jget(e, "stderrTruncated")));
 	assert_int_equal(strlen(jstr(e, "stdout")), 1 << 20);
-	p = xprintf("/v1/sandboxes/%s/executions/%s/stdout", id, jstr(e, "id"));
+	p = e2e_printf("/v1/sandboxes/%s/executions/%s/stdout", id, jstr(e, "id"));
 	resp r;
 	http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
@@ -1291,7 +1280,7 @@ static void test_executions(void **state)
 	assert_non_null(strstr(r.ctype, "application/octet-stream"));
 	resp_free(&r);
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/executions/%s/stderr", id, jstr(e, "id"));
+	p = e2e_printf("/v1/sandboxes/%s/executions/%s/stderr", id, jstr(e, "id"));
 	raw = get_raw(p, &st);
 	assert_string_equal(raw, "e\n");
 	free(raw);
@@ -1318,7 +1307,7 @@ static void test_executions(void **state)
 	cJSON_Delete(g);
 
 	/* The list has them all, oldest first. */
-	p = xprintf("/v1/sandboxes/%s/executions", id);
+	p = e2e_printf("/v1/sandboxes/%s/executions", id);
 	http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	const cJSON *list = jget(r.json, "executions");
@@ -1339,9 +1328,9 @@ static void test_stdin_signal_processes(void **state)
 	/* stdin: bodies appended in order, ?eof=1 closes. */
 	char *eid =
 	    exec_start_id(id, "{\"command\":[\"sh\",\"-c\",\"cat; echo done\"],\"stdin\":true}");
-	char *p = xprintf("/v1/sandboxes/%s/executions/%s/stdin", id, eid);
+	char *p = e2e_printf("/v1/sandboxes/%s/executions/%s/stdin", id, eid);
 	expect_call("POST", p, "abc", 204, NULL, NULL);
-	char *pe = xprintf("%s?eof=1", p);
+	char *pe = e2e_printf("%s?eof=1", p);
 	expect_call("POST", pe, "def\n", 204, NULL, NULL);
 	free(pe);
 	cJSON *g = exec_get_wait(id, eid, "30s");
@@ -1351,12 +1340,12 @@ static void test_stdin_signal_processes(void **state)
 	/* stdin of an execution that did not ask for it. */
 	char *e2 = exec_start_id(id, "{\"command\":[\"sleep\",\"30\"]}");
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/executions/%s/stdin", id, e2);
+	p = e2e_printf("/v1/sandboxes/%s/executions/%s/stdin", id, e2);
 	expect_call("POST", p, "x", 409, "CONFLICT", NULL);
 	free(p);
 
 	/* Signals: by name, to the process group; TERM marks it cancelled. */
-	p = xprintf("/v1/sandboxes/%s/executions/%s/signal", id, e2);
+	p = e2e_printf("/v1/sandboxes/%s/executions/%s/signal", id, e2);
 	expect_call("POST", p, "{\"signal\":\"SIGBOGUS\"}", 400, "INVALID_ARGUMENT", "SIGBOGUS");
 	expect_call("POST", p, "{\"signal\":5}", 400, "INVALID_ARGUMENT", "signal");
 	expect_call("POST", p, "{\"signal\":\"SIGTERM\"}", 204, NULL, NULL);
@@ -1369,7 +1358,7 @@ static void test_stdin_signal_processes(void **state)
 
 	/* Processes: a background process outlives its command, and can be killed. */
 	free(sh_ok(id, "sleep 77 >/dev/null 2>&1 & echo started"));
-	p = xprintf("/v1/sandboxes/%s/processes", id);
+	p = e2e_printf("/v1/sandboxes/%s/processes", id);
 	http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	int pid = 0;
@@ -1382,7 +1371,7 @@ static void test_stdin_signal_processes(void **state)
 	}
 	resp_free(&r);
 	assert_true(pid > 1);
-	char *k = xprintf("/v1/sandboxes/%s/processes/%d?signal=KILL", id, pid);
+	char *k = e2e_printf("/v1/sandboxes/%s/processes/%d?signal=KILL", id, pid);
 	expect_call("DELETE", k, NULL, 204, NULL, NULL);
 	free(k);
 	bool gone = false;
@@ -1394,10 +1383,10 @@ static void test_stdin_signal_processes(void **state)
 			usleep(20000);
 	}
 	assert_true(gone);
-	k = xprintf("/v1/sandboxes/%s/processes/1", id);
+	k = e2e_printf("/v1/sandboxes/%s/processes/1", id);
 	expect_call("DELETE", k, NULL, 400, "INVALID_ARGUMENT", NULL);
 	free(k);
-	k = xprintf("/v1/sandboxes/%s/processes/99999", id);
+	k = e2e_printf("/v1/sandboxes/%s/processes/99999", id);
 	expect_call("DELETE", k, NULL, 404, "NOT_FOUND", NULL);
 	free(k);
 	free(p);
@@ -1497,7 +1486,7 @@ static void test_health_during_long_polls(void **state)
 	assert_true(worst < 1.0);
 	/* Ending the command answers every poll at once. */
 	double t0 = now_s();
-	char *p = xprintf("/v1/sandboxes/%s/executions/%s/signal", id, eid);
+	char *p = e2e_printf("/v1/sandboxes/%s/executions/%s/signal", id, eid);
 	expect_call("POST", p, "{\"signal\":\"KILL\"}", 204, NULL, NULL);
 	free(p);
 	for (int i = 0; i < N; i++)
@@ -1535,7 +1524,7 @@ static void test_follow_long_stream(void **state)
 	cJSON *g = exec_get_wait(id, eid, NULL);
 	assert_string_equal(jstr(g, "status"), "completed");
 	cJSON_Delete(g);
-	char *p = xprintf("/v1/sandboxes/%s/executions/%s/stdout", id, eid);
+	char *p = e2e_printf("/v1/sandboxes/%s/executions/%s/stdout", id, eid);
 	long st;
 	char *all = get_raw(p, &st);
 	free(p);
@@ -1600,7 +1589,7 @@ static void test_restart_keeps_everything(void **state)
 	int pid = jnum(g, "pid");
 	cJSON_Delete(g);
 	long st;
-	char *p = xprintf("/v1/sandboxes/%s/executions/%s/stdout", id, counter);
+	char *p = e2e_printf("/v1/sandboxes/%s/executions/%s/stdout", id, counter);
 	char *out = get_raw(p, &st);
 	free(p);
 	int before = 0;
@@ -1623,7 +1612,7 @@ static void test_restart_keeps_everything(void **state)
 	assert_string_equal(jstr(g, "status"), "failed");
 	assert_int_equal(jnum(g, "exitCode"), 3);
 	cJSON_Delete(g);
-	p = xprintf("/v1/sandboxes/%s/executions/%s/stdout", id, quitter);
+	p = e2e_printf("/v1/sandboxes/%s/executions/%s/stdout", id, quitter);
 	out = get_raw(p, &st);
 	assert_string_equal(out, "bye\n");
 	free(out);
@@ -1634,13 +1623,13 @@ static void test_restart_keeps_everything(void **state)
 
 	/* The counter went on through it all: no gap, no duplicate. */
 	usleep(500000);
-	p = xprintf("/v1/sandboxes/%s/executions/%s/signal", id, counter);
+	p = e2e_printf("/v1/sandboxes/%s/executions/%s/signal", id, counter);
 	expect_call("POST", p, "{\"signal\":\"SIGKILL\"}", 204, NULL, NULL);
 	free(p);
 	g = exec_get_wait(id, counter, "10s");
 	assert_string_equal(jstr(g, "status"), "cancelled");
 	cJSON_Delete(g);
-	p = xprintf("/v1/sandboxes/%s/executions/%s/stdout", id, counter);
+	p = e2e_printf("/v1/sandboxes/%s/executions/%s/stdout", id, counter);
 	out = get_raw(p, &st);
 	free(p);
 	int n = 0;
@@ -1669,26 +1658,26 @@ static void test_files(void **state)
 	/* Written by a command (in /tmp, a tmpfs, too), read through the API. */
 	free(sh_ok(id, "mkdir -p /home/d && echo from-cmd > /home/d/a.txt && "
 		       "printf 'tmp\\000bytes' > /tmp/t.bin"));
-	char *p = xprintf("/v1/sandboxes/%s/files?path=/home/d/a.txt", id);
+	char *p = e2e_printf("/v1/sandboxes/%s/files?path=/home/d/a.txt", id);
 	long st;
 	char *data = get_raw(p, &st);
 	assert_int_equal(st, 200);
 	assert_string_equal(data, "from-cmd\n");
 	free(data);
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/files?path=d/a.txt", id); /* relative: workingDirectory */
+	p = e2e_printf("/v1/sandboxes/%s/files?path=d/a.txt", id); /* relative: workingDirectory */
 	data = get_raw(p, &st);
 	assert_string_equal(data, "from-cmd\n");
 	free(data);
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/files?path=/tmp/t.bin", id);
+	p = e2e_printf("/v1/sandboxes/%s/files?path=/tmp/t.bin", id);
 	http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_int_equal(r.len, 9);
 	assert_memory_equal(r.body, "tmp\0bytes", 9);
 	resp_free(&r);
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/files?path=/nope", id);
+	p = e2e_printf("/v1/sandboxes/%s/files?path=/nope", id);
 	expect_call("GET", p, NULL, 404, "NOT_FOUND", NULL);
 	free(p);
 
@@ -1697,7 +1686,7 @@ static void test_files(void **state)
 	unsigned char *blob = malloc(big);
 	for (size_t i = 0; i < big; i++)
 		blob[i] = (unsigned char)(i * 7 + (i >> 13));
-	p = xprintf("/v1/sandboxes/%s/files?path=/tmp/up/deep/blob.bin&mode=0600", id);
+	p = e2e_printf("/v1/sandboxes/%s/files?path=/tmp/up/deep/blob.bin&mode=0600", id);
 	req q = {.method = "PUT", .path = p, .body = blob, .len = big, .chunked = true};
 	http_q(&r, &q);
 	expect(&r, 204, NULL, NULL);
@@ -1711,7 +1700,7 @@ static void test_files(void **state)
 	char *out = sh_ok(id, "stat -c '%a %s %U' /tmp/up/deep/blob.bin; ls -A /tmp/up/deep");
 	assert_string_equal(out, "600 3145728 root\nblob.bin\n");
 	free(out);
-	p = xprintf("/v1/sandboxes/%s/files?path=/home/new.txt", id);
+	p = e2e_printf("/v1/sandboxes/%s/files?path=/home/new.txt", id);
 	q = (req){.method = "PUT", .path = p, .body = "v1", .len = 2};
 	http_q(&r, &q);
 	expect(&r, 204, NULL, NULL);
@@ -1727,7 +1716,7 @@ static void test_files(void **state)
 	free(out);
 
 	/* Batch: base64 contents, modes, relative paths. */
-	p = xprintf("/v1/sandboxes/%s/files", id);
+	p = e2e_printf("/v1/sandboxes/%s/files", id);
 	http(&r, "POST", p,
 	     "{\"files\":[{\"path\":\"b/one.txt\",\"content\":\"b25lCg==\"},"
 	     "{\"path\":\"/opt/two.sh\",\"content\":\"ZWNobyB0d28K\",\"mode\":\"0755\"}]}");
@@ -1744,26 +1733,26 @@ static void test_files(void **state)
 	free(out);
 
 	/* fs/: mkdir -p, stat, list, move, chmod (with owner), delete. */
-	p = xprintf("/v1/sandboxes/%s/fs/mkdir", id);
+	p = e2e_printf("/v1/sandboxes/%s/fs/mkdir", id);
 	expect_call("POST", p, "{\"path\":\"/srv/a/b\"}", 204, NULL, NULL);
 	expect_call("POST", p, "{\"path\":\"/srv/a/b\"}", 204, NULL, NULL);
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/fs/stat?path=/srv/a", id);
+	p = e2e_printf("/v1/sandboxes/%s/fs/stat?path=/srv/a", id);
 	http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "type"), "dir");
 	assert_string_equal(jstr(r.json, "name"), "a");
 	resp_free(&r);
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/fs/stat?path=/srv/none", id);
+	p = e2e_printf("/v1/sandboxes/%s/fs/stat?path=/srv/none", id);
 	expect_call("GET", p, NULL, 404, "NOT_FOUND", NULL);
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/fs/move", id);
+	p = e2e_printf("/v1/sandboxes/%s/fs/move", id);
 	expect_call("POST", p, "{\"from\":\"/home/b/one.txt\",\"to\":\"/srv/a/b/moved.txt\"}", 204,
 		    NULL, NULL);
 	expect_call("POST", p, "{\"from\":\"/home/b/one.txt\"}", 400, "INVALID_ARGUMENT", "to");
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/fs/chmod", id);
+	p = e2e_printf("/v1/sandboxes/%s/fs/chmod", id);
 	expect_call("POST", p,
 		    "{\"path\":\"/srv/a/b/moved.txt\",\"mode\":\"0640\",\"owner\":\"nobody\"}", 204,
 		    NULL, NULL);
@@ -1772,7 +1761,7 @@ static void test_files(void **state)
 	expect_call("POST", p, "{\"path\":\"/srv/a/b/moved.txt\"}", 400, "INVALID_ARGUMENT",
 		    "mode");
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/fs/list?path=/srv/a/b", id);
+	p = e2e_printf("/v1/sandboxes/%s/fs/list?path=/srv/a/b", id);
 	http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	const cJSON *ents = jget(r.json, "entries");
@@ -1787,12 +1776,12 @@ static void test_files(void **state)
 	out = sh_ok(id, "stat -c '%a %U' /srv/a/b/moved.txt");
 	assert_string_equal(out, "640 nobody\n");
 	free(out);
-	p = xprintf("/v1/sandboxes/%s/files?path=/srv/a", id);
+	p = e2e_printf("/v1/sandboxes/%s/files?path=/srv/a", id);
 	http(&r, "DELETE", p, NULL);
 	assert_true(r.status >= 400); /* not empty, not recursive */
 	resp_free(&r);
 	free(p);
-	p = xprintf("/v1/sandboxes/%s/files?path=/srv/a&recursive=1", id);
+	p = e2e_printf("/v1/sandboxes/%s/files?path=/srv/a&recursive=1", id);
 	expect_call("DELETE", p, NULL, 204, NULL, NULL);
 	free(p);
 	out = sh_ok(id, "ls -A /srv");
@@ -1804,7 +1793,7 @@ static void test_files(void **state)
 /* Symlinks planted inside the sandbox never reach a host file, whatever the call. */
 static void test_hostile_paths(void **state)
 {
-	char *canary = xprintf("%s/canary.txt", e2e_root());
+	char *canary = e2e_printf("%s/canary.txt", e2e_root());
 	char secret[64];
 	unsigned char rnd[8];
 	assert_int_equal(getrandom(rnd, sizeof(rnd), 0), (ssize_t)sizeof(rnd));
@@ -1818,7 +1807,7 @@ static void test_hostile_paths(void **state)
 	char *id = sandbox_new(NULL);
 	char *dir = strdup(canary);
 	*strrchr(dir, '/') = '\0';
-	char *plant = xprintf(
+	char *plant = e2e_printf(
 	    "mkdir -p /h && cd /h && ln -s %s abs && ln -s ../../../../../../../../..%s rel && "
 	    "ln -s /h/abs chain1 && ln -s chain1 chain2 && ln -s /etc/shadow shadow && "
 	    "ln -s %s dirlink && ln -s / rootlink && ln -s ../../.. up",
@@ -1839,9 +1828,9 @@ static void test_hostile_paths(void **state)
 	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
 		size_t rl = strlen(reads[i]);
 		char *path = reads[i][rl - 1] == '+'
-				 ? xprintf("%.*s%s", (int)rl - 1, reads[i], canary)
+				 ? e2e_printf("%.*s%s", (int)rl - 1, reads[i], canary)
 				 : strdup(reads[i]);
-		char *u = xprintf("/v1/sandboxes/%s/files?path=%s", id, path);
+		char *u = e2e_printf("/v1/sandboxes/%s/files?path=%s", id, path);
 		resp r;
 		http(&r, "GET", u, NULL);
 		if (strstr(r.body, "CANARY") || (shadow && r.len && !strcmp(r.body, shadow)))
@@ -1849,7 +1838,7 @@ static void test_hostile_paths(void **state)
 		assert_true(r.status == 404 || r.status == 200 || r.status == 400);
 		resp_free(&r);
 		free(u);
-		u = xprintf("/v1/sandboxes/%s/fs/list?path=%s", id, path);
+		u = e2e_printf("/v1/sandboxes/%s/fs/list?path=%s", id, path);
 		http(&r, "GET", u, NULL);
 		const cJSON *ent;
 		cJSON_ArrayForEach(ent, jget(r.json, "entries"))
@@ -1864,42 +1853,42 @@ static void test_hostile_paths(void **state)
 	/* Writes, chmod, move and delete through the links. */
 	const char *targets[] = {"/h/abs", "/h/chain2", "/h/dirlink/canary.txt", "/h/rel"};
 	for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
-		char *u = xprintf("/v1/sandboxes/%s/files?path=%s", id, targets[i]);
+		char *u = e2e_printf("/v1/sandboxes/%s/files?path=%s", id, targets[i]);
 		resp r;
 		req q = {.method = "PUT", .path = u, .body = "pwned\n", .len = 6};
 		http_q(&r, &q);
 		resp_free(&r);
 		free(u);
-		u = xprintf("/v1/sandboxes/%s/fs/chmod", id);
-		char *b = xprintf("{\"path\":\"%s\",\"mode\":\"0777\"}", targets[i]);
+		u = e2e_printf("/v1/sandboxes/%s/fs/chmod", id);
+		char *b = e2e_printf("{\"path\":\"%s\",\"mode\":\"0777\"}", targets[i]);
 		http(&r, "POST", u, b);
 		resp_free(&r);
 		free(b);
 		free(u);
 	}
-	char *u = xprintf("/v1/sandboxes/%s/fs/move", id);
+	char *u = e2e_printf("/v1/sandboxes/%s/fs/move", id);
 	resp r;
-	char *b = xprintf("{\"from\":\"/h/dirlink/canary.txt\",\"to\":\"/stolen\"}");
+	char *b = e2e_printf("{\"from\":\"/h/dirlink/canary.txt\",\"to\":\"/stolen\"}");
 	http(&r, "POST", u, b);
 	resp_free(&r);
 	free(b);
 	free(u);
-	u = xprintf("/v1/sandboxes/%s/files?path=/h/dirlink/canary.txt", id);
+	u = e2e_printf("/v1/sandboxes/%s/files?path=/h/dirlink/canary.txt", id);
 	http(&r, "DELETE", u, NULL);
 	resp_free(&r);
 	free(u);
-	u = xprintf("/v1/sandboxes/%s/files?path=/h/dirlink&recursive=1", id);
+	u = e2e_printf("/v1/sandboxes/%s/files?path=/h/dirlink&recursive=1", id);
 	http(&r, "DELETE", u, NULL); /* removes the link, not the host directory */
 	resp_free(&r);
 	free(u);
 
 	/* A symlink swapped back and forth while the API reads it. */
-	char *swap = xprintf("{\"command\":\"cd /h; while true; do ln -sfn %s race; "
+	char *swap = e2e_printf("{\"command\":\"cd /h; while true; do ln -sfn %s race; "
 			     "echo innocent > race.f; mv -f race.f race; done\"}",
 			     canary);
 	char *loop = exec_start_id(id, swap);
 	free(swap);
-	u = xprintf("/v1/sandboxes/%s/files?path=/h/race", id);
+	u = e2e_printf("/v1/sandboxes/%s/files?path=/h/race", id);
 	int innocent = 0;
 	for (int i = 0; i < 300; i++) {
 		http(&r, "GET", u, NULL);
@@ -1910,7 +1899,7 @@ static void test_hostile_paths(void **state)
 	}
 	free(u);
 	print_message("symlink race: %d of 300 reads saw the sandbox's own file\n", innocent);
-	char *p = xprintf("/v1/sandboxes/%s/executions/%s/signal", id, loop);
+	char *p = e2e_printf("/v1/sandboxes/%s/executions/%s/signal", id, loop);
 	expect_call("POST", p, "{\"signal\":\"KILL\"}", 204, NULL, NULL);
 	free(p);
 	free(loop);
@@ -1959,7 +1948,7 @@ static int ws_handshake(ws *w, int fd, const char *host, const char *path, char 
 	sha1_digest(&sha, sizeof(dg), dg);
 	base64_encode_raw(accept_want, sizeof(dg), dg);
 	accept_want[28] = '\0';
-	char *rq = xprintf("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\n"
+	char *rq = e2e_printf("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\n"
 			   "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
 			   "Sec-WebSocket-Version: 13\r\n\r\n",
 			   path, host, key);
@@ -2070,7 +2059,7 @@ static void test_attach(void **state)
 {
 	char *id = sandbox_new(NULL);
 	char *eid = exec_start_id(id, "{\"command\":[\"sh\"],\"pty\":{\"cols\":80,\"rows\":24}}");
-	char *path = xprintf("/v1/sandboxes/%s/executions/%s/attach", id, eid);
+	char *path = e2e_printf("/v1/sandboxes/%s/executions/%s/attach", id, eid);
 	ws w;
 	char line[128];
 	assert_int_equal(ws_connect(&w, path, line, sizeof(line)), 101);
@@ -2105,7 +2094,7 @@ static void test_attach(void **state)
 	/* A stdin execution: input through the FIFO, output from the logs, eof closes. */
 	eid =
 	    exec_start_id(id, "{\"command\":[\"sh\",\"-c\",\"cat; echo end >&2\"],\"stdin\":true}");
-	path = xprintf("/v1/sandboxes/%s/executions/%s/attach", id, eid);
+	path = e2e_printf("/v1/sandboxes/%s/executions/%s/attach", id, eid);
 	assert_int_equal(ws_connect(&w, path, line, sizeof(line)), 101);
 	out[0] = '\0';
 	ws_send(&w, 2, "hello ws\n", 9);
@@ -2245,7 +2234,7 @@ static void *long_poll(void *p)
 static void test_caps_and_clean_stop(void **state)
 {
 	/* A second daemon on the same state, with small caps. */
-	char *sock = xprintf("%s/small.sock", e2e_root());
+	char *sock = e2e_printf("%s/small.sock", e2e_root());
 	const char *extra[] = {"--max-body", "64Ki", "--max-upload", "1Mi", NULL};
 	daemon_start(&SMALL, sock, false, extra);
 	char *id = sandbox_new(NULL);
@@ -2253,7 +2242,7 @@ static void test_caps_and_clean_stop(void **state)
 	char *blob = malloc(big);
 	memset(blob, 'z', big);
 	resp r;
-	char *p = xprintf("/v1/sandboxes/%s/files?path=/tmp/cap/big.bin", id);
+	char *p = e2e_printf("/v1/sandboxes/%s/files?path=/tmp/cap/big.bin", id);
 	req q = {.method = "PUT", .path = p, .body = blob, .len = big, .d = &SMALL};
 	http_q(&r, &q); /* Content-Length: refused up front */
 	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
@@ -2283,7 +2272,7 @@ static void test_caps_and_clean_stop(void **state)
 	memset(blob, ' ', 100000);
 	blob[0] = '{';
 	blob[99999] = '}';
-	p = xprintf("/v1/sandboxes/%s/executions", id);
+	p = e2e_printf("/v1/sandboxes/%s/executions", id);
 	q = (req){.method = "POST", .path = p, .body = blob, .len = 100000, .d = &SMALL};
 	http_q(&r, &q);
 	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
@@ -2315,7 +2304,7 @@ static void test_caps_and_clean_stop(void **state)
 static void test_listen_refusals(void **state)
 {
 	e2e_result r;
-	char *sock = xprintf("%s/refuse.sock", e2e_root());
+	char *sock = e2e_printf("%s/refuse.sock", e2e_root());
 	e2e_sandlot(&r, NULL, 0, "serve", "--socket", sock, "--listen", "0.0.0.0:0", NULL);
 	assert_int_equal(r.status, 125);
 	assert_non_null(strstr(r.err, "--allow-remote"));
@@ -2332,7 +2321,7 @@ static void test_listen_refusals(void **state)
 
 static void test_zz_spec(void **state)
 {
-	char *cmd = xprintf("/usr/bin/python3 tests/api/spec_check.py --spec api/openapi.yaml --sources api "
+	char *cmd = e2e_printf("/usr/bin/python3 tests/api/spec_check.py --spec api/openapi.yaml --sources api "
 			    "--socket %s --captures %s 2>&1",
 			    D.sock, CAPTURES);
 	FILE *f = popen(cmd, "r");
@@ -2379,7 +2368,7 @@ static void test_preview_websocket(void **state)
 	e2e_result_free(&er);
 	free(sh_ok(id, "(python3 /tmp/ws.py >/dev/null 2>&1 &); sleep 0.5"));
 	resp r = {0};
-	char *p = xprintf("/v1/sandboxes/%s/ports/9001", id);
+	char *p = e2e_printf("/v1/sandboxes/%s/ports/9001", id);
 	http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	const char *url = jstr(r.json, "url");
@@ -2391,7 +2380,7 @@ static void test_preview_websocket(void **state)
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(pp),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	char *host = xprintf("9001-%s.localhost:%d", id, pp);
+	char *host = e2e_printf("9001-%s.localhost:%d", id, pp);
 	ws w;
 	char line[128];
 	assert_int_equal(ws_handshake(&w, fd, host, "/echo", line, sizeof(line)), 101);

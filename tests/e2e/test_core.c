@@ -35,25 +35,7 @@ static void rm(const char *id)
 	free(e2e_sandlot_ok("rm", id, NULL));
 }
 
-/* Run a shell line in a sandbox; returns the status, output in r. */
-static int sh(e2e_result *r, const char *id, const char *line)
-{
-	return e2e_sandlot(r, NULL, 0, "exec", id, "--", "sh", "-c", line, NULL);
-}
 
-static char *sh_ok(const char *id, const char *line)
-{
-	e2e_result r;
-	int st = sh(&r, id, line);
-	if (st != 0)
-		fail_msg("`%s` in %s exited %d: %s", line, id, st, r.err);
-	char *out = strdup(r.out);
-	e2e_result_free(&r);
-	size_t n = strlen(out);
-	while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
-		out[--n] = '\0';
-	return out;
-}
 
 /* The host pid of a sandbox's init: the first process of its pids cgroup. */
 static pid_t init_pid(const char *id)
@@ -136,7 +118,7 @@ static void test_exit_codes(void **state)
 static void test_exec_options(void **state)
 {
 	char *id = create(NULL, NULL, NULL, NULL);
-	char *out = sh_ok(id, "echo $FOO-$BAR");
+	char *out = e2e_sh_ok(id, "echo $FOO-$BAR");
 	assert_string_equal(out, "-");
 	free(out);
 	e2e_result r;
@@ -158,8 +140,8 @@ static void test_exec_options(void **state)
 	assert_string_equal(r.out, "");
 	e2e_result_free(&r);
 	/* Files persist between commands of one sandbox. */
-	free(sh_ok(id, "echo kept > /root/f"));
-	out = sh_ok(id, "cat /root/f");
+	free(e2e_sh_ok(id, "echo kept > /root/f"));
+	out = e2e_sh_ok(id, "cat /root/f");
 	assert_string_equal(out, "kept");
 	free(out);
 	rm(id);
@@ -219,7 +201,7 @@ static void test_uid_ranges_distinct_and_unprivileged(void **state)
 			 0);
 	e2e_result_free(&r);
 	/* Image files owned by root show as root inside (id-mapped layer). */
-	char *own = sh_ok(a, "stat -c %u:%g /bin/busybox /etc/passwd");
+	char *own = e2e_sh_ok(a, "stat -c %u:%g /bin/busybox /etc/passwd");
 	assert_string_equal(own, "0:0\n0:0");
 	free(own);
 	rm(a);
@@ -292,7 +274,7 @@ static void test_syscalls_refused_inside_allowed_on_host(void **state)
 static void test_capabilities_and_seccomp_status(void **state)
 {
 	char *id = create(NULL, NULL, NULL, NULL);
-	char *root = sh_ok(id, "grep -E '^(Cap|NoNewPrivs|Seccomp:)' /proc/self/status");
+	char *root = e2e_sh_ok(id, "grep -E '^(Cap|NoNewPrivs|Seccomp:)' /proc/self/status");
 	const char *want[] = { "CapInh:\t0000000000000000", "CapPrm:\t" EXPECTED_CAPS,
 			       "CapEff:\t" EXPECTED_CAPS, "CapBnd:\t" EXPECTED_CAPS,
 			       "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2" };
@@ -309,12 +291,12 @@ static void test_capabilities_and_seccomp_status(void **state)
 	assert_true(e2e_contains(r.out, "CapAmb:\t0000000000000000"));
 	e2e_result_free(&r);
 	/* pid 1 is init, and it cannot be read by the workload (non-dumpable). */
-	char *comm = sh_ok(id, "cat /proc/1/comm");
+	char *comm = e2e_sh_ok(id, "cat /proc/1/comm");
 	assert_string_equal(comm, "sandlot-init");
 	free(comm);
-	assert_int_not_equal(sh(&r, id, "cat /proc/1/environ"), 0);
+	assert_int_not_equal(e2e_sh(&r, id, "cat /proc/1/environ"), 0);
 	e2e_result_free(&r);
-	assert_int_not_equal(sh(&r, id, "readlink /proc/1/exe"), 0);
+	assert_int_not_equal(e2e_sh(&r, id, "readlink /proc/1/exe"), 0);
 	e2e_result_free(&r);
 	rm(id);
 	free(id);
@@ -337,30 +319,30 @@ static void test_visibility_pids_files_network(void **state)
 	assert_int_equal(listen(ls, 8), 0);
 
 	char *id = create(NULL, NULL, NULL, NULL);
-	char *pids = sh_ok(id, "ls -d /proc/[0-9]* | wc -l");
+	char *pids = e2e_sh_ok(id, "ls -d /proc/[0-9]* | wc -l");
 	/* init, sh, ls, wc: a handful, never the host's hundreds */
 	assert_true(atoi(pids) <= 6);
 	free(pids);
-	char *one = sh_ok(id, "cat /proc/1/cmdline | tr '\\0' ' '");
+	char *one = e2e_sh_ok(id, "cat /proc/1/cmdline | tr '\\0' ' '");
 	assert_true(e2e_contains(one, "sandlot-init"));
 	free(one);
 	char line[256];
 	e2e_result r;
 	snprintf(line, sizeof(line), "cat %s", canary);
-	assert_int_not_equal(sh(&r, id, line), 0);
+	assert_int_not_equal(e2e_sh(&r, id, line), 0);
 	assert_false(e2e_contains(r.out, "secret"));
 	e2e_result_free(&r);
-	char *links = sh_ok(id, "ls /sys/class/net");
+	char *links = e2e_sh_ok(id, "ls /sys/class/net");
 	assert_string_equal(links, "lo");
 	free(links);
 	snprintf(line, sizeof(line), "nc -w 2 127.0.0.1 %d </dev/null && echo CONNECTED",
 		 ntohs(sa.sin_port));
-	sh(&r, id, line);
+	e2e_sh(&r, id, line);
 	assert_false(e2e_contains(r.out, "CONNECTED"));
 	e2e_result_free(&r);
 	assert_true(accept(ls, NULL, NULL) < 0 && errno == EAGAIN);
 	/* The hostname is the sandbox's. */
-	char *hn = sh_ok(id, "hostname");
+	char *hn = e2e_sh_ok(id, "hostname");
 	assert_string_equal(hn, id);
 	free(hn);
 	close(ls);
@@ -380,7 +362,7 @@ static void test_memory_limit_oom(void **state)
 	assert_true(e2e_contains(r.err, "OOM"));
 	e2e_result_free(&r);
 	/* init survived and the sandbox runs the next command. */
-	char *out = sh_ok(id, "echo alive");
+	char *out = e2e_sh_ok(id, "echo alive");
 	assert_string_equal(out, "alive");
 	free(out);
 	rm(id);
@@ -390,7 +372,7 @@ static void test_memory_limit_oom(void **state)
 static void test_cpu_limit(void **state)
 {
 	char *id = create("--cpu", "500m", NULL, NULL);
-	free(sh_ok(id, "(while :; do :; done) >/dev/null 2>&1 & (while :; do :; done) >/dev/null 2>&1 &"));
+	free(e2e_sh_ok(id, "(while :; do :; done) >/dev/null 2>&1 & (while :; do :; done) >/dev/null 2>&1 &"));
 	usleep(300000);
 	unsigned long long u0 = cg_num("cpuacct", id, "cpuacct.usage");
 	int64_t t0 = e2e_now_ms();
@@ -408,7 +390,7 @@ static void test_pids_limit_fork_bomb(void **state)
 {
 	char *id = create("--pids", "64", NULL, NULL);
 	assert_int_equal(cg_num("pids", id, "pids.max"), 64);
-	free(sh_ok(id, "b() { b | b & }; (b) >/dev/null 2>&1 &"));
+	free(e2e_sh_ok(id, "b() { b | b & }; (b) >/dev/null 2>&1 &"));
 	unsigned long long peak = 0;
 	for (int i = 0; i < 20; i++) {
 		unsigned long long c = cg_num("pids", id, "pids.current");
@@ -429,7 +411,7 @@ static void test_disk_limit(void **state)
 	assert_int_equal(statvfs(e2e_root(), &before), 0);
 	char *id = create("--disk", "64Mi", NULL, NULL);
 	e2e_result r;
-	int st = sh(&r, id, "dd if=/dev/zero of=/root/fill bs=1M count=200 2>&1; sync; "
+	int st = e2e_sh(&r, id, "dd if=/dev/zero of=/root/fill bs=1M count=200 2>&1; sync; "
 			    "echo size=$(stat -c %s /root/fill)");
 	(void)st;
 	assert_true(e2e_contains(r.out, "quota exceeded") || e2e_contains(r.out, "No space left"));

@@ -33,17 +33,6 @@
 
 static pid_t inet_pid; /* the "internet": a server in its own network namespace */
 
-static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xprintf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		abort();
-	va_end(ap);
-	return s;
-}
 
 static void run_ok(const char *line)
 {
@@ -122,7 +111,7 @@ static void internet_up(void)
 	}
 	char c;
 	assert_int_equal(read(ready[0], &c, 1), 1);
-	char *cmd = xprintf(
+	char *cmd = e2e_printf(
 	    "set -e; ip link add " INET_VETH " type veth peer name eth0 netns %d; "
 	    "ip addr add " INET_HOST "/24 dev " INET_VETH "; ip link set " INET_VETH " up; "
 	    "nsenter -t %d -n sh -c 'ip link set lo up; ip link set eth0 up; "
@@ -169,7 +158,7 @@ static char *ip_forward(void)
 
 static int leases_count(void)
 {
-	char *dir = xprintf("%s/leases", getenv("SANDLOT_STATE_DIR"));
+	char *dir = e2e_printf("%s/leases", getenv("SANDLOT_STATE_DIR"));
 	DIR *d = opendir(dir);
 	int n = 0;
 	struct dirent *e;
@@ -228,30 +217,13 @@ static void rm(const char *id)
 	free(e2e_sandlot_ok("rm", "-f", id, NULL));
 }
 
-static int sh(e2e_result *r, const char *id, const char *line)
-{
-	return e2e_sandlot(r, NULL, 0, "exec", id, "--", "sh", "-c", line, NULL);
-}
 
-static char *sh_ok(const char *id, const char *line)
-{
-	e2e_result r;
-	int st = sh(&r, id, line);
-	if (st != 0)
-		fail_msg("`%s` in %s exited %d: %s", line, id, st, r.err);
-	char *out = strdup(r.out);
-	e2e_result_free(&r);
-	size_t n = strlen(out);
-	while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
-		out[--n] = '\0';
-	return out;
-}
 
 /* What a TCP connection from sandbox ID to ADDR:PORT reads ("" when none). */
 static char *dial(const char *id, const char *addr, int port)
 {
-	char *line = xprintf("nc -w 3 %s %d </dev/null 2>&1; true", addr, port);
-	char *out = sh_ok(id, line);
+	char *line = e2e_printf("nc -w 3 %s %d </dev/null 2>&1; true", addr, port);
+	char *out = e2e_sh_ok(id, line);
 	free(line);
 	return out;
 }
@@ -289,7 +261,7 @@ typedef struct daemon {
 static char *curl_sock(const daemon_t *d, const char *method, const char *path,
 		       const char *body, int *status)
 {
-	char *url = xprintf("http://sandlot%s", path);
+	char *url = e2e_printf("http://sandlot%s", path);
 	char *argv[16] = {"/usr/bin/curl", "-sS", "--unix-socket", (char *)d->sock, "-X",
 			  (char *)method, "-H", "Content-Type: application/json", "-w",
 			  "\n%{http_code}"};
@@ -378,9 +350,9 @@ static const char *jaddr(const cJSON *sb)
 static void test_net_off_only_lo(void **state)
 {
 	char *id = e2e_sandlot_ok("create", "--image", "busybox", NULL);
-	char *links = sh_ok(id, "ls /sys/class/net");
+	char *links = e2e_sh_ok(id, "ls /sys/class/net");
 	assert_string_equal(links, "lo");
-	char *routes = sh_ok(id, "tail -n +2 /proc/net/route | wc -l");
+	char *routes = e2e_sh_ok(id, "tail -n +2 /proc/net/route | wc -l");
 	assert_string_equal(routes, "0");
 	char *out = dial(id, INET_A, INET_PORT);
 	assert_false(e2e_contains(out, "internet"));
@@ -398,19 +370,19 @@ static void test_net_on_nat_resolv_hosts(void **state)
 	assert_non_null(addr);
 	assert_non_null(gw);
 	/* eth0 has the leased address, the default route goes via the gateway. */
-	char *ifc = sh_ok(id, "ip -4 addr show eth0");
+	char *ifc = e2e_sh_ok(id, "ip -4 addr show eth0");
 	assert_true(e2e_contains(ifc, addr));
-	char *rt = sh_ok(id, "ip route show default");
+	char *rt = e2e_sh_ok(id, "ip route show default");
 	assert_true(e2e_contains(rt, gw));
 	/* Through NAT: the server sees the host's address, not the sandbox's. */
 	char *out = dial(id, INET_A, INET_PORT);
-	char *want = xprintf("internet " INET_A " from " INET_HOST);
+	char *want = e2e_printf("internet " INET_A " from " INET_HOST);
 	if (!e2e_contains(out, want))
 		fail_msg("expected \"%s\", got \"%s\"", want, out);
-	char *hosts = sh_ok(id, "cat /etc/hosts");
+	char *hosts = e2e_sh_ok(id, "cat /etc/hosts");
 	assert_true(e2e_contains(hosts, addr));
 	assert_true(e2e_contains(hosts, id));
-	char *resolv = sh_ok(id, "cat /etc/resolv.conf");
+	char *resolv = e2e_sh_ok(id, "cat /etc/resolv.conf");
 	assert_true(e2e_contains(resolv, "sandlot"));
 	free(ifc), free(rt), free(out), free(want), free(hosts), free(resolv), free(addr), free(gw);
 	rm(id);
@@ -432,7 +404,7 @@ static void test_net_isolation(void **state)
 	char *a = create_net(NULL, NULL), *b = create_net(NULL, NULL);
 	char *baddr = net_field(b, "address"), *gw = net_field(a, "gateway");
 	/* B serves on 9000; it answers itself, but not A. */
-	free(sh_ok(b, "(while true; do echo sandbox-b | nc -l -p 9000; done) >/dev/null 2>&1 &"));
+	free(e2e_sh_ok(b, "(while true; do echo sandbox-b | nc -l -p 9000; done) >/dev/null 2>&1 &"));
 	usleep(200000);
 	assert_true(reaches(b, "127.0.0.1", 9000, "sandbox-b"));
 	assert_false(reaches(a, baddr, 9000, "sandbox-b"));
@@ -442,7 +414,7 @@ static void test_net_isolation(void **state)
 	daemon_t d;
 	daemon_start(&d);
 	/* Control: the host itself reaches them all, and the "metadata" address. */
-	char *line = xprintf("busybox nc -w 3 %s 9101 </dev/null; busybox nc -w 3 127.0.0.1 "
+	char *line = e2e_printf("busybox nc -w 3 %s 9101 </dev/null; busybox nc -w 3 127.0.0.1 "
 			     "9102 </dev/null; busybox nc -w 3 " META " %d </dev/null",
 			     gw, INET_PORT);
 	char *argv[] = {"/bin/sh", "-c", line, NULL};
@@ -497,7 +469,7 @@ static void test_net_allow_deny_patch(void **state)
 	assert_string_equal(cJSON_GetArrayItem(allow, 0)->valuestring, INET_A "/32");
 	cJSON_Delete(sb);
 	expect_reach(id, true, false);
-	char *path = xprintf("/v1/sandboxes/%s", id);
+	char *path = e2e_printf("/v1/sandboxes/%s", id);
 	/* PATCH on the running sandbox: allow everything but A. */
 	cJSON_Delete(api(&d, "PATCH", path,
 			 "{\"network\":{\"allow\":[],\"deny\":[\"" INET_A "/32\"]}}", 200));
@@ -540,7 +512,7 @@ static void test_net_snapshot_keeps_working(void **state)
 	char *a1 = net_field(id, "address"), *a2 = net_field(id2, "address");
 	assert_string_not_equal(a1, a2);
 	assert_true(reaches(id2, INET_A, INET_PORT, "internet"));
-	char *hosts = sh_ok(id2, "cat /etc/hosts");
+	char *hosts = e2e_sh_ok(id2, "cat /etc/hosts");
 	assert_true(e2e_contains(hosts, a2));
 	rm(id2), rm(id);
 	free(e2e_sandlot_ok("snapshot", "rm", "netsnap", NULL));
@@ -553,7 +525,7 @@ static void test_net_many_distinct_and_restart(void **state)
 {
 	/* 20 creates at once, each its own process: the lease claims race. */
 	char *bin = e2e_build_path("sandlot");
-	char *line = xprintf("for i in $(seq %d); do %s create --image busybox --network "
+	char *line = e2e_printf("for i in $(seq %d); do %s create --image busybox --network "
 			     ">%s/many.$i 2>&1 & done; wait",
 			     MANY, bin, e2e_root());
 	run_ok(line);
@@ -561,7 +533,7 @@ static void test_net_many_distinct_and_restart(void **state)
 	free(bin);
 	char *ids[MANY], *addrs[MANY];
 	for (int i = 0; i < MANY; i++) {
-		char *p = xprintf("%s/many.%d", e2e_root(), i + 1);
+		char *p = e2e_printf("%s/many.%d", e2e_root(), i + 1);
 		char *t = e2e_read_file(p);
 		assert_non_null(t);
 		t[strcspn(t, "\n")] = '\0';
@@ -582,7 +554,7 @@ static void test_net_many_distinct_and_restart(void **state)
 	daemon_start(&d);
 	daemon_kill(&d, SIGKILL);
 	daemon_start(&d);
-	char *p0 = xprintf("/v1/sandboxes/%s", ids[0]);
+	char *p0 = e2e_printf("/v1/sandboxes/%s", ids[0]);
 	cJSON *sb = api(&d, "GET", p0, NULL, 200);
 	assert_string_equal(jaddr(sb), addrs[0]);
 	cJSON_Delete(sb);
@@ -592,7 +564,7 @@ static void test_net_many_distinct_and_restart(void **state)
 	assert_non_null(na);
 	for (int i = 0; i < MANY; i++)
 		assert_string_not_equal(na, addrs[i]);
-	char *pn = xprintf("/v1/sandboxes/%s", cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring);
+	char *pn = e2e_printf("/v1/sandboxes/%s", cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring);
 	cJSON_Delete(sb);
 	cJSON_Delete(api(&d, "DELETE", pn, NULL, 204));
 	daemon_kill(&d, SIGTERM);
