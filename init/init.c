@@ -20,6 +20,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -99,13 +100,15 @@ static void send_rep(int fd, uint32_t type, int32_t pid, int32_t status, int pas
 		;
 }
 
-/* "name", "uid" or "uid:gid" -> ids and home; -1 when unknown. */
-static int resolve_user(const char *spec, uid_t *uid, gid_t *gid, const char **home,
-			const char **name)
+/* "name", "uid" or "uid:gid" -> ids, home and supplementary groups; -1 when unknown.
+ * Runs in init before the fork: the vfork child below must not touch libc state. */
+static int resolve_user(const char *spec, uid_t *uid, gid_t *gid, char *home, size_t homelen,
+			gid_t *groups, int *ngroups)
 {
 	char *end;
-	*home = "/";
-	*name = NULL;
+	const char *name = NULL;
+	struct passwd *pw = NULL;
+	snprintf(home, homelen, "/");
 	if (!*spec)
 		spec = "root";
 	if (spec[0] >= '0' && spec[0] <= '9') {
@@ -114,27 +117,36 @@ static int resolve_user(const char *spec, uid_t *uid, gid_t *gid, const char **h
 			return -1;
 		*uid = u;
 		*gid = u;
-		struct passwd *pw = getpwuid(*uid);
-		if (pw) {
+		pw = getpwuid(*uid);
+		if (pw)
 			*gid = pw->pw_gid;
-			*home = pw->pw_dir;
-			*name = pw->pw_name;
-		}
 		if (*end == ':') {
 			unsigned long g = strtoul(end + 1, &end, 10);
 			if (g > 65535 || *end)
 				return -1;
 			*gid = g;
 		}
-		return 0;
+	} else {
+		pw = getpwnam(spec);
+		if (!pw || pw->pw_uid > 65535 || pw->pw_gid > 65535)
+			return -1;
+		*uid = pw->pw_uid;
+		*gid = pw->pw_gid;
 	}
-	struct passwd *pw = getpwnam(spec);
-	if (!pw || pw->pw_uid > 65535 || pw->pw_gid > 65535)
-		return -1;
-	*uid = pw->pw_uid;
-	*gid = pw->pw_gid;
-	*home = pw->pw_dir;
-	*name = pw->pw_name;
+	if (pw) {
+		name = pw->pw_name;
+		snprintf(home, homelen, "%s", pw->pw_dir);
+	}
+	int cap = *ngroups;
+	*ngroups = 1;
+	groups[0] = *gid;
+	if (name) {
+		int n = cap;
+		if (getgrouplist(name, *gid, groups, &n) >= 0)
+			*ngroups = n;
+		else
+			groups[0] = *gid;
+	}
 	return 0;
 }
 
@@ -147,70 +159,106 @@ static int env_has(char **env, const char *key)
 	return 0;
 }
 
-/* Runs in the forked child: become the command. Reports errno on the pipe. */
-static void __attribute__((noreturn))
-child_exec(int errfd, const int *fds, int tty_slave, const char *user, const char *cwd, char **argv,
-	   char **env, size_t envc)
+static const char *env_get(char **env, const char *key)
 {
-	int stage = 0, e = 0;
+	size_t k = strlen(key);
+	for (; *env; env++)
+		if (!strncmp(*env, key, k) && (*env)[k] == '=')
+			return *env + k + 1;
+	return NULL;
+}
+
+/* Everything the child needs, computed by init before vfork: the child only makes
+ * system calls (raw ones: musl's set*id wrappers synchronise threads through libc
+ * state the vfork child shares with us). */
+struct child_plan {
+	const int *fds;
+	int tty_slave;
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[64];
+	int ngroups;
+	const char *cwd;
+	char **argv, **envp;
+	const char *path; /* PATH to search when argv[0] has no '/' */
+	/* Written by the child before it gives up; the parent reads them after vfork
+	 * returns (the child shares our memory until it execs or exits). */
+	volatile int stage, err;
+};
+
+/* Runs in the vfork child: become the command. On failure it records the stage and
+ * errno in the plan and exits 127. */
+static void __attribute__((noreturn)) child_exec(struct child_plan *cp)
+{
 	sigset_t all;
 	sigfillset(&all);
-	sigprocmask(SIG_UNBLOCK, &all, NULL);
-	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
-	setsid();
-	if (tty_slave >= 0) {
-		ioctl(tty_slave, TIOCSCTTY, 0);
+	/* Init sets no handlers and blocks what its signalfd reads; dispositions were
+	 * reset to default when init started, so unblocking is all that is left. */
+	syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &all, NULL, _NSIG / 8);
+	syscall(SYS_setsid);
+	int stage = 0;
+	if (cp->tty_slave >= 0) {
+		syscall(SYS_ioctl, cp->tty_slave, TIOCSCTTY, 0);
 		for (int i = 0; i < 3; i++)
-			dup2(tty_slave, i);
+			syscall(SYS_dup2, cp->tty_slave, i);
 	} else {
 		/* fds may collide with 0..2: lift them first. */
 		int hi[3];
 		for (int i = 0; i < 3; i++)
-			hi[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
+			hi[i] = syscall(SYS_fcntl, cp->fds[i], F_DUPFD_CLOEXEC, 10);
 		for (int i = 0; i < 3; i++)
-			if (hi[i] < 0 || dup2(hi[i], i) < 0)
+			if (hi[i] < 0 || syscall(SYS_dup2, hi[i], i) < 0)
 				goto fail;
 	}
-	uid_t uid;
-	gid_t gid;
-	const char *home, *name;
-	stage = 1;
-	if (resolve_user(user, &uid, &gid, &home, &name) < 0) {
-		e = ESRCH;
-		goto report;
-	}
 	stage = 2;
-	if (name ? initgroups(name, gid) < 0 : setgroups(1, &gid) < 0)
-		if (setgroups(1, &gid) < 0)
-			goto fail;
-	if (setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+	if (syscall(SYS_setgroups, cp->ngroups, cp->groups) < 0 ||
+	    syscall(SYS_setresgid, cp->gid, cp->gid, cp->gid) < 0 ||
+	    syscall(SYS_setresuid, cp->uid, cp->uid, cp->uid) < 0)
 		goto fail;
-	/* HOME from the user's passwd entry unless the caller set one. */
-	char homebuf[4096 + 6];
-	char **envp = env;
-	if (!env_has(env, "HOME")) {
-		snprintf(homebuf, sizeof(homebuf), "HOME=%s", home);
-		char **n = calloc(envc + 2, sizeof(char *));
-		if (n) {
-			memcpy(n, env, envc * sizeof(char *));
-			n[envc] = homebuf;
-			envp = n;
-		}
-	}
 	stage = 3;
-	if (chdir(*cwd ? cwd : home) < 0)
+	if (syscall(SYS_chdir, cp->cwd) < 0)
 		goto fail;
 	stage = 4;
-	environ = envp;
-	execvp(argv[0], argv);
+	const char *file = cp->argv[0];
+	if (strchr(file, '/')) {
+		syscall(SYS_execve, file, cp->argv, cp->envp);
+		goto fail;
+	}
+	/* execvp's search, on our stack: the first EACCES is what we report if nothing
+	 * else runs, as execvp does. */
+	char buf[PATH_MAX];
+	size_t fl = strlen(file);
+	int seen_eacces = 0;
+	for (const char *p = cp->path, *z;; p = z + 1) {
+		z = strchr(p, ':');
+		if (!z)
+			z = p + strlen(p);
+		size_t dl = (size_t)(z - p);
+		if (dl + 1 + fl + 1 <= sizeof(buf)) {
+			/* An empty entry is the working directory, as for execvp. */
+			size_t at = 0;
+			if (dl) {
+				memcpy(buf, p, dl);
+				buf[dl] = '/';
+				at = dl + 1;
+			}
+			memcpy(buf + at, file, fl + 1);
+			syscall(SYS_execve, buf, cp->argv, cp->envp);
+			if (errno == EACCES)
+				seen_eacces = 1;
+			else if (errno != ENOENT && errno != ENOTDIR)
+				goto fail;
+		}
+		if (!*z)
+			break;
+	}
+	if (seen_eacces)
+		errno = EACCES;
 fail:
-	e = errno;
-report:;
-	int rep[2] = {stage, e};
-	ssize_t w = write(errfd, rep, sizeof(rep));
-	(void)w;
-	_exit(127);
+	cp->err = errno;
+	cp->stage = stage;
+	syscall(SYS_exit, 127);
+	__builtin_unreachable();
 }
 
 static struct child *child_add(pid_t pid, int conn, int exit_fd, int hold_fd, int64_t deadline)
@@ -286,50 +334,62 @@ static void spawn(int ci, const char *buf, size_t len, int *fds, int nfds)
 				     .ws_col = rq->cols ? rq->cols : 80};
 		ioctl(master, TIOCSWINSZ, &ws);
 	}
-	int ep[2];
-	if (pipe2(ep, O_CLOEXEC) < 0) {
-		int e = errno;
-		if (tty) {
-			close(master);
-			close(slave);
+	struct child_plan cp = {.fds = fds, .tty_slave = slave, .cwd = cwd, .argv = argv,
+				.ngroups = sizeof(cp.groups) / sizeof(cp.groups[0])};
+	char home[PATH_MAX], homebuf[PATH_MAX + 6];
+	char **envp = env;
+	int pid = -1, stage = 1, e = ESRCH;
+	if (resolve_user(user, &cp.uid, &cp.gid, home, sizeof(home), cp.groups, &cp.ngroups) < 0)
+		goto failed;
+	/* HOME from the user's passwd entry unless the caller set one. */
+	if (!env_has(env, "HOME")) {
+		snprintf(homebuf, sizeof(homebuf), "HOME=%s", home);
+		envp = calloc(rq->envc + 2, sizeof(char *));
+		if (!envp) {
+			stage = -1, e = ENOMEM;
+			goto failed;
 		}
-		free(strs);
-		send_rep(cfd, SL_REP_ERROR, -1, e, -1, "pipe");
-		return;
+		memcpy(envp, env, rq->envc * sizeof(char *));
+		envp[rq->envc] = homebuf;
 	}
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(ep[0]);
-		child_exec(ep[1], fds, slave, user, cwd, argv, env, rq->envc);
+	cp.envp = envp;
+	if (!*cwd)
+		cp.cwd = home;
+	cp.path = env_get(envp, "PATH");
+	if (!cp.path)
+		cp.path = "/usr/local/bin:/bin:/usr/bin";
+	/* vfork: the child borrows our memory until it execs, so no page tables are
+	 * copied, and we learn how exec went from cp when we resume. */
+	pid = vfork();
+	if (pid == 0)
+		child_exec(&cp);
+	stage = pid < 0 ? -1 : cp.stage;
+	e = errno;
+	if (pid > 0 && cp.err) {
+		e = cp.err;
+		/* The child exits 127; reap it without reporting an exit. */
+		child_add(pid, -1, -1, -1, 0);
 	}
-	int fork_errno = errno;
-	close(ep[1]);
+failed:
+	if (envp != env)
+		free(envp);
 	if (slave >= 0)
 		close(slave);
 	free(strs);
-	if (pid < 0) {
-		close(ep[0]);
-		if (master >= 0)
-			close(master);
-		send_rep(cfd, SL_REP_ERROR, -1, fork_errno, -1, "fork");
-		return;
-	}
-	int rep[2];
-	ssize_t n;
-	while ((n = read(ep[0], rep, sizeof(rep))) < 0 && errno == EINTR)
-		;
-	close(ep[0]);
-	if (n == sizeof(rep)) {
+	if (pid < 0 || cp.err) {
+		/* stage -1: the sandbox could not start anything (the caller's error);
+		 * 0-4: this command could not start (recorded as its result). */
 		static const char *stages[] = {"set up stdio", "look up user", "switch user",
 					       "change directory", "execute"};
 		char msg[160];
-		snprintf(msg, sizeof(msg), "%s: %s", stages[rep[0] < 5 ? rep[0] : 4],
-			 strerror(rep[1]));
-		/* The child exits 127; reap it without reporting an exit. */
-		child_add(pid, -1, -1, -1, 0);
+		if (stage < 0)
+			snprintf(msg, sizeof(msg), "fork: %s", strerror(e));
+		else
+			snprintf(msg, sizeof(msg), "%s: %s", stages[stage < 5 ? stage : 4],
+				 strerror(e));
 		if (master >= 0)
 			close(master);
-		send_rep(cfd, SL_REP_ERROR, rep[0], rep[1], -1, msg);
+		send_rep(cfd, SL_REP_ERROR, stage, e, -1, msg);
 		return;
 	}
 	int exit_fd = -1, hold_fd = -1;
@@ -481,9 +541,11 @@ static void reap(void)
 				continue;
 			if (c->exit_fd >= 0) {
 				/* One write: a reader sees the whole line or nothing. */
+				/* No fsync: the run dir is volatile (tmpfs on a normal
+				 * host) and the record is there for daemon restarts, not
+				 * for power loss, which ends the command too. */
 				dprintf(c->exit_fd, "exit %d%s\n", st,
 					c->timed_out ? " timeout" : "");
-				fsync(c->exit_fd);
 				close(c->exit_fd);
 			}
 			if (c->hold_fd >= 0)
@@ -511,6 +573,11 @@ int main(void)
 		logf_("init: no control socket: %s", strerror(errno));
 		return 1;
 	}
+	/* Default dispositions from the start (whoever started us may have ignored
+	 * some, and an ignored signal survives exec): the spawn path then only has to
+	 * unblock. Init itself sets no handler; what it needs arrives by signalfd. */
+	for (int s = 1; s < _NSIG; s++)
+		signal(s, SIG_DFL);
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
