@@ -17,6 +17,14 @@
 #define API_DEFAULT_MAX_JSON   (8ull << 20) /* 8 MiB */
 #define API_DEFAULT_MAX_UPLOAD (1ull << 30) /* 1 GiB */
 
+/* `serve --pool [IMAGE=]N`: keep N ready sandboxes of IMAGE ("": the default image). */
+#define API_MAX_POOLS	  8
+#define API_MAX_POOL_SIZE 64
+typedef struct api_pool_spec {
+	char image[128];
+	int size;
+} api_pool_spec;
+
 typedef struct api_options {
 	const char *socket_path; /* NULL: <run>/sandlot.sock */
 	const char *listen;	 /* NULL: no TCP; else "127.0.0.1:PORT", "[::1]:PORT" */
@@ -25,7 +33,10 @@ typedef struct api_options {
 	uint64_t max_upload;	 /* largest raw upload (files, images, stdin) */
 	uint16_t preview_port;	 /* loopback port of the preview proxy; 0: 7081 */
 	bool preview_any;	 /* let the kernel choose it (tests run several daemons) */
+	api_pool_spec pools[API_MAX_POOLS];
+	int npools;
 } api_options;
+
 
 /* Listen, print one line saying where, and serve until SIGTERM or SIGINT. */
 int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err);

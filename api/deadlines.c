@@ -30,11 +30,9 @@ void api_touch(api_server *s, const char *ref)
 		return;
 	char p[PATH_MAX];
 	activity_path(s, ref, p, sizeof(p));
-	if (utimensat(AT_FDCWD, p, NULL, 0) == 0)
-		return;
-	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd >= 0)
-		close(fd);
+	/* Only an existing file (start_init makes it): creating one here could leave it
+	 * behind in the run dir of a sandbox being destroyed. */
+	utimensat(AT_FDCWD, p, NULL, 0);
 }
 
 /* The last sign of life: creation, an API call, a command starting or ending. */
@@ -69,7 +67,7 @@ void api_enforce_deadlines(api_server *s)
 	sl_sandbox *list;
 	size_t n;
 	sl_err err = { 0 };
-	if (sandbox_list(s->ctx, &list, &n, &err) < 0)
+	if (sandbox_list_live(s->ctx, &list, &n, &err) < 0)
 		return;
 	int64_t now = sl_now_ms();
 	for (size_t i = 0; i < n; i++) {
@@ -79,7 +77,7 @@ void api_enforce_deadlines(api_server *s)
 		sl_err e = { 0 };
 		if (sb->expires_ms && now >= sb->expires_ms) {
 			sl_log(SL_LOG_INFO, "sandbox %s: lifetime expired", sb->id);
-			if (sandbox_destroy(s->ctx, sb->id, "lifetime expired", &e) < 0)
+			if (api_destroy(s, sb->id, "lifetime expired", &e) < 0)
 				sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
 			continue;
 		}
@@ -91,7 +89,7 @@ void api_enforce_deadlines(api_server *s)
 			continue;
 		sl_log(SL_LOG_INFO, "sandbox %s: idle for %llu ms", sb->id,
 		       (unsigned long long)sb->idle_ms);
-		int r = sb->ephemeral ? sandbox_destroy(s->ctx, sb->id, "idle timeout", &e)
+		int r = sb->ephemeral ? api_destroy(s, sb->id, "idle timeout", &e)
 				      : sandbox_stop(s->ctx, sb->id, 10000, NULL, &e);
 		if (r < 0)
 			sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);

@@ -170,6 +170,8 @@ enum MHD_Result api_exec_create(api_req *r)
 	exec_body b;
 	sl_exec e;
 	int rc = parse_exec_body(r->srv, body, &sb, &b, &err);
+	/* A first slice of the wait inside exec_start (on init's own connection). */
+	b.spec.wait_ms = wait_ms < 0 ? 0 : wait_ms < WAIT_SLICE_MS ? (int)wait_ms : WAIT_SLICE_MS;
 	if (rc == 0)
 		rc = exec_start(r->srv->ctx, &sb, &b.spec, &e, &err);
 	exec_body_free(&b);
@@ -469,7 +471,7 @@ enum MHD_Result api_run(api_req *r)
 	cJSON *out = NULL;
 	int rc = run_in(r, &sb, body, &out, &err);
 	sl_err e2 = {0};
-	if (sandbox_destroy(r->srv->ctx, sb.id, "run finished", &e2) < 0 && rc == 0) {
+	if (api_destroy(r->srv, sb.id, "run finished", &e2) < 0 && rc == 0) {
 		err = e2;
 		cJSON_Delete(out);
 		rc = -1;

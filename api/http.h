@@ -35,7 +35,22 @@ typedef struct api_server {
 	struct api_relay *relays; /* port relays (ports.c) */
 	int preview_fd;
 	uint16_t preview_port;
+	struct api_pool *pool; /* the pool and the releaser (pool.c) */
 } api_server;
+
+typedef struct api_pool api_pool;
+/* Start the releaser (and the pool's filler when SPECS ask for one), after finishing
+ * what a previous daemon left; stop discards the pool and finishes every release. */
+int api_pool_start(api_server *s, const api_pool_spec *specs, int n, sl_err *err);
+void api_pool_stop(api_server *s);
+/* A create served from the pool: 1 (OUT is the sandbox), 0 (not poolable or the pool is
+ * empty: create cold), -1 (ERR). */
+int api_pool_take(api_server *s, const sl_create_opts *o, sl_sandbox *out, sl_err *err);
+/* Destroy through the releaser: kill and tombstone now, free the rest in the background. */
+int api_destroy(api_server *s, const char *ref, const char *reason, sl_err *err);
+/* [{image, size, ready}] for /v1/health; the number of ready sandboxes. */
+cJSON *api_pool_json(api_server *s);
+int api_pool_ready(api_server *s);
 
 typedef enum api_body { API_BODY_NONE, API_BODY_JSON, API_BODY_RAW } api_body;
 

@@ -362,7 +362,8 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 	o.idle_ms = tmo[0] > 0 ? (uint64_t)tmo[0] : 0;
 	o.lifetime_ms = tmo[1] > 0 ? (uint64_t)tmo[1] : 0;
 	o.exec_timeout_ms = tmo[2] > 0 ? (uint64_t)tmo[2] : 0;
-	if (sandbox_create(s->ctx, &o, out, err) < 0)
+	int pooled = api_pool_take(s, &o, out, err);
+	if (pooled < 0 || (!pooled && sandbox_create(s->ctx, &o, out, err) < 0))
 		goto out;
 	r = 0;
 out:
@@ -558,7 +559,7 @@ enum MHD_Result api_sandboxes_patch(api_req *r)
 enum MHD_Result api_sandboxes_delete(api_req *r)
 {
 	sl_err err = {0};
-	if (sandbox_destroy(r->srv->ctx, r->param[0], "deleted", &err) < 0) {
+	if (api_destroy(r->srv, r->param[0], "deleted", &err) < 0) {
 		if (err.kind == SL_INVALID)
 			err.kind = SL_NOTFOUND;
 		return api_reply_error(r, &err);

@@ -481,6 +481,8 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 
 	int r = api_preview_start(&srv, o->preview_any ? 0 : o->preview_port ? o->preview_port : 7081,
 				  err);
+	if (r == 0)
+		r = api_pool_start(&srv, o->pools, o->npools, err);
 	int started = 0;
 	for (; started < nl && r == 0; started++)
 		r = listener_start(&ls[started], err);
@@ -527,6 +529,8 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 			close(ls[i].fd);
 	}
 	unlink(sock);
+	/* After the listeners: no request can queue a release or take from the pool. */
+	api_pool_stop(&srv);
 	api_pty_sweep(&srv, true);
 	api_ports_sweep(&srv, true);
 	if (srv.preview_fd >= 0) {

@@ -12,16 +12,16 @@ enum MHD_Result api_health(api_req *r)
 	sl_sandbox *list;
 	size_t n, live = 0;
 	sl_err err = {0};
-	if (sandbox_list(r->srv->ctx, &list, &n, &err) < 0)
+	if (sandbox_list_live(r->srv->ctx, &list, &n, &err) < 0)
 		return api_reply_error(r, &err);
-	for (size_t i = 0; i < n; i++)
-		live += strcmp(list[i].status, "terminated") != 0;
+	live = n;
 	sandbox_free_list(list, n);
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "status", "ok");
 	cJSON_AddStringToObject(o, "version", SANDLOT_VERSION);
 	cJSON_AddNumberToObject(o, "sandboxes", (double)live);
 	cJSON_AddNumberToObject(o, "previewPort", r->srv->preview_port);
+	cJSON_AddItemToObject(o, "pool", api_pool_json(r->srv));
 	return api_reply_json(r, 200, o);
 }
 

@@ -2,7 +2,7 @@
  * (A B A B, so drift cancels), each as commands or HTTP requests, and prints statistics.
  *
  *   bench-driver time [--runs N] [--warmup N] [--parallel P --duration S] [--socket PATH]
- *                     [--samples FILE] [--capture FILE] [--timeout S]
+ *                     [--samples FILE] [--capture FILE] [--timeout S] [--pause MS]
  *                     -v NAME STEP [:: STEP]... ';'  [-v NAME ... ';']...
  *   bench-driver stats [COLUMN]      statistics of the numbers on stdin
  *
@@ -15,7 +15,9 @@
  * variant, timed together. Output: one tab-separated line per variant,
  *   NAME  n  median_ms  p99_ms  mean_ms  min_ms  max_ms  ops_per_s
  * With --parallel P, each round runs P clients of one variant for S seconds (variants
- * take turns); ops_per_s is completed operations per second of wall time. */
+ * take turns); ops_per_s is completed operations per second of wall time. --pause MS
+ * waits that long (untimed) before each sequential operation: a client at an agent's
+ * pace, which lets background work (a daemon's pool refill, releases) catch up. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -61,7 +63,7 @@ struct variant {
 
 struct opts {
 	int runs, warmup, parallel;
-	double duration_s, timeout_s;
+	double duration_s, timeout_s, pause_ms;
 	const char *socket, *samples, *capture;
 };
 
@@ -412,6 +414,11 @@ static int run_sequential(struct variant *vs, int nv, const struct opts *o)
 		/* Rotate the order too, so no variant always runs right after another. */
 		for (int j = 0; j < nv; j++) {
 			struct variant *v = &vs[(round + j) % nv];
+			if (o->pause_ms > 0) {
+				struct timespec ts = {(time_t)(o->pause_ms / 1000),
+						      (long)(fmod(o->pause_ms, 1000) * 1e6)};
+				nanosleep(&ts, NULL);
+			}
 			double ms = run_op(v, &c);
 			if (ms < 0 || (round >= o->warmup && push_ms(v, ms) < 0)) {
 				ret = -1;
@@ -555,6 +562,8 @@ static int parse_time_args(int argc, char **argv, struct opts *o, struct variant
 			o->timeout_s = atof(val);
 		else if (!strcmp(k, "--socket"))
 			o->socket = val;
+		else if (!strcmp(k, "--pause"))
+			o->pause_ms = atof(val);
 		else if (!strcmp(k, "--samples"))
 			o->samples = val;
 		else if (!strcmp(k, "--capture"))

@@ -22,10 +22,29 @@ static int reopen_state(sl_ctx *ctx, const char *dir)
 	return 0;
 }
 
+/* --pool [IMAGE=]N */
+static int pool_parse(const char *spec, api_pool_spec *out, sl_err *err)
+{
+	const char *eq = strrchr(spec, '=');
+	const char *num = eq ? eq + 1 : spec;
+	char *end;
+	unsigned long n = strtoul(num, &end, 10);
+	if (!*num || *end || n > API_MAX_POOL_SIZE)
+		return sl_fail(err, SL_INVALID, 0,
+			       "--pool \"%s\": give [IMAGE=]N with N from 0 to %d", spec,
+			       API_MAX_POOL_SIZE);
+	if (eq && (eq == spec || (size_t)(eq - spec) >= sizeof(out->image)))
+		return sl_fail(err, SL_INVALID, 0, "--pool \"%s\": the image name is empty or too long",
+			       spec);
+	snprintf(out->image, sizeof(out->image), "%.*s", eq ? (int)(eq - spec) : 0, spec);
+	out->size = (int)n;
+	return 0;
+}
+
 int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 {
 	enum { O_SOCKET = 256, O_LISTEN, O_REMOTE, O_STATE, O_MAXBODY, O_MAXUP, O_PREVIEW,
-	       O_APT, O_PIPIDX, O_WHEELS, O_NPM };
+	       O_APT, O_PIPIDX, O_WHEELS, O_NPM, O_POOL };
 	static const struct option opts[] = {
 	    {"socket", required_argument, 0, O_SOCKET},
 	    {"listen", required_argument, 0, O_LISTEN},
@@ -38,6 +57,7 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	    {"pip-index", required_argument, 0, O_PIPIDX},
 	    {"pip-wheels", required_argument, 0, O_WHEELS},
 	    {"npm-registry", required_argument, 0, O_NPM},
+	    {"pool", required_argument, 0, O_POOL},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -80,6 +100,12 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			o.preview_any = p == 0;
 			break;
 		}
+		case O_POOL:
+			if (o.npools >= API_MAX_POOLS)
+				return cli_usage("serve: --pool: at most %d", API_MAX_POOLS);
+			if (pool_parse(optarg, &o.pools[o.npools++], &err) < 0)
+				return cli_fail(&err);
+			break;
 		case O_APT:
 		case O_PIPIDX:
 		case O_WHEELS:
@@ -95,6 +121,8 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			     "[COMPONENT...]'] [--pip-index URL]\n"
 			     "                     [--pip-wheels DIR] [--npm-registry URL]   "
 			     "(package sources, docs/packages.md)\n"
+			     "                     [--pool [IMAGE=]N]   (N ready sandboxes of IMAGE, "
+			     "default image if none; repeatable)\n"
 			     "The unix socket (default <run dir>/sandlot.sock, mode 0660) needs no "
 			     "key;\n"
 			     "TCP clients send the key `sandlot key` prints.");

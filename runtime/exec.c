@@ -665,6 +665,7 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 			 (spec->stdin_pipe ? SL_SPAWN_HOLD_FD : 0);
 	struct sl_rep rep;
 	int passed = -1;
+	_cleanup_close_ int conn = -1;
 	initctl_spawn isp = { .argv = argv,
 			      .env = spec->env,
 			      .user = spec->user,
@@ -686,8 +687,8 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 		fds[nfds++] = s.exitfd;
 		if (spec->stdin_pipe)
 			fds[nfds++] = s.hold;
-		r = initctl_call(ctx, sb->id, req, reqlen, fds, nfds, SPAWN_REPLY_MS, &rep, &passed,
-			      err);
+		r = initctl_call_keep(ctx, sb->id, req, reqlen, fds, nfds, SPAWN_REPLY_MS, &rep,
+				      &passed, spec->wait_ms > 0 ? &conn : NULL, err);
 	}
 	if (r == 0 && rep.hdr.type == SL_REP_ERROR && rep.pid < 0)
 		r = sl_fail(
@@ -716,6 +717,15 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 	int master = out->master;
 	exec_facts f;
 	sb_live live = {1}; /* its init just answered */
+	if (conn >= 0 && rep.hdr.type == SL_REP_STARTED) {
+		/* init says SL_REP_EXITED on this connection after it wrote the exit record:
+		 * for a short command, one wait here replaces the caller's exec_wait. */
+		struct sl_rep done;
+		int dpassed = -1;
+		sl_err e = {0};
+		if (initctl_recv(conn, &done, &dpassed, spec->wait_ms, &e) == 0 && dpassed >= 0)
+			close(dpassed);
+	}
 	if (exec_load(ctx, sb->id, eid, out, &f, &live, err) < 0) {
 		if (master >= 0)
 			close(master);

@@ -33,6 +33,10 @@ typedef struct sl_exec_spec {
 	bool stdin_pipe;	/* keep stdin open for exec_write_stdin until exec_close_stdin */
 	bool tty;		/* pty; the master fd is returned in sl_exec.master (not durable) */
 	unsigned short rows, cols;
+	/* > 0: the caller will wait for the end; exec_start keeps init's connection and
+	 * returns the finished execution if it ends within this many ms (else running, as
+	 * without it). Saves the caller's exec_wait for short commands. */
+	int wait_ms;
 } sl_exec_spec;
 
 typedef struct sl_exec {

@@ -90,6 +90,14 @@ int initctl_call(const sl_ctx *ctx, const char *sid, const void *req, size_t len
 		     const int *fds, int nfds, int timeout_ms, struct sl_rep *rep, int *passed,
 		     sl_err *err)
 {
+	return initctl_call_keep(ctx, sid, req, len, fds, nfds, timeout_ms, rep, passed, NULL,
+				 err);
+}
+
+int initctl_call_keep(const sl_ctx *ctx, const char *sid, const void *req, size_t len,
+		      const int *fds, int nfds, int timeout_ms, struct sl_rep *rep, int *passed,
+		      int *conn, sl_err *err)
+{
 	_cleanup_close_ int fd = initctl_connect(ctx, sid, err);
 	if (fd < 0)
 		return -1;
@@ -117,6 +125,8 @@ int initctl_call(const sl_ctx *ctx, const char *sid, const void *req, size_t len
 	if (r == 1)
 		return sl_fail(err, SL_TIMEOUT, 0, "sandbox %s: its init did not answer in %d ms",
 			       sid, timeout_ms);
+	if (r == 0 && conn)
+		*conn = steal_fd(&fd);
 	return r;
 }
 

@@ -27,6 +27,11 @@ int initctl_recv(int fd, struct sl_rep *rep, int *passed, int timeout_ms, sl_err
 /* Send req with fds on a fresh connection and read one reply (plus a passed fd). */
 int initctl_call(const sl_ctx *ctx, const char *sid, const void *req, size_t len, const int *fds,
 		 int nfds, int timeout_ms, struct sl_rep *rep, int *passed, sl_err *err);
+/* The same, keeping the connection open in *conn (when not NULL) for later replies
+ * (init sends SL_REP_EXITED on it when the command ends). */
+int initctl_call_keep(const sl_ctx *ctx, const char *sid, const void *req, size_t len,
+		      const int *fds, int nfds, int timeout_ms, struct sl_rep *rep, int *passed,
+		      int *conn, sl_err *err);
 /* The spawn request bytes: header, user, cwd, argv, environment. Caller frees *out. */
 int initctl_build_spawn(const sl_sandbox *sb, const initctl_spawn *sp, char **out, size_t *outlen,
 			sl_err *err);

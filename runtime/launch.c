@@ -19,6 +19,7 @@
 #include <linux/capability.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -286,6 +287,10 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	char c, root[PATH_MAX], lower[PATH_MAX], opts[3 * PATH_MAX + 64];
 	if (read(f->go, &c, 1) != 1) /* the parent gave up */
 		_exit(1);
+	/* The sandbox runs at normal priority whoever launched it (the daemon's pool
+	 * filler runs niced, so it does not slow down requests). */
+	if (getpriority(PRIO_PROCESS, 0) != 0)
+		setpriority(PRIO_PROCESS, 0, 0);
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		child_fail(f->err, errno, "new cgroup namespace");
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)

@@ -214,6 +214,10 @@ static cJSON *record_json(const sl_sandbox *sb)
 	cJSON_AddStringToObject(in, "bootId", sb->boot_id);
 	cJSON_AddNumberToObject(in, "expiresMs", (double)sb->expires_ms);
 	cJSON_AddStringToObject(in, "netSubnet", sb->net_subnet);
+	if (sb->releaser_pid) {
+		cJSON_AddNumberToObject(in, "releaserPid", sb->releaser_pid);
+		cJSON_AddNumberToObject(in, "releaserStart", (double)sb->releaser_start);
+	}
 	return o;
 }
 
@@ -273,6 +277,8 @@ static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err
 	copy_str(sb->boot_id, sizeof(sb->boot_id), in, "bootId");
 	sb->expires_ms = num(in, "expiresMs");
 	copy_str(sb->net_subnet, sizeof(sb->net_subnet), in, "netSubnet");
+	sb->releaser_pid = num(in, "releaserPid");
+	sb->releaser_start = num(in, "releaserStart");
 	cJSON *net = cJSON_GetObjectItemCaseSensitive(o, "network");
 	sb->net_enabled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(net, "enabled"));
 	copy_str(sb->net_addr, sizeof(sb->net_addr), net, "address");
@@ -305,10 +311,27 @@ static int record_save(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl
 		       : state_write_atomic_nosync(p, s, strlen(s), err);
 }
 
+/* A record the callers of the public calls may see: pooled sandboxes are the daemon's
+ * until a create takes one, so they are "not found" like ids that never existed. */
+static int record_load_visible(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err)
+{
+	if (record_load(ctx, id, sb, err) < 0)
+		return -1;
+	if (strcmp(sb->status, "pooled") != 0)
+		return 0;
+	sandbox_free(sb);
+	return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", id);
+}
+
 /* The kernel's boot id: a record written under another boot describes a sandbox
  * whose processes a reboot ended (status "stopped", not "failed"). */
-static void boot_id(char *buf, size_t len)
+static char boot_id_cache[40];
+static pthread_once_t boot_id_once = PTHREAD_ONCE_INIT;
+
+static void boot_id_read(void)
 {
+	char *buf = boot_id_cache;
+	size_t len = sizeof(boot_id_cache);
 	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
 	if (fd >= 0)
@@ -316,6 +339,13 @@ static void boot_id(char *buf, size_t len)
 	buf[n > 0 ? n : 0] = '\0';
 	if (n > 0 && buf[n - 1] == '\n')
 		buf[n - 1] = '\0';
+}
+
+/* Read once per process: it cannot change while we run. */
+static void boot_id(char *buf, size_t len)
+{
+	pthread_once(&boot_id_once, boot_id_read);
+	snprintf(buf, len, "%s", boot_id_cache);
 }
 
 static bool pid_alive(pid_t pid, uint64_t start)
@@ -327,7 +357,8 @@ static bool pid_alive(pid_t pid, uint64_t start)
  * a create whose process died midway is "failed" too (rm cleans it up). */
 static void refresh_status(sl_sandbox *sb)
 {
-	if (!strcmp(sb->status, "running") || !strcmp(sb->status, "paused")) {
+	if (!strcmp(sb->status, "running") || !strcmp(sb->status, "paused") ||
+	    !strcmp(sb->status, "pooled")) {
 		char boot[64];
 		boot_id(boot, sizeof(boot));
 		if (sb->boot_id[0] && strcmp(boot, sb->boot_id) != 0)
@@ -411,6 +442,99 @@ int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
 			remove_record_dir(ctx, ids[i]);
 			continue;
 		}
+		if (!strcmp(list[k].status, "pooled")) {
+			sandbox_free(&list[k]); /* the daemon's, until a create takes it */
+			continue;
+		}
+		refresh_status(&list[k]);
+		k++;
+	}
+	free_ids(ids, nids);
+	qsort(list, k, sizeof(*list), cmp_created);
+	*out = list;
+	*n = k;
+	return 0;
+}
+
+/* Ids whose record was a tombstone when last read: a tombstone never comes back to
+ * life, so listings of live sandboxes (the daemon's once-a-second deadline sweep, the
+ * health count) need not read it again. Per process, bounded; a miss costs one read. */
+#define DEAD_SET_SIZE 65536
+static struct {
+	pthread_mutex_t lock;
+	char (*ids)[32];
+	size_t n;
+} dead_set = { PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
+
+static size_t dead_slot(const char *id)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (const char *c = id; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	return h % DEAD_SET_SIZE;
+}
+
+static bool dead_known(const char *id)
+{
+	bool found = false;
+	pthread_mutex_lock(&dead_set.lock);
+	for (size_t i = dead_slot(id), k = 0; dead_set.ids && k < DEAD_SET_SIZE;
+	     i = (i + 1) % DEAD_SET_SIZE, k++) {
+		if (!dead_set.ids[i][0])
+			break;
+		if (!strncmp(dead_set.ids[i], id, sizeof(dead_set.ids[i]))) {
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&dead_set.lock);
+	return found;
+}
+
+static void dead_add(const char *id)
+{
+	if (strlen(id) >= sizeof(dead_set.ids[0]))
+		return;
+	pthread_mutex_lock(&dead_set.lock);
+	if (!dead_set.ids)
+		dead_set.ids = calloc(DEAD_SET_SIZE, sizeof(dead_set.ids[0]));
+	/* Keep it at most half full (open addressing); past that, just read again. */
+	if (dead_set.ids && dead_set.n < DEAD_SET_SIZE / 2) {
+		size_t i = dead_slot(id);
+		while (dead_set.ids[i][0] && strcmp(dead_set.ids[i], id))
+			i = (i + 1) % DEAD_SET_SIZE;
+		if (!dead_set.ids[i][0]) {
+			snprintf(dead_set.ids[i], sizeof(dead_set.ids[i]), "%s", id);
+			dead_set.n++;
+		}
+	}
+	pthread_mutex_unlock(&dead_set.lock);
+}
+
+int sandbox_list_live(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
+{
+	char **ids;
+	size_t nids;
+	*out = NULL;
+	*n = 0;
+	if (list_ids(ctx, &ids, &nids, err) < 0)
+		return -1;
+	sl_sandbox *list = calloc(nids ? nids : 1, sizeof(*list));
+	if (!list) {
+		free_ids(ids, nids);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < nids; i++) {
+		sl_err e2 = { 0 };
+		if (dead_known(ids[i]) || record_load(ctx, ids[i], &list[k], &e2) < 0)
+			continue;
+		if (!strcmp(list[k].status, "terminated"))
+			dead_add(ids[i]);
+		if (!strcmp(list[k].status, "terminated") || !strcmp(list[k].status, "pooled")) {
+			sandbox_free(&list[k]);
+			continue;
+		}
 		refresh_status(&list[k]);
 		k++;
 	}
@@ -452,7 +576,7 @@ static int resolve_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_er
 int sandbox_get(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
 {
 	char id[32];
-	if (resolve_ref(ctx, ref, id, sizeof(id), err) < 0 || record_load(ctx, id, out, err) < 0)
+	if (resolve_ref(ctx, ref, id, sizeof(id), err) < 0 || record_load_visible(ctx, id, out, err) < 0)
 		return -1;
 	refresh_status(out);
 	return 0;
@@ -559,7 +683,10 @@ static bool claim_stale(const sl_ctx *ctx, const char *path)
 		return e.kind == SL_NOTFOUND && fstat(fd, &st) == 0 &&
 		       time(NULL) - st.st_mtime > 60;
 	}
-	bool stale = !strcmp(sb.status, "terminated");
+	/* A tombstone still being released keeps its claims until its releaser is done
+	 * (or dead: then sandbox_finish_orphans frees what is left). */
+	bool stale = !strcmp(sb.status, "terminated") &&
+		     !pid_alive(sb.releaser_pid, sb.releaser_start);
 	sandbox_free(&sb);
 	return stale;
 }
@@ -998,6 +1125,14 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 		return -1;
 	if (mkdir(run, 0711) < 0 && errno != EEXIST)
 		return sl_sysfail(err, "create %s", run);
+	/* The daemon's idle clock (api/deadlines.c) moves this file's mtime; it is made
+	 * here, never by a request, so a request racing a destroy cannot leave it. */
+	char act[PATH_MAX];
+	snprintf(act, sizeof(act), "%s/activity", run);
+	int afd = open(act, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (afd < 0)
+		return sl_sysfail(err, "create %s", act);
+	close(afd);
 	if (cgroup_create(ctx->cg, cg, &sb->limits, err) < 0)
 		return -1;
 	if (launch_sandbox(&l, &sb->init_pid, err) < 0) {
@@ -1140,8 +1275,10 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 			: store_layer_create(&ctx->cfg, sb.id, sb.disk_bytes, sb.uid_base, err)) < 0 ||
 	    start_init(ctx, &sb, o->host_binds, o->nhost_binds, err) < 0)
 		goto fail;
-	snprintf(sb.status, sizeof(sb.status), "running");
-	if (record_save(ctx, &sb, !sb.ephemeral, err) < 0)
+	/* A pooled sandbox needs no durable record: a daemon that died leaves its pool
+	 * to be discarded, whatever the record says. */
+	snprintf(sb.status, sizeof(sb.status), "%s", o->pooled ? "pooled" : "running");
+	if (record_save(ctx, &sb, !sb.ephemeral && !o->pooled, err) < 0)
 		goto fail;
 	*out = sb;
 	return 0;
@@ -1158,39 +1295,233 @@ fail:
 
 /* ---- destroy ---- */
 
-int sandbox_destroy(sl_ctx *ctx, const char *ref, const char *reason, sl_err *err)
+/* The sandbox's lock and record for a destroy; pooled ones only when ALLOW_POOLED. */
+static int destroy_load(sl_ctx *ctx, const char *id, bool allow_pooled, sl_sandbox *sb, int *lk,
+			sl_err *err)
 {
-	char id[32], lockp[PATH_MAX];
-	if (resolve_ref(ctx, ref, id, sizeof(id), err) < 0)
-		return -1;
+	char lockp[PATH_MAX];
 	state_sandbox_dir(&ctx->cfg, id, lockp, sizeof(lockp));
 	strcat(lockp, "/lock");
-	_cleanup_close_ int lk = state_lock(lockp, err);
-	if (lk < 0)
+	*lk = state_lock(lockp, err);
+	if (*lk < 0)
 		return -1;
+	if ((allow_pooled ? record_load(ctx, id, sb, err) : record_load_visible(ctx, id, sb, err)) < 0)
+		return -1;
+	return 0;
+}
+
+/* Free what a tombstone still holds, then its claims. Under the sandbox's lock. */
+static int finish_release(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+{
+	release_resources(ctx, sb);
+	sb->releaser_pid = 0;
+	sb->releaser_start = 0;
+	sb->init_pid = 0;
+	/* No fsync: if this is lost, the mark says to release again, which finds
+	 * nothing left to free. */
+	int r = record_save(ctx, sb, false, err);
+	/* Claims go last: the tombstone marks them stale once the mark is gone. */
+	if (r == 0)
+		release_claims(ctx, sb);
+	return r;
+}
+
+static int destroy_id(sl_ctx *ctx, const char *id, const char *reason, bool allow_pooled,
+		      bool finish, sl_err *err)
+{
+	_cleanup_close_ int lk = -1;
 	sl_sandbox sb;
-	if (record_load(ctx, id, &sb, err) < 0)
+	if (destroy_load(ctx, id, allow_pooled, &sb, &lk, err) < 0)
 		return -1;
 	if (!strcmp(sb.status, "terminated")) {
+		/* An orphaned release (its releaser died): whoever destroys it again
+		 * finishes it. */
+		int r = 0;
+		if (sb.releaser_pid && !pid_alive(sb.releaser_pid, sb.releaser_start))
+			r = finish_release(ctx, &sb, err);
+		else
+			r = sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was already destroyed", id);
 		sandbox_free(&sb);
-		return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was already destroyed", id);
+		return r;
 	}
 	if (!strcmp(sb.status, "creating") && pid_alive(sb.creator_pid, sb.creator_start) &&
 	    sb.creator_pid != getpid()) {
 		sandbox_free(&sb);
 		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is still being created", id);
 	}
-	release_resources(ctx, &sb);
+	if (finish) {
+		/* One go (the CLI): free everything, then the tombstone. A process that
+		 * dies midway leaves a record that says what it was; rm again. */
+		release_resources(ctx, &sb);
+	} else if (pid_alive(sb.init_pid, sb.init_start)) {
+		/* Begin: nothing in the sandbox runs another instruction after this. A
+		 * frozen cgroup holds SIGKILL until thawed. */
+		char cg[64];
+		snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
+		if (!strcmp(sb.status, "paused")) {
+			sl_err fe = { 0 };
+			cgroup_freeze(ctx->cg, cg, false, &fe);
+		}
+		kill(sb.init_pid, SIGKILL);
+	}
 	snprintf(sb.status, sizeof(sb.status), "terminated");
 	snprintf(sb.reason, sizeof(sb.reason), "%s", reason ? reason : "deleted");
 	sb.terminated_ms = sl_now_ms();
-	sb.init_pid = 0;
-	int r = record_save(ctx, &sb, !sb.ephemeral, err);
-	/* Claims go last: the tombstone already marks them stale if we die here. */
-	if (r == 0)
+	if (finish) {
+		sb.init_pid = 0;
+	} else {
+		sb.releaser_pid = getpid();
+		sb.releaser_start = proc_start_time(sb.releaser_pid);
+	}
+	/* The daemon's tombstone is not fsynced: it answers the DELETE after this, and
+	 * if a power loss takes the write with it, the sandbox comes back stopped, to be
+	 * deleted again; nothing of it is lost. */
+	int r = record_save(ctx, &sb, finish && !sb.ephemeral, err);
+	if (r == 0 && finish)
 		release_claims(ctx, &sb);
 	sandbox_free(&sb);
 	return r;
+}
+
+int sandbox_destroy(sl_ctx *ctx, const char *ref, const char *reason, sl_err *err)
+{
+	char id[32];
+	if (resolve_ref(ctx, ref, id, sizeof(id), err) < 0)
+		return -1;
+	return destroy_id(ctx, id, reason, false, true, err);
+}
+
+int sandbox_destroy_begin(sl_ctx *ctx, const char *ref, const char *reason, char id[32],
+			  sl_err *err)
+{
+	if (resolve_ref(ctx, ref, id, 32, err) < 0)
+		return -1;
+	return destroy_id(ctx, id, reason, false, false, err);
+}
+
+int sandbox_destroy_finish(sl_ctx *ctx, const char *id, sl_err *err)
+{
+	_cleanup_close_ int lk = -1;
+	sl_sandbox sb;
+	if (destroy_load(ctx, id, true, &sb, &lk, err) < 0)
+		return -1;
+	int r = 0;
+	if (!strcmp(sb.status, "terminated") && sb.releaser_pid)
+		r = finish_release(ctx, &sb, err);
+	sandbox_free(&sb);
+	return r;
+}
+
+int sandbox_finish_orphans(sl_ctx *ctx, sl_err *err)
+{
+	char **ids;
+	size_t nids;
+	if (list_ids(ctx, &ids, &nids, err) < 0)
+		return -1;
+	int done = 0;
+	for (size_t i = 0; i < nids; i++) {
+		sl_sandbox sb;
+		sl_err e = { 0 };
+		if (record_load(ctx, ids[i], &sb, &e) < 0)
+			continue;
+		bool orphan_release = !strcmp(sb.status, "terminated") && sb.releaser_pid &&
+				      !pid_alive(sb.releaser_pid, sb.releaser_start);
+		bool orphan_pooled = !strcmp(sb.status, "pooled") &&
+				     !pid_alive(sb.creator_pid, sb.creator_start);
+		sandbox_free(&sb);
+		if (orphan_release && destroy_id(ctx, ids[i], NULL, true, true, &e) == 0)
+			done++;
+		else if (orphan_pooled && destroy_id(ctx, ids[i], "discarded", true, true, &e) == 0) {
+			remove_record_dir(ctx, ids[i]);
+			done++;
+		}
+		if (e.kind)
+			sl_log(SL_LOG_WARN, "sandbox %s: %s", ids[i], e.msg);
+	}
+	free_ids(ids, nids);
+	return done;
+}
+
+/* ---- the pool ---- */
+
+int sandbox_pool_discard(sl_ctx *ctx, const char *id, sl_err *err)
+{
+	if (destroy_id(ctx, id, "discarded", true, true, err) < 0)
+		return -1;
+	remove_record_dir(ctx, id);
+	return 0;
+}
+
+bool sandbox_poolable(const sl_create_opts *o)
+{
+	/* Everything here is fixed when init starts (hostname, limits, mounts, netns). */
+	return !o->snapshot && !o->name && !o->cpu_millis && !o->memory && !o->disk && !o->pids &&
+	       !o->nvolumes && !o->npackages && !o->net.enabled && !o->nhost_binds && !o->pooled;
+}
+
+int sandbox_resolve_image(sl_ctx *ctx, const char *image, char name[128], char digest[72],
+			  sl_err *err)
+{
+	sl_image img;
+	if (!image) {
+		sl_err e2 = { 0 };
+		image = image_lookup(ctx->cfg.state_dir, "default", &img, &e2) == 0 ? "default"
+										     : "busybox";
+	}
+	if (image_lookup(ctx->cfg.state_dir, image, &img, err) < 0)
+		return -1;
+	snprintf(name, 128, "%s", img.name);
+	snprintf(digest, 72, "%s", img.digest);
+	return 0;
+}
+
+int sandbox_pool_take(sl_ctx *ctx, const char *id, const sl_create_opts *o, sl_sandbox *out,
+		      sl_err *err)
+{
+	sl_image img;
+	_cleanup_close_ int lk = -1;
+	sl_sandbox sb;
+	if (destroy_load(ctx, id, true, &sb, &lk, err) < 0)
+		return -1;
+	refresh_status(&sb);
+	if (strcmp(sb.status, "pooled") != 0) {
+		sandbox_free(&sb);
+		return sl_fail(err, SL_NOTFOUND, 0, "pooled sandbox %s is %s", id, sb.status);
+	}
+	if (image_lookup(ctx->cfg.state_dir, sb.digest, &img, err) < 0) {
+		sandbox_free(&sb);
+		return -1;
+	}
+	/* What a cold create would have recorded, from the create's options. */
+	cJSON_Delete(sb.env);
+	cJSON_Delete(sb.labels);
+	sb.env = sb.labels = NULL;
+	if (kv_object("env", o->env, &sb.env, err) < 0 ||
+	    kv_object("labels", o->labels, &sb.labels, err) < 0) {
+		sandbox_free(&sb);
+		return -1;
+	}
+	snprintf(sb.image, sizeof(sb.image), "%s", img.name);
+	snprintf(sb.user, sizeof(sb.user), "%s", o->user ? o->user : img.user);
+	snprintf(sb.workdir, sizeof(sb.workdir), "%s", o->workdir ? o->workdir : img.workdir);
+	if (sb.workdir[0] != '/') {
+		sandbox_free(&sb);
+		return sl_fail(err, SL_INVALID, 0, "workingDirectory \"%s\" must be absolute",
+			       sb.workdir);
+	}
+	sb.created_ms = sl_now_ms();
+	sb.ephemeral = o->ephemeral;
+	sb.idle_ms = o->idle_ms;
+	sb.lifetime_ms = o->lifetime_ms;
+	sb.exec_timeout_ms = o->exec_timeout_ms;
+	sb.expires_ms = o->lifetime_ms ? sb.created_ms + (int64_t)o->lifetime_ms : 0;
+	snprintf(sb.status, sizeof(sb.status), "running");
+	if (record_save(ctx, &sb, !sb.ephemeral, err) < 0) {
+		sandbox_free(&sb);
+		return -1;
+	}
+	*out = sb;
+	return 0;
 }
 
 int sandbox_discard(sl_ctx *ctx, const char *id, sl_err *err)
@@ -1213,7 +1544,7 @@ static int load_locked(sl_ctx *ctx, const char *ref, sl_sandbox *sb, int *lk, sl
 	state_sandbox_dir(&ctx->cfg, id, lockp, sizeof(lockp));
 	strcat(lockp, "/lock");
 	*lk = state_lock(lockp, err);
-	if (*lk < 0 || record_load(ctx, id, sb, err) < 0) {
+	if (*lk < 0 || record_load_visible(ctx, id, sb, err) < 0) {
 		if (*lk >= 0)
 			close(*lk);
 		*lk = -1;

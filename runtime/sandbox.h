@@ -61,6 +61,10 @@ typedef struct sl_sandbox {
 	bool net_enabled;
 	char net_addr[16], net_gateway[16], net_subnet[20];
 	cJSON *net_allow, *net_deny;
+	/* A tombstone whose host resources are still being freed (sandbox_destroy_begin):
+	 * the process doing it. Its claims stay taken until it is done. */
+	pid_t releaser_pid;
+	uint64_t releaser_start;
 } sl_sandbox;
 
 typedef struct sl_volume_spec {
@@ -102,15 +106,45 @@ typedef struct sl_create_opts {
 	 * not recorded and not checked against the host-mount allow-list. */
 	const sl_volume_spec *host_binds;
 	size_t nhost_binds;
+	/* Internal (the daemon's pool): make it hidden, status "pooled", until
+	 * sandbox_pool_take hands it to a create. */
+	bool pooled;
 } sl_create_opts;
 
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err);
 /* Look up by id or name, with the status checked against the live init. */
 int sandbox_get(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
 int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err);
+/* Only the sandboxes not terminated (cheaper: tombstones are remembered, not re-read). */
+int sandbox_list_live(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err);
 /* Kill everything, free every host resource, leave a tombstone (unless the sandbox
  * was still being created by a live process: then SL_CONFLICT). */
 int sandbox_destroy(sl_ctx *ctx, const char *ref, const char *reason, sl_err *err);
+/* The same in two halves, so a daemon can answer before the kernel is done: _begin
+ * SIGKILLs every process and writes the tombstone (marked as releasing, the claims on
+ * uid range, name and address still held) and gives the id; _finish waits for the
+ * processes to be gone, frees cgroup, network, layer and run dir, then the claims.
+ * A releasing tombstone whose releaser died is finished by sandbox_finish_orphans. */
+int sandbox_destroy_begin(sl_ctx *ctx, const char *ref, const char *reason, char id[32],
+			  sl_err *err);
+int sandbox_destroy_finish(sl_ctx *ctx, const char *id, sl_err *err);
+/* Finish every orphaned release, and discard every pooled sandbox whose pool (its
+ * creating daemon) is gone. Returns how many it handled. */
+int sandbox_finish_orphans(sl_ctx *ctx, sl_err *err);
+
+/* The daemon's pool of ready sandboxes (api/pool.c keeps their ids). A create can be
+ * served from the pool when it asks only for what can be set after the start: env,
+ * labels, user, working directory, timeouts, ephemeral. */
+bool sandbox_poolable(const sl_create_opts *o);
+/* The image a create would use (its default rule included): name and digest. */
+int sandbox_resolve_image(sl_ctx *ctx, const char *image, char name[128], char digest[72],
+			  sl_err *err);
+/* Give pooled sandbox ID the create's settings and make it an ordinary running one.
+ * SL_NOTFOUND when it is no longer usable (its init died): the caller discards it. */
+int sandbox_pool_take(sl_ctx *ctx, const char *id, const sl_create_opts *o, sl_sandbox *out,
+		      sl_err *err);
+/* Destroy a pooled sandbox, record and all (a pool being drained or shrunk). */
+int sandbox_pool_discard(sl_ctx *ctx, const char *id, sl_err *err);
 /* pause: freeze every process (cgroup freezer); resume: thaw. stop: end every process
  * (SIGTERM, then SIGKILL after grace_ms) and free the cgroup, keeping the files;
  * start: a new init on the same files and config. out may be NULL. Wrong state:

@@ -530,7 +530,7 @@ static enum MHD_Result create_from(api_req *r, const cJSON *in)
 	api_strv_free(argv);
 	if (rc < 0) {
 		sl_err e2 = {0};
-		sandbox_destroy(r->srv->ctx, sb.id, "create failed", &e2);
+		api_destroy(r->srv, sb.id, "create failed", &e2);
 		sandbox_free(&sb);
 		return ag_reply_error(r, &err, NULL);
 	}
@@ -727,7 +727,7 @@ static enum MHD_Result sandbox_destroy_route(api_req *r)
 	sandbox_free(&sb);
 	if (gone)
 		return ag_fail(r, SL_NOTFOUND, "sandbox %s was already destroyed", r->param[0]);
-	if (sandbox_destroy(r->srv->ctx, r->param[0], "deleted", &err) < 0)
+	if (api_destroy(r->srv, r->param[0], "deleted", &err) < 0)
 		return ag_reply_error(r, &err, "SANDBOX_NOT_FOUND");
 	return ag_reply_ok(r, NULL);
 }

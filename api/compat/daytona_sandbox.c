@@ -470,7 +470,7 @@ enum MHD_Result dt_sandbox_delete(api_req *r)
 	char id[32];
 	snprintf(id, sizeof(id), "%s", sb.id);
 	sandbox_free(&sb);
-	if (sandbox_destroy(r->srv->ctx, id, "deleted", &err) < 0)
+	if (api_destroy(r->srv, id, "deleted", &err) < 0)
 		return dt_error(r, &err, NULL);
 	return api_reply_empty(r, 200);
 }
@@ -507,7 +507,7 @@ enum MHD_Result dt_sandbox_stop(api_req *r)
 	sandbox_free(&sb);
 	/* autoDeleteInterval 0 (ephemeral): Daytona deletes such a sandbox when it stops. */
 	int rc = stopped     ? 0
-		 : ephemeral ? sandbox_destroy(r->srv->ctx, id, "stopped (ephemeral)", &err)
+		 : ephemeral ? api_destroy(r->srv, id, "stopped (ephemeral)", &err)
 			     : sandbox_stop(r->srv->ctx, id, force ? 0 : 10000, NULL, &err);
 	if (rc < 0)
 		return dt_error(r, &err, NULL);

@@ -536,7 +536,7 @@ static enum MHD_Result kill_sandbox(api_req *r)
 	char id[32];
 	snprintf(id, sizeof(id), "%s", sb.id);
 	sandbox_free(&sb);
-	if (sandbox_destroy(r->srv->ctx, id, "deleted", &err) < 0)
+	if (api_destroy(r->srv, id, "deleted", &err) < 0)
 		return e2b_reply_err(r, &err);
 	return api_reply_empty(r, 204);
 }

@@ -1,6 +1,7 @@
 /* test_api.c — end-to-end tests of `sandlot serve`: the real daemon on a test socket and a
  * loopback port, driven over HTTP with libcurl: every route and error case, concurrency,
  * kill -9 restarts, files and hostile paths, WebSocket attach, and the spec check. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <arpa/inet.h>
@@ -1359,17 +1360,22 @@ static void test_stdin_signal_processes(void **state)
 	/* Processes: a background process outlives its command, and can be killed. */
 	free(sh_ok(id, "sleep 77 >/dev/null 2>&1 & echo started"));
 	p = e2e_printf("/v1/sandboxes/%s/processes", id);
-	http(&r, "GET", p, NULL);
-	expect(&r, 200, NULL, NULL);
 	int pid = 0;
-	const cJSON *it;
-	cJSON_ArrayForEach(it, jget(r.json, "processes"))
-	{
-		assert_true(jnum(it, "pid") > 1);
-		if (!strcmp(jstr(it, "cmd"), "sleep 77"))
-			pid = jnum(it, "pid");
+	/* The shell may end before its child has exec'd sleep: look again for a while. */
+	for (int i = 0; i < 100 && !pid; i++) {
+		if (i)
+			usleep(20000);
+		http(&r, "GET", p, NULL);
+		expect(&r, 200, NULL, NULL);
+		const cJSON *it;
+		cJSON_ArrayForEach(it, jget(r.json, "processes"))
+		{
+			assert_true(jnum(it, "pid") > 1);
+			if (!strcmp(jstr(it, "cmd"), "sleep 77"))
+				pid = jnum(it, "pid");
+		}
+		resp_free(&r);
 	}
-	resp_free(&r);
 	assert_true(pid > 1);
 	char *k = e2e_printf("/v1/sandboxes/%s/processes/%d?signal=KILL", id, pid);
 	expect_call("DELETE", k, NULL, 204, NULL, NULL);
@@ -2300,6 +2306,229 @@ static void test_caps_and_clean_stop(void **state)
 	sandbox_del(id);
 }
 
+/* ---- the pool and the releaser ---------------------------------------------------------- */
+
+/* Ids of the records whose status is "pooled" (the state dir, as the daemon leaves it). */
+static int pooled_ids(char ids[][32], int max)
+{
+	char *dir = e2e_printf("%s/sandboxes", getenv("SANDLOT_STATE_DIR"));
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	struct dirent *e;
+	int n = 0;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "sbx_", 4))
+			continue;
+		char *rp = e2e_printf("%s/%s/sandbox.json", dir, e->d_name);
+		char *text = e2e_read_file(rp);
+		cJSON *o = text ? cJSON_Parse(text) : NULL;
+		if (o && !strcmp(jstr(o, "status"), "pooled") && n < max)
+			snprintf(ids[n++], 32, "%s", e->d_name);
+		cJSON_Delete(o);
+		free(text);
+		free(rp);
+	}
+	closedir(d);
+	free(dir);
+	return n;
+}
+
+/* Poll P's /v1/health until its first pool has READY sandboxes (10 s). */
+static void wait_pool_ready(const daemon_t *P, int ready)
+{
+	for (int i = 0; i < 200; i++) {
+		resp r;
+		req q = {.method = "GET", .path = "/v1/health", .d = P};
+		http_q(&r, &q);
+		expect(&r, 200, NULL, NULL);
+		const cJSON *pool = cJSON_GetArrayItem(jget(r.json, "pool"), 0);
+		assert_non_null(pool);
+		int k = (int)jnum(pool, "ready");
+		resp_free(&r);
+		if (k == ready)
+			return;
+		usleep(50000);
+	}
+	fail_msg("the pool did not reach %d ready sandboxes in 10 s", ready);
+}
+
+static bool in_ids(char ids[][32], int n, const char *id)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(ids[i], id))
+			return true;
+	return false;
+}
+
+/* serve --pool: a create that asks only for what can be set later is served from the
+ * pool with everything it asked for; pooled sandboxes are invisible to every call; the
+ * pool refills; a kill -9 leaves pooled sandboxes that the next daemon removes. */
+static void test_pool(void **state)
+{
+	daemon_t P;
+	char *sock = e2e_printf("%s/pool.sock", e2e_root());
+	const char *extra[] = {"--pool", "busybox=2", NULL};
+	daemon_start(&P, sock, false, extra);
+	wait_pool_ready(&P, 2);
+	char before[8][32];
+	assert_int_equal(pooled_ids(before, 8), 2);
+
+	/* Invisible: get, delete, exec, list, the CLI. */
+	resp r;
+	for (int i = 0; i < 2; i++) {
+		char *p = e2e_printf("/v1/sandboxes/%s", before[i]);
+		req q = {.method = "GET", .path = p, .d = &P};
+		http_q(&r, &q);
+		expect(&r, 404, "NOT_FOUND", NULL);
+		resp_free(&r);
+		q.method = "DELETE";
+		http_q(&r, &q);
+		expect(&r, 404, "NOT_FOUND", NULL);
+		resp_free(&r);
+		free(p);
+		p = e2e_printf("/v1/sandboxes/%s/executions?wait=5s", before[i]);
+		q = (req){.method = "POST", .path = p, .body = "{\"command\":[\"true\"]}",
+			  .len = 20, .d = &P};
+		http_q(&r, &q);
+		expect(&r, 404, "NOT_FOUND", NULL);
+		resp_free(&r);
+		free(p);
+	}
+	req lq = {.method = "GET", .path = "/v1/sandboxes", .d = &P};
+	http_q(&r, &lq);
+	expect(&r, 200, NULL, NULL);
+	assert_false(e2e_contains(r.body, before[0]) || e2e_contains(r.body, before[1]));
+	resp_free(&r);
+	char *ls = e2e_sandlot_ok("ls", NULL);
+	assert_false(e2e_contains(ls, before[0]) || e2e_contains(ls, before[1]));
+	free(ls);
+
+	/* A create the pool can serve: it gets one of them, set up as asked. */
+	const char *body = "{\"image\":\"busybox\",\"env\":{\"POOLED\":\"yes\"},"
+			   "\"labels\":{\"k\":\"v\"},\"user\":\"nobody\","
+			   "\"workingDirectory\":\"/tmp\"}";
+	req cq = {.method = "POST", .path = "/v1/sandboxes", .body = body, .len = strlen(body),
+		  .d = &P};
+	http_q(&r, &cq);
+	expect(&r, 201, NULL, NULL);
+	char id[32];
+	snprintf(id, sizeof(id), "%s", jstr(r.json, "id"));
+	assert_true(in_ids(before, 2, id));
+	assert_string_equal(jstr(r.json, "status"), "running");
+	assert_string_equal(jstr(jget(r.json, "env"), "POOLED"), "yes");
+	assert_string_equal(jstr(jget(r.json, "labels"), "k"), "v");
+	assert_string_equal(jstr(r.json, "user"), "nobody");
+	resp_free(&r);
+	char *p = e2e_printf("/v1/sandboxes/%s/executions?wait=30s", id);
+	const char *cmd = "{\"command\":[\"sh\",\"-c\",\"echo $POOLED; id -un; pwd; hostname\"]}";
+	req eq = {.method = "POST", .path = p, .body = cmd, .len = strlen(cmd), .d = &P};
+	http_q(&r, &eq);
+	expect(&r, 201, NULL, NULL);
+	char *want = e2e_printf("yes\nnobody\n/tmp\n%s\n", id);
+	assert_string_equal(jstr(r.json, "stdout"), want);
+	free(want);
+	resp_free(&r);
+	free(p);
+
+	/* What is fixed at start (a name is the hostname) is made cold, and works. */
+	const char *named = "{\"image\":\"busybox\",\"name\":\"pool-cold\"}";
+	cq.body = named;
+	cq.len = strlen(named);
+	http_q(&r, &cq);
+	expect(&r, 201, NULL, NULL);
+	char cold[32];
+	snprintf(cold, sizeof(cold), "%s", jstr(r.json, "id"));
+	assert_false(in_ids(before, 2, cold));
+	resp_free(&r);
+
+	/* It refills with new sandboxes. */
+	wait_pool_ready(&P, 2);
+	char after[8][32];
+	assert_int_equal(pooled_ids(after, 8), 2);
+	const char *kept = strcmp(before[0], id) ? before[0] : before[1];
+	assert_true(in_ids(after, 2, kept));
+	assert_false(in_ids(after, 2, id));
+
+	/* DELETE answers at once with the tombstone; the release finishes behind it. */
+	char *dp = e2e_printf("/v1/sandboxes/%s", id);
+	req dq = {.method = "DELETE", .path = dp, .d = &P};
+	http_q(&r, &dq);
+	expect(&r, 204, NULL, NULL);
+	resp_free(&r);
+	dq.method = "GET";
+	http_q(&r, &dq);
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(r.json, "status"), "terminated");
+	resp_free(&r);
+	free(dp);
+
+	/* kill -9: the pool is left behind; the next daemon (without a pool) removes it,
+	 * and a sandbox the killed one made for a caller stays. */
+	kill(P.pid, SIGKILL);
+	waitpid(P.pid, NULL, 0);
+	char left[8][32];
+	assert_int_equal(pooled_ids(left, 8), 2);
+	daemon_start(&P, sock, false, NULL);
+	assert_int_equal(pooled_ids(left, 8), 0);
+	for (int i = 0; i < 2; i++) {
+		char *rp = e2e_printf("%s/sandboxes/%s", getenv("SANDLOT_STATE_DIR"), after[i]);
+		assert_int_equal(access(rp, F_OK), -1);
+		free(rp);
+	}
+	char *gp = e2e_printf("/v1/sandboxes/%s", cold);
+	req gq = {.method = "GET", .path = gp, .d = &P};
+	http_q(&r, &gq);
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(r.json, "status"), "running");
+	resp_free(&r);
+	gq.method = "DELETE";
+	http_q(&r, &gq);
+	expect(&r, 204, NULL, NULL);
+	resp_free(&r);
+	free(gp);
+	/* A clean stop finishes every release (the teardown's leak check proves it). */
+	daemon_stop(&P);
+	free(sock);
+}
+
+/* A release whose releaser died (a daemon killed between the DELETE's answer and the
+ * end of the release) keeps its uid range claimed and is finished by the next sweep. */
+static void test_orphaned_release(void **state)
+{
+	char *id = sandbox_new(NULL);
+	char *cg = e2e_printf("/sys/fs/cgroup/pids/sandlot/%s", id);
+	if (access(cg, F_OK) != 0) { /* cgroup v2 host */
+		free(cg);
+		cg = e2e_printf("/sys/fs/cgroup/sandlot/%s", id);
+	}
+	assert_int_equal(access(cg, F_OK), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char sid[32];
+		sl_err err = {0};
+		_exit(sandbox_destroy_begin(&CTX, id, "deleted", sid, &err) == 0 ? 0 : 1);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	sl_sandbox sb;
+	sl_err err = {0};
+	assert_int_equal(sandbox_get(&CTX, id, &sb, &err), 0);
+	assert_string_equal(sb.status, "terminated");
+	assert_int_equal(sb.releaser_pid, pid);
+	sandbox_free(&sb);
+	/* Half done: its processes are gone, its cgroup is not. */
+	assert_int_equal(access(cg, F_OK), 0);
+	assert_true(sandbox_finish_orphans(&CTX, &err) >= 1);
+	assert_int_equal(access(cg, F_OK), -1);
+	assert_int_equal(sandbox_get(&CTX, id, &sb, &err), 0);
+	assert_int_equal(sb.releaser_pid, 0);
+	sandbox_free(&sb);
+	free(cg);
+	free(id);
+}
+
 /* A non-loopback --listen is refused unless asked for. */
 static void test_listen_refusals(void **state)
 {
@@ -2414,6 +2643,8 @@ int main(void)
 	    E2E_TEST(test_images),
 	    E2E_TEST(test_run_one_shot),
 	    E2E_TEST(test_caps_and_clean_stop),
+	    E2E_TEST(test_pool),
+	    E2E_TEST(test_orphaned_release),
 	    E2E_TEST(test_listen_refusals),
 	    E2E_TEST(test_lifecycle_routes),
 	    E2E_TEST(test_ports),

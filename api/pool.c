@@ -1,0 +1,319 @@
+/* pool.c — the daemon's two background helpers that take work off a request's path:
+ *
+ * - the pool: `serve --pool [IMAGE=]N` keeps N ready sandboxes of an image (made like
+ *   any other, hidden as "pooled"). A create that asks only for what can be set after
+ *   the start (env, labels, user, working directory, timeouts) takes one: a record
+ *   write instead of a btrfs subvolume, a cgroup, namespaces, mounts and an init. The
+ *   pool thread makes a replacement at once.
+ * - the releaser: a DELETE kills the sandbox and writes its tombstone (the runtime's
+ *   sandbox_destroy_begin), then answers; this thread waits for the processes to be
+ *   gone and frees cgroup, network, layer and run dir (sandbox_destroy_finish).
+ *
+ * Both stop with the daemon: the pool is discarded, the releases are finished. A daemon
+ * killed with -9 leaves pooled records and half-released tombstones; the next one
+ * finishes them at start (sandbox_finish_orphans). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../runtime/log.h"
+#include "http.h"
+
+#define POOL_MAX_IMAGES 8
+#define POOL_MAX_SIZE	API_MAX_POOL_SIZE
+#define RELEASE_MAX	4096
+/* A take is usually followed by the taker's first command: the replacement waits this
+ * long, so its btrfs, cgroup and mount work (and the journal flushes it causes) does
+ * not land in the middle of that request. */
+#define REFILL_DELAY_MS 40
+
+typedef struct pool_image {
+	char image[128];  /* as given: a name or digest */
+	char digest[72];  /* resolved when the daemon starts */
+	int target;
+	char ids[POOL_MAX_SIZE][32];
+	int n;
+	int failures; /* in a row: back off, and say so once */
+} pool_image;
+
+struct api_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	bool stopping;
+	pool_image images[POOL_MAX_IMAGES];
+	int nimages;
+	pthread_t filler, releaser;
+	bool filler_started, releaser_started;
+	char (*release)[32]; /* ring of ids to finish */
+	size_t rhead, rlen;
+	int64_t last_take_ms; /* monotonic */
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait on the pool's condition variable until the monotonic deadline AT_MS. */
+static void wait_until(api_pool *p, int64_t at_ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t left = at_ms - mono_ms();
+	if (left <= 0)
+		return;
+	ts.tv_sec += left / 1000;
+	ts.tv_nsec += (left % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&p->wake, &p->lock, &ts);
+}
+
+/* ---- the releaser ---- */
+
+static void *releaser_main(void *arg)
+{
+	api_server *s = arg;
+	api_pool *p = s->pool;
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->rlen && !p->stopping)
+			pthread_cond_wait(&p->wake, &p->lock);
+		if (!p->rlen && p->stopping)
+			break;
+		char id[32];
+		memcpy(id, p->release[p->rhead], sizeof(id));
+		p->rhead = (p->rhead + 1) % RELEASE_MAX;
+		p->rlen--;
+		pthread_mutex_unlock(&p->lock);
+		sl_err e = {0};
+		if (sandbox_destroy_finish(s->ctx, id, &e) < 0)
+			sl_log(SL_LOG_WARN, "release %s: %s", id, e.msg);
+		pthread_mutex_lock(&p->lock);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+int api_destroy(api_server *s, const char *ref, const char *reason, sl_err *err)
+{
+	api_pool *p = s->pool;
+	if (!p || !p->releaser_started)
+		return sandbox_destroy(s->ctx, ref, reason, err);
+	char id[32];
+	if (sandbox_destroy_begin(s->ctx, ref, reason, id, err) < 0)
+		return -1;
+	pthread_mutex_lock(&p->lock);
+	bool queued = p->rlen < RELEASE_MAX;
+	if (queued) {
+		memcpy(p->release[(p->rhead + p->rlen) % RELEASE_MAX], id, sizeof(id));
+		p->rlen++;
+		pthread_cond_broadcast(&p->wake);
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (!queued) { /* a flood of deletes: this one waits for its own release */
+		sl_err e = {0};
+		if (sandbox_destroy_finish(s->ctx, id, &e) < 0)
+			sl_log(SL_LOG_WARN, "release %s: %s", id, e.msg);
+	}
+	return 0;
+}
+
+/* ---- the pool ---- */
+
+static void *filler_main(void *arg)
+{
+	api_server *s = arg;
+	api_pool *p = s->pool;
+	/* Refilling yields to requests: a take wakes us in the middle of that request's
+	 * first command. The sandbox itself starts at normal priority (launch.c). */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+	pthread_mutex_lock(&p->lock);
+	while (!p->stopping) {
+		pool_image *pi = NULL;
+		for (int i = 0; i < p->nimages && !pi; i++)
+			if (p->images[i].n < p->images[i].target && p->images[i].failures < 3)
+				pi = &p->images[i];
+		if (!pi) {
+			/* Full (or failing): look again when a take wakes us, or after a
+			 * while (a failing image may have been fixed). */
+			wait_until(p, mono_ms() + 10000);
+			for (int i = 0; i < p->nimages && !p->stopping; i++)
+				if (p->images[i].failures >= 3)
+					p->images[i].failures = 2; /* one more try */
+			continue;
+		}
+		if (mono_ms() < p->last_take_ms + REFILL_DELAY_MS) {
+			wait_until(p, p->last_take_ms + REFILL_DELAY_MS);
+			continue;
+		}
+		char image[128];
+		snprintf(image, sizeof(image), "%s", pi->digest);
+		pthread_mutex_unlock(&p->lock);
+		sl_create_opts o = {.image = image, .pooled = true};
+		sl_sandbox sb;
+		sl_err e = {0};
+		int r = sandbox_create(s->ctx, &o, &sb, &e);
+		pthread_mutex_lock(&p->lock);
+		if (r < 0) {
+			if (++pi->failures == 3)
+				sl_log(SL_LOG_WARN, "pool %s: cannot make a sandbox: %s", pi->image,
+				       e.msg);
+			continue;
+		}
+		pi->failures = 0;
+		if (p->stopping || pi->n >= pi->target) {
+			pthread_mutex_unlock(&p->lock);
+			sl_err e2 = {0};
+			sandbox_pool_discard(s->ctx, sb.id, &e2);
+			pthread_mutex_lock(&p->lock);
+		} else {
+			snprintf(pi->ids[pi->n++], sizeof(pi->ids[0]), "%s", sb.id);
+		}
+		sandbox_free(&sb);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+int api_pool_take(api_server *s, const sl_create_opts *o, sl_sandbox *out, sl_err *err)
+{
+	api_pool *p = s->pool;
+	if (!p || !p->nimages || !sandbox_poolable(o))
+		return 0;
+	char name[128], digest[72];
+	sl_err e = {0};
+	if (sandbox_resolve_image(s->ctx, o->image, name, digest, &e) < 0)
+		return 0; /* the cold path says what is wrong */
+	for (;;) {
+		char id[32] = "";
+		pthread_mutex_lock(&p->lock);
+		for (int i = 0; i < p->nimages && !id[0]; i++) {
+			pool_image *pi = &p->images[i];
+			if (pi->n && !strcmp(pi->digest, digest))
+				memcpy(id, pi->ids[--pi->n], sizeof(id));
+		}
+		if (id[0]) {
+			p->last_take_ms = mono_ms();
+			pthread_cond_broadcast(&p->wake); /* make its replacement */
+		}
+		pthread_mutex_unlock(&p->lock);
+		if (!id[0])
+			return 0;
+		sl_err_clear(&e);
+		if (sandbox_pool_take(s->ctx, id, o, out, &e) == 0)
+			return 1;
+		if (e.kind != SL_NOTFOUND) {
+			*err = e;
+			return -1;
+		}
+		/* Its init died (OOM killer, someone's kill -9): throw it away. */
+		sl_log(SL_LOG_WARN, "pool: %s", e.msg);
+		sl_err_clear(&e);
+		sandbox_pool_discard(s->ctx, id, &e);
+	}
+}
+
+int api_pool_start(api_server *s, const api_pool_spec *specs, int n, sl_err *err)
+{
+	api_pool *p = calloc(1, sizeof(*p));
+	if (!p || !(p->release = calloc(RELEASE_MAX, sizeof(*p->release)))) {
+		free(p);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "start the pool");
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->wake, NULL);
+	for (int i = 0; i < n && p->nimages < POOL_MAX_IMAGES; i++) {
+		if (!specs[i].size)
+			continue;
+		pool_image *pi = &p->images[p->nimages];
+		char name[128];
+		if (sandbox_resolve_image(s->ctx, specs[i].image[0] ? specs[i].image : NULL, name,
+					  pi->digest, err) < 0) {
+			free(p->release);
+			free(p);
+			return sl_wrap(err, "--pool");
+		}
+		snprintf(pi->image, sizeof(pi->image), "%s", name);
+		pi->target = specs[i].size;
+		p->nimages++;
+	}
+	s->pool = p;
+	/* What a daemon killed with -9 left: pooled sandboxes and unfinished releases. */
+	sl_err e = {0};
+	int done = sandbox_finish_orphans(s->ctx, &e);
+	if (done > 0)
+		sl_log(SL_LOG_INFO, "serve: finished %d sandbox(es) a previous daemon left", done);
+	p->releaser_started = pthread_create(&p->releaser, NULL, releaser_main, s) == 0;
+	if (p->nimages)
+		p->filler_started = pthread_create(&p->filler, NULL, filler_main, s) == 0;
+	return 0;
+}
+
+void api_pool_stop(api_server *s)
+{
+	api_pool *p = s->pool;
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stopping = true;
+	pthread_cond_broadcast(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+	if (p->filler_started)
+		pthread_join(p->filler, NULL);
+	/* The releaser drains its queue before it leaves. */
+	if (p->releaser_started)
+		pthread_join(p->releaser, NULL);
+	p->releaser_started = false;
+	for (int i = 0; i < p->nimages; i++)
+		for (int k = 0; k < p->images[i].n; k++) {
+			sl_err e = {0};
+			if (sandbox_pool_discard(s->ctx, p->images[i].ids[k], &e) < 0)
+				sl_log(SL_LOG_WARN, "pool: %s", e.msg);
+		}
+	s->pool = NULL;
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->wake);
+	free(p->release);
+	free(p);
+}
+
+cJSON *api_pool_json(api_server *s)
+{
+	api_pool *p = s->pool;
+	cJSON *a = cJSON_CreateArray();
+	if (!p)
+		return a;
+	pthread_mutex_lock(&p->lock);
+	for (int i = 0; i < p->nimages; i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "image", p->images[i].image);
+		cJSON_AddNumberToObject(o, "size", p->images[i].target);
+		cJSON_AddNumberToObject(o, "ready", p->images[i].n);
+		cJSON_AddItemToArray(a, o);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return a;
+}
+
+int api_pool_ready(api_server *s)
+{
+	api_pool *p = s->pool;
+	if (!p)
+		return 0;
+	int k = 0;
+	pthread_mutex_lock(&p->lock);
+	for (int i = 0; i < p->nimages; i++)
+		k += p->images[i].n;
+	pthread_mutex_unlock(&p->lock);
+	return k;
+}
