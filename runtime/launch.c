@@ -158,8 +158,12 @@ static void make_dev(int errfd, int devfd, uint32_t base)
 		child_fail(errfd, errno, "mount tmpfs on /dev/shm");
 }
 
-/* /proc and /sys are fresh mounts we just made: their paths hold no planted links. */
-static void mask_paths(int errfd, const char *root)
+/* /proc and /sys are fresh mounts we just made: their paths hold no planted links.
+ * A masked directory gets a read-only bind of EMPTY (an empty host directory in the run
+ * dir), not a tmpfs as runc does: the view is the same, but each tmpfs is a superblock,
+ * and every superblock on the host adds a shrinker slot to every memory cgroup's
+ * shrinker map, so with N sandboxes each one pays for all of them (docs/bench.md). */
+static void mask_paths(int errfd, const char *root, const char *empty)
 {
 	char p[PATH_MAX], devnull[PATH_MAX];
 	snprintf(devnull, sizeof(devnull), "%s/dev/null", root);
@@ -168,8 +172,12 @@ static void mask_paths(int errfd, const char *root)
 		struct stat st;
 		if (lstat(p, &st) < 0)
 			continue;
-		int r = S_ISDIR(st.st_mode) ? mount("tmpfs", p, "tmpfs", MS_RDONLY, "size=0")
-					    : mount(devnull, p, NULL, MS_BIND, NULL);
+		bool dir = S_ISDIR(st.st_mode);
+		int r = mount(dir ? empty : devnull, p, NULL, MS_BIND, NULL);
+		if (r == 0 && dir)
+			r = mount(NULL, p, NULL,
+				  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  NULL);
 		if (r < 0)
 			child_fail(errfd, errno, "mask /%s", masked_paths[i]);
 	}
@@ -330,7 +338,9 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 		write_etc(f->err, rootfd, "hosts", l->etc_hosts, l->uid_base);
 	if (l->etc_resolv)
 		write_etc(f->err, rootfd, "resolv.conf", l->etc_resolv, l->uid_base);
-	mask_paths(f->err, root);
+	char empty[PATH_MAX];
+	snprintf(empty, sizeof(empty), "%s/empty", l->run_dir);
+	mask_paths(f->err, root, empty);
 	if (chdir(root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
 	    umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
 		child_fail(f->err, errno, "pivot_root into %s", root);
@@ -480,7 +490,8 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 {
 	char sock[PATH_MAX], logp[PATH_MAX];
 	if (mkdir_in(l->run_dir, "rootfs", 0700, err) < 0 ||
-	    mkdir_in(l->run_dir, "lower", 0700, err) < 0)
+	    mkdir_in(l->run_dir, "lower", 0700, err) < 0 ||
+	    mkdir_in(l->run_dir, "empty", 0555, err) < 0)
 		return -1;
 	snprintf(sock, sizeof(sock), "%s/init.sock", l->run_dir);
 	snprintf(logp, sizeof(logp), "%s/init.log", l->run_dir);
