@@ -290,9 +290,40 @@ static int make_target(int errfd, int rootfd, const char *path)
 	return dir;
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* Close every inherited fd but stdio and F's. In a threaded daemon the clone copied
+ * whatever other threads had open at that instant, flock()ed lock files included: a
+ * copy keeps the lock's open file description alive, so a thread that held the
+ * network lock and closed its fd would leave it held by this child, which waits for
+ * its parent, which waits for that lock. */
+static void close_inherited(const sl_launch *l, const struct child_fds *f)
+{
+	int keep[8 + SL_MAX_VOLUMES], n = 0;
+	int own[] = { f->go, f->err, f->userns, f->lower, f->listen, f->init, f->log };
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (own[i] > 2)
+			keep[n++] = own[i];
+	for (size_t i = 0; i < l->nmounts && i < SL_MAX_VOLUMES; i++)
+		if (f->mounts[i] > 2)
+			keep[n++] = f->mounts[i];
+	qsort(keep, n, sizeof(int), cmp_int);
+	unsigned lo = 3;
+	for (int i = 0; i < n; i++) {
+		if ((unsigned)keep[i] > lo)
+			syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
+		lo = (unsigned)keep[i] + 1;
+	}
+	syscall(SYS_close_range, lo, ~0u, 0);
+}
+
 static void __attribute__((noreturn)) child_main(const sl_launch *l, struct child_fds *f)
 {
 	char c, root[PATH_MAX], lower[PATH_MAX], opts[3 * PATH_MAX + 64];
+	close_inherited(l, f);
 	if (read(f->go, &c, 1) != 1) /* the parent gave up */
 		_exit(1);
 	/* The sandbox runs at normal priority whoever launched it (the daemon's pool

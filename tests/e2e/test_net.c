@@ -575,6 +575,31 @@ static void test_net_many_distinct_and_restart(void **state)
 	free(p0), free(pn);
 }
 
+/* Deletes answer before their release ends, so creates overlap releases: the network
+ * lock a releaser holds must never stay held by a launch's half-made child (it was, by
+ * a copy of the lock's fd inherited at clone: a deadlock, so a hang fails here). */
+static void test_net_create_delete_cycles(void **state)
+{
+	daemon_t d;
+	daemon_start(&d);
+	for (int i = 0; i < 15; i++) {
+		cJSON *sb = api(&d, "POST", "/v1/sandboxes",
+				"{\"image\":\"busybox\",\"network\":{\"enabled\":true}}", 201);
+		const cJSON *idj = cJSON_GetObjectItemCaseSensitive(sb, "id");
+		assert_true(cJSON_IsString(idj));
+		char *p = e2e_printf("/v1/sandboxes/%s/executions?wait=30s", idj->valuestring);
+		cJSON *ex = api(&d, "POST", p, "{\"command\":[\"true\"]}", 201);
+		assert_int_equal(cJSON_GetObjectItemCaseSensitive(ex, "exitCode")->valueint, 0);
+		cJSON_Delete(ex);
+		free(p);
+		p = e2e_printf("/v1/sandboxes/%s", idj->valuestring);
+		cJSON_Delete(api(&d, "DELETE", p, NULL, 204));
+		free(p);
+		cJSON_Delete(sb);
+	}
+	daemon_kill(&d, SIGTERM);
+}
+
 static void test_net_bad_input(void **state)
 {
 	e2e_result r;
@@ -608,6 +633,7 @@ int main(void)
 		NET_TEST(test_net_allow_deny_patch),
 		NET_TEST(test_net_snapshot_keeps_working),
 		NET_TEST(test_net_many_distinct_and_restart),
+		NET_TEST(test_net_create_delete_cycles),
 		NET_TEST(test_net_bad_input),
 	};
 	e2e_apply_filter();
