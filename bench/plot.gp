@@ -3,7 +3,7 @@
 # Variables (gnuplot -e, set by bench/plot.sh): ratios, dsl, dcr (data files), out, title,
 # has_ratios, has_density.
 
-set terminal pngcairo size 1500,700 font "DejaVu Sans,10" noenhanced
+set terminal pngcairo size 1600,700 font "DejaVu Sans,10" noenhanced
 set output out
 set multiplot layout 1,2 title title font ",13"
 
@@ -18,7 +18,7 @@ set grid xtics
 set key outside bottom center horizontal
 set bmargin 8
 set arrow 1 from 1, graph 0 to 1, graph 1 nohead dt 2 lc rgb "#444444"
-set lmargin 40
+set lmargin 48
 if (has_ratios) {
 	plot ratios using ($2 / 2):0:($2 / 2):(0.35):4:ytic(1) with boxxyerror lc rgb variable \
 		title "sandlot ÷ peer (green: goal met, red: missed)", \
