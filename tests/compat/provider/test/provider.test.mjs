@@ -160,7 +160,9 @@ test("commands.run background: resolves at the start; callbacks keep receiving o
   const sb = keep(await provider.create({ language: "python" }));
   let out = "";
   const t0 = Date.now();
-  const r = await sb.commands.run("sleep 1; echo later; touch /tmp/bg-done", { background: true, onStdout: (d) => (out += d) });
+  // The file first: once "later" is seen, the file is surely there (the other way round
+  // raced the exists() call against touch).
+  const r = await sb.commands.run("sleep 1; touch /tmp/bg-done; echo later", { background: true, onStdout: (d) => (out += d) });
   assert.ok(Date.now() - t0 < 900, "resolved before the command ended");
   assert.equal(r.exitCode, -1);
   assert.match(r.executionId, /^exe_/);
