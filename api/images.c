@@ -165,7 +165,8 @@ enum MHD_Result api_images_delete(api_req *r)
 		return api_reply_error(r, &err);
 	if (used)
 		return api_fail(r, SL_CONFLICT,
-				"image %s is used by a sandbox; delete the sandbox first",
+				"image %s is used by a sandbox, a snapshot or the daemon's pool "
+				"(serve --pool); delete those first",
 				img.name);
 	if (image_remove(r->srv->ctx->cfg.state_dir, img.name, &err) < 0)
 		return api_reply_error(r, &err);

@@ -100,7 +100,9 @@ static int image_rm_cmd(sl_ctx *ctx, int argc, char **argv)
 		}
 		if (used) {
 			sl_fail(&err, SL_CONFLICT, 0,
-				"image %s is used by a sandbox; remove the sandbox first", argv[i]);
+				"image %s is used by a sandbox, a snapshot or a daemon's pool; "
+				"remove those first",
+				argv[i]);
 			code = cli_fail(&err);
 			continue;
 		}

@@ -608,6 +608,20 @@ int sandbox_image_in_use(sl_ctx *ctx, const char *digest, bool *in_use, sl_err *
 	if (sandbox_find_user(ctx, uses_digest, digest, user, err) < 0)
 		return -1;
 	*in_use = user[0] != '\0';
+	/* A daemon's pooled sandboxes (hidden from lists) run on it too. */
+	char **ids;
+	size_t nids;
+	if (!*in_use && list_ids(ctx, &ids, &nids, err) == 0) {
+		for (size_t i = 0; i < nids && !*in_use; i++) {
+			sl_sandbox sb;
+			sl_err e = { 0 };
+			if (record_load(ctx, ids[i], &sb, &e) < 0)
+				continue;
+			*in_use = !strcmp(sb.status, "pooled") && !strcmp(sb.digest, digest);
+			sandbox_free(&sb);
+		}
+		free_ids(ids, nids);
+	}
 	/* Snapshots are layered on their image: they hold it too. */
 	sl_snapshot *snaps;
 	size_t n;

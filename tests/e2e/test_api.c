@@ -2373,8 +2373,14 @@ static void test_pool(void **state)
 	char before[8][32];
 	assert_int_equal(pooled_ids(before, 8), 2);
 
-	/* Invisible: get, delete, exec, list, the CLI. */
+	/* Its image cannot be deleted from under it. */
 	resp r;
+	req iq = {.method = "DELETE", .path = "/v1/images/busybox", .d = &P};
+	http_q(&r, &iq);
+	expect(&r, 409, "CONFLICT", "pool");
+	resp_free(&r);
+
+	/* Invisible: get, delete, exec, list, the CLI. */
 	for (int i = 0; i < 2; i++) {
 		char *p = e2e_printf("/v1/sandboxes/%s", before[i]);
 		req q = {.method = "GET", .path = p, .d = &P};
