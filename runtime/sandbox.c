@@ -417,45 +417,6 @@ static void remove_record_dir(const sl_ctx *ctx, const char *id)
 	fs_remove_tree(p, NULL);
 }
 
-int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
-{
-	char **ids;
-	size_t nids;
-	*out = NULL;
-	*n = 0;
-	if (list_ids(ctx, &ids, &nids, err) < 0)
-		return -1;
-	sl_sandbox *list = calloc(nids ? nids : 1, sizeof(*list));
-	if (!list) {
-		free_ids(ids, nids);
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
-	}
-	size_t k = 0;
-	int64_t now = sl_now_ms();
-	for (size_t i = 0; i < nids; i++) {
-		sl_err e2 = { 0 };
-		if (record_load(ctx, ids[i], &list[k], &e2) < 0)
-			continue; /* a record being written for the first time */
-		if (!strcmp(list[k].status, "terminated") &&
-		    now - list[k].terminated_ms > TOMBSTONE_MS) {
-			sandbox_free(&list[k]);
-			remove_record_dir(ctx, ids[i]);
-			continue;
-		}
-		if (!strcmp(list[k].status, "pooled")) {
-			sandbox_free(&list[k]); /* the daemon's, until a create takes it */
-			continue;
-		}
-		refresh_status(&list[k]);
-		k++;
-	}
-	free_ids(ids, nids);
-	qsort(list, k, sizeof(*list), cmp_created);
-	*out = list;
-	*n = k;
-	return 0;
-}
-
 /* Ids whose record was a tombstone when last read: a tombstone never comes back to
  * life, so listings of live sandboxes (the daemon's once-a-second deadline sweep, the
  * health count) need not read it again. Per process, bounded; a miss costs one read. */
@@ -511,7 +472,10 @@ static void dead_add(const char *id)
 	pthread_mutex_unlock(&dead_set.lock);
 }
 
-int sandbox_list_live(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
+/* Every record but the pooled (the daemon's, until a create takes one), by creation
+ * time. LIVE_ONLY: without tombstones, and without reading the ones already seen;
+ * else tombstones older than TOMBSTONE_MS are removed on the way. */
+static int list_records(sl_ctx *ctx, bool live_only, sl_sandbox **out, size_t *n, sl_err *err)
 {
 	char **ids;
 	size_t nids;
@@ -525,13 +489,20 @@ int sandbox_list_live(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
 	}
 	size_t k = 0;
+	int64_t now = sl_now_ms();
 	for (size_t i = 0; i < nids; i++) {
 		sl_err e2 = { 0 };
-		if (dead_known(ids[i]) || record_load(ctx, ids[i], &list[k], &e2) < 0)
+		if (live_only && dead_known(ids[i]))
 			continue;
-		if (!strcmp(list[k].status, "terminated"))
+		if (record_load(ctx, ids[i], &list[k], &e2) < 0)
+			continue; /* a record being written for the first time */
+		bool dead = !strcmp(list[k].status, "terminated");
+		if (dead)
 			dead_add(ids[i]);
-		if (!strcmp(list[k].status, "terminated") || !strcmp(list[k].status, "pooled")) {
+		if (dead && !live_only && now - list[k].terminated_ms > TOMBSTONE_MS)
+			remove_record_dir(ctx, ids[i]);
+		if ((dead && (live_only || now - list[k].terminated_ms > TOMBSTONE_MS)) ||
+		    !strcmp(list[k].status, "pooled")) {
 			sandbox_free(&list[k]);
 			continue;
 		}
@@ -543,6 +514,16 @@ int sandbox_list_live(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
 	*out = list;
 	*n = k;
 	return 0;
+}
+
+int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
+{
+	return list_records(ctx, false, out, n, err);
+}
+
+int sandbox_list_live(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
+{
+	return list_records(ctx, true, out, n, err);
 }
 
 /* Resolve an id or a name to an id. */
@@ -1181,6 +1162,17 @@ static int with_packages(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *sb,
 	return 0;
 }
 
+/* IMAGE by name or digest; NULL: "default", else "busybox" when there is no default. */
+static int lookup_image(sl_ctx *ctx, const char *image, sl_image *img, sl_err *err)
+{
+	if (!image) {
+		sl_err e2 = { 0 };
+		image = image_lookup(ctx->cfg.state_dir, "default", img, &e2) == 0 ? "default"
+										    : "busybox";
+	}
+	return image_lookup(ctx->cfg.state_dir, image, img, err);
+}
+
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err)
 {
 	sl_sandbox sb = { 0 };
@@ -1196,12 +1188,7 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 				       o->snapshot, snap.image, o->image);
 		image = snap.digest;
 	}
-	if (!image) {
-		sl_err e2 = { 0 };
-		image = image_lookup(ctx->cfg.state_dir, "default", &img, &e2) == 0 ? "default"
-										     : "busybox";
-	}
-	if (image_lookup(ctx->cfg.state_dir, image, &img, err) < 0)
+	if (lookup_image(ctx, image, &img, err) < 0)
 		return -1;
 	if (o->name && !valid_name(o->name))
 		return sl_fail(err, SL_INVALID, 0,
@@ -1477,12 +1464,7 @@ int sandbox_resolve_image(sl_ctx *ctx, const char *image, char name[128], char d
 			  sl_err *err)
 {
 	sl_image img;
-	if (!image) {
-		sl_err e2 = { 0 };
-		image = image_lookup(ctx->cfg.state_dir, "default", &img, &e2) == 0 ? "default"
-										     : "busybox";
-	}
-	if (image_lookup(ctx->cfg.state_dir, image, &img, err) < 0)
+	if (lookup_image(ctx, image, &img, err) < 0)
 		return -1;
 	snprintf(name, 128, "%s", img.name);
 	snprintf(digest, 72, "%s", img.digest);
