@@ -24,23 +24,6 @@ static int file_target(api_req *r, sl_sandbox *sb, char **path, sl_err *err)
 	return 0;
 }
 
-static int write_all(int fd, const void *buf, size_t len, const char *path, sl_err *err)
-{
-	const char *p = buf;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == ENOSPC || errno == EDQUOT))
-			return sl_fail(err, SL_EXHAUSTED, errno,
-				       "write %s: the sandbox's disk is full", path);
-		if (n < 0)
-			return sl_sysfail(err, "write %s", path);
-		p += n, len -= n;
-	}
-	return 0;
-}
-
 /* ---- GET: raw bytes ---- */
 
 struct MHD_Response *api_file_response(api_server *s, const sl_sandbox *sb, const char *path,
@@ -101,6 +84,26 @@ static void put_free(api_req *r)
 	r->upload = NULL;
 }
 
+int api_upload_tmp(char *path, const char *what, char **tmp, sl_err *err)
+{
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		path[--n] = '\0';
+	const char *slash = strrchr(path, '/');
+	if (!slash || !slash[1] || !strcmp(slash + 1, ".") || !strcmp(slash + 1, ".."))
+		return sl_fail(err, SL_INVALID, 0, "%s=%s: names a directory, not a file", what,
+			       path);
+	unsigned char rnd[6];
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return sl_sysfail(err, "random");
+	if (asprintf(tmp, "%.*s/.sandlot-upload-%02x%02x%02x%02x%02x%02x", (int)(slash - path),
+		     path, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]) < 0) {
+		*tmp = NULL;
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "upload");
+	}
+	return 0;
+}
+
 int api_files_put_begin(api_req *r, sl_err *err)
 {
 	put_upload *u = calloc(1, sizeof(*u));
@@ -117,29 +120,15 @@ int api_files_put_begin(api_req *r, sl_err *err)
 	const char *m = api_query(r, "mode");
 	if (m && api_parse_mode("?mode", m, &mode, err) < 0)
 		return -1;
-	size_t n = strlen(u->path);
-	while (n > 1 && u->path[n - 1] == '/')
-		u->path[--n] = '\0';
-	const char *slash = strrchr(u->path, '/');
-	if (!slash[1] || !strcmp(slash + 1, ".") || !strcmp(slash + 1, ".."))
-		return sl_fail(err, SL_INVALID, 0, "?path=%s: names a directory, not a file",
-			       u->path);
-	unsigned char rnd[6];
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-		return sl_sysfail(err, "random");
-	if (asprintf(&u->tmp, "%.*s/.sandlot-upload-%02x%02x%02x%02x%02x%02x",
-		     (int)(slash - u->path), u->path, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
-		     rnd[5]) < 0) {
-		u->tmp = NULL;
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "upload");
-	}
+	if (api_upload_tmp(u->path, "?path", &u->tmp, err) < 0)
+		return -1;
 	return sbxfs_open_write(r->srv->ctx, &u->sb, u->tmp, mode, &u->fd, err);
 }
 
 int api_files_put_chunk(api_req *r, const char *data, size_t len, sl_err *err)
 {
 	put_upload *u = r->upload;
-	return write_all(u->fd, data, len, u->path, err);
+	return sbxfs_write_all(&u->sb, u->fd, u->path, data, len, err);
 }
 
 enum MHD_Result api_files_put(api_req *r)
@@ -194,7 +183,7 @@ int api_files_write_batch(api_server *s, const sl_sandbox *sb, const cJSON *file
 			return -1;
 		_cleanup_close_ int fd = -1;
 		if (sbxfs_open_write(s->ctx, sb, path, mode, &fd, err) < 0 ||
-		    write_all(fd, data, len, path, err) < 0)
+		    sbxfs_write_all(sb, fd, path, data, len, err) < 0)
 			return -1;
 		if (close(steal_fd(&fd)) < 0)
 			return sl_sysfail(err, "write %s", path);

@@ -211,6 +211,10 @@ int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err);
 /* Paths a user gives are inside the sandbox; relative ones start at its working
  * directory. Returns a malloc'd absolute path, or NULL with SL_INVALID. */
 char *api_sandbox_path(const sl_sandbox *sb, const char *field, const char *path, sl_err *err);
+/* An upload's temporary name beside PATH (a sandbox file path; trailing slashes are cut
+ * in place): "<dir>/.sandlot-upload-<random>", moved over PATH when complete. WHAT names
+ * the field in the error when PATH names a directory. */
+int api_upload_tmp(char *path, const char *what, char **tmp, sl_err *err);
 /* The API's Sandbox object (with usage and execution count when DETAIL). */
 cJSON *api_sandbox_json(api_server *s, const sl_sandbox *sb, bool detail);
 /* Create a sandbox from a create-shaped body (used by /v1/run too). */

@@ -106,6 +106,21 @@ int sbxfs_io_fail(const sl_sandbox *sb, const char *op, const char *path, int er
 	return sl_fail(err, SL_INTERNAL, errnum, "%s %s in sandbox %s", op, path, sb->id);
 }
 
+int sbxfs_write_all(const sl_sandbox *sb, int fd, const char *path, const void *data, size_t len,
+		    sl_err *err)
+{
+	const char *p = data;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return sbxfs_io_fail(sb, "write", path, errno, err);
+		p += n, len -= (size_t)n;
+	}
+	return 0;
+}
+
 /* ---- paths ---- */
 
 /* Absolute or relative to the sandbox's working directory -> "/a/b" with no ".", ".."

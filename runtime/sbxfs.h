@@ -64,6 +64,9 @@ int sbxfs_write_file(sl_ctx *ctx, const sl_sandbox *sb, const char *path, const 
 /* The error for a failed read(2)/write(2)/close(2) on an fd from sbxfs_open_*:
  * ENOSPC/EDQUOT -> SL_EXHAUSTED "disk limit reached". op: "read" or "write". */
 int sbxfs_io_fail(const sl_sandbox *sb, const char *op, const char *path, int errnum, sl_err *err);
+/* write(2) all of DATA to FD (from sbxfs_open_write for PATH), errors as sbxfs_io_fail. */
+int sbxfs_write_all(const sl_sandbox *sb, int fd, const char *path, const void *data, size_t len,
+		    sl_err *err);
 /* A directory opened read-only inside the root (a symlink as the last component is
  * followed, inside the root): for watching it (inotify through /proc/self/fd/N). */
 int sbxfs_open_dir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, int *fd, sl_err *err);

@@ -336,15 +336,7 @@ int ag_fs_upload_begin(api_req *r, sl_err *err)
 int ag_fs_upload_chunk(api_req *r, const char *data, size_t len, sl_err *err)
 {
 	ag_upload *u = r->upload;
-	while (len) {
-		ssize_t n = write(u->fd, data, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return sbxfs_io_fail(&u->sb, "write", u->tmp, errno, err);
-		data += n, len -= n;
-	}
-	return 0;
+	return sbxfs_write_all(&u->sb, u->fd, u->tmp, data, len, err);
 }
 
 enum MHD_Result ag_fs_upload(api_req *r)

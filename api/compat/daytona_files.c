@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "../../runtime/cleanup.h"
@@ -592,21 +591,8 @@ static int part_begin(api_req *r, upload *u, const char *headers, sl_err *err)
 	u->dest = api_sandbox_path(&u->sb, "files[].path", u->paths[u->index], err);
 	if (!u->dest)
 		return -1;
-	size_t n = strlen(u->dest);
-	while (n > 1 && u->dest[n - 1] == '/')
-		u->dest[--n] = '\0';
-	const char *slash = strrchr(u->dest, '/');
-	if (!slash[1] || !strcmp(slash + 1, ".") || !strcmp(slash + 1, ".."))
-		return sl_fail(err, SL_INVALID, 0, "%s names a directory, not a file", u->dest);
-	unsigned char rnd[6];
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-		return sl_sysfail(err, "random");
-	if (asprintf(&u->tmp, "%.*s/.sandlot-upload-%02x%02x%02x%02x%02x%02x",
-		     (int)(slash - u->dest), u->dest, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
-		     rnd[5]) < 0) {
-		u->tmp = NULL;
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "upload");
-	}
+	if (api_upload_tmp(u->dest, "files[].path", &u->tmp, err) < 0)
+		return -1;
 	u->bytes = 0;
 	return sbxfs_open_write(r->srv->ctx, &u->sb, u->tmp, 0644, &u->fd, err);
 }
@@ -622,15 +608,8 @@ static int part_data(upload *u, const char *data, size_t n, sl_err *err)
 		u->vlen += n;
 		return 0;
 	}
-	while (n) {
-		ssize_t w = write(u->fd, data, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return sbxfs_io_fail(&u->sb, "write", u->dest, errno, err);
-		data += w, n -= w, u->bytes += w;
-	}
-	return 0;
+	u->bytes += n;
+	return sbxfs_write_all(&u->sb, u->fd, u->dest, data, n, err);
 }
 
 static int part_end(api_req *r, upload *u, sl_err *err)

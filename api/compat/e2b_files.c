@@ -133,16 +133,7 @@ int e2b_files_post_begin(api_req *r, sl_err *err)
 
 static int write_all(files_up *u, const char *data, size_t len)
 {
-	while (len) {
-		ssize_t n = write(u->fd, data, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return sbxfs_io_fail(&u->sb, "write", u->path, errno, &u->err);
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return sbxfs_write_all(&u->sb, u->fd, u->path, data, len, &u->err);
 }
 
 static int gunzip_chunk(files_up *u, const char *data, size_t len)
