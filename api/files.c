@@ -138,8 +138,7 @@ enum MHD_Result api_files_put(api_req *r)
 	int fd = u->fd;
 	u->fd = -1;
 	if (close(fd) < 0) {
-		sl_fail(&err, errno == ENOSPC || errno == EDQUOT ? SL_EXHAUSTED : SL_INTERNAL,
-			errno, "write %s", u->path);
+		sbxfs_io_fail(&u->sb, "write", u->path, errno, &err);
 	} else if (sbxfs_move(r->srv->ctx, &u->sb, u->tmp, u->path, &err) == 0) {
 		return api_reply_empty(r, 204);
 	}

@@ -78,14 +78,19 @@ struct MHD_Response *api_error_response(const char *code, const char *message, c
 	return json_response(o);
 }
 
-enum MHD_Result api_reply_error(api_req *r, const sl_err *err)
+unsigned api_err_status(const sl_err *err)
 {
 	sl_kind kind = err->kind ? err->kind : SL_INTERNAL;
 	/* 507 rather than 429 when the disk quota ran out: the caller cannot retry it away. */
-	unsigned status = sl_kind_http(kind);
 	if (kind == SL_EXHAUSTED && (err->errnum == ENOSPC || err->errnum == EDQUOT))
-		status = 507;
-	return api_reply(r, status,
+		return 507;
+	return sl_kind_http(kind);
+}
+
+enum MHD_Result api_reply_error(api_req *r, const sl_err *err)
+{
+	sl_kind kind = err->kind ? err->kind : SL_INTERNAL;
+	return api_reply(r, api_err_status(err),
 			 api_error_response(sl_kind_code(kind),
 					    err->msg[0] ? err->msg : "internal error", NULL));
 }

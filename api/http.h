@@ -130,6 +130,8 @@ enum MHD_Result api_reply(api_req *r, unsigned status, struct MHD_Response *resp
 /* Takes BODY. */
 enum MHD_Result api_reply_json(api_req *r, unsigned status, cJSON *body);
 enum MHD_Result api_reply_empty(api_req *r, unsigned status);
+/* The HTTP status of ERR: its kind's, but 507 for a full sandbox disk (every shape uses it). */
+unsigned api_err_status(const sl_err *err);
 enum MHD_Result api_reply_error(api_req *r, const sl_err *err);
 enum MHD_Result api_fail(api_req *r, sl_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -61,7 +61,7 @@ enum MHD_Result ag_reply_error(api_req *r, const sl_err *err, const char *notfou
 	sl_kind kind = err->kind ? err->kind : SL_INTERNAL;
 	const char *code =
 	    kind == SL_NOTFOUND && notfound_code ? notfound_code : sl_kind_code(kind);
-	return ag_reply_failure(r, sl_kind_http(kind), code,
+	return ag_reply_failure(r, api_err_status(err), code,
 				err->msg[0] ? err->msg : "internal error");
 }
 

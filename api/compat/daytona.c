@@ -26,10 +26,7 @@ enum MHD_Result dt_reply_error(api_req *r, unsigned status, const char *message,
 enum MHD_Result dt_error(api_req *r, const sl_err *err, const char *daemon_code)
 {
 	sl_kind kind = err->kind ? err->kind : SL_INTERNAL;
-	unsigned status = sl_kind_http(kind);
-	if (kind == SL_EXHAUSTED && (err->errnum == ENOSPC || err->errnum == EDQUOT))
-		status = 507;
-	return dt_reply_error(r, status, err->msg[0] ? err->msg : "internal error",
+	return dt_reply_error(r, api_err_status(err), err->msg[0] ? err->msg : "internal error",
 			      daemon_code ? daemon_code : sl_kind_code(kind),
 			      daemon_code ? "DAYTONA_DAEMON" : "DAYTONA_API");
 }
