@@ -338,8 +338,8 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	snprintf(lower, sizeof(lower), "%s/lower", l->run_dir);
 	if (move_mount(f->lower, "", AT_FDCWD, lower, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		child_fail(f->err, errno, "attach the id-mapped image layer");
-	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", lower, l->upper,
-		 l->work);
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s%s", lower, l->upper,
+		 l->work, l->volatile_upper ? ",volatile" : "");
 	if (mount("overlay", root, "overlay", MS_NODEV, opts) < 0)
 		child_fail(f->err, errno, "mount overlay on %s", root);
 	_cleanup_close_ int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);

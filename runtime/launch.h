@@ -26,6 +26,9 @@ typedef struct sl_launch {
 	const char *hostname;
 	const char *image_layer; /* read-only rootfs dir, owned by host ids 0..65535 */
 	const char *upper, *work; /* the sandbox's writable layer (btrfs subvolume) */
+	/* The layer dies with the sandbox (ephemeral): overlay's "volatile" skips the
+	 * sync of the whole store filesystem that unmounting it otherwise costs. */
+	bool volatile_upper;
 	const char *run_dir;	  /* <run>/sandboxes/<id>: rootfs/, lower/, init.sock */
 	const char *init_path;	  /* the static sandlot-init binary */
 	uint32_t uid_base;	  /* host uid/gid of root inside; range is 65536 wide */

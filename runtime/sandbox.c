@@ -1108,6 +1108,7 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 			.image_layer = imgdir,
 			.upper = upper,
 			.work = work,
+			.volatile_upper = sb->ephemeral,
 			.run_dir = run,
 			.init_path = ctx->cfg.init_path,
 			.uid_base = sb->uid_base,
@@ -1118,6 +1119,15 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 			.etc_resolv = sb->net_enabled ? resolv : NULL };
 	if (load_bpf(ctx, err) < 0)
 		return -1;
+	/* An ephemeral layer was mounted "volatile": overlay leaves a marker in its work
+	 * dir and refuses that work dir until it is removed. Its files are what the page
+	 * cache kept (everything, unless the host went down): a restart takes them. */
+	if (sb->ephemeral) {
+		char mark[PATH_MAX + 32];
+		snprintf(mark, sizeof(mark), "%s/work/incompat", work);
+		if (fs_remove_tree(mark, err) < 0)
+			return -1;
+	}
 	if (mkdir(run, 0711) < 0 && errno != EEXIST)
 		return sl_sysfail(err, "create %s", run);
 	/* The daemon's idle clock (api/deadlines.c) moves this file's mtime; it is made

@@ -775,6 +775,24 @@ static void test_lifecycle_routes(void **state)
 	assert_string_equal(out, "kept\n");
 	free(out);
 
+	/* An ephemeral sandbox's layer is mounted "volatile", whose marker overlay
+	 * refuses on the next mount: a stop and start still keeps its files. */
+	char *eid = sandbox_new("{\"image\":\"busybox\",\"ephemeral\":true}");
+	free(sh_ok(eid, "echo kept > /root/f"));
+	p = e2e_printf("/v1/sandboxes/%s/stop", eid);
+	expect_call("POST", p, NULL, 200, NULL, NULL);
+	free(p);
+	p = e2e_printf("/v1/sandboxes/%s/start", eid);
+	http(&r, "POST", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(r.json, "status"), "running");
+	resp_free(&r);
+	free(p);
+	out = sh_ok(eid, "cat /root/f");
+	assert_string_equal(out, "kept\n");
+	free(out);
+	sandbox_del(eid);
+
 	/* Paused survives a kill -9 of the daemon; resume works after the restart. */
 	p = e2e_printf("/v1/sandboxes/%s/pause", id);
 	expect_call("POST", p, NULL, 200, NULL, NULL);

@@ -79,6 +79,26 @@ static void test_run_prints_and_passes_exit_code(void **state)
 	e2e_result_free(&r);
 }
 
+/* A one-shot's writable layer dies with it: overlay mounts it "volatile" (no sync of
+ * the whole store on unmount); a sandbox that outlives its command keeps the sync. */
+static void test_oneshot_layer_volatile(void **state)
+{
+	e2e_result r;
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "run", "--image", "busybox", "--", "sh", "-c",
+				     "grep ' / / ' /proc/self/mountinfo", NULL),
+			 0);
+	assert_true(e2e_contains(r.out, " overlay "));
+	assert_true(e2e_contains(r.out, "volatile")); /* ",volatile" or ",fsync=volatile" */
+	e2e_result_free(&r);
+	char *id = create(NULL, NULL, NULL, NULL);
+	char *root = e2e_sh_ok(id, "grep ' / / ' /proc/self/mountinfo");
+	assert_true(e2e_contains(root, " overlay "));
+	assert_false(e2e_contains(root, "volatile"));
+	free(root);
+	rm(id);
+	free(id);
+}
+
 static void test_exit_codes(void **state)
 {
 	e2e_result r;
@@ -647,6 +667,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		E2E_TEST(test_run_prints_and_passes_exit_code),
+		E2E_TEST(test_oneshot_layer_volatile),
 		E2E_TEST(test_exit_codes),
 		E2E_TEST(test_exec_options),
 		E2E_TEST(test_run_stdin),
