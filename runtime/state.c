@@ -5,12 +5,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <linux/fs.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -33,13 +35,26 @@ static int write_atomic(const char *path, const char *data, size_t len, bool syn
 		}
 		off += w;
 	}
-	if ((sync && fsync(fd) < 0) || rename(tmp, path) < 0) {
+	if (!sync) {
+		/* ext4 (auto_da_alloc) starts writeback of a file renamed over another
+		 * one; a record that need not survive a power loss skips that cost
+		 * (~0.25 ms here) by exchanging the two names and unlinking the old. */
+		if (syscall(SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+			unlink(tmp);
+			return 0;
+		}
+		if (rename(tmp, path) < 0) {
+			int e = errno;
+			unlink(tmp);
+			return sl_fail(err, SL_INTERNAL, e, "save %s", path);
+		}
+		return 0;
+	}
+	if (fsync(fd) < 0 || rename(tmp, path) < 0) {
 		int e = errno;
 		unlink(tmp);
 		return sl_fail(err, SL_INTERNAL, e, "save %s", path);
 	}
-	if (!sync)
-		return 0;
 	/* The rename itself must be durable: sync the directory. */
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s", path);
@@ -107,6 +122,9 @@ int state_lock(const char *path, sl_err *err)
 
 int state_mkdirs(const char *path, mode_t mode, sl_err *err)
 {
+	/* Mostly it is all there already: one call. */
+	if (mkdir(path, mode) == 0 || errno == EEXIST)
+		return 0;
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s", path);
 	for (char *s = p + 1; *s; s++) {
