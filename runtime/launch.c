@@ -10,6 +10,7 @@
 #include <grp.h>
 #include <linux/openat2.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -324,14 +325,12 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 {
 	char c, root[PATH_MAX], lower[PATH_MAX], opts[3 * PATH_MAX + 64];
 	close_inherited(l, f);
-	if (read(f->go, &c, 1) != 1) /* the parent gave up */
-		_exit(1);
 	/* The sandbox runs at normal priority whoever launched it (the daemon's pool
 	 * filler runs niced, so it does not slow down requests). */
 	if (getpriority(PRIO_PROCESS, 0) != 0)
 		setpriority(PRIO_PROCESS, 0, 0);
-	if (unshare(CLONE_NEWCGROUP) < 0)
-		child_fail(f->err, errno, "new cgroup namespace");
+	/* The root filesystem is built while the parent makes and joins our cgroups (on
+	 * another CPU): nothing here runs sandbox code or forks. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		child_fail(f->err, errno, "make mounts private");
 	snprintf(root, sizeof(root), "%s/rootfs", l->run_dir);
@@ -378,6 +377,11 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	if (sethostname(l->hostname, strlen(l->hostname)) < 0)
 		child_fail(f->err, errno, "set hostname");
 	loopback_up(f->err);
+	if (read(f->go, &c, 1) != 1) /* the parent gave up */
+		_exit(1);
+	/* In our cgroups now: they are the root of the cgroup namespace. */
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		child_fail(f->err, errno, "new cgroup namespace");
 	/* Become root of the sandbox's own user namespace (host uid l->uid_base). */
 	/* Raw syscalls: glibc's set*id wrappers signal the parent's other threads
 	 * (which this child does not have) and would wait forever. */
@@ -582,21 +586,31 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 		child_main(l, &f);
 	}
 	int clone_errno = errno;
-	close(go[0]);
+	/* go[0] stays open here until "g" is written: the child may fail (and exit) while
+	 * we attach it, and a pipe with no reader would answer our write with SIGPIPE. */
+	_cleanup_close_ int go_keep = go[0];
 	close(ep[1]);
 	for (size_t i = 0; i < nvol; i++)
 		close(vol_fds[i]);
 	_cleanup_close_ int gofd = go[1], errfd = ep[0];
+	char msg[800];
+	ssize_t n;
 	if (pid < 0)
 		return sl_fail(err, SL_INTERNAL, clone_errno, "clone the sandbox's init");
-	if (l->attach && l->attach(l->attach_ctx, pid, err) < 0)
+	if (l->attach && l->attach(l->attach_ctx, pid, err) < 0) {
+		/* A child that failed while we attached it says why; that is the cause. */
+		struct pollfd pfd = { errfd, POLLIN, 0 };
+		if (poll(&pfd, 1, 0) == 1 && (n = read(errfd, msg, sizeof(msg) - 1)) > 0) {
+			msg[n] = '\0';
+			sl_err_clear(err);
+			sl_fail(err, SL_INTERNAL, 0, "start sandbox %s: %s", l->id, msg);
+		}
 		goto kill_child;
+	}
 	if (write(gofd, "g", 1) != 1) {
 		sl_sysfail(err, "start the sandbox's init");
 		goto kill_child;
 	}
-	char msg[800];
-	ssize_t n;
 	while ((n = read(errfd, msg, sizeof(msg) - 1)) < 0 && errno == EINTR)
 		;
 	if (n > 0) {

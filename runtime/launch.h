@@ -38,7 +38,9 @@ typedef struct sl_launch {
 	/* Written into the rootfs's /etc (owned by the sandbox's root) when not NULL:
 	 * a sandbox with a network gets its own hosts and resolv.conf. */
 	const char *etc_hosts, *etc_resolv;
-	/* Called in the parent with the child's host pid before it goes on (cgroups). */
+	/* Called in the parent with the child's host pid while the child builds its root
+	 * filesystem; the child waits for it before it joins the cgroup namespace and
+	 * anything runs in the sandbox (cgroups, network). */
 	int (*attach)(void *ctx, pid_t pid, sl_err *err);
 	void *attach_ctx;
 } sl_launch;

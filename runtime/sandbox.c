@@ -967,11 +967,13 @@ struct attach_ctx {
 	const sl_sandbox *sb;
 };
 
-/* Before the sandbox's init goes on: its cgroup, and its network when it has one. */
+/* While the sandbox's init builds its root filesystem, before it goes on: its cgroup,
+ * and its network when it has one. */
 static int attach_cgroup(void *p, pid_t pid, sl_err *err)
 {
 	struct attach_ctx *a = p;
-	if (cgroup_attach(a->ctx->cg, a->cgname, pid, err) < 0)
+	if (cgroup_create(a->ctx->cg, a->cgname, &a->sb->limits, err) < 0 ||
+	    cgroup_attach(a->ctx->cg, a->cgname, pid, err) < 0)
 		return -1;
 	if (!a->sb->net_enabled)
 		return 0;
@@ -1138,8 +1140,6 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	if (afd < 0)
 		return sl_sysfail(err, "create %s", act);
 	close(afd);
-	if (cgroup_create(ctx->cg, cg, &sb->limits, err) < 0)
-		return -1;
 	if (launch_sandbox(&l, &sb->init_pid, err) < 0) {
 		sl_err e = { 0 };
 		cgroup_destroy(ctx->cg, cg, &e);
