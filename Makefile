@@ -44,14 +44,19 @@ $(BUILD)/libsandlot.a: $(RUNTIME_OBJ)
 	ar rcs $@ $^
 
 # --whole-archive: the modules call runtime functions the CLI itself may not use.
+# libseccomp and nettle are linked in (their Debian -dev packages ship the archives):
+# every CLI call loads two shared libraries fewer, ~0.4 ms of a 3 ms process start here
+# (docs/bench.md). The modules load libnettle.so for what the binary does not use.
+BIN_LIBS := $(shell pkg-config --libs libcjson) -Wl,-Bstatic -lseccomp -lnettle -Wl,-Bdynamic \
+	    -lpthread -ldl
 $(BUILD)/sandlot: $(CLI_OBJ) $(API_OBJ) $(BUILD)/libsandlot.a
 	$(CC) $(CFLAGS) -Wl,--export-dynamic -o $@ $(CLI_OBJ) $(API_OBJ) \
-		-Wl,--whole-archive $(BUILD)/libsandlot.a -Wl,--no-whole-archive $(LDLIBS)
+		-Wl,--whole-archive $(BUILD)/libsandlot.a -Wl,--no-whole-archive $(BIN_LIBS)
 
 $(BUILD)/sandlot-api.so: $(API_SRC) $(wildcard api/*.h api/compat/*.h runtime/*.h) \
 		$(wildcard api/compat/*.py api/compat/*.js)
 	$(CC) $(CFLAGS) -fPIC -shared -Wl,-Bsymbolic -o $@ $(API_SRC) \
-		$(shell pkg-config --libs libmicrohttpd) $(shell pkg-config --libs zlib)
+		$(shell pkg-config --libs libmicrohttpd zlib nettle)
 
 # api/ is `sandlot serve` (libmicrohttpd); cli/serve.c includes its header.
 $(BUILD)/api/%.o: api/%.c $(wildcard runtime/*.h api/*.h init/*.h)
@@ -66,7 +71,8 @@ $(BUILD)/tests/e2e_test_net: LDLIBS += $(shell pkg-config --libs libnftables)
 # Loaded by the sandlot binary only when it reads an archive; it uses the binary's
 # own sl_fail/fs_remove_tree/sl_log (exported), and binds its own symbols first.
 $(BUILD)/sandlot-archive.so: $(ARCHIVE_SRC) runtime/archive_extract.h runtime/archive_write.h
-	$(CC) $(CFLAGS) -fPIC -shared -Wl,-Bsymbolic -o $@ $(ARCHIVE_SRC) $(ARCHIVE_LIBS)
+	$(CC) $(CFLAGS) -fPIC -shared -Wl,-Bsymbolic -o $@ $(ARCHIVE_SRC) $(ARCHIVE_LIBS) \
+		$(shell pkg-config --libs nettle)
 
 # Sandbox networking, loaded only when a sandbox has its network on (dl.h).
 $(BUILD)/sandlot-net.so: $(NET_SRC) $(wildcard runtime/*.h)
