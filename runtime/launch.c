@@ -146,17 +146,16 @@ static void make_dev(int errfd, int devfd, uint32_t base)
 		if (symlinkat(links[i][1], devfd, links[i][0]) < 0)
 			child_fail(errfd, errno, "create /dev/%s", links[i][0]);
 	char opts[128];
-	if (mkdirat(devfd, "pts", 0755) < 0 || mkdirat(devfd, "shm", 01777) < 0)
+	/* /dev/shm is a directory of the /dev tmpfs, not a tmpfs of its own: one
+	 * superblock fewer per sandbox (see mask_paths). */
+	if (mkdirat(devfd, "pts", 0755) < 0 || mkdirat(devfd, "shm", 01777) < 0 ||
+	    fchmodat(devfd, "shm", 01777, 0) < 0 ||
+	    fchownat(devfd, "shm", base, base, AT_SYMLINK_NOFOLLOW) < 0)
 		child_fail(errfd, errno, "create /dev/pts and /dev/shm");
 	_cleanup_close_ int pts = openat(devfd, "pts", O_PATH | O_CLOEXEC | O_NOFOLLOW);
 	snprintf(opts, sizeof(opts), "newinstance,ptmxmode=0666,mode=0620,gid=%u", base + 5);
 	if (pts < 0 || mount_at_fd(pts, "devpts", "devpts", MS_NOSUID | MS_NOEXEC, opts) < 0)
 		child_fail(errfd, errno, "mount devpts on /dev/pts");
-	_cleanup_close_ int shm = openat(devfd, "shm", O_PATH | O_CLOEXEC | O_NOFOLLOW);
-	snprintf(opts, sizeof(opts), "mode=1777,size=65536k,uid=%u,gid=%u", base, base);
-	if (shm < 0 ||
-	    mount_at_fd(shm, "shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
-		child_fail(errfd, errno, "mount tmpfs on /dev/shm");
 }
 
 /* /proc and /sys are fresh mounts we just made: their paths hold no planted links.
@@ -347,7 +346,8 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	mount_in(f->err, rootfd, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	mount_in(f->err, rootfd, "sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		 NULL);
-	snprintf(opts, sizeof(opts), "mode=755,size=4096k,nr_inodes=64k,uid=%u,gid=%u",
+	/* 4 MiB for /dev itself and 64 MiB for /dev/shm, which lives in it. */
+	snprintf(opts, sizeof(opts), "mode=755,size=69632k,nr_inodes=64k,uid=%u,gid=%u",
 		 l->uid_base, l->uid_base);
 	mount_in(f->err, rootfd, "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, opts);
 	{
