@@ -1123,13 +1123,13 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 		return -1;
 	/* An ephemeral layer was mounted "volatile": overlay leaves a marker in its work
 	 * dir and refuses that work dir until it is removed. Its files are what the page
-	 * cache kept (everything, unless the host went down): a restart takes them. */
-	if (sb->ephemeral) {
-		char mark[PATH_MAX + 32];
-		snprintf(mark, sizeof(mark), "%s/work/incompat", work);
-		if (fs_remove_tree(mark, err) < 0)
-			return -1;
-	}
+	 * cache kept (everything, unless the host went down): a restart takes them, and
+	 * so does a layer cloned from it (a snapshot, a package layer built in an
+	 * ephemeral sandbox; btrfs writes dirty data out before it snapshots). */
+	char mark[PATH_MAX + 32];
+	snprintf(mark, sizeof(mark), "%s/work/incompat", work);
+	if (fs_remove_tree(mark, err) < 0)
+		return -1;
 	if (mkdir(run, 0711) < 0 && errno != EEXIST)
 		return sl_sysfail(err, "create %s", run);
 	/* The daemon's idle clock (api/deadlines.c) moves this file's mtime; it is made

@@ -791,7 +791,19 @@ static void test_lifecycle_routes(void **state)
 	out = sh_ok(eid, "cat /root/f");
 	assert_string_equal(out, "kept\n");
 	free(out);
+	/* ... and so does a sandbox made from its snapshot (the layer is cloned). */
+	p = e2e_printf("/v1/sandboxes/%s/snapshots", eid);
+	http(&r, "POST", p, "{\"name\":\"eph-snap\"}");
+	expect(&r, 201, NULL, NULL);
+	resp_free(&r);
+	free(p);
+	char *eid2 = sandbox_new("{\"snapshot\":\"eph-snap\"}");
+	out = sh_ok(eid2, "cat /root/f");
+	assert_string_equal(out, "kept\n");
+	free(out);
+	sandbox_del(eid2);
 	sandbox_del(eid);
+	expect_call("DELETE", "/v1/snapshots/eph-snap", NULL, 204, NULL, NULL);
 
 	/* Paused survives a kill -9 of the daemon; resume works after the restart. */
 	p = e2e_printf("/v1/sandboxes/%s/pause", id);
