@@ -585,7 +585,8 @@ int main(void)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGPIPE);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	/* Exactly these (the launch may hand us a mask with everything blocked). */
+	sigprocmask(SIG_SETMASK, &mask, NULL);
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0) {
 		logf_("init: signalfd: %s", strerror(errno));

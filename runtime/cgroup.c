@@ -241,6 +241,30 @@ int cgroup_attach(sl_cgroup *cg, const char *name, pid_t pid, sl_err *err)
 	return cg->ops->attach(cg, name, pid, err);
 }
 
+int cgroup_join_files(sl_cgroup *cg, const char *name, char (*files)[PATH_MAX], size_t max,
+		      size_t *n, sl_err *err)
+{
+	sl_err scratch;
+	if (!err)
+		err = &scratch;
+	if (check_name(name, err) < 0)
+		return -1;
+	*n = 0;
+	for (int i = 0; i < (cg->version == 1 ? CG_V1_NCTRL : 1); i++) {
+		if (cg->version == 1 && !cg_v1_first(cg, i))
+			continue; /* a hierarchy shared with an earlier controller */
+		char dir[PATH_MAX];
+		if (*n >= max || cg_dir(cg, i, name, dir, sizeof(dir), err) < 0 ||
+		    snprintf(files[*n], PATH_MAX, "%s/cgroup.procs", dir) >= PATH_MAX)
+			return err->kind ? -1
+					 : sl_fail(err, SL_INTERNAL, ERANGE,
+						   "cgroup %s: too many hierarchies or too long a path",
+						   name);
+		(*n)++;
+	}
+	return 0;
+}
+
 int cgroup_update(sl_cgroup *cg, const char *name, const sl_limits *lim, sl_err *err)
 {
 	sl_err scratch;

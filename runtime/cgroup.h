@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <sys/types.h>
 
 #include "err.h"
@@ -41,6 +42,11 @@ int cgroup_version(const sl_cgroup *cg); /* 1 or 2 */
 int cgroup_create(sl_cgroup *cg, const char *name, const sl_limits *lim, sl_err *err);
 /* Move PID (a whole process) into NAME in every controller. */
 int cgroup_attach(sl_cgroup *cg, const char *name, pid_t pid, sl_err *err);
+/* The cgroup.procs files that put a process into NAME in every controller, one per
+ * hierarchy, into FILES (at most MAX); *N is how many. A process joins NAME by writing
+ * "0" (itself) to each: launch.c's child does, while its parent waits in vfork. */
+int cgroup_join_files(sl_cgroup *cg, const char *name, char (*files)[PATH_MAX], size_t max,
+		      size_t *n, sl_err *err);
 /* Set every limit of NAME to LIM; here 0 means unlimited (an existing limit is lifted). */
 int cgroup_update(sl_cgroup *cg, const char *name, const sl_limits *lim, sl_err *err);
 /* Freeze or thaw NAME and wait (up to ~2 s, else SL_TIMEOUT and the change is undone)

@@ -11,6 +11,7 @@
 #include <linux/openat2.h>
 #include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <linux/capability.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/prctl.h>
@@ -328,8 +330,16 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	 * filler runs niced, so it does not slow down requests). */
 	if (getpriority(PRIO_PROCESS, 0) != 0)
 		setpriority(PRIO_PROCESS, 0, 0);
-	/* The root filesystem is built while the parent makes and joins our cgroups (on
-	 * another CPU): nothing here runs sandbox code or forks. */
+	/* Sharing the parent's memory (vfork), we join our cgroups ourselves, first, so
+	 * what the mounts allocate is the sandbox's. Else the root filesystem is built
+	 * while the parent makes and joins them (on another CPU): nothing here runs
+	 * sandbox code or forks. */
+	for (size_t i = 0; i < l->njoin; i++) {
+		int fd = open(l->join[i], O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0 || write(fd, "0", 1) != 1)
+			child_fail(f->err, errno, "join %s", l->join[i]);
+		close(fd);
+	}
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		child_fail(f->err, errno, "make mounts private");
 	snprintf(root, sizeof(root), "%s/rootfs", l->run_dir);
@@ -377,7 +387,7 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	if (sethostname(l->hostname, strlen(l->hostname)) < 0)
 		child_fail(f->err, errno, "set hostname");
 	loopback_up(f->err);
-	if (read(f->go, &c, 1) != 1) /* the parent gave up */
+	if (f->go >= 0 && read(f->go, &c, 1) != 1) /* the parent gave up */
 		_exit(1);
 	/* In our cgroups now: they are the root of the cgroup namespace. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
@@ -521,6 +531,42 @@ static int mkdir_in(const char *dir, const char *name, mode_t mode, sl_err *err)
 	return 0;
 }
 
+struct shared_arg {
+	const sl_launch *l;
+	struct child_fds *f;
+};
+
+static int shared_main(void *p)
+{
+	struct shared_arg *a = p;
+	child_main(a->l, a->f);
+}
+
+/* The child as a vfork (CLONE_VM | CLONE_VFORK): it runs on its own stack in our
+ * memory while this thread waits until it execs init or exits; other threads of a
+ * daemon go on. It runs with every signal blocked, so no handler of ours can run in
+ * it (init sets its own mask). It calls only what is safe there: no set*id wrappers
+ * (raw syscalls), nothing that takes a lock this thread could hold. */
+static pid_t clone_shared(const sl_launch *l, struct child_fds *f, int flags)
+{
+	const size_t size = 256 * 1024, guard = 4096;
+	char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		return -1;
+	mprotect(stack, guard, PROT_NONE);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	struct shared_arg a = { l, f };
+	pid_t pid = clone(shared_main, stack + size, flags | CLONE_VM | CLONE_VFORK, &a);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	munmap(stack, size);
+	errno = e;
+	return pid;
+}
+
 int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 {
 	char sock[PATH_MAX], logp[PATH_MAX];
@@ -565,25 +611,32 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 			return -1;
 		}
 	}
-	int go[2], ep[2];
-	if (pipe2(go, O_CLOEXEC) < 0)
+	/* Network off: a vfork child that joins its cgroups itself (sl_launch.join). */
+	bool shared = l->njoin > 0;
+	int go[2] = { -1, -1 }, ep[2];
+	if (!shared && pipe2(go, O_CLOEXEC) < 0)
 		return sl_sysfail(err, "pipe");
 	if (pipe2(ep, O_CLOEXEC) < 0) {
-		close(go[0]);
-		close(go[1]);
+		if (!shared) {
+			close(go[0]);
+			close(go[1]);
+		}
 		return sl_sysfail(err, "pipe");
 	}
 	f = (struct child_fds){ go[0], ep[1], userns, lower, lsock, initfd, logfd, { 0 } };
 	for (size_t i = 0; i < nvol; i++)
 		f.mounts[i] = vol_fds[i];
-	pid_t pid = syscall(SYS_clone,
-			    CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET |
-				    SIGCHLD,
-			    0, 0, 0, 0);
-	if (pid == 0) {
-		close(go[1]);
-		close(ep[0]);
-		child_main(l, &f);
+	const int ns = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET;
+	pid_t pid;
+	if (shared) {
+		pid = clone_shared(l, &f, ns | SIGCHLD);
+	} else {
+		pid = syscall(SYS_clone, ns | SIGCHLD, 0, 0, 0, 0);
+		if (pid == 0) {
+			close(go[1]);
+			close(ep[0]);
+			child_main(l, &f);
+		}
 	}
 	int clone_errno = errno;
 	/* go[0] stays open here until "g" is written: the child may fail (and exit) while
@@ -607,7 +660,7 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 		}
 		goto kill_child;
 	}
-	if (write(gofd, "g", 1) != 1) {
+	if (!shared && write(gofd, "g", 1) != 1) {
 		sl_sysfail(err, "start the sandbox's init");
 		goto kill_child;
 	}

@@ -3,6 +3,7 @@
 #ifndef SANDLOT_LAUNCH_H
 #define SANDLOT_LAUNCH_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,9 +39,15 @@ typedef struct sl_launch {
 	/* Written into the rootfs's /etc (owned by the sandbox's root) when not NULL:
 	 * a sandbox with a network gets its own hosts and resolv.conf. */
 	const char *etc_hosts, *etc_resolv;
-	/* Called in the parent with the child's host pid while the child builds its root
-	 * filesystem; the child waits for it before it joins the cgroup namespace and
-	 * anything runs in the sandbox (cgroups, network). */
+	/* Two ways to start the child. With JOIN (the cgroup.procs files of the sandbox's
+	 * cgroups, made beforehand) the child writes itself into them and the launch is a
+	 * vfork sharing our memory: no page-table copy and no copy-on-write faults, which
+	 * in a multi-threaded daemon also cost a TLB shootdown on every CPU. Else ATTACH
+	 * runs in the parent with the child's host pid while a forked child builds its
+	 * root filesystem (the network needs the parent); the child waits for it before
+	 * it joins the cgroup namespace and anything runs in the sandbox. */
+	const char (*join)[PATH_MAX];
+	size_t njoin;
 	int (*attach)(void *ctx, pid_t pid, sl_err *err);
 	void *attach_ctx;
 } sl_launch;

@@ -1140,6 +1140,20 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	if (afd < 0)
 		return sl_sysfail(err, "create %s", act);
 	close(afd);
+	/* Network off (nearly every sandbox): the cgroups are made now and the child joins
+	 * them itself, launched as a vfork (launch.h). */
+	char join[8][PATH_MAX];
+	if (!sb->net_enabled) {
+		l.attach = NULL;
+		l.join = (const char(*)[PATH_MAX])join;
+		if (cgroup_create(ctx->cg, cg, &sb->limits, err) < 0)
+			return -1;
+		if (cgroup_join_files(ctx->cg, cg, join, 8, &l.njoin, err) < 0) {
+			sl_err e = { 0 };
+			cgroup_destroy(ctx->cg, cg, &e);
+			return -1;
+		}
+	}
 	if (launch_sandbox(&l, &sb->init_pid, err) < 0) {
 		sl_err e = { 0 };
 		cgroup_destroy(ctx->cg, cg, &e);

@@ -582,6 +582,38 @@ static void fill_device(struct archive *a)
 	add(a, "dev/mem", AE_IFCHR, NULL, NULL);
 }
 
+static void fill_planted_proc(struct archive *a)
+{
+	add(a, "etc/hostname", AE_IFREG, NULL, "x");
+	add(a, "proc", AE_IFLNK, "/etc", NULL);
+}
+
+/* The launch child fails while it builds the root filesystem (an image that planted
+ * proc -> /etc): the create says why, and nothing of it is left — no process, mount,
+ * cgroup or record (the teardown's leak check). The next create works. */
+static void test_launch_failure_leaves_nothing(void **state)
+{
+	char *path = write_archive("planted.tar", fill_planted_proc);
+	free(e2e_sandlot_ok("image", "import", "planted", path, NULL));
+	unlink(path);
+	free(path);
+	e2e_result r;
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "create", "--image", "planted", NULL), 125);
+	if (!e2e_contains(r.err, "/proc"))
+		fail_msg("want the mount point named, got: %s", r.err);
+	e2e_result_free(&r);
+	char *ids = e2e_sandlot_ok("ls", "-a", "--format", "json", NULL);
+	assert_false(e2e_contains(ids, "planted"));
+	free(ids);
+	free(e2e_sandlot_ok("image", "rm", "planted", NULL));
+	char *id = create(NULL, NULL, NULL, NULL);
+	char *out = e2e_sh_ok(id, "echo ok");
+	assert_string_equal(out, "ok");
+	free(out);
+	rm(id);
+	free(id);
+}
+
 static void test_hostile_archives_refused(void **state)
 {
 	char *dir;
@@ -683,6 +715,7 @@ int main(void)
 		E2E_TEST(test_killed_init_shows_failed),
 		E2E_TEST(test_parallel_creates),
 		E2E_TEST(test_hostile_archives_refused),
+		E2E_TEST(test_launch_failure_leaves_nothing),
 		E2E_TEST(test_image_rm_refused_while_used),
 	};
 	return e2e_run_tests(tests);

@@ -176,6 +176,57 @@ static void test_detect(void **state)
 	assert_int_equal(err.kind, SL_NOTFOUND);
 }
 
+/* The files a process writes "0" to, to join a cgroup: one per hierarchy. */
+static void test_join_files(void **state)
+{
+	fixture *fx = *state;
+	char v1[128], v2[128], both[128], files[8][PATH_MAX];
+	size_t n = 0;
+	sl_err err = {0};
+	snprintf(v1, sizeof(v1), "%s/v1", fx->root);
+	snprintf(v2, sizeof(v2), "%s/v2", fx->root);
+	snprintf(both, sizeof(both), "%s/comb", fx->root);
+	mkdir(v1, 0755);
+	mkdir(v2, 0755);
+	mkdir(both, 0755);
+	make_v1(v1);
+	make_v2(v2);
+	mkd(both, "cpu,cpuacct");
+	mkd(both, "memory");
+	mkd(both, "pids");
+	mkd(both, "freezer");
+
+	sl_cgroup *cg = open_ok(v2, 2);
+	assert_int_equal(cgroup_join_files(cg, "sandlot/x", files, 8, &n, &err), 0);
+	assert_int_equal(n, 1);
+	char want[PATH_MAX];
+	snprintf(want, sizeof(want), "%s/sandlot/x/cgroup.procs", v2);
+	assert_string_equal(files[0], want);
+	cgroup_close(cg);
+
+	cg = open_ok(v1, 1);
+	assert_int_equal(cgroup_join_files(cg, "sandlot/x", files, 8, &n, &err), 0);
+	assert_int_equal(n, 5);
+	for (size_t i = 0; i < 5; i++) {
+		snprintf(want, sizeof(want), "%s/%s/sandlot/x/cgroup.procs", v1, v1_ctrls[i]);
+		bool found = false;
+		for (size_t j = 0; j < n; j++)
+			found |= !strcmp(files[j], want);
+		if (!found)
+			fail_msg("no %s among the join files", want);
+	}
+	/* too small a buffer, a bad name: errors, not overruns */
+	assert_int_equal(cgroup_join_files(cg, "sandlot/x", files, 4, &n, &err), -1);
+	assert_int_equal(cgroup_join_files(cg, "../x", files, 8, &n, &err), -1);
+	assert_int_equal(err.kind, SL_INVALID);
+	cgroup_close(cg);
+
+	cg = open_ok(both, 1); /* cpu and cpuacct share a hierarchy: one file for both */
+	assert_int_equal(cgroup_join_files(cg, "sandlot/x", files, 8, &n, &err), 0);
+	assert_int_equal(n, 4);
+	cgroup_close(cg);
+}
+
 static void test_v2_create(void **state)
 {
 	fixture *fx = *state;
@@ -777,6 +828,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_detect, setup_tmp, teardown_tmp),
+	    cmocka_unit_test_setup_teardown(test_join_files, setup_tmp, teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_v2_create, setup_tmp, teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_v2_update, setup_tmp, teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_v1_create, setup_tmp, teardown_tmp),
