@@ -35,8 +35,11 @@ void api_touch(api_server *s, const char *ref)
 	utimensat(AT_FDCWD, p, NULL, 0);
 }
 
-/* The last sign of life: creation, an API call, a command starting or ending. */
-static int64_t last_activity(api_server *s, const sl_sandbox *sb, bool *running)
+/* The last sign of life: creation, an API call, a command starting or ending. The
+ * executions are read only when creation and the API say nothing since SINCE: this runs
+ * every second for every sandbox with an idle timeout, and a sandbox may have run
+ * thousands of commands. */
+static int64_t last_activity(api_server *s, const sl_sandbox *sb, int64_t since, bool *running)
 {
 	int64_t last = sb->created_ms;
 	char p[PATH_MAX];
@@ -46,10 +49,12 @@ static int64_t last_activity(api_server *s, const sl_sandbox *sb, bool *running)
 		int64_t t = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 		last = t > last ? t : last;
 	}
+	*running = false;
+	if (last > since) /* not idle, whatever the executions say */
+		return last;
 	sl_exec *list;
 	size_t n;
 	sl_err err = { 0 };
-	*running = false;
 	if (exec_list(s->ctx, sb->id, &list, &n, &err) == 0) {
 		for (size_t i = 0; i < n; i++) {
 			if (list[i].status == SL_EXEC_RUNNING)
@@ -84,7 +89,7 @@ void api_enforce_deadlines(api_server *s)
 		if (!sb->idle_ms || strcmp(sb->status, "running"))
 			continue;
 		bool running;
-		int64_t last = last_activity(s, sb, &running);
+		int64_t last = last_activity(s, sb, now - (int64_t)sb->idle_ms, &running);
 		if (running || now - last < (int64_t)sb->idle_ms)
 			continue;
 		sl_log(SL_LOG_INFO, "sandbox %s: idle for %llu ms", sb->id,

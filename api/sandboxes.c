@@ -51,11 +51,10 @@ cJSON *api_sandbox_json(api_server *s, const sl_sandbox *sb, bool detail)
 	cJSON_AddNumberToObject(use, "memoryBytes", (double)u.memory_bytes);
 	cJSON_AddNumberToObject(use, "diskBytes", 0);
 	cJSON_AddNumberToObject(use, "pids", (double)u.pids_current);
-	sl_exec *ex = NULL;
 	size_t nex = 0;
 	sl_err e2 = {0};
-	if (strcmp(sb->status, "terminated") && exec_list(s->ctx, sb->id, &ex, &nex, &e2) == 0)
-		exec_free_list(ex, nex);
+	if (strcmp(sb->status, "terminated"))
+		exec_count(s->ctx, sb->id, &nex, &e2);
 	cJSON_AddNumberToObject(o, "executions", (double)nex);
 	return o;
 }

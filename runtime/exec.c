@@ -437,6 +437,29 @@ static int cmp_started(const void *a, const void *b)
 	return strcmp(x->id, y->id);
 }
 
+int exec_count(sl_ctx *ctx, const char *sandbox_id, size_t *n, sl_err *err)
+{
+	char sid[32], d[PATH_MAX];
+	*n = 0;
+	if (sandbox_ref(ctx, sandbox_id, sid, sizeof(sid), err) < 0)
+		return -1;
+	execs_dir(ctx, sid, d, sizeof(d));
+	_cleanup_closedir_ DIR *dir = opendir(d);
+	if (!dir)
+		return errno == ENOENT ? 0 : sl_sysfail(err, "list %s", d);
+	struct dirent *de;
+	while ((de = readdir(dir))) {
+		char rec[64];
+		/* Counted as exec_list counts: a dir without exec.json is a start in
+		 * progress, or one that failed. */
+		if (id_ok(de->d_name, "exe_") &&
+		    snprintf(rec, sizeof(rec), "%s/exec.json", de->d_name) < (int)sizeof(rec) &&
+		    faccessat(dirfd(dir), rec, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+			(*n)++;
+	}
+	return 0;
+}
+
 int exec_list(sl_ctx *ctx, const char *sandbox_id, sl_exec **out, size_t *n, sl_err *err)
 {
 	char sid[32], d[PATH_MAX];
