@@ -20,6 +20,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -100,10 +101,69 @@ static void send_rep(int fd, uint32_t type, int32_t pid, int32_t status, int pas
 		;
 }
 
+/* The last lookup: commands mostly run as one user, and reading /etc/passwd and
+ * /etc/group (plus musl's nscd probe) is ten system calls. It holds while both files
+ * are the same inodes with the same size and change time: the sandbox may edit them. */
+static struct {
+	int valid;
+	char spec[64];
+	struct stat pw, gr;
+	uid_t uid;
+	gid_t gid;
+	char home[PATH_MAX];
+	gid_t groups[64];
+	int ngroups;
+} user_cache;
+
+static int same_file(const char *path, const struct stat *was, struct stat *now)
+{
+	if (stat(path, now) < 0)
+		memset(now, 0, sizeof(*now));
+	return now->st_ino == was->st_ino && now->st_dev == was->st_dev &&
+	       now->st_size == was->st_size && now->st_ctim.tv_sec == was->st_ctim.tv_sec &&
+	       now->st_ctim.tv_nsec == was->st_ctim.tv_nsec;
+}
+
+static int resolve_user_uncached(const char *spec, uid_t *uid, gid_t *gid, char *home,
+				 size_t homelen, gid_t *groups, int *ngroups);
+
 /* "name", "uid" or "uid:gid" -> ids, home and supplementary groups; -1 when unknown.
  * Runs in init before the fork: the vfork child below must not touch libc state. */
 static int resolve_user(const char *spec, uid_t *uid, gid_t *gid, char *home, size_t homelen,
 			gid_t *groups, int *ngroups)
+{
+	struct stat pw, gr;
+	int fresh = same_file("/etc/passwd", &user_cache.pw, &pw) &
+		    same_file("/etc/group", &user_cache.gr, &gr);
+	if (user_cache.valid && fresh && !strcmp(spec, user_cache.spec) &&
+	    *ngroups >= user_cache.ngroups) {
+		*uid = user_cache.uid;
+		*gid = user_cache.gid;
+		snprintf(home, homelen, "%s", user_cache.home);
+		memcpy(groups, user_cache.groups, user_cache.ngroups * sizeof(gid_t));
+		*ngroups = user_cache.ngroups;
+		return 0;
+	}
+	user_cache.valid = 0;
+	if (resolve_user_uncached(spec, uid, gid, home, homelen, groups, ngroups) < 0)
+		return -1;
+	if (strlen(spec) < sizeof(user_cache.spec) && strlen(home) < sizeof(user_cache.home) &&
+	    *ngroups <= 64) {
+		snprintf(user_cache.spec, sizeof(user_cache.spec), "%s", spec);
+		user_cache.pw = pw;
+		user_cache.gr = gr;
+		user_cache.uid = *uid;
+		user_cache.gid = *gid;
+		snprintf(user_cache.home, sizeof(user_cache.home), "%s", home);
+		memcpy(user_cache.groups, groups, *ngroups * sizeof(gid_t));
+		user_cache.ngroups = *ngroups;
+		user_cache.valid = 1;
+	}
+	return 0;
+}
+
+static int resolve_user_uncached(const char *spec, uid_t *uid, gid_t *gid, char *home,
+				 size_t homelen, gid_t *groups, int *ngroups)
 {
 	char *end;
 	const char *name = NULL;

@@ -152,6 +152,26 @@ static void test_exec_options(void **state)
 			 0);
 	assert_string_equal(r.out, "65534\n");
 	e2e_result_free(&r);
+	/* Users come from the sandbox's /etc/passwd and /etc/group as they are now (init
+	 * keeps its last lookup only while both files are unchanged). */
+	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "exec", "-u", "app", id, "--", "true",
+					 NULL),
+			     0);
+	e2e_result_free(&r);
+	free(e2e_sh_ok(id, "echo 'app:x:1234:1234::/home/app:/bin/sh' >> /etc/passwd; "
+			   "echo 'extra:x:777:app' >> /etc/group"));
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", "-u", "app", id, "--", "sh", "-c",
+				     "echo $(id -u) $(id -G) $HOME", NULL),
+			 0);
+	assert_string_equal(r.out, "1234 1234 777 /home/app\n");
+	e2e_result_free(&r);
+	free(e2e_sh_ok(id, "sed -i 's|/home/app|/srv/app|' /etc/passwd; "
+			   "sed -i 's|^extra:x:777:app|extra:x:777:|' /etc/group"));
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", "-u", "app", id, "--", "sh", "-c",
+				     "echo $(id -G) $HOME", NULL),
+			 0);
+	assert_string_equal(r.out, "1234 /srv/app\n");
+	e2e_result_free(&r);
 	/* -i forwards stdin; without it the command reads nothing. */
 	assert_int_equal(e2e_sandlot(&r, "abc\nxyz", 7, "exec", "-i", id, "--", "cat", NULL), 0);
 	assert_string_equal(r.out, "abc\nxyz");
