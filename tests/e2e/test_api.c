@@ -742,6 +742,25 @@ static void test_errors(void **state)
 
 static void assert_only_daemon_changed(const e2e_snapshot *before, pid_t old, pid_t neu);
 
+/* A file written, the sandbox stopped and started: the file is still there. */
+static void stop_start_keeps_files(const char *id)
+{
+	resp r = {0};
+	free(sh_ok(id, "echo kept > /root/f"));
+	const char *steps[][2] = { { "stop", "stopped" }, { "start", "running" } };
+	for (int i = 0; i < 2; i++) {
+		char *p = e2e_printf("/v1/sandboxes/%s/%s", id, steps[i][0]);
+		http(&r, "POST", p, NULL);
+		expect(&r, 200, NULL, NULL);
+		assert_string_equal(jstr(r.json, "status"), steps[i][1]);
+		resp_free(&r);
+		free(p);
+	}
+	char *out = sh_ok(id, "cat /root/f");
+	assert_string_equal(out, "kept\n");
+	free(out);
+}
+
 static void test_lifecycle_routes(void **state)
 {
 	resp r = {0};
@@ -758,39 +777,12 @@ static void test_lifecycle_routes(void **state)
 	assert_string_equal(jstr(r.json, "status"), "running");
 	resp_free(&r);
 	free(p);
-	free(sh_ok(id, "echo kept > /root/f"));
-	p = e2e_printf("/v1/sandboxes/%s/stop", id);
-	http(&r, "POST", p, NULL);
-	expect(&r, 200, NULL, NULL);
-	assert_string_equal(jstr(r.json, "status"), "stopped");
-	resp_free(&r);
-	free(p);
-	p = e2e_printf("/v1/sandboxes/%s/start", id);
-	http(&r, "POST", p, NULL);
-	expect(&r, 200, NULL, NULL);
-	assert_string_equal(jstr(r.json, "status"), "running");
-	resp_free(&r);
-	free(p);
-	char *out = sh_ok(id, "cat /root/f");
-	assert_string_equal(out, "kept\n");
-	free(out);
-
+	stop_start_keeps_files(id);
 	/* An ephemeral sandbox's layer is mounted "volatile", whose marker overlay
 	 * refuses on the next mount: a stop and start still keeps its files. */
 	char *eid = sandbox_new("{\"image\":\"busybox\",\"ephemeral\":true}");
-	free(sh_ok(eid, "echo kept > /root/f"));
-	p = e2e_printf("/v1/sandboxes/%s/stop", eid);
-	expect_call("POST", p, NULL, 200, NULL, NULL);
-	free(p);
-	p = e2e_printf("/v1/sandboxes/%s/start", eid);
-	http(&r, "POST", p, NULL);
-	expect(&r, 200, NULL, NULL);
-	assert_string_equal(jstr(r.json, "status"), "running");
-	resp_free(&r);
-	free(p);
-	out = sh_ok(eid, "cat /root/f");
-	assert_string_equal(out, "kept\n");
-	free(out);
+	stop_start_keeps_files(eid);
+	char *out;
 	/* ... and so does a sandbox made from its snapshot (the layer is cloned). */
 	p = e2e_printf("/v1/sandboxes/%s/snapshots", eid);
 	http(&r, "POST", p, "{\"name\":\"eph-snap\"}");

@@ -108,6 +108,24 @@ static void make_v1(const char *root)
 	put(root, "unified/cgroup.controllers", "hugetlb\n");
 }
 
+/* Three fake trees under the fixture: v1 (this host's layout), v2, and v1 with cpu
+ * and cpuacct in one "cpu,cpuacct" hierarchy (no symlinks). */
+static void make_trees(fixture *fx, char v1[128], char v2[128], char both[128])
+{
+	snprintf(v1, 128, "%s/v1", fx->root);
+	snprintf(v2, 128, "%s/v2", fx->root);
+	snprintf(both, 128, "%s/comb", fx->root);
+	mkdir(v1, 0755);
+	mkdir(v2, 0755);
+	mkdir(both, 0755);
+	make_v1(v1);
+	make_v2(v2);
+	mkd(both, "cpu,cpuacct");
+	mkd(both, "memory");
+	mkd(both, "pids");
+	mkd(both, "freezer");
+}
+
 static sl_cgroup *open_ok(const char *root, int version)
 {
 	sl_cgroup *cg = NULL;
@@ -125,22 +143,11 @@ static void test_detect(void **state)
 {
 	fixture *fx = *state;
 	char v1[128], v2[128], both[128];
-	snprintf(v1, sizeof(v1), "%s/v1", fx->root);
-	snprintf(v2, sizeof(v2), "%s/v2", fx->root);
-	snprintf(both, sizeof(both), "%s/comb", fx->root);
-	mkdir(v1, 0755);
-	mkdir(v2, 0755);
-	mkdir(both, 0755);
-	make_v1(v1);
-	make_v2(v2);
+	make_trees(fx, v1, v2, both);
 	cgroup_close(open_ok(v1, 1));
 	cgroup_close(open_ok(v2, 2));
 
 	/* "cpu,cpuacct" with the usual symlinks, and without them */
-	mkd(both, "cpu,cpuacct");
-	mkd(both, "memory");
-	mkd(both, "pids");
-	mkd(both, "freezer");
 	sl_cgroup *cg = open_ok(both, 1);
 	char a[512], b[512];
 	assert_int_equal(cgroup_path(cg, "cpu", "x", a, sizeof(a)), 0);
@@ -183,18 +190,7 @@ static void test_join_files(void **state)
 	char v1[128], v2[128], both[128], files[8][PATH_MAX];
 	size_t n = 0;
 	sl_err err = {0};
-	snprintf(v1, sizeof(v1), "%s/v1", fx->root);
-	snprintf(v2, sizeof(v2), "%s/v2", fx->root);
-	snprintf(both, sizeof(both), "%s/comb", fx->root);
-	mkdir(v1, 0755);
-	mkdir(v2, 0755);
-	mkdir(both, 0755);
-	make_v1(v1);
-	make_v2(v2);
-	mkd(both, "cpu,cpuacct");
-	mkd(both, "memory");
-	mkd(both, "pids");
-	mkd(both, "freezer");
+	make_trees(fx, v1, v2, both);
 
 	sl_cgroup *cg = open_ok(v2, 2);
 	assert_int_equal(cgroup_join_files(cg, "sandlot/x", files, 8, &n, &err), 0);
