@@ -967,16 +967,14 @@ struct attach_ctx {
 	const sl_sandbox *sb;
 };
 
-/* While the sandbox's init builds its root filesystem, before it goes on: its cgroup,
- * and its network when it has one. */
-static int attach_cgroup(void *p, pid_t pid, sl_err *err)
+/* A sandbox with a network, while its init builds its root filesystem and before it
+ * goes on: its cgroup, then its veth moved into its namespace (by pid). */
+static int attach_net_sandbox(void *p, pid_t pid, sl_err *err)
 {
 	struct attach_ctx *a = p;
 	if (cgroup_create(a->ctx->cg, a->cgname, &a->sb->limits, err) < 0 ||
 	    cgroup_attach(a->ctx->cg, a->cgname, pid, err) < 0)
 		return -1;
-	if (!a->sb->net_enabled)
-		return 0;
 	sl_net_sandbox ns;
 	sl_cidr allow[SL_NET_MAX_RULES], deny[SL_NET_MAX_RULES];
 	if (net_spec(a->sb, &ns, allow, deny, err) < 0)
@@ -1115,7 +1113,7 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 			.init_path = ctx->cfg.init_path,
 			.uid_base = sb->uid_base,
 			.seccomp = &ctx->bpf,
-			.attach = attach_cgroup,
+			.attach = sb->net_enabled ? attach_net_sandbox : NULL,
 			.attach_ctx = &actx,
 			.etc_hosts = sb->net_enabled ? hosts : NULL,
 			.etc_resolv = sb->net_enabled ? resolv : NULL };
@@ -1144,7 +1142,6 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	 * them itself, launched as a vfork (launch.h). */
 	char join[8][PATH_MAX];
 	if (!sb->net_enabled) {
-		l.attach = NULL;
 		l.join = (const char(*)[PATH_MAX])join;
 		if (cgroup_create(ctx->cg, cg, &sb->limits, err) < 0)
 			return -1;
