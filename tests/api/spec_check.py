@@ -34,24 +34,26 @@ PLACEHOLDERS = {
 }
 
 
-class UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path, timeout=30):
-        super().__init__("localhost", timeout=timeout)
-        self.unix_path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self.unix_path)
-
-
 def request(sock_path, method, path, body=None):
-    conn = UnixConnection(sock_path)
-    headers = {"Content-Type": "application/json"} if body is not None else {}
-    conn.request(method, path, body=body, headers=headers)
-    resp = conn.getresponse()
-    data = resp.read()
-    conn.close()
+    """One request; the head and body go out in one write. http.client sends them in two,
+    and a daemon that answers from the head alone (404, 405) and closes without reading
+    the body made the second write fail with EPIPE now and then."""
+    payload = body.encode() if body is not None else b""
+    head = f"{method} {path} HTTP/1.1\r\nHost: localhost\r\n"
+    if body is not None:
+        head += "Content-Type: application/json\r\n"
+    if body is not None or method in ("POST", "PUT", "PATCH"):
+        head += f"Content-Length: {len(payload)}\r\n"  # as http.client does
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(30)
+    try:
+        sock.connect(sock_path)
+        sock.sendall(head.encode() + b"\r\n" + payload)
+        resp = http.client.HTTPResponse(sock, method=method)
+        resp.begin()
+        data = resp.read()
+    finally:
+        sock.close()
     try:
         doc = json.loads(data) if data else None
     except ValueError:
