@@ -158,20 +158,22 @@ static void test_exec_options(void **state)
 					 NULL),
 			     0);
 	e2e_result_free(&r);
-	free(e2e_sh_ok(id, "echo 'app:x:1234:1234::/home/app:/bin/sh' >> /etc/passwd; "
-			   "echo 'extra:x:777:app' >> /etc/group"));
-	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", "-u", "app", id, "--", "sh", "-c",
-				     "echo $(id -u) $(id -G) $HOME", NULL),
-			 0);
-	assert_string_equal(r.out, "1234 1234 777 /home/app\n");
-	e2e_result_free(&r);
-	free(e2e_sh_ok(id, "sed -i 's|/home/app|/srv/app|' /etc/passwd; "
-			   "sed -i 's|^extra:x:777:app|extra:x:777:|' /etc/group"));
-	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", "-u", "app", id, "--", "sh", "-c",
-				     "echo $(id -G) $HOME", NULL),
-			 0);
-	assert_string_equal(r.out, "1234 /srv/app\n");
-	e2e_result_free(&r);
+	const char *edits[][2] = {
+		{ "echo 'app:x:1234:1234::/home/app:/bin/sh' >> /etc/passwd; "
+		  "echo 'extra:x:777:app' >> /etc/group",
+		  "1234 1234 777 /home/app\n" },
+		{ "sed -i 's|/home/app|/srv/app|' /etc/passwd; "
+		  "sed -i 's|^extra:x:777:app|extra:x:777:|' /etc/group",
+		  "1234 1234 /srv/app\n" },
+	};
+	for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		free(e2e_sh_ok(id, edits[i][0]));
+		assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", "-u", "app", id, "--", "sh", "-c",
+					     "echo $(id -u) $(id -G) $HOME", NULL),
+				 0);
+		assert_string_equal(r.out, edits[i][1]);
+		e2e_result_free(&r);
+	}
 	/* -i forwards stdin; without it the command reads nothing. */
 	assert_int_equal(e2e_sandlot(&r, "abc\nxyz", 7, "exec", "-i", id, "--", "cat", NULL), 0);
 	assert_string_equal(r.out, "abc\nxyz");
