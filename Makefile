@@ -135,7 +135,8 @@ install-images: all images
 LOCK ?= flock /tmp/sandlot-test.lock
 
 e2e: all images $(E2E_BIN)
-	@set -e; for t in $(E2E_BIN); do echo "== $$t"; $(LOCK) $$t; done
+	@set -e; for t in $(E2E_BIN); do echo "== $$t"; \
+		LOCK="$(LOCK)" LOGS=$(BUILD)/logs bash tests/e2e/run-suite.sh $$t; done
 
 # Compatibility suites: the real SDKs (npm, committed lockfiles) against a real daemon.
 COMPAT_DIRS := $(patsubst %/package.json,%,$(wildcard tests/compat/*/package.json))

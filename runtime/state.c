@@ -20,7 +20,7 @@
 static int write_atomic(const char *path, const char *data, size_t len, bool sync, sl_err *err)
 {
 	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)gettid()); /* threads race too */
 	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return sl_sysfail(err, "create %s", tmp);

@@ -301,16 +301,20 @@ static void daemon_start(daemon_t *d)
 	snprintf(d->sock, sizeof(d->sock), "%s/api.sock", e2e_root());
 	snprintf(d->out, sizeof(d->out), "%s/serve.out", e2e_root());
 	char *bin = e2e_build_path("sandlot");
+	/* Emptied here, not in the child: a restart must not read the address the last
+	 * daemon wrote there (the child may not have run yet). */
+	int fd = open(d->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		int fd = open(d->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+		if (dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
 			_exit(126);
 		execl(bin, bin, "serve", "--socket", d->sock, "--listen", "127.0.0.1:0",
 		      "--preview-port", "0", (char *)NULL);
 		_exit(127);
 	}
+	close(fd);
 	free(bin);
 	d->pid = pid;
 	for (int i = 0; i < 1000 && !d->port; i++) {
