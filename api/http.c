@@ -15,6 +15,13 @@ enum MHD_Result api_reply(api_req *r, unsigned status, struct MHD_Response *resp
 {
 	if (!resp)
 		return MHD_NO;
+	if (r->deferring) {
+		if (r->deferred)
+			MHD_destroy_response(r->deferred);
+		r->deferred = resp;
+		r->deferred_status = status;
+		return MHD_YES;
+	}
 	enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	if (ret == MHD_YES)

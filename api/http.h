@@ -109,6 +109,13 @@ struct api_req {
 	uint64_t received, cap;
 	sl_err pending; /* an error met while the body was arriving */
 	bool queued;
+	/* An answer found before a body that is still to come (no route, no key, ...):
+	 * kept until the body is read, since a reply sent before it makes libmicrohttpd
+	 * close the connection, and a client still writing the body gets EPIPE or a reset
+	 * instead of the error. */
+	bool deferring;
+	struct MHD_Response *deferred;
+	unsigned deferred_status;
 	void *upload; /* a raw route's state, released by upload_free */
 	void (*upload_free)(api_req *r);
 };

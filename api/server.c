@@ -23,8 +23,9 @@
 #include "../runtime/state.h"
 #include "http.h"
 
-/* How far past the cap a chunked body is read (and dropped) so the client still gets
- * its 413; beyond this the connection is cut. */
+/* How far a body is read (and dropped) so the client still gets its error: past the cap
+ * for a 413, in all for an answer found from the head alone (api_req.deferred). Beyond
+ * this the answer goes out at once (announced lengths) or the connection is cut. */
 #define DISCARD_SLACK (16ull << 20)
 
 typedef struct api_listener {
@@ -230,14 +231,42 @@ static void req_free(api_req *r)
 		r->upload_free(r);
 	for (int i = 0; i < r->nparam; i++)
 		free(r->param[i]);
+	if (r->deferred)
+		MHD_destroy_response(r->deferred);
 	cJSON_Delete(r->json);
 	free(r->body);
 	free(r->url);
 	free(r);
 }
 
+/* Whether a body follows the head, and is short enough to read before an early answer.
+ * A client that sent "Expect: 100-continue" waits for our word and sends nothing. */
+static bool body_to_read_first(api_req *r)
+{
+	struct MHD_Connection *c = r->conn;
+	const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+	if (expect && !strcasecmp(expect, "100-continue"))
+		return false;
+	const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+	if (te && strcasecmp(te, "identity"))
+		return true;
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+	unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
+	return n > 0 && n <= DISCARD_SLACK;
+}
+
+static enum MHD_Result req_begin_route(api_listener *l, api_req *r);
+
 /* The first call for a request: headers are in, no body yet. */
 static enum MHD_Result req_begin(api_listener *l, api_req *r)
+{
+	r->deferring = body_to_read_first(r);
+	enum MHD_Result ret = req_begin_route(l, r);
+	r->deferring = false;
+	return ret;
+}
+
+static enum MHD_Result req_begin_route(api_listener *l, api_req *r)
 {
 	bool known;
 	char allow[64];
@@ -301,6 +330,8 @@ static enum MHD_Result req_data(api_req *r, const char *data, size_t n)
 	r->received += n;
 	if (r->queued)
 		return MHD_YES;
+	if (r->deferred)
+		return r->received > DISCARD_SLACK ? MHD_NO : MHD_YES;
 	if (r->received > r->cap && !r->pending.kind)
 		sl_fail(&r->pending, SL_TOOLARGE, 0,
 			"the body is over this route's cap of %llu bytes",
@@ -318,6 +349,8 @@ static enum MHD_Result req_end(api_req *r)
 {
 	if (r->queued)
 		return MHD_YES;
+	if (r->deferred)
+		return api_reply(r, r->deferred_status, steal_ptr(&r->deferred));
 	if (r->pending.kind)
 		return api_reply_error(r, &r->pending);
 	if (r->route->body == API_BODY_JSON && r->body_len) {

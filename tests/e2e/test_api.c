@@ -1066,6 +1066,90 @@ static int count_dir(const char *dir)
 	return n;
 }
 
+/* ---- answers found from the head alone ----------------------------------------------- */
+
+static int tcp_to(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+static void send_all(int fd, const char *what, const char *data, size_t len)
+{
+	ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
+	if (n != (ssize_t)len)
+		fail_msg("sending %s: %zd of %zu bytes (%s)", what, n, len, strerror(errno));
+}
+
+/* One HTTP/1.1 response from FD, head and Content-Length body (5 s at most). */
+static char *read_response(int fd)
+{
+	size_t cap = 65536, len = 0;
+	char *buf = calloc(1, cap + 1);
+	struct pollfd p = {fd, POLLIN, 0};
+	for (;;) {
+		char *end = strstr(buf, "\r\n\r\n");
+		const char *cl = strcasestr(buf, "\r\nContent-Length:");
+		if (end && cl && cl < end &&
+		    len >= (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10))
+			break;
+		if (len == cap || poll(&p, 1, 5000) <= 0)
+			break;
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n <= 0)
+			break;
+		len += n;
+	}
+	return buf;
+}
+
+/* An error the daemon knows from the head alone (no route, no key, wrong method) is
+ * still answered after the body the client goes on sending, on a connection that
+ * stays open: replying first made libmicrohttpd close it, and a client writing its
+ * body got EPIPE or a reset instead of the error. */
+static void test_early_answers_read_the_body(void **state)
+{
+	char bearer[128];
+	snprintf(bearer, sizeof(bearer), "Authorization: Bearer %s\r\n", KEY);
+	const struct {
+		const char *auth, *path, *status, *code;
+	} cases[] = {
+	    {bearer, "/v1/no-such-route", "HTTP/1.1 404 ", "NOT_FOUND"},
+	    {"", "/v1/sandboxes", "HTTP/1.1 401 ", "UNAUTHENTICATED"},
+	    {bearer, "/v1/health", "HTTP/1.1 405 ", "METHOD_NOT_ALLOWED"},
+	};
+	const char *body = "{\"image\":\"busybox\",\"labels\":{\"a\":\"b\"}}";
+	size_t half = strlen(body) / 2;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int fd = tcp_to(D.port);
+		char *head = e2e_printf("POST %s HTTP/1.1\r\nHost: x\r\n%sContent-Type: "
+					"application/json\r\nContent-Length: %zu\r\n\r\n",
+					cases[i].path, cases[i].auth, strlen(body));
+		send_all(fd, "the head", head, strlen(head));
+		usleep(150000);
+		send_all(fd, "the body's first half", body, half);
+		usleep(150000);
+		send_all(fd, "the body's second half", body + half, strlen(body) - half);
+		char *out = read_response(fd);
+		if (strncmp(out, cases[i].status, strlen(cases[i].status)) ||
+		    !strstr(out, cases[i].code))
+			fail_msg("POST %s: want %s%s, got: %s", cases[i].path, cases[i].status,
+				 cases[i].code, out);
+		free(out);
+		/* The body was read whole: the next request on the connection is answered. */
+		char *next = e2e_printf("GET /v1/health HTTP/1.1\r\nHost: x\r\n%s\r\n", bearer);
+		send_all(fd, "a second request", next, strlen(next));
+		out = read_response(fd);
+		if (strncmp(out, "HTTP/1.1 200 ", 13))
+			fail_msg("GET /v1/health after POST %s: %s", cases[i].path, out);
+		free(out), free(next), free(head);
+		close(fd);
+	}
+}
+
 static void test_sandbox_crud(void **state)
 {
 	resp r;
@@ -2656,6 +2740,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    E2E_TEST(test_health_and_auth),
 	    E2E_TEST(test_errors),
+	    E2E_TEST(test_early_answers_read_the_body),
 	    E2E_TEST(test_sandbox_crud),
 	    E2E_TEST(test_create_failure_leaves_nothing),
 	    E2E_TEST(test_dead_init_reads_failed),
