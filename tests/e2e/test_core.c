@@ -14,6 +14,7 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <archive.h>
@@ -250,6 +251,85 @@ static void test_uid_ranges_distinct_and_unprivileged(void **state)
 	rm(b);
 	free(a);
 	free(b);
+}
+
+/* Write a uid-range claim for SLOT naming OWNER, AGE seconds old. */
+static void plant_claim(unsigned slot, const char *owner, int age)
+{
+	char *p = e2e_printf("%s/slots/%u", getenv("SANDLOT_STATE_DIR"), slot);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, owner, strlen(owner)), (ssize_t)strlen(owner));
+	struct timespec t[2] = {{time(NULL) - age, 0}, {time(NULL) - age, 0}};
+	assert_int_equal(futimens(fd, t), 0);
+	close(fd);
+	free(p);
+}
+
+static char *claim_owner(unsigned slot)
+{
+	char *p = e2e_printf("%s/slots/%u", getenv("SANDLOT_STATE_DIR"), slot);
+	char *s = e2e_read_file(p);
+	free(p);
+	return s;
+}
+
+/* Room for two ranges (SANDLOT_UID_BASE near the top of the uid space): a third create
+ * is refused and says why; a removed sandbox's range is taken again; a claim whose owner
+ * has no record is taken over once it is a minute old (before, a create may be writing
+ * that record), never sooner. */
+static void test_uid_ranges_run_out_and_come_back(void **state)
+{
+	char base[16];
+	snprintf(base, sizeof(base), "%u", 4294967295u - 65536u - 2u * 65536u);
+	setenv("SANDLOT_UID_BASE", base, 1);
+	char *a = create(NULL, NULL, NULL, NULL), *b = create(NULL, NULL, NULL, NULL);
+	e2e_result r;
+	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "create", "--image", "busybox", NULL), 0);
+	assert_true(e2e_contains(r.err, "no free uid range"));
+	e2e_result_free(&r);
+	rm(a);
+	char *c = create(NULL, NULL, NULL, NULL);
+	rm(b);
+	rm(c);
+	/* Claims left by creates that died before their record: fresh ones hold... */
+	const char *ghost = "sbx_aaaaaaaaaaaaaaaaaaaa";
+	plant_claim(0, ghost, 0);
+	plant_claim(1, ghost, 0);
+	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "create", "--image", "busybox", NULL), 0);
+	assert_true(e2e_contains(r.err, "no free uid range"));
+	e2e_result_free(&r);
+	/* ... old ones are taken over. */
+	plant_claim(1, ghost, 120);
+	char *d = create(NULL, NULL, NULL, NULL);
+	char *owner = claim_owner(1);
+	assert_string_equal(owner, d);
+	rm(d);
+	free(owner);
+	owner = claim_owner(0);
+	assert_string_equal(owner, ghost);
+	free(owner);
+	char *p = e2e_printf("%s/slots/0", getenv("SANDLOT_STATE_DIR"));
+	assert_int_equal(unlink(p), 0);
+	free(p);
+	free(a), free(b), free(c), free(d);
+}
+
+/* The tests after it get the default uid ranges back, and no planted claim, even when
+ * it failed midway. */
+static int uid_ranges_teardown(void **state)
+{
+	unsetenv("SANDLOT_UID_BASE");
+	for (unsigned slot = 0; slot < 2; slot++) {
+		char *owner = claim_owner(slot);
+		if (owner && !strcmp(owner, "sbx_aaaaaaaaaaaaaaaaaaaa")) {
+			char *p = e2e_printf("%s/slots/%u", getenv("SANDLOT_STATE_DIR"), slot);
+			unlink(p);
+			free(p);
+		}
+		free(owner);
+	}
+	return e2e_test_teardown(state);
 }
 
 static char *probe_bytes(size_t *len)
@@ -726,6 +806,8 @@ int main(void)
 		E2E_TEST(test_exec_options),
 		E2E_TEST(test_run_stdin),
 		E2E_TEST(test_uid_ranges_distinct_and_unprivileged),
+		cmocka_unit_test_setup_teardown(test_uid_ranges_run_out_and_come_back,
+						e2e_test_setup, uid_ranges_teardown),
 		E2E_TEST(test_syscalls_refused_inside_allowed_on_host),
 		E2E_TEST(test_capabilities_and_seccomp_status),
 		E2E_TEST(test_visibility_pids_files_network),
