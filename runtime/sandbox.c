@@ -526,6 +526,9 @@ int sandbox_list_live(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
 	return list_records(ctx, true, out, n, err);
 }
 
+static void claim_path(const sl_ctx *ctx, const char *kind, const char *key, char *buf,
+		       size_t len);
+
 /* Resolve an id or a name to an id. */
 static int resolve_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_err *err)
 {
@@ -540,18 +543,28 @@ static int resolve_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_er
 			return 0;
 		}
 	}
-	sl_sandbox *list;
-	size_t n;
-	if (sandbox_list(ctx, &list, &n, err) < 0)
-		return -1;
-	int found = 0;
-	for (size_t i = 0; i < n && !found; i++)
-		if (!strcmp(list[i].name, ref) && strcmp(list[i].status, "terminated")) {
-			snprintf(id, len, "%s", list[i].id);
-			found = 1;
+	/* A live sandbox's name is claimed in <state>/names/<name>, holding its id (every
+	 * create claims it): one read, not a scan of every record. */
+	claim_path(ctx, "names", ref, p, sizeof(p));
+	char owner[40] = "";
+	_cleanup_close_ int cfd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t k = cfd >= 0 ? read(cfd, owner, sizeof(owner) - 1) : -1;
+	if (k > 4 && !strncmp(owner, "sbx_", 4)) {
+		owner[k] = '\0';
+		sl_sandbox sb;
+		sl_err e = { 0 };
+		if (record_load(ctx, owner, &sb, &e) == 0) {
+			/* A claim outlives a tombstone until its release ends. */
+			bool live = !strcmp(sb.name, ref) && strcmp(sb.status, "terminated") &&
+				    strcmp(sb.status, "pooled");
+			sandbox_free(&sb);
+			if (live) {
+				snprintf(id, len, "%s", owner);
+				return 0;
+			}
 		}
-	sandbox_free_list(list, n);
-	return found ? 0 : sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", ref);
+	}
+	return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", ref);
 }
 
 int sandbox_get(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)

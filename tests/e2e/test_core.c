@@ -580,6 +580,26 @@ static void test_ls_inspect_rm_tombstone(void **state)
 	free(ls);
 	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", id, "--", "true", NULL), 125);
 	e2e_result_free(&r);
+	/* The name is gone with it, and free for the next sandbox, which it then names. */
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "inspect", "alpha", NULL), 125);
+	assert_true(e2e_contains(r.err, "not found"));
+	e2e_result_free(&r);
+	char *again = create("--name", "alpha", NULL, NULL);
+	in = e2e_sandlot_ok("inspect", "alpha", NULL);
+	assert_true(e2e_contains(in, again));
+	free(in);
+	/* A name claim whose owner is a tombstone names nothing. */
+	char *claim = e2e_printf("%s/names/ghost", getenv("SANDLOT_STATE_DIR"));
+	FILE *f = fopen(claim, "w");
+	assert_non_null(f);
+	fputs(id, f);
+	fclose(f);
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "inspect", "ghost", NULL), 125);
+	e2e_result_free(&r);
+	assert_int_equal(unlink(claim), 0);
+	free(claim);
+	rm("alpha");
+	free(again);
 	assert_int_equal(e2e_sandlot(&r, NULL, 0, "rm", "sbx_nosuchsandboxxxxxxxxx", NULL), 125);
 	assert_true(e2e_contains(r.err, "not found"));
 	e2e_result_free(&r);
