@@ -39,7 +39,7 @@ void api_touch(api_server *s, const char *ref)
  * executions are read only when creation and the API say nothing since SINCE: this runs
  * every second for every sandbox with an idle timeout, and a sandbox may have run
  * thousands of commands. */
-static int64_t last_activity(api_server *s, const sl_sandbox *sb, int64_t since, bool *running)
+static int64_t last_activity(api_server *s, const sl_deadline *sb, int64_t since, bool *running)
 {
 	int64_t last = sb->created_ms;
 	char p[PATH_MAX];
@@ -69,15 +69,15 @@ static int64_t last_activity(api_server *s, const sl_sandbox *sb, int64_t since,
 
 void api_enforce_deadlines(api_server *s)
 {
-	sl_sandbox *list;
+	sl_deadline *list;
 	size_t n;
 	sl_err err = { 0 };
-	if (sandbox_list_live(s->ctx, &list, &n, &err) < 0)
+	if (sandbox_list_deadlines(s->ctx, &list, &n, &err) < 0)
 		return;
 	int64_t now = sl_now_ms();
 	for (size_t i = 0; i < n; i++) {
-		sl_sandbox *sb = &list[i];
-		if (!strcmp(sb->status, "terminated") || !strcmp(sb->status, "creating"))
+		sl_deadline *sb = &list[i];
+		if (!strcmp(sb->status, "creating"))
 			continue;
 		sl_err e = { 0 };
 		if (sb->expires_ms && now >= sb->expires_ms) {
@@ -99,5 +99,5 @@ void api_enforce_deadlines(api_server *s)
 		if (r < 0)
 			sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
 	}
-	sandbox_free_list(list, n);
+	free(list);
 }

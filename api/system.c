@@ -9,13 +9,13 @@
 
 enum MHD_Result api_health(api_req *r)
 {
-	sl_sandbox *list;
+	sl_deadline *list;
 	size_t n, live = 0;
 	sl_err err = {0};
-	if (sandbox_list_live(r->srv->ctx, &list, &n, &err) < 0)
+	if (sandbox_list_deadlines(r->srv->ctx, &list, &n, &err) < 0)
 		return api_reply_error(r, &err);
 	live = n;
-	sandbox_free_list(list, n);
+	free(list);
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "status", "ok");
 	cJSON_AddStringToObject(o, "version", SANDLOT_VERSION);

@@ -418,8 +418,8 @@ static void remove_record_dir(const sl_ctx *ctx, const char *id)
 }
 
 /* Ids whose record was a tombstone when last read: a tombstone never comes back to
- * life, so listings of live sandboxes (the daemon's once-a-second deadline sweep, the
- * health count) need not read it again. Per process, bounded; a miss costs one read. */
+ * life, so listings of live sandboxes (sandbox_list_deadlines: the daemon's
+ * once-a-second deadline sweep, the health count) need not read it again. Per process, bounded; a miss costs one read. */
 #define DEAD_SET_SIZE 65536
 static struct {
 	pthread_mutex_t lock;
@@ -473,9 +473,8 @@ static void dead_add(const char *id)
 }
 
 /* Every record but the pooled (the daemon's, until a create takes one), by creation
- * time. LIVE_ONLY: without tombstones, and without reading the ones already seen;
- * else tombstones older than TOMBSTONE_MS are removed on the way. */
-static int list_records(sl_ctx *ctx, bool live_only, sl_sandbox **out, size_t *n, sl_err *err)
+ * time; tombstones older than TOMBSTONE_MS are removed on the way. */
+int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
 {
 	char **ids;
 	size_t nids;
@@ -492,16 +491,14 @@ static int list_records(sl_ctx *ctx, bool live_only, sl_sandbox **out, size_t *n
 	int64_t now = sl_now_ms();
 	for (size_t i = 0; i < nids; i++) {
 		sl_err e2 = { 0 };
-		if (live_only && dead_known(ids[i]))
-			continue;
 		if (record_load(ctx, ids[i], &list[k], &e2) < 0)
 			continue; /* a record being written for the first time */
 		bool dead = !strcmp(list[k].status, "terminated");
 		if (dead)
 			dead_add(ids[i]);
-		if (dead && !live_only && now - list[k].terminated_ms > TOMBSTONE_MS)
+		if (dead && now - list[k].terminated_ms > TOMBSTONE_MS)
 			remove_record_dir(ctx, ids[i]);
-		if ((dead && (live_only || now - list[k].terminated_ms > TOMBSTONE_MS)) ||
+		if ((dead && now - list[k].terminated_ms > TOMBSTONE_MS) ||
 		    !strcmp(list[k].status, "pooled")) {
 			sandbox_free(&list[k]);
 			continue;
@@ -516,14 +513,120 @@ static int list_records(sl_ctx *ctx, bool live_only, sl_sandbox **out, size_t *n
 	return 0;
 }
 
-int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
+
+/* sandbox_list_deadlines' memory of the records it read, per process: open addressing
+ * by id, entries updated in place, never removed (an id's directory gone is skipped by
+ * the listing); past half full, records are simply read. */
+#define SEEN_SIZE 8192
+#define SEEN_FRESH_MS 30000
+typedef struct seen_record {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec ctime;
+	int64_t read_ms;
+	bool live;
+	sl_deadline d;
+} seen_record;
+static struct {
+	pthread_mutex_t lock;
+	seen_record *v;
+	size_t n;
+} seen = { PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
+
+/* The entry for ID (d.id empty: a free one), or NULL when full. Called locked. */
+static seen_record *seen_slot(const char *id)
 {
-	return list_records(ctx, false, out, n, err);
+	if (!seen.v && !(seen.v = calloc(SEEN_SIZE, sizeof(*seen.v))))
+		return NULL;
+	size_t i = dead_slot(id) % SEEN_SIZE;
+	for (size_t k = 0; k < SEEN_SIZE; k++, i = (i + 1) % SEEN_SIZE) {
+		if (!seen.v[i].d.id[0])
+			return seen.n < SEEN_SIZE / 2 ? &seen.v[i] : NULL;
+		if (!strcmp(seen.v[i].d.id, id))
+			return &seen.v[i];
+	}
+	return NULL;
 }
 
-int sandbox_list_live(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
+static bool same_file(const seen_record *r, const struct stat *st)
 {
-	return list_records(ctx, true, out, n, err);
+	return r->dev == st->st_dev && r->ino == st->st_ino && r->size == st->st_size &&
+	       r->ctime.tv_sec == st->st_ctim.tv_sec && r->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *err)
+{
+	char **ids;
+	size_t nids;
+	*out = NULL;
+	*n = 0;
+	if (list_ids(ctx, &ids, &nids, err) < 0)
+		return -1;
+	sl_deadline *list = calloc(nids ? nids : 1, sizeof(*list));
+	if (!list) {
+		free_ids(ids, nids);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
+	}
+	size_t k = 0;
+	int64_t now = sl_now_ms();
+	for (size_t i = 0; i < nids; i++) {
+		if (dead_known(ids[i]) || strlen(ids[i]) >= sizeof(list[0].id))
+			continue;
+		char p[PATH_MAX];
+		struct stat st;
+		state_sandbox_dir(&ctx->cfg, ids[i], p, sizeof(p));
+		strcat(p, "/sandbox.json");
+		if (stat(p, &st) < 0)
+			continue; /* removed, or being written for the first time */
+		pthread_mutex_lock(&seen.lock);
+		seen_record *r = seen_slot(ids[i]);
+		bool hit = r && r->d.id[0] && same_file(r, &st) && now - r->read_ms < SEEN_FRESH_MS;
+		if (hit && r->live)
+			list[k++] = r->d;
+		pthread_mutex_unlock(&seen.lock);
+		if (hit)
+			continue;
+		sl_sandbox sb;
+		sl_err e = { 0 };
+		if (record_load(ctx, ids[i], &sb, &e) < 0)
+			continue;
+		bool dead = !strcmp(sb.status, "terminated");
+		if (dead)
+			dead_add(ids[i]);
+		sl_deadline d = { .ephemeral = sb.ephemeral, .created_ms = sb.created_ms,
+				  .idle_ms = sb.idle_ms, .expires_ms = sb.expires_ms,
+				  .init_pid = sb.init_pid, .init_start = sb.init_start };
+		snprintf(d.id, sizeof(d.id), "%s", sb.id);
+		snprintf(d.boot_id, sizeof(d.boot_id), "%s", sb.boot_id);
+		snprintf(d.status, sizeof(d.status), "%s", sb.status);
+		bool live = !dead && strcmp(sb.status, "pooled");
+		sandbox_free(&sb);
+		pthread_mutex_lock(&seen.lock);
+		if ((r = seen_slot(ids[i]))) {
+			if (!r->d.id[0])
+				seen.n++;
+			*r = (seen_record){ st.st_dev, st.st_ino, st.st_size, st.st_ctim, now, live, d };
+		}
+		pthread_mutex_unlock(&seen.lock);
+		if (live)
+			list[k++] = d;
+	}
+	free_ids(ids, nids);
+	/* The status a record keeps may be stale (its init died): what an idle timeout acts
+	 * on, so it is looked at for those (a read of /proc/<pid>/stat each). */
+	for (size_t i = 0; i < k; i++) {
+		if (!list[i].idle_ms)
+			continue;
+		sl_sandbox sb = { .init_pid = list[i].init_pid, .init_start = list[i].init_start };
+		snprintf(sb.status, sizeof(sb.status), "%s", list[i].status);
+		snprintf(sb.boot_id, sizeof(sb.boot_id), "%s", list[i].boot_id);
+		refresh_status(&sb);
+		snprintf(list[i].status, sizeof(list[i].status), "%s", sb.status);
+	}
+	*out = list;
+	*n = k;
+	return 0;
 }
 
 static void claim_path(const sl_ctx *ctx, const char *kind, const char *key, char *buf,

@@ -115,8 +115,25 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 /* Look up by id or name, with the status checked against the live init. */
 int sandbox_get(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
 int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err);
-/* Only the sandboxes not terminated (cheaper: tombstones are remembered, not re-read). */
-int sandbox_list_live(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err);
+
+/* What the daemon's once-a-second deadline sweep and its health count need of a live
+ * sandbox (not a tombstone, not pooled). */
+typedef struct sl_deadline {
+	char id[32];
+	char status[16];
+	bool ephemeral;
+	int64_t created_ms;
+	uint64_t idle_ms;  /* 0: none */
+	int64_t expires_ms; /* 0: none */
+	pid_t init_pid;	    /* what "running" is checked against */
+	uint64_t init_start;
+	char boot_id[40];
+} sl_deadline;
+/* Every live sandbox's deadlines. A record whose file is the one read before (same inode,
+ * size and ctime) within the last 30 s is not parsed again: at N sandboxes a sweep is N
+ * stats, not N JSON parses. A sandbox with an idle timeout gets its status refreshed
+ * (an init that died reads "failed"). */
+int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *err);
 /* Kill everything, free every host resource, leave a tombstone (unless the sandbox
  * was still being created by a live process: then SL_CONFLICT). */
 int sandbox_destroy(sl_ctx *ctx, const char *ref, const char *reason, sl_err *err);
