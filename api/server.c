@@ -20,6 +20,7 @@
 
 #include "../runtime/cleanup.h"
 #include "../runtime/log.h"
+#include "../runtime/net.h"
 #include "../runtime/state.h"
 #include "http.h"
 
@@ -512,8 +513,11 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	int r = api_preview_start(&srv, o->preview_any ? 0 : o->preview_port ? o->preview_port : 7081,
-				  err);
+	/* The network's host side, once made, stays until we stop (net.h). */
+	int r = net_hold(&ctx->cfg, err);
+	if (r == 0)
+		r = api_preview_start(&srv, o->preview_any ? 0 : o->preview_port ? o->preview_port : 7081,
+				      err);
 	if (r == 0)
 		r = api_pool_start(&srv, o->pools, o->npools, err);
 	int started = 0;
@@ -564,6 +568,8 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 	unlink(sock);
 	/* After the listeners: no request can queue a release or take from the pool. */
 	api_pool_stop(&srv);
+	/* After the pool and the releases it finishes: the last detach is done. */
+	net_unhold(&ctx->cfg);
 	api_pty_sweep(&srv, true);
 	api_ports_sweep(&srv, true);
 	if (srv.preview_fd >= 0) {

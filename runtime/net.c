@@ -546,10 +546,12 @@ static int bridge_ports(struct nl_sock *sk, int br_index)
 	return n;
 }
 
-/* Undo host_up once no veth is left on the bridge. */
+/* Undo host_up once no veth is left on the bridge and no live daemon holds it. */
 static void host_down_if_idle(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft)
 {
 	const char *br = cfg->net_bridge;
+	if (net_held(cfg))
+		return;
 	_cleanup_link_ struct rtnl_link *l = NULL;
 	bool have = rtnl_link_get_kernel(sk, 0, br, &l) == 0;
 	if (have && bridge_ports(sk, rtnl_link_get_ifindex(l)) != 0)
@@ -710,6 +712,17 @@ int net_detach(const sl_config *cfg, const char *id, uint32_t addr, sl_err *err)
 		if (nft_run_absent_ok(nft, cmd, err) < 0)
 			return sl_wrap(err, "network of %s", id);
 	}
+	host_down_if_idle(cfg, sk, nft);
+	return 0;
+}
+
+int net_down_if_idle(const sl_config *cfg, sl_err *err)
+{
+	_cleanup_close_ int lk = lock_net(cfg, err);
+	_cleanup_nl_ struct nl_sock *sk = lk >= 0 ? route_sock(err) : NULL;
+	if (!sk)
+		return -1;
+	_cleanup_nft_ struct nft_ctx *nft = nft_open(err);
 	host_down_if_idle(cfg, sk, nft);
 	return 0;
 }

@@ -40,6 +40,19 @@ int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err);
  * when no sandbox network is left. */
 int net_detach(const sl_config *cfg, const char *id, uint32_t addr, sl_err *err);
 
+/* The daemon's hold (nethold.c, in the binary): while a live `sandlot serve` holds it,
+ * the host side stays up when the last sandbox network goes, so a lone network sandbox
+ * made and deleted again and again does not make and delete the bridge each time (~50
+ * ms a deletion here: the kernel waits for RCU). net_hold records the caller (pid and
+ * start time) in <state>/net/holder; net_unhold removes it if it is the caller's and
+ * takes the host side down if no sandbox network is left. A holder that died holds
+ * nothing. */
+int net_hold(const sl_config *cfg, sl_err *err);
+bool net_held(const sl_config *cfg);
+void net_unhold(const sl_config *cfg);
+/* The host side down if no sandbox network is left and no live daemon holds it. */
+int net_down_if_idle(const sl_config *cfg, sl_err *err);
+
 /* Names derived from the config: the veth's host end for a sandbox id. */
 void net_veth_name(const char *id, char buf[16]);
 

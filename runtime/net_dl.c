@@ -28,3 +28,9 @@ int net_detach(const sl_config *cfg, const char *id, uint32_t addr, sl_err *err)
 	int (*fn)(const sl_config *, const char *, uint32_t, sl_err *) = NET_FN(net_detach);
 	return fn ? fn(cfg, id, addr, err) : -1;
 }
+
+int net_down_if_idle(const sl_config *cfg, sl_err *err)
+{
+	int (*fn)(const sl_config *, sl_err *) = NET_FN(net_down_if_idle);
+	return fn ? fn(cfg, err) : -1;
+}

@@ -604,6 +604,73 @@ static void test_net_create_delete_cycles(void **state)
 	daemon_kill(&d, SIGTERM);
 }
 
+/* The bridge of this state dir's networks (SANDLOT_NET_BRIDGE, else sandlot0). */
+static bool bridge_up(void)
+{
+	const char *br = getenv("SANDLOT_NET_BRIDGE");
+	char *p = e2e_printf("/sys/class/net/%s", br && *br ? br : "sandlot0");
+	bool up = access(p, F_OK) == 0;
+	free(p);
+	return up;
+}
+
+/* Until no veth is on the bridge (a DELETE answers before its release ends). */
+static void wait_bridge_empty(void)
+{
+	const char *br = getenv("SANDLOT_NET_BRIDGE");
+	char *p = e2e_printf("/sys/class/net/%s/brif", br && *br ? br : "sandlot0");
+	for (int i = 0; i < 250; i++) {
+		DIR *d = opendir(p);
+		int n = 0;
+		for (struct dirent *e; d && (e = readdir(d));)
+			n += e->d_name[0] != '.';
+		if (d)
+			closedir(d);
+		if (n == 0)
+			break;
+		usleep(20000);
+	}
+	free(p);
+}
+
+/* A running daemon holds the host side: a lone network sandbox made and deleted again
+ * and again does not make and delete the bridge and table each time (a bridge deletion
+ * waits ~50 ms for RCU here). When the daemon stops, the host side goes (the fixture
+ * checks the ruleset and ip_forward); a daemon killed with -9 holds nothing. */
+static void test_net_daemon_holds_host_side(void **state)
+{
+	net_state *s = *state;
+	daemon_t d;
+	daemon_start(&d);
+	for (int i = 0; i < 2; i++) {
+		cJSON *sb = api(&d, "POST", "/v1/sandboxes",
+				"{\"image\":\"busybox\",\"network\":{\"enabled\":true}}", 201);
+		char *p = e2e_printf("/v1/sandboxes/%s",
+				     cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring);
+		cJSON_Delete(api(&d, "DELETE", p, NULL, 204));
+		free(p);
+		cJSON_Delete(sb);
+		wait_bridge_empty();
+		assert_true(bridge_up());
+		char *fwd = ip_forward();
+		assert_string_equal(fwd, "1\n");
+		free(fwd);
+	}
+	/* The CLI's last network leaves it up too while the daemon runs. */
+	free(e2e_sandlot_ok("run", "--network", "--image", "busybox", "--", "true", NULL));
+	assert_true(bridge_up());
+	daemon_kill(&d, SIGTERM);
+	assert_false(bridge_up());
+	char *nft = nft_ruleset();
+	assert_string_equal(nft, s->nft);
+	free(nft);
+	/* A daemon killed with -9: its hold is void, the CLI's last network takes it down. */
+	daemon_start(&d);
+	daemon_kill(&d, SIGKILL);
+	free(e2e_sandlot_ok("run", "--network", "--image", "busybox", "--", "true", NULL));
+	assert_false(bridge_up());
+}
+
 static void test_net_bad_input(void **state)
 {
 	e2e_result r;
@@ -638,6 +705,7 @@ int main(void)
 		NET_TEST(test_net_snapshot_keeps_working),
 		NET_TEST(test_net_many_distinct_and_restart),
 		NET_TEST(test_net_create_delete_cycles),
+		NET_TEST(test_net_daemon_holds_host_side),
 		NET_TEST(test_net_bad_input),
 	};
 	e2e_apply_filter();
