@@ -515,8 +515,9 @@ int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
 
 
 /* sandbox_list_deadlines' memory of the records it read, per process: open addressing
- * by id, entries updated in place, never removed (an id's directory gone is skipped by
- * the listing); past half full, records are simply read. */
+ * by id, entries updated in place. Ids of removed sandboxes stay until the table is half
+ * full; then a listing starts it afresh (with more live sandboxes than that, the ones
+ * past half are simply read every time). */
 #define SEEN_SIZE 8192
 #define SEEN_FRESH_MS 30000
 typedef struct seen_record {
@@ -570,6 +571,12 @@ int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *er
 	}
 	size_t k = 0;
 	int64_t now = sl_now_ms();
+	pthread_mutex_lock(&seen.lock);
+	if (seen.v && seen.n >= SEEN_SIZE / 2) {
+		memset(seen.v, 0, SEEN_SIZE * sizeof(*seen.v));
+		seen.n = 0;
+	}
+	pthread_mutex_unlock(&seen.lock);
 	for (size_t i = 0; i < nids; i++) {
 		if (dead_known(ids[i]) || strlen(ids[i]) >= sizeof(list[0].id))
 			continue;
