@@ -404,6 +404,20 @@ static void free_ids(char **ids, size_t n)
 	free(ids);
 }
 
+/* The ids in <state>/sandboxes and a zeroed array of as many ELEM-byte entries. */
+static int ids_and_array(const sl_ctx *ctx, char ***ids, size_t *nids, size_t elem, void **arr,
+			 sl_err *err)
+{
+	*arr = NULL;
+	if (list_ids(ctx, ids, nids, err) < 0)
+		return -1;
+	if (!(*arr = calloc(*nids ? *nids : 1, elem))) {
+		free_ids(*ids, *nids);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
+	}
+	return 0;
+}
+
 static int cmp_created(const void *a, const void *b)
 {
 	const sl_sandbox *x = a, *y = b;
@@ -427,12 +441,18 @@ static struct {
 	size_t n;
 } dead_set = { PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
 
-static size_t dead_slot(const char *id)
+/* FNV-1a of an id: the start of its probe in the tables here and for its uid slot. */
+static uint64_t id_hash(const char *id)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	uint64_t h = 1469598103934665603ull;
 	for (const char *c = id; *c; c++)
 		h = (h ^ (unsigned char)*c) * 1099511628211ull;
-	return h % DEAD_SET_SIZE;
+	return h;
+}
+
+static size_t dead_slot(const char *id)
+{
+	return id_hash(id) % DEAD_SET_SIZE;
 }
 
 static bool dead_known(const char *id)
@@ -478,15 +498,11 @@ int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
 {
 	char **ids;
 	size_t nids;
+	sl_sandbox *list;
 	*out = NULL;
 	*n = 0;
-	if (list_ids(ctx, &ids, &nids, err) < 0)
+	if (ids_and_array(ctx, &ids, &nids, sizeof(*list), (void **)&list, err) < 0)
 		return -1;
-	sl_sandbox *list = calloc(nids ? nids : 1, sizeof(*list));
-	if (!list) {
-		free_ids(ids, nids);
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
-	}
 	size_t k = 0;
 	int64_t now = sl_now_ms();
 	for (size_t i = 0; i < nids; i++) {
@@ -540,7 +556,7 @@ static seen_record *seen_slot(const char *id)
 {
 	if (!seen.v && !(seen.v = calloc(SEEN_SIZE, sizeof(*seen.v))))
 		return NULL;
-	size_t i = dead_slot(id) % SEEN_SIZE;
+	size_t i = id_hash(id) % SEEN_SIZE;
 	for (size_t k = 0; k < SEEN_SIZE; k++, i = (i + 1) % SEEN_SIZE) {
 		if (!seen.v[i].d.id[0])
 			return seen.n < SEEN_SIZE / 2 ? &seen.v[i] : NULL;
@@ -560,15 +576,11 @@ int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *er
 {
 	char **ids;
 	size_t nids;
+	sl_deadline *list;
 	*out = NULL;
 	*n = 0;
-	if (list_ids(ctx, &ids, &nids, err) < 0)
+	if (ids_and_array(ctx, &ids, &nids, sizeof(*list), (void **)&list, err) < 0)
 		return -1;
-	sl_deadline *list = calloc(nids ? nids : 1, sizeof(*list));
-	if (!list) {
-		free_ids(ids, nids);
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
-	}
 	size_t k = 0;
 	int64_t now = sl_now_ms();
 	pthread_mutex_lock(&seen.lock);
@@ -636,8 +648,28 @@ int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *er
 	return 0;
 }
 
+/* Claims are files created with O_EXCL: <state>/slots/<n> for uid ranges and
+ * <state>/names/<name> for names, each holding the owner's id. Creating one is
+ * atomic, so concurrent creates need no global lock and no scan of the records. A
+ * claim whose owner is gone (no record, or a tombstone) is stale and is taken over. */
 static void claim_path(const sl_ctx *ctx, const char *kind, const char *key, char *buf,
-		       size_t len);
+		       size_t len)
+{
+	snprintf(buf, len, "%s/%s/%s", ctx->cfg.state_dir, kind, key);
+}
+
+/* The owner's id a claim file holds, NUL-terminated: its length, or <= 0 (errno set
+ * when it could not be opened; 0 while its creator is still writing it). */
+static ssize_t claim_read(const char *path, char owner[40])
+{
+	owner[0] = '\0';
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, owner, 39);
+	owner[n > 0 ? n : 0] = '\0';
+	return n;
+}
 
 /* Resolve an id or a name to an id. */
 static int resolve_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_err *err)
@@ -656,11 +688,8 @@ static int resolve_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_er
 	/* A live sandbox's name is claimed in <state>/names/<name>, holding its id (every
 	 * create claims it): one read, not a scan of every record. */
 	claim_path(ctx, "names", ref, p, sizeof(p));
-	char owner[40] = "";
-	_cleanup_close_ int cfd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	ssize_t k = cfd >= 0 ? read(cfd, owner, sizeof(owner) - 1) : -1;
-	if (k > 4 && !strncmp(owner, "sbx_", 4)) {
-		owner[k] = '\0';
+	char owner[40];
+	if (claim_read(p, owner) > 4 && !strncmp(owner, "sbx_", 4)) {
 		sl_sandbox sb;
 		sl_err e = { 0 };
 		if (record_load(ctx, owner, &sb, &e) == 0) {
@@ -772,33 +801,22 @@ static int kv_object(const char *field, const char *const *kv, cJSON **out, sl_e
 	return 0;
 }
 
-/* Claims are files created with O_EXCL: <state>/slots/<n> for uid ranges and
- * <state>/names/<name> for names, each holding the owner's id. Creating one is
- * atomic, so concurrent creates need no global lock and no scan of the records. A
- * claim whose owner is gone (no record, or a tombstone) is stale and is taken over. */
-static void claim_path(const sl_ctx *ctx, const char *kind, const char *key, char *buf,
-		       size_t len)
-{
-	snprintf(buf, len, "%s/%s/%s", ctx->cfg.state_dir, kind, key);
-}
 
 static bool claim_stale(const sl_ctx *ctx, const char *path)
 {
-	char owner[40] = "";
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
+	char owner[40];
+	ssize_t n = claim_read(path, owner);
+	if (n < 0)
 		return errno == ENOENT;
-	ssize_t n = read(fd, owner, sizeof(owner) - 1);
-	if (n <= 0) /* being written right now, or torn by a crash: look again later */
+	if (n == 0) /* being written right now, or torn by a crash: look again later */
 		return false;
-	owner[n] = '\0';
 	sl_sandbox sb;
 	sl_err e = { 0 };
 	if (strncmp(owner, "sbx_", 4) || record_load(ctx, owner, &sb, &e) < 0) {
 		/* Its creator writes the record right after the claim: only an old
 		 * claim without a record is stale. */
 		struct stat st;
-		return e.kind == SL_NOTFOUND && fstat(fd, &st) == 0 &&
+		return e.kind == SL_NOTFOUND && lstat(path, &st) == 0 &&
 		       time(NULL) - st.st_mtime > 60;
 	}
 	/* A tombstone still being released keeps its claims until its releaser is done
@@ -837,14 +855,9 @@ static int claim(const sl_ctx *ctx, const char *kind, const char *key, const cha
 
 static void unclaim(const sl_ctx *ctx, const char *kind, const char *key, const char *id)
 {
-	char path[PATH_MAX], owner[40] = "";
+	char path[PATH_MAX], owner[40];
 	claim_path(ctx, kind, key, path, sizeof(path));
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, owner, sizeof(owner) - 1);
-	close(fd);
-	if (n > 0 && (size_t)n == strlen(id) && !memcmp(owner, id, n))
+	if (claim_read(path, owner) > 0 && !strcmp(owner, id))
 		unlink(path);
 }
 
@@ -873,11 +886,9 @@ static int reserve(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	}
 	/* Probed from a slot the id's random letters pick, not from 0: at N sandboxes the
 	 * first try is nearly always free, where a scan for the lowest was O(N). */
-	uint32_t h = 2166136261u;
-	for (const char *c = sb->id; *c; c++)
-		h = (h ^ (uint8_t)*c) * 16777619u;
+	uint64_t h = id_hash(sb->id);
 	for (uint32_t i = 0; i < ctx->cfg.uid_slots; i++) {
-		uint32_t slot = (h + i) % ctx->cfg.uid_slots;
+		uint32_t slot = (uint32_t)((h + i) % ctx->cfg.uid_slots);
 		char key[16];
 		snprintf(key, sizeof(key), "%u", slot);
 		int r = claim(ctx, "slots", key, sb->id, err);

@@ -23,6 +23,7 @@
 
 #include "cleanup.h"
 #include "fsutil.h"
+#include "launch.h"
 
 #define E2E_MAX_ARGS	  128
 #define E2E_EXIT_GRACE_MS 2000
@@ -626,19 +627,6 @@ static void cgroups_walk(strv *lines, const char *dir, int depth)
 	}
 }
 
-/* The start time (field 22 of /proc/PID/stat) of a live, non-zombie PID; 0 if none. */
-static unsigned long long proc_start(int pid)
-{
-	_cleanup_free_ char *p = e2e_printf("/proc/%d/stat", pid);
-	_cleanup_free_ char *s = e2e_read_file(p);
-	char *at = s ? strrchr(s, ')') : NULL;
-	if (!at || at[1] != ' ' || at[2] == 'Z' || at[2] == 'X')
-		return 0;
-	for (int field = 2; field < 22 && at; field++)
-		at = strchr(at + 1, ' ');
-	return at ? strtoull(at + 1, NULL, 10) : 0;
-}
-
 /* The bridge a running daemon holds (docs/network.md: `sandlot serve` keeps the host
  * side up while it runs), or NULL. Like the daemon's socket, it is the daemon's state,
  * not a test's leak: it is checked once the daemon has stopped (and by test_net). */
@@ -652,7 +640,7 @@ static const char *held_bridge(void)
 	int pid = 0;
 	unsigned long long start = 0;
 	if (!text || sscanf(text, "%d %llu", &pid, &start) != 2 || pid <= 0 || !start ||
-	    proc_start(pid) != start)
+	    proc_start_time(pid) != start)
 		return NULL;
 	const char *br = getenv("SANDLOT_NET_BRIDGE");
 	return br && *br ? br : "sandlot0";
