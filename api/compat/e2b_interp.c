@@ -194,14 +194,16 @@ static void repl_kill(api_server *s, const char *sid, const ctx_rec *c)
 
 typedef struct exec_stream {
 	api_server *srv;
-	char sid[32], eid[32], req[32];
+	char sid[32], cid[40], eid[32], req[32];
 	int lock, log, ino, conn;
 	uint64_t off;
+	char *request; /* the line written to the REPL, kept for a resend */
+	size_t request_len;
 	char *line;
 	size_t line_len, line_cap;
 	char *out;
 	size_t out_len, out_pos;
-	bool done, interrupted;
+	bool done, accepted, resent;
 } exec_stream;
 
 static void exec_stream_free(void *cls)
@@ -213,6 +215,7 @@ static void exec_stream_free(void *cls)
 		close(x->ino);
 	if (x->lock >= 0)
 		close(x->lock);
+	free(x->request);
 	free(x->line);
 	free(x->out);
 	free(x);
@@ -239,6 +242,10 @@ static void take_line(exec_stream *x, const char *line)
 		return;
 	cJSON_DeleteItemFromObjectCaseSensitive(o, "_req");
 	const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "type"));
+	if (type && !strcmp(type, "accepted")) { /* the REPL's own: it read the request */
+		x->accepted = true;
+		return;
+	}
 	_cleanup_free_ char *s = cJSON_PrintUnformatted(o);
 	if (s)
 		out_add(x, s);
@@ -278,6 +285,62 @@ static int exec_pull(exec_stream *x)
 	return 1;
 }
 
+/* Follow the output of the context's REPL (x->eid) from its end, and send it the
+ * request. */
+static int stream_attach(exec_stream *x, sl_err *err)
+{
+	sl_ctx *ctx = x->srv->ctx;
+	struct stat st;
+	if (x->log >= 0)
+		close(x->log);
+	if (x->ino >= 0)
+		close(x->ino);
+	x->ino = -1;
+	x->line_len = 0;
+	if (exec_open_log(ctx, x->sid, x->eid, "stdout", &x->log, err) < 0)
+		return -1;
+	if (fstat(x->log, &st) < 0)
+		return sl_sysfail(err, "context %s: its output", x->cid);
+	x->off = (uint64_t)st.st_size;
+	char dir[PATH_MAX];
+	state_run_dir(&ctx->cfg, x->sid, dir, sizeof(dir));
+	size_t n = strlen(dir);
+	snprintf(dir + n, sizeof(dir) - n, "/execs/%s", x->eid);
+	x->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (x->ino >= 0 &&
+	    inotify_add_watch(x->ino, dir, IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_CREATE) <
+		0) {
+		close(x->ino);
+		x->ino = -1;
+	}
+	return exec_write_stdin(ctx, x->sid, x->eid, x->request, x->request_len, err);
+}
+
+/* The REPL ended before it read the request (killed just before, its end not yet
+ * recorded when the request was written, or no longer reading its stdin): the cell never
+ * ran, so a fresh interpreter gets it. Once: an interpreter that dies at its start is
+ * not restarted in a loop. */
+static int stream_resend(exec_stream *x, sl_err *err)
+{
+	sl_sandbox sb;
+	ctx_rec c;
+	x->resent = true;
+	if (sandbox_get(x->srv->ctx, x->sid, &sb, err) < 0)
+		return -1;
+	int rc = ctx_load(x->srv, x->sid, x->cid, &c, err);
+	bool same = rc == 0 && !strcmp(c.exec_id, x->eid);
+	if (rc == 0 && (same || !repl_running(x->srv, x->sid, &c))) {
+		if (same)
+			repl_kill(x->srv, x->sid, &c); /* it does not read: make sure it is gone */
+		rc = repl_start(x->srv, &sb, &c, err);
+	}
+	sandbox_free(&sb);
+	if (rc < 0)
+		return -1;
+	snprintf(x->eid, sizeof(x->eid), "%s", c.exec_id);
+	return stream_attach(x, err);
+}
+
 static ssize_t exec_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	exec_stream *x = cls;
@@ -307,6 +370,8 @@ static ssize_t exec_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			if (err.kind == SL_OK)
 				exec_free(&e);
 			if (exec_pull(x) > 0)
+				continue;
+			if (!x->done && !x->accepted && !x->resent && stream_resend(x, &err) == 0)
 				continue;
 			if (!x->done) {
 				out_add(x, "{\"type\":\"error\",\"name\":\"ContextDied\",\"value\":"
@@ -390,28 +455,9 @@ enum MHD_Result e2b_execute(api_req *r)
 	lock = -1;
 	x->log = x->ino = -1;
 	snprintf(x->sid, sizeof(x->sid), "%s", sb.id);
+	snprintf(x->cid, sizeof(x->cid), "%s", c.id);
 	snprintf(x->eid, sizeof(x->eid), "%s", c.exec_id);
 	sl_new_id("req_", x->req, sizeof(x->req));
-	struct stat st;
-	if (exec_open_log(r->srv->ctx, sb.id, c.exec_id, "stdout", &x->log, &err) < 0 ||
-	    fstat(x->log, &st) < 0) {
-		exec_stream_free(x);
-		if (!err.kind)
-			sl_sysfail(&err, "context %s: its output", c.id);
-		goto fail;
-	}
-	x->off = (uint64_t)st.st_size;
-	char dir[PATH_MAX];
-	state_run_dir(&r->srv->ctx->cfg, sb.id, dir, sizeof(dir));
-	size_t n = strlen(dir);
-	snprintf(dir + n, sizeof(dir) - n, "/execs/%s", c.exec_id);
-	x->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (x->ino >= 0 &&
-	    inotify_add_watch(x->ino, dir, IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_CREATE) <
-		0) {
-		close(x->ino);
-		x->ino = -1;
-	}
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	x->conn = ci ? ci->connect_fd : -1;
@@ -421,18 +467,26 @@ enum MHD_Result e2b_execute(api_req *r)
 	const cJSON *envs = cJSON_GetObjectItemCaseSensitive(body, "env_vars");
 	if (cJSON_IsObject(envs))
 		cJSON_AddItemToObject(req, "env_vars", cJSON_Duplicate(envs, 1));
-	char *line = cJSON_PrintUnformatted(req);
+	x->request = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
-	size_t len = line ? strlen(line) : 0;
-	if (line)
-		line[len++] = '\n'; /* replaces the NUL: written with its length */
-	int wr = line ? exec_write_stdin(r->srv->ctx, sb.id, c.exec_id, line, len, &err) : -1;
-	free(line);
-	sandbox_free(&sb);
-	if (wr < 0) {
-		exec_stream_free(x);
-		return e2b_reply_err(r, &err);
+	if (x->request) {
+		x->request_len = strlen(x->request);
+		x->request[x->request_len++] = '\n'; /* replaces the NUL: written with its length */
 	}
+	/* A REPL that no longer reads its stdin (killed, its end not yet recorded) is
+	 * replaced at once. */
+	int sent = x->request ? stream_attach(x, &err) : -1;
+	if (sent < 0 && err.kind == SL_CONFLICT) {
+		sl_err_clear(&err);
+		sent = stream_resend(x, &err);
+	}
+	if (sent < 0) {
+		exec_stream_free(x);
+		if (!err.kind)
+			sl_fail(&err, SL_INTERNAL, ENOMEM, "context %s", c.id);
+		goto fail;
+	}
+	sandbox_free(&sb);
 	struct MHD_Response *resp = MHD_create_response_from_callback(
 	    MHD_SIZE_UNKNOWN, 16 * 1024, exec_stream_read, x, exec_stream_free);
 	if (!resp) {

@@ -119,6 +119,7 @@ async function drain() {
 			continue;
 		}
 		cur = req.req;
+		emit({ type: 'accepted' }); // the façade's: this request reached the interpreter
 		await run(req.code || '', req.env_vars || {});
 		emit({ type: 'number_of_executions', execution_count: count });
 		emit({ type: 'end_of_execution' });

@@ -183,6 +183,7 @@ def _main():
         except ValueError:
             continue
         _cur[0] = req.get("req")
+        _emit({"type": "accepted"})  # the façade's: this request reached the interpreter
         try:
             _run(req.get("code", ""), req.get("env_vars") or {})
         except KeyboardInterrupt:
