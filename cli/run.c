@@ -273,15 +273,18 @@ static int exit_code(sl_ctx *ctx, sl_proc *p, int st)
 	return EXIT_SANDLOT;
 }
 
-static int run_command(sl_ctx *ctx, sl_sandbox *sb, char **cmd, const struct opts *o)
+/* Run CMD in SB, or with CREATE in a new sandbox made into *SB (sb->id stays empty if
+ * that fails): its init starts the command as soon as it runs. */
+static int run_command(sl_ctx *ctx, sl_sandbox *sb, bool create, char **cmd, const struct opts *o)
 {
 	_cleanup_close_ int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	struct relay relays[3];
 	int nrelays = 0, child_ends[3] = { -1, -1, -1 };
 	sl_spawn sp = { .argv = cmd,
 			.env = o->env,
-			.user = o->c.user,
-			.cwd = o->c.workdir,
+			/* a new sandbox's settings hold user and workdir */
+			.user = create ? NULL : o->c.user,
+			.cwd = create ? NULL : o->c.workdir,
 			.exit_fd = -1,
 			.tty = o->tty,
 			/* init's own deadline is a backstop should this process die: ours
@@ -331,13 +334,28 @@ static int run_command(sl_ctx *ctx, sl_sandbox *sb, char **cmd, const struct opt
 
 	sl_proc p;
 	sl_err err = { 0 };
-	int r = sandbox_spawn(ctx, sb, &sp, &p, &err);
+	int r;
+	bool create_failed = false;
+	if (create) {
+		sl_create_opts co = o->c;
+		co.first = &sp;
+		co.first_proc = &p;
+		r = sandbox_create(ctx, &co, sb, &err);
+		create_failed = r < 0;
+		if (r == 0 && (r = proc_started(&p, cmd[0], &err)) < 0)
+			proc_close(&p);
+	} else {
+		r = sandbox_spawn(ctx, sb, &sp, &p, &err);
+	}
 	for (int i = 0; i < 3; i++)
 		if (child_ends[i] >= 0)
 			close(child_ends[i]);
 	if (r < 0) {
 		for (int i = 0; i < nrelays; i++)
 			close(relays[i].from == 0 ? relays[i].to : relays[i].from);
+		sigprocmask(SIG_UNBLOCK, &mask, NULL);
+		if (create_failed)
+			return cli_fail(&err);
 		fprintf(stderr, "sandlot: %s\n", err.msg);
 		return err.kind == SL_NOTFOUND ? EXIT_NOT_FOUND
 		       : err.kind == SL_INVALID ? EXIT_CANNOT_EXEC
@@ -464,14 +482,11 @@ int cmd_run(sl_ctx *ctx, int argc, char **argv)
 	if (i >= argc)
 		return cli_usage("run: no command given (sandlot run [OPTIONS] -- CMD [ARG...])");
 	o.c.ephemeral = true;
-	sl_sandbox sb;
+	sl_sandbox sb = { 0 };
 	sl_err err = { 0 };
-	if (sandbox_create(ctx, &o.c, &sb, &err) < 0)
-		return cli_fail(&err);
-	/* The sandbox's settings now hold user and workdir; exec uses them. */
-	o.c.user = NULL;
-	o.c.workdir = NULL;
-	int code = run_command(ctx, &sb, argv + i, &o);
+	int code = run_command(ctx, &sb, true, argv + i, &o);
+	if (!sb.id[0])
+		return code;
 	if (sandbox_destroy(ctx, sb.id, "deleted", &err) < 0) {
 		cli_fail(&err);
 		code = EXIT_SANDLOT;
@@ -497,7 +512,7 @@ int cmd_exec(sl_ctx *ctx, int argc, char **argv)
 	sl_err err = { 0 };
 	if (sandbox_get(ctx, ref, &sb, &err) < 0)
 		return cli_fail(&err);
-	int code = run_command(ctx, &sb, argv + i, &o);
+	int code = run_command(ctx, &sb, false, argv + i, &o);
 	sandbox_free(&sb);
 	return code;
 }

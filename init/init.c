@@ -618,6 +618,27 @@ static void reap(void)
 	}
 }
 
+/* The signals we were started with ignored (an exec keeps only those from the caller's
+ * dispositions), from /proc: three system calls instead of one per signal. All when
+ * /proc cannot say. */
+static uint64_t ignored_signals(void)
+{
+	char buf[2048];
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return ~0ull;
+	buf[n] = '\0';
+	const char *p = strstr(buf, "\nSigIgn:");
+	char *end;
+	if (!p)
+		return ~0ull;
+	unsigned long long v = strtoull(p + 9, &end, 16);
+	return end == p + 9 ? ~0ull : v;
+}
+
 int main(void)
 {
 	/* Not dumpable: the workload cannot ptrace us or read our memory. */
@@ -633,11 +654,16 @@ int main(void)
 		logf_("init: no control socket: %s", strerror(errno));
 		return 1;
 	}
+	/* A first client, handed over already connected: its requests are waiting. Looked
+	 * for before anything here opens an fd (which could take the number). */
+	int first_client = fcntl(SL_INIT_CLIENT_FD, F_SETFD, FD_CLOEXEC) == 0;
 	/* Default dispositions from the start (whoever started us may have ignored
 	 * some, and an ignored signal survives exec): the spawn path then only has to
 	 * unblock. Init itself sets no handler; what it needs arrives by signalfd. */
-	for (int s = 1; s < _NSIG; s++)
-		signal(s, SIG_DFL);
+	uint64_t ign = ignored_signals();
+	for (int s = 1; s < _NSIG && s <= 64; s++)
+		if (ign & (1ull << (s - 1)))
+			signal(s, SIG_DFL);
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
@@ -655,6 +681,8 @@ int main(void)
 	pfds[0] = (struct pollfd){sfd, POLLIN, 0};
 	pfds[1] = (struct pollfd){SL_INIT_LISTEN_FD, POLLIN, 0};
 	int npfds = 2, stopping = 0;
+	if (first_client)
+		pfds[npfds++] = (struct pollfd){SL_INIT_CLIENT_FD, POLLIN, 0};
 	int64_t stop_at = 0;
 	for (;;) {
 		int wait = enforce_deadlines();

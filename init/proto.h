@@ -9,6 +9,9 @@
 #define SL_PROTO_MAX	  131072      /* largest message either side accepts */
 #define SL_INIT_LISTEN_FD 3	      /* the listening socket init inherits */
 #define SL_INIT_LOG_FD	  4	      /* init's own log (run dir), may be absent */
+/* A connected client init starts with, may be absent: whoever launched init may have
+ * queued requests on its peer (a one-shot's command), served before any accept. */
+#define SL_INIT_CLIENT_FD 5
 
 enum sl_msg_type {
 	SL_REQ_SPAWN = 1,     /* start a command; fds: stdin, stdout, stderr (not with TTY),

@@ -15,14 +15,20 @@
 #include "state.h"
 
 
-int initctl_connect(const sl_ctx *ctx, const char *sid, sl_err *err)
+int initctl_sock_path(const sl_ctx *ctx, const char *sid, char *buf, size_t len, sl_err *err)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char run[PATH_MAX];
 	state_run_dir(&ctx->cfg, sid, run, sizeof(run));
-	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/init.sock", run) >=
-	    (int)sizeof(sa.sun_path))
+	if (snprintf(buf, len, "%s/init.sock", run) >= (int)len)
 		return sl_fail(err, SL_INTERNAL, 0, "run dir path too long: %s", run);
+	return 0;
+}
+
+int initctl_connect_path(const char *path, const char *sid, sl_err *err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path) >= (int)sizeof(sa.sun_path))
+		return sl_fail(err, SL_INTERNAL, 0, "socket path too long: %s", path);
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return sl_sysfail(err, "socket");
@@ -33,6 +39,43 @@ int initctl_connect(const sl_ctx *ctx, const char *sid, sl_err *err)
 			       "sandbox %s is not running (its init does not answer)", sid);
 	}
 	return fd;
+}
+
+int initctl_connect(const sl_ctx *ctx, const char *sid, sl_err *err)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	if (initctl_sock_path(ctx, sid, path, sizeof(path), err) < 0)
+		return -1;
+	return initctl_connect_path(path, sid, err);
+}
+
+int initctl_send(int fd, const void *req, size_t len, const int *fds, int nfds)
+{
+	union {
+		char b[CMSG_SPACE(SL_SPAWN_MAX_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	if (nfds > SL_SPAWN_MAX_FDS) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct iovec iov = {(void *)req, len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (nfds) {
+		mh.msg_control = u.b;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+	}
+	ssize_t n;
+	while ((n = sendmsg(fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n >= 0 && n != (ssize_t)len)
+		errno = EMSGSIZE;
+	return n == (ssize_t)len ? 0 : -1;
 }
 
 /* One reply (and at most one passed fd), bounded in size and time: 1 on timeout. init
@@ -101,25 +144,7 @@ int initctl_call_keep(const sl_ctx *ctx, const char *sid, const void *req, size_
 	_cleanup_close_ int fd = initctl_connect(ctx, sid, err);
 	if (fd < 0)
 		return -1;
-	union {
-		char b[CMSG_SPACE(SL_SPAWN_MAX_FDS * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {(void *)req, len};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (nfds) {
-		mh.msg_control = u.b;
-		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-	}
-	ssize_t n;
-	while ((n = sendmsg(fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
-	if (n != (ssize_t)len)
+	if (initctl_send(fd, req, len, fds, nfds) < 0)
 		return sl_fail(err, SL_CONFLICT, errno, "sandbox %s: send to its init", sid);
 	int r = initctl_recv(fd, rep, passed, timeout_ms, err);
 	if (r == 1)

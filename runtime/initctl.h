@@ -21,6 +21,11 @@ typedef struct initctl_spawn {
 
 /* A connection to the sandbox's init (SL_CONFLICT when it does not answer). */
 int initctl_connect(const sl_ctx *ctx, const char *sid, sl_err *err);
+/* The same by the socket's path (initctl_sock_path); sid names it in errors. */
+int initctl_connect_path(const char *path, const char *sid, sl_err *err);
+int initctl_sock_path(const sl_ctx *ctx, const char *sid, char *buf, size_t len, sl_err *err);
+/* One request with up to SL_SPAWN_MAX_FDS fds, whole or not at all: -1 with errno. */
+int initctl_send(int fd, const void *req, size_t len, const int *fds, int nfds);
 /* One reply and at most one passed fd, bounded in size and time: 1 on timeout. init is
  * as trusted as the workload, so everything is checked. */
 int initctl_recv(int fd, struct sl_rep *rep, int *passed, int timeout_ms, sl_err *err);

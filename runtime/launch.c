@@ -261,7 +261,7 @@ static void write_etc(int errfd, int rootfd, const char *name, const char *text,
 }
 
 struct child_fds {
-	int go, err, userns, lower, listen, init, log;
+	int go, err, userns, lower, listen, init, log, client;
 	int mounts[SL_MAX_VOLUMES];
 };
 
@@ -305,7 +305,7 @@ static int cmp_int(const void *a, const void *b)
 static void close_inherited(const sl_launch *l, const struct child_fds *f)
 {
 	int keep[8 + SL_MAX_VOLUMES], n = 0;
-	int own[] = { f->go, f->err, f->userns, f->lower, f->listen, f->init, f->log };
+	int own[] = { f->go, f->err, f->userns, f->lower, f->listen, f->init, f->log, f->client };
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
 		if (own[i] > 2)
 			keep[n++] = own[i];
@@ -401,12 +401,15 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	drop_privileges(f->err);
 	int lfd = fcntl(f->listen, F_DUPFD_CLOEXEC, 100);
 	int logfd = fcntl(f->log, F_DUPFD_CLOEXEC, 100);
+	int cfd = f->client >= 0 ? fcntl(f->client, F_DUPFD_CLOEXEC, 100) : -1;
 	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (lfd < 0 || logfd < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 ||
-	    dup2(nul, 2) < 0 || dup2(lfd, SL_INIT_LISTEN_FD) < 0 || dup2(logfd, SL_INIT_LOG_FD) < 0)
+	if (lfd < 0 || logfd < 0 || nul < 0 || (f->client >= 0 && cfd < 0) || dup2(nul, 0) < 0 ||
+	    dup2(nul, 1) < 0 || dup2(nul, 2) < 0 || dup2(lfd, SL_INIT_LISTEN_FD) < 0 ||
+	    dup2(logfd, SL_INIT_LOG_FD) < 0 || (cfd >= 0 && dup2(cfd, SL_INIT_CLIENT_FD) < 0))
 		child_fail(f->err, errno, "set up init's descriptors");
-	/* Nothing but 0-4 crosses into init. */
-	syscall(SYS_close_range, SL_INIT_LOG_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+	/* Nothing but 0-4 (and 5, a first client) crosses into init. */
+	syscall(SYS_close_range, cfd >= 0 ? SL_INIT_CLIENT_FD + 1 : SL_INIT_LOG_FD + 1, ~0U,
+		CLOSE_RANGE_CLOEXEC);
 	sl_err err = { 0 };
 	if (seccomp_bpf_install(l->seccomp, &err) < 0)
 		child_fail(f->err, 0, "%s", err.msg);
@@ -576,7 +579,7 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 		return -1;
 	snprintf(sock, sizeof(sock), "%s/init.sock", l->run_dir);
 	snprintf(logp, sizeof(logp), "%s/init.log", l->run_dir);
-	struct child_fds f = { -1, -1, -1, -1, -1, -1, -1, { 0 } };
+	struct child_fds f = { -1, -1, -1, -1, -1, -1, -1, -1, { 0 } };
 	struct userns_helper helper = { .pid = 0, .hold = -1 };
 	_cleanup_close_ int userns = make_userns(l->uid_base, &helper, err);
 	if (userns < 0) {
@@ -623,7 +626,8 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 		}
 		return sl_sysfail(err, "pipe");
 	}
-	f = (struct child_fds){ go[0], ep[1], userns, lower, lsock, initfd, logfd, { 0 } };
+	f = (struct child_fds){ go[0], ep[1], userns, lower, lsock, initfd, logfd,
+				l->client ? *l->client : -1, { 0 } };
 	for (size_t i = 0; i < nvol; i++)
 		f.mounts[i] = vol_fds[i];
 	const int ns = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET;

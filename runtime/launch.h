@@ -48,6 +48,10 @@ typedef struct sl_launch {
 	 * it joins the cgroup namespace and anything runs in the sandbox. */
 	const char (*join)[PATH_MAX];
 	size_t njoin;
+	/* A connected control socket init takes as its first client (SL_INIT_CLIENT_FD):
+	 * requests queued on its peer before the launch are served as soon as init
+	 * starts, with no connect. NULL: none. */
+	const int *client;
 	int (*attach)(void *ctx, pid_t pid, sl_err *err);
 	void *attach_ctx;
 } sl_launch;

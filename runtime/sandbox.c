@@ -1178,9 +1178,46 @@ static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
 	fs_remove_tree(run, NULL);
 }
 
+static void proc_init(sl_proc *p, const char *sid)
+{
+	memset(p, 0, sizeof(*p));
+	p->conn = p->master = -1;
+	snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", sid);
+}
+
+/* The spawn request and its fds, on FD: a connection to init (or its peer to be). */
+static int spawn_send(int fd, const sl_sandbox *sb, const sl_spawn *sp, sl_err *err)
+{
+	if (!sp->argv || !sp->argv[0])
+		return sl_fail(err, SL_INVALID, 0, "command: empty");
+	initctl_spawn isp = { .argv = sp->argv,
+			      .env = sp->env,
+			      .user = sp->user,
+			      .cwd = sp->cwd,
+			      .flags = (sp->tty ? SL_SPAWN_TTY : 0) |
+				       (sp->exit_fd >= 0 ? SL_SPAWN_HAS_EXIT : 0),
+			      .rows = sp->rows,
+			      .cols = sp->cols,
+			      .timeout_ms = sp->timeout_ms };
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	if (initctl_build_spawn(sb, &isp, &buf, &len, err) < 0)
+		return -1;
+	int fds[4], nfds = 0;
+	if (!sp->tty)
+		for (int i = 0; i < 3; i++)
+			fds[nfds++] = sp->fds[i];
+	if (sp->exit_fd >= 0)
+		fds[nfds++] = sp->exit_fd;
+	if (initctl_send(fd, buf, len, fds, nfds) < 0)
+		return sl_sysfail(err, "send command to sandbox %s", sb->id);
+	return 0;
+}
+
 /* A new init on the sandbox's existing writable layer: cgroup, namespaces, rootfs. */
+/* FIRST, when not NULL, is queued for init to start at once; *FP gets its connection. */
 static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, size_t nbinds,
-		      sl_err *err)
+		      const sl_spawn *first, sl_proc *fp, sl_err *err)
 {
 	char cg[64], run[PATH_MAX], layer[PATH_MAX], upper[PATH_MAX], work[PATH_MAX],
 		imgdir[PATH_MAX];
@@ -1235,6 +1272,20 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 			.etc_resolv = sb->net_enabled ? resolv : NULL };
 	if (load_bpf(ctx, err) < 0)
 		return -1;
+	/* The first command waits in a socket pair whose other end init inherits. */
+	_cleanup_close_ int mine = -1, theirs = -1;
+	if (first) {
+		int sv[2];
+		proc_init(fp, sb->id);
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+			return sl_sysfail(err, "socketpair");
+		mine = sv[0];
+		theirs = sv[1];
+		if (initctl_sock_path(ctx, sb->id, fp->init_sock, sizeof(fp->init_sock), err) < 0 ||
+		    spawn_send(mine, sb, first, err) < 0)
+			return -1;
+		l.client = &theirs;
+	}
 	/* An ephemeral layer was mounted "volatile": overlay leaves a marker in its work
 	 * dir and refuses that work dir until it is removed. Its files are what the page
 	 * cache kept (everything, unless the host went down): a restart takes them, and
@@ -1274,6 +1325,8 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	}
 	sb->init_start = proc_start_time(sb->init_pid);
 	boot_id(sb->boot_id, sizeof(sb->boot_id));
+	if (first)
+		fp->conn = steal_fd(&mine);
 	return 0;
 }
 
@@ -1313,6 +1366,8 @@ static int lookup_image(sl_ctx *ctx, const char *image, sl_image *img, sl_err *e
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err)
 {
 	sl_sandbox sb = { 0 };
+	if (o->first)
+		proc_init(o->first_proc, "");
 	sl_image img;
 	sl_snapshot snap = { 0 }, base = { 0 };
 	const char *image = o->image;
@@ -1411,7 +1466,7 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 		goto fail;
 	if ((base.id[0] ? snapshot_clone_layer(ctx, &base, sb.id, sb.uid_base, sb.disk_bytes, err)
 			: store_layer_create(&ctx->cfg, sb.id, sb.disk_bytes, sb.uid_base, err)) < 0 ||
-	    start_init(ctx, &sb, o->host_binds, o->nhost_binds, err) < 0)
+	    start_init(ctx, &sb, o->host_binds, o->nhost_binds, o->first, o->first_proc, err) < 0)
 		goto fail;
 	/* A pooled sandbox needs no durable record: a daemon that died leaves its pool
 	 * to be discarded, whatever the record says. */
@@ -1423,6 +1478,8 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 fail:
 	if (!err->kind)
 		sl_sysfail(err, "create sandbox %s", sb.id);
+	if (o->first)
+		proc_close(o->first_proc);
 	release_resources(ctx, &sb);
 	remove_record_dir(ctx, sb.id);
 	if (sb.uid_base)
@@ -1773,7 +1830,7 @@ int sandbox_start(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
 	stop_processes(ctx, &sb, 0);
 	int r = store_ensure(&ctx->cfg, err);
 	if (r == 0)
-		r = start_init(ctx, &sb, NULL, 0, err);
+		r = start_init(ctx, &sb, NULL, 0, NULL, NULL, err);
 	if (r == 0) {
 		snprintf(sb.status, sizeof(sb.status), "running");
 		r = record_save(ctx, &sb, true, err);
@@ -1889,12 +1946,39 @@ int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl
 
 /* ---- commands ---- */
 
+int proc_started(sl_proc *p, const char *cmd, sl_err *err)
+{
+	struct sl_rep rep;
+	int passed = -1;
+	int r = initctl_recv(p->conn, &rep, &passed, 30000, err);
+	if (r == 1)
+		return sl_fail(err, SL_TIMEOUT, 0, "sandbox %s did not start the command in 30 s",
+			       p->sandbox_id);
+	if (r < 0)
+		return -1;
+	if (rep.hdr.type == SL_REP_ERROR) {
+		if (passed >= 0)
+			close(passed);
+		/* rep.pid carries the stage that failed; 4 = exec itself. */
+		if (rep.pid == 4 && rep.status == ENOENT)
+			return sl_fail(err, SL_NOTFOUND, 0, "%s: command not found", cmd);
+		return sl_fail(err, SL_INVALID, 0, "%s: %s", cmd, rep.msg);
+	}
+	if (rep.hdr.type != SL_REP_STARTED || rep.pid <= 1) {
+		if (passed >= 0)
+			close(passed);
+		return sl_fail(err, SL_INTERNAL, 0, "unexpected reply from sandbox %s",
+			       p->sandbox_id);
+	}
+	p->pid = rep.pid;
+	p->master = passed;
+	return 0;
+}
+
 int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc *p,
 		  sl_err *err)
 {
-	memset(p, 0, sizeof(*p));
-	p->conn = p->master = -1;
-	snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", sb->id);
+	proc_init(p, sb->id);
 	if (!strcmp(sb->status, "paused"))
 		return sl_fail(err, SL_CONFLICT, 0,
 			       "sandbox %s is paused; resume it first (the API also takes "
@@ -1905,76 +1989,22 @@ int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc
 			       sb->status);
 	if (!sp->argv || !sp->argv[0])
 		return sl_fail(err, SL_INVALID, 0, "command: empty");
-	initctl_spawn isp = { .argv = sp->argv,
-			      .env = sp->env,
-			      .user = sp->user,
-			      .cwd = sp->cwd,
-			      .flags = (sp->tty ? SL_SPAWN_TTY : 0) |
-				       (sp->exit_fd >= 0 ? SL_SPAWN_HAS_EXIT : 0),
-			      .rows = sp->rows,
-			      .cols = sp->cols,
-			      .timeout_ms = sp->timeout_ms };
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0;
-	if (initctl_build_spawn(sb, &isp, &buf, &len, err) < 0)
+	if (initctl_sock_path(ctx, sb->id, p->init_sock, sizeof(p->init_sock), err) < 0)
 		return -1;
-	_cleanup_close_ int fd = initctl_connect(ctx, sb->id, err);
+	_cleanup_close_ int fd = initctl_connect_path(p->init_sock, sb->id, err);
 	if (fd < 0)
 		return -1;
-	int fds[4], nfds = 0;
-	if (!sp->tty)
-		for (int i = 0; i < 3; i++)
-			fds[nfds++] = sp->fds[i];
-	if (sp->exit_fd >= 0)
-		fds[nfds++] = sp->exit_fd;
-	union {
-		char b[CMSG_SPACE(4 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { buf, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (nfds) {
-		mh.msg_control = u.b;
-		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-	}
 	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
 	sl_err e2 = { 0 };
 	cgroup_oom_kills(ctx->cg, cg, &p->oom_before, &e2);
-	ssize_t n;
-	while ((n = sendmsg(fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
-	if (n != (ssize_t)len)
-		return sl_sysfail(err, "send command to sandbox %s", sb->id);
-	struct sl_rep rep;
-	int passed = -1;
-	int r = initctl_recv(fd, &rep, &passed, 30000, err);
-	if (r == 1)
-		return sl_fail(err, SL_TIMEOUT, 0, "sandbox %s did not start the command in 30 s",
-			       sb->id);
-	if (r < 0)
+	if (spawn_send(fd, sb, sp, err) < 0)
 		return -1;
-	if (rep.hdr.type == SL_REP_ERROR) {
-		if (passed >= 0)
-			close(passed);
-		/* rep.pid carries the stage that failed; 4 = exec itself. */
-		if (rep.pid == 4 && rep.status == ENOENT)
-			return sl_fail(err, SL_NOTFOUND, 0, "%s: command not found", sp->argv[0]);
-		return sl_fail(err, SL_INVALID, 0, "%s: %s", sp->argv[0], rep.msg);
-	}
-	if (rep.hdr.type != SL_REP_STARTED || rep.pid <= 1) {
-		if (passed >= 0)
-			close(passed);
-		return sl_fail(err, SL_INTERNAL, 0, "unexpected reply from sandbox %s", sb->id);
-	}
-	p->pid = rep.pid;
-	p->master = passed;
 	p->conn = steal_fd(&fd);
+	if (proc_started(p, sp->argv[0], err) < 0) {
+		proc_close(p);
+		return -1;
+	}
 	return 0;
 }
 
@@ -2008,13 +2038,9 @@ int proc_signal(sl_proc *p, int sig, bool group, sl_err *err)
 				    .sig = sig,
 				    .group = group };
 	/* A separate connection, so the reply cannot mix with the exit report. */
-	struct sockaddr_un sa;
-	socklen_t sl = sizeof(sa);
-	if (getpeername(p->conn, (struct sockaddr *)&sa, &sl) < 0)
-		return sl_sysfail(err, "signal: connection to init");
-	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sl) < 0)
-		return sl_fail(err, SL_CONFLICT, errno, "signal: sandbox is not running");
+	_cleanup_close_ int fd = initctl_connect_path(p->init_sock, p->sandbox_id, err);
+	if (fd < 0)
+		return sl_wrap(err, "signal");
 	if (send(fd, &rq, sizeof(rq), MSG_NOSIGNAL) != sizeof(rq))
 		return sl_sysfail(err, "send signal request");
 	struct sl_rep rep;

@@ -87,6 +87,9 @@ typedef struct sl_package {
 	const char *manager; /* "apt", "pip", "npm" */
 } sl_package;
 
+struct sl_spawn;
+struct sl_proc;
+
 typedef struct sl_create_opts {
 	const char *image; /* NULL: "default", else "busybox" when default is absent */
 	const char *snapshot; /* id or name: start with the snapshot's files (and image) */
@@ -109,6 +112,12 @@ typedef struct sl_create_opts {
 	/* Internal (the daemon's pool): make it hidden, status "pooled", until
 	 * sandbox_pool_take hands it to a create. */
 	bool pooled;
+	/* Internal (one-shots: `sandlot run`): a command init starts as soon as it runs,
+	 * queued for it before the launch (no connect, no wait for the record). On
+	 * success *first_proc holds its connection: proc_started says how the start
+	 * went. On failure it is closed. */
+	const struct sl_spawn *first;
+	struct sl_proc *first_proc;
 } sl_create_opts;
 
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err);
@@ -213,12 +222,16 @@ typedef struct sl_proc {
 	int master; /* pty master when tty, else -1 */
 	uint64_t oom_before;
 	char sandbox_id[32];
+	char init_sock[108]; /* init's listening socket, for requests beside conn */
 } sl_proc;
 
 /* Start a command. A command that cannot start fails with SL_NOTFOUND (not found:
  * exit 127) or SL_INVALID (cannot execute: 126), the message saying why. */
 int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc *p,
 		  sl_err *err);
+/* The start of a command sent but not yet answered (sl_create_opts.first): its pid,
+ * or the same errors as sandbox_spawn (CMD names the command in them). */
+int proc_started(sl_proc *p, const char *cmd, sl_err *err);
 /* Wait up to timeout_ms (-1: forever) for the exit. Returns 0 with *wstatus set,
  * 1 on timeout, -1 on error. */
 int proc_wait(sl_proc *p, int timeout_ms, int *wstatus, sl_err *err);
