@@ -261,7 +261,7 @@ static void write_etc(int errfd, int rootfd, const char *name, const char *text,
 }
 
 struct child_fds {
-	int go, err, userns, lower, listen, init, log, client;
+	int err, userns, lower, listen, init, log, client, netns;
 	int mounts[SL_MAX_VOLUMES];
 };
 
@@ -305,7 +305,7 @@ static int cmp_int(const void *a, const void *b)
 static void close_inherited(const sl_launch *l, const struct child_fds *f)
 {
 	int keep[8 + SL_MAX_VOLUMES], n = 0;
-	int own[] = { f->go, f->err, f->userns, f->lower, f->listen, f->init, f->log, f->client };
+	int own[] = { f->err, f->userns, f->lower, f->listen, f->init, f->log, f->client, f->netns };
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
 		if (own[i] > 2)
 			keep[n++] = own[i];
@@ -324,22 +324,23 @@ static void close_inherited(const sl_launch *l, const struct child_fds *f)
 
 static void __attribute__((noreturn)) child_main(const sl_launch *l, struct child_fds *f)
 {
-	char c, root[PATH_MAX], lower[PATH_MAX], opts[3 * PATH_MAX + 64];
+	char root[PATH_MAX], lower[PATH_MAX], opts[3 * PATH_MAX + 64];
 	close_inherited(l, f);
 	/* The sandbox runs at normal priority whoever launched it (the daemon's pool
 	 * filler runs niced, so it does not slow down requests). */
 	if (getpriority(PRIO_PROCESS, 0) != 0)
 		setpriority(PRIO_PROCESS, 0, 0);
 	/* Sharing the parent's memory (vfork), we join our cgroups ourselves, first, so
-	 * what the mounts allocate is the sandbox's. Else the root filesystem is built
-	 * while the parent makes and joins them (on another CPU): nothing here runs
-	 * sandbox code or forks. */
+	 * what the mounts allocate is the sandbox's. */
 	for (size_t i = 0; i < l->njoin; i++) {
 		int fd = open(l->join[i], O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0 || write(fd, "0", 1) != 1)
 			child_fail(f->err, errno, "join %s", l->join[i]);
 		close(fd);
 	}
+	/* A network made beforehand (sl_launch.netns), before /sys shows its devices. */
+	if (f->netns >= 0 && setns(f->netns, CLONE_NEWNET) < 0)
+		child_fail(f->err, errno, "enter the sandbox's network namespace");
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		child_fail(f->err, errno, "make mounts private");
 	snprintf(root, sizeof(root), "%s/rootfs", l->run_dir);
@@ -387,8 +388,6 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	if (sethostname(l->hostname, strlen(l->hostname)) < 0)
 		child_fail(f->err, errno, "set hostname");
 	loopback_up(f->err);
-	if (f->go >= 0 && read(f->go, &c, 1) != 1) /* the parent gave up */
-		_exit(1);
 	/* In our cgroups now: they are the root of the cgroup namespace. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		child_fail(f->err, errno, "new cgroup namespace");
@@ -570,6 +569,22 @@ static pid_t clone_shared(const sl_launch *l, struct child_fds *f, int flags)
 	return pid;
 }
 
+int launch_new_netns(sl_err *err)
+{
+	_cleanup_close_ int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0)
+		return sl_sysfail(err, "open this thread's network namespace");
+	if (unshare(CLONE_NEWNET) < 0)
+		return sl_sysfail(err, "new network namespace");
+	int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	int e = errno;
+	if (setns(self, CLONE_NEWNET) < 0)
+		abort(); /* this thread would go on in the sandbox's namespace */
+	if (fd < 0)
+		return sl_fail(err, SL_INTERNAL, e, "open the new network namespace");
+	return fd;
+}
+
 int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 {
 	char sock[PATH_MAX], logp[PATH_MAX];
@@ -614,60 +629,29 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 			return -1;
 		}
 	}
-	/* Network off: a vfork child that joins its cgroups itself (sl_launch.join). */
-	bool shared = l->njoin > 0;
-	int go[2] = { -1, -1 }, ep[2];
-	if (!shared && pipe2(go, O_CLOEXEC) < 0)
-		return sl_sysfail(err, "pipe");
+	int ep[2];
 	if (pipe2(ep, O_CLOEXEC) < 0) {
-		if (!shared) {
-			close(go[0]);
-			close(go[1]);
-		}
+		for (size_t i = 0; i < nvol; i++)
+			close(vol_fds[i]);
 		return sl_sysfail(err, "pipe");
 	}
-	f = (struct child_fds){ go[0], ep[1], userns, lower, lsock, initfd, logfd,
-				l->client ? *l->client : -1, { 0 } };
+	f = (struct child_fds){ ep[1], userns, lower, lsock, initfd, logfd,
+				l->client ? *l->client : -1, l->netns ? *l->netns : -1, { 0 } };
 	for (size_t i = 0; i < nvol; i++)
 		f.mounts[i] = vol_fds[i];
-	const int ns = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET;
-	pid_t pid;
-	if (shared) {
-		pid = clone_shared(l, &f, ns | SIGCHLD);
-	} else {
-		pid = syscall(SYS_clone, ns | SIGCHLD, 0, 0, 0, 0);
-		if (pid == 0) {
-			close(go[1]);
-			close(ep[0]);
-			child_main(l, &f);
-		}
-	}
+	int ns = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
+	if (!l->netns)
+		ns |= CLONE_NEWNET;
+	pid_t pid = clone_shared(l, &f, ns | SIGCHLD);
 	int clone_errno = errno;
-	/* go[0] stays open here until "g" is written: the child may fail (and exit) while
-	 * we attach it, and a pipe with no reader would answer our write with SIGPIPE. */
-	_cleanup_close_ int go_keep = go[0];
 	close(ep[1]);
 	for (size_t i = 0; i < nvol; i++)
 		close(vol_fds[i]);
-	_cleanup_close_ int gofd = go[1], errfd = ep[0];
+	_cleanup_close_ int errfd = ep[0];
 	char msg[800];
 	ssize_t n;
 	if (pid < 0)
 		return sl_fail(err, SL_INTERNAL, clone_errno, "clone the sandbox's init");
-	if (l->attach && l->attach(l->attach_ctx, pid, err) < 0) {
-		/* A child that failed while we attached it says why; that is the cause. */
-		struct pollfd pfd = { errfd, POLLIN, 0 };
-		if (poll(&pfd, 1, 0) == 1 && (n = read(errfd, msg, sizeof(msg) - 1)) > 0) {
-			msg[n] = '\0';
-			sl_err_clear(err);
-			sl_fail(err, SL_INTERNAL, 0, "start sandbox %s: %s", l->id, msg);
-		}
-		goto kill_child;
-	}
-	if (!shared && write(gofd, "g", 1) != 1) {
-		sl_sysfail(err, "start the sandbox's init");
-		goto kill_child;
-	}
 	while ((n = read(errfd, msg, sizeof(msg) - 1)) < 0 && errno == EINTR)
 		;
 	if (n > 0) {

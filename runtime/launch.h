@@ -39,22 +39,24 @@ typedef struct sl_launch {
 	/* Written into the rootfs's /etc (owned by the sandbox's root) when not NULL:
 	 * a sandbox with a network gets its own hosts and resolv.conf. */
 	const char *etc_hosts, *etc_resolv;
-	/* Two ways to start the child. With JOIN (the cgroup.procs files of the sandbox's
-	 * cgroups, made beforehand) the child writes itself into them and the launch is a
-	 * vfork sharing our memory: no page-table copy and no copy-on-write faults, which
-	 * in a multi-threaded daemon also cost a TLB shootdown on every CPU. Else ATTACH
-	 * runs in the parent with the child's host pid while a forked child builds its
-	 * root filesystem (the network needs the parent); the child waits for it before
-	 * it joins the cgroup namespace and anything runs in the sandbox. */
+	/* The cgroup.procs files of the sandbox's cgroups, made beforehand: the child
+	 * writes itself into them, and the launch is a vfork sharing our memory (no
+	 * page-table copy, no copy-on-write faults, which in a multi-threaded daemon also
+	 * cost a TLB shootdown on every CPU). */
 	const char (*join)[PATH_MAX];
 	size_t njoin;
+	/* A network namespace made and set up beforehand (launch_new_netns, net_attach):
+	 * the child enters it instead of making an empty one. NULL: a new, empty one. */
+	const int *netns;
 	/* A connected control socket init takes as its first client (SL_INIT_CLIENT_FD):
 	 * requests queued on its peer before the launch are served as soon as init
 	 * starts, with no connect. NULL: none. */
 	const int *client;
-	int (*attach)(void *ctx, pid_t pid, sl_err *err);
-	void *attach_ctx;
 } sl_launch;
+
+/* A new network namespace, held by the returned fd (-1 on failure). Made on this
+ * thread, which goes back to its own at once. */
+int launch_new_netns(sl_err *err);
 
 /* Starts init; on success *init_pid is its host pid and it is listening on
  * <run_dir>/init.sock. On failure nothing it made is left running or mounted. */

@@ -35,18 +35,12 @@ static void nl_sock_freep(struct nl_sock **s)
 	if (*s)
 		nl_socket_free(*s);
 }
-static void nft_freep(struct nft_ctx **n)
-{
-	if (*n)
-		nft_ctx_free(*n);
-}
 static void link_putp(struct rtnl_link **l)
 {
 	if (*l)
 		rtnl_link_put(*l);
 }
 #define _cleanup_nl_   __attribute__((cleanup(nl_sock_freep)))
-#define _cleanup_nft_  __attribute__((cleanup(nft_freep)))
 #define _cleanup_link_ __attribute__((cleanup(link_putp)))
 
 static int __attribute__((format(printf, 3, 4)))
@@ -82,20 +76,17 @@ static struct nl_sock *route_sock(sl_err *err)
 	return sk;
 }
 
-/* A netlink socket bound to the network namespace of pid: made after setns() on this
- * thread only, which then goes back to its own namespace. */
-static struct nl_sock *route_sock_in(pid_t pid, sl_err *err)
+/* A netlink socket bound to the network namespace NETNS (an fd): made after setns() on
+ * this thread only, which then goes back to its own namespace. */
+static struct nl_sock *route_sock_in(int netns, sl_err *err)
 {
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/ns/net", (int)pid);
-	_cleanup_close_ int ns = open(p, O_RDONLY | O_CLOEXEC);
 	_cleanup_close_ int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (ns < 0 || self < 0) {
-		sl_sysfail(err, "open the network namespace of pid %d", (int)pid);
+	if (self < 0) {
+		sl_sysfail(err, "open this thread's network namespace");
 		return NULL;
 	}
-	if (setns(ns, CLONE_NEWNET) < 0) {
-		sl_sysfail(err, "enter the network namespace of pid %d", (int)pid);
+	if (setns(netns, CLONE_NEWNET) < 0) {
+		sl_sysfail(err, "enter the sandbox's network namespace");
 		return NULL;
 	}
 	struct nl_sock *sk = route_sock(err);
@@ -274,8 +265,15 @@ int net_subnet(const sl_config *cfg, sl_cidr *subnet, sl_err *err)
 
 /* ---- nftables ---- */
 
+/* One context for the process, used only under the net lock (lock_net: an flock of
+ * its own open file, so it excludes this process's other threads too). A context per
+ * call cost 2-3 ms in the daemon (and its first command as much again). */
+static struct nft_ctx *nft_shared;
+
 static struct nft_ctx *nft_open(sl_err *err)
 {
+	if (nft_shared)
+		return nft_shared;
 	struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
 	if (!nft) {
 		sl_fail(err, SL_INTERNAL, 0, "nftables: cannot make a context");
@@ -283,12 +281,14 @@ static struct nft_ctx *nft_open(sl_err *err)
 	}
 	nft_ctx_buffer_output(nft);
 	nft_ctx_buffer_error(nft);
+	nft_shared = nft;
 	return nft;
 }
 
 /* Runs one batch (atomic: all of it or none). */
 static int nft_run(struct nft_ctx *nft, const char *cmd, sl_err *err)
 {
+	nft_ctx_get_error_buffer(nft); /* a shared context: start from an empty buffer */
 	if (nft_run_cmd_from_buffer(nft, cmd) == 0)
 		return 0;
 	const char *e = nft_ctx_get_error_buffer(nft);
@@ -298,6 +298,7 @@ static int nft_run(struct nft_ctx *nft, const char *cmd, sl_err *err)
 
 static bool nft_ok(struct nft_ctx *nft, const char *cmd)
 {
+	nft_ctx_get_error_buffer(nft);
 	bool ok = nft_run_cmd_from_buffer(nft, cmd) == 0;
 	/* Reading the buffer rewinds it: the next failure's message starts clean. */
 	nft_ctx_get_error_buffer(nft);
@@ -310,6 +311,7 @@ static bool table_exists(struct nft_ctx *nft, const char *br)
 {
 	char want[64];
 	snprintf(want, sizeof(want), "table inet %s", br);
+	nft_ctx_get_output_buffer(nft); /* only this listing's lines */
 	if (!nft_ok(nft, "list tables"))
 		return false;
 	for (const char *p = nft_ctx_get_output_buffer(nft); p && *p;) {
@@ -324,6 +326,7 @@ static bool table_exists(struct nft_ctx *nft, const char *br)
 /* A command whose object may already be gone: "No such file or directory" is success. */
 static int nft_run_absent_ok(struct nft_ctx *nft, const char *cmd, sl_err *err)
 {
+	nft_ctx_get_error_buffer(nft);
 	if (nft_run_cmd_from_buffer(nft, cmd) == 0)
 		return 0;
 	const char *e = nft_ctx_get_error_buffer(nft);
@@ -494,6 +497,12 @@ static int addr_add(struct nl_sock *sk, int ifindex, uint32_t addr, uint8_t pref
 	return r < 0 ? nlfail(err, r, "add address") : 0;
 }
 
+/* The bridge (by ifindex) whose table this process last listed or made. Table and
+ * bridge are made and removed together under the net lock, so while the bridge is that
+ * one, an attach need not list the tables again (~5 ms in the daemon: libnftables
+ * fetches the whole ruleset for it). net_attach lists again if its chain then fails. */
+static int table_seen_on;
+
 /* The bridge with the gateway address, our table, ip_forward: each made when absent. */
 static int host_up(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft,
 		   const sl_cidr *subnet, int *br_index, sl_err *err)
@@ -525,11 +534,12 @@ static int host_up(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft
 			return sl_wrap(err, "bridge %s", br);
 	}
 	*br_index = rtnl_link_get_ifindex(l);
-	if (!table_exists(nft, br)) {
+	if (table_seen_on != *br_index && !table_exists(nft, br)) {
 		warn_foreign_forward_drop(nft, br);
 		if (table_create(nft, br, subnet, err) < 0)
 			return -1;
 	}
+	table_seen_on = *br_index;
 	return forward_on(cfg, err);
 }
 
@@ -562,6 +572,7 @@ static void host_down_if_idle(const sl_config *cfg, struct nl_sock *sk, struct n
 	sl_err e = {0};
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "delete table inet %s", br);
+	table_seen_on = 0;
 	if (nft && nft_run_absent_ok(nft, cmd, &e) < 0)
 		sl_log(SL_LOG_WARN, "network: %s", e.msg);
 	int r = have ? rtnl_link_delete(sk, l) : 0;
@@ -592,9 +603,9 @@ static int port_isolate(struct nl_sock *sk, int ifindex, sl_err *err)
 }
 
 /* Inside the sandbox: eth0 addressed and up, default route via the gateway. */
-static int configure_inside(pid_t pid, const sl_net_sandbox *ns, sl_err *err)
+static int configure_inside(int netns, const sl_net_sandbox *ns, sl_err *err)
 {
-	_cleanup_nl_ struct nl_sock *sk = route_sock_in(pid, err);
+	_cleanup_nl_ struct nl_sock *sk = route_sock_in(netns, err);
 	_cleanup_link_ struct rtnl_link *eth = NULL;
 	if (!sk)
 		return -1;
@@ -631,14 +642,30 @@ static int configure_inside(pid_t pid, const sl_net_sandbox *ns, sl_err *err)
 	return r < 0 ? nlfail(err, r, "add the default route in the sandbox") : 0;
 }
 
+/* A veth pair: NAME here, its peer "eth0" in the namespace NETNS (an fd). libnl's
+ * rtnl_link_veth_add takes a pid; a namespace nothing runs in yet has none. */
+static int veth_add(struct nl_sock *sk, const char *name, int netns)
+{
+	_cleanup_link_ struct rtnl_link *l = rtnl_link_veth_alloc();
+	if (!l)
+		return -NLE_NOMEM;
+	struct rtnl_link *peer = rtnl_link_veth_get_peer(l);
+	rtnl_link_set_name(l, name);
+	rtnl_link_set_name(peer, "eth0");
+	rtnl_link_set_ns_fd(peer, netns);
+	int r = rtnl_link_add(sk, l, NLM_F_CREATE | NLM_F_EXCL);
+	rtnl_link_put(peer);
+	return r;
+}
+
 /* The veth (host end on the bridge, isolated; eth0 inside) and the sandbox's chain; on
  * failure the veth is deleted again. */
 static int veth_setup(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft, int br_index,
-		      const sl_net_sandbox *ns, pid_t init_pid, sl_err *err)
+		      const sl_net_sandbox *ns, int netns, sl_err *err)
 {
 	char veth[16];
 	net_veth_name(ns->id, veth);
-	int r = rtnl_link_veth_add(sk, veth, "eth0", init_pid);
+	int r = veth_add(sk, veth, netns);
 	if (r < 0)
 		return nlfail(err, r, "create veth %s", veth);
 	_cleanup_link_ struct rtnl_link *l = NULL;
@@ -648,7 +675,7 @@ static int veth_setup(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *
 	else if ((r = rtnl_link_enslave_ifindex(sk, br_index, rtnl_link_get_ifindex(l))) < 0)
 		nlfail(err, r, "attach %s to the bridge", veth);
 	else if (port_isolate(sk, rtnl_link_get_ifindex(l), err) < 0 || link_up(sk, l, err) < 0 ||
-		 configure_inside(init_pid, ns, err) < 0 ||
+		 configure_inside(netns, ns, err) < 0 ||
 		 chain_script(cfg->net_bridge, ns, &script, err) < 0 ||
 		 nft_run(nft, script, err) < 0)
 		r = -1;
@@ -659,15 +686,25 @@ static int veth_setup(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *
 	return -1;
 }
 
-int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, pid_t init_pid, sl_err *err)
+int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err)
 {
 	_cleanup_close_ int lk = lock_net(cfg, err);
 	_cleanup_nl_ struct nl_sock *sk = lk >= 0 ? route_sock(err) : NULL;
-	_cleanup_nft_ struct nft_ctx *nft = sk ? nft_open(err) : NULL;
+	struct nft_ctx *nft = sk ? nft_open(err) : NULL;
 	int br_index = 0;
+	bool listed = table_seen_on == 0;
 	if (nft && host_up(cfg, sk, nft, &ns->subnet, &br_index, err) == 0 &&
-	    veth_setup(cfg, sk, nft, br_index, ns, init_pid, err) == 0)
+	    veth_setup(cfg, sk, nft, br_index, ns, netns, err) == 0)
 		return 0;
+	if (nft && !listed && table_seen_on) {
+		/* Our table may have been removed behind our back (nft flush ruleset):
+		 * list, make it again if so, and retry once. */
+		sl_err_clear(err);
+		table_seen_on = 0;
+		if (host_up(cfg, sk, nft, &ns->subnet, &br_index, err) == 0 &&
+		    veth_setup(cfg, sk, nft, br_index, ns, netns, err) == 0)
+			return 0;
+	}
 	if (sk)
 		host_down_if_idle(cfg, sk, nft);
 	return sl_wrap(err, "network of %s", ns->id);
@@ -677,7 +714,7 @@ int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
 {
 	_cleanup_close_ int lk = lock_net(cfg, err);
 	_cleanup_free_ char *script = NULL;
-	_cleanup_nft_ struct nft_ctx *nft = lk >= 0 ? nft_open(err) : NULL;
+	struct nft_ctx *nft = lk >= 0 ? nft_open(err) : NULL;
 	if (!nft || chain_script(cfg->net_bridge, ns, &script, err) < 0 ||
 	    nft_run(nft, script, err) < 0)
 		return sl_wrap(err, "egress rules of %s", ns->id);
@@ -699,7 +736,7 @@ int net_detach(const sl_config *cfg, const char *id, uint32_t addr, sl_err *err)
 		if (r < 0 && r != -NLE_NODEV && r != -NLE_OBJ_NOTFOUND)
 			return nlfail(err, r, "delete veth %s", veth);
 	}
-	_cleanup_nft_ struct nft_ctx *nft = nft_open(err);
+	struct nft_ctx *nft = nft_open(err);
 	if (!nft)
 		return -1;
 	/* No "list" first: it would read every sandbox's rules. Either may be gone
@@ -722,7 +759,7 @@ int net_down_if_idle(const sl_config *cfg, sl_err *err)
 	_cleanup_nl_ struct nl_sock *sk = lk >= 0 ? route_sock(err) : NULL;
 	if (!sk)
 		return -1;
-	_cleanup_nft_ struct nft_ctx *nft = nft_open(err);
+	struct nft_ctx *nft = nft_open(err);
 	host_down_if_idle(cfg, sk, nft);
 	return 0;
 }

@@ -30,10 +30,10 @@ typedef struct sl_net_sandbox {
 /* The bridge subnet: SANDLOT_NET_SUBNET, else the one chosen before (kept in
  * <state>/net/subnet), else the first candidate no host route or address overlaps. */
 int net_subnet(const sl_config *cfg, sl_cidr *subnet, sl_err *err);
-/* Give the sandbox whose init is init_pid (still waiting to build its rootfs) its
- * network: host side first if needed, then the veth (eth0 inside, addressed, up,
- * default route via the gateway) and its egress chain. */
-int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, pid_t init_pid, sl_err *err);
+/* Give the network namespace NETNS (an fd, launch_new_netns; nothing runs in it yet)
+ * the sandbox's network: host side first if needed, then the veth (eth0 inside,
+ * addressed, up, default route via the gateway) and its egress chain. */
+int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err);
 /* Replace the sandbox's egress rules (its chain must exist: it is running). */
 int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err);
 /* Remove the sandbox's veth and chain (whatever of them exists), then the host side

@@ -11,10 +11,10 @@ int net_subnet(const sl_config *cfg, sl_cidr *subnet, sl_err *err)
 	return fn ? fn(cfg, subnet, err) : -1;
 }
 
-int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, pid_t init_pid, sl_err *err)
+int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err)
 {
-	int (*fn)(const sl_config *, const sl_net_sandbox *, pid_t, sl_err *) = NET_FN(net_attach);
-	return fn ? fn(cfg, ns, init_pid, err) : -1;
+	int (*fn)(const sl_config *, const sl_net_sandbox *, int, sl_err *) = NET_FN(net_attach);
+	return fn ? fn(cfg, ns, netns, err) : -1;
 }
 
 int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)

@@ -1077,27 +1077,6 @@ static void net_etc_files(const sl_ctx *ctx, const sl_sandbox *sb, char *hosts, 
 
 static int load_bpf_locked(sl_ctx *ctx, sl_err *err);
 
-struct attach_ctx {
-	sl_ctx *ctx;
-	const char *cgname;
-	const sl_sandbox *sb;
-};
-
-/* A sandbox with a network, while its init builds its root filesystem and before it
- * goes on: its cgroup, then its veth moved into its namespace (by pid). */
-static int attach_net_sandbox(void *p, pid_t pid, sl_err *err)
-{
-	struct attach_ctx *a = p;
-	if (cgroup_create(a->ctx->cg, a->cgname, &a->sb->limits, err) < 0 ||
-	    cgroup_attach(a->ctx->cg, a->cgname, pid, err) < 0)
-		return -1;
-	sl_net_sandbox ns;
-	sl_cidr allow[SL_NET_MAX_RULES], deny[SL_NET_MAX_RULES];
-	if (net_spec(a->sb, &ns, allow, deny, err) < 0)
-		return -1;
-	return net_attach(&a->ctx->cfg, &ns, pid, err);
-}
-
 static int load_bpf(sl_ctx *ctx, sl_err *err)
 {
 	pthread_mutex_lock(&ctx->lock);
@@ -1228,7 +1207,6 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	snprintf(work, sizeof(work), "%s/work", layer);
 	if (image_layer_path(ctx->cfg.state_dir, sb->digest, imgdir, sizeof(imgdir)) < 0)
 		return sl_fail(err, SL_INTERNAL, errno, "image layer of %s", sb->id);
-	struct attach_ctx actx = { ctx, cg, sb };
 	char hosts[512], resolv[1024];
 	if (sb->net_enabled)
 		net_etc_files(ctx, sb, hosts, sizeof(hosts), resolv, sizeof(resolv));
@@ -1266,8 +1244,6 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 			.init_path = ctx->cfg.init_path,
 			.uid_base = sb->uid_base,
 			.seccomp = &ctx->bpf,
-			.attach = sb->net_enabled ? attach_net_sandbox : NULL,
-			.attach_ctx = &actx,
 			.etc_hosts = sb->net_enabled ? hosts : NULL,
 			.etc_resolv = sb->net_enabled ? resolv : NULL };
 	if (load_bpf(ctx, err) < 0)
@@ -1305,18 +1281,32 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	if (afd < 0)
 		return sl_sysfail(err, "create %s", act);
 	close(afd);
-	/* Network off (nearly every sandbox): the cgroups are made now and the child joins
-	 * them itself, launched as a vfork (launch.h). */
+	/* The cgroups are made now and the child joins them itself, launched as a vfork
+	 * (launch.h). */
 	char join[8][PATH_MAX];
-	if (!sb->net_enabled) {
-		l.join = (const char(*)[PATH_MAX])join;
-		if (cgroup_create(ctx->cg, cg, &sb->limits, err) < 0)
-			return -1;
-		if (cgroup_join_files(ctx->cg, cg, join, 8, &l.njoin, err) < 0) {
+	l.join = (const char(*)[PATH_MAX])join;
+	if (cgroup_create(ctx->cg, cg, &sb->limits, err) < 0)
+		return -1;
+	if (cgroup_join_files(ctx->cg, cg, join, 8, &l.njoin, err) < 0) {
+		sl_err e = { 0 };
+		cgroup_destroy(ctx->cg, cg, &e);
+		return -1;
+	}
+	/* A network is set up in a namespace of its own before anything runs in it (veth,
+	 * address, route, egress chain); the child enters it. Nothing of it waits for the
+	 * child, so the launch stays a vfork. */
+	_cleanup_close_ int netns = -1;
+	if (sb->net_enabled) {
+		sl_net_sandbox ns;
+		sl_cidr allow[SL_NET_MAX_RULES], deny[SL_NET_MAX_RULES];
+		if ((netns = launch_new_netns(err)) < 0 ||
+		    net_spec(sb, &ns, allow, deny, err) < 0 ||
+		    net_attach(&ctx->cfg, &ns, netns, err) < 0) {
 			sl_err e = { 0 };
 			cgroup_destroy(ctx->cg, cg, &e);
 			return -1;
 		}
+		l.netns = &netns;
 	}
 	if (launch_sandbox(&l, &sb->init_pid, err) < 0) {
 		sl_err e = { 0 };

@@ -671,6 +671,35 @@ static void test_net_daemon_holds_host_side(void **state)
 	assert_false(bridge_up());
 }
 
+/* The daemon skips listing the tables once it has seen its own (the bridge unchanged);
+ * if someone removes the table behind its back, the next create makes it again. */
+static void test_net_daemon_table_removed_behind_its_back(void **state)
+{
+	daemon_t d;
+	daemon_start(&d);
+	const char *body = "{\"image\":\"busybox\",\"network\":{\"enabled\":true}}";
+	cJSON *a = api(&d, "POST", "/v1/sandboxes", body, 201);
+	const char *br = getenv("SANDLOT_NET_BRIDGE");
+	char *cmd = e2e_printf("nft delete table inet %s", br && *br ? br : "sandlot0");
+	run_ok(cmd);
+	free(cmd);
+	cJSON *b = api(&d, "POST", "/v1/sandboxes", body, 201);
+	const char *bid = cJSON_GetObjectItemCaseSensitive(b, "id")->valuestring;
+	/* Its NAT and egress rules are there: the "internet" answers. */
+	assert_true(reaches(bid, INET_A, INET_PORT, "internet"));
+	cJSON *sbs[] = { a, b };
+	for (int i = 0; i < 2; i++) {
+		char *p = e2e_printf("/v1/sandboxes/%s",
+				     cJSON_GetObjectItemCaseSensitive(sbs[i], "id")->valuestring);
+		cJSON_Delete(api(&d, "DELETE", p, NULL, 204));
+		free(p);
+		cJSON_Delete(sbs[i]);
+	}
+	wait_bridge_empty();
+	daemon_kill(&d, SIGTERM);
+	assert_false(bridge_up());
+}
+
 static void test_net_bad_input(void **state)
 {
 	e2e_result r;
@@ -706,6 +735,7 @@ int main(void)
 		NET_TEST(test_net_many_distinct_and_restart),
 		NET_TEST(test_net_create_delete_cycles),
 		NET_TEST(test_net_daemon_holds_host_side),
+		NET_TEST(test_net_daemon_table_removed_behind_its_back),
 		NET_TEST(test_net_bad_input),
 	};
 	e2e_apply_filter();
