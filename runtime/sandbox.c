@@ -1193,8 +1193,8 @@ static int spawn_send(int fd, const sl_sandbox *sb, const sl_spawn *sp, sl_err *
 	return 0;
 }
 
-/* A new init on the sandbox's existing writable layer: cgroup, namespaces, rootfs. */
-/* FIRST, when not NULL, is queued for init to start at once; *FP gets its connection. */
+/* A new init on the sandbox's existing writable layer: cgroup, namespaces, rootfs.
+ * FIRST, when not NULL, is queued for init to start at once; *FP gets its connection. */
 static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, size_t nbinds,
 		      const sl_spawn *first, sl_proc *fp, sl_err *err)
 {
@@ -1287,37 +1287,32 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	l.join = (const char(*)[PATH_MAX])join;
 	if (cgroup_create(ctx->cg, cg, &sb->limits, err) < 0)
 		return -1;
-	if (cgroup_join_files(ctx->cg, cg, join, 8, &l.njoin, err) < 0) {
-		sl_err e = { 0 };
-		cgroup_destroy(ctx->cg, cg, &e);
-		return -1;
-	}
+	_cleanup_close_ int netns = -1;
+	if (cgroup_join_files(ctx->cg, cg, join, 8, &l.njoin, err) < 0)
+		goto drop_cgroups;
 	/* A network is set up in a namespace of its own before anything runs in it (veth,
 	 * address, route, egress chain); the child enters it. Nothing of it waits for the
 	 * child, so the launch stays a vfork. */
-	_cleanup_close_ int netns = -1;
 	if (sb->net_enabled) {
 		sl_net_sandbox ns;
 		sl_cidr allow[SL_NET_MAX_RULES], deny[SL_NET_MAX_RULES];
 		if ((netns = launch_new_netns(err)) < 0 ||
 		    net_spec(sb, &ns, allow, deny, err) < 0 ||
-		    net_attach(&ctx->cfg, &ns, netns, err) < 0) {
-			sl_err e = { 0 };
-			cgroup_destroy(ctx->cg, cg, &e);
-			return -1;
-		}
+		    net_attach(&ctx->cfg, &ns, netns, err) < 0)
+			goto drop_cgroups;
 		l.netns = &netns;
 	}
-	if (launch_sandbox(&l, &sb->init_pid, err) < 0) {
-		sl_err e = { 0 };
-		cgroup_destroy(ctx->cg, cg, &e);
-		return -1;
-	}
+	if (launch_sandbox(&l, &sb->init_pid, err) < 0)
+		goto drop_cgroups;
 	sb->init_start = proc_start_time(sb->init_pid);
 	boot_id(sb->boot_id, sizeof(sb->boot_id));
 	if (first)
 		fp->conn = steal_fd(&mine);
 	return 0;
+drop_cgroups:;
+	sl_err e = { 0 };
+	cgroup_destroy(ctx->cg, cg, &e);
+	return -1;
 }
 
 /* The layer a new sandbox starts from: the snapshot's, or with packages the derived
@@ -1977,8 +1972,6 @@ int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc
 	if (strcmp(sb->status, "running") != 0)
 		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is %s, not running", sb->id,
 			       sb->status);
-	if (!sp->argv || !sp->argv[0])
-		return sl_fail(err, SL_INVALID, 0, "command: empty");
 	if (initctl_sock_path(ctx, sb->id, p->init_sock, sizeof(p->init_sock), err) < 0)
 		return -1;
 	_cleanup_close_ int fd = initctl_connect_path(p->init_sock, sb->id, err);
