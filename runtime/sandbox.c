@@ -802,14 +802,18 @@ static int kv_object(const char *field, const char *const *kv, cJSON **out, sl_e
 }
 
 
-static bool claim_stale(const sl_ctx *ctx, const char *path)
+enum claim_owner { OWNER_GONE, OWNER_LIVE, OWNER_RELEASING };
+
+/* Who holds claim PATH: nobody any more (stale), a live sandbox (or one being made), or
+ * a tombstone whose releaser is still freeing it. */
+static enum claim_owner claim_owner(const sl_ctx *ctx, const char *path)
 {
 	char owner[40];
 	ssize_t n = claim_read(path, owner);
 	if (n < 0)
-		return errno == ENOENT;
+		return errno == ENOENT ? OWNER_GONE : OWNER_LIVE;
 	if (n == 0) /* being written right now, or torn by a crash: look again later */
-		return false;
+		return OWNER_LIVE;
 	sl_sandbox sb;
 	sl_err e = { 0 };
 	if (strncmp(owner, "sbx_", 4) || record_load(ctx, owner, &sb, &e) < 0) {
@@ -817,23 +821,34 @@ static bool claim_stale(const sl_ctx *ctx, const char *path)
 		 * claim without a record is stale. */
 		struct stat st;
 		return e.kind == SL_NOTFOUND && lstat(path, &st) == 0 &&
-		       time(NULL) - st.st_mtime > 60;
+				       time(NULL) - st.st_mtime > 60
+			       ? OWNER_GONE
+			       : OWNER_LIVE;
 	}
 	/* A tombstone still being released keeps its claims until its releaser is done
 	 * (or dead: then sandbox_finish_orphans frees what is left). */
-	bool stale = !strcmp(sb.status, "terminated") &&
-		     !pid_alive(sb.releaser_pid, sb.releaser_start);
+	enum claim_owner o = OWNER_LIVE;
+	if (!strcmp(sb.status, "terminated"))
+		o = pid_alive(sb.releaser_pid, sb.releaser_start) ? OWNER_RELEASING : OWNER_GONE;
 	sandbox_free(&sb);
-	return stale;
+	return o;
 }
 
-/* 0: claimed; 1: taken by a live owner; -1: error. */
+static bool claim_stale(const sl_ctx *ctx, const char *path)
+{
+	return claim_owner(ctx, path) == OWNER_GONE;
+}
+
+/* 0: claimed; 1: taken by a live owner; -1: error. A claim whose sandbox is being
+ * released is waited for when WAIT (a name: `run --name x` twice in a row must not
+ * fail because the first one's release, detached, is a few ms from done). */
 static int claim(const sl_ctx *ctx, const char *kind, const char *key, const char *id,
-		 sl_err *err)
+		 bool wait, sl_err *err)
 {
 	char path[PATH_MAX];
 	claim_path(ctx, kind, key, path, sizeof(path));
-	for (int tries = 0; tries < 3; tries++) {
+	int64_t give_up = 0;
+	for (int tries = 0; tries < 3;) {
 		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd >= 0) {
 			ssize_t w = write(fd, id, strlen(id));
@@ -846,9 +861,19 @@ static int claim(const sl_ctx *ctx, const char *kind, const char *key, const cha
 		}
 		if (errno != EEXIST)
 			return sl_sysfail(err, "claim %s", path);
-		if (!claim_stale(ctx, path))
+		enum claim_owner o = claim_owner(ctx, path);
+		if (o == OWNER_RELEASING && wait) {
+			if (!give_up)
+				give_up = sl_now_ms() + 10000;
+			if (sl_now_ms() < give_up) {
+				usleep(2000);
+				continue;
+			}
+		}
+		if (o != OWNER_GONE)
 			return 1;
 		unlink(path);
+		tries++;
 	}
 	return 1;
 }
@@ -878,7 +903,7 @@ static int reserve(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 {
 	char dir[PATH_MAX];
 	if (sb->name[0]) {
-		int r = claim(ctx, "names", sb->name, sb->id, err);
+		int r = claim(ctx, "names", sb->name, sb->id, true, err);
 		if (r != 0)
 			return r < 0 ? -1
 				     : sl_fail(err, SL_CONFLICT, 0,
@@ -891,7 +916,7 @@ static int reserve(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 		uint32_t slot = (uint32_t)((h + i) % ctx->cfg.uid_slots);
 		char key[16];
 		snprintf(key, sizeof(key), "%u", slot);
-		int r = claim(ctx, "slots", key, sb->id, err);
+		int r = claim(ctx, "slots", key, sb->id, false, err);
 		if (r < 0)
 			break;
 		if (r == 1) /* a live sandbox's: try the next one */
@@ -1024,7 +1049,7 @@ static int lease_take(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 			}
 			char key[16];
 			ipv4_format(a, key, sizeof(key));
-			int r = claim(ctx, "leases", key, sb->id, err);
+			int r = claim(ctx, "leases", key, sb->id, false, err);
 			if (r < 0)
 				return -1;
 			if (r == 0) {
@@ -1506,9 +1531,12 @@ static int finish_release(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	return r;
 }
 
+/* RELEASER 0: free everything here. Else only begin (kill, tombstone), naming RELEASER
+ * as the process that frees the rest. */
 static int destroy_id(sl_ctx *ctx, const char *id, const char *reason, bool allow_pooled,
-		      bool finish, sl_err *err)
+		      pid_t releaser, sl_err *err)
 {
+	bool finish = releaser == 0;
 	_cleanup_close_ int lk = -1;
 	sl_sandbox sb;
 	if (destroy_load(ctx, id, allow_pooled, &sb, &lk, err) < 0)
@@ -1550,8 +1578,8 @@ static int destroy_id(sl_ctx *ctx, const char *id, const char *reason, bool allo
 	if (finish) {
 		sb.init_pid = 0;
 	} else {
-		sb.releaser_pid = getpid();
-		sb.releaser_start = proc_start_time(sb.releaser_pid);
+		sb.releaser_pid = releaser;
+		sb.releaser_start = proc_start_time(releaser);
 	}
 	/* The daemon's tombstone is not fsynced: it answers the DELETE after this, and
 	 * if a power loss takes the write with it, the sandbox comes back stopped, to be
@@ -1568,15 +1596,23 @@ int sandbox_destroy(sl_ctx *ctx, const char *ref, const char *reason, sl_err *er
 	char id[32];
 	if (resolve_ref(ctx, ref, id, sizeof(id), err) < 0)
 		return -1;
-	return destroy_id(ctx, id, reason, false, true, err);
+	return destroy_id(ctx, id, reason, false, 0, err);
 }
 
 int sandbox_destroy_begin(sl_ctx *ctx, const char *ref, const char *reason, char id[32],
 			  sl_err *err)
 {
+	return sandbox_destroy_begin_for(ctx, ref, reason, getpid(), id, err);
+}
+
+int sandbox_destroy_begin_for(sl_ctx *ctx, const char *ref, const char *reason, pid_t releaser,
+			      char id[32], sl_err *err)
+{
+	if (releaser <= 0)
+		return sl_fail(err, SL_INVALID, 0, "destroy: no releaser");
 	if (resolve_ref(ctx, ref, id, 32, err) < 0)
 		return -1;
-	return destroy_id(ctx, id, reason, false, false, err);
+	return destroy_id(ctx, id, reason, false, releaser, err);
 }
 
 int sandbox_destroy_finish(sl_ctx *ctx, const char *id, sl_err *err)
@@ -1609,9 +1645,9 @@ int sandbox_finish_orphans(sl_ctx *ctx, sl_err *err)
 		bool orphan_pooled = !strcmp(sb.status, "pooled") &&
 				     !pid_alive(sb.creator_pid, sb.creator_start);
 		sandbox_free(&sb);
-		if (orphan_release && destroy_id(ctx, ids[i], NULL, true, true, &e) == 0)
+		if (orphan_release && destroy_id(ctx, ids[i], NULL, true, 0, &e) == 0)
 			done++;
-		else if (orphan_pooled && destroy_id(ctx, ids[i], "discarded", true, true, &e) == 0) {
+		else if (orphan_pooled && destroy_id(ctx, ids[i], "discarded", true, 0, &e) == 0) {
 			remove_record_dir(ctx, ids[i]);
 			done++;
 		}
@@ -1626,7 +1662,7 @@ int sandbox_finish_orphans(sl_ctx *ctx, sl_err *err)
 
 int sandbox_pool_discard(sl_ctx *ctx, const char *id, sl_err *err)
 {
-	if (destroy_id(ctx, id, "discarded", true, true, err) < 0)
+	if (destroy_id(ctx, id, "discarded", true, 0, err) < 0)
 		return -1;
 	remove_record_dir(ctx, id);
 	return 0;

@@ -153,6 +153,11 @@ int sandbox_destroy(sl_ctx *ctx, const char *ref, const char *reason, sl_err *er
  * A releasing tombstone whose releaser died is finished by sandbox_finish_orphans. */
 int sandbox_destroy_begin(sl_ctx *ctx, const char *ref, const char *reason, char id[32],
 			  sl_err *err);
+/* _begin naming another process (RELEASER, alive) as the one that calls _finish: its
+ * claims stay held while that process lives (the CLI's `run` hands the release to a
+ * child and exits). */
+int sandbox_destroy_begin_for(sl_ctx *ctx, const char *ref, const char *reason, pid_t releaser,
+			      char id[32], sl_err *err);
 int sandbox_destroy_finish(sl_ctx *ctx, const char *id, sl_err *err);
 /* Finish every orphaned release, and discard every pooled sandbox whose pool (its
  * creating daemon) is gone. Returns how many it handled. */

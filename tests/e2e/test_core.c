@@ -677,6 +677,32 @@ static void test_parallel_creates(void **state)
 	free(build);
 }
 
+/* `run` answers before its sandbox is freed and hands that to a child of its own
+ * session: killing the caller's process group the moment `run` returns (a shell's
+ * Ctrl-C, a CI step's end) must not stop the release. The teardown's leak check sees
+ * the cgroups, layer, run dir and claims gone, and the child too. */
+static void test_run_release_outlives_its_process_group(void **state)
+{
+	char *build = e2e_build_path("sandlot");
+	for (int i = 0; i < 3; i++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			setpgid(0, 0);
+			int fd = open("/dev/null", O_WRONLY);
+			dup2(fd, 1);
+			execl(build, "sandlot", "run", "--image", "busybox", "--", "true", NULL);
+			_exit(99);
+		}
+		setpgid(pid, pid);
+		int st;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		kill(-pid, SIGKILL);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	free(build);
+}
+
 /* ---- hostile archives ---- */
 
 static char *write_archive(const char *name, void (*fill)(struct archive *))
@@ -871,6 +897,7 @@ int main(void)
 		E2E_TEST(test_ls_inspect_rm_tombstone),
 		E2E_TEST(test_killed_init_shows_failed),
 		E2E_TEST(test_parallel_creates),
+		E2E_TEST(test_run_release_outlives_its_process_group),
 		E2E_TEST(test_hostile_archives_refused),
 		E2E_TEST(test_launch_failure_leaves_nothing),
 		E2E_TEST(test_image_rm_refused_while_used),
