@@ -820,10 +820,9 @@ static enum claim_owner claim_owner(const sl_ctx *ctx, const char *path)
 		/* Its creator writes the record right after the claim: only an old
 		 * claim without a record is stale. */
 		struct stat st;
-		return e.kind == SL_NOTFOUND && lstat(path, &st) == 0 &&
-				       time(NULL) - st.st_mtime > 60
-			       ? OWNER_GONE
-			       : OWNER_LIVE;
+		bool old = e.kind == SL_NOTFOUND && lstat(path, &st) == 0 &&
+			   time(NULL) - st.st_mtime > 60;
+		return old ? OWNER_GONE : OWNER_LIVE;
 	}
 	/* A tombstone still being released keeps its claims until its releaser is done
 	 * (or dead: then sandbox_finish_orphans frees what is left). */

@@ -877,8 +877,9 @@ static bool release_pending(void)
 		cJSON *json = text ? cJSON_Parse(text) : NULL;
 		const cJSON *in = cJSON_GetObjectItemCaseSensitive(json, "internal");
 		const cJSON *pid = cJSON_GetObjectItemCaseSensitive(in, "releaserPid");
-		if (cJSON_IsNumber(pid) && pid->valueint > 0 && kill(pid->valueint, 0) == 0)
-			pending = true;
+		const cJSON *start = cJSON_GetObjectItemCaseSensitive(in, "releaserStart");
+		pending = cJSON_IsNumber(pid) && pid->valueint > 0 && cJSON_IsNumber(start) &&
+			  proc_start_time(pid->valueint) == (uint64_t)start->valuedouble;
 		cJSON_Delete(json);
 	}
 	strv_free(&ids);
