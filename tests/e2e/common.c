@@ -888,7 +888,8 @@ static bool release_pending(void)
 
 /* A `sandlot run` among our descendants at a test's start: the detached child that
  * frees what a finished `run` used (same argv; it exits right after its record says
- * the release is done). */
+ * the release is done). One on its way out (no command line any more: exiting, or a
+ * zombie until reap_zombies) counts too. A daemon (`sandlot serve`) does not. */
 static bool run_releaser_alive(void)
 {
 	proc_info *p = NULL;
@@ -897,19 +898,20 @@ static bool run_releaser_alive(void)
 	bool alive = false;
 
 	for (size_t i = 0; i < n && !alive; i++) {
-		if (p[i].pid == self || !procs_descends_from(p, n, p[i].pid, self))
+		if (p[i].pid == self || strcmp(p[i].comm, "sandlot") != 0 ||
+		    !procs_descends_from(p, n, p[i].pid, self))
 			continue;
 		char path[64], argv[256] = "";
 		snprintf(path, sizeof(path), "/proc/%d/cmdline", p[i].pid);
 		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t len = fd >= 0 ? read(fd, argv, sizeof(argv) - 1) : -1;
-		if (len <= 0)
-			continue; /* a zombie, or gone */
+		ssize_t len = fd >= 0 ? read(fd, argv, sizeof(argv) - 1) : 0;
+		if (len <= 0) {
+			alive = fd >= 0; /* exiting or a zombie; gone if it cannot be opened */
+			continue;
+		}
 		argv[len] = '\0';
-		const char *base = strrchr(argv, '/');
-		base = base ? base + 1 : argv;
 		size_t a0 = strlen(argv) + 1;
-		alive = !strcmp(base, "sandlot") && a0 < (size_t)len && !strcmp(argv + a0, "run");
+		alive = a0 < (size_t)len && !strcmp(argv + a0, "run");
 	}
 	free(p);
 	return alive;
