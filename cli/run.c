@@ -524,21 +524,18 @@ static int destroy_detached(sl_ctx *ctx, const char *ref, int code, sl_err *err)
 	releaser.ctx = ctx;
 	char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED)
-		return sandbox_destroy(ctx, ref, "deleted", err);
-	if (pipe2(releaser.go, O_CLOEXEC) < 0) {
-		munmap(stack, size);
-		return sandbox_destroy(ctx, ref, "deleted", err);
-	}
-	fflush(NULL);
-	pid_t pid = clone(releaser_main, stack + size, CLONE_VM | SIGCHLD, NULL);
-	if (pid < 0) {
+	pid_t pid = -1;
+	if (stack != MAP_FAILED && pipe2(releaser.go, O_CLOEXEC) == 0) {
+		pid = clone(releaser_main, stack + size, CLONE_VM | SIGCHLD, NULL);
 		close(releaser.go[0]);
-		close(releaser.go[1]);
-		munmap(stack, size);
+		if (pid < 0)
+			close(releaser.go[1]);
+	}
+	if (pid < 0) { /* no child: all of it here */
+		if (stack != MAP_FAILED)
+			munmap(stack, size);
 		return sandbox_destroy(ctx, ref, "deleted", err);
 	}
-	close(releaser.go[0]);
 	int r = sandbox_destroy_begin_for(ctx, ref, "deleted", pid, releaser.id, err);
 	if (r == 0) {
 		fflush(NULL);

@@ -862,30 +862,6 @@ void e2e_assert_no_leaks(const e2e_snapshot *before)
 	}
 }
 
-/* A tombstone whose releaser (a `sandlot run`'s detached child, a daemon's thread) is
- * still freeing it: what it frees is on its way out, not the host's state. */
-static bool release_pending(void)
-{
-	strv ids = {0};
-	bool pending = false;
-
-	sandbox_ids_read(&ids);
-	for (size_t i = 0; i < ids.n && !pending; i++) {
-		_cleanup_free_ char *path = e2e_printf("%s/sandboxes/%s/sandbox.json",
-						       getenv("SANDLOT_STATE_DIR"), ids.v[i]);
-		_cleanup_free_ char *text = e2e_read_file(path);
-		cJSON *json = text ? cJSON_Parse(text) : NULL;
-		const cJSON *in = cJSON_GetObjectItemCaseSensitive(json, "internal");
-		const cJSON *pid = cJSON_GetObjectItemCaseSensitive(in, "releaserPid");
-		const cJSON *start = cJSON_GetObjectItemCaseSensitive(in, "releaserStart");
-		pending = cJSON_IsNumber(pid) && pid->valueint > 0 && cJSON_IsNumber(start) &&
-			  proc_start_time(pid->valueint) == (uint64_t)start->valuedouble;
-		cJSON_Delete(json);
-	}
-	strv_free(&ids);
-	return pending;
-}
-
 /* A `sandlot run` among our descendants at a test's start: the detached child that
  * frees what a finished `run` used (same argv; it exits right after its record says
  * the release is done). One on its way out (no command line any more: exiting, or a
@@ -924,7 +900,7 @@ int e2e_test_setup(void **state)
 		/* A zombie child is on its way out: it must not count as the host's state
 		 * (a releaser that has exited is one, until reaped here). */
 		reap_zombies();
-		if (!run_releaser_alive() && (!getenv("SANDLOT_STATE_DIR") || !release_pending()))
+		if (!run_releaser_alive())
 			break;
 		e2e_sleep_ms(10);
 	}
