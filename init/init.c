@@ -262,10 +262,12 @@ static void __attribute__((noreturn)) child_exec(struct child_plan *cp)
 		for (int i = 0; i < 3; i++)
 			syscall(SYS_dup2, cp->tty_slave, i);
 	} else {
-		/* fds may collide with 0..2: lift them first. */
+		/* fds may collide with 0..2: lift them first (when one is below 3). */
 		int hi[3];
+		int low = cp->fds[0] < 3 || cp->fds[1] < 3 || cp->fds[2] < 3;
 		for (int i = 0; i < 3; i++)
-			hi[i] = syscall(SYS_fcntl, cp->fds[i], F_DUPFD_CLOEXEC, 10);
+			hi[i] =
+			    low ? syscall(SYS_fcntl, cp->fds[i], F_DUPFD_CLOEXEC, 10) : cp->fds[i];
 		for (int i = 0; i < 3; i++)
 			if (hi[i] < 0 || syscall(SYS_dup2, hi[i], i) < 0)
 				goto fail;

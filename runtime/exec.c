@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,46 @@ static int record_save(const char *dir, const cJSON *rec, sl_err *err)
 	return state_write_atomic_nosync(p, s, strlen(s), err);
 }
 
+/* Fill E and F from a record's JSON O (its "command" is moved into E). */
+static int record_take(cJSON *o, const char *sid, const char *eid, sl_exec *e, exec_facts *f)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(o, "command");
+	if (!cJSON_IsString(id) || strcmp(id->valuestring, eid) != 0 || !cJSON_IsArray(cmd))
+		return -1;
+	memset(e, 0, sizeof(*e));
+	e->master = -1;
+	snprintf(e->id, sizeof(e->id), "%s", eid);
+	snprintf(e->sandbox_id, sizeof(e->sandbox_id), "%s", sid);
+	e->pid = num(o, "pid");
+	e->started_ms = num(o, "startedAt");
+	e->status = SL_EXEC_RUNNING;
+	e->command = cJSON_DetachItemFromObjectCaseSensitive(o, "command");
+	*f = (exec_facts){.oom_before = num(o, "oomKillsBefore"),
+			  .stdin_pipe = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "stdin")),
+			  .starter_pid = num(o, "starterPid"),
+			  .starter_start = num(o, "starterStart")};
+	return 0;
+}
+
+/* The first record of an execution, in the dir just made for it: written in place (no
+ * temporary and rename). A reader that lists the dir meanwhile sees no record or a
+ * torn one, and skips it either way, as a start in progress. */
+static int record_create(const char *dir, const cJSON *rec, sl_err *err)
+{
+	char p[PATH_MAX];
+	path_in(dir, "exec.json", p, sizeof(p));
+	_cleanup_free_ char *s = cJSON_PrintUnformatted(rec);
+	if (!s)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "serialise %s", p);
+	_cleanup_close_ int fd =
+	    open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return sl_sysfail(err, "create %s", p);
+	size_t len = strlen(s);
+	return write(fd, s, len) == (ssize_t)len ? 0 : sl_sysfail(err, "write %s", p);
+}
+
 static int record_load(const char *dir, const char *sid, const char *eid, sl_exec *e, exec_facts *f,
 		       sl_err *err)
 {
@@ -183,26 +224,9 @@ static int record_load(const char *dir, const char *sid, const char *eid, sl_exe
 	cJSON *o = cJSON_Parse(data);
 	if (!o)
 		return sl_fail(err, SL_INTERNAL, 0, "record %s is not valid JSON", p);
-	const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
-	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(o, "command");
-	if (!cJSON_IsString(id) || strcmp(id->valuestring, eid) != 0 || !cJSON_IsArray(cmd)) {
-		cJSON_Delete(o);
-		return sl_fail(err, SL_INTERNAL, 0, "record %s is not execution %s's", p, eid);
-	}
-	memset(e, 0, sizeof(*e));
-	e->master = -1;
-	snprintf(e->id, sizeof(e->id), "%s", eid);
-	snprintf(e->sandbox_id, sizeof(e->sandbox_id), "%s", sid);
-	e->pid = num(o, "pid");
-	e->started_ms = num(o, "startedAt");
-	e->status = SL_EXEC_RUNNING;
-	e->command = cJSON_DetachItemFromObjectCaseSensitive(o, "command");
-	*f = (exec_facts){.oom_before = num(o, "oomKillsBefore"),
-			  .stdin_pipe = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "stdin")),
-			  .starter_pid = num(o, "starterPid"),
-			  .starter_start = num(o, "starterStart")};
+	int r = record_take(o, sid, eid, e, f);
 	cJSON_Delete(o);
-	return 0;
+	return r < 0 ? sl_fail(err, SL_INTERNAL, 0, "record %s is not execution %s's", p, eid) : 0;
 }
 
 /* ---- the exit record ----
@@ -354,12 +378,11 @@ static void settle(sl_ctx *ctx, const char *dir, sl_exec *e, const exec_facts *f
 	}
 	char p[PATH_MAX];
 	path_in(dir, "cancelled", p, sizeof(p));
-	bool cancelled = access(p, F_OK) == 0;
 	if (!strcmp(x->tag, "timeout"))
 		e->status = SL_EXEC_TIMEOUT;
 	else if (e->exit_code == 0)
 		e->status = SL_EXEC_COMPLETED;
-	else if (cancelled)
+	else if (access(p, F_OK) == 0)
 		e->status = SL_EXEC_CANCELLED;
 	if (e->signal == SIGKILL && strcmp(x->tag, "lost") != 0)
 		e->oom_killed = oom_verdict(ctx, dir, e->sandbox_id, f, x);
@@ -582,7 +605,7 @@ static cJSON *record_new(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *
 	cJSON_AddNumberToObject(o, "startedAt", (double)sl_now_ms());
 	cJSON_AddNumberToObject(o, "oomKillsBefore", (double)oom);
 	cJSON_AddNumberToObject(o, "starterPid", self);
-	cJSON_AddNumberToObject(o, "starterStart", (double)proc_start_time(self));
+	cJSON_AddNumberToObject(o, "starterStart", (double)proc_self_start_time());
 	cJSON_AddNumberToObject(o, "pid", 0);
 	return o;
 }
@@ -614,26 +637,45 @@ static int make_stdin_fifo(const char *dir, int *rd, int *wr, sl_err *err)
 	return 0;
 }
 
+/* One /dev/null for the stdin of every command without one, opened once. */
+static int devnull(void)
+{
+	static _Atomic int fd = -1;
+	int f = atomic_load(&fd);
+	if (f >= 0)
+		return f;
+	int mine = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (mine < 0 || atomic_compare_exchange_strong(&fd, &f, mine))
+		return mine;
+	close(mine); /* another thread was first: F is its fd */
+	return f;
+}
+
 static int start_prepare(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec,
 			 char *const *argv, const char *eid, start_state *s, sl_err *err)
 {
-	char d[PATH_MAX];
-	execs_dir(ctx, sb->id, d, sizeof(d));
-	if (mkdir(d, 0700) < 0 && errno != EEXIST)
-		return sl_sysfail(err, "create %s", d);
 	exec_dir(ctx, sb->id, eid, s->dir, sizeof(s->dir));
-	if (mkdir(s->dir, 0700) < 0)
+	int r = mkdir(s->dir, 0700);
+	if (r < 0 && errno == ENOENT) {
+		/* The sandbox's first execution: make the dir of all of them. */
+		char d[PATH_MAX];
+		execs_dir(ctx, sb->id, d, sizeof(d));
+		if (mkdir(d, 0700) < 0 && errno != EEXIST)
+			return sl_sysfail(err, "create %s", d);
+		r = mkdir(s->dir, 0700);
+	}
+	if (r < 0)
 		return sl_sysfail(err, "create %s", s->dir);
 	s->made_dir = true;
 	s->rec = record_new(ctx, sb, spec, argv, eid);
-	if (record_save(s->dir, s->rec, err) < 0 ||
+	if (record_create(s->dir, s->rec, err) < 0 ||
 	    open_new(s->dir, "stdout", O_WRONLY | O_APPEND, &s->out, err) < 0 ||
 	    open_new(s->dir, "stderr", O_WRONLY | O_APPEND, &s->errfd, err) < 0 ||
 	    open_new(s->dir, "exit", O_WRONLY, &s->exitfd, err) < 0)
 		return -1;
 	if (spec->stdin_pipe)
 		return make_stdin_fifo(s->dir, &s->in, &s->hold, err);
-	if (!spec->tty && (s->in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+	if (!spec->tty && devnull() < 0)
 		return sl_sysfail(err, "open /dev/null");
 	return 0;
 }
@@ -703,7 +745,7 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 	if (r == 0) {
 		int fds[SL_SPAWN_MAX_FDS], nfds = 0;
 		if (!spec->tty) {
-			fds[nfds++] = s.in;
+			fds[nfds++] = s.in >= 0 ? s.in : devnull();
 			fds[nfds++] = s.out;
 			fds[nfds++] = s.errfd;
 		}
@@ -729,6 +771,8 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 	}
 	if (passed >= 0)
 		close(passed);
+	/* The record as saved: read back from memory below, not from the file. */
+	cJSON *rec = r == 0 ? steal_ptr(&s.rec) : NULL;
 	start_state_release(&s);
 	if (r < 0) {
 		if (out->master >= 0)
@@ -749,11 +793,14 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 		if (initctl_recv(conn, &done, &dpassed, spec->wait_ms, &e) == 0 && dpassed >= 0)
 			close(dpassed);
 	}
-	if (exec_load(ctx, sb->id, eid, out, &f, &live, err) < 0) {
+	r = record_take(rec, sb->id, eid, out, &f);
+	cJSON_Delete(rec);
+	if (r < 0) {
 		if (master >= 0)
 			close(master);
-		return -1;
+		return sl_fail(err, SL_INTERNAL, 0, "execution %s: its record lost its shape", eid);
 	}
+	refresh(ctx, s.dir, out, &f, &live);
 	out->master = master;
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,21 @@ uint64_t proc_start_time(pid_t pid)
 	for (int field = 2; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
 	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+uint64_t proc_self_start_time(void)
+{
+	/* One word holds both halves, so a thread never pairs one pid with another's
+	 * time: pid in the top 22 bits (pid_max is at most 2^22), the time below. */
+	static _Atomic uint64_t cached;
+	uint64_t c = atomic_load_explicit(&cached, memory_order_relaxed);
+	pid_t self = getpid();
+	if (c && (pid_t)(c >> 42) == self)
+		return c & ((UINT64_C(1) << 42) - 1);
+	uint64_t t = proc_start_time(self);
+	if (t < (UINT64_C(1) << 42))
+		atomic_store_explicit(&cached, (uint64_t)self << 42 | t, memory_order_relaxed);
+	return t;
 }
 
 static void __attribute__((noreturn, format(printf, 3, 4)))
@@ -549,22 +565,63 @@ static int shared_main(void *p)
  * daemon go on. It runs with every signal blocked, so no handler of ours can run in
  * it (init sets its own mask). It calls only what is safe there: no set*id wrappers
  * (raw syscalls), nothing that takes a lock this thread could hold. */
+/* Launch stacks are kept for the next launch (a daemon makes many): pages once
+ * touched are not faulted in again, and a first touch costs ~15-20 us on a VM
+ * (docs/bench.md). A few are kept, for launches on several threads at once. */
+#define LAUNCH_STACK (256 * 1024)
+#define LAUNCH_GUARD 4096
+static pthread_mutex_t stacks_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *stacks[4];
+static size_t nstacks;
+
+static char *stack_get(void)
+{
+	char *s = NULL;
+	pthread_mutex_lock(&stacks_lock);
+	if (nstacks)
+		s = stacks[--nstacks];
+	pthread_mutex_unlock(&stacks_lock);
+	if (s)
+		return s;
+	s = mmap(NULL, LAUNCH_STACK, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (s == MAP_FAILED)
+		return NULL;
+	mprotect(s, LAUNCH_GUARD, PROT_NONE);
+	return s;
+}
+
+static void stack_put(char *s)
+{
+	pthread_mutex_lock(&stacks_lock);
+	if (nstacks < sizeof(stacks) / sizeof(stacks[0])) {
+		stacks[nstacks++] = s;
+		s = NULL;
+	}
+	pthread_mutex_unlock(&stacks_lock);
+	if (s)
+		munmap(s, LAUNCH_STACK);
+}
+
+/* The child as a vfork (CLONE_VM | CLONE_VFORK): it runs on its own stack in our
+ * memory while this thread waits until it execs init or exits; other threads of a
+ * daemon go on. It runs with every signal blocked, so no handler of ours can run in
+ * it (init sets its own mask). It calls only what is safe there: no set*id wrappers
+ * (raw syscalls), nothing that takes a lock this thread could hold. */
 static pid_t clone_shared(const sl_launch *l, struct child_fds *f, int flags)
 {
-	const size_t size = 256 * 1024, guard = 4096;
-	char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED)
+	char *stack = stack_get();
+	if (!stack)
 		return -1;
-	mprotect(stack, guard, PROT_NONE);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	struct shared_arg a = { l, f };
-	pid_t pid = clone(shared_main, stack + size, flags | CLONE_VM | CLONE_VFORK, &a);
+	pid_t pid = clone(shared_main, stack + LAUNCH_STACK, flags | CLONE_VM | CLONE_VFORK, &a);
 	int e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	munmap(stack, size);
+	/* vfork: the child has exec'd or exited, and its stack is free again. */
+	stack_put(stack);
 	errno = e;
 	return pid;
 }

@@ -65,4 +65,7 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err);
 /* Start time of a pid (field 22 of /proc/pid/stat), 0 if it is gone. */
 uint64_t proc_start_time(pid_t pid);
 
+/* The same for this process: read once per pid (a fork reads its own again). */
+uint64_t proc_self_start_time(void);
+
 #endif

@@ -1235,7 +1235,11 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	if (sb->net_enabled)
 		net_etc_files(ctx, sb, hosts, sizeof(hosts), resolv, sizeof(resolv));
 	sl_mount mounts[SL_MAX_VOLUMES];
-	char sources[SL_MAX_VOLUMES][PATH_MAX];
+	/* On the heap, and only with volumes: 64 KB of stack would push every later frame
+	 * onto pages this process has not touched yet (a fault each; docs/bench.md). */
+	_cleanup_free_ char(*sources)[PATH_MAX] = NULL;
+	if (cJSON_GetArraySize(sb->volumes) > 0 && !(sources = calloc(SL_MAX_VOLUMES, PATH_MAX)))
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "volumes of %s", sb->id);
 	size_t nm = 0;
 	const cJSON *v;
 	cJSON_ArrayForEach(v, sb->volumes)
