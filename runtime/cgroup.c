@@ -241,8 +241,8 @@ int cgroup_attach(sl_cgroup *cg, const char *name, pid_t pid, sl_err *err)
 	return cg->ops->attach(cg, name, pid, err);
 }
 
-int cgroup_join_files(sl_cgroup *cg, const char *name, char (*files)[PATH_MAX], size_t max,
-		      size_t *n, sl_err *err)
+int cgroup_join_files(sl_cgroup *cg, const char *name, char *buf, size_t buflen, const char **files,
+		      size_t max, size_t *n, sl_err *err)
 {
 	sl_err scratch;
 	if (!err)
@@ -250,17 +250,22 @@ int cgroup_join_files(sl_cgroup *cg, const char *name, char (*files)[PATH_MAX], 
 	if (check_name(name, err) < 0)
 		return -1;
 	*n = 0;
+	size_t used = 0;
 	for (int i = 0; i < (cg->version == 1 ? CG_V1_NCTRL : 1); i++) {
 		if (cg->version == 1 && !cg_v1_first(cg, i))
 			continue; /* a hierarchy shared with an earlier controller */
 		char dir[PATH_MAX];
+		int len;
 		if (*n >= max || cg_dir(cg, i, name, dir, sizeof(dir), err) < 0 ||
-		    snprintf(files[*n], PATH_MAX, "%s/cgroup.procs", dir) >= PATH_MAX)
-			return err->kind ? -1
-					 : sl_fail(err, SL_INTERNAL, ERANGE,
-						   "cgroup %s: too many hierarchies or too long a path",
-						   name);
-		(*n)++;
+		    (len = snprintf(buf + used, buflen - used, "%s/cgroup.procs", dir)) < 0 ||
+		    (size_t)len >= buflen - used)
+			return err->kind
+				   ? -1
+				   : sl_fail(err, SL_INTERNAL, ERANGE,
+					     "cgroup %s: too many hierarchies or too long a path",
+					     name);
+		files[(*n)++] = buf + used;
+		used += (size_t)len + 1;
 	}
 	return 0;
 }

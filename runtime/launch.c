@@ -566,7 +566,7 @@ static int shared_main(void *p)
  * it (init sets its own mask). It calls only what is safe there: no set*id wrappers
  * (raw syscalls), nothing that takes a lock this thread could hold. */
 /* Launch stacks are kept for the next launch (a daemon makes many): pages once
- * touched are not faulted in again, and a first touch costs ~15-20 us on a VM
+ * touched are not faulted in again, and a first touch costs ~10-17 us on a VM
  * (docs/bench.md). A few are kept, for launches on several threads at once. */
 #define LAUNCH_STACK (256 * 1024)
 #define LAUNCH_GUARD 4096
@@ -652,7 +652,10 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	snprintf(sock, sizeof(sock), "%s/init.sock", l->run_dir);
 	snprintf(logp, sizeof(logp), "%s/init.log", l->run_dir);
 	struct child_fds f = { -1, -1, -1, -1, -1, -1, -1, -1, { 0 } };
-	struct userns_helper helper = { .pid = 0, .hold = -1 };
+	/* Not zeroed as a whole: its 16 KB stack would be four pages faulted in for nothing. */
+	struct userns_helper helper;
+	helper.pid = 0;
+	helper.hold = -1;
 	_cleanup_close_ int userns = make_userns(l->uid_base, &helper, err);
 	if (userns < 0) {
 		userns_helper_reap(&helper);

@@ -43,7 +43,7 @@ typedef struct sl_launch {
 	 * writes itself into them, and the launch is a vfork sharing our memory (no
 	 * page-table copy, no copy-on-write faults, which in a multi-threaded daemon also
 	 * cost a TLB shootdown on every CPU). */
-	const char (*join)[PATH_MAX];
+	const char *const *join;
 	size_t njoin;
 	/* A network namespace made and set up beforehand (launch_new_netns, net_attach):
 	 * the child enters it instead of making an empty one. NULL: a new, empty one. */

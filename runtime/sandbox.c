@@ -1311,12 +1311,13 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	close(afd);
 	/* The cgroups are made now and the child joins them itself, launched as a vfork
 	 * (launch.h). */
-	char join[8][PATH_MAX];
-	l.join = (const char(*)[PATH_MAX])join;
+	char joinbuf[PATH_MAX];
+	const char *join[8];
+	l.join = join;
 	if (cgroup_create(ctx->cg, cg, &sb->limits, err) < 0)
 		return -1;
 	_cleanup_close_ int netns = -1;
-	if (cgroup_join_files(ctx->cg, cg, join, 8, &l.njoin, err) < 0)
+	if (cgroup_join_files(ctx->cg, cg, joinbuf, sizeof(joinbuf), join, 8, &l.njoin, err) < 0)
 		goto drop_cgroups;
 	/* A network is set up in a namespace of its own before anything runs in it (veth,
 	 * address, route, egress chain); the child enters it. Nothing of it waits for the

@@ -187,13 +187,15 @@ static void test_detect(void **state)
 static void test_join_files(void **state)
 {
 	fixture *fx = *state;
-	char v1[128], v2[128], both[128], files[8][PATH_MAX];
+	char v1[128], v2[128], both[128], buf[PATH_MAX];
+	const char *files[8];
 	size_t n = 0;
 	sl_err err = {0};
 	make_trees(fx, v1, v2, both);
 
 	sl_cgroup *cg = open_ok(v2, 2);
-	assert_int_equal(cgroup_join_files(cg, "sandlot/x", files, 8, &n, &err), 0);
+	assert_int_equal(cgroup_join_files(cg, "sandlot/x", buf, sizeof(buf), files, 8, &n, &err),
+			 0);
 	assert_int_equal(n, 1);
 	char want[PATH_MAX];
 	snprintf(want, sizeof(want), "%s/sandlot/x/cgroup.procs", v2);
@@ -201,7 +203,8 @@ static void test_join_files(void **state)
 	cgroup_close(cg);
 
 	cg = open_ok(v1, 1);
-	assert_int_equal(cgroup_join_files(cg, "sandlot/x", files, 8, &n, &err), 0);
+	assert_int_equal(cgroup_join_files(cg, "sandlot/x", buf, sizeof(buf), files, 8, &n, &err),
+			 0);
 	assert_int_equal(n, 5);
 	for (size_t i = 0; i < 5; i++) {
 		snprintf(want, sizeof(want), "%s/%s/sandlot/x/cgroup.procs", v1, v1_ctrls[i]);
@@ -211,14 +214,21 @@ static void test_join_files(void **state)
 		if (!found)
 			fail_msg("no %s among the join files", want);
 	}
-	/* too small a buffer, a bad name: errors, not overruns */
-	assert_int_equal(cgroup_join_files(cg, "sandlot/x", files, 4, &n, &err), -1);
-	assert_int_equal(cgroup_join_files(cg, "../x", files, 8, &n, &err), -1);
+	/* too few slots, too small a buffer, a bad name: errors, not overruns */
+	assert_int_equal(cgroup_join_files(cg, "sandlot/x", buf, sizeof(buf), files, 4, &n, &err),
+			 -1);
+	size_t one = strlen(files[0]) + 1; /* room for one path only */
+	buf[one] = 'Z';
+	assert_int_equal(cgroup_join_files(cg, "sandlot/x", buf, one, files, 8, &n, &err), -1);
+	assert_int_equal(err.kind, SL_INTERNAL);
+	assert_int_equal(buf[one], 'Z');
+	assert_int_equal(cgroup_join_files(cg, "../x", buf, sizeof(buf), files, 8, &n, &err), -1);
 	assert_int_equal(err.kind, SL_INVALID);
 	cgroup_close(cg);
 
 	cg = open_ok(both, 1); /* cpu and cpuacct share a hierarchy: one file for both */
-	assert_int_equal(cgroup_join_files(cg, "sandlot/x", files, 8, &n, &err), 0);
+	assert_int_equal(cgroup_join_files(cg, "sandlot/x", buf, sizeof(buf), files, 8, &n, &err),
+			 0);
 	assert_int_equal(n, 4);
 	cgroup_close(cg);
 }
