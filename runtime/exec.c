@@ -157,16 +157,26 @@ static double num(const cJSON *o, const char *key)
 	return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
-static int record_save(const char *dir, const cJSON *rec, sl_err *err)
+/* Write REC as DIR's exec.json. FRESH: the first record, in the dir just made for it,
+ * written in place (no temporary and rename); a reader that lists the dir meanwhile
+ * sees no record or a torn one and skips it either way, as a start in progress. Else
+ * the rename keeps readers and crashed writers from seeing a torn record. No fsync:
+ * the run dir does not survive a host crash anyway (tmpfs). */
+static int record_save(const char *dir, const cJSON *rec, bool fresh, sl_err *err)
 {
 	char p[PATH_MAX];
 	path_in(dir, "exec.json", p, sizeof(p));
 	_cleanup_free_ char *s = cJSON_PrintUnformatted(rec);
 	if (!s)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "serialise %s", p);
-	/* No fsync: the run dir does not survive a host crash anyway (tmpfs); the rename
-	 * alone keeps readers and crashed writers from seeing a torn record. */
-	return state_write_atomic_nosync(p, s, strlen(s), err);
+	size_t len = strlen(s);
+	if (!fresh)
+		return state_write_atomic_nosync(p, s, len, err);
+	_cleanup_close_ int fd =
+	    open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return sl_sysfail(err, "create %s", p);
+	return write(fd, s, len) == (ssize_t)len ? 0 : sl_sysfail(err, "write %s", p);
 }
 
 /* Fill E and F from a record's JSON O (its "command" is moved into E). */
@@ -189,24 +199,6 @@ static int record_take(cJSON *o, const char *sid, const char *eid, sl_exec *e, e
 			  .starter_pid = num(o, "starterPid"),
 			  .starter_start = num(o, "starterStart")};
 	return 0;
-}
-
-/* The first record of an execution, in the dir just made for it: written in place (no
- * temporary and rename). A reader that lists the dir meanwhile sees no record or a
- * torn one, and skips it either way, as a start in progress. */
-static int record_create(const char *dir, const cJSON *rec, sl_err *err)
-{
-	char p[PATH_MAX];
-	path_in(dir, "exec.json", p, sizeof(p));
-	_cleanup_free_ char *s = cJSON_PrintUnformatted(rec);
-	if (!s)
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "serialise %s", p);
-	_cleanup_close_ int fd =
-	    open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return sl_sysfail(err, "create %s", p);
-	size_t len = strlen(s);
-	return write(fd, s, len) == (ssize_t)len ? 0 : sl_sysfail(err, "write %s", p);
 }
 
 static int record_load(const char *dir, const char *sid, const char *eid, sl_exec *e, exec_facts *f,
@@ -668,7 +660,7 @@ static int start_prepare(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *
 		return sl_sysfail(err, "create %s", s->dir);
 	s->made_dir = true;
 	s->rec = record_new(ctx, sb, spec, argv, eid);
-	if (record_create(s->dir, s->rec, err) < 0 ||
+	if (record_save(s->dir, s->rec, true, err) < 0 ||
 	    open_new(s->dir, "stdout", O_WRONLY | O_APPEND, &s->out, err) < 0 ||
 	    open_new(s->dir, "stderr", O_WRONLY | O_APPEND, &s->errfd, err) < 0 ||
 	    open_new(s->dir, "exit", O_WRONLY, &s->exitfd, err) < 0)
@@ -766,7 +758,7 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 			    sb->id);
 	if (r == 0 && rep.hdr.type == SL_REP_STARTED) {
 		cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(s.rec, "pid"), rep.pid);
-		r = record_save(s.dir, s.rec, err);
+		r = record_save(s.dir, s.rec, false, err);
 		out->master = steal_fd(&passed);
 	}
 	if (passed >= 0)
