@@ -37,7 +37,7 @@ struct opts {
 	bool interactive, tty;
 	uint64_t timeout_ms;
 	/* Filled up to their counts and NULL-terminated after parsing, never zeroed as a
-	 * whole: ~60 KB of stack that a memset would fault in page by page (~15 us a page
+	 * whole: ~60 KB of stack that a memset would fault in page by page (~10-17 us a page
 	 * on a VM; docs/bench.md). */
 	const char *env[MAX_KV + 1];
 	const char *labels[MAX_KV + 1];
