@@ -560,11 +560,6 @@ static int shared_main(void *p)
 	child_main(a->l, a->f);
 }
 
-/* The child as a vfork (CLONE_VM | CLONE_VFORK): it runs on its own stack in our
- * memory while this thread waits until it execs init or exits; other threads of a
- * daemon go on. It runs with every signal blocked, so no handler of ours can run in
- * it (init sets its own mask). It calls only what is safe there: no set*id wrappers
- * (raw syscalls), nothing that takes a lock this thread could hold. */
 /* Launch stacks are kept for the next launch (a daemon makes many): pages once
  * touched are not faulted in again, and a first touch costs ~10-17 us on a VM
  * (docs/bench.md). A few are kept, for launches on several threads at once. */

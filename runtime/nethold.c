@@ -41,7 +41,7 @@ int net_hold(const sl_config *cfg, sl_err *err)
 		return -1;
 	holder_path(cfg, p, sizeof(p));
 	snprintf(text, sizeof(text), "%d %llu\n", (int)getpid(),
-		 (unsigned long long)proc_start_time(getpid()));
+		 (unsigned long long)proc_self_start_time());
 	/* Not durable: after a crash the pid is dead, and a dead holder holds nothing. */
 	return state_write_atomic_nosync(p, text, strlen(text), err);
 }

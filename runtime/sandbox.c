@@ -1420,7 +1420,7 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	sb.exec_timeout_ms = o->exec_timeout_ms;
 	sb.expires_ms = o->lifetime_ms ? sb.created_ms + (int64_t)o->lifetime_ms : 0;
 	sb.creator_pid = getpid();
-	sb.creator_start = proc_start_time(sb.creator_pid);
+	sb.creator_start = proc_self_start_time();
 	if (kv_object("env", o->env, &sb.env, err) < 0 ||
 	    kv_object("labels", o->labels, &sb.labels, err) < 0 ||
 	    net_lists(&o->net, &sb.net_allow, &sb.net_deny, err) < 0) {
@@ -1583,7 +1583,8 @@ static int destroy_id(sl_ctx *ctx, const char *id, const char *reason, bool allo
 		sb.init_pid = 0;
 	} else {
 		sb.releaser_pid = releaser;
-		sb.releaser_start = proc_start_time(releaser);
+		sb.releaser_start =
+		    releaser == getpid() ? proc_self_start_time() : proc_start_time(releaser);
 	}
 	/* The daemon's tombstone is not fsynced: it answers the DELETE after this, and
 	 * if a power loss takes the write with it, the sandbox comes back stopped, to be
