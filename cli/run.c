@@ -491,7 +491,7 @@ int cmd_create(sl_ctx *ctx, int argc, char **argv)
 }
 
 /* `sandlot run` answers once its command has ended, as the API's DELETE does: the
- * sandbox is SIGKILLed and tombstoned, and a child in its own session frees the rest
+ * sandbox is SIGKILLed and tombstoned, and a child in its own process group frees the rest
  * after we have exited (sandbox_destroy_finish: the kernel's teardown, cgroups,
  * network, layer, run dir, then the claims; ~1.4 ms here, plus the ~50 ms of a bridge's
  * removal when the last network goes). The tombstone names the child as its releaser,
@@ -519,7 +519,6 @@ static int releaser_main(void *arg)
 	syscall(SYS_close, releaser.go[1]);
 	if (syscall(SYS_read, releaser.go[0], &c, 1) != 1)
 		syscall(SYS_exit, 0); /* the tombstone was not written: nothing is ours */
-	setsid();
 	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (int fd = 0; fd < 3 && nul >= 0; fd++)
 		dup2(nul, fd);
@@ -540,6 +539,11 @@ static int destroy_detached(sl_ctx *ctx, const char *ref, int code, sl_err *err)
 	pid_t pid = -1;
 	if (stack != MAP_FAILED && pipe2(releaser.go, O_CLOEXEC) == 0) {
 		pid = clone(releaser_main, stack + size, CLONE_VM | SIGCHLD, NULL);
+		/* Out of our process group before we exit, by us (the child's own setsid
+		 * could come after our exit): a kill of the group we were started in, or a
+		 * terminal's ^C, must not end the release. */
+		if (pid > 0)
+			setpgid(pid, pid);
 		close(releaser.go[0]);
 		if (pid < 0)
 			close(releaser.go[1]);
