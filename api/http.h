@@ -35,7 +35,7 @@ typedef struct api_server {
 	struct api_relay *relays; /* port relays (ports.c) */
 	int preview_fd;
 	uint16_t preview_port;
-	struct api_pool *pool; /* the pool and the releaser (pool.c) */
+	struct api_pool *pool; /* the pool, the releaser and the syncer (pool.c) */
 } api_server;
 
 typedef struct api_pool api_pool;
@@ -48,6 +48,8 @@ void api_pool_stop(api_server *s);
 int api_pool_take(api_server *s, const sl_create_opts *o, sl_sandbox *out, sl_err *err);
 /* Destroy through the releaser: kill and tombstone now, free the rest in the background. */
 int api_destroy(api_server *s, const char *ref, const char *reason, sl_err *err);
+/* Records the syncer made durable since the daemon started, and those waiting. */
+void api_sync_stats(api_server *s, uint64_t *synced, size_t *pending);
 /* [{image, size, ready}] for /v1/health; the number of ready sandboxes. */
 cJSON *api_pool_json(api_server *s);
 int api_pool_ready(api_server *s);

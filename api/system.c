@@ -87,6 +87,19 @@ enum MHD_Result api_metrics(api_req *r)
 		  "# TYPE sandlot_executions_total counter\n"
 		  "sandlot_executions_total %llu\n",
 		  (unsigned long long)atomic_load(&r->srv->executions_started));
+	uint64_t synced;
+	size_t pending;
+	api_sync_stats(r->srv, &synced, &pending);
+	tb_printf(&b,
+		  "# HELP sandlot_record_syncs_total Sandbox records made durable after their "
+		  "request was answered, since the daemon started.\n"
+		  "# TYPE sandlot_record_syncs_total counter\n"
+		  "sandlot_record_syncs_total %llu\n"
+		  "# HELP sandlot_record_syncs_pending Sandbox records answered for and not yet "
+		  "durable.\n"
+		  "# TYPE sandlot_record_syncs_pending gauge\n"
+		  "sandlot_record_syncs_pending %zu\n",
+		  (unsigned long long)synced, pending);
 	textbuf mem = {0}, pids = {0};
 	tb_printf(&b, "# HELP sandlot_sandbox_cpu_seconds_total CPU time used by a sandbox.\n"
 		      "# TYPE sandlot_sandbox_cpu_seconds_total counter\n");

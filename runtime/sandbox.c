@@ -307,8 +307,23 @@ static int record_save(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl
 	cJSON_Delete(o);
 	if (!s)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "serialise %s", sb->id);
-	return durable ? state_write_atomic(p, s, strlen(s), err)
-		       : state_write_atomic_nosync(p, s, strlen(s), err);
+	if (!durable)
+		return state_write_atomic_nosync(p, s, strlen(s), err);
+	if (!ctx->sync_soon)
+		return state_write_atomic(p, s, strlen(s), err);
+	/* The daemon's: answer now, durable a millisecond or two later. */
+	if (state_write_atomic_soon(p, s, strlen(s), err) < 0)
+		return -1;
+	ctx->sync_soon(ctx->sync_soon_arg, sb->id);
+	return 0;
+}
+
+int sandbox_sync_record(sl_ctx *ctx, const char *id, sl_err *err)
+{
+	char p[PATH_MAX];
+	state_sandbox_dir(&ctx->cfg, id, p, sizeof(p));
+	strcat(p, "/sandbox.json");
+	return state_sync(p, err);
 }
 
 /* A record the callers of the public calls may see: pooled sandboxes are the daemon's

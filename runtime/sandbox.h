@@ -22,10 +22,17 @@ typedef struct sl_ctx {
 	sl_bpf bpf; /* loaded on first create */
 	bool bpf_loaded;
 	pthread_mutex_t lock; /* guards the lazy bpf load (the daemon is threaded) */
+	/* Set by the daemon: a durable sandbox record is renamed into place at once and
+	 * handed here to be fsynced off the request's path (sandbox_sync_record). NULL:
+	 * fsynced before the call returns. */
+	void (*sync_soon)(void *arg, const char *id);
+	void *sync_soon_arg;
 } sl_ctx;
 
 int ctx_open(sl_ctx *ctx, sl_err *err);
 void ctx_close(sl_ctx *ctx);
+/* Make sandbox ID's record durable (what ctx->sync_soon was handed). */
+int sandbox_sync_record(sl_ctx *ctx, const char *id, sl_err *err);
 
 typedef struct sl_sandbox {
 	char id[32];

@@ -17,7 +17,22 @@
 
 #include "cleanup.h"
 
-static int write_atomic(const char *path, const char *data, size_t len, bool sync, sl_err *err)
+/* A rename is durable once its directory is synced. */
+static void sync_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	_cleanup_close_ int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0)
+		fsync(dfd);
+}
+
+/* NOW: fsync the file, rename, fsync the directory. SOON: rename now, state_sync later.
+ * NEVER: a record a crash may lose (or leave empty). */
+enum durability { NOW, SOON, NEVER };
+
+static int write_atomic(const char *path, const char *data, size_t len, enum durability when,
+			sl_err *err)
 {
 	char tmp[PATH_MAX];
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)gettid()); /* threads race too */
@@ -35,7 +50,7 @@ static int write_atomic(const char *path, const char *data, size_t len, bool syn
 		}
 		off += w;
 	}
-	if (!sync) {
+	if (when == NEVER) {
 		/* ext4 (auto_da_alloc) starts writeback of a file renamed over another
 		 * one; a record that need not survive a power loss skips that cost
 		 * (~0.25 ms here) by exchanging the two names and unlinking the old. */
@@ -50,28 +65,43 @@ static int write_atomic(const char *path, const char *data, size_t len, bool syn
 		}
 		return 0;
 	}
-	if (fsync(fd) < 0 || rename(tmp, path) < 0) {
+	/* SOON: a plain rename, so ext4 writes the new data before it commits the
+	 * rename; until state_sync, a crash leaves the old record or the new one. */
+	if ((when == NOW && fsync(fd) < 0) || rename(tmp, path) < 0) {
 		int e = errno;
 		unlink(tmp);
 		return sl_fail(err, SL_INTERNAL, e, "save %s", path);
 	}
-	/* The rename itself must be durable: sync the directory. */
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s", path);
-	_cleanup_close_ int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0)
-		fsync(dfd);
+	if (when == NOW)
+		sync_dir(path);
 	return 0;
 }
 
 int state_write_atomic(const char *path, const char *data, size_t len, sl_err *err)
 {
-	return write_atomic(path, data, len, true, err);
+	return write_atomic(path, data, len, NOW, err);
+}
+
+int state_write_atomic_soon(const char *path, const char *data, size_t len, sl_err *err)
+{
+	return write_atomic(path, data, len, SOON, err);
 }
 
 int state_write_atomic_nosync(const char *path, const char *data, size_t len, sl_err *err)
 {
-	return write_atomic(path, data, len, false, err);
+	return write_atomic(path, data, len, NEVER, err);
+}
+
+int state_sync(const char *path, sl_err *err)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return sl_fail(err, errno == ENOENT ? SL_NOTFOUND : SL_INTERNAL, errno, "sync %s",
+			       path);
+	if (fsync(fd) < 0)
+		return sl_sysfail(err, "sync %s", path);
+	sync_dir(path);
+	return 0;
 }
 
 int state_read_file(const char *path, size_t max, char **out, size_t *len, sl_err *err)

@@ -13,6 +13,11 @@
 int state_write_atomic(const char *path, const char *data, size_t len, sl_err *err);
 /* The same, atomic but without the fsyncs, for records a crash may lose. */
 int state_write_atomic_nosync(const char *path, const char *data, size_t len, sl_err *err);
+/* Atomic and visible at once, durable after a later state_sync(path): until then a crash
+ * leaves the old or the new file (ext4 and btrfs flush a file renamed over another). */
+int state_write_atomic_soon(const char *path, const char *data, size_t len, sl_err *err);
+/* fsync path and its directory: what state_write_atomic_soon left to do. */
+int state_sync(const char *path, sl_err *err);
 /* Read a whole (small) file; *out is NUL-terminated, caller frees. */
 int state_read_file(const char *path, size_t max, char **out, size_t *len, sl_err *err);
 /* Take an exclusive lock on a lock file (created if needed); returns the fd. */

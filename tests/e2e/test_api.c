@@ -543,6 +543,59 @@ static void test_health_and_auth(void **state)
 	sandbox_del(id);
 }
 
+/* A counter or gauge from /metrics (-1 when absent). */
+static long long metric(const char *name)
+{
+	resp r;
+	http(&r, "GET", "/metrics", NULL);
+	expect(&r, 200, NULL, NULL);
+	char *key = e2e_printf("\n%s ", name);
+	const char *at = strstr(r.body, key);
+	long long v = at ? atoll(at + strlen(key)) : -1;
+	free(key);
+	resp_free(&r);
+	return v;
+}
+
+/* The daemon answers a create, a pause, a resume once the record is in place, and its
+ * syncer makes each record durable right after: three syncs, none left pending. */
+static void test_records_synced_after_answer(void **state)
+{
+	long long before = metric("sandlot_record_syncs_total");
+	assert_true(before >= 0);
+	assert_true(metric("sandlot_record_syncs_pending") >= 0);
+	char *id = sandbox_new(NULL);
+	/* In place at the answer: another process reads it (the CLI does). */
+	char *rec = e2e_printf("%s/sandboxes/%s/sandbox.json", getenv("SANDLOT_STATE_DIR"), id);
+	char *body = e2e_read_file(rec);
+	assert_non_null(strstr(body, "\"status\":\"running\""));
+	free(body);
+	resp r;
+	char *p = e2e_printf("/v1/sandboxes/%s/pause", id);
+	http(&r, "POST", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	resp_free(&r);
+	free(p);
+	p = e2e_printf("/v1/sandboxes/%s/resume", id);
+	http(&r, "POST", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	resp_free(&r);
+	free(p);
+	long long synced = 0, pending = 1;
+	for (int i = 0; i < 100 && (synced < before + 3 || pending); i++) {
+		usleep(50 * 1000);
+		synced = metric("sandlot_record_syncs_total");
+		pending = metric("sandlot_record_syncs_pending");
+	}
+	assert_true(synced >= before + 3);
+	assert_int_equal(pending, 0);
+	body = e2e_read_file(rec);
+	assert_non_null(strstr(body, "\"status\":\"running\""));
+	free(body);
+	free(rec);
+	sandbox_del(id);
+}
+
 /* ---- errors ------------------------------------------------------------------------------ */
 
 static void expect_call(const char *method, const char *path, const char *body, long status,
@@ -2739,6 +2792,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    E2E_TEST(test_health_and_auth),
+	    E2E_TEST(test_records_synced_after_answer),
 	    E2E_TEST(test_errors),
 	    E2E_TEST(test_early_answers_read_the_body),
 	    E2E_TEST(test_sandbox_crud),

@@ -1,5 +1,6 @@
-/* test_state.c — record writes: durable or not, the new content replaces the old in one
- * step and no temporary file is left beside it; state_mkdirs makes every missing level. */
+/* test_state.c — record writes: durable, durable later or not, the new content replaces
+ * the old in one step and no temporary file is left beside it; state_sync makes a record
+ * durable later and says when there is none; state_mkdirs makes every missing level. */
 #include "state.h"
 #include "fsutil.h"
 
@@ -82,6 +83,40 @@ static void test_write_replaces(void **state)
 	assert_non_null(strstr(err.msg, "nodir"));
 }
 
+static void test_write_soon_then_sync(void **state)
+{
+	char p[128], q[160];
+	snprintf(p, sizeof(p), "%s/rec.json", base);
+	sl_err err = { 0 };
+	assert_int_equal(state_write_atomic_soon(p, "five", 4, &err), 0);
+	char *s = slurp(p);
+	assert_string_equal(s, "five");
+	free(s);
+	assert_int_equal(state_write_atomic(p, "six", 3, &err), 0);
+	assert_int_equal(state_write_atomic_soon(p, "seven", 5, &err), 0);
+	s = slurp(p);
+	assert_string_equal(s, "seven"); /* visible before any sync */
+	free(s);
+	assert_int_equal(entries(base), 1);
+	assert_int_equal(state_sync(p, &err), 0);
+	s = slurp(p);
+	assert_string_equal(s, "seven");
+	free(s);
+	/* nothing to sync: not found, and it says which */
+	snprintf(q, sizeof(q), "%s/gone.json", base);
+	assert_int_equal(state_sync(q, &err), -1);
+	assert_int_equal(err.kind, SL_NOTFOUND);
+	assert_non_null(strstr(err.msg, "gone.json"));
+	/* a symlink where the record was is not followed */
+	sl_err_clear(&err);
+	assert_int_equal(symlink(p, q), 0);
+	assert_int_equal(state_sync(q, &err), -1);
+	assert_int_equal(err.kind, SL_INTERNAL);
+	snprintf(q, sizeof(q), "%s/nodir/rec.json", base);
+	assert_int_equal(state_write_atomic_soon(q, "x", 1, &err), -1);
+	assert_non_null(strstr(err.msg, "nodir"));
+}
+
 static void test_mkdirs(void **state)
 {
 	char p[160];
@@ -102,6 +137,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_write_replaces, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_write_soon_then_sync, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_mkdirs, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
