@@ -620,6 +620,20 @@ static void reap(void)
 	}
 }
 
+/* The sandbox's default user, looked up while we wait for the first command: the first
+ * lookup also sets up musl's heap and stdio (about ten page faults and 0.7 ms of CPU on
+ * the reference host), which the first command of a create would otherwise wait for. */
+static void warm_up(void)
+{
+	const char *user = getenv("SANDLOT_DEFAULT_USER");
+	uid_t uid;
+	gid_t gid, groups[64];
+	char home[PATH_MAX];
+	int ngroups = 64;
+	resolve_user(user && *user ? user : "root", &uid, &gid, home, sizeof(home), groups,
+		     &ngroups);
+}
+
 /* The signals we were started with ignored (an exec keeps only those from the caller's
  * dispositions), from /proc: three system calls instead of one per signal. All when
  * /proc cannot say. */
@@ -686,6 +700,9 @@ int main(void)
 	if (first_client)
 		pfds[npfds++] = (struct pollfd){SL_INIT_CLIENT_FD, POLLIN, 0};
 	int64_t stop_at = 0;
+	/* Not when a first client waits: it asks for this very lookup now. */
+	if (!first_client)
+		warm_up();
 	for (;;) {
 		int wait = enforce_deadlines();
 		if (stopping && (wait < 0 || wait > 100))

@@ -40,7 +40,7 @@ enum sl_spawn_flags {
 /* Most fds a spawn request carries: stdin, stdout, stderr, exit record, held fd. */
 #define SL_SPAWN_MAX_FDS 5
 
-/* The exit record init writes (one write, then fsync and close) when a spawned command
+/* The exit record init writes (one write, then close) when a spawned command
  * ends: "exit <wait(2) status>\n", or "exit <status> timeout\n" when init killed its
  * process group because timeout_ms ran out. */
 

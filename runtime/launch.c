@@ -429,7 +429,8 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	if (seccomp_bpf_install(l->seccomp, &err) < 0)
 		child_fail(f->err, 0, "%s", err.msg);
 	char *argv[] = { "sandlot-init", NULL };
-	char *envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	char *envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			 (char *)l->default_user_env, NULL };
 	syscall(SYS_execveat, f->init, "", argv, envp, AT_EMPTY_PATH);
 	child_fail(f->err, errno, "execute sandlot-init");
 }

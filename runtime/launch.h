@@ -52,6 +52,9 @@ typedef struct sl_launch {
 	 * requests queued on its peer before the launch are served as soon as init
 	 * starts, with no connect. NULL: none. */
 	const int *client;
+	/* "SANDLOT_DEFAULT_USER=<user>" for init's environment, or NULL: the user init
+	 * looks up while it waits for its first command (init/init.c, warm_up). */
+	const char *default_user_env;
 } sl_launch;
 
 /* A new network namespace, held by the returned fd (-1 on failure). Made on this

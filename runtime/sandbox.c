@@ -1275,6 +1275,8 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 			return sl_fail(err, SL_INVALID, 0, "volumes of %s: too many", sb->id);
 		mounts[nm++] = (sl_mount){ binds[i].source, binds[i].mount_path, binds[i].readonly };
 	}
+	char user_env[96];
+	snprintf(user_env, sizeof(user_env), "SANDLOT_DEFAULT_USER=%s", sb->user);
 	sl_launch l = { .id = sb->id,
 			.mounts = mounts,
 			.nmounts = nm,
@@ -1288,7 +1290,8 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 			.uid_base = sb->uid_base,
 			.seccomp = &ctx->bpf,
 			.etc_hosts = sb->net_enabled ? hosts : NULL,
-			.etc_resolv = sb->net_enabled ? resolv : NULL };
+			.etc_resolv = sb->net_enabled ? resolv : NULL,
+			.default_user_env = user_env };
 	if (load_bpf(ctx, err) < 0)
 		return -1;
 	/* The first command waits in a socket pair whose other end init inherits. */

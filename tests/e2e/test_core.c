@@ -168,10 +168,37 @@ static void test_run_forwards_signals(void **state)
 	free(sl);
 }
 
+/* Whether the environment of host pid PID holds the entry WANT (NUL-separated). */
+static bool environ_has(pid_t pid, const char *want)
+{
+	char p[64], buf[8192];
+	snprintf(p, sizeof(p), "/proc/%d/environ", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	for (char *e = buf; e < buf + n; e += strlen(e) + 1)
+		if (!strcmp(e, want))
+			return true;
+	return false;
+}
+
 static void test_exec_options(void **state)
 {
-	char *id = create(NULL, NULL, NULL, NULL);
-	char *out = e2e_sh_ok(id, "echo $FOO-$BAR");
+	char *id = create("-u", "nobody", NULL, NULL);
+	/* init learns the default user to look it up before the first command; its own
+	 * environment reaches no command. */
+	assert_true(environ_has(init_pid(id), "SANDLOT_DEFAULT_USER=nobody"));
+	char *out = e2e_sh_ok(id, "id -un; env | grep -c SANDLOT_ || true");
+	assert_string_equal(out, "nobody\n0");
+	free(out);
+	rm(id);
+	free(id);
+	id = create(NULL, NULL, NULL, NULL);
+	assert_true(environ_has(init_pid(id), "SANDLOT_DEFAULT_USER=root"));
+	out = e2e_sh_ok(id, "echo $FOO-$BAR");
 	assert_string_equal(out, "-");
 	free(out);
 	e2e_result r;
