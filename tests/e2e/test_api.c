@@ -570,17 +570,15 @@ static void test_records_synced_after_answer(void **state)
 	char *body = e2e_read_file(rec);
 	assert_non_null(strstr(body, "\"status\":\"running\""));
 	free(body);
-	resp r;
-	char *p = e2e_printf("/v1/sandboxes/%s/pause", id);
-	http(&r, "POST", p, NULL);
-	expect(&r, 200, NULL, NULL);
-	resp_free(&r);
-	free(p);
-	p = e2e_printf("/v1/sandboxes/%s/resume", id);
-	http(&r, "POST", p, NULL);
-	expect(&r, 200, NULL, NULL);
-	resp_free(&r);
-	free(p);
+	for (const char *const *verb = (const char *const[]){"pause", "resume", NULL}; *verb;
+	     verb++) {
+		resp r;
+		char *p = e2e_printf("/v1/sandboxes/%s/%s", id, *verb);
+		http(&r, "POST", p, NULL);
+		expect(&r, 200, NULL, NULL);
+		resp_free(&r);
+		free(p);
+	}
 	long long synced = 0, pending = 1;
 	for (int i = 0; i < 100 && (synced < before + 3 || pending); i++) {
 		usleep(50 * 1000);
