@@ -311,7 +311,7 @@ static int record_save(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl
 		return state_write_atomic_nosync(p, s, strlen(s), err);
 	if (!ctx->sync_soon)
 		return state_write_atomic(p, s, strlen(s), err);
-	/* The daemon's: answer now, durable a millisecond or two later. */
+	/* The daemon's: answer now, durable ~20 ms later (api/pool.c, the syncer). */
 	if (state_write_atomic_soon(p, s, strlen(s), err) < 0)
 		return -1;
 	ctx->sync_soon(ctx->sync_soon_arg, sb->id);
