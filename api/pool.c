@@ -30,8 +30,7 @@
 
 #define POOL_MAX_IMAGES 8
 #define POOL_MAX_SIZE	API_MAX_POOL_SIZE
-#define RELEASE_MAX	4096
-#define SYNC_MAX	4096
+#define RING_MAX	4096 /* ids queued for the releaser, and for the syncer */
 /* A record's fsync waits this long: a create is usually followed at once by its first
  * command, which the journal commit would slow down; records saved meanwhile share it. */
 #define SYNC_DELAY_MS 20
@@ -40,10 +39,34 @@
  * not land in the middle of that request. */
 #define REFILL_DELAY_MS 40
 
-struct sync_job {
+/* A FIFO of sandbox ids, each due at a monotonic time (0: at once); under the pool's
+ * lock. */
+struct id_job {
 	char id[32];
-	int64_t at_ms; /* monotonic: sync it then */
+	int64_t at_ms;
 };
+
+typedef struct id_ring {
+	struct id_job *v;
+	size_t head, len;
+} id_ring;
+
+static bool ring_push(id_ring *r, const char *id, int64_t at_ms)
+{
+	if (r->len == RING_MAX)
+		return false;
+	struct id_job *j = &r->v[(r->head + r->len++) % RING_MAX];
+	snprintf(j->id, sizeof(j->id), "%s", id);
+	j->at_ms = at_ms;
+	return true;
+}
+
+static void ring_pop(id_ring *r, char id[32])
+{
+	memcpy(id, r->v[r->head].id, 32);
+	r->head = (r->head + 1) % RING_MAX;
+	r->len--;
+}
 
 typedef struct pool_image {
 	char image[128];  /* as given: a name or digest */
@@ -62,15 +85,13 @@ struct api_pool {
 	int nimages;
 	pthread_t filler, releaser;
 	bool filler_started, releaser_started;
-	char (*release)[32]; /* ring of ids to finish */
-	size_t rhead, rlen;
+	id_ring release;      /* ids to finish */
 	int64_t last_take_ms; /* monotonic */
 	/* The syncer: a ring of sandbox ids whose record to fsync. */
 	pthread_cond_t sync_wake;
 	pthread_t syncer;
 	bool syncer_started, sync_stopping, syncing;
-	struct sync_job *sync;
-	size_t shead, slen;
+	id_ring sync;
 	uint64_t synced; /* since the daemon started (metrics) */
 };
 
@@ -111,14 +132,12 @@ static void *releaser_main(void *arg)
 	api_pool *p = s->pool;
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (!p->rlen && !p->stopping)
+		while (!p->release.len && !p->stopping)
 			pthread_cond_wait(&p->wake, &p->lock);
-		if (!p->rlen && p->stopping)
+		if (!p->release.len && p->stopping)
 			break;
 		char id[32];
-		memcpy(id, p->release[p->rhead], sizeof(id));
-		p->rhead = (p->rhead + 1) % RELEASE_MAX;
-		p->rlen--;
+		ring_pop(&p->release, id);
 		pthread_mutex_unlock(&p->lock);
 		sl_err e = {0};
 		if (sandbox_destroy_finish(s->ctx, id, &e) < 0)
@@ -138,12 +157,9 @@ int api_destroy(api_server *s, const char *ref, const char *reason, sl_err *err)
 	if (sandbox_destroy_begin(s->ctx, ref, reason, id, err) < 0)
 		return -1;
 	pthread_mutex_lock(&p->lock);
-	bool queued = p->rlen < RELEASE_MAX;
-	if (queued) {
-		memcpy(p->release[(p->rhead + p->rlen) % RELEASE_MAX], id, sizeof(id));
-		p->rlen++;
+	bool queued = ring_push(&p->release, id, 0);
+	if (queued)
 		pthread_cond_broadcast(&p->wake);
-	}
 	pthread_mutex_unlock(&p->lock);
 	if (!queued) { /* a flood of deletes: this one waits for its own release */
 		sl_err e = {0};
@@ -169,18 +185,17 @@ static void *syncer_main(void *arg)
 	api_pool *p = s->pool;
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (!p->slen && !p->sync_stopping)
+		while (!p->sync.len && !p->sync_stopping)
 			pthread_cond_wait(&p->sync_wake, &p->lock);
-		if (!p->slen)
+		if (!p->sync.len)
 			break;
-		if (!p->sync_stopping && mono_ms() < p->sync[p->shead].at_ms) {
-			wait_on_until(p, &p->sync_wake, p->sync[p->shead].at_ms);
+		int64_t due = p->sync.v[p->sync.head].at_ms;
+		if (!p->sync_stopping && mono_ms() < due) {
+			wait_on_until(p, &p->sync_wake, due);
 			continue;
 		}
 		char id[32];
-		memcpy(id, p->sync[p->shead].id, sizeof(id));
-		p->shead = (p->shead + 1) % SYNC_MAX;
-		p->slen--;
+		ring_pop(&p->sync, id);
 		p->syncing = true;
 		pthread_mutex_unlock(&p->lock);
 		sync_record(s, id);
@@ -199,14 +214,9 @@ static void sync_soon(void *arg, const char *id)
 	api_server *s = arg;
 	api_pool *p = s->pool;
 	pthread_mutex_lock(&p->lock);
-	bool queued = !p->sync_stopping && p->slen < SYNC_MAX;
-	if (queued) {
-		struct sync_job *j = &p->sync[(p->shead + p->slen) % SYNC_MAX];
-		snprintf(j->id, sizeof(j->id), "%s", id);
-		j->at_ms = mono_ms() + SYNC_DELAY_MS;
-		p->slen++;
+	bool queued = !p->sync_stopping && ring_push(&p->sync, id, mono_ms() + SYNC_DELAY_MS);
+	if (queued)
 		pthread_cond_signal(&p->sync_wake);
-	}
 	pthread_mutex_unlock(&p->lock);
 	if (!queued)
 		sync_record(s, id);
@@ -221,7 +231,7 @@ void api_sync_stats(api_server *s, uint64_t *synced, size_t *pending)
 		return;
 	pthread_mutex_lock(&p->lock);
 	*synced = p->synced;
-	*pending = p->slen + p->syncing;
+	*pending = p->sync.len + p->syncing;
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -323,10 +333,10 @@ int api_pool_take(api_server *s, const sl_create_opts *o, sl_sandbox *out, sl_er
 int api_pool_start(api_server *s, const api_pool_spec *specs, int n, sl_err *err)
 {
 	api_pool *p = calloc(1, sizeof(*p));
-	if (!p || !(p->release = calloc(RELEASE_MAX, sizeof(*p->release))) ||
-	    !(p->sync = calloc(SYNC_MAX, sizeof(*p->sync)))) {
+	if (!p || !(p->release.v = calloc(RING_MAX, sizeof(*p->release.v))) ||
+	    !(p->sync.v = calloc(RING_MAX, sizeof(*p->sync.v)))) {
 		if (p)
-			free(p->release);
+			free(p->release.v);
 		free(p);
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "start the pool");
 	}
@@ -340,8 +350,8 @@ int api_pool_start(api_server *s, const api_pool_spec *specs, int n, sl_err *err
 		char name[128];
 		if (sandbox_resolve_image(s->ctx, specs[i].image[0] ? specs[i].image : NULL, name,
 					  pi->digest, err) < 0) {
-			free(p->release);
-			free(p->sync);
+			free(p->release.v);
+			free(p->sync.v);
 			free(p);
 			return sl_wrap(err, "--pool");
 		}
@@ -401,8 +411,8 @@ void api_pool_stop(api_server *s)
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->wake);
 	pthread_cond_destroy(&p->sync_wake);
-	free(p->release);
-	free(p->sync);
+	free(p->release.v);
+	free(p->sync.v);
 	free(p);
 }
 

@@ -233,11 +233,17 @@ static double num(const cJSON *o, const char *key)
 	return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
+/* <state>/sandboxes/<id>/sandbox.json */
+static void record_path(const sl_ctx *ctx, const char *id, char p[PATH_MAX])
+{
+	state_sandbox_dir(&ctx->cfg, id, p, PATH_MAX);
+	strcat(p, "/sandbox.json");
+}
+
 static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err)
 {
 	char p[PATH_MAX];
-	state_sandbox_dir(&ctx->cfg, id, p, sizeof(p));
-	strcat(p, "/sandbox.json");
+	record_path(ctx, id, p);
 	_cleanup_free_ char *data = NULL;
 	if (state_read_file(p, RECORD_MAX, &data, NULL, err) < 0) {
 		if (err->kind == SL_NOTFOUND)
@@ -300,8 +306,7 @@ static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err
 static int record_save(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl_err *err)
 {
 	char p[PATH_MAX];
-	state_sandbox_dir(&ctx->cfg, sb->id, p, sizeof(p));
-	strcat(p, "/sandbox.json");
+	record_path(ctx, sb->id, p);
 	cJSON *o = record_json(sb);
 	_cleanup_free_ char *s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
@@ -321,8 +326,7 @@ static int record_save(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl
 int sandbox_sync_record(sl_ctx *ctx, const char *id, sl_err *err)
 {
 	char p[PATH_MAX];
-	state_sandbox_dir(&ctx->cfg, id, p, sizeof(p));
-	strcat(p, "/sandbox.json");
+	record_path(ctx, id, p);
 	return state_sync(p, err);
 }
 
@@ -609,8 +613,7 @@ int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *er
 			continue;
 		char p[PATH_MAX];
 		struct stat st;
-		state_sandbox_dir(&ctx->cfg, ids[i], p, sizeof(p));
-		strcat(p, "/sandbox.json");
+		record_path(ctx, ids[i], p);
 		if (stat(p, &st) < 0)
 			continue; /* removed, or being written for the first time */
 		pthread_mutex_lock(&seen.lock);
