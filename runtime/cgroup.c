@@ -251,13 +251,18 @@ int cgroup_join_files(sl_cgroup *cg, const char *name, char *buf, size_t buflen,
 		return -1;
 	*n = 0;
 	size_t used = 0;
+	/* v1: `tasks`, which moves only the writing thread (the whole of a one-thread
+	 * child). A cgroup.procs write takes the global threadgroup rwsem for writing,
+	 * and that waits for an RCU grace period whenever no other writer came just
+	 * before: 7-15 ms per launch here, against ~0.03 ms for each `tasks` write. */
+	const char *file = cg->version == 1 ? "tasks" : "cgroup.procs";
 	for (int i = 0; i < (cg->version == 1 ? CG_V1_NCTRL : 1); i++) {
 		if (cg->version == 1 && !cg_v1_first(cg, i))
 			continue; /* a hierarchy shared with an earlier controller */
 		char dir[PATH_MAX];
 		int len;
 		if (*n >= max || cg_dir(cg, i, name, dir, sizeof(dir), err) < 0 ||
-		    (len = snprintf(buf + used, buflen - used, "%s/cgroup.procs", dir)) < 0 ||
+		    (len = snprintf(buf + used, buflen - used, "%s/%s", dir, file)) < 0 ||
 		    (size_t)len >= buflen - used)
 			return err->kind
 				   ? -1

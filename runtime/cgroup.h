@@ -42,11 +42,11 @@ int cgroup_version(const sl_cgroup *cg); /* 1 or 2 */
 int cgroup_create(sl_cgroup *cg, const char *name, const sl_limits *lim, sl_err *err);
 /* Move PID (a whole process) into NAME in every controller. */
 int cgroup_attach(sl_cgroup *cg, const char *name, pid_t pid, sl_err *err);
-/* The cgroup.procs files that put a process into NAME in every controller, one per
- * hierarchy: FILES[0..*N) (at most MAX) point into BUF, where the paths are packed
- * (one page for all rather than a page each: every page first touched costs a fault).
- * A process joins NAME by writing "0" (itself) to each: launch.c's child does, while
- * its parent waits in vfork. */
+/* The files that put a one-thread process into NAME in every controller, one per
+ * hierarchy (v1 `tasks`, v2 cgroup.procs): FILES[0..*N) (at most MAX) point into BUF,
+ * where the paths are packed (one page for all rather than a page each: every page
+ * first touched costs a fault). A process joins NAME by writing "0" (itself) to each:
+ * launch.c's child does, while its parent waits in vfork. */
 int cgroup_join_files(sl_cgroup *cg, const char *name, char *buf, size_t buflen,
 		      const char **files, size_t max, size_t *n, sl_err *err);
 /* Set every limit of NAME to LIM; here 0 means unlimited (an existing limit is lifted). */

@@ -207,7 +207,7 @@ static void test_join_files(void **state)
 			 0);
 	assert_int_equal(n, 5);
 	for (size_t i = 0; i < 5; i++) {
-		snprintf(want, sizeof(want), "%s/%s/sandlot/x/cgroup.procs", v1, v1_ctrls[i]);
+		snprintf(want, sizeof(want), "%s/%s/sandlot/x/tasks", v1, v1_ctrls[i]);
 		bool found = false;
 		for (size_t j = 0; j < n; j++)
 			found |= !strcmp(files[j], want);
