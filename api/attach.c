@@ -107,7 +107,7 @@ typedef struct ws_session {
 	int master; /* pty master (pty mode), else -1 */
 	int logs[2];
 	uint64_t off[2];
-	int ino;
+	sl_dirwatch ino; /* on the execution's directory (no pty); fd -1: none */
 	int sock;
 	unsigned char *in;
 	size_t in_len;
@@ -412,16 +412,13 @@ static void session_loop(ws_session *ws)
 			return;
 		}
 		struct pollfd p[2] = {{ws->sock, POLLIN | POLLRDHUP, 0},
-				      {ws->master >= 0 ? ws->master : ws->ino, POLLIN, 0}};
-		int n =
-		    poll(p, p[1].fd >= 0 ? 2 : 1, ws->master < 0 && ws->ino < 0 ? 50 : WS_POLL_MS);
+				      {ws->master >= 0 ? ws->master : ws->ino.fd, POLLIN, 0}};
+		int n = poll(p, p[1].fd >= 0 ? 2 : 1,
+			     ws->master < 0 && ws->ino.fd < 0 ? 50 : WS_POLL_MS);
 		if (n < 0 && errno != EINTR)
 			return;
-		if (n > 0 && p[1].fd == ws->ino && (p[1].revents & POLLIN)) {
-			char ev[4096];
-			while (read(ws->ino, ev, sizeof(ev)) > 0)
-				;
-		}
+		if (n > 0 && ws->master < 0 && (p[1].revents & POLLIN))
+			dirwatch_drain(&ws->ino);
 		if (n > 0 && (p[0].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))) {
 			if (ws->in_len == cap)
 				return;
@@ -442,8 +439,7 @@ static void session_free(api_req *r)
 	for (int i = 0; i < 2; i++)
 		if (ws->logs[i] >= 0)
 			close(ws->logs[i]);
-	if (ws->ino >= 0)
-		close(ws->ino);
+	exec_watch_end(ws->srv->ctx, &ws->ino);
 	if (ws->master >= 0)
 		pty_release(ws->srv, ws->master);
 	free(ws->in);
@@ -530,7 +526,7 @@ enum MHD_Result api_exec_attach(api_req *r)
 		return api_fail(r, SL_INTERNAL, "out of memory");
 	}
 	ws->srv = r->srv;
-	ws->master = ws->ino = -1;
+	ws->master = ws->ino.fd = -1;
 	ws->logs[0] = ws->logs[1] = -1;
 	snprintf(ws->sandbox_id, sizeof(ws->sandbox_id), "%s", sb.id);
 	snprintf(ws->exec_id, sizeof(ws->exec_id), "%s", r->param[1]);
@@ -555,17 +551,8 @@ enum MHD_Result api_exec_attach(api_req *r)
 			if (exec_open_log(r->srv->ctx, ws->sandbox_id, ws->exec_id,
 					  i ? "stderr" : "stdout", &ws->logs[i], &err) < 0)
 				return api_reply_error(r, &err);
-		char dir[PATH_MAX];
-		state_run_dir(&r->srv->ctx->cfg, ws->sandbox_id, dir, sizeof(dir));
-		size_t n = strlen(dir);
-		snprintf(dir + n, sizeof(dir) - n, "/execs/%s", ws->exec_id);
-		ws->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-		if (ws->ino >= 0 &&
-		    inotify_add_watch(ws->ino, dir,
-				      IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO) < 0) {
-			close(ws->ino);
-			ws->ino = -1;
-		}
+		exec_watch(r->srv->ctx, ws->sandbox_id, ws->exec_id,
+			   IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO, &ws->ino);
 	}
 	return api_ws_accept(r, on_upgraded);
 }

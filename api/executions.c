@@ -40,6 +40,24 @@ int api_exec_wait(api_req *r, const char *sandbox_id, const char *exec_id, int64
 	}
 }
 
+int api_exec_run(api_req *r, const sl_sandbox *sb, sl_exec_spec *spec, sl_exec *out,
+		 sl_err *err)
+{
+	spec->wait_ms = WAIT_SLICE_MS;
+	if (exec_start(r->srv->ctx, sb, spec, out, err) < 0)
+		return -1;
+	atomic_fetch_add(&r->srv->executions_started, 1);
+	if (out->master >= 0)
+		close(steal_fd(&out->master));
+	if (out->status != SL_EXEC_RUNNING)
+		return 0;
+	char sid[32], eid[32];
+	snprintf(sid, sizeof(sid), "%s", sb->id);
+	snprintf(eid, sizeof(eid), "%s", out->id);
+	exec_free(out);
+	return api_exec_wait(r, sid, eid, -1, out, err);
+}
+
 int api_exec_read_output(api_server *s, const char *sandbox_id, const char *exec_id,
 			 const char *stream, size_t cap, char **out, bool *truncated, sl_err *err)
 {
@@ -403,19 +421,12 @@ static int run_in(api_req *r, const sl_sandbox *sb, const cJSON *body, cJSON **o
 		     ? api_files_write_batch(r->srv, sb, files, &nfiles, err)
 		     : 0;
 	if (rc == 0)
-		rc = exec_start(r->srv->ctx, sb, &b.spec, &e, err);
+		rc = api_exec_run(r, sb, &b.spec, &e, err);
 	exec_body_free(&b);
 	if (rc < 0)
 		return -1;
-	atomic_fetch_add(&r->srv->executions_started, 1);
-	if (e.master >= 0)
-		close(e.master);
 	char eid[32];
 	snprintf(eid, sizeof(eid), "%s", e.id);
-	exec_free(&e);
-	rc = api_exec_wait(r, sb->id, eid, -1, &e, err);
-	if (rc < 0)
-		return -1;
 	if (rc == 1) {
 		exec_free(&e);
 		return sl_fail(err, SL_INTERNAL, 0,

@@ -245,6 +245,11 @@ int api_exec_read_output(api_server *s, const char *sandbox_id, const char *exec
  * leaves. Returns 0 when it ended, 1 when the wait ran out, -1 on error. */
 int api_exec_wait(api_req *r, const char *sandbox_id, const char *exec_id, int64_t wait_ms,
 		  sl_exec *out, sl_err *err);
+/* Start SPEC in SB and wait for its end: a short command's end arrives on init's own
+ * connection (spec->wait_ms), a longer one's through api_exec_wait. Returns what that
+ * does (0 ended, 1 abandoned, -1 error); OUT is filled unless -1. A pty is closed. */
+int api_exec_run(api_req *r, const sl_sandbox *sb, sl_exec_spec *spec, sl_exec *out,
+		 sl_err *err);
 /* An execution's "stdout" or "stderr" log as a chunked body (stream.c): what is there
  * now, or with FOLLOW live until the command ends. NULL with ERR when it cannot open. */
 struct MHD_Response *api_exec_stream_response(api_req *r, const char *sandbox_id,

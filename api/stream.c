@@ -19,7 +19,7 @@ typedef struct log_stream {
 	api_server *srv;
 	char sandbox_id[32], exec_id[32];
 	int fd;	  /* the log, only ever appended to */
-	int ino;  /* inotify on the execution's directory, or -1 (then we poll) */
+	sl_dirwatch ino; /* on the execution's directory; fd -1: we poll */
 	int conn; /* the client's socket: a hang-up ends a follow */
 	bool follow, ended;
 } log_stream;
@@ -29,8 +29,7 @@ static void stream_free(void *cls)
 	log_stream *ls = cls;
 	if (ls->fd >= 0)
 		close(ls->fd);
-	if (ls->ino >= 0)
-		close(ls->ino);
+	exec_watch_end(ls->srv->ctx, &ls->ino);
 	free(ls);
 }
 
@@ -38,15 +37,12 @@ static void stream_free(void *cls)
  * client hangs up (-1). */
 static int wait_change(log_stream *ls)
 {
-	struct pollfd p[2] = {{ls->conn, POLLRDHUP, 0}, {ls->ino, POLLIN, 0}};
-	int n = poll(p, ls->ino >= 0 ? 2 : 1, ls->ino >= 0 ? RECHECK_MS : 50);
+	struct pollfd p[2] = {{ls->conn, POLLRDHUP, 0}, {ls->ino.fd, POLLIN, 0}};
+	int n = poll(p, ls->ino.fd >= 0 ? 2 : 1, ls->ino.fd >= 0 ? RECHECK_MS : 50);
 	if (n > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)))
 		return -1;
-	if (n > 0 && (p[1].revents & POLLIN)) {
-		char buf[4096];
-		while (read(ls->ino, buf, sizeof(buf)) > 0)
-			;
-	}
+	if (n > 0 && (p[1].revents & POLLIN))
+		dirwatch_drain(&ls->ino);
 	return 0;
 }
 
@@ -87,7 +83,7 @@ struct MHD_Response *api_exec_stream_response(api_req *r, const char *sandbox_id
 		return NULL;
 	}
 	ls->srv = r->srv;
-	ls->fd = ls->ino = -1;
+	ls->fd = ls->ino.fd = -1;
 	ls->follow = follow;
 	snprintf(ls->sandbox_id, sizeof(ls->sandbox_id), "%s", sandbox_id);
 	snprintf(ls->exec_id, sizeof(ls->exec_id), "%s", exec_id);
@@ -98,19 +94,10 @@ struct MHD_Response *api_exec_stream_response(api_req *r, const char *sandbox_id
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	ls->conn = ci ? ci->connect_fd : -1;
-	if (follow) {
-		char dir[PATH_MAX];
-		state_run_dir(&r->srv->ctx->cfg, ls->sandbox_id, dir, sizeof(dir));
-		size_t n = strlen(dir);
-		snprintf(dir + n, sizeof(dir) - n, "/execs/%s", ls->exec_id);
-		ls->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-		if (ls->ino >= 0 && inotify_add_watch(ls->ino, dir,
-						      IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE |
-							  IN_MOVED_TO | IN_ATTRIB) < 0) {
-			close(ls->ino);
-			ls->ino = -1;
-		}
-	}
+	if (follow)
+		exec_watch(r->srv->ctx, ls->sandbox_id, ls->exec_id,
+			   IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO | IN_ATTRIB,
+			   &ls->ino);
 	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BLOCK,
 								      stream_read, ls, stream_free);
 	if (!resp) {

@@ -20,6 +20,7 @@
 #include "state.h"
 
 #define CODE_DEFAULT_TIMEOUT_MS (5 * 60 * 1000)
+#define CODE_FIRST_WAIT_MS	1000 /* exec_start waits this long on init's connection */
 #define CODE_OUTPUT_MAX (16u << 20)
 
 /* Runs SRC as __main__; an uncaught exception goes to stderr as a traceback (without
@@ -228,16 +229,17 @@ int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char
 	const char *shv[] = { "/bin/sh", "-c", "command -v bash >/dev/null && exec bash \"$0\" || exec sh \"$0\"", src, NULL };
 	const char *const *argv = ext[0] == 'p' ? pyv : ext[0] == 't' ? tsv : ext[0] == 'j' ? jsv
 										     : shv;
+	/* A snippet that ends within the first wait_ms is reported on init's own
+	 * connection; a longer one is waited for. */
 	sl_exec_spec spec = { .argv = (char *const *)argv,
 			      .env = env,
-			      .timeout_ms = timeout_ms ? timeout_ms : CODE_DEFAULT_TIMEOUT_MS };
+			      .timeout_ms = timeout_ms ? timeout_ms : CODE_DEFAULT_TIMEOUT_MS,
+			      .wait_ms = CODE_FIRST_WAIT_MS };
 	sl_exec ex;
 	char eid[32] = "";
 	int r = exec_start(ctx, sb, &spec, &ex, err);
-	if (r == 0) {
+	if (r == 0 && ex.status == SL_EXEC_RUNNING) {
 		snprintf(eid, sizeof(eid), "%s", ex.id);
-		if (ex.master >= 0)
-			close(ex.master);
 		exec_free(&ex);
 		r = exec_wait(ctx, sb->id, eid, -1, &ex, err);
 	}

@@ -1031,48 +1031,76 @@ int exec_wait(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, int time
 	out->master = -1;
 	if (exec_ref(ctx, sandbox_id, exec_id, sid, err) < 0)
 		return -1;
+	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	/* Most waits find the command ended already: no watch for those. */
+	exec_facts f;
+	sb_live live = {-1};
+	if (exec_load(ctx, sid, exec_id, out, &f, &live, err) < 0)
+		return -1;
+	if (out->status != SL_EXEC_RUNNING || timeout_ms == 0)
+		return 0;
+	exec_free(out);
 	exec_dir(ctx, sid, exec_id, dir, sizeof(dir));
-	/* One inotify instance per waiter: init's write and close of `exit` (or our
-	 * rewrite of it) wakes exactly the waiters of this execution. The watch is set
-	 * before the first read, so an exit in between is not missed. Instances are
-	 * limited per user (fs.inotify.max_user_instances); without one, poll slowly. */
-	_cleanup_close_ int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (in < 0 && errno != EMFILE && errno != ENFILE && errno != ENOMEM)
-		return sl_sysfail(err, "inotify");
-	if (in >= 0 && inotify_add_watch(in, dir,
-					 IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE_SELF |
-					     IN_MOVE_SELF | IN_ONLYDIR) < 0) {
+	/* One watch per waiter: init's write and close of `exit` (or our rewrite of it)
+	 * wakes exactly the waiters of this execution. The watch is set before the record
+	 * is read again, so an exit in between is not missed. Instances are limited per
+	 * user (fs.inotify.max_user_instances); without one, poll slowly. */
+	sl_dirwatch w;
+	if (dirwatch_start(&ctx->watches, &w, dir,
+		      IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) <
+	    0) {
 		if (errno == ENOENT || errno == ENOTDIR)
 			return sl_fail(err, SL_NOTFOUND, 0, "execution %s not found in sandbox %s",
 				       exec_id, sid);
-		return sl_sysfail(err, "watch %s", dir);
+		if (errno != EMFILE && errno != ENFILE && errno != ENOMEM)
+			return sl_sysfail(err, "watch %s", dir);
 	}
 	_cleanup_close_ int ipfd = init_pidfd(ctx, sid);
-	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	int rc = 0;
 	for (;;) {
-		exec_facts f;
-		sb_live live = {-1};
-		if (exec_load(ctx, sid, exec_id, out, &f, &live, err) < 0)
-			return -1;
+		live.state = -1;
+		if (exec_load(ctx, sid, exec_id, out, &f, &live, err) < 0) {
+			rc = -1;
+			break;
+		}
 		if (out->status != SL_EXEC_RUNNING)
-			return 0;
+			break;
 		int64_t left = deadline < 0 ? INT_MAX : deadline - mono_ms();
 		if (left <= 0)
-			return 0;
+			break;
 		exec_free(out);
 		/* The backstop covers the one change no file event announces: a starter
 		 * that died before recording the pid. */
-		int step = in >= 0 ? WAIT_BACKSTOP_MS : WAIT_POLL_MS;
-		struct pollfd pf[2] = {{in, POLLIN, 0}, {ipfd, POLLIN, 0}};
+		int step = w.fd >= 0 ? WAIT_BACKSTOP_MS : WAIT_POLL_MS;
+		struct pollfd pf[2] = {{w.fd, POLLIN, 0}, {ipfd, POLLIN, 0}};
 		int r = poll(pf, 2, left < step ? (int)left : step);
-		if (r < 0 && errno != EINTR)
-			return sl_sysfail(err, "wait for execution %s", exec_id);
-		char evbuf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-		while (in >= 0 && read(in, evbuf, sizeof(evbuf)) > 0)
-			; /* any event: read the record again */
+		if (r < 0 && errno != EINTR) {
+			rc = sl_sysfail(err, "wait for execution %s", exec_id);
+			break;
+		}
+		dirwatch_drain(&w); /* any event: read the record again */
 		if (r > 0 && (pf[1].revents & POLLIN))
 			close(steal_fd(&ipfd)); /* once: it stays readable */
 	}
+	dirwatch_end(&ctx->watches, &w);
+	return rc;
+}
+
+void exec_watch(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, uint32_t mask,
+		sl_dirwatch *w)
+{
+	char sid[32], dir[PATH_MAX];
+	sl_err e = {0};
+	w->fd = w->wd = -1;
+	if (exec_ref(ctx, sandbox_id, exec_id, sid, &e) < 0)
+		return;
+	exec_dir(ctx, sid, exec_id, dir, sizeof(dir));
+	dirwatch_start(&ctx->watches, w, dir, mask);
+}
+
+void exec_watch_end(sl_ctx *ctx, sl_dirwatch *w)
+{
+	dirwatch_end(&ctx->watches, w);
 }
 
 /* ---- JSON ---- */

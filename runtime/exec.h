@@ -76,6 +76,12 @@ void exec_free(sl_exec *e);
 void exec_free_list(sl_exec *list, size_t n);
 /* The JSON shape of INTERFACE.md's Execution (without stdout/stderr). */
 cJSON *exec_to_json(const sl_exec *e);
+/* Watch execution EXEC_ID's directory for MASK (its logs grow, its exit is written) on
+ * one of ctx's reused inotify instances (dirwatch.h: closing one would wait ~2-15 ms).
+ * On failure W->fd is -1, and the caller polls instead. End with exec_watch_end. */
+void exec_watch(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, uint32_t mask,
+		sl_dirwatch *w);
+void exec_watch_end(sl_ctx *ctx, sl_dirwatch *w);
 /* Open a log for reading ("stdout" or "stderr"); the file only grows. */
 int exec_open_log(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, const char *stream,
 		  int *fd, sl_err *err);

@@ -58,6 +58,7 @@ int ctx_open(sl_ctx *ctx, sl_err *err)
 {
 	memset(ctx, 0, sizeof(*ctx));
 	pthread_mutex_init(&ctx->lock, NULL);
+	dirwatch_cache_init(&ctx->watches);
 	if (config_load(&ctx->cfg, err) < 0)
 		return -1;
 	sl_log_open(NULL);
@@ -87,6 +88,7 @@ void ctx_close(sl_ctx *ctx)
 		cgroup_close(ctx->cg);
 	if (ctx->bpf_loaded)
 		seccomp_bpf_free(&ctx->bpf);
+	dirwatch_cache_close(&ctx->watches);
 	ctx->cg = NULL;
 	ctx->bpf_loaded = false;
 }

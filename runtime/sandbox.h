@@ -15,6 +15,7 @@
 #include "config.h"
 #include "err.h"
 #include "seccomp.h"
+#include "dirwatch.h"
 
 typedef struct sl_ctx {
 	sl_config cfg;
@@ -27,6 +28,7 @@ typedef struct sl_ctx {
 	 * fsynced before the call returns. */
 	void (*sync_soon)(void *arg, const char *id);
 	void *sync_soon_arg;
+	sl_dirwatches watches; /* idle inotify instances, for waiters of executions */
 } sl_ctx;
 
 int ctx_open(sl_ctx *ctx, sl_err *err);

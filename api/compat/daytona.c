@@ -95,15 +95,11 @@ int dt_capture(api_req *r, const sl_sandbox *sb, char *const *argv, size_t cap, 
 {
 	sl_exec_spec spec = {.argv = argv, .timeout_ms = 5 * 60 * 1000};
 	sl_exec e;
-	if (exec_start(r->srv->ctx, sb, &spec, &e, err) < 0)
-		return -1;
-	atomic_fetch_add(&r->srv->executions_started, 1);
-	char eid[32];
-	snprintf(eid, sizeof(eid), "%s", e.id);
-	exec_free(&e);
-	int rc = api_exec_wait(r, sb->id, eid, -1, &e, err);
+	int rc = api_exec_run(r, sb, &spec, &e, err);
 	if (rc < 0)
 		return -1;
+	char eid[32];
+	snprintf(eid, sizeof(eid), "%s", e.id);
 	*exit_code = e.exit_code;
 	exec_free(&e);
 	if (rc == 1)

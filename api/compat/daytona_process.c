@@ -111,8 +111,7 @@ enum MHD_Result dt_execute(api_req *r)
 			     .cwd = dir,
 			     .timeout_ms = timeout ? timeout : sb.exec_timeout_ms};
 	sl_exec e;
-	int rc =
-	    !line || (cwd && *cwd && !dir) ? -1 : exec_start(r->srv->ctx, &sb, &spec, &e, &err);
+	int rc = !line || (cwd && *cwd && !dir) ? -1 : api_exec_run(r, &sb, &spec, &e, &err);
 	if (!line && !err.kind)
 		sl_fail(&err, SL_INTERNAL, ENOMEM, "execute");
 	api_strv_free(env);
@@ -121,14 +120,12 @@ enum MHD_Result dt_execute(api_req *r)
 	sandbox_free(&sb);
 	if (rc < 0)
 		return dt_error(r, &err, NULL);
-	atomic_fetch_add(&r->srv->executions_started, 1);
 	char eid[32];
 	snprintf(eid, sizeof(eid), "%s", e.id);
-	exec_free(&e);
-	rc = api_exec_wait(r, sid, eid, -1, &e, &err);
-	if (rc != 0)
-		return rc < 0 ? dt_error(r, &err, NULL)
-			      : dt_fail(r, SL_INTERNAL, NULL, "the wait was abandoned");
+	if (rc == 1) {
+		exec_free(&e);
+		return dt_fail(r, SL_INTERNAL, NULL, "the wait was abandoned");
+	}
 	sl_exec_status st = e.status;
 	int code = e.exit_code;
 	exec_free(&e);

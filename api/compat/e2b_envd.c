@@ -330,7 +330,7 @@ typedef struct proc_stream {
 	int fd[2]; /* stdout, stderr logs */
 	uint64_t off[2];
 	int master; /* pty output, or -1 */
-	int ino;
+	sl_dirwatch ino; /* on the execution's directory; fd -1: we poll */
 	bool started, ended;
 } proc_stream;
 
@@ -342,8 +342,7 @@ static void proc_release(rpc_stream *st)
 			close(ps->fd[i]);
 	if (ps->master >= 0)
 		close(ps->master);
-	if (ps->ino >= 0)
-		close(ps->ino);
+	exec_watch_end(st->srv->ctx, &ps->ino);
 }
 
 static cJSON *event(const char *kind, cJSON *body)
@@ -441,15 +440,12 @@ static int proc_next(rpc_stream *st)
 		}
 	} else {
 		exec_free(&e);
-		struct pollfd p[2] = {{ps->ino, POLLIN, 0}, {ps->master, POLLIN, 0}};
+		struct pollfd p[2] = {{ps->ino.fd, POLLIN, 0}, {ps->master, POLLIN, 0}};
 		int np = ps->master >= 0 ? 2 : 1;
 		if (stream_wait(st, p, np, WAIT_SLICE_MS) < 0)
 			return -1;
-		if (ps->ino >= 0 && (p[0].revents & POLLIN)) {
-			char buf[4096];
-			while (read(ps->ino, buf, sizeof(buf)) > 0)
-				;
-		}
+		if (p[0].revents & POLLIN)
+			dirwatch_drain(&ps->ino);
 		stream_keepalive(st, keepalive_event);
 		return 0;
 	}
@@ -477,7 +473,7 @@ static enum MHD_Result proc_stream_start(api_req *r, const sl_exec *e, bool from
 	snprintf(ps->eid, sizeof(ps->eid), "%s", e->id);
 	ps->pid = e->pid;
 	ps->master = master;
-	ps->fd[0] = ps->fd[1] = ps->ino = -1;
+	ps->fd[0] = ps->fd[1] = ps->ino.fd = -1;
 	static const char *const logs[] = {"stdout", "stderr"};
 	for (int i = 0; i < 2; i++) {
 		sl_err err = {0};
@@ -486,17 +482,8 @@ static enum MHD_Result proc_stream_start(api_req *r, const sl_exec *e, bool from
 		    from_now && fstat(ps->fd[i], &st) == 0)
 			ps->off[i] = (uint64_t)st.st_size;
 	}
-	char dir[PATH_MAX];
-	state_run_dir(&r->srv->ctx->cfg, ps->sid, dir, sizeof(dir));
-	size_t n = strlen(dir);
-	snprintf(dir + n, sizeof(dir) - n, "/execs/%s", ps->eid);
-	ps->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (ps->ino >= 0 && inotify_add_watch(ps->ino, dir,
-					      IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO |
-						  IN_ATTRIB) < 0) {
-		close(ps->ino);
-		ps->ino = -1;
-	}
+	exec_watch(r->srv->ctx, ps->sid, ps->eid,
+		   IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO | IN_ATTRIB, &ps->ino);
 	return stream_start(r, &ps->st);
 }
 

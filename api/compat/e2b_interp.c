@@ -195,7 +195,8 @@ static void repl_kill(api_server *s, const char *sid, const ctx_rec *c)
 typedef struct exec_stream {
 	api_server *srv;
 	char sid[32], cid[40], eid[32], req[32];
-	int lock, log, ino, conn;
+	int lock, log, conn;
+	sl_dirwatch ino; /* on the REPL's execution directory; fd -1: we poll */
 	uint64_t off;
 	char *request; /* the line written to the REPL, kept for a resend */
 	size_t request_len;
@@ -211,8 +212,7 @@ static void exec_stream_free(void *cls)
 	exec_stream *x = cls;
 	if (x->log >= 0)
 		close(x->log);
-	if (x->ino >= 0)
-		close(x->ino);
+	exec_watch_end(x->srv->ctx, &x->ino);
 	if (x->lock >= 0)
 		close(x->lock);
 	free(x->request);
@@ -293,26 +293,15 @@ static int stream_attach(exec_stream *x, sl_err *err)
 	struct stat st;
 	if (x->log >= 0)
 		close(x->log);
-	if (x->ino >= 0)
-		close(x->ino);
-	x->ino = -1;
+	exec_watch_end(ctx, &x->ino);
 	x->line_len = 0;
 	if (exec_open_log(ctx, x->sid, x->eid, "stdout", &x->log, err) < 0)
 		return -1;
 	if (fstat(x->log, &st) < 0)
 		return sl_sysfail(err, "context %s: its output", x->cid);
 	x->off = (uint64_t)st.st_size;
-	char dir[PATH_MAX];
-	state_run_dir(&ctx->cfg, x->sid, dir, sizeof(dir));
-	size_t n = strlen(dir);
-	snprintf(dir + n, sizeof(dir) - n, "/execs/%s", x->eid);
-	x->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (x->ino >= 0 &&
-	    inotify_add_watch(x->ino, dir, IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_CREATE) <
-		0) {
-		close(x->ino);
-		x->ino = -1;
-	}
+	exec_watch(ctx, x->sid, x->eid, IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_CREATE,
+		   &x->ino);
 	return exec_write_stdin(ctx, x->sid, x->eid, x->request, x->request_len, err);
 }
 
@@ -382,18 +371,15 @@ static ssize_t exec_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			continue;
 		}
 		exec_free(&e);
-		struct pollfd p[2] = {{x->conn, POLLRDHUP, 0}, {x->ino, POLLIN, 0}};
-		int n = poll(p, x->ino >= 0 ? 2 : 1, WAIT_SLICE_MS);
+		struct pollfd p[2] = {{x->conn, POLLRDHUP, 0}, {x->ino.fd, POLLIN, 0}};
+		int n = poll(p, x->ino.fd >= 0 ? 2 : 1, WAIT_SLICE_MS);
 		if (n > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
 			/* The caller gave up (its timeout): interrupt the cell. */
 			exec_signal(x->srv->ctx, x->sid, x->eid, SIGINT, &err);
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		}
-		if (n > 0 && (p[1].revents & POLLIN)) {
-			char ib[4096];
-			while (read(x->ino, ib, sizeof(ib)) > 0)
-				;
-		}
+		if (n > 0 && (p[1].revents & POLLIN))
+			dirwatch_drain(&x->ino);
 	}
 }
 
@@ -453,7 +439,7 @@ enum MHD_Result e2b_execute(api_req *r)
 	x->srv = r->srv;
 	x->lock = lock;
 	lock = -1;
-	x->log = x->ino = -1;
+	x->log = x->ino.fd = -1;
 	snprintf(x->sid, sizeof(x->sid), "%s", sb.id);
 	snprintf(x->cid, sizeof(x->cid), "%s", c.id);
 	snprintf(x->eid, sizeof(x->eid), "%s", c.exec_id);
