@@ -10,7 +10,8 @@
 # BENCH_NET_DENSITY (sandboxes with network on for the memory measure), BENCH_OUT,
 # BENCH_BUDGET (seconds: a crun density step that would run past it is skipped),
 # BENCH_POOL (ready sandboxes of `serve --pool` for the pool rows, 4), BENCH_POOL_PACE (ms
-# between operations in those rows, 50).
+# between operations in those rows, 50), BENCH_PAUSE (ms between the operations of the
+# other latency rows, 0).
 set -euo pipefail
 
 MODE=${1:-full}
@@ -45,6 +46,12 @@ quick)
 esac
 SECTIONS=${BENCH_SECTIONS:-oneshot exec parallel density api lifecycle network}
 POOL=${BENCH_POOL:-4} POOL_PACE=${BENCH_POOL_PACE:-50}
+# Milliseconds between the timed operations of the latency rows (0: back to back). With a
+# pause, what one run leaves to finish after it answered (sandlot's release, every
+# runtime's namespace teardown in the kernel) lands in no other run's time, but every run
+# then starts on CPUs that have gone idle, which costs crun far more than sandlot on the
+# build VMs (docs/bench.md, "Pacing"): the default stays back to back.
+PAUSE=${BENCH_PAUSE:-0}
 
 say() { printf 'bench: %s\n' "$*" >&2; }
 die() {
@@ -309,7 +316,7 @@ bench_oneshot() {
 	local v=(-v sandlot "${SL_RUN[@]}" \; -v crun "${CRUN_RUN[@]}" \; -v bwrap "${BWRAP_RUN[@]}" \;)
 	[ -n "$HAVE_RUNC" ] && v+=(-v runc "${RUNC_RUN[@]}" \;)
 	local out
-	out=$(measure "CLI one-shot" --runs "$RUNS" --warmup "$WARMUP" "${v[@]}")
+	out=$(measure "CLI one-shot" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" "${v[@]}")
 	local peers=(crun 0.5 bwrap 1.0)
 	[ -n "$HAVE_RUNC" ] && peers+=(runc -)
 	time_rows oneshot "CLI one-shot (true)" "$out" "${peers[@]}"
@@ -330,7 +337,7 @@ bench_exec() {
 	say "exec round trip (CLI): sandlot exec vs crun exec vs nsenter -a ($RUNS runs each)"
 	start_exec_targets
 	local out
-	out=$(measure "CLI exec round trip" --runs "$RUNS" --warmup "$WARMUP" \
+	out=$(measure "CLI exec round trip" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" \
 		-v sandlot "$SL" exec "$SBX" -- true \; \
 		-v crun-exec "${CRUN[@]}" exec "$CID-exec" /bin/true \; \
 		-v nsenter nsenter -a -t "$CPID" /bin/true \;)
@@ -583,7 +590,7 @@ bench_api() {
 	local create='{"image":"busybox"}' cmd='{"command":["true"]}'
 	say "API create → first command → delete vs crun run ($RUNS runs each)"
 	local out
-	out=$(measure "API create → command → delete" "${api[@]}" --runs "$RUNS" --warmup "$WARMUP" \
+	out=$(measure "API create → command → delete" "${api[@]}" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" \
 		-v sandlot @http POST /v1/sandboxes "$create" :: \
 		@http POST "/v1/sandboxes/{id}/executions?wait=30s" "$cmd" :: \
 		@http DELETE "/v1/sandboxes/{id}" \; \
@@ -597,7 +604,7 @@ bench_api() {
 
 	say "API exec round trip vs crun exec and nsenter -a ($RUNS runs each)"
 	start_exec_targets
-	out=$(measure "API exec round trip" "${api[@]}" --runs "$RUNS" --warmup "$WARMUP" \
+	out=$(measure "API exec round trip" "${api[@]}" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" \
 		-v sandlot @http POST "/v1/sandboxes/$SBX/executions?wait=30s" "$cmd" \; \
 		-v crun-exec "${CRUN[@]}" exec "$CID-exec" /bin/true \; \
 		-v nsenter nsenter -a -t "$CPID" /bin/true \;)
@@ -677,17 +684,17 @@ bench_lifecycle() {
 	sbx=$("${c[@]}" -X POST http://b/v1/sandboxes -d '{"image":"busybox","resources":{"disk":"1Gi"}}' |
 		jq -r .id) || { failed "lifecycle: create"; stop_serve; return 0; }
 	say "pause + resume of a sandbox ($RUNS runs)"
-	out=$(measure "pause/resume" "${api[@]}" --runs "$RUNS" --warmup "$WARMUP" \
+	out=$(measure "pause/resume" "${api[@]}" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" \
 		-v pause-resume @http POST "/v1/sandboxes/$sbx/pause" :: \
 		@http POST "/v1/sandboxes/$sbx/resume" \;)
 	solo_row pause-resume "pause + resume (API)" "$out" pause-resume 20
 	"$SL" exec "$sbx" -- dd if=/dev/urandom of=/root/big bs=1M count=100 2>/dev/null
 	say "snapshot of a sandbox with 100 MB of new files ($RUNS runs)"
-	out=$(measure "snapshot" "${api[@]}" --runs "$RUNS" --warmup 1 \
+	out=$(measure "snapshot" "${api[@]}" --runs "$RUNS" --warmup 1 --pause "$PAUSE" \
 		-v snapshot @http POST "/v1/sandboxes/$sbx/snapshots" '{"name":"benchsnap"}' \;)
 	solo_row snapshot "snapshot, 100 MB of new files (API)" "$out" snapshot 1000
 	say "create from that snapshot vs create from the image, each then deleted ($RUNS runs)"
-	out=$(measure "create from snapshot" "${api[@]}" --runs "$RUNS" --warmup "$WARMUP" \
+	out=$(measure "create from snapshot" "${api[@]}" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" \
 		-v from-snapshot @http POST /v1/sandboxes '{"snapshot":"benchsnap"}' :: \
 		@http DELETE "/v1/sandboxes/{id}" \; \
 		-v from-image @http POST /v1/sandboxes '{"image":"busybox"}' :: \
@@ -702,7 +709,7 @@ bench_lifecycle() {
 		"$SL" image import default "$BUILD/images/default.tar.zst" >/dev/null; then
 		sbx=$("${c[@]}" -X POST http://b/v1/sandboxes -d '{"image":"default"}' | jq -r .id)
 		say "executeCode: python print(1) and typescript console.log(1 as number) ($RUNS runs)"
-		out=$(measure "executeCode" "${api[@]}" --runs "$RUNS" --warmup 1 \
+		out=$(measure "executeCode" "${api[@]}" --runs "$RUNS" --warmup 1 --pause "$PAUSE" \
 			-v python @http POST "/v1/sandboxes/$sbx/code" \
 			'{"language":"python","code":"print(1)"}' \; \
 			-v typescript @http POST "/v1/sandboxes/$sbx/code" \
@@ -732,7 +739,7 @@ bench_lifecycle() {
 bench_network() {
 	say "network: sandlot run with --network vs without ($RUNS runs each, interleaved)"
 	local out r
-	out=$(measure "network: CLI one-shot" --runs "$RUNS" --warmup "$WARMUP" \
+	out=$(measure "network: CLI one-shot" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" \
 		-v net-on "$SL" run --image busybox --network -- true \; \
 		-v net-off "${SL_RUN[@]}" \;)
 	r=$(ratio "$(field "$out" net-on 3)" "$(field "$out" net-off 3)")
@@ -743,7 +750,7 @@ bench_network() {
 		local api=(--socket "$API_SOCK") cmd='{"command":["true"]}'
 		say "network: API create → first command → delete, network on vs off ($RUNS runs each)"
 		out=$(measure "network: API create → command → delete" "${api[@]}" --runs "$RUNS" \
-			--warmup "$WARMUP" \
+			--warmup "$WARMUP" --pause "$PAUSE" \
 			-v net-on @http POST /v1/sandboxes '{"image":"busybox","network":{"enabled":true}}' :: \
 			@http POST "/v1/sandboxes/{id}/executions?wait=30s" "$cmd" :: \
 			@http DELETE "/v1/sandboxes/{id}" \; \
@@ -775,6 +782,9 @@ bench_network() {
 
 T0=$(date +%s)
 LOAD0=$(cut -d' ' -f1 /proc/loadavg)
+# Seconds since boot: the memory cgroup's shrinker map (density rows) is sized by the most
+# superblocks the host has had at once since then (docs/bench.md).
+UPTIME0=$(cut -d. -f1 /proc/uptime)
 want oneshot && bench_oneshot
 want exec && bench_exec
 want parallel && bench_parallel
@@ -817,14 +827,15 @@ jq -n --rawfile rows "$ROWS" --rawfile dens "$DENS" --argjson skipped "$SKIPPED_
 	--arg crun "$(crun --version | head -1)" --arg bwrap "$(bwrap --version)" \
 	--arg runc "${HAVE_RUNC:+$(runc --version | head -1)}" \
 	--argjson runs "$RUNS" --argjson elapsed "$ELAPSED" \
+	--argjson pause "$PAUSE" --argjson pace "$POOL_PACE" --argjson uptime "$UPTIME0" \
 	--argjson load0 "$LOAD0" --argjson load1 "$LOAD1" '
 	def num: if . == "-" or . == "" or . == "nan" then null else tonumber end;
 	def lines: split("\n") | map(select(length > 0) | split("\t"));
 	{ mode: $mode, date: $date, commit: $commit, elapsedSeconds: $elapsed,
 	  host: { kernel: $kernel, cpus: ($cpus | tonumber), memKiB: ($mem | tonumber),
-		loadavg1mStart: $load0, loadavg1mEnd: $load1 },
+		loadavg1mStart: $load0, loadavg1mEnd: $load1, uptimeSecondsStart: $uptime },
 	  peers: { crun: $crun, bwrap: $bwrap, runc: (if $runc == "" then null else $runc end) },
-	  runs: $runs, skipped: $skipped, failures: ($failures | split("\n") | map(select(length > 0))),
+	  runs: $runs, pauseMs: $pause, poolPaceMs: $pace, skipped: $skipped, failures: ($failures | split("\n") | map(select(length > 0))),
 	  measures: ($rows | lines | map({ key: .[0], label: .[1], unit: .[2],
 		sandlot: { median: (.[3] | num), p99: (.[4] | num) },
 		peer: { name: .[5], median: (.[6] | num), p99: (.[7] | num) },
