@@ -1047,8 +1047,8 @@ int exec_wait(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, int time
 	 * user (fs.inotify.max_user_instances); without one, poll slowly. */
 	sl_dirwatch w;
 	if (dirwatch_start(&ctx->watches, &w, dir,
-		      IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) <
-	    0) {
+			   IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF |
+			       IN_ONLYDIR) < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
 			return sl_fail(err, SL_NOTFOUND, 0, "execution %s not found in sandbox %s",
 				       exec_id, sid);

@@ -10,8 +10,8 @@
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
-#include <stddef.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,11 +211,11 @@ static void test_cache_bounded(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_sees_its_directory, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reused_clean, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_missing_directory, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_directory_removed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cache_bounded, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_sees_its_directory, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reused_clean, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_missing_directory, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_directory_removed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cache_bounded, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
