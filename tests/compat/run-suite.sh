@@ -57,6 +57,11 @@ cleanup() {
 	done
 	left=$(grep -cF " $root" /proc/self/mountinfo || true)
 	rm -rf "$root"
+	# The runtime's parent cgroup ("sandlot" in each hierarchy) outlives sandboxes; removed
+	# when empty, as the e2e harness does (rmdir fails while any sandbox is left in it).
+	for p in /sys/fs/cgroup/{cpu,cpuacct,memory,pids,freezer}/sandlot /sys/fs/cgroup/sandlot; do
+		rmdir "$p" 2>/dev/null
+	done
 	if [ "${left:-0}" != 0 ]; then
 		echo "run-suite: $left mounts under $root were left behind" >&2
 		exit 1
