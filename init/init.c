@@ -553,6 +553,8 @@ static void conn_read(int ci, int *npfds)
 	ssize_t n = recvmsg(pfds[ci].fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
+	if (n < 0)
+		mh.msg_controllen = 0; /* untouched by the failed call: not fds of ours */
 	int fds[SL_SPAWN_MAX_FDS], nfds = 0;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)

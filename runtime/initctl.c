@@ -98,6 +98,11 @@ int initctl_recv(int fd, struct sl_rep *rep, int *passed, int timeout_ms, sl_err
 	ssize_t n;
 	while ((n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) < 0 && errno == EINTR)
 		;
+	int e = errno;
+	/* A failed recvmsg leaves the control buffer as it was: uninitialised stack, often
+	 * an earlier reply's SCM_RIGHTS, whose fd number we must not close again. */
+	if (n < 0)
+		mh.msg_controllen = 0;
 	*passed = -1;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
@@ -112,13 +117,13 @@ int initctl_recv(int fd, struct sl_rep *rep, int *passed, int timeout_ms, sl_err
 				close(pfd);
 		}
 	}
-	if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+	if (n == 0 || (n < 0 && e == ECONNRESET)) {
 		if (*passed >= 0)
 			close(steal_fd(passed));
 		return sl_fail(err, SL_CONFLICT, 0, "the sandbox stopped (its init went away)");
 	}
 	if (n < 0)
-		return sl_sysfail(err, "read from the sandbox's init");
+		return sl_fail(err, SL_INTERNAL, e, "read from the sandbox's init");
 	if (n != sizeof(*rep) || rep->hdr.magic != SL_PROTO_MAGIC || (mh.msg_flags & MSG_CTRUNC)) {
 		if (*passed >= 0)
 			close(steal_fd(passed));

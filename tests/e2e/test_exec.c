@@ -16,6 +16,7 @@
 
 #include "common.h"
 #include "exec.h"
+#include "initctl.h"
 
 /* ---- helpers ---- */
 
@@ -751,6 +752,64 @@ static pid_t init_host_pid(sl_ctx *ctx, const char *id)
 	return pid;
 }
 
+/* A PING on CONN and its PONG: 0, or -1 with init's side of CONN gone. */
+static int ping(int conn)
+{
+	struct sl_msg_hdr rq = {SL_PROTO_MAGIC, SL_REQ_PING};
+	struct sl_rep rep;
+	int passed = -1;
+	sl_err err = {0};
+	if (initctl_send(conn, &rq, sizeof(rq), NULL, 0) < 0)
+		return -1;
+	if (initctl_recv(conn, &rep, &passed, 5000, &err) != 0)
+		return -1;
+	if (passed >= 0)
+		close(passed);
+	return rep.hdr.type == SL_REP_PONG ? 0 : -1;
+}
+
+/* A client that leaves with init's reply unread resets the connection: init's read
+ * fails (ECONNRESET), and must close nothing but that connection. A failed recvmsg
+ * leaves the control buffer as it was, holding the fd numbers of the last spawn, which
+ * init has closed and reused (here, for another client's connection). */
+static void test_init_survives_a_reset_connection(void **state)
+{
+	sl_ctx *ctx = ctx_new();
+	char *id = sandbox_new(NULL);
+	sl_err err = {0};
+	sl_exec e, w;
+	for (int round = 0; round < 3; round++) {
+		/* A spawn passes init four fds, all closed again once the command ends. */
+		start_sh(ctx, id, "true", &e);
+		wait_done(ctx, id, e.id, 10000, &w);
+		assert_int_equal(w.status, SL_EXEC_COMPLETED);
+		exec_free(&e);
+		exec_free(&w);
+		/* The next client's connection takes one of those numbers in init. */
+		int kept = initctl_connect(ctx, id, &err);
+		assert_true(kept >= 0);
+		assert_int_equal(ping(kept), 0);
+		/* One leaves with its PONG unread. */
+		int gone = initctl_connect(ctx, id, &err);
+		assert_true(gone >= 0);
+		struct sl_msg_hdr rq = {SL_PROTO_MAGIC, SL_REQ_PING};
+		assert_int_equal(initctl_send(gone, &rq, sizeof(rq), NULL, 0), 0);
+		struct pollfd p = {gone, POLLIN, 0};
+		assert_int_equal(poll(&p, 1, 5000), 1);
+		close(gone);
+		/* init has read the reset by the time a fresh client gets its answer. */
+		int probe = initctl_connect(ctx, id, &err);
+		assert_true(probe >= 0);
+		assert_int_equal(ping(probe), 0);
+		close(probe);
+		/* The other connection is still init's. */
+		assert_int_equal(ping(kept), 0);
+		close(kept);
+	}
+	sandbox_rm(id);
+	ctx_free(ctx);
+}
+
 static void test_dead_init_and_destroyed_sandbox(void **state)
 {
 	sl_ctx *ctx = ctx_new();
@@ -835,6 +894,7 @@ int main(void)
 	    E2E_TEST(test_many_waiters),
 	    E2E_TEST(test_processes_and_kill),
 	    E2E_TEST(test_tty),
+	    E2E_TEST(test_init_survives_a_reset_connection),
 	    E2E_TEST(test_dead_init_and_destroyed_sandbox),
 	    E2E_TEST(test_latency),
 	};
