@@ -247,7 +247,7 @@ static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err
 	char p[PATH_MAX];
 	record_path(ctx, id, p);
 	_cleanup_free_ char *data = NULL;
-	if (state_read_file(p, RECORD_MAX, &data, NULL, err) < 0) {
+	if (state_read_record(p, RECORD_MAX, &data, NULL, err) < 0) {
 		if (err->kind == SL_NOTFOUND)
 			sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", id);
 		return -1;
@@ -314,15 +314,26 @@ static int record_save(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl
 	cJSON_Delete(o);
 	if (!s)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "serialise %s", sb->id);
-	if (!durable)
-		return state_write_atomic_nosync(p, s, strlen(s), err);
-	if (!ctx->sync_soon)
-		return state_write_atomic(p, s, strlen(s), err);
+	if (!durable || !ctx->sync_soon)
+		return state_write_record(p, s, strlen(s), durable, err);
 	/* The daemon's: answer now, durable ~20 ms later (api/pool.c, the syncer). */
 	if (state_write_atomic_soon(p, s, strlen(s), err) < 0)
 		return -1;
 	ctx->sync_soon(ctx->sync_soon_arg, sb->id);
 	return 0;
+}
+
+/* record_save from a create, which does not hold the sandbox's lock: the record's
+ * writers are serialised by it (state_write_record), and a destroy may come meanwhile. */
+static int record_save_creating(const sl_ctx *ctx, const sl_sandbox *sb, bool durable,
+				sl_err *err)
+{
+	char dir[PATH_MAX];
+	state_sandbox_dir(&ctx->cfg, sb->id, dir, sizeof(dir));
+	_cleanup_close_ int lk = state_lock_dir(dir, err);
+	if (lk < 0)
+		return -1;
+	return record_save(ctx, sb, durable, err);
 }
 
 int sandbox_sync_record(sl_ctx *ctx, const char *id, sl_err *err)
@@ -942,7 +953,7 @@ static int reserve(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 			continue;
 		sb->uid_base = ctx->cfg.uid_base + slot * 65536u;
 		state_sandbox_dir(&ctx->cfg, sb->id, dir, sizeof(dir));
-		if (mkdir(dir, 0700) < 0 || record_save(ctx, sb, false, err) < 0) {
+		if (mkdir(dir, 0700) < 0 || record_save_creating(ctx, sb, false, err) < 0) {
 			if (!err->kind)
 				sl_sysfail(err, "create %s", dir);
 			release_claims(ctx, sb);
@@ -1499,7 +1510,8 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 		sandbox_free(&sb);
 		return -1;
 	}
-	if (sb.net_enabled && (lease_take(ctx, &sb, err) < 0 || record_save(ctx, &sb, false, err) < 0))
+	if (sb.net_enabled &&
+	    (lease_take(ctx, &sb, err) < 0 || record_save_creating(ctx, &sb, false, err) < 0))
 		goto fail;
 	if ((base.id[0] ? snapshot_clone_layer(ctx, &base, sb.id, sb.uid_base, sb.disk_bytes, err)
 			: store_layer_create(&ctx->cfg, sb.id, sb.disk_bytes, sb.uid_base, err)) < 0 ||
@@ -1508,7 +1520,7 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	/* A pooled sandbox needs no durable record: a daemon that died leaves its pool
 	 * to be discarded, whatever the record says. */
 	snprintf(sb.status, sizeof(sb.status), "%s", o->pooled ? "pooled" : "running");
-	if (record_save(ctx, &sb, !sb.ephemeral && !o->pooled, err) < 0)
+	if (record_save_creating(ctx, &sb, !sb.ephemeral && !o->pooled, err) < 0)
 		goto fail;
 	*out = sb;
 	return 0;
@@ -1533,8 +1545,7 @@ static int destroy_load(sl_ctx *ctx, const char *id, bool allow_pooled, sl_sandb
 {
 	char lockp[PATH_MAX];
 	state_sandbox_dir(&ctx->cfg, id, lockp, sizeof(lockp));
-	strcat(lockp, "/lock");
-	*lk = state_lock(lockp, err);
+	*lk = state_lock_dir(lockp, err);
 	if (*lk < 0)
 		return -1;
 	if ((allow_pooled ? record_load(ctx, id, sb, err) : record_load_visible(ctx, id, sb, err)) < 0)
@@ -1781,8 +1792,7 @@ static int load_locked(sl_ctx *ctx, const char *ref, sl_sandbox *sb, int *lk, sl
 	if (resolve_ref(ctx, ref, id, sizeof(id), err) < 0)
 		return -1;
 	state_sandbox_dir(&ctx->cfg, id, lockp, sizeof(lockp));
-	strcat(lockp, "/lock");
-	*lk = state_lock(lockp, err);
+	*lk = state_lock_dir(lockp, err);
 	if (*lk < 0 || record_load_visible(ctx, id, sb, err) < 0) {
 		if (*lk >= 0)
 			close(*lk);

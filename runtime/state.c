@@ -77,6 +77,64 @@ static int write_atomic(const char *path, const char *data, size_t len, enum dur
 	return 0;
 }
 
+/* A record rewritten in a spare kept beside it (PATH.next) and swapped in with
+ * RENAME_EXCHANGE, so that rewriting it makes no inode and frees no blocks. On this
+ * host's root ext4, which has no journal, a new inode costs a scan of every inode freed
+ * in the last minutes, and a rename over a file or an O_TRUNC makes ext4 write the new
+ * data and free (and discard) the old blocks (docs/bench.md, session 12). The spare is
+ * rewritten in place, never truncated to zero. Its writers are serialised by the caller;
+ * the flock taken here waits out readers that still hold the inode from when it was the
+ * record (state_read_record), and the name is checked to still hold the inode locked.
+ * The first write, with no record yet, renames the spare into place, and the second
+ * makes the spare that every later write reuses. */
+static int write_spare(const char *path, const char *data, size_t len, enum durability when,
+		       sl_err *err)
+{
+	char spare[PATH_MAX];
+	if (snprintf(spare, sizeof(spare), "%s.next", path) >= (int)sizeof(spare))
+		return sl_fail(err, SL_INTERNAL, 0, "path too long: %s", path);
+	for (int tries = 0; tries < 64; tries++) {
+		_cleanup_close_ int fd =
+		    open(spare, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return sl_sysfail(err, "open %s", spare);
+		while (flock(fd, LOCK_EX) < 0)
+			if (errno != EINTR)
+				return sl_sysfail(err, "lock %s", spare);
+		struct stat held, named;
+		if (fstat(fd, &held) < 0)
+			return sl_sysfail(err, "stat %s", spare);
+		if (lstat(spare, &named) < 0 || held.st_ino != named.st_ino ||
+		    held.st_dev != named.st_dev)
+			continue; /* exchanged (or renamed) away while we waited: again */
+		size_t off = 0;
+		while (off < len) {
+			ssize_t w = pwrite(fd, data + off, len - off, (off_t)off);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				return sl_sysfail(err, "write %s", spare);
+			off += w;
+		}
+		if (ftruncate(fd, (off_t)len) < 0 || (when == NOW && fsync(fd) < 0))
+			return sl_sysfail(err, "write %s", spare);
+		/* No record yet (ENOENT), or a file system without exchange (EINVAL): the
+		 * spare becomes the record, and the next write makes another. */
+		if (syscall(SYS_renameat2, AT_FDCWD, spare, AT_FDCWD, path, RENAME_EXCHANGE) < 0 &&
+		    rename(spare, path) < 0)
+			return sl_fail(err, SL_INTERNAL, errno, "save %s", path);
+		if (when == NOW)
+			sync_dir(path);
+		return 0;
+	}
+	return sl_fail(err, SL_INTERNAL, EAGAIN, "save %s: its spare kept being replaced", path);
+}
+
+int state_write_record(const char *path, const char *data, size_t len, bool durable, sl_err *err)
+{
+	return write_spare(path, data, len, durable ? NOW : NEVER, err);
+}
+
 int state_write_atomic(const char *path, const char *data, size_t len, sl_err *err)
 {
 	return write_atomic(path, data, len, NOW, err);
@@ -104,12 +162,9 @@ int state_sync(const char *path, sl_err *err)
 	return 0;
 }
 
-int state_read_file(const char *path, size_t max, char **out, size_t *len, sl_err *err)
+/* The whole of an open file, at most MAX bytes. */
+static int read_fd(int fd, const char *path, size_t max, char **out, size_t *len, sl_err *err)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return sl_fail(err, errno == ENOENT ? SL_NOTFOUND : SL_INTERNAL, errno, "read %s",
-			       path);
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return sl_sysfail(err, "stat %s", path);
@@ -134,6 +189,61 @@ int state_read_file(const char *path, size_t max, char **out, size_t *len, sl_er
 		*len = off;
 	*out = steal_ptr(&buf);
 	return 0;
+}
+
+static int open_read(const char *path, sl_err *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return sl_fail(err, errno == ENOENT ? SL_NOTFOUND : SL_INTERNAL, errno, "read %s",
+			       path);
+	return fd;
+}
+
+int state_read_file(const char *path, size_t max, char **out, size_t *len, sl_err *err)
+{
+	_cleanup_close_ int fd = open_read(path, err);
+	if (fd < 0)
+		return -1;
+	return read_fd(fd, path, max, out, len, err);
+}
+
+/* A record's inode may become its spare and be rewritten in place while a reader still
+ * has it open (write_spare): a reader holds it shared, as writers hold the spare
+ * exclusively, and reads it only if the name still holds it once locked. */
+int state_read_record(const char *path, size_t max, char **out, size_t *len, sl_err *err)
+{
+	for (int tries = 0; tries < 64; tries++) {
+		_cleanup_close_ int fd = open_read(path, err);
+		if (fd < 0)
+			return -1;
+		while (flock(fd, LOCK_SH) < 0)
+			if (errno != EINTR)
+				return sl_sysfail(err, "lock %s", path);
+		struct stat held, named;
+		if (fstat(fd, &held) < 0)
+			return sl_sysfail(err, "stat %s", path);
+		if (lstat(path, &named) == 0 && held.st_ino == named.st_ino &&
+		    held.st_dev == named.st_dev)
+			return read_fd(fd, path, max, out, len, err);
+	}
+	return sl_fail(err, SL_INTERNAL, EAGAIN, "read %s: it kept being replaced", path);
+}
+
+int state_lock_dir(const char *path, sl_err *err)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return sl_fail(err, errno == ENOENT ? SL_NOTFOUND : SL_INTERNAL, errno,
+			       "open %s to lock it", path);
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			int e = errno;
+			close(fd);
+			return sl_fail(err, SL_INTERNAL, e, "lock %s", path);
+		}
+	}
+	return fd;
 }
 
 int state_lock(const char *path, sl_err *err)

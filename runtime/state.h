@@ -3,6 +3,7 @@
 #ifndef SANDLOT_STATE_H
 #define SANDLOT_STATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -16,12 +17,22 @@ int state_write_atomic_nosync(const char *path, const char *data, size_t len, sl
 /* Atomic and visible at once, durable after a later state_sync(path): until then a crash
  * leaves the old or the new file (ext4 and btrfs flush a file renamed over another). */
 int state_write_atomic_soon(const char *path, const char *data, size_t len, sl_err *err);
+/* A sandbox record: atomic like the above (durable: with the fsyncs), rewritten in a
+ * spare kept beside it (path.next) and exchanged into place, so a rewrite makes no
+ * inode and frees no blocks. Writers of one record must be serialised by the caller
+ * (the record dir's state_lock_dir); readers use state_read_record. */
+int state_write_record(const char *path, const char *data, size_t len, bool durable, sl_err *err);
 /* fsync path and its directory: what state_write_atomic_soon left to do. */
 int state_sync(const char *path, sl_err *err);
 /* Read a whole (small) file; *out is NUL-terminated, caller frees. */
 int state_read_file(const char *path, size_t max, char **out, size_t *len, sl_err *err);
+/* The same for a record state_write_record writes: always one whole version of it. */
+int state_read_record(const char *path, size_t max, char **out, size_t *len, sl_err *err);
 /* Take an exclusive lock on a lock file (created if needed); returns the fd. */
 int state_lock(const char *path, sl_err *err);
+/* The same lock taken on a directory itself (no lock file to create): SL_NOTFOUND when
+ * it is gone. */
+int state_lock_dir(const char *path, sl_err *err);
 int state_mkdirs(const char *path, mode_t mode, sl_err *err);
 
 void state_sandbox_dir(const sl_config *cfg, const char *id, char *buf, size_t len);
