@@ -27,6 +27,29 @@ static void sync_dir(const char *path)
 		fsync(dfd);
 }
 
+/* flock through signals: 0, or -1 with errno. */
+static int flock_wait(int fd, int op)
+{
+	while (flock(fd, op) < 0)
+		if (errno != EINTR)
+			return -1;
+	return 0;
+}
+
+/* An fd of PATH (opened as FD) locked exclusively, or -1 with the reason in ERR. */
+static int locked(int fd, const char *path, sl_err *err)
+{
+	if (fd < 0)
+		return sl_fail(err, errno == ENOENT ? SL_NOTFOUND : SL_INTERNAL, errno,
+			       "open %s to lock it", path);
+	if (flock_wait(fd, LOCK_EX) < 0) {
+		int e = errno;
+		close(fd);
+		return sl_fail(err, SL_INTERNAL, e, "lock %s", path);
+	}
+	return fd;
+}
+
 /* NOW: fsync the file, rename, fsync the directory. SOON: rename now, state_sync later.
  * NEVER: a record a crash may lose (or leave empty). */
 enum durability { NOW, SOON, NEVER };
@@ -98,9 +121,8 @@ static int write_spare(const char *path, const char *data, size_t len, enum dura
 		    open(spare, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return sl_sysfail(err, "open %s", spare);
-		while (flock(fd, LOCK_EX) < 0)
-			if (errno != EINTR)
-				return sl_sysfail(err, "lock %s", spare);
+		if (flock_wait(fd, LOCK_EX) < 0)
+			return sl_sysfail(err, "lock %s", spare);
 		struct stat held, named;
 		if (fstat(fd, &held) < 0)
 			return sl_sysfail(err, "stat %s", spare);
@@ -217,9 +239,8 @@ int state_read_record(const char *path, size_t max, char **out, size_t *len, sl_
 		_cleanup_close_ int fd = open_read(path, err);
 		if (fd < 0)
 			return -1;
-		while (flock(fd, LOCK_SH) < 0)
-			if (errno != EINTR)
-				return sl_sysfail(err, "lock %s", path);
+		if (flock_wait(fd, LOCK_SH) < 0)
+			return sl_sysfail(err, "lock %s", path);
 		struct stat held, named;
 		if (fstat(fd, &held) < 0)
 			return sl_sysfail(err, "stat %s", path);
@@ -232,32 +253,12 @@ int state_read_record(const char *path, size_t max, char **out, size_t *len, sl_
 
 int state_lock_dir(const char *path, sl_err *err)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return sl_fail(err, errno == ENOENT ? SL_NOTFOUND : SL_INTERNAL, errno,
-			       "open %s to lock it", path);
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno != EINTR) {
-			int e = errno;
-			close(fd);
-			return sl_fail(err, SL_INTERNAL, e, "lock %s", path);
-		}
-	}
-	return fd;
+	return locked(open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), path, err);
 }
 
 int state_lock(const char *path, sl_err *err)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return sl_sysfail(err, "open lock %s", path);
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno != EINTR) {
-			close(fd);
-			return sl_sysfail(err, "lock %s", path);
-		}
-	}
-	return fd;
+	return locked(open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600), path, err);
 }
 
 int state_mkdirs(const char *path, mode_t mode, sl_err *err)
