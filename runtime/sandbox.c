@@ -1543,9 +1543,9 @@ fail:
 static int destroy_load(sl_ctx *ctx, const char *id, bool allow_pooled, sl_sandbox *sb, int *lk,
 			sl_err *err)
 {
-	char lockp[PATH_MAX];
-	state_sandbox_dir(&ctx->cfg, id, lockp, sizeof(lockp));
-	*lk = state_lock_dir(lockp, err);
+	char dir[PATH_MAX];
+	state_sandbox_dir(&ctx->cfg, id, dir, sizeof(dir));
+	*lk = state_lock_dir(dir, err);
 	if (*lk < 0)
 		return -1;
 	if ((allow_pooled ? record_load(ctx, id, sb, err) : record_load_visible(ctx, id, sb, err)) < 0)
@@ -1787,12 +1787,12 @@ int sandbox_discard(sl_ctx *ctx, const char *id, sl_err *err)
 /* Load under the sandbox's lock; the caller unlocks by closing *lk. */
 static int load_locked(sl_ctx *ctx, const char *ref, sl_sandbox *sb, int *lk, sl_err *err)
 {
-	char id[32], lockp[PATH_MAX];
+	char id[32], dir[PATH_MAX];
 	*lk = -1;
 	if (resolve_ref(ctx, ref, id, sizeof(id), err) < 0)
 		return -1;
-	state_sandbox_dir(&ctx->cfg, id, lockp, sizeof(lockp));
-	*lk = state_lock_dir(lockp, err);
+	state_sandbox_dir(&ctx->cfg, id, dir, sizeof(dir));
+	*lk = state_lock_dir(dir, err);
 	if (*lk < 0 || record_load_visible(ctx, id, sb, err) < 0) {
 		if (*lk >= 0)
 			close(*lk);

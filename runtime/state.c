@@ -184,12 +184,11 @@ int state_sync(const char *path, sl_err *err)
 	return 0;
 }
 
-/* The whole of an open file, at most MAX bytes. */
-static int read_fd(int fd, const char *path, size_t max, char **out, size_t *len, sl_err *err)
+/* The whole of an open file whose fstat is ST, at most MAX bytes. */
+static int read_fd(int fd, const struct stat *stp, const char *path, size_t max, char **out,
+		   size_t *len, sl_err *err)
 {
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return sl_sysfail(err, "stat %s", path);
+	const struct stat st = *stp;
 	if ((size_t)st.st_size > max)
 		return sl_fail(err, SL_TOOLARGE, 0, "%s is larger than %zu bytes", path, max);
 	_cleanup_free_ char *buf = malloc(st.st_size + 1);
@@ -227,7 +226,10 @@ int state_read_file(const char *path, size_t max, char **out, size_t *len, sl_er
 	_cleanup_close_ int fd = open_read(path, err);
 	if (fd < 0)
 		return -1;
-	return read_fd(fd, path, max, out, len, err);
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return sl_sysfail(err, "stat %s", path);
+	return read_fd(fd, &st, path, max, out, len, err);
 }
 
 /* A record's inode may become its spare and be rewritten in place while a reader still
@@ -246,7 +248,7 @@ int state_read_record(const char *path, size_t max, char **out, size_t *len, sl_
 			return sl_sysfail(err, "stat %s", path);
 		if (lstat(path, &named) == 0 && held.st_ino == named.st_ino &&
 		    held.st_dev == named.st_dev)
-			return read_fd(fd, path, max, out, len, err);
+			return read_fd(fd, &held, path, max, out, len, err);
 	}
 	return sl_fail(err, SL_INTERNAL, EAGAIN, "read %s: it kept being replaced", path);
 }
