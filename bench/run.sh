@@ -156,11 +156,28 @@ sandlot_remove_all() {
 	done
 }
 
+# Until the detached releasers of this run's `sandlot run`s (processes of our private copy
+# of the binary) are done, at most 5 s: after the last network, one keeps the bridge up
+# for a second before it removes it (docs/network.md) and needs the state dir until then.
+wait_releasers() {
+	local i p busy
+	for ((i = 0; i < 50; i++)); do
+		busy=''
+		for p in /proc/[0-9]*; do
+			[ "$(readlink "$p/exe" 2>/dev/null)" = "$ROOT/bin/sandlot" ] && busy=1 && break
+		done
+		[ -n "$busy" ] || return 0
+		sleep 0.1
+	done
+	say "clean-up: a sandlot run's release was still going after 5 s"
+}
+
 cleanup() {
 	local rc=$?
 	set +e
 	trap - EXIT INT TERM
 	stop_serve
+	wait_releasers
 	[ -d "$SANDLOT_STATE_DIR" ] && sandlot_remove_all
 	[ -d "$CRUN_ROOT" ] && crun_remove_all
 	local idpat

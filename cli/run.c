@@ -493,8 +493,9 @@ int cmd_create(sl_ctx *ctx, int argc, char **argv)
 /* `sandlot run` answers once its command has ended, as the API's DELETE does: the
  * sandbox is SIGKILLed and tombstoned, and a child in its own process group frees the rest
  * after we have exited (sandbox_destroy_finish: the kernel's teardown, cgroups,
- * network, layer, run dir, then the claims; ~1.4 ms here, plus the ~50 ms of a bridge's
- * removal when the last network goes). The tombstone names the child as its releaser,
+ * network, layer, run dir, then the claims; ~1.4 ms here). When the last network goes,
+ * the child then keeps the host side up for NET_LINGER_MS before it takes it down
+ * (docs/network.md). The tombstone names the child as its releaser,
  * so uid range, name and address stay claimed until it is done; `rm ID` meanwhile
  * waits for it on the sandbox's lock; if it dies midway, the next `rm ID` or daemon
  * start finishes the release (sandbox_finish_orphans).
@@ -506,6 +507,9 @@ int cmd_create(sl_ctx *ctx, int argc, char **argv)
  * only waits on the pipe, and once it is told we only _exit.
  * set_tid_address(NULL) keeps the kernel from zeroing the thread id in the TLS the
  * child goes on using when we exit. */
+/* How long the host side of the last network stays up after its release. */
+#define NET_LINGER_MS 1000
+
 static struct {
 	sl_ctx *ctx;
 	char id[32];
@@ -523,8 +527,20 @@ static int releaser_main(void *arg)
 	for (int fd = 0; fd < 3 && nul >= 0; fd++)
 		dup2(nul, fd);
 	sl_err e = { 0 };
+	releaser.ctx->net_linger = true;
 	if (sandbox_destroy_finish(releaser.ctx, releaser.id, &e) < 0)
 		sl_log(SL_LOG_WARN, "sandbox %s: release after run: %s", releaser.id, e.msg);
+	if (releaser.ctx->net_left_up) {
+		/* The next `run --network` of a script or an agent's loop finds the bridge up
+		 * instead of waiting for its removal (which holds the kernel's rtnl lock for
+		 * tens of ms, and a new network namespace needs that lock). */
+		struct timespec ts = { NET_LINGER_MS / 1000, (NET_LINGER_MS % 1000) * 1000000L };
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+		sl_err_clear(&e);
+		if (net_down_if_idle(&releaser.ctx->cfg, &e) < 0)
+			sl_log(SL_LOG_WARN, "network: %s", e.msg);
+	}
 	_exit(0);
 }
 

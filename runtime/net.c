@@ -556,28 +556,48 @@ static int bridge_ports(struct nl_sock *sk, int br_index)
 	return n;
 }
 
-/* Undo host_up once no veth is left on the bridge and no live daemon holds it. */
-static void host_down_if_idle(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft)
+/* Is the host side ours to undo: no live daemon holds it and no veth is left on the
+ * bridge? *L is then the bridge, or NULL if there is none. */
+static bool host_idle(const sl_config *cfg, struct nl_sock *sk, struct rtnl_link **l)
 {
-	const char *br = cfg->net_bridge;
+	*l = NULL;
 	if (net_held(cfg))
-		return;
-	_cleanup_link_ struct rtnl_link *l = NULL;
-	bool have = rtnl_link_get_kernel(sk, 0, br, &l) == 0;
-	if (have && bridge_ports(sk, rtnl_link_get_ifindex(l)) != 0)
-		return;
-	/* ip_forward first, the bridge last: a crash in between leaves the bridge, and the
-	 * next host_up then records ip_forward afresh (see host_up). */
+		return false;
+	if (rtnl_link_get_kernel(sk, 0, cfg->net_bridge, l) < 0) {
+		*l = NULL;
+		return true;
+	}
+	if (bridge_ports(sk, rtnl_link_get_ifindex(*l)) == 0)
+		return true;
+	rtnl_link_put(*l);
+	*l = NULL;
+	return false;
+}
+
+/* Undo host_up (L: the bridge, or NULL): ip_forward first, then our table, the bridge
+ * last: a crash in between leaves the bridge, and the next host_up then records
+ * ip_forward afresh (see host_up). */
+static void host_down(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft,
+		      struct rtnl_link *l)
+{
 	forward_restore(cfg);
 	sl_err e = {0};
 	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "delete table inet %s", br);
+	snprintf(cmd, sizeof(cmd), "delete table inet %s", cfg->net_bridge);
 	table_seen_on = 0;
 	if (nft && nft_run_absent_ok(nft, cmd, &e) < 0)
 		sl_log(SL_LOG_WARN, "network: %s", e.msg);
-	int r = have ? rtnl_link_delete(sk, l) : 0;
+	int r = l ? rtnl_link_delete(sk, l) : 0;
 	if (r < 0)
-		sl_log(SL_LOG_WARN, "network: delete bridge %s: %s", br, nl_geterror(r));
+		sl_log(SL_LOG_WARN, "network: delete bridge %s: %s", cfg->net_bridge,
+		       nl_geterror(r));
+}
+
+static void host_down_if_idle(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft)
+{
+	_cleanup_link_ struct rtnl_link *l = NULL;
+	if (host_idle(cfg, sk, &l))
+		host_down(cfg, sk, nft, l);
 }
 
 /* Hairpin off, isolated on: a sandbox's frames reach the host's bridge device but no
@@ -721,7 +741,8 @@ int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
 	return 0;
 }
 
-int net_detach(const sl_config *cfg, const char *id, uint32_t addr, sl_err *err)
+int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool keep_host,
+	       sl_err *err)
 {
 	char veth[16], cmd[256], a[16];
 	net_veth_name(id, veth);
@@ -739,6 +760,13 @@ int net_detach(const sl_config *cfg, const char *id, uint32_t addr, sl_err *err)
 	struct nft_ctx *nft = nft_open(err);
 	if (!nft)
 		return -1;
+	_cleanup_link_ struct rtnl_link *br = NULL;
+	bool idle = host_idle(cfg, sk, &br);
+	if (idle && !keep_host) {
+		/* The last network: its chain and element go with the table. */
+		host_down(cfg, sk, nft, br);
+		return 0;
+	}
 	/* No "list" first: it would read every sandbox's rules. Either may be gone
 	 * already (a failed create, the table removed with the last network). */
 	snprintf(cmd, sizeof(cmd),
@@ -749,8 +777,7 @@ int net_detach(const sl_config *cfg, const char *id, uint32_t addr, sl_err *err)
 		if (nft_run_absent_ok(nft, cmd, err) < 0)
 			return sl_wrap(err, "network of %s", id);
 	}
-	host_down_if_idle(cfg, sk, nft);
-	return 0;
+	return idle;
 }
 
 int net_down_if_idle(const sl_config *cfg, sl_err *err)

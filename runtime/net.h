@@ -37,8 +37,11 @@ int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err
 /* Replace the sandbox's egress rules (its chain must exist: it is running). */
 int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err);
 /* Remove the sandbox's veth and chain (whatever of them exists), then the host side
- * when no sandbox network is left. */
-int net_detach(const sl_config *cfg, const char *id, uint32_t addr, sl_err *err);
+ * when no sandbox network is left — unless KEEP_HOST: then it returns 1 when it left
+ * the host side up with no network on it (the caller takes it down later, with
+ * net_down_if_idle), 0 when other networks are still on it. */
+int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool keep_host,
+	       sl_err *err);
 
 /* The daemon's hold (nethold.c, in the binary): while a live `sandlot serve` holds it,
  * the host side stays up when the last sandbox network goes, so a lone network sandbox

@@ -23,10 +23,12 @@ int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
 	return fn ? fn(cfg, ns, err) : -1;
 }
 
-int net_detach(const sl_config *cfg, const char *id, uint32_t addr, sl_err *err)
+int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool keep_host,
+	       sl_err *err)
 {
-	int (*fn)(const sl_config *, const char *, uint32_t, sl_err *) = NET_FN(net_detach);
-	return fn ? fn(cfg, id, addr, err) : -1;
+	int (*fn)(const sl_config *, const char *, uint32_t, bool, sl_err *) =
+		NET_FN(net_detach);
+	return fn ? fn(cfg, id, addr, keep_host, err) : -1;
 }
 
 int net_down_if_idle(const sl_config *cfg, sl_err *err)

@@ -1185,9 +1185,13 @@ static void stop_processes(sl_ctx *ctx, sl_sandbox *sb, int grace_ms)
 	/* Its veth and rules go with its processes; the lease stays with the record. */
 	uint32_t addr;
 	sl_err_clear(&e);
-	if (sb->net_enabled && ipv4_parse(sb->net_addr, &addr) &&
-	    net_detach(&ctx->cfg, sb->id, addr, &e) < 0)
-		sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
+	if (sb->net_enabled && ipv4_parse(sb->net_addr, &addr)) {
+		int r = net_detach(&ctx->cfg, sb->id, addr, ctx->net_linger, &e);
+		if (r < 0)
+			sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
+		else if (r > 0)
+			ctx->net_left_up = true;
+	}
 }
 
 /* Undo whatever a create or a destroy finds: processes, cgroup, layer, run dir. */

@@ -29,6 +29,10 @@ typedef struct sl_ctx {
 	void (*sync_soon)(void *arg, const char *id);
 	void *sync_soon_arg;
 	sl_dirwatches watches; /* idle inotify instances, for waiters of executions */
+	/* Set by `sandlot run`'s releaser: the last network's release leaves the host side
+	 * (bridge, table, ip_forward) up, and says so in net_left_up; the caller takes it
+	 * down a little later if no network came meanwhile (net_down_if_idle). */
+	bool net_linger, net_left_up;
 } sl_ctx;
 
 int ctx_open(sl_ctx *ctx, sl_err *err);
