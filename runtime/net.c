@@ -448,8 +448,10 @@ static int forward_on(const sl_config *cfg, sl_err *err)
 		return 0;
 	net_dir(cfg, NULL, dir, sizeof(dir));
 	net_dir(cfg, "ip_forward.old", rec, sizeof(rec));
+	/* Not fsynced: only a reboot could lose it, and a reboot resets ip_forward and
+	 * takes the bridge with it, after which host_up drops the record as stale. */
 	if (access(rec, F_OK) < 0 && (state_mkdirs(dir, 0700, err) < 0 ||
-				      state_write_atomic(rec, cur, strlen(cur), err) < 0))
+				      state_write_atomic_nosync(rec, cur, strlen(cur), err) < 0))
 		return -1;
 	return sysctl_write(f, "1", err);
 }
