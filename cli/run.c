@@ -490,6 +490,9 @@ int cmd_create(sl_ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
+/* How long the host side of the last network stays up after its release. */
+#define NET_LINGER_MS 1000
+
 /* `sandlot run` answers once its command has ended, as the API's DELETE does: the
  * sandbox is SIGKILLed and tombstoned, and a child in its own process group frees the rest
  * after we have exited (sandbox_destroy_finish: the kernel's teardown, cgroups,
@@ -507,9 +510,6 @@ int cmd_create(sl_ctx *ctx, int argc, char **argv)
  * only waits on the pipe, and once it is told we only _exit.
  * set_tid_address(NULL) keeps the kernel from zeroing the thread id in the TLS the
  * child goes on using when we exit. */
-/* How long the host side of the last network stays up after its release. */
-#define NET_LINGER_MS 1000
-
 static struct {
 	sl_ctx *ctx;
 	char id[32];
