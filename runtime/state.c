@@ -184,19 +184,18 @@ int state_sync(const char *path, sl_err *err)
 	return 0;
 }
 
-/* The whole of an open file whose fstat is ST, at most MAX bytes. */
-static int read_fd(int fd, const struct stat *stp, const char *path, size_t max, char **out,
-		   size_t *len, sl_err *err)
+/* The whole of an open file of SIZE bytes (its fstat's), at most MAX. */
+static int read_fd(int fd, size_t size, const char *path, size_t max, char **out, size_t *len,
+		   sl_err *err)
 {
-	const struct stat st = *stp;
-	if ((size_t)st.st_size > max)
+	if (size > max)
 		return sl_fail(err, SL_TOOLARGE, 0, "%s is larger than %zu bytes", path, max);
-	_cleanup_free_ char *buf = malloc(st.st_size + 1);
+	_cleanup_free_ char *buf = malloc(size + 1);
 	if (!buf)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "read %s", path);
 	size_t off = 0;
-	while (off < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + off, st.st_size - off);
+	while (off < size) {
+		ssize_t r = read(fd, buf + off, size - off);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -229,7 +228,7 @@ int state_read_file(const char *path, size_t max, char **out, size_t *len, sl_er
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return sl_sysfail(err, "stat %s", path);
-	return read_fd(fd, &st, path, max, out, len, err);
+	return read_fd(fd, (size_t)st.st_size, path, max, out, len, err);
 }
 
 /* A record's inode may become its spare and be rewritten in place while a reader still
@@ -248,7 +247,7 @@ int state_read_record(const char *path, size_t max, char **out, size_t *len, sl_
 			return sl_sysfail(err, "stat %s", path);
 		if (lstat(path, &named) == 0 && held.st_ino == named.st_ino &&
 		    held.st_dev == named.st_dev)
-			return read_fd(fd, &held, path, max, out, len, err);
+			return read_fd(fd, (size_t)held.st_size, path, max, out, len, err);
 	}
 	return sl_fail(err, SL_INTERNAL, EAGAIN, "read %s: it kept being replaced", path);
 }
