@@ -323,14 +323,21 @@ static int record_save(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl
 	return 0;
 }
 
-/* record_save from a create, which does not hold the sandbox's lock: the record's
- * writers are serialised by it (state_write_record), and a destroy may come meanwhile. */
+/* The sandbox's lock: a flock on its record dir (SL_NOTFOUND once it is gone). It
+ * serialises the record's writers (state_write_record) and the lifecycle calls. */
+static int sandbox_lock(const sl_ctx *ctx, const char *id, sl_err *err)
+{
+	char dir[PATH_MAX];
+	state_sandbox_dir(&ctx->cfg, id, dir, sizeof(dir));
+	return state_lock_dir(dir, err);
+}
+
+/* record_save from a create, which does not hold the sandbox's lock otherwise: a
+ * destroy may come meanwhile. */
 static int record_save_creating(const sl_ctx *ctx, const sl_sandbox *sb, bool durable,
 				sl_err *err)
 {
-	char dir[PATH_MAX];
-	state_sandbox_dir(&ctx->cfg, sb->id, dir, sizeof(dir));
-	_cleanup_close_ int lk = state_lock_dir(dir, err);
+	_cleanup_close_ int lk = sandbox_lock(ctx, sb->id, err);
 	if (lk < 0)
 		return -1;
 	return record_save(ctx, sb, durable, err);
@@ -1547,9 +1554,7 @@ fail:
 static int destroy_load(sl_ctx *ctx, const char *id, bool allow_pooled, sl_sandbox *sb, int *lk,
 			sl_err *err)
 {
-	char dir[PATH_MAX];
-	state_sandbox_dir(&ctx->cfg, id, dir, sizeof(dir));
-	*lk = state_lock_dir(dir, err);
+	*lk = sandbox_lock(ctx, id, err);
 	if (*lk < 0)
 		return -1;
 	if ((allow_pooled ? record_load(ctx, id, sb, err) : record_load_visible(ctx, id, sb, err)) < 0)
@@ -1791,12 +1796,11 @@ int sandbox_discard(sl_ctx *ctx, const char *id, sl_err *err)
 /* Load under the sandbox's lock; the caller unlocks by closing *lk. */
 static int load_locked(sl_ctx *ctx, const char *ref, sl_sandbox *sb, int *lk, sl_err *err)
 {
-	char id[32], dir[PATH_MAX];
+	char id[32];
 	*lk = -1;
 	if (resolve_ref(ctx, ref, id, sizeof(id), err) < 0)
 		return -1;
-	state_sandbox_dir(&ctx->cfg, id, dir, sizeof(dir));
-	*lk = state_lock_dir(dir, err);
+	*lk = sandbox_lock(ctx, id, err);
 	if (*lk < 0 || record_load_visible(ctx, id, sb, err) < 0) {
 		if (*lk >= 0)
 			close(*lk);
