@@ -44,6 +44,7 @@ struct child {
 	int hold_fd;	  /* SL_SPAWN_HOLD_FD: kept open until STDIN_EOF or the exit */
 	int64_t deadline; /* monotonic ms of the timeout, 0 for none */
 	int timed_out;
+	int last; /* SL_SPAWN_LAST: close the connection after the exit */
 };
 
 static struct pollfd pfds[2 + MAX_CONNS]; /* [0] signals, [1] listener, then clients */
@@ -461,7 +462,8 @@ failed:
 		hold_fd = fcntl(fds[want_fds - 1], F_DUPFD_CLOEXEC, 10);
 	/* The clock starts when the command does, not when a client looks. */
 	int64_t deadline = rq->timeout_ms ? mono_ms() + (int64_t)rq->timeout_ms : 0;
-	if (!child_add(pid, ci, exit_fd, hold_fd, deadline)) {
+	struct child *c = child_add(pid, ci, exit_fd, hold_fd, deadline);
+	if (!c) {
 		kill(pid, SIGKILL);
 		if (exit_fd >= 0)
 			close(exit_fd);
@@ -472,6 +474,7 @@ failed:
 		send_rep(cfd, SL_REP_ERROR, -1, EAGAIN, -1, "too many commands");
 		return;
 	}
+	c->last = !!(rq->flags & SL_SPAWN_LAST);
 	send_rep(cfd, SL_REP_STARTED, pid, 0, master, NULL);
 	if (master >= 0)
 		close(master);
@@ -594,7 +597,9 @@ static void conn_read(int ci, int *npfds)
 		close(fds[i]);
 }
 
-static void reap(void)
+static void conn_close(int ci, int *npfds);
+
+static void reap(int *npfds)
 {
 	int st;
 	pid_t pid;
@@ -614,9 +619,12 @@ static void reap(void)
 			}
 			if (c->hold_fd >= 0)
 				close(c->hold_fd);
+			int close_ci = c->last ? c->conn : -1;
 			if (c->conn >= 0)
 				send_rep(pfds[c->conn].fd, SL_REP_EXITED, pid, st, -1, NULL);
 			children[i] = children[--nchildren];
+			if (close_ci >= 0)
+				conn_close(close_ci, npfds);
 			break;
 		}
 	}
@@ -713,7 +721,7 @@ int main(void)
 		if (r < 0 && errno != EINTR)
 			return 1;
 		if (stopping) {
-			reap();
+			reap(&npfds);
 			if (nchildren == 0 || mono_ms() >= stop_at)
 				return 0;
 		}
@@ -723,7 +731,7 @@ int main(void)
 			struct signalfd_siginfo si;
 			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 				if (si.ssi_signo == SIGCHLD)
-					reap();
+					reap(&npfds);
 				else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
 					/* Stop: ask everyone to end, then leave (the kernel
 					 * kills what is left of the pid namespace). */

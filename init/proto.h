@@ -33,6 +33,9 @@ enum sl_spawn_flags {
 	/* A last fd init keeps open until SL_REQ_STDIN_EOF for the pid or the pid's exit:
 	 * the write end of a stdin FIFO, so the command sees EOF only when asked. */
 	SL_SPAWN_HOLD_FD = 1u << 2,
+	/* The connection's last request: init closes it after SL_REP_EXITED for this
+	 * command, so the client's own close wakes nobody. */
+	SL_SPAWN_LAST = 1u << 3,
 };
 
 #define SL_SPAWN_TIMEOUT_MAX (1ull << 40) /* ms, ~35 years: beyond is a malformed request */

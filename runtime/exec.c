@@ -157,12 +157,12 @@ static double num(const cJSON *o, const char *key)
 	return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
-/* Write REC as DIR's exec.json. FRESH: the first record, in the dir just made for it,
- * written in place (no temporary and rename); a reader that lists the dir meanwhile
- * sees no record or a torn one and skips it either way, as a start in progress. Else
- * the rename keeps readers and crashed writers from seeing a torn record. No fsync:
- * the run dir does not survive a host crash anyway (tmpfs). */
-static int record_save(const char *dir, const cJSON *rec, bool fresh, sl_err *err)
+/* Write REC as DIR's exec.json, once, in the dir just made for it, in place (no
+ * temporary and rename): a reader that lists the dir meanwhile sees no record or a torn
+ * one and skips it either way, as a start in progress. What changes later (the pid, the
+ * exit) goes into the exit record. No fsync: the run dir does not survive a host crash
+ * anyway (tmpfs). */
+static int record_save(const char *dir, const cJSON *rec, sl_err *err)
 {
 	char p[PATH_MAX];
 	path_in(dir, "exec.json", p, sizeof(p));
@@ -170,8 +170,6 @@ static int record_save(const char *dir, const cJSON *rec, bool fresh, sl_err *er
 	if (!s)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "serialise %s", p);
 	size_t len = strlen(s);
-	if (!fresh)
-		return state_write_atomic_nosync(p, s, len, err);
 	_cleanup_close_ int fd =
 	    open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
@@ -222,33 +220,34 @@ static int record_load(const char *dir, const char *sid, const char *eid, sl_exe
 }
 
 /* ---- the exit record ----
- * Line 1 is "exit <wait status>[ <tag>]": written by init when the command ends (tag
- * "timeout" when init killed it for its timeout), or by the runtime with tag "nostart"
- * (the command could not start) or "lost" (init died before the command ended). Line 2,
- * "oom 0|1", is the runtime's verdict on a SIGKILL, written by the first reader so the
- * answer does not change when later kills bump the sandbox's OOM counter. */
+ * Lines, in any order; only the first "exit" line counts:
+ * - "exit <wait status>[ <tag>]": written by init when the command ends (tag "timeout"
+ *   when init killed it for its timeout), or by the runtime with tag "nostart" (the
+ *   command could not start) or "lost" (init died before the command ended);
+ * - "pid <n>": the command's pid inside the sandbox, written by the starter when init
+ *   says it started (one write on the fd it shares with init, so before or after init's
+ *   line, never into it) — cheaper than rewriting exec.json;
+ * - "oom 0|1": the runtime's verdict on a SIGKILL, written by the first reader so the
+ *   answer does not change when later kills bump the sandbox's OOM counter.
+ * Any other line where the exit line should be first makes the record garbled: init is
+ * untrusted. */
 
 typedef struct exit_rec {
-	bool done;    /* a complete first line is there */
+	bool done;    /* a complete exit line is there */
 	bool garbled; /* ... but it does not parse (init is untrusted) */
 	int wstatus;
 	char tag[16];
 	int oom; /* -1 no verdict yet */
+	pid_t pid; /* 0 when no pid line */
 	int64_t mtime_ms;
 } exit_rec;
 
-static void exit_parse(const char *s, exit_rec *x)
+static void exit_line(const char *line, exit_rec *x)
 {
-	const char *nl = strchr(s, '\n');
-	x->oom = -1;
-	if (!nl)
-		return;
-	x->done = true;
 	unsigned long w;
 	int used = 0;
 	char tag[16] = "";
-	char line[64];
-	snprintf(line, sizeof(line), "%.*s", (int)(nl - s), s);
+	x->done = true;
 	if (sscanf(line, "exit %lu%n %15[a-z]%n", &w, &used, tag, &used) < 1 ||
 	    (size_t)used != strlen(line) || w > 0xffff) {
 		x->garbled = true;
@@ -256,24 +255,41 @@ static void exit_parse(const char *s, exit_rec *x)
 	}
 	x->wstatus = (int)w;
 	snprintf(x->tag, sizeof(x->tag), "%s", tag);
-	if (!strncmp(nl + 1, "oom 0\n", 6))
-		x->oom = 0;
-	else if (!strncmp(nl + 1, "oom 1\n", 6))
-		x->oom = 1;
 }
 
-static void exit_read(const char *dir, exit_rec *x)
+static void exit_parse(const char *s, exit_rec *x)
+{
+	x->oom = -1;
+	for (const char *nl; (nl = strchr(s, '\n')); s = nl + 1) {
+		char line[64];
+		int used = 0, pid;
+		snprintf(line, sizeof(line), "%.*s", (int)(nl - s), s);
+		if (!strcmp(line, "oom 0") || !strcmp(line, "oom 1"))
+			x->oom = line[4] == '1';
+		else if (sscanf(line, "pid %d%n", &pid, &used) == 1 &&
+			 (size_t)used == strlen(line) && pid > 1)
+			x->pid = pid;
+		else if (!x->done)
+			exit_line(line, x);
+	}
+}
+
+/* The record from FD, or from DIR's file when FD is -1. */
+static void exit_read(const char *dir, int fd, exit_rec *x)
 {
 	char p[PATH_MAX], buf[EXIT_MAX];
 	memset(x, 0, sizeof(*x));
 	x->oom = -1;
-	path_in(dir, "exit", p, sizeof(p));
-	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	_cleanup_close_ int own = -1;
+	if (fd < 0) {
+		path_in(dir, "exit", p, sizeof(p));
+		fd = own = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	}
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return;
 	ssize_t n;
-	while ((n = read(fd, buf, sizeof(buf) - 1)) < 0 && errno == EINTR)
+	while ((n = pread(fd, buf, sizeof(buf) - 1, 0)) < 0 && errno == EINTR)
 		;
 	if (n <= 0)
 		return;
@@ -282,17 +298,18 @@ static void exit_read(const char *dir, exit_rec *x)
 	exit_parse(buf, x);
 }
 
-/* Write the first line ourselves, only into an empty record: a file that is gone (the
- * sandbox's run dir was removed) is left gone, and nothing new appears in the dir. */
-static void exit_write_if_empty(const char *dir, const char *line)
+/* Our own exit line, only into a record without one: a file that is gone (the sandbox's
+ * run dir was removed) is left gone, and nothing new appears in the dir. */
+static void exit_write_unless_done(const char *dir, const char *line)
 {
 	char p[PATH_MAX];
 	path_in(dir, "exit", p, sizeof(p));
-	_cleanup_close_ int fd = open(p, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || st.st_size != 0)
+	_cleanup_close_ int fd = open(p, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	exit_rec x;
+	if (fd < 0)
 		return;
-	if (pwrite(fd, line, strlen(line), 0) < 0)
+	exit_read(dir, fd, &x);
+	if (!x.done && write(fd, line, strlen(line)) < 0)
 		sl_log(SL_LOG_WARN, "write %s: %s", p, strerror(errno));
 }
 
@@ -381,10 +398,13 @@ static void settle(sl_ctx *ctx, const char *dir, sl_exec *e, const exec_facts *f
 }
 
 /* Fill E's status from the exit record, settling records whose init is gone. */
-static void refresh(sl_ctx *ctx, const char *dir, sl_exec *e, const exec_facts *f, sb_live *live)
+static void refresh(sl_ctx *ctx, const char *dir, int fd, sl_exec *e, const exec_facts *f,
+		    sb_live *live)
 {
 	exit_rec x;
-	exit_read(dir, &x);
+	exit_read(dir, fd, &x);
+	if (e->pid == 0)
+		e->pid = x.pid; /* exec.json had it before the pid line (older records) */
 	if (!x.done && e->pid == 0) {
 		/* Between the record and init's answer. If the starter died there, init may
 		 * or may not have the command: say failed, but write nothing, so an exit
@@ -399,8 +419,8 @@ static void refresh(sl_ctx *ctx, const char *dir, sl_exec *e, const exec_facts *
 	if (!x.done && !sandbox_alive(ctx, e->sandbox_id, live)) {
 		/* init is dead, so nobody else writes this file: the kernel SIGKILLed what
 		 * was left in the sandbox's pid namespace. */
-		exit_write_if_empty(dir, "exit 9 lost\n");
-		exit_read(dir, &x);
+		exit_write_unless_done(dir, "exit 9 lost\n");
+		exit_read(dir, -1, &x);
 	}
 	if (x.done)
 		settle(ctx, dir, e, f, &x);
@@ -413,7 +433,7 @@ static int exec_load(sl_ctx *ctx, const char *sid, const char *eid, sl_exec *out
 	exec_dir(ctx, sid, eid, dir, sizeof(dir));
 	if (record_load(dir, sid, eid, out, f, err) < 0)
 		return -1;
-	refresh(ctx, dir, out, f, live);
+	refresh(ctx, dir, -1, out, f, live);
 	return 0;
 }
 
@@ -598,7 +618,6 @@ static cJSON *record_new(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *
 	cJSON_AddNumberToObject(o, "oomKillsBefore", (double)oom);
 	cJSON_AddNumberToObject(o, "starterPid", self);
 	cJSON_AddNumberToObject(o, "starterStart", (double)proc_self_start_time());
-	cJSON_AddNumberToObject(o, "pid", 0);
 	return o;
 }
 
@@ -660,10 +679,11 @@ static int start_prepare(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *
 		return sl_sysfail(err, "create %s", s->dir);
 	s->made_dir = true;
 	s->rec = record_new(ctx, sb, spec, argv, eid);
-	if (record_save(s->dir, s->rec, true, err) < 0 ||
+	if (record_save(s->dir, s->rec, err) < 0 ||
 	    open_new(s->dir, "stdout", O_WRONLY | O_APPEND, &s->out, err) < 0 ||
 	    open_new(s->dir, "stderr", O_WRONLY | O_APPEND, &s->errfd, err) < 0 ||
-	    open_new(s->dir, "exit", O_WRONLY, &s->exitfd, err) < 0)
+	    /* Read back by us, appended to by init and us: see "the exit record". */
+	    open_new(s->dir, "exit", O_RDWR | O_APPEND, &s->exitfd, err) < 0)
 		return -1;
 	if (spec->stdin_pipe)
 		return make_stdin_fifo(s->dir, &s->in, &s->hold, err);
@@ -718,8 +738,10 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 	start_state s = {.out = -1, .errfd = -1, .exitfd = -1, .in = -1, .hold = -1};
 	_cleanup_free_ char *req = NULL;
 	size_t reqlen = 0;
+	/* A waiting start keeps the connection only for this command's exit. */
 	uint32_t flags = SL_SPAWN_HAS_EXIT | (spec->tty ? SL_SPAWN_TTY : 0) |
-			 (spec->stdin_pipe ? SL_SPAWN_HOLD_FD : 0);
+			 (spec->stdin_pipe ? SL_SPAWN_HOLD_FD : 0) |
+			 (spec->wait_ms > 0 ? SL_SPAWN_LAST : 0);
 	struct sl_rep rep;
 	int passed = -1;
 	_cleanup_close_ int conn = -1;
@@ -757,14 +779,18 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 		r = sl_fail(err, SL_INTERNAL, 0, "sandbox %s: unexpected reply from its init",
 			    sb->id);
 	if (r == 0 && rep.hdr.type == SL_REP_STARTED) {
-		cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(s.rec, "pid"), rep.pid);
-		r = record_save(s.dir, s.rec, false, err);
+		char line[32];
+		int n = snprintf(line, sizeof(line), "pid %d\n", (int)rep.pid);
+		if (write(s.exitfd, line, n) != n)
+			r = sl_sysfail(err, "record the pid of execution %s", eid);
 		out->master = steal_fd(&passed);
 	}
 	if (passed >= 0)
 		close(passed);
-	/* The record as saved: read back from memory below, not from the file. */
+	/* The record as saved: read back from memory below, not from the file; the exit
+	 * record through our fd. */
 	cJSON *rec = r == 0 ? steal_ptr(&s.rec) : NULL;
+	_cleanup_close_ int exitfd = r == 0 ? steal_fd(&s.exitfd) : -1;
 	start_state_release(&s);
 	if (r < 0) {
 		if (out->master >= 0)
@@ -792,7 +818,9 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 			close(master);
 		return sl_fail(err, SL_INTERNAL, 0, "execution %s: its record lost its shape", eid);
 	}
-	refresh(ctx, s.dir, out, &f, &live);
+	if (rep.hdr.type == SL_REP_STARTED)
+		out->pid = rep.pid;
+	refresh(ctx, s.dir, exitfd, out, &f, &live);
 	out->master = master;
 	return 0;
 }

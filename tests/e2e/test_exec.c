@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "common.h"
 #include "exec.h"
 #include "initctl.h"
+#include "state.h"
 
 /* ---- helpers ---- */
 
@@ -849,6 +851,121 @@ static void test_dead_init_and_destroyed_sandbox(void **state)
 	ctx_free(ctx);
 }
 
+/* The exit record of execution EID, whole. */
+static char *exit_record(sl_ctx *ctx, const char *id, const char *eid)
+{
+	char run[PATH_MAX], p[PATH_MAX + 64];
+	state_run_dir(&ctx->cfg, id, run, sizeof(run));
+	snprintf(p, sizeof(p), "%s/execs/%s/exit", run, eid);
+	return e2e_read_file(p);
+}
+
+static void exit_record_set(sl_ctx *ctx, const char *id, const char *eid, const char *text)
+{
+	char run[PATH_MAX], p[PATH_MAX + 64];
+	state_run_dir(&ctx->cfg, id, run, sizeof(run));
+	snprintf(p, sizeof(p), "%s/execs/%s/exit", run, eid);
+	int fd = open(p, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* The starter records the pid as a line of the exit record (exec.json is written once);
+ * the lines count in any order, and an unknown one in the exit line's place is a garbled
+ * record, not a result. */
+static void test_pid_in_the_exit_record(void **state)
+{
+	sl_ctx *ctx = ctx_new();
+	char *id = sandbox_new(NULL);
+	sl_err err = {0};
+	sl_exec e, g;
+	start_sh(ctx, id, "sleep 30", &e);
+	assert_true(e.pid > 1);
+	char want[32];
+	snprintf(want, sizeof(want), "pid %d\n", (int)e.pid);
+	char *rec = exit_record(ctx, id, e.id);
+	assert_string_equal(rec, want);
+	free(rec);
+	assert_int_equal(exec_get(ctx, id, e.id, &g, &err), 0);
+	assert_int_equal(g.status, SL_EXEC_RUNNING);
+	assert_int_equal(g.pid, e.pid);
+	exec_free(&g);
+	/* The pid found there is the one a signal goes to. */
+	assert_int_equal(exec_signal(ctx, id, e.id, SIGKILL, &err), 0);
+	wait_done(ctx, id, e.id, 10000, &g);
+	assert_int_equal(g.status, SL_EXEC_CANCELLED);
+	assert_int_equal(g.signal, SIGKILL);
+	assert_int_equal(g.pid, e.pid);
+	exec_free(&g);
+	rec = exit_record(ctx, id, e.id);
+	assert_int_equal(strncmp(rec, want, strlen(want)), 0);
+	assert_non_null(strstr(rec, "\nexit 9\n"));
+	free(rec);
+
+	/* A pid line after the exit line (the command ended before the starter wrote it). */
+	exit_record_set(ctx, id, e.id, "exit 256\npid 42\n");
+	assert_int_equal(exec_get(ctx, id, e.id, &g, &err), 0);
+	assert_int_equal(g.exit_code, 1);
+	assert_int_equal(g.pid, 42);
+	exec_free(&g);
+	/* Garbage where the exit line belongs: failed, exit code unknown. */
+	exit_record_set(ctx, id, e.id, "pid 42\nbogus\nexit 0\n");
+	assert_int_equal(exec_get(ctx, id, e.id, &g, &err), 0);
+	assert_int_equal(g.status, SL_EXEC_FAILED);
+	assert_int_equal(g.exit_code, -1);
+	exec_free(&g);
+	exec_free(&e);
+	sandbox_rm(id);
+	ctx_free(ctx);
+}
+
+/* A spawn flagged SL_SPAWN_LAST: init closes the connection after the command's EXITED;
+ * without the flag the connection stays open for more requests. */
+static void test_last_spawn_closes_the_connection(void **state)
+{
+	sl_ctx *ctx = ctx_new();
+	char *id = sandbox_new(NULL);
+	sl_sandbox sb;
+	get_sandbox(ctx, id, &sb);
+	for (int last = 0; last < 2; last++) {
+		char *argv[] = {"true", NULL};
+		initctl_spawn isp = {.argv = argv, .flags = last ? SL_SPAWN_LAST : 0};
+		char *req = NULL;
+		size_t len = 0;
+		sl_err err = {0};
+		assert_int_equal(initctl_build_spawn(&sb, &isp, &req, &len, &err), 0);
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		int fds[3] = {null, null, null};
+		int conn = initctl_connect(ctx, id, &err);
+		assert_true(conn >= 0);
+		assert_int_equal(initctl_send(conn, req, len, fds, 3), 0);
+		close(null);
+		free(req);
+		struct sl_rep rep;
+		int passed = -1;
+		assert_int_equal(initctl_recv(conn, &rep, &passed, 5000, &err), 0);
+		assert_int_equal(rep.hdr.type, SL_REP_STARTED);
+		assert_int_equal(initctl_recv(conn, &rep, &passed, 5000, &err), 0);
+		assert_int_equal(rep.hdr.type, SL_REP_EXITED);
+		/* Closed by init (a read says end of file), or still open (nothing to read). */
+		struct pollfd p = {conn, POLLIN, 0};
+		int r = poll(&p, 1, last ? 5000 : 300);
+		char b;
+		if (last) {
+			assert_int_equal(r, 1);
+			assert_int_equal(recv(conn, &b, 1, MSG_DONTWAIT), 0);
+		} else {
+			assert_int_equal(r, 0);
+			assert_int_equal(ping(conn), 0);
+		}
+		close(conn);
+	}
+	sandbox_free(&sb);
+	sandbox_rm(id);
+	ctx_free(ctx);
+}
+
 /* Not a check: how long a start and a wake-up take (printed for the report). */
 static void test_latency(void **state)
 {
@@ -896,6 +1013,8 @@ int main(void)
 	    E2E_TEST(test_tty),
 	    E2E_TEST(test_init_survives_a_reset_connection),
 	    E2E_TEST(test_dead_init_and_destroyed_sandbox),
+	    E2E_TEST(test_pid_in_the_exit_record),
+	    E2E_TEST(test_last_spawn_closes_the_connection),
 	    E2E_TEST(test_latency),
 	};
 	return e2e_run_tests(tests);
