@@ -45,7 +45,7 @@ cJSON *api_sandbox_json(api_server *s, const sl_sandbox *sb, bool detail)
 	sl_err err = {0};
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
 	if (!strcmp(sb->status, "running") || !strcmp(sb->status, "paused"))
-		cgroup_usage(s->ctx->cg, cg, &u, &err);
+		cgroup_usage_basic(s->ctx->cg, cg, &u, &err);
 	cJSON *use = cJSON_AddObjectToObject(o, "usage");
 	cJSON_AddNumberToObject(use, "cpuSeconds", u.cpu_usage_ns / 1e9);
 	cJSON_AddNumberToObject(use, "memoryBytes", (double)u.memory_bytes);

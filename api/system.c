@@ -114,7 +114,7 @@ enum MHD_Result api_metrics(api_req *r)
 		sl_cgusage u;
 		sl_err e2 = {0};
 		snprintf(cg, sizeof(cg), "sandlot/%s", list[i].id);
-		if (cgroup_usage(r->srv->ctx->cg, cg, &u, &e2) < 0)
+		if (cgroup_usage_basic(r->srv->ctx->cg, cg, &u, &e2) < 0)
 			continue;
 		tb_printf(&b, "sandlot_sandbox_cpu_seconds_total{sandbox=\"%s\"} %.6f\n",
 			  list[i].id, u.cpu_usage_ns / 1e9);

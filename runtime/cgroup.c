@@ -301,7 +301,7 @@ int cgroup_freeze(sl_cgroup *cg, const char *name, bool frozen, sl_err *err)
 	return cg->ops->freeze(cg, name, frozen, err);
 }
 
-int cgroup_usage(sl_cgroup *cg, const char *name, sl_cgusage *out, sl_err *err)
+static int usage(sl_cgroup *cg, const char *name, bool all, sl_cgusage *out, sl_err *err)
 {
 	sl_err scratch;
 	if (!err)
@@ -309,7 +309,17 @@ int cgroup_usage(sl_cgroup *cg, const char *name, sl_cgusage *out, sl_err *err)
 	if (check_name(name, err) < 0)
 		return -1;
 	memset(out, 0, sizeof(*out));
-	return cg->ops->usage(cg, name, out, err);
+	return cg->ops->usage(cg, name, all, out, err);
+}
+
+int cgroup_usage(sl_cgroup *cg, const char *name, sl_cgusage *out, sl_err *err)
+{
+	return usage(cg, name, true, out, err);
+}
+
+int cgroup_usage_basic(sl_cgroup *cg, const char *name, sl_cgusage *out, sl_err *err)
+{
+	return usage(cg, name, false, out, err);
 }
 
 int cgroup_procs(sl_cgroup *cg, const char *name, pid_t **pids, size_t *n, sl_err *err)
@@ -404,7 +414,11 @@ int cg_write(const sl_cgroup *cg, const char *dir, const char *file, const char 
 	return 0;
 }
 
-int cg_read(const char *dir, const char *file, char **out, sl_err *err)
+/* ONE_SHOW: FILE is a one-value file (no seq_start on the kernel side: it is printed
+ * whole by one show), so a read that does not fill the buffer has all of it and the
+ * read that would say EOF is saved. Not for cgroup.procs, which is printed in pieces. */
+static int cg_read_impl(const char *dir, const char *file, bool one_show, char **out,
+			sl_err *err)
 {
 	_cleanup_free_ char *path = cg_join(dir, file);
 	if (!path)
@@ -428,7 +442,8 @@ int cg_read(const char *dir, const char *file, char **out, sl_err *err)
 			buf = nb;
 			cap *= 2;
 		}
-		ssize_t r = read(fd, buf + len, cap - len - 1);
+		size_t want = cap - len - 1;
+		ssize_t r = read(fd, buf + len, want);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -436,10 +451,17 @@ int cg_read(const char *dir, const char *file, char **out, sl_err *err)
 		if (r == 0)
 			break;
 		len += (size_t)r;
+		if (one_show && (size_t)r < want)
+			break;
 	}
 	buf[len] = '\0';
 	*out = steal_ptr(&buf);
 	return 0;
+}
+
+int cg_read(const char *dir, const char *file, char **out, sl_err *err)
+{
+	return cg_read_impl(dir, file, false, out, err);
 }
 
 static int parse_u64(const char *s, uint64_t *v)
@@ -462,7 +484,7 @@ static int parse_u64(const char *s, uint64_t *v)
 int cg_read_u64(const char *dir, const char *file, uint64_t *v, sl_err *err)
 {
 	_cleanup_free_ char *s = NULL;
-	if (cg_read(dir, file, &s, err) < 0)
+	if (cg_read_impl(dir, file, true, &s, err) < 0)
 		return -1;
 	if (parse_u64(s, v) < 0)
 		return sl_fail(err, SL_INTERNAL, 0, "%s/%s: \"%.40s\" is not a number", dir, file,
@@ -474,7 +496,7 @@ int cg_read_key(const char *dir, const char *file, const char *key, uint64_t *v,
 		sl_err *err)
 {
 	_cleanup_free_ char *s = NULL;
-	if (cg_read(dir, file, &s, err) < 0)
+	if (cg_read_impl(dir, file, true, &s, err) < 0)
 		return -1;
 	size_t klen = strlen(key);
 	*v = 0;

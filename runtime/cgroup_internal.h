@@ -23,7 +23,8 @@ struct cg_backend {
 			  sl_err *err);
 	int (*attach)(sl_cgroup *cg, const char *name, pid_t pid, sl_err *err);
 	int (*freeze)(sl_cgroup *cg, const char *name, bool frozen, sl_err *err);
-	int (*usage)(sl_cgroup *cg, const char *name, sl_cgusage *out, sl_err *err);
+	/* ALL: also memory_peak_bytes and oom_kills (two more files) */
+	int (*usage)(sl_cgroup *cg, const char *name, bool all, sl_cgusage *out, sl_err *err);
 	int (*procs)(sl_cgroup *cg, const char *name, pid_t **pids, size_t *n, sl_err *err);
 	int (*destroy)(sl_cgroup *cg, const char *name, sl_err *err);
 };

@@ -167,7 +167,7 @@ static int v1_freeze(sl_cgroup *cg, const char *name, bool frozen, sl_err *err)
 	return 0;
 }
 
-static int v1_usage(sl_cgroup *cg, const char *name, sl_cgusage *out, sl_err *err)
+static int v1_usage(sl_cgroup *cg, const char *name, bool all, sl_cgusage *out, sl_err *err)
 {
 	char mem[PATH_MAX];
 	if (cg_dir(cg, CG_MEMORY, name, mem, sizeof(mem), err) < 0)
@@ -183,9 +183,10 @@ static int v1_usage(sl_cgroup *cg, const char *name, sl_cgusage *out, sl_err *er
 	bool found;
 	if (cg_read_u64(acct, "cpuacct.usage", &out->cpu_usage_ns, err) < 0 ||
 	    cg_read_u64(mem, "memory.usage_in_bytes", &out->memory_bytes, err) < 0 ||
-	    cg_read_u64(mem, "memory.max_usage_in_bytes", &out->memory_peak_bytes, err) < 0 ||
 	    cg_read_u64(pids, "pids.current", &out->pids_current, err) < 0 ||
-	    cg_read_key(mem, "memory.oom_control", "oom_kill", &out->oom_kills, &found, err) < 0)
+	    (all &&
+	     (cg_read_u64(mem, "memory.max_usage_in_bytes", &out->memory_peak_bytes, err) < 0 ||
+	      cg_read_key(mem, "memory.oom_control", "oom_kill", &out->oom_kills, &found, err) < 0)))
 		return sl_wrap(err, "cgroup %s: usage", name);
 	return 0;
 }

@@ -131,7 +131,7 @@ static int v2_freeze(sl_cgroup *cg, const char *name, bool frozen, sl_err *err)
 	return 0;
 }
 
-static int v2_usage(sl_cgroup *cg, const char *name, sl_cgusage *out, sl_err *err)
+static int v2_usage(sl_cgroup *cg, const char *name, bool all, sl_cgusage *out, sl_err *err)
 {
 	char dir[PATH_MAX];
 	if (cg_dir(cg, 0, name, dir, sizeof(dir), err) < 0)
@@ -143,9 +143,11 @@ static int v2_usage(sl_cgroup *cg, const char *name, sl_cgusage *out, sl_err *er
 	if (cg_read_key(dir, "cpu.stat", "usage_usec", &usec, &found, err) < 0 ||
 	    cg_read_u64(dir, "memory.current", &out->memory_bytes, err) < 0 ||
 	    cg_read_u64(dir, "pids.current", &out->pids_current, err) < 0 ||
-	    cg_read_key(dir, "memory.events", "oom_kill", &out->oom_kills, &found, err) < 0)
+	    (all && cg_read_key(dir, "memory.events", "oom_kill", &out->oom_kills, &found, err) < 0))
 		return sl_wrap(err, "cgroup %s: usage", name);
 	out->cpu_usage_ns = usec * 1000;
+	if (!all)
+		return 0;
 	sl_err perr = {0};
 	if (cg_read_u64(dir, "memory.peak", &out->memory_peak_bytes, &perr) < 0) {
 		if (perr.kind != SL_NOTFOUND) /* before Linux 5.19 there is no memory.peak */

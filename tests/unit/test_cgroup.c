@@ -423,6 +423,15 @@ static void test_v1_usage_procs_attach(void **state)
 	assert_int_equal(u.memory_peak_bytes, 2097152);
 	assert_int_equal(u.pids_current, 4);
 	assert_int_equal(u.oom_kills, 3);
+	/* The API's three, without the peak and the OOM counter. */
+	memset(&u, 0xff, sizeof(u));
+	if (cgroup_usage_basic(cg, "s/u", &u, &err) != 0)
+		fail_msg("basic usage: %s", err.msg);
+	assert_int_equal(u.cpu_usage_ns, 123456789);
+	assert_int_equal(u.memory_bytes, 1048576);
+	assert_int_equal(u.pids_current, 4);
+	assert_int_equal(u.memory_peak_bytes, 0);
+	assert_int_equal(u.oom_kills, 0);
 	put(fx->root, "pids/s/u/pids.current", "lots\n");
 	assert_int_equal(cgroup_usage(cg, "s/u", &u, &err), -1);
 	assert_non_null(strstr(err.msg, "pids.current"));
