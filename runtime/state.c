@@ -100,6 +100,20 @@ static int write_atomic(const char *path, const char *data, size_t len, enum dur
 	return 0;
 }
 
+static int pwrite_all(int fd, const char *data, size_t len, off_t at)
+{
+	size_t off = 0;
+	while (off < len) {
+		ssize_t w = pwrite(fd, data + off, len - off, at + (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		off += w;
+	}
+	return 0;
+}
+
 /* A record rewritten in a spare kept beside it (PATH.next) and swapped in with
  * RENAME_EXCHANGE, so that rewriting it makes no inode and frees no blocks. On this
  * host's root ext4, which has no journal, a new inode costs a scan of every inode freed
@@ -129,16 +143,23 @@ static int write_spare(const char *path, const char *data, size_t len, enum dura
 		if (lstat(spare, &named) < 0 || held.st_ino != named.st_ino ||
 		    held.st_dev != named.st_dev)
 			continue; /* exchanged (or renamed) away while we waited: again */
-		size_t off = 0;
-		while (off < len) {
-			ssize_t w = pwrite(fd, data + off, len - off, (off_t)off);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0)
+		if (pwrite_all(fd, data, len, 0) < 0)
+			return sl_sysfail(err, "write %s", spare);
+		/* SOON: never shorter than the spare was, so that until the sync a crash
+		 * finds the new version or the whole old one (with zeros after it) under
+		 * the size, not a cut one: the rest is blanks, which JSON skips. */
+		off_t size = (off_t)len;
+		if (when == SOON && held.st_size > size) {
+			size_t gap = (size_t)(held.st_size - size);
+			_cleanup_free_ char *blanks = malloc(gap);
+			if (!blanks)
+				return sl_fail(err, SL_INTERNAL, ENOMEM, "write %s", spare);
+			memset(blanks, ' ', gap);
+			if (pwrite_all(fd, blanks, gap, size) < 0)
 				return sl_sysfail(err, "write %s", spare);
-			off += w;
+			size = held.st_size;
 		}
-		if (ftruncate(fd, (off_t)len) < 0 || (when == NOW && fsync(fd) < 0))
+		if (ftruncate(fd, size) < 0 || (when == NOW && fsync(fd) < 0))
 			return sl_sysfail(err, "write %s", spare);
 		/* No record yet (ENOENT), or a file system without exchange (EINVAL): the
 		 * spare becomes the record, and the next write makes another. */
@@ -155,6 +176,11 @@ static int write_spare(const char *path, const char *data, size_t len, enum dura
 int state_write_record(const char *path, const char *data, size_t len, bool durable, sl_err *err)
 {
 	return write_spare(path, data, len, durable ? NOW : NEVER, err);
+}
+
+int state_write_record_soon(const char *path, const char *data, size_t len, sl_err *err)
+{
+	return write_spare(path, data, len, SOON, err);
 }
 
 int state_write_atomic(const char *path, const char *data, size_t len, sl_err *err)

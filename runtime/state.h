@@ -22,7 +22,13 @@ int state_write_atomic_soon(const char *path, const char *data, size_t len, sl_e
  * inode and frees no blocks. Writers of one record must be serialised by the caller
  * (the record dir's state_lock_dir); readers use state_read_record. */
 int state_write_record(const char *path, const char *data, size_t len, bool durable, sl_err *err);
-/* fsync path and its directory: what state_write_atomic_soon left to do. */
+/* state_write_record without the fsyncs, durable after a later state_sync(path). Until
+ * then a crash may leave the spare's older version under the name (the spare is
+ * rewritten in place): only for records whose spare holds a state that reads right after
+ * a crash (sandbox_pool_take's). */
+int state_write_record_soon(const char *path, const char *data, size_t len, sl_err *err);
+/* fsync path and its directory: what state_write_atomic_soon and
+ * state_write_record_soon left to do. */
 int state_sync(const char *path, sl_err *err);
 /* Read a whole (small) file; *out is NUL-terminated, caller frees. */
 int state_read_file(const char *path, size_t max, char **out, size_t *len, sl_err *err);

@@ -184,6 +184,39 @@ static void test_record_reuses_its_spare(void **state)
 	assert_non_null(strstr(err.msg, "nodir"));
 }
 
+/* state_write_record_soon: the spare, exchanged in without the fsyncs, never gets
+ * shorter: a shorter record is padded with blanks, so an unsynced one a crash finds is
+ * the new version or the whole old one. state_sync makes it durable. */
+static void test_record_soon_keeps_the_size(void **state)
+{
+	char p[128], spare[160];
+	snprintf(p, sizeof(p), "%s/sandbox.json", base);
+	snprintf(spare, sizeof(spare), "%s.next", p);
+	sl_err err = {0};
+	assert_int_equal(state_write_record(p, "{\"v\":\"creating, a long one\"}", 28, false,
+					    &err), 0);
+	assert_int_equal(state_write_record(p, "{\"v\":\"pooled\"}", 14, false, &err), 0);
+	ino_t spare_ino = ino_of(spare);
+	/* The spare holds the 28-byte version: the 15-byte take is padded to 28. */
+	assert_int_equal(state_write_record_soon(p, "{\"v\":\"running\"}", 15, &err), 0);
+	assert_int_equal(ino_of(p), spare_ino);
+	char *s = slurp_record(p);
+	assert_string_equal(s, "{\"v\":\"running\"}             ");
+	free(s);
+	assert_int_equal(state_sync(p, &err), 0);
+	/* No shorter than the spare (now the 14-byte "pooled"): written as it is. */
+	assert_int_equal(state_write_record_soon(p, "{\"v\":\"running, and longer\"}", 27, &err), 0);
+	s = slurp_record(p);
+	assert_string_equal(s, "{\"v\":\"running, and longer\"}");
+	free(s);
+	/* A durable write cuts the blanks of the one before. */
+	assert_int_equal(state_write_record(p, "{}", 2, true, &err), 0);
+	s = slurp_record(p);
+	assert_string_equal(s, "{}");
+	free(s);
+	assert_int_equal(entries(base), 2);
+}
+
 /* A record of writer W, round R: "{W R <R+W padding bytes>}" with its own length, so a
  * reader can tell a whole one from a torn one. */
 static size_t record_text(char *buf, int w, int r)
@@ -368,6 +401,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_write_replaces, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_soon_then_sync, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_record_reuses_its_spare, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_record_soon_keeps_the_size, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_record_concurrent_writers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_record_waits_for_readers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lock_dir, setup, teardown),
