@@ -98,6 +98,13 @@ static int find_v1_dir(const char *root, const char *ctrl, char **out, sl_err *e
 	_cleanup_free_ char *direct = cg_join(root, ctrl);
 	if (!direct)
 		return sl_sysfail(err, "cgroup v1 at %s", root);
+	/* ROOT is resolved already: a real dir under it needs no realpath (a readlink per
+	 * component, five times per process start). A symlink (cpu -> cpu,cpuacct) does. */
+	struct stat st;
+	if (lstat(direct, &st) == 0 && S_ISDIR(st.st_mode)) {
+		*out = steal_ptr(&direct);
+		return 0;
+	}
 	if (cg_dir_exists(direct)) {
 		*out = realpath(direct, NULL);
 		return *out ? 0 : sl_sysfail(err, "cgroup v1: resolve %s", direct);

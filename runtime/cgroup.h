@@ -56,7 +56,7 @@ int cgroup_update(sl_cgroup *cg, const char *name, const sl_limits *lim, sl_err 
 int cgroup_freeze(sl_cgroup *cg, const char *name, bool frozen, sl_err *err);
 int cgroup_usage(sl_cgroup *cg, const char *name, sl_cgusage *out, sl_err *err);
 /* cpu_usage_ns, memory_bytes and pids_current only (the rest 0): what the API shows of a
- * sandbox, two kernfs opens fewer (~55 us here) on every create and read. */
+ * sandbox, two files fewer to open on every create and read. */
 int cgroup_usage_basic(sl_cgroup *cg, const char *name, sl_cgusage *out, sl_err *err);
 /* Just the OOM-kill counter (one file read: the exec hot path asks for it). */
 int cgroup_oom_kills(sl_cgroup *cg, const char *name, uint64_t *out, sl_err *err);
