@@ -851,20 +851,26 @@ static void test_dead_init_and_destroyed_sandbox(void **state)
 	ctx_free(ctx);
 }
 
+static void exit_record_path(sl_ctx *ctx, const char *id, const char *eid, char *p,
+			     size_t len)
+{
+	char run[PATH_MAX];
+	state_run_dir(&ctx->cfg, id, run, sizeof(run));
+	snprintf(p, len, "%s/execs/%s/exit", run, eid);
+}
+
 /* The exit record of execution EID, whole. */
 static char *exit_record(sl_ctx *ctx, const char *id, const char *eid)
 {
-	char run[PATH_MAX], p[PATH_MAX + 64];
-	state_run_dir(&ctx->cfg, id, run, sizeof(run));
-	snprintf(p, sizeof(p), "%s/execs/%s/exit", run, eid);
+	char p[PATH_MAX + 64];
+	exit_record_path(ctx, id, eid, p, sizeof(p));
 	return e2e_read_file(p);
 }
 
 static void exit_record_set(sl_ctx *ctx, const char *id, const char *eid, const char *text)
 {
-	char run[PATH_MAX], p[PATH_MAX + 64];
-	state_run_dir(&ctx->cfg, id, run, sizeof(run));
-	snprintf(p, sizeof(p), "%s/execs/%s/exit", run, eid);
+	char p[PATH_MAX + 64];
+	exit_record_path(ctx, id, eid, p, sizeof(p));
 	int fd = open(p, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
