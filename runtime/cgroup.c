@@ -424,8 +424,7 @@ int cg_write(const sl_cgroup *cg, const char *dir, const char *file, const char 
 /* ONE_SHOW: FILE is a one-value file (no seq_start on the kernel side: it is printed
  * whole by one show), so a read that does not fill the buffer has all of it and the
  * read that would say EOF is saved. Not for cgroup.procs, which is printed in pieces. */
-static int cg_read_impl(const char *dir, const char *file, bool one_show, char **out,
-			sl_err *err)
+static int cg_read_impl(const char *dir, const char *file, bool one_show, char **out, sl_err *err)
 {
 	_cleanup_free_ char *path = cg_join(dir, file);
 	if (!path)

@@ -237,7 +237,7 @@ typedef struct exit_rec {
 	bool garbled; /* ... but it does not parse (init is untrusted) */
 	int wstatus;
 	char tag[16];
-	int oom; /* -1 no verdict yet */
+	int oom;   /* -1 no verdict yet */
 	pid_t pid; /* 0 when no pid line */
 	int64_t mtime_ms;
 } exit_rec;

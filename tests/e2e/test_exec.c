@@ -851,8 +851,7 @@ static void test_dead_init_and_destroyed_sandbox(void **state)
 	ctx_free(ctx);
 }
 
-static void exit_record_path(sl_ctx *ctx, const char *id, const char *eid, char *p,
-			     size_t len)
+static void exit_record_path(sl_ctx *ctx, const char *id, const char *eid, char *p, size_t len)
 {
 	char run[PATH_MAX];
 	state_run_dir(&ctx->cfg, id, run, sizeof(run));

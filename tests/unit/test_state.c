@@ -193,8 +193,8 @@ static void test_record_soon_keeps_the_size(void **state)
 	snprintf(p, sizeof(p), "%s/sandbox.json", base);
 	snprintf(spare, sizeof(spare), "%s.next", p);
 	sl_err err = {0};
-	assert_int_equal(state_write_record(p, "{\"v\":\"creating, a long one\"}", 28, false,
-					    &err), 0);
+	assert_int_equal(state_write_record(p, "{\"v\":\"creating, a long one\"}", 28, false, &err),
+			 0);
 	assert_int_equal(state_write_record(p, "{\"v\":\"pooled\"}", 14, false, &err), 0);
 	ino_t spare_ino = ino_of(spare);
 	/* The spare holds the 28-byte version: the 15-byte take is padded to 28. */
@@ -205,7 +205,8 @@ static void test_record_soon_keeps_the_size(void **state)
 	free(s);
 	assert_int_equal(state_sync(p, &err), 0);
 	/* No shorter than the spare (now the 14-byte "pooled"): written as it is. */
-	assert_int_equal(state_write_record_soon(p, "{\"v\":\"running, and longer\"}", 27, &err), 0);
+	assert_int_equal(state_write_record_soon(p, "{\"v\":\"running, and longer\"}", 27, &err),
+			 0);
 	s = slurp_record(p);
 	assert_string_equal(s, "{\"v\":\"running, and longer\"}");
 	free(s);
