@@ -4,12 +4,14 @@
 
 #include "cleanup.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #ifndef STATX_ATTR_MOUNT_ROOT
 #define STATX_ATTR_MOUNT_ROOT 0x00002000
@@ -295,5 +297,21 @@ int fs_remove_tree(const char *path, sl_err *err)
 		return -1;
 	if (rmdir(path) < 0 && errno != ENOENT)
 		return sl_sysfail(err, "remove %s: rmdir", path);
+	return 0;
+}
+
+int fs_write_all(int fd, const void *buf, size_t len, off_t at)
+{
+	size_t done = 0;
+	while (done < len) {
+		const char *p = (const char *)buf + done;
+		ssize_t n = at >= 0 ? pwrite(fd, p, len - done, at + (off_t)done)
+				    : write(fd, p, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		done += (size_t)n;
+	}
 	return 0;
 }

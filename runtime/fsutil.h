@@ -3,6 +3,9 @@
 #ifndef SANDLOT_FSUTIL_H
 #define SANDLOT_FSUTIL_H
 
+#include <stddef.h>
+#include <sys/types.h>
+
 #include "err.h"
 
 /* Delete PATH and everything below it. Never follows a symlink (a link is removed,
@@ -10,5 +13,9 @@
  * is left in place, the rest is still removed, and the call fails naming it.
  * Holds O(1) file descriptors whatever the depth. A missing PATH is success. */
 int fs_remove_tree(const char *path, sl_err *err);
+
+/* All LEN bytes of BUF to FD (at offset AT with AT >= 0, else at its position), retrying
+ * short writes and EINTR: 0, or -1 with errno. */
+int fs_write_all(int fd, const void *buf, size_t len, off_t at);
 
 #endif

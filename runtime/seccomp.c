@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fsutil.h"
 #include "log.h"
 
 /* Bigger than any sane profile (Docker's is 13 KB); bounds what we read and hash. */
@@ -636,20 +637,6 @@ static int read_all(int fd, void *buf, size_t len)
 	return 0;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = write(fd, (const char *)buf + done, len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		done += n;
-	}
-	return 0;
-}
-
 static int profile_read(const char *path, char **out, size_t *len, sl_err *err)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -789,7 +776,7 @@ static int cache_store(const char *dir, const char *path, const sl_bpf *bpf, sl_
 	if (fd < 0)
 		return sl_sysfail(err, "seccomp cache %s: create temp file", dir);
 	if (fchmod(fd, 0600) < 0 ||
-	    write_all(fd, bpf->insns, bpf->len * sizeof(struct sock_filter)) < 0 || fsync(fd) < 0 ||
+	    fs_write_all(fd, bpf->insns, bpf->len * sizeof(struct sock_filter), -1) < 0 || fsync(fd) < 0 ||
 	    rename(tmp, path) < 0) {
 		int saved = errno;
 		unlink(tmp);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fsutil.h"
 
 /* A rename is durable once its directory is synced. */
 static void sync_dir(const char *path)
@@ -62,16 +63,9 @@ static int write_atomic(const char *path, const char *data, size_t len, enum dur
 	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return sl_sysfail(err, "create %s", tmp);
-	size_t off = 0;
-	while (off < len) {
-		ssize_t w = write(fd, data + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			unlink(tmp);
-			return sl_sysfail(err, "write %s", tmp);
-		}
-		off += w;
+	if (fs_write_all(fd, data, len, -1) < 0) {
+		unlink(tmp);
+		return sl_sysfail(err, "write %s", tmp);
 	}
 	if (when == NEVER) {
 		/* ext4 (auto_da_alloc) starts writeback of a file renamed over another
@@ -97,20 +91,6 @@ static int write_atomic(const char *path, const char *data, size_t len, enum dur
 	}
 	if (when == NOW)
 		sync_dir(path);
-	return 0;
-}
-
-static int pwrite_all(int fd, const char *data, size_t len, off_t at)
-{
-	size_t off = 0;
-	while (off < len) {
-		ssize_t w = pwrite(fd, data + off, len - off, at + (off_t)off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		off += w;
-	}
 	return 0;
 }
 
@@ -143,7 +123,7 @@ static int write_spare(const char *path, const char *data, size_t len, enum dura
 		if (lstat(spare, &named) < 0 || held.st_ino != named.st_ino ||
 		    held.st_dev != named.st_dev)
 			continue; /* exchanged (or renamed) away while we waited: again */
-		if (pwrite_all(fd, data, len, 0) < 0)
+		if (fs_write_all(fd, data, len, 0) < 0)
 			return sl_sysfail(err, "write %s", spare);
 		/* SOON: never shorter than the spare was, so that until the sync a crash
 		 * finds the new version or the whole old one (with zeros after it) under
@@ -155,7 +135,7 @@ static int write_spare(const char *path, const char *data, size_t len, enum dura
 			if (!blanks)
 				return sl_fail(err, SL_INTERNAL, ENOMEM, "write %s", spare);
 			memset(blanks, ' ', gap);
-			if (pwrite_all(fd, blanks, gap, size) < 0)
+			if (fs_write_all(fd, blanks, gap, size) < 0)
 				return sl_sysfail(err, "write %s", spare);
 			size = held.st_size;
 		}
