@@ -711,10 +711,17 @@ int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *er
 	return 0;
 }
 
-/* Claims are files created with O_EXCL: <state>/slots/<n> for uid ranges and
- * <state>/names/<name> for names, each holding the owner's id. Creating one is
- * atomic, so concurrent creates need no global lock and no scan of the records. A
- * claim whose owner is gone (no record, or a tombstone) is stale and is taken over. */
+/* Claims are files: <state>/slots/<n> for uid ranges, <state>/names/<name> for names
+ * and <state>/leases/<ip> for addresses, each holding the owner's id. A claim is a file
+ * already holding the id, renamed into place with RENAME_NOREPLACE: atomic, so
+ * concurrent creates need no global lock and no scan of the records. A claim whose
+ * owner is gone (no record, or a tombstone) is stale and is taken over.
+ *
+ * A released claim's file is not unlinked but moved to <state>/spares, and the next
+ * claim takes one from there instead of making a new file. On an ext4 without a
+ * journal (this host's root), each new inode costs a check of every inode freed in the
+ * last minutes, and a one-shot's released uid-range claim was the one inode it freed:
+ * each create paid for the churn of all the ones before it (docs/bench.md, session 15). */
 static void claim_path(const sl_ctx *ctx, const char *kind, const char *key, char *buf,
 		       size_t len)
 {
@@ -864,6 +871,89 @@ static int kv_object(const char *field, const char *const *kv, cJSON **out, sl_e
 	return 0;
 }
 
+static void spares_path(const sl_ctx *ctx, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/spares", ctx->cfg.state_dir);
+}
+
+/* A claim file holding ID, at a name in <state>/spares that no other claimer uses
+ * (MINE, ".<id>"): the file of a released claim when there is one, else a new file.
+ * 0, or -1 with errno. */
+static int claim_file(const sl_ctx *ctx, const char *id, char *mine, size_t len)
+{
+	char dir[PATH_MAX];
+	spares_path(ctx, dir, sizeof(dir));
+	if (snprintf(mine, len, "%s/.%s", dir, id) >= (int)len)
+		return errno = ENAMETOOLONG, -1;
+	const char *name = mine + strlen(dir) + 1;
+	bool taken = false;
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 && (errno != ENOENT || (mkdir(dir, 0700) < 0 && errno != EEXIST)))
+		return -1;
+	/* The first few entries are enough: a lost race for one (ENOENT) tries the next. */
+	char buf[1024] __attribute__((aligned(8)));
+	ssize_t n = dfd >= 0 ? getdents64(dfd, buf, sizeof(buf)) : 0;
+	for (ssize_t off = 0; !taken && off < n;) {
+		struct dirent64 *e = (struct dirent64 *)(buf + off);
+		off += e->d_reclen;
+		if (e->d_name[0] != '.' && renameat(dfd, e->d_name, dfd, name) == 0)
+			taken = true;
+	}
+	_cleanup_close_ int fd =
+	    open(mine, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | (taken ? 0 : O_CREAT | O_TRUNC), 0600);
+	size_t l = strlen(id);
+	struct stat st;
+	if (fd < 0 || fs_write_all(fd, id, l, 0) < 0 || fstat(fd, &st) < 0 ||
+	    (st.st_size > (off_t)l && ftruncate(fd, (off_t)l) < 0)) {
+		int e = errno;
+		unlink(mine);
+		return errno = e, -1;
+	}
+	return 0;
+}
+
+/* Put claim file MINE, which holds ID, at PATH unless PATH exists: 0, or -1 with errno
+ * (EEXIST: claimed by someone else). Where a rename cannot do it (no RENAME_NOREPLACE,
+ * or the claim dirs on another file system than the spares), a new file is made at PATH
+ * with O_EXCL, as exclusive. */
+static int place_claim(const char *mine, const char *path, const char *id)
+{
+	if (syscall(SYS_renameat2, AT_FDCWD, mine, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != EXDEV)
+		return -1;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	int w = fs_write_all(fd, id, strlen(id), 0), e = errno;
+	close(fd);
+	if (w < 0) {
+		unlink(path);
+		return errno = e, -1;
+	}
+	unlink(mine);
+	return 0;
+}
+
+/* Keep claim file PATH, released by ID, for the next claim (a spare's name must be
+ * unique: ID's claim of that KIND); removed if it cannot be kept. */
+static void spare_keep(const sl_ctx *ctx, const char *path, const char *id, const char *kind)
+{
+	char spare[PATH_MAX];
+	spares_path(ctx, spare, sizeof(spare));
+	size_t l = strlen(spare);
+	snprintf(spare + l, sizeof(spare) - l, "/%s.%s", id, kind);
+	if (rename(path, spare) == 0)
+		return;
+	if (errno == ENOENT) { /* no spares dir yet (claims of an older build) */
+		spare[l] = '\0';
+		mkdir(spare, 0700);
+		snprintf(spare + l, sizeof(spare) - l, "/%s.%s", id, kind);
+		if (rename(path, spare) == 0)
+			return;
+	}
+	unlink(path);
+}
 
 enum claim_owner { OWNER_GONE, OWNER_LIVE, OWNER_RELEASING };
 
@@ -909,20 +999,18 @@ static int claim(const sl_ctx *ctx, const char *kind, const char *key, const cha
 {
 	char path[PATH_MAX];
 	claim_path(ctx, kind, key, path, sizeof(path));
+	char mine[PATH_MAX];
+	if (claim_file(ctx, id, mine, sizeof(mine)) < 0)
+		return sl_sysfail(err, "claim %s", path);
 	int64_t give_up = 0;
 	for (int tries = 0; tries < 3;) {
-		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd >= 0) {
-			ssize_t w = write(fd, id, strlen(id));
-			close(fd);
-			if (w != (ssize_t)strlen(id)) {
-				unlink(path);
-				return sl_sysfail(err, "write claim %s", path);
-			}
+		if (place_claim(mine, path, id) == 0)
 			return 0;
+		if (errno != EEXIST) {
+			int e = errno;
+			unlink(mine);
+			return sl_fail(err, SL_INTERNAL, e, "claim %s", path);
 		}
-		if (errno != EEXIST)
-			return sl_sysfail(err, "claim %s", path);
 		enum claim_owner o = claim_owner(ctx, path);
 		if (o == OWNER_RELEASING && wait) {
 			if (!give_up)
@@ -933,10 +1021,11 @@ static int claim(const sl_ctx *ctx, const char *kind, const char *key, const cha
 			}
 		}
 		if (o != OWNER_GONE)
-			return 1;
+			break;
 		unlink(path);
 		tries++;
 	}
+	spare_keep(ctx, mine, id, kind);
 	return 1;
 }
 
@@ -945,7 +1034,7 @@ static void unclaim(const sl_ctx *ctx, const char *kind, const char *key, const 
 	char path[PATH_MAX], owner[40];
 	claim_path(ctx, kind, key, path, sizeof(path));
 	if (claim_read(path, owner) > 0 && !strcmp(owner, id))
-		unlink(path);
+		spare_keep(ctx, path, id, kind);
 }
 
 static void release_claims(const sl_ctx *ctx, const sl_sandbox *sb)

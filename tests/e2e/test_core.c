@@ -2,6 +2,7 @@
  * attacked from inside (syscalls, capabilities, limits, visibility), with a leak check
  * of mounts, cgroups, links, loop devices, processes and state around every test. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -372,6 +373,76 @@ static void test_uid_ranges_run_out_and_come_back(void **state)
 	assert_int_equal(unlink(p), 0);
 	free(p);
 	free(a), free(b), free(c), free(d);
+}
+
+/* The inode of SBX's uid-range claim (0 when it has none). */
+static ino_t claim_inode(const char *sbx)
+{
+	char *dir = e2e_printf("%s/slots", getenv("SANDLOT_STATE_DIR"));
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	ino_t ino = 0;
+	struct dirent *e;
+	while (!ino && (e = readdir(d))) {
+		char *p = e2e_printf("%s/%s", dir, e->d_name);
+		char *owner = e->d_name[0] != '.' ? e2e_read_file(p) : NULL;
+		struct stat st;
+		if (owner && !strcmp(owner, sbx) && stat(p, &st) == 0)
+			ino = st.st_ino;
+		free(owner);
+		free(p);
+	}
+	closedir(d);
+	free(dir);
+	return ino;
+}
+
+/* The inodes in <state>/spares, and how many (at most 4096). */
+static size_t spare_inodes(ino_t *out)
+{
+	char *dir = e2e_printf("%s/spares", getenv("SANDLOT_STATE_DIR"));
+	DIR *d = opendir(dir);
+	size_t n = 0;
+	struct dirent *e;
+	while (d && n < 4096 && (e = readdir(d)))
+		if (e->d_name[0] != '.')
+			out[n++] = e->d_ino;
+	if (d)
+		closedir(d);
+	free(dir);
+	return n;
+}
+
+/* A released claim's file is kept and the next claim renames it into place, so that a
+ * create makes no new inode for it (docs/bench.md, session 15): the removed sandbox's
+ * claim is among the spares, and the next create's claim is one of them. */
+static void test_released_claims_are_reused(void **state)
+{
+	static ino_t before[4096], after[4096];
+	char *a = create(NULL, NULL, NULL, NULL);
+	ino_t ia = claim_inode(a);
+	assert_true(ia != 0);
+	rm(a);
+	assert_int_equal(claim_inode(a), 0);
+	size_t nb = spare_inodes(before);
+	bool kept = false;
+	for (size_t i = 0; i < nb; i++)
+		kept |= before[i] == ia;
+	assert_true(kept);
+	char *b = create(NULL, NULL, NULL, NULL);
+	ino_t ib = claim_inode(b);
+	size_t na = spare_inodes(after);
+	assert_int_equal(na, nb - 1);
+	bool reused = false, still_spare = false;
+	for (size_t i = 0; i < nb; i++)
+		reused |= before[i] == ib;
+	for (size_t i = 0; i < na; i++)
+		still_spare |= after[i] == ib;
+	assert_true(reused);
+	assert_false(still_spare);
+	rm(b);
+	free(a);
+	free(b);
 }
 
 /* The tests after it get the default uid ranges back, and no planted claim, even when
@@ -969,6 +1040,7 @@ int main(void)
 		E2E_TEST(test_uid_ranges_distinct_and_unprivileged),
 		cmocka_unit_test_setup_teardown(test_uid_ranges_run_out_and_come_back,
 						e2e_test_setup, uid_ranges_teardown),
+		E2E_TEST(test_released_claims_are_reused),
 		E2E_TEST(test_syscalls_refused_inside_allowed_on_host),
 		E2E_TEST(test_capabilities_and_seccomp_status),
 		E2E_TEST(test_visibility_pids_files_network),
