@@ -575,6 +575,19 @@ int cg_mkpath(sl_cgroup *cg, const char *base, const char *name,
 	_cleanup_free_ char *path = cg_join(base, name);
 	if (!path)
 		return sl_sysfail(err, "cgroup %s", name);
+	/* Mostly the parents are there: one mkdir. A missing parent (ENOENT), or a
+	 * BEFORE that has to see each parent, takes the walk below. */
+	if (!before) {
+		if (mkdir(path, 0755) == 0) {
+			if (!(made->dirs[made->n] = strdup(path)))
+				return sl_sysfail(err, "cgroup %s", name);
+			made->n++;
+			return 0;
+		}
+		if (errno == EEXIST)
+			return sl_fail(err, SL_CONFLICT, 0, "cgroup %s: %s already exists", name,
+				       path);
+	}
 	char *rel = path + strlen(base) + 1;
 	for (char *c = rel;; c++) {
 		bool last = *c == '\0';

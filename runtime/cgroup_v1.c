@@ -12,7 +12,10 @@
 
 #include "cleanup.h"
 
-static int set_cpu(const sl_cgroup *cg, const char *dir, uint64_t millicores, sl_err *err)
+/* FRESH: a cgroup just made, whose period is still the kernel's default (100 ms, the
+ * one we use): not written again, one open and write fewer per create. */
+static int set_cpu(const sl_cgroup *cg, const char *dir, uint64_t millicores, bool fresh,
+		   sl_err *err)
 {
 	char quota[32];
 	if (millicores == 0) {
@@ -24,7 +27,7 @@ static int set_cpu(const sl_cgroup *cg, const char *dir, uint64_t millicores, sl
 	}
 	char period[32];
 	snprintf(period, sizeof(period), "%" PRIu64, CG_CPU_PERIOD_US);
-	if (cg_write(cg, dir, "cpu.cfs_period_us", period, err) < 0)
+	if (!fresh && cg_write(cg, dir, "cpu.cfs_period_us", period, err) < 0)
 		return -1;
 	return cg_write(cg, dir, "cpu.cfs_quota_us", quota, err);
 }
@@ -64,14 +67,14 @@ static int set_pids(const sl_cgroup *cg, const char *dir, uint64_t max, sl_err *
 	return cg_write(cg, dir, "pids.max", val, err);
 }
 
-static int v1_set_limits(sl_cgroup *cg, const char *name, const sl_limits *lim, bool reset,
-			 sl_err *err)
+static int set_limits(sl_cgroup *cg, const char *name, const sl_limits *lim, bool reset, bool fresh,
+		      sl_err *err)
 {
 	if (lim->cpu_millicores || reset) {
 		char dir[PATH_MAX];
 		if (cg_dir(cg, CG_CPU, name, dir, sizeof(dir), err) < 0)
 			return -1;
-		if (set_cpu(cg, dir, lim->cpu_millicores, err) < 0)
+		if (set_cpu(cg, dir, lim->cpu_millicores, fresh, err) < 0)
 			return sl_wrap(err, "cgroup %s: cpu limit", name);
 	}
 	if (lim->memory_bytes || reset) {
@@ -91,6 +94,12 @@ static int v1_set_limits(sl_cgroup *cg, const char *name, const sl_limits *lim, 
 	return 0;
 }
 
+static int v1_set_limits(sl_cgroup *cg, const char *name, const sl_limits *lim, bool reset,
+			 sl_err *err)
+{
+	return set_limits(cg, name, lim, reset, false, err);
+}
+
 /* Swap off: memsw = limit (set with the memory limit) and no swapping from this cgroup's
  * own reclaim. */
 static int swap_off(const sl_cgroup *cg, const char *name, sl_err *err)
@@ -104,16 +113,10 @@ static int swap_off(const sl_cgroup *cg, const char *name, sl_err *err)
 	return 0;
 }
 
+/* A name taken in any hierarchy is a conflict (cg_mkpath), and what was made in the
+ * others before it is removed again. */
 static int v1_create(sl_cgroup *cg, const char *name, const sl_limits *lim, sl_err *err)
 {
-	for (int i = 0; i < CG_V1_NCTRL; i++) {
-		char dir[PATH_MAX];
-		if (cg_dir(cg, i, name, dir, sizeof(dir), err) < 0)
-			return -1;
-		if (cg_dir_exists(dir))
-			return sl_fail(err, SL_CONFLICT, 0, "cgroup %s: %s already exists", name,
-				       dir);
-	}
 	cg_made made = {.n = 0};
 	for (int i = 0; i < CG_V1_NCTRL; i++) {
 		if (cg_v1_first(cg, i) &&
@@ -122,7 +125,7 @@ static int v1_create(sl_cgroup *cg, const char *name, const sl_limits *lim, sl_e
 			return -1;
 		}
 	}
-	if (swap_off(cg, name, err) < 0 || v1_set_limits(cg, name, lim, false, err) < 0) {
+	if (swap_off(cg, name, err) < 0 || set_limits(cg, name, lim, false, true, err) < 0) {
 		cg_unmake(cg, &made);
 		return -1;
 	}
