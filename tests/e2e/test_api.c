@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1380,6 +1382,65 @@ static void test_dead_init_reads_failed(void **state)
 	expect_call("POST", p, "{\"command\":\"true\"}", 409, "CONFLICT", NULL);
 	free(p);
 	sandbox_del(id);
+}
+
+/* A DELETE kills init at idle priority, so that its teardown does not preempt the
+ * daemon on its CPU (runtime/sandbox.c, kill_idle). Seen on an init frozen behind the
+ * runtime's back, which holds the SIGKILL until it is thawed. */
+static void test_deleted_init_dies_idle(void **state)
+{
+	char *id = sandbox_new(NULL);
+	char *rec = e2e_printf("%s/sandboxes/%s/sandbox.json", getenv("SANDLOT_STATE_DIR"), id);
+	char *text = e2e_read_file(rec);
+	cJSON *o = cJSON_Parse(text);
+	pid_t pid = (pid_t)jnum(jget(o, "internal"), "initPid");
+	cJSON_Delete(o);
+	free(text);
+	free(rec);
+	assert_true(pid > 1);
+	assert_int_equal(sched_getscheduler(pid), SCHED_OTHER);
+	/* v1 only: a v2 freezer lets SIGKILL through. */
+	char *fz = e2e_printf("/sys/fs/cgroup/freezer/sandlot/%s/freezer.state", id);
+	if (access(fz, F_OK) != 0) {
+		free(fz);
+		sandbox_del(id);
+		skip();
+	}
+	FILE *f = fopen(fz, "w");
+	assert_non_null(f);
+	fputs("FROZEN", f);
+	assert_int_equal(fclose(f), 0);
+	char *st = NULL;
+	for (int i = 0; i < 200 && !(st && strstr(st, "FROZEN")); i++) {
+		free(st);
+		usleep(5000);
+		st = e2e_read_file(fz);
+	}
+	assert_non_null(strstr(st, "FROZEN"));
+	free(st);
+	char *p = e2e_printf("/v1/sandboxes/%s", id);
+	resp r;
+	http(&r, "DELETE", p, NULL);
+	expect(&r, 204, NULL, NULL);
+	resp_free(&r);
+	int there = kill(pid, 0); /* still there, frozen with the SIGKILL pending */
+	int policy = sched_getscheduler(pid);
+	f = fopen(fz, "w"); /* thawed before any assert, so that a failure leaves nothing */
+	if (f) {
+		fputs("THAWED", f);
+		fclose(f);
+	}
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd >= 0) {
+		struct pollfd pf = {pfd, POLLIN, 0};
+		assert_int_equal(poll(&pf, 1, 5000), 1);
+		close(pfd);
+	}
+	assert_int_equal(there, 0);
+	assert_int_equal(policy, SCHED_IDLE);
+	free(fz);
+	free(p);
+	free(id);
 }
 
 /* ---- executions -------------------------------------------------------------------------- */
@@ -2799,6 +2860,7 @@ int main(void)
 	    E2E_TEST(test_sandbox_crud),
 	    E2E_TEST(test_create_failure_leaves_nothing),
 	    E2E_TEST(test_dead_init_reads_failed),
+	    E2E_TEST(test_deleted_init_dies_idle),
 	    E2E_TEST(test_executions),
 	    E2E_TEST(test_stdin_signal_processes),
 	    E2E_TEST(test_concurrent_sleepers),
