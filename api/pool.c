@@ -177,6 +177,8 @@ static void sync_record(api_server *s, const char *id)
 	/* A record removed since (a discarded pool sandbox) has nothing left to keep. */
 	if (sandbox_sync_record(s->ctx, id, &e) < 0 && e.kind != SL_NOTFOUND)
 		sl_log(SL_LOG_WARN, "sync %s: %s", id, e.msg);
+	/* A create took a record dir from the spares, most likely: make another. */
+	sandbox_spares_fill(s->ctx);
 }
 
 static void *syncer_main(void *arg)

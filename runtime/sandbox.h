@@ -39,6 +39,10 @@ int ctx_open(sl_ctx *ctx, sl_err *err);
 void ctx_close(sl_ctx *ctx);
 /* Make sandbox ID's record durable (what ctx->sync_soon was handed). */
 int sandbox_sync_record(sl_ctx *ctx, const char *id, sl_err *err);
+/* Make the record dirs that creates take (<state>/spare-records) up to the stock kept:
+ * for a background thread (the daemon's syncer, after a create's record). Releases fill
+ * them too. */
+void sandbox_spares_fill(sl_ctx *ctx);
 
 typedef struct sl_sandbox {
 	char id[32];

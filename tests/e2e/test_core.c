@@ -445,6 +445,67 @@ static void test_released_claims_are_reused(void **state)
 	free(b);
 }
 
+/* The inodes of the record spares (<state>/spare-records/rec-*), each checked to hold the two
+ * empty files a create exchanges its first records with; how many. */
+static size_t record_spares(ino_t *out, size_t cap)
+{
+	size_t n = 0;
+	for (int k = 0; k < 16 && n < cap; k++) {
+		char *p = e2e_printf("%s/spare-records/rec-%d", getenv("SANDLOT_STATE_DIR"), k);
+		char *a = e2e_printf("%s/sandbox.json", p);
+		char *b = e2e_printf("%s/sandbox.json.next", p);
+		struct stat st, sa, sb;
+		if (stat(p, &st) == 0) {
+			assert_int_equal(stat(a, &sa), 0);
+			assert_int_equal(stat(b, &sb), 0);
+			assert_int_equal(sa.st_size, 0);
+			assert_int_equal(sb.st_size, 0);
+			out[n++] = st.st_ino;
+		}
+		free(a), free(b), free(p);
+	}
+	return n;
+}
+
+/* A release makes record dirs ahead (each with its two record files), and a create
+ * renames one into place: the new sandbox's record dir is one of them, its records are
+ * the spare's two files, and the spare is gone from the stock. */
+static void test_record_dirs_come_from_spares(void **state)
+{
+	free(e2e_sandlot_ok("run", "--image", "busybox", "--", "true", NULL));
+	ino_t before[16], after[16];
+	size_t nb = 0;
+	for (int i = 0; i < 250 && !(nb = record_spares(before, 16)); i++)
+		usleep(20000); /* made by the run's releaser, after it returned */
+	assert_true(nb > 0);
+	char *id = create(NULL, NULL, NULL, NULL);
+	char *dir = e2e_printf("%s/sandboxes/%s", getenv("SANDLOT_STATE_DIR"), id);
+	struct stat st;
+	assert_int_equal(stat(dir, &st), 0);
+	bool taken = false;
+	for (size_t i = 0; i < nb; i++)
+		taken |= before[i] == st.st_ino;
+	assert_true(taken);
+	size_t na = record_spares(after, 16);
+	for (size_t i = 0; i < na; i++)
+		assert_true(after[i] != st.st_ino);
+	/* Two record files, the record and its spare: no third was made. */
+	char *cmd = e2e_printf("ls -A %s | wc -l", dir);
+	FILE *f = popen(cmd, "r");
+	int files = -1;
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%d", &files), 1);
+	pclose(f);
+	assert_int_equal(files, 2);
+	char *status = e2e_sandlot_ok("inspect", id, NULL);
+	assert_true(e2e_contains(status, "running"));
+	free(status);
+	rm(id);
+	free(cmd);
+	free(dir);
+	free(id);
+}
+
 /* The tests after it get the default uid ranges back, and no planted claim, even when
  * it failed midway. */
 static int uid_ranges_teardown(void **state)
@@ -1041,6 +1102,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_uid_ranges_run_out_and_come_back,
 						e2e_test_setup, uid_ranges_teardown),
 		E2E_TEST(test_released_claims_are_reused),
+		E2E_TEST(test_record_dirs_come_from_spares),
 		E2E_TEST(test_syscalls_refused_inside_allowed_on_host),
 		E2E_TEST(test_capabilities_and_seccomp_status),
 		E2E_TEST(test_visibility_pids_files_network),
