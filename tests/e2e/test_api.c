@@ -1351,11 +1351,9 @@ static void test_create_failure_leaves_nothing(void **state)
 	free(names);
 }
 
-/* An init that dies is reaped by the daemon (its parent), so the sandbox reads failed
- * at once and calls on it are refused; deleting it still frees everything. */
-static void test_dead_init_reads_failed(void **state)
+/* The host pid of sandbox ID's init, from its record. */
+static pid_t record_init_pid(const char *id)
 {
-	char *id = sandbox_new(NULL);
 	char *rec = e2e_printf("%s/sandboxes/%s/sandbox.json", getenv("SANDLOT_STATE_DIR"), id);
 	char *text = e2e_read_file(rec);
 	cJSON *o = cJSON_Parse(text);
@@ -1364,6 +1362,15 @@ static void test_dead_init_reads_failed(void **state)
 	free(text);
 	free(rec);
 	assert_true(pid > 1);
+	return pid;
+}
+
+/* An init that dies is reaped by the daemon (its parent), so the sandbox reads failed
+ * at once and calls on it are refused; deleting it still frees everything. */
+static void test_dead_init_reads_failed(void **state)
+{
+	char *id = sandbox_new(NULL);
+	pid_t pid = record_init_pid(id);
 	assert_int_equal(kill(pid, SIGKILL), 0);
 	char *p = e2e_printf("/v1/sandboxes/%s", id);
 	bool failed = false;
@@ -1391,14 +1398,7 @@ static void test_dead_init_reads_failed(void **state)
 static void test_deleted_init_dies_elsewhere(void **state)
 {
 	char *id = sandbox_new(NULL);
-	char *rec = e2e_printf("%s/sandboxes/%s/sandbox.json", getenv("SANDLOT_STATE_DIR"), id);
-	char *text = e2e_read_file(rec);
-	cJSON *o = cJSON_Parse(text);
-	pid_t pid = (pid_t)jnum(jget(o, "internal"), "initPid");
-	cJSON_Delete(o);
-	free(text);
-	free(rec);
-	assert_true(pid > 1);
+	pid_t pid = record_init_pid(id);
 	cpu_set_t before, after;
 	assert_int_equal(sched_getaffinity(pid, sizeof(before), &before), 0);
 	/* v1 only (a v2 freezer lets SIGKILL through), and a host with CPUs to choose from */
