@@ -966,9 +966,9 @@ static void spare_keep(const sl_ctx *ctx, const char *path, const char *id, cons
  * sandbox.json and sandbox.json.next, so that a create renames one into place instead of
  * making a directory and two files (the first record goes into the spare and is
  * exchanged with the empty one; every later write reuses the two). On this host's root
- * ext4 those three new inodes were ~0.25 ms of a create (docs/bench.md, session 15).
- * They are made by releases, after the sandbox they release is gone, off any caller's
- * path. */
+ * ext4 those three new inodes were 0.1-1.1 ms of a create (docs/bench.md, session 15).
+ * Releases make them, after the sandbox they release is gone, and so does the daemon's
+ * syncer after a create: off any caller's path. */
 #define RECORD_SPARES 4
 
 static void record_spare_path(const sl_ctx *ctx, int k, char *buf, size_t len)
