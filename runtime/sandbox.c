@@ -68,15 +68,14 @@ int ctx_open(sl_ctx *ctx, sl_err *err)
 		return -1;
 	snprintf(p, sizeof(p), "%s/sandlot.log", ctx->cfg.state_dir);
 	sl_log_open(p);
-	snprintf(p, sizeof(p), "%s/sandboxes", ctx->cfg.state_dir);
-	if (state_mkdirs(p, 0700, err) < 0)
-		return -1;
-	snprintf(p, sizeof(p), "%s/slots", ctx->cfg.state_dir);
-	if (state_mkdirs(p, 0700, err) < 0)
-		return -1;
-	snprintf(p, sizeof(p), "%s/names", ctx->cfg.state_dir);
-	if (state_mkdirs(p, 0700, err) < 0)
-		return -1;
+	/* spares: released claims; spare-records: ready-made record dirs (see claim). */
+	static const char *const dirs[] = {"sandboxes", "slots", "names", "spares",
+					   "spare-records"};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", ctx->cfg.state_dir, dirs[i]);
+		if (state_mkdirs(p, 0700, err) < 0)
+			return -1;
+	}
 	snprintf(p, sizeof(p), "%s/sandboxes", ctx->cfg.run_dir);
 	if (state_mkdirs(p, 0711, err) < 0)
 		return -1;
@@ -894,11 +893,11 @@ static int claim_file(const sl_ctx *ctx, const char *id, char *mine, size_t len)
 	const char *name = mine + strlen(dir) + 1;
 	bool taken = false;
 	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 && (errno != ENOENT || (mkdir(dir, 0700) < 0 && errno != EEXIST)))
+	if (dfd < 0)
 		return -1;
 	/* The first few entries are enough: a lost race for one (ENOENT) tries the next. */
 	char buf[1024] __attribute__((aligned(8)));
-	ssize_t n = dfd >= 0 ? getdents64(dfd, buf, sizeof(buf)) : 0;
+	ssize_t n = getdents64(dfd, buf, sizeof(buf));
 	for (ssize_t off = 0; !taken && off < n;) {
 		struct dirent64 *e = (struct dirent64 *)(buf + off);
 		off += e->d_reclen;
@@ -950,16 +949,8 @@ static void spare_keep(const sl_ctx *ctx, const char *path, const char *id, cons
 	spares_path(ctx, spare, sizeof(spare));
 	size_t l = strlen(spare);
 	snprintf(spare + l, sizeof(spare) - l, "/%s.%s", id, kind);
-	if (rename(path, spare) == 0)
-		return;
-	if (errno == ENOENT) { /* no spares dir yet (claims of an older build) */
-		spare[l] = '\0';
-		mkdir(spare, 0700);
-		snprintf(spare + l, sizeof(spare) - l, "/%s.%s", id, kind);
-		if (rename(path, spare) == 0)
-			return;
-	}
-	unlink(path);
+	if (rename(path, spare) < 0)
+		unlink(path);
 }
 
 /* Record dirs made ahead: <state>/spare-records/rec-0 .. rec-<N-1>, each with an empty
@@ -1007,11 +998,7 @@ static int empty_file_at(int dfd, const char *name)
 static void record_spares_fill(const sl_ctx *ctx, const char *tag)
 {
 	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s/spare-records", ctx->cfg.state_dir);
-	if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-		return;
-	size_t l = strlen(tmp);
-	snprintf(tmp + l, sizeof(tmp) - l, "/.rec-%s", tag);
+	snprintf(tmp, sizeof(tmp), "%s/spare-records/.rec-%s", ctx->cfg.state_dir, tag);
 	bool built = false;
 	for (int k = 0, made = 0; k < RECORD_SPARES && made < 2; k++) {
 		char spare[PATH_MAX];
