@@ -34,6 +34,7 @@
 /* A record's fsync waits this long: a create is usually followed at once by its first
  * command, which the journal commit would slow down; records saved meanwhile share it. */
 #define SYNC_DELAY_MS 20
+#define NETNS_SPARES  2 /* spare network namespaces kept (ctx->netns_keep) */
 /* A take is usually followed by the taker's first command: the replacement waits this
  * long, so its btrfs, cgroup and mount work (and the journal flushes it causes) does
  * not land in the middle of that request. */
@@ -93,6 +94,7 @@ struct api_pool {
 	bool syncer_started, sync_stopping, syncing;
 	id_ring sync;
 	uint64_t synced; /* since the daemon started (metrics) */
+	int64_t spares_due_ms; /* a spare was taken: refill then (0: none taken) */
 };
 
 static int64_t mono_ms(void)
@@ -181,17 +183,45 @@ static void sync_record(api_server *s, const char *id)
 	sandbox_spares_fill(s->ctx);
 }
 
-static void *syncer_main(void *arg)
+/* ctx->netns_taken: a create took a spare network namespace; the syncer makes another
+ * SYNC_DELAY_MS later, off the create's path (and its commands'). */
+static void spare_taken(void *arg)
 {
 	api_server *s = arg;
 	api_pool *p = s->pool;
 	pthread_mutex_lock(&p->lock);
+	if (!p->spares_due_ms) {
+		p->spares_due_ms = mono_ms() + SYNC_DELAY_MS;
+		pthread_cond_signal(&p->sync_wake);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void *syncer_main(void *arg)
+{
+	api_server *s = arg;
+	api_pool *p = s->pool;
+	sandbox_spares_fill(s->ctx); /* the first creates' */
+	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (!p->sync.len && !p->sync_stopping)
+		while (!p->sync.len && !p->spares_due_ms && !p->sync_stopping)
 			pthread_cond_wait(&p->sync_wake, &p->lock);
-		if (!p->sync.len)
+		if (p->sync_stopping && !p->sync.len)
 			break;
-		int64_t due = p->sync.v[p->sync.head].at_ms;
+		int64_t due = p->sync.len ? p->sync.v[p->sync.head].at_ms : INT64_MAX;
+		if (p->spares_due_ms && p->spares_due_ms <= due && !p->sync_stopping) {
+			if (mono_ms() < p->spares_due_ms) {
+				wait_on_until(p, &p->sync_wake, p->spares_due_ms);
+				continue;
+			}
+			p->spares_due_ms = 0;
+			pthread_mutex_unlock(&p->lock);
+			sandbox_spares_fill(s->ctx);
+			pthread_mutex_lock(&p->lock);
+			continue;
+		}
+		if (!p->sync.len)
+			continue;
 		if (!p->sync_stopping && mono_ms() < due) {
 			wait_on_until(p, &p->sync_wake, due);
 			continue;
@@ -381,6 +411,11 @@ int api_pool_start(api_server *s, const api_pool_spec *specs, int n, sl_err *err
 	if (p->syncer_started) {
 		s->ctx->sync_soon = sync_soon;
 		s->ctx->sync_soon_arg = s;
+		pthread_mutex_lock(&s->ctx->lock);
+		s->ctx->netns_keep = NETNS_SPARES;
+		s->ctx->netns_taken = spare_taken;
+		s->ctx->netns_taken_arg = s;
+		pthread_mutex_unlock(&s->ctx->lock);
 	}
 	p->releaser_started = pthread_create(&p->releaser, NULL, releaser_main, s) == 0;
 	if (p->nimages)
@@ -419,6 +454,11 @@ void api_pool_stop(api_server *s)
 		pthread_join(p->syncer, NULL);
 	s->ctx->sync_soon = NULL;
 	s->ctx->sync_soon_arg = NULL;
+	pthread_mutex_lock(&s->ctx->lock);
+	s->ctx->netns_keep = 0;
+	s->ctx->netns_taken = NULL;
+	s->ctx->netns_taken_arg = NULL;
+	pthread_mutex_unlock(&s->ctx->lock);
 	s->pool = NULL;
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->wake);

@@ -210,16 +210,32 @@ static void mask_paths(int errfd, const char *root, const char *empty)
 	}
 }
 
-static void loopback_up(int errfd)
+static int write_proc(const char *path, const char *value)
 {
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	size_t n = strlen(value);
+	return fd >= 0 && write(fd, value, n) == (ssize_t)n ? 0 : -1;
+}
+
+/* This thread's network namespace as a sandbox gets it: lo up, and ports below 1024
+ * open to every user, as Docker's defaults have it. The namespace belongs to the host's
+ * user namespace, where the sandbox's root has no CAP_NET_BIND_SERVICE. (Docker's other
+ * default, ping_group_range, cannot cover the sandboxes: it stops at gid 2^31 - 1, below
+ * most of their host ids.) -1 with errno set, the step in *what. Safe in
+ * the launch's child: no malloc, no lock. */
+static int netns_prepare(const char **what)
+{
+	*what = "bring lo up";
 	_cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	struct ifreq ifr = { 0 };
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	memcpy(ifr.ifr_name, "lo", 3);
 	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-		child_fail(errfd, errno, "read flags of lo");
+		return -1;
 	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
 	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
-		child_fail(errfd, errno, "bring lo up");
+		return -1;
+	*what = "let the sandbox's users bind ports below 1024";
+	return write_proc("/proc/sys/net/ipv4/ip_unprivileged_port_start", "0");
 }
 
 /* No malloc from here on: in a multi-threaded daemon the clone()d child may hold a
@@ -357,6 +373,10 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	/* A network made beforehand (sl_launch.netns), before /sys shows its devices. */
 	if (f->netns >= 0 && setns(f->netns, CLONE_NEWNET) < 0)
 		child_fail(f->err, errno, "enter the sandbox's network namespace");
+	/* The clone's new one, through the host's /proc while we still see it. */
+	const char *what;
+	if (!l->netns_ready && netns_prepare(&what) < 0)
+		child_fail(f->err, errno, "%s", what);
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		child_fail(f->err, errno, "make mounts private");
 	snprintf(root, sizeof(root), "%s/rootfs", l->run_dir);
@@ -403,7 +423,6 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 		child_fail(f->err, errno, "pivot_root into %s", root);
 	if (sethostname(l->hostname, strlen(l->hostname)) < 0)
 		child_fail(f->err, errno, "set hostname");
-	loopback_up(f->err);
 	/* In our cgroups now: they are the root of the cgroup namespace. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		child_fail(f->err, errno, "new cgroup namespace");
@@ -631,10 +650,15 @@ int launch_new_netns(sl_err *err)
 		return sl_sysfail(err, "new network namespace");
 	int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	int e = errno;
+	const char *what = "open the new network namespace";
+	if (fd >= 0 && netns_prepare(&what) < 0) {
+		e = errno;
+		close(steal_fd(&fd));
+	}
 	if (setns(self, CLONE_NEWNET) < 0)
 		abort(); /* this thread would go on in the sandbox's namespace */
 	if (fd < 0)
-		return sl_fail(err, SL_INTERNAL, e, "open the new network namespace");
+		return sl_fail(err, SL_INTERNAL, e, "new network namespace: %s", what);
 	return fd;
 }
 

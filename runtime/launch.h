@@ -48,6 +48,8 @@ typedef struct sl_launch {
 	/* A network namespace made and set up beforehand (launch_new_netns, net_attach):
 	 * the child enters it instead of making an empty one. NULL: a new, empty one. */
 	const int *netns;
+	/* It is prepared already (launch_new_netns): the child leaves it alone. */
+	bool netns_ready;
 	/* A connected control socket init takes as its first client (SL_INIT_CLIENT_FD):
 	 * requests queued on its peer before the launch are served as soon as init
 	 * starts, with no connect. NULL: none. */
@@ -57,8 +59,11 @@ typedef struct sl_launch {
 	const char *default_user_env;
 } sl_launch;
 
-/* A new network namespace, held by the returned fd (-1 on failure). Made on this
- * thread, which goes back to its own at once. */
+/* A new network namespace, held by the returned fd (-1 on failure), with lo up and
+ * the sysctls a sandbox's gets (launch.c, netns_prepare): all a sandbox with the network
+ * off has. Made on this thread, which goes back to its own at once. A daemon makes
+ * them ahead (sandbox_spares_fill): that takes ~0.5 ms, and any wait on the kernel's
+ * rtnl lock, off a create. */
 int launch_new_netns(sl_err *err);
 
 /* Starts init; on success *init_pid is its host pid and it is listening on

@@ -33,15 +33,23 @@ typedef struct sl_ctx {
 	 * (bridge, table, ip_forward) up, and says so in net_left_up; the caller takes it
 	 * down a little later if no network came meanwhile (net_down_if_idle). */
 	bool net_linger, net_left_up;
+	/* Network namespaces made ahead with lo up and nothing else in them, for creates
+	 * to take (launch_new_netns), under lock. Only a daemon keeps them: it sets
+	 * netns_keep and fills them from a background thread (sandbox_spares_fill), and
+	 * netns_taken(netns_taken_arg) tells it one was taken. */
+	int netns_spares[4];
+	int netns_nspares, netns_keep;
+	void (*netns_taken)(void *arg);
+	void *netns_taken_arg;
 } sl_ctx;
 
 int ctx_open(sl_ctx *ctx, sl_err *err);
 void ctx_close(sl_ctx *ctx);
 /* Make sandbox ID's record durable (what ctx->sync_soon was handed). */
 int sandbox_sync_record(sl_ctx *ctx, const char *id, sl_err *err);
-/* Make the record dirs that creates take (<state>/spare-records) up to the stock kept:
- * for a background thread (the daemon's syncer, after a create's record). Releases fill
- * them too. */
+/* Make the record dirs that creates take (<state>/spare-records) up to the stock kept,
+ * and the network namespace spares up to ctx->netns_keep: for a background thread (the
+ * daemon's syncer). Releases fill the record dirs too. */
 void sandbox_spares_fill(sl_ctx *ctx);
 
 typedef struct sl_sandbox {

@@ -1450,6 +1450,90 @@ static void test_deleted_init_dies_elsewhere(void **state)
 	free(id);
 }
 
+/* The inode of a network namespace link ("net:[N]"), 0 if LINK is not one. */
+static unsigned long netns_ino(const char *link)
+{
+	char buf[64];
+	ssize_t n = readlink(link, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	unsigned long ino = 0;
+	return sscanf(buf, "net:[%lu]", &ino) == 1 ? ino : 0;
+}
+
+/* The network namespaces the daemon holds open (its spares), up to MAX. */
+static int daemon_netns_fds(unsigned long *out, int max)
+{
+	char *dir = e2e_printf("/proc/%d/fd", (int)D.pid);
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && n < max) {
+		char *l = e2e_printf("%s/%s", dir, de->d_name);
+		unsigned long ino = netns_ino(l);
+		if (ino)
+			out[n++] = ino;
+		free(l);
+	}
+	closedir(d);
+	free(dir);
+	return n;
+}
+
+static unsigned long init_netns(const char *id)
+{
+	char *l = e2e_printf("/proc/%d/ns/net", (int)record_init_pid(id));
+	unsigned long ino = netns_ino(l);
+	free(l);
+	assert_true(ino != 0);
+	return ino;
+}
+
+/* A create with the network off takes a network namespace the daemon made ahead (lo up,
+ * nothing else) instead of cloning one, and the daemon makes another; no two sandboxes
+ * share one, nor does any the host's (runtime/sandbox.c, netns_spare_take). */
+static void test_creates_take_spare_netns(void **state)
+{
+	unsigned long host = netns_ino("/proc/self/ns/net"), held[8], now[8];
+	assert_true(host != 0);
+	int n = 0;
+	for (int i = 0; i < 200 && n < 2; i++) {
+		n = daemon_netns_fds(held, 8);
+		if (n < 2)
+			usleep(10000);
+	}
+	assert_int_equal(n, 2); /* NETNS_SPARES, made at the start and after each take */
+	char *a = sandbox_new(NULL);
+	unsigned long na = init_netns(a);
+	assert_true(na == held[0] || na == held[1]);
+	/* Handed over, and replaced shortly after. */
+	int m = 0;
+	bool still = true;
+	for (int i = 0; i < 200 && (m < 2 || still); i++) {
+		m = daemon_netns_fds(now, 8);
+		still = false;
+		for (int k = 0; k < m; k++)
+			still = still || now[k] == na;
+		if (m < 2 || still)
+			usleep(10000);
+	}
+	assert_int_equal(m, 2);
+	assert_false(still);
+	char *b = sandbox_new(NULL);
+	unsigned long nb = init_netns(b);
+	assert_true(nb == now[0] || nb == now[1]);
+	assert_true(na != nb && na != host && nb != host);
+	/* What the clone would have made: lo alone, up, and reachable on any port. */
+	char *out = sh_ok(a, "ls /sys/class/net; cat /sys/class/net/lo/flags; "
+			     "(nc -l -p 7 -e echo ok &) ; sleep 0.2; nc 127.0.0.1 7 </dev/null");
+	assert_string_equal(out, "lo\n0x9\nok\n");
+	free(out);
+	sandbox_del(a);
+	sandbox_del(b);
+}
+
 /* ---- executions -------------------------------------------------------------------------- */
 
 static void test_executions(void **state)
@@ -2868,6 +2952,7 @@ int main(void)
 	    E2E_TEST(test_create_failure_leaves_nothing),
 	    E2E_TEST(test_dead_init_reads_failed),
 	    E2E_TEST(test_deleted_init_dies_elsewhere),
+	    E2E_TEST(test_creates_take_spare_netns),
 	    E2E_TEST(test_executions),
 	    E2E_TEST(test_stdin_signal_processes),
 	    E2E_TEST(test_concurrent_sleepers),

@@ -648,6 +648,16 @@ static void test_visibility_pids_files_network(void **state)
 	char *links = e2e_sh_ok(id, "ls /sys/class/net");
 	assert_string_equal(links, "lo");
 	free(links);
+	/* Its own loopback works, privileged ports included (runtime/launch.c,
+	 * netns_prepare); that sysctl is its namespace's, not the host's. */
+	char *lo =
+	    e2e_sh_ok(id, "(nc -l -p 80 -e echo ok &); sleep 0.2; nc 127.0.0.1 80 </dev/null; "
+			  "cat /proc/sys/net/ipv4/ip_unprivileged_port_start");
+	assert_string_equal(lo, "ok\n0");
+	free(lo);
+	char *host_start = e2e_read_file("/proc/sys/net/ipv4/ip_unprivileged_port_start");
+	assert_string_not_equal(host_start, "0\n");
+	free(host_start);
 	snprintf(line, sizeof(line), "nc -w 2 127.0.0.1 %d </dev/null && echo CONNECTED",
 		 ntohs(sa.sin_port));
 	e2e_sh(&r, id, line);
