@@ -256,8 +256,14 @@ static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err
 		return -1;
 	}
 	/* A record dir taken from the spares holds an empty record until its first
-	 * write: no record yet, as for a directory just made. */
-	if (len == 0)
+	 * write: no record yet, as for a directory just made. So does one whose first
+	 * write a crash cut short: the daemon's writes are synced ~20 ms after they are
+	 * made (record_write), and the file's size can reach the disk before its blocks,
+	 * which then read as zeros. */
+	size_t at = 0;
+	while (at < len && (data[at] == '\0' || data[at] == ' ' || data[at] == '\n'))
+		at++;
+	if (at == len)
 		return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", id);
 	cJSON *o = cJSON_Parse(data);
 	if (!o)
@@ -312,9 +318,21 @@ static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err
 	return 0;
 }
 
-/* How a record goes to disk. SPARE_SOON only for a pool take (record_save_take). */
-enum rec_write { REC_VOLATILE, REC_DURABLE, REC_SPARE_SOON };
+/* How a record goes to disk. */
+enum rec_write { REC_VOLATILE, REC_DURABLE };
 
+/* A durable record in the daemon is rewritten in its spare and exchanged in
+ * (state_write_record_soon), then made durable by the syncer ~20 ms later. Not renamed
+ * over the old one (state_write_atomic_soon): on this host's root ext4 (no journal,
+ * online discard) the rename's new inode, the writeback a rename over a file starts, and
+ * the freeing and discard of the old record's block were 0.35 ms of a 0.58 ms pool take,
+ * and 0.23 ms of a create's "running" record against 0.09 for its "creating" one, which
+ * went through the spare already (uprobes, docs/bench.md). A crash before the sync
+ * leaves, with a rename, the old record or the new one; with the spare, the new one or
+ * the spare's older version, or for a create a record dir as it came from the spares
+ * (an empty record: "not found", and its claims are freed as for a create that died
+ * midway). Either way the call did not survive the crash; for a create or a pool take,
+ * nothing ran in the sandbox that a crash would not have ended. */
 static int record_write(const sl_ctx *ctx, const sl_sandbox *sb, enum rec_write how,
 			sl_err *err)
 {
@@ -328,8 +346,7 @@ static int record_write(const sl_ctx *ctx, const sl_sandbox *sb, enum rec_write 
 	if (how == REC_VOLATILE || !ctx->sync_soon)
 		return state_write_record(p, s, strlen(s), how != REC_VOLATILE, err);
 	/* The daemon's: answer now, durable ~20 ms later (api/pool.c, the syncer). */
-	if ((how == REC_SPARE_SOON ? state_write_record_soon(p, s, strlen(s), err)
-				   : state_write_atomic_soon(p, s, strlen(s), err)) < 0)
+	if (state_write_record_soon(p, s, strlen(s), err) < 0)
 		return -1;
 	ctx->sync_soon(ctx->sync_soon_arg, sb->id);
 	return 0;
@@ -340,19 +357,13 @@ static int record_save(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl
 	return record_write(ctx, sb, durable ? REC_DURABLE : REC_VOLATILE, err);
 }
 
-/* A pool take's record. Not renamed over the "pooled" one (state_write_atomic_soon) but
- * rewritten in its spare and exchanged (state_write_record_soon), then made durable by
- * the same syncer ~20 ms later. On this host's root ext4 (no journal, online discard)
- * the rename's new inode, the writeback a rename over a file starts, and the freeing and
- * discard of the old record's block were 0.35 ms of a 0.58 ms take (uprobes, docs/
- * bench.md). A crash before the sync leaves, with a rename, the old record ("pooled":
- * the next daemon discards it) or the new one; with the spare, the new one or the
- * spare's older version, the pool's "creating" record, whose creator is then dead: the
- * sandbox reads "failed". Either way the take did not survive the crash, and the id
- * the create returned says so. */
+/* A pool take's record. A crash before its sync leaves the "pooled" record (the next
+ * daemon discards it), the new one, or the pool's "creating" record, whose creator is
+ * then dead: the sandbox reads "failed". Either way the take did not survive the crash,
+ * and the id the create returned says so. */
 static int record_save_take(const sl_ctx *ctx, const sl_sandbox *sb, sl_err *err)
 {
-	return record_write(ctx, sb, sb->ephemeral ? REC_VOLATILE : REC_SPARE_SOON, err);
+	return record_save(ctx, sb, !sb->ephemeral, err);
 }
 
 /* The sandbox's lock: a flock on its record dir (SL_NOTFOUND once it is gone). It

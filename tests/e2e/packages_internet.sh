@@ -24,6 +24,10 @@ up)
 	trap 'sh "$0" down "$dir" "$ns"' EXIT
 	mkdir -p "$dir"
 	python3 "$(dirname "$0")/packages_fixtures.py" "$dir" "$url"
+	# `ip netns add` makes /run/netns a mount (and the dir) when it is not one yet, and
+	# `ip netns del` leaves both: down takes back what was ours.
+	[ -d /run/netns ] || : >"$dir/netns-dir-made"
+	mountpoint -q /run/netns 2>/dev/null || : >"$dir/netns-mount-made"
 	ip netns add "$ns"
 	ip link add "$veth" type veth peer name eth0 netns "$ns"
 	ip addr add 203.0.113.254/24 dev "$veth"
@@ -51,6 +55,14 @@ down)
 	fi
 	ip link del "$veth" 2>/dev/null || true
 	ip netns del "$ns" 2>/dev/null || true
+	if [ -f "$dir/netns-mount-made" ] && [ -z "$(ls -A /run/netns 2>/dev/null)" ]; then
+		umount /run/netns 2>/dev/null || true
+		rm -f "$dir/netns-mount-made"
+		if [ -f "$dir/netns-dir-made" ]; then
+			rmdir /run/netns 2>/dev/null || true
+			rm -f "$dir/netns-dir-made"
+		fi
+	fi
 	;;
 *)
 	echo "usage: packages_internet.sh up|down DIR NETNS" >&2

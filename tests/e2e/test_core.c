@@ -506,6 +506,36 @@ static void test_record_dirs_come_from_spares(void **state)
 	free(id);
 }
 
+/* A record whose write never reached the disk (a crash before the daemon's sync: the
+ * size landed, the blocks did not) is zeros: it reads as no record, as the empty one of a
+ * ready-made record dir does, and does not break a listing. */
+static void test_zeroed_record_reads_not_found(void **state)
+{
+	const char *id = "sbx_zzzzzzzzzzzzzzzzzzzz";
+	char *dir = e2e_printf("%s/sandboxes/%s", getenv("SANDLOT_STATE_DIR"), id);
+	char *rec = e2e_printf("%s/sandbox.json", dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	FILE *f = fopen(rec, "w");
+	assert_non_null(f);
+	static const char zeros[700];
+	assert_int_equal(fwrite(zeros, 1, sizeof(zeros), f), sizeof(zeros));
+	assert_int_equal(fclose(f), 0);
+	e2e_result r;
+	int st = e2e_sandlot(&r, NULL, 0, "inspect", id, NULL);
+	bool not_found = e2e_contains(r.err, "not found");
+	e2e_result_free(&r);
+	char *ls = e2e_sandlot_ok("ls", NULL);
+	bool listed = e2e_contains(ls, id);
+	free(ls);
+	unlink(rec);
+	rmdir(dir);
+	assert_int_not_equal(st, 0);
+	assert_true(not_found);
+	assert_false(listed);
+	free(rec);
+	free(dir);
+}
+
 /* The tests after it get the default uid ranges back, and no planted claim, even when
  * it failed midway. */
 static int uid_ranges_teardown(void **state)
@@ -1113,6 +1143,7 @@ int main(void)
 						e2e_test_setup, uid_ranges_teardown),
 		E2E_TEST(test_released_claims_are_reused),
 		E2E_TEST(test_record_dirs_come_from_spares),
+		E2E_TEST(test_zeroed_record_reads_not_found),
 		E2E_TEST(test_syscalls_refused_inside_allowed_on_host),
 		E2E_TEST(test_capabilities_and_seccomp_status),
 		E2E_TEST(test_visibility_pids_files_network),
