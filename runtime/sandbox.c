@@ -1081,6 +1081,7 @@ void sandbox_spares_fill(sl_ctx *ctx)
 	char tag[32];
 	snprintf(tag, sizeof(tag), "filler-%d", (int)getpid());
 	record_spares_fill(ctx, tag);
+	store_layer_spares_fill(&ctx->cfg, ctx->cfg.def_disk, tag);
 	netns_spares_fill(ctx);
 }
 
@@ -1463,6 +1464,8 @@ static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
 		}
 		usleep(10000);
 	}
+	/* For the next create: a layer of the default size ready for it. */
+	store_layer_spares_fill(&ctx->cfg, ctx->cfg.def_disk, sb->id);
 	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
 	fs_remove_tree(run, NULL);
 }

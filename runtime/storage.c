@@ -18,6 +18,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <stdbool.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -260,12 +261,83 @@ int store_snapshot_destroy(const sl_config *cfg, const char *snp_id, sl_err *err
 	return destroy_subvol(cfg, "snapshots", snp_id, err);
 }
 
+/* Ready-made writable layers: subvolumes <store>/sandboxes/.spare-<disk bytes>-<k>, each
+ * under its qgroup limit with upper/ (root's until taken) and work/. A create renames one
+ * to its id and gives upper/ to the sandbox's root: a rename and a chown where a subvolume,
+ * its qgroup limit and two directories took ~0.2 ms (docs/storage.md). Releases and the
+ * daemon's syncer make them (store_layer_spares_fill). */
+#define LAYER_SPARES 2
+
+static void spare_name(uint64_t disk_bytes, int k, char *buf, size_t len)
+{
+	snprintf(buf, len, ".spare-%llu-%d", (unsigned long long)disk_bytes, k);
+}
+
+/* A spare renamed to ID (0), or -1 when none of that size is there. */
+static int take_spare(int parent, const char *id, uint64_t disk_bytes, uid_t owner)
+{
+	for (int k = 0; k < LAYER_SPARES; k++) {
+		char spare[64];
+		spare_name(disk_bytes, k, spare, sizeof(spare));
+		/* Exclusive: of two creates racing for one spare, one gets ENOENT. */
+		if (syscall(SYS_renameat2, parent, spare, parent, id, RENAME_NOREPLACE) < 0)
+			continue;
+		_cleanup_close_ int sv =
+		    openat(parent, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (sv >= 0 && fchownat(sv, "upper", owner, owner, AT_SYMLINK_NOFOLLOW) == 0)
+			return 0;
+		return 1; /* taken, but not made ours: the caller destroys it */
+	}
+	return -1;
+}
+
+void store_layer_spares_fill(const sl_config *cfg, uint64_t disk_bytes, const char *tag)
+{
+	sl_err e = { 0 };
+	_cleanup_close_ int parent = open_kind(cfg, "sandboxes", &e);
+	if (parent < 0 || !disk_bytes)
+		return;
+	char tmp[96];
+	snprintf(tmp, sizeof(tmp), ".building-%s", tag);
+	bool built = false;
+	for (int k = 0; k < LAYER_SPARES; k++) {
+		char spare[64];
+		spare_name(disk_bytes, k, spare, sizeof(spare));
+		if (faccessat(parent, spare, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		if (!built) {
+			struct btrfs_ioctl_vol_args_v2 va = { 0 };
+			snprintf(va.name, sizeof(va.name), "%s", tmp);
+			if (ioctl(parent, BTRFS_IOC_SUBVOL_CREATE_V2, &va) < 0)
+				return;
+			built = true;
+			_cleanup_close_ int sv =
+			    openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (sv < 0 || limit_subvol(sv, disk_bytes) < 0 ||
+			    mkdirat(sv, "upper", 0755) < 0 || mkdirat(sv, "work", 0700) < 0)
+				break;
+		}
+		if (syscall(SYS_renameat2, parent, tmp, parent, spare, RENAME_NOREPLACE) == 0)
+			built = false;
+	}
+	if (built)
+		destroy_subvol(cfg, "sandboxes", tmp, NULL);
+}
+
 int store_layer_create(const sl_config *cfg, const char *id, uint64_t disk_bytes, uid_t owner,
 		       sl_err *err)
 {
 	_cleanup_close_ int parent = open_kind(cfg, "sandboxes", err);
 	if (parent < 0)
 		return -1;
+	int t = take_spare(parent, id, disk_bytes, owner);
+	if (t == 0)
+		return 0;
+	if (t == 1) {
+		int e = errno;
+		store_layer_destroy(cfg, id, NULL);
+		return sl_fail(err, SL_INTERNAL, e, "set up the writable layer of %s", id);
+	}
 	struct btrfs_ioctl_vol_args_v2 va = { 0 };
 	snprintf(va.name, sizeof(va.name), "%s", id);
 	if (ioctl(parent, BTRFS_IOC_SUBVOL_CREATE_V2, &va) < 0)

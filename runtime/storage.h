@@ -13,9 +13,14 @@
  * first use). Safe to call from several processes at once. */
 int store_ensure(const sl_config *cfg, sl_err *err);
 /* A subvolume <store>/sandboxes/<id> with upper/ (owned by owner:owner) and work/,
- * capped at disk_bytes (EDQUOT past it). */
+ * capped at disk_bytes (EDQUOT past it): a ready-made one of that size renamed when
+ * there is one (store_layer_spares_fill). */
 int store_layer_create(const sl_config *cfg, const char *id, uint64_t disk_bytes, uid_t owner,
 		       sl_err *err);
+/* Make the missing ready-made layers of DISK_BYTES (at most two) that store_layer_create
+ * takes before it makes one: for a release, or a daemon's background thread. TAG names
+ * the one being built (.building-<TAG>), so concurrent fillers never share one. */
+void store_layer_spares_fill(const sl_config *cfg, uint64_t disk_bytes, const char *tag);
 /* Delete the sandbox's subvolume; a missing one is success. */
 int store_layer_destroy(const sl_config *cfg, const char *id, sl_err *err);
 int store_layer_path(const sl_config *cfg, const char *id, char *buf, size_t len);

@@ -506,6 +506,78 @@ static void test_record_dirs_come_from_spares(void **state)
 	free(id);
 }
 
+/* The ready-made layers of BYTES in the store, as st_dev: each btrfs subvolume has a
+ * device number of its own. */
+static size_t layer_spares(unsigned long long bytes, dev_t *out, size_t cap)
+{
+	size_t n = 0;
+	for (int k = 0; k < 4 && n < cap; k++) {
+		char *p = e2e_printf("%s/store/sandboxes/.spare-%llu-%d", getenv("SANDLOT_STATE_DIR"),
+				     bytes, k);
+		struct stat st;
+		if (stat(p, &st) == 0)
+			out[n++] = st.st_dev;
+		free(p);
+	}
+	return n;
+}
+
+static bool dev_in(dev_t d, const dev_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == d)
+			return true;
+	return false;
+}
+
+/* A release makes writable layers of the default size ahead (storage.c,
+ * store_layer_spares_fill), and a create of that size takes one: its layer is one of those
+ * subvolumes, the sandbox's root owns what it writes, and the size limit holds. A create
+ * of another size makes its own. The default is 64Mi here, to fill it. */
+static void test_layers_come_from_spares(void **state)
+{
+	setenv("SANDLOT_DEFAULT_DISK", "64Mi", 1);
+	free(e2e_sandlot_ok("run", "--image", "busybox", "--", "true", NULL));
+	dev_t before[4], after[4];
+	size_t nb = 0;
+	for (int i = 0; i < 250 && !(nb = layer_spares(64ULL << 20, before, 4)); i++)
+		usleep(20000); /* made by the run's releaser, after it returned */
+	char *id = create(NULL, NULL, NULL, NULL);
+	char *layer = e2e_printf("%s/store/sandboxes/%s", getenv("SANDLOT_STATE_DIR"), id);
+	struct stat st;
+	int got = stat(layer, &st);
+	size_t na = layer_spares(64ULL << 20, after, 4);
+	e2e_result r;
+	int owner = e2e_sh(&r, id, "touch /made && stat -c %u /made /");
+	bool root = e2e_contains(r.out, "0\n0");
+	e2e_result_free(&r);
+	e2e_sh(&r, id, "dd if=/dev/zero of=/big bs=1M count=100 2>&1; sync");
+	bool stopped = e2e_contains(r.out, "quota exceeded") || e2e_contains(r.out, "No space left");
+	e2e_result_free(&r);
+	rm(id);
+	free(id);
+	free(layer);
+	unsetenv("SANDLOT_DEFAULT_DISK");
+	assert_true(nb > 0);
+	assert_int_equal(got, 0);
+	assert_true(dev_in(st.st_dev, before, nb));
+	assert_false(dev_in(st.st_dev, after, na));
+	assert_int_equal(owner, 0);
+	assert_true(root);
+	assert_true(stopped); /* dd stopped at the quota */
+
+	id = create("--disk", "32Mi", NULL, NULL);
+	layer = e2e_printf("%s/store/sandboxes/%s", getenv("SANDLOT_STATE_DIR"), id);
+	got = stat(layer, &st);
+	na = layer_spares(64ULL << 20, after, 4);
+	rm(id);
+	free(id);
+	free(layer);
+	assert_int_equal(got, 0);
+	assert_false(dev_in(st.st_dev, after, na));
+	assert_false(dev_in(st.st_dev, before, nb));
+}
+
 /* A record whose write never reached the disk (a crash before the daemon's sync: the
  * size landed, the blocks did not) is zeros: it reads as no record, as the empty one of a
  * ready-made record dir does, and does not break a listing. */
@@ -1144,6 +1216,7 @@ int main(void)
 		E2E_TEST(test_released_claims_are_reused),
 		E2E_TEST(test_record_dirs_come_from_spares),
 		E2E_TEST(test_zeroed_record_reads_not_found),
+		E2E_TEST(test_layers_come_from_spares),
 		E2E_TEST(test_syscalls_refused_inside_allowed_on_host),
 		E2E_TEST(test_capabilities_and_seccomp_status),
 		E2E_TEST(test_visibility_pids_files_network),
