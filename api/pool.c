@@ -34,7 +34,7 @@
 /* A record's fsync waits this long: a create is usually followed at once by its first
  * command, which the journal commit would slow down; records saved meanwhile share it. */
 #define SYNC_DELAY_MS 20
-#define NETNS_SPARES  2 /* spare network namespaces kept (ctx->netns_keep) */
+#define SPARES	      2 /* network namespaces and cgroups kept made (ctx->spares_keep) */
 /* A take is usually followed by the taker's first command: the replacement waits this
  * long, so its btrfs, cgroup and mount work (and the journal flushes it causes) does
  * not land in the middle of that request. */
@@ -183,8 +183,8 @@ static void sync_record(api_server *s, const char *id)
 	sandbox_spares_fill(s->ctx);
 }
 
-/* ctx->netns_taken: a create took a spare network namespace; the syncer makes another
- * SYNC_DELAY_MS later, off the create's path (and its commands'). */
+/* ctx->spare_taken: a create took a spare network namespace or cgroup; the syncer makes
+ * another SYNC_DELAY_MS later, off the create's path (and its commands'). */
 static void spare_taken(void *arg)
 {
 	api_server *s = arg;
@@ -407,14 +407,21 @@ int api_pool_start(api_server *s, const api_pool_spec *specs, int n, sl_err *err
 	int done = sandbox_finish_orphans(s->ctx, &e);
 	if (done > 0)
 		sl_log(SL_LOG_INFO, "serve: finished %d sandbox(es) a previous daemon left", done);
+	/* Spare cgroups a daemon killed with -9 left (a half-made one would fail every
+	 * take); the syncer makes new ones at its start. */
+	sandbox_spares_drop(s->ctx);
+	pthread_mutex_lock(&s->ctx->lock);
+	s->ctx->spares_keep = SPARES;
+	s->ctx->spare_taken = spare_taken;
+	s->ctx->spare_taken_arg = s;
+	pthread_mutex_unlock(&s->ctx->lock);
 	p->syncer_started = pthread_create(&p->syncer, NULL, syncer_main, s) == 0;
 	if (p->syncer_started) {
 		s->ctx->sync_soon = sync_soon;
 		s->ctx->sync_soon_arg = s;
+	} else {
 		pthread_mutex_lock(&s->ctx->lock);
-		s->ctx->netns_keep = NETNS_SPARES;
-		s->ctx->netns_taken = spare_taken;
-		s->ctx->netns_taken_arg = s;
+		s->ctx->spares_keep = 0;
 		pthread_mutex_unlock(&s->ctx->lock);
 	}
 	p->releaser_started = pthread_create(&p->releaser, NULL, releaser_main, s) == 0;
@@ -455,10 +462,11 @@ void api_pool_stop(api_server *s)
 	s->ctx->sync_soon = NULL;
 	s->ctx->sync_soon_arg = NULL;
 	pthread_mutex_lock(&s->ctx->lock);
-	s->ctx->netns_keep = 0;
-	s->ctx->netns_taken = NULL;
-	s->ctx->netns_taken_arg = NULL;
+	s->ctx->spares_keep = 0;
+	s->ctx->spare_taken = NULL;
+	s->ctx->spare_taken_arg = NULL;
 	pthread_mutex_unlock(&s->ctx->lock);
+	sandbox_spares_drop(s->ctx);
 	s->pool = NULL;
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->wake);

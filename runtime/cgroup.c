@@ -341,6 +341,18 @@ int cgroup_procs(sl_cgroup *cg, const char *name, pid_t **pids, size_t *n, sl_er
 	return cg->ops->procs(cg, name, pids, n, err);
 }
 
+int cgroup_rename(sl_cgroup *cg, const char *from, const char *to, sl_err *err)
+{
+	sl_err scratch;
+	if (!err)
+		err = &scratch;
+	if (check_name(from, err) < 0 || check_name(to, err) < 0)
+		return -1;
+	if (!cg->ops->rename)
+		return sl_fail(err, SL_NOTIMPL, 0, "cgroup %s: cgroup v2 cannot rename", from);
+	return cg->ops->rename(cg, from, to, err);
+}
+
 int cgroup_destroy(sl_cgroup *cg, const char *name, sl_err *err)
 {
 	sl_err scratch;

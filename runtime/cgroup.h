@@ -40,6 +40,10 @@ int cgroup_version(const sl_cgroup *cg); /* 1 or 2 */
  * parents are made. Limits of 0 keep the kernel default; swap is always turned off. An
  * existing NAME is SL_CONFLICT; a failure midway removes the directories it made. */
 int cgroup_create(sl_cgroup *cg, const char *name, const sl_limits *lim, sl_err *err);
+/* Rename FROM to TO, a new name beside it (same parent), in every hierarchy: v1 only
+ * (SL_NOTIMPL on v2, whose kernel cannot). A missing FROM is SL_NOTFOUND, a taken TO
+ * SL_CONFLICT; a failure midway renames back what it had renamed. */
+int cgroup_rename(sl_cgroup *cg, const char *from, const char *to, sl_err *err);
 /* Move PID (a whole process) into NAME in every controller. */
 int cgroup_attach(sl_cgroup *cg, const char *name, pid_t pid, sl_err *err);
 /* The files that put a one-thread process into NAME in every controller, one per

@@ -27,6 +27,8 @@ struct cg_backend {
 	int (*usage)(sl_cgroup *cg, const char *name, bool all, sl_cgusage *out, sl_err *err);
 	int (*procs)(sl_cgroup *cg, const char *name, pid_t **pids, size_t *n, sl_err *err);
 	int (*destroy)(sl_cgroup *cg, const char *name, sl_err *err);
+	/* NULL where the kernel cannot rename a cgroup (v2) */
+	int (*rename)(sl_cgroup *cg, const char *from, const char *to, sl_err *err);
 };
 extern const struct cg_backend cg_v1_backend, cg_v2_backend;
 

@@ -3,12 +3,15 @@
 #include "cgroup_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 
@@ -131,6 +134,43 @@ static int v1_create(sl_cgroup *cg, const char *name, const sl_limits *lim, sl_e
 	}
 	cg_made_free(&made);
 	return 0;
+}
+
+/* In each hierarchy in turn; a failure renames back what it had renamed. v1 renames a
+ * cgroup within its parent only (cgroup1_rename), which is all a spare needs. */
+static int v1_rename(sl_cgroup *cg, const char *from, const char *to, sl_err *err)
+{
+	int done = 0;
+	for (; done < CG_V1_NCTRL; done++) {
+		if (!cg_v1_first(cg, done))
+			continue;
+		char a[PATH_MAX], b[PATH_MAX];
+		if (cg_dir(cg, done, from, a, sizeof(a), err) < 0 ||
+		    cg_dir(cg, done, to, b, sizeof(b), err) < 0)
+			break;
+		/* kernfs takes no rename flags (EINVAL), and never renames over a cgroup:
+		 * an existing TO is EEXIST there; a fake tree (tests) takes the flag. */
+		int r = (int)syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_NOREPLACE);
+		if (r < 0 && errno == EINVAL && !cg->fake)
+			r = rename(a, b);
+		if (r < 0) {
+			sl_kind k = errno == ENOENT ? SL_NOTFOUND : SL_INTERNAL;
+			if (errno == EEXIST)
+				k = SL_CONFLICT;
+			sl_fail(err, k, errno, "cgroup %s: rename to %s in %s", from, to,
+				cg_v1_names[done]);
+			break;
+		}
+	}
+	if (done == CG_V1_NCTRL)
+		return 0;
+	for (int i = 0; i < done; i++) {
+		char a[PATH_MAX], b[PATH_MAX];
+		if (cg_v1_first(cg, i) && cg_dir(cg, i, from, a, sizeof(a), NULL) == 0 &&
+		    cg_dir(cg, i, to, b, sizeof(b), NULL) == 0)
+			rename(b, a);
+	}
+	return -1;
 }
 
 static int v1_attach(sl_cgroup *cg, const char *name, pid_t pid, sl_err *err)
@@ -301,4 +341,5 @@ const struct cg_backend cg_v1_backend = {
     .usage = v1_usage,
     .procs = v1_procs,
     .destroy = v1_destroy,
+    .rename = v1_rename,
 };

@@ -1045,8 +1045,8 @@ static int netns_spare_take(sl_ctx *ctx)
 	pthread_mutex_lock(&ctx->lock);
 	int fd = ctx->netns_nspares > 0 ? ctx->netns_spares[--ctx->netns_nspares] : -1;
 	pthread_mutex_unlock(&ctx->lock);
-	if (fd >= 0 && ctx->netns_taken)
-		ctx->netns_taken(ctx->netns_taken_arg);
+	if (fd >= 0 && ctx->spare_taken)
+		ctx->spare_taken(ctx->spare_taken_arg);
 	return fd;
 }
 
@@ -1056,7 +1056,7 @@ static void netns_spares_fill(sl_ctx *ctx)
 	int max = (int)(sizeof(ctx->netns_spares) / sizeof(ctx->netns_spares[0]));
 	for (int made = 0; made < 2; made++) {
 		pthread_mutex_lock(&ctx->lock);
-		int keep = ctx->netns_keep < max ? ctx->netns_keep : max;
+		int keep = ctx->spares_keep < max ? ctx->spares_keep : max;
 		bool want = ctx->netns_nspares < keep;
 		pthread_mutex_unlock(&ctx->lock);
 		if (!want)
@@ -1076,6 +1076,79 @@ static void netns_spares_fill(sl_ctx *ctx)
 	}
 }
 
+/* Spare cgroups (v1; cgroup2 cannot rename one): sandlot/.spare-<cpu m>-<memory>-<pids>-<k>,
+ * made with those limits and swap off. A create with the same limits renames one to its
+ * own name: five renames where five mkdirs and the limit writes took ~0.3 ms (docs/
+ * limits.md). Every taker renames in the same hierarchy first, so of two racing for one,
+ * the second fails at once and takes the next; a half-made spare (its maker died) fails
+ * every take midway and is renamed back, until sandbox_spares_drop removes it. */
+#define CG_SPARES 2
+
+static void cg_spare_name(const sl_limits *l, int k, char *buf, size_t len)
+{
+	snprintf(buf, len, "sandlot/.spare-%" PRIu64 "-%" PRIu64 "-%" PRIu64 "-%d",
+		 l->cpu_millicores, l->memory_bytes, l->pids_max, k);
+}
+
+static void default_limits(const sl_ctx *ctx, sl_limits *l)
+{
+	*l = (sl_limits){.cpu_millicores = ctx->cfg.def_cpu_millis,
+			 .memory_bytes = ctx->cfg.def_memory,
+			 .pids_max = ctx->cfg.def_pids};
+}
+
+static int cgroup_create_or_take(sl_ctx *ctx, const char *cg, const sl_limits *l, sl_err *err)
+{
+	if (cgroup_version(ctx->cg) == 1) {
+		for (int k = 0; k < CG_SPARES; k++) {
+			char spare[128];
+			cg_spare_name(l, k, spare, sizeof(spare));
+			if (cgroup_rename(ctx->cg, spare, cg, NULL) == 0) {
+				if (ctx->spare_taken)
+					ctx->spare_taken(ctx->spare_taken_arg);
+				return 0;
+			}
+		}
+	}
+	return cgroup_create(ctx->cg, cg, l, err);
+}
+
+static void cg_spares_fill(sl_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->lock);
+	int keep = ctx->spares_keep < CG_SPARES ? ctx->spares_keep : CG_SPARES;
+	pthread_mutex_unlock(&ctx->lock);
+	if (cgroup_version(ctx->cg) != 1)
+		return;
+	sl_limits l;
+	default_limits(ctx, &l);
+	for (int k = 0; k < keep; k++) {
+		char spare[128], dir[PATH_MAX];
+		cg_spare_name(&l, k, spare, sizeof(spare));
+		if (cgroup_path(ctx->cg, "cpu", spare, dir, sizeof(dir)) < 0 ||
+		    access(dir, F_OK) == 0)
+			continue;
+		sl_err e = {0};
+		if (cgroup_create(ctx->cg, spare, &l, &e) < 0 && e.kind != SL_CONFLICT)
+			sl_log(SL_LOG_WARN, "spare cgroup: %s", e.msg);
+	}
+}
+
+void sandbox_spares_drop(sl_ctx *ctx)
+{
+	if (cgroup_version(ctx->cg) != 1)
+		return;
+	sl_limits l;
+	default_limits(ctx, &l);
+	for (int k = 0; k < CG_SPARES; k++) {
+		char spare[128];
+		cg_spare_name(&l, k, spare, sizeof(spare));
+		sl_err e = {0};
+		if (cgroup_destroy(ctx->cg, spare, &e) < 0)
+			sl_log(SL_LOG_WARN, "spare cgroup: %s", e.msg);
+	}
+}
+
 void sandbox_spares_fill(sl_ctx *ctx)
 {
 	char tag[32];
@@ -1083,6 +1156,7 @@ void sandbox_spares_fill(sl_ctx *ctx)
 	record_spares_fill(ctx, tag);
 	store_layer_spares_fill(&ctx->cfg, ctx->cfg.def_disk, tag);
 	netns_spares_fill(ctx);
+	cg_spares_fill(ctx);
 }
 
 enum claim_owner { OWNER_GONE, OWNER_LIVE, OWNER_RELEASING };
@@ -1606,7 +1680,7 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	char joinbuf[PATH_MAX];
 	const char *join[8];
 	l.join = join;
-	if (cgroup_create(ctx->cg, cg, &sb->limits, err) < 0)
+	if (cgroup_create_or_take(ctx, cg, &sb->limits, err) < 0)
 		return -1;
 	_cleanup_close_ int netns = -1;
 	if (cgroup_join_files(ctx->cg, cg, joinbuf, sizeof(joinbuf), join, 8, &l.njoin, err) < 0)

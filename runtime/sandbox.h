@@ -33,24 +33,29 @@ typedef struct sl_ctx {
 	 * (bridge, table, ip_forward) up, and says so in net_left_up; the caller takes it
 	 * down a little later if no network came meanwhile (net_down_if_idle). */
 	bool net_linger, net_left_up;
-	/* Network namespaces made ahead with lo up and nothing else in them, for creates
-	 * to take (launch_new_netns), under lock. Only a daemon keeps them: it sets
-	 * netns_keep and fills them from a background thread (sandbox_spares_fill), and
-	 * netns_taken(netns_taken_arg) tells it one was taken. */
+	/* What only a daemon keeps made ahead for its creates: network namespaces with lo
+	 * up and nothing else in them (launch_new_netns; the fds here, under lock) and, on
+	 * cgroup v1, cgroups of the default limits (sandlot/.spare-*). It sets spares_keep
+	 * (how many of each), fills them from a background thread (sandbox_spares_fill) and
+	 * removes the cgroups when it stops (sandbox_spares_drop); spare_taken
+	 * (spare_taken_arg) tells it a create took one. */
 	int netns_spares[4];
-	int netns_nspares, netns_keep;
-	void (*netns_taken)(void *arg);
-	void *netns_taken_arg;
+	int netns_nspares, spares_keep;
+	void (*spare_taken)(void *arg);
+	void *spare_taken_arg;
 } sl_ctx;
 
 int ctx_open(sl_ctx *ctx, sl_err *err);
 void ctx_close(sl_ctx *ctx);
 /* Make sandbox ID's record durable (what ctx->sync_soon was handed). */
 int sandbox_sync_record(sl_ctx *ctx, const char *id, sl_err *err);
-/* Make the record dirs that creates take (<state>/spare-records) up to the stock kept,
- * and the network namespace spares up to ctx->netns_keep: for a background thread (the
- * daemon's syncer). Releases fill the record dirs too. */
+/* Make the record dirs and writable layers that creates take up to the stock kept, and
+ * a daemon's network namespaces and cgroups up to ctx->spares_keep: for a background
+ * thread (the daemon's syncer). Releases fill the record dirs and layers too. */
 void sandbox_spares_fill(sl_ctx *ctx);
+/* Remove the spare cgroups (a daemon that stops; one that starts, for what a killed one
+ * left). */
+void sandbox_spares_drop(sl_ctx *ctx);
 
 typedef struct sl_sandbox {
 	char id[32];

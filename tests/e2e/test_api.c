@@ -1534,6 +1534,97 @@ static void test_creates_take_spare_netns(void **state)
 	sandbox_del(b);
 }
 
+/* The daemon's spare cgroups in the v1 memory hierarchy, as inodes (a renamed cgroup keeps
+ * its own). */
+static int spare_cgroups(ino_t *out, int max)
+{
+	DIR *d = opendir("/sys/fs/cgroup/memory/sandlot");
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && n < max)
+		if (!strncmp(de->d_name, ".spare-", 7)) {
+			struct stat st;
+			char *p = e2e_printf("/sys/fs/cgroup/memory/sandlot/%s", de->d_name);
+			if (stat(p, &st) == 0)
+				out[n++] = st.st_ino;
+			free(p);
+		}
+	closedir(d);
+	return n;
+}
+
+static ino_t memcg_ino(const char *id)
+{
+	char *p = e2e_printf("/sys/fs/cgroup/memory/sandlot/%s", id);
+	struct stat st;
+	assert_int_equal(stat(p, &st), 0);
+	free(p);
+	return st.st_ino;
+}
+
+/* On cgroup v1 the daemon keeps two cgroups of the default limits made, and a create with
+ * those limits renames one to its own (runtime/sandbox.c, cgroup_create_or_take); one with
+ * other limits makes its own. They go when the daemon stops (the group's leak check). */
+static void test_creates_take_spare_cgroups(void **state)
+{
+	if (access("/sys/fs/cgroup/memory", F_OK) != 0)
+		skip(); /* cgroup v2: no rename, no spares */
+	ino_t held[8], now[8];
+	int n = 0;
+	for (int i = 0; i < 200 && n < 2; i++) {
+		n = spare_cgroups(held, 8);
+		if (n < 2)
+			usleep(10000);
+	}
+	assert_int_equal(n, 2);
+	char *a = sandbox_new(NULL);
+	ino_t ia = memcg_ino(a);
+	assert_true(ia == held[0] || ia == held[1]);
+	char *f = e2e_printf("/sys/fs/cgroup/pids/sandlot/%s/pids.max", a);
+	char *lim = e2e_read_file(f);
+	assert_string_equal(lim, "512\n");
+	free(lim);
+	free(f);
+	/* init is in every hierarchy of it */
+	f = e2e_printf("/proc/%d/cgroup", (int)record_init_pid(a));
+	char *cg = e2e_read_file(f);
+	free(f);
+	static const char *const ctrls[] = {
+	    ":cpu:", ":cpuacct:", ":memory:", ":pids:", ":freezer:"};
+	for (size_t i = 0; i < 5; i++) {
+		char *want = e2e_printf("%s/sandlot/%s\n", ctrls[i], a);
+		if (!strstr(cg, want))
+			fail_msg("init not in %s of %s:\n%s", ctrls[i], a, cg);
+		free(want);
+	}
+	free(cg);
+	/* replaced shortly after */
+	int m = 0;
+	bool still = true;
+	for (int i = 0; i < 200 && (m < 2 || still); i++) {
+		m = spare_cgroups(now, 8);
+		still = false;
+		for (int k = 0; k < m; k++)
+			still = still || now[k] == ia;
+		if (m < 2 || still)
+			usleep(10000);
+	}
+	assert_int_equal(m, 2);
+	assert_false(still);
+	char *b = sandbox_new("{\"image\":\"busybox\",\"resources\":{\"memory\":\"256Mi\"}}");
+	ino_t ib = memcg_ino(b);
+	assert_true(ib != now[0] && ib != now[1] && ib != ia);
+	f = e2e_printf("/sys/fs/cgroup/memory/sandlot/%s/memory.limit_in_bytes", b);
+	lim = e2e_read_file(f);
+	assert_string_equal(lim, "268435456\n");
+	free(lim);
+	free(f);
+	sandbox_del(a);
+	sandbox_del(b);
+}
+
 /* ---- executions -------------------------------------------------------------------------- */
 
 static void test_executions(void **state)
@@ -2953,6 +3044,7 @@ int main(void)
 	    E2E_TEST(test_dead_init_reads_failed),
 	    E2E_TEST(test_deleted_init_dies_elsewhere),
 	    E2E_TEST(test_creates_take_spare_netns),
+	    E2E_TEST(test_creates_take_spare_cgroups),
 	    E2E_TEST(test_executions),
 	    E2E_TEST(test_stdin_signal_processes),
 	    E2E_TEST(test_concurrent_sleepers),

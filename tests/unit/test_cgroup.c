@@ -375,6 +375,60 @@ static void test_v1_rollback(void **state)
 	cgroup_close(cg);
 }
 
+/* A spare's rename (sandbox.c, cgroup_create_or_take): every hierarchy or none. */
+static void test_v1_rename(void **state)
+{
+	fixture *fx = *state;
+	make_v1(fx->root);
+	sl_cgroup *cg = open_ok(fx->root, 1);
+	sl_err err = {0};
+	assert_int_equal(cgroup_create(cg, "sandlot/.spare-1", &std_limits, &err), 0);
+	assert_int_equal(cgroup_rename(cg, "sandlot/.spare-1", "sandlot/sbx_new", &err), 0);
+	for (size_t i = 0; i < 5; i++) {
+		char rel[128];
+		snprintf(rel, sizeof(rel), "%s/sandlot/sbx_new", v1_ctrls[i]);
+		assert_true(exists(fx->root, rel));
+		snprintf(rel, sizeof(rel), "%s/sandlot/.spare-1", v1_ctrls[i]);
+		assert_false(exists(fx->root, rel));
+	}
+	assert_string_equal(get(fx->root, "pids/sandlot/sbx_new/pids.max"), "64");
+	/* gone: not found */
+	assert_int_equal(cgroup_rename(cg, "sandlot/.spare-1", "sandlot/sbx_x", &err), -1);
+	assert_int_equal(err.kind, SL_NOTFOUND);
+	/* onto a cgroup that exists: a conflict, nothing moved */
+	assert_int_equal(cgroup_create(cg, "sandlot/.spare-2", &std_limits, &err), 0);
+	assert_int_equal(cgroup_rename(cg, "sandlot/.spare-2", "sandlot/sbx_new", &err), -1);
+	assert_int_equal(err.kind, SL_CONFLICT);
+	assert_true(exists(fx->root, "cpu/sandlot/.spare-2"));
+	assert_string_equal(get(fx->root, "pids/sandlot/sbx_new/pids.max"), "64");
+	/* half made (in cpu and cpuacct only): renamed back where it was */
+	mkd(fx->root, "cpu/sandlot/.spare-3");
+	mkd(fx->root, "cpuacct/sandlot/.spare-3");
+	assert_int_equal(cgroup_rename(cg, "sandlot/.spare-3", "sandlot/sbx_y", &err), -1);
+	assert_int_equal(err.kind, SL_NOTFOUND);
+	assert_true(exists(fx->root, "cpu/sandlot/.spare-3"));
+	assert_true(exists(fx->root, "cpuacct/sandlot/.spare-3"));
+	assert_false(exists(fx->root, "cpu/sandlot/sbx_y"));
+	assert_false(exists(fx->root, "cpuacct/sandlot/sbx_y"));
+	/* names are checked as for every call */
+	assert_int_equal(cgroup_rename(cg, "sandlot/.spare-2", "../x", &err), -1);
+	assert_int_equal(err.kind, SL_INVALID);
+	cgroup_close(cg);
+}
+
+static void test_v2_rename_unsupported(void **state)
+{
+	fixture *fx = *state;
+	make_v2(fx->root);
+	sl_cgroup *cg = open_ok(fx->root, 2);
+	sl_err err = {0};
+	assert_int_equal(cgroup_create(cg, "sandlot/.spare-1", &std_limits, &err), 0);
+	assert_int_equal(cgroup_rename(cg, "sandlot/.spare-1", "sandlot/sbx_new", &err), -1);
+	assert_int_equal(err.kind, SL_NOTIMPL);
+	assert_true(exists(fx->root, "sandlot/.spare-1"));
+	cgroup_close(cg);
+}
+
 static void test_names(void **state)
 {
 	fixture *fx = *state;
@@ -798,6 +852,39 @@ static void test_real_v1_lifecycle(void **state)
 	close(done[1]);
 }
 
+/* On cgroupfs itself (kernfs takes no rename flags): a spare keeps its limits under its
+ * new name in every hierarchy, and a taken name is refused. */
+static void test_real_v1_rename(void **state)
+{
+	real_fixture *rf = *state;
+	if (!rf->cg)
+		skip();
+	sl_cgroup *cg = rf->cg;
+	sl_err err = {0};
+	char spare[128], other[128];
+	snprintf(spare, sizeof(spare), "%s/.spare", rf->parent);
+	snprintf(other, sizeof(other), "%s/.other", rf->parent);
+	if (cgroup_create(cg, spare, &std_limits, &err) != 0)
+		fail_msg("create %s: %s", spare, err.msg);
+	int r = cgroup_rename(cg, spare, rf->name, &err);
+	if (r != 0)
+		fail_msg("rename: %s", err.msg);
+	assert_string_equal(real_get(cg, "memory", rf->name, "memory.limit_in_bytes"), "67108864");
+	assert_string_equal(real_get(cg, "pids", rf->name, "pids.max"), "64");
+	static const char *const ctrls[] = {"cpu", "cpuacct", "memory", "pids", "freezer"};
+	for (size_t i = 0; i < 5; i++) {
+		char dir[512];
+		assert_int_equal(cgroup_path(cg, ctrls[i], spare, dir, sizeof(dir)), 0);
+		assert_int_equal(access(dir, F_OK), -1);
+	}
+	assert_int_equal(cgroup_create(cg, other, &std_limits, &err), 0);
+	r = cgroup_rename(cg, other, rf->name, &err);
+	sl_err e2 = {0};
+	cgroup_destroy(cg, other, &e2);
+	assert_int_equal(r, -1);
+	assert_int_equal(err.kind, SL_CONFLICT);
+}
+
 static void test_real_v1_fork_bomb(void **state)
 {
 	real_fixture *rf = *state;
@@ -850,12 +937,15 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_v2_update, setup_tmp, teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_v1_create, setup_tmp, teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_v1_rollback, setup_tmp, teardown_tmp),
+	    cmocka_unit_test_setup_teardown(test_v1_rename, setup_tmp, teardown_tmp),
+	    cmocka_unit_test_setup_teardown(test_v2_rename_unsupported, setup_tmp, teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_names, setup_tmp, teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_v1_usage_procs_attach, setup_tmp, teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_v2_usage_procs_attach, setup_tmp, teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_freeze_fake, setup_tmp, teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_destroy_fake, setup_tmp, teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_real_v1_lifecycle, setup_real, teardown_real),
+	    cmocka_unit_test_setup_teardown(test_real_v1_rename, setup_real, teardown_real),
 	    cmocka_unit_test_setup_teardown(test_real_v1_fork_bomb, setup_real, teardown_real),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
