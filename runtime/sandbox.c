@@ -59,6 +59,7 @@ int ctx_open(sl_ctx *ctx, sl_err *err)
 {
 	memset(ctx, 0, sizeof(*ctx));
 	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->spare_lock, NULL);
 	dirwatch_cache_init(&ctx->watches);
 	if (config_load(&ctx->cfg, err) < 0)
 		return -1;
@@ -1076,18 +1077,20 @@ static void netns_spares_fill(sl_ctx *ctx)
 	}
 }
 
-/* Spare cgroups (v1; cgroup2 cannot rename one): sandlot/.spare-<cpu m>-<memory>-<pids>-<k>,
- * made with those limits and swap off. A create with the same limits renames one to its
- * own name: five renames where five mkdirs and the limit writes took ~0.3 ms (docs/
- * limits.md). Every taker renames in the same hierarchy first, so of two racing for one,
- * the second fails at once and takes the next; a half-made spare (its maker died) fails
- * every take midway and is renamed back, until sandbox_spares_drop removes it. */
+/* Spare cgroups (v1; cgroup2 cannot rename one): a daemon's own,
+ * sandlot/.spare-<its pid>-<cpu m>-<memory>-<pids>-<k>, made with those limits and swap
+ * off. A create of that daemon with the same limits renames one to its own name: five
+ * renames where five mkdirs and the limit writes took ~0.25 ms (docs/limits.md). Takes
+ * and makes are serialised by ctx->spare_lock (a take that finds it held makes its own
+ * cgroup rather than wait): a take racing a make could otherwise find a spare half made,
+ * and its rename back collide with the rest of the make. Other processes never touch
+ * them, but remove those of a daemon that died (sandbox_spares_drop). */
 #define CG_SPARES 2
 
 static void cg_spare_name(const sl_limits *l, int k, char *buf, size_t len)
 {
-	snprintf(buf, len, "sandlot/.spare-%" PRIu64 "-%" PRIu64 "-%" PRIu64 "-%d",
-		 l->cpu_millicores, l->memory_bytes, l->pids_max, k);
+	snprintf(buf, len, "sandlot/.spare-%d-%" PRIu64 "-%" PRIu64 "-%" PRIu64 "-%d",
+		 (int)getpid(), l->cpu_millicores, l->memory_bytes, l->pids_max, k);
 }
 
 static void default_limits(const sl_ctx *ctx, sl_limits *l)
@@ -1099,15 +1102,19 @@ static void default_limits(const sl_ctx *ctx, sl_limits *l)
 
 static int cgroup_create_or_take(sl_ctx *ctx, const char *cg, const sl_limits *l, sl_err *err)
 {
-	if (cgroup_version(ctx->cg) == 1) {
-		for (int k = 0; k < CG_SPARES; k++) {
+	if (ctx->spares_keep > 0 && cgroup_version(ctx->cg) == 1 &&
+	    pthread_mutex_trylock(&ctx->spare_lock) == 0) {
+		bool taken = false;
+		for (int k = 0; k < CG_SPARES && !taken; k++) {
 			char spare[128];
 			cg_spare_name(l, k, spare, sizeof(spare));
-			if (cgroup_rename(ctx->cg, spare, cg, NULL) == 0) {
-				if (ctx->spare_taken)
-					ctx->spare_taken(ctx->spare_taken_arg);
-				return 0;
-			}
+			taken = cgroup_rename(ctx->cg, spare, cg, NULL) == 0;
+		}
+		pthread_mutex_unlock(&ctx->spare_lock);
+		if (taken) {
+			if (ctx->spare_taken)
+				ctx->spare_taken(ctx->spare_taken_arg);
+			return 0;
 		}
 	}
 	return cgroup_create(ctx->cg, cg, l, err);
@@ -1125,28 +1132,51 @@ static void cg_spares_fill(sl_ctx *ctx)
 	for (int k = 0; k < keep; k++) {
 		char spare[128], dir[PATH_MAX];
 		cg_spare_name(&l, k, spare, sizeof(spare));
-		if (cgroup_path(ctx->cg, "cpu", spare, dir, sizeof(dir)) < 0 ||
-		    access(dir, F_OK) == 0)
+		if (cgroup_path(ctx->cg, "cpu", spare, dir, sizeof(dir)) < 0)
 			continue;
+		pthread_mutex_lock(&ctx->spare_lock);
 		sl_err e = {0};
-		if (cgroup_create(ctx->cg, spare, &l, &e) < 0 && e.kind != SL_CONFLICT)
+		if (access(dir, F_OK) != 0 && cgroup_create(ctx->cg, spare, &l, &e) < 0)
 			sl_log(SL_LOG_WARN, "spare cgroup: %s", e.msg);
+		pthread_mutex_unlock(&ctx->spare_lock);
 	}
+}
+
+/* pid of a spare's daemon from its name (.spare-<pid>-...), 0 if it is not one. */
+static pid_t spare_owner(const char *name)
+{
+	if (strncmp(name, ".spare-", 7) != 0)
+		return 0;
+	char *end;
+	long pid = strtol(name + 7, &end, 10);
+	return pid > 0 && *end == '-' ? (pid_t)pid : 0;
 }
 
 void sandbox_spares_drop(sl_ctx *ctx)
 {
 	if (cgroup_version(ctx->cg) != 1)
 		return;
-	sl_limits l;
-	default_limits(ctx, &l);
-	for (int k = 0; k < CG_SPARES; k++) {
-		char spare[128];
-		cg_spare_name(&l, k, spare, sizeof(spare));
+	char dir[PATH_MAX];
+	if (cgroup_path(ctx->cg, "cpu", "sandlot", dir, sizeof(dir)) < 0)
+		return;
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	if (!d)
+		return;
+	pid_t self = getpid();
+	struct dirent *de;
+	pthread_mutex_lock(&ctx->spare_lock);
+	while ((de = readdir(d))) {
+		pid_t owner = spare_owner(de->d_name);
+		/* Ours, or a daemon's that is gone. */
+		if (!owner || (owner != self && (kill(owner, 0) == 0 || errno != ESRCH)))
+			continue;
+		char name[300];
+		snprintf(name, sizeof(name), "sandlot/%s", de->d_name);
 		sl_err e = {0};
-		if (cgroup_destroy(ctx->cg, spare, &e) < 0)
+		if (cgroup_destroy(ctx->cg, name, &e) < 0)
 			sl_log(SL_LOG_WARN, "spare cgroup: %s", e.msg);
 	}
+	pthread_mutex_unlock(&ctx->spare_lock);
 }
 
 void sandbox_spares_fill(sl_ctx *ctx)

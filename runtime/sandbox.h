@@ -41,6 +41,7 @@ typedef struct sl_ctx {
 	 * (spare_taken_arg) tells it a create took one. */
 	int netns_spares[4];
 	int netns_nspares, spares_keep;
+	pthread_mutex_t spare_lock; /* the spare cgroups' takes and makes (sandbox.c) */
 	void (*spare_taken)(void *arg);
 	void *spare_taken_arg;
 } sl_ctx;
@@ -53,8 +54,8 @@ int sandbox_sync_record(sl_ctx *ctx, const char *id, sl_err *err);
  * a daemon's network namespaces and cgroups up to ctx->spares_keep: for a background
  * thread (the daemon's syncer). Releases fill the record dirs and layers too. */
 void sandbox_spares_fill(sl_ctx *ctx);
-/* Remove the spare cgroups (a daemon that stops; one that starts, for what a killed one
- * left). */
+/* Remove this process's spare cgroups, and those of daemons that are gone (a daemon
+ * stops with it, and starts with it for what a killed one left). */
 void sandbox_spares_drop(sl_ctx *ctx);
 
 typedef struct sl_sandbox {
