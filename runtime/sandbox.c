@@ -1568,8 +1568,11 @@ static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
 		}
 		usleep(10000);
 	}
-	/* For the next create: a layer of the default size ready for it. */
+	/* For the next create: a layer of the default size ready for it, and one cloned
+	 * from the snapshot this sandbox was made from. */
 	store_layer_spares_fill(&ctx->cfg, ctx->cfg.def_disk, sb->id);
+	if (sb->snapshot[0])
+		store_clone_spares_fill(&ctx->cfg, sb->snapshot, sb->disk_bytes, sb->id);
 	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
 	fs_remove_tree(run, NULL);
 }

@@ -289,9 +289,8 @@ static int shift_one(const char *path, const struct stat *st, int type, struct F
 int snapshot_clone_layer(sl_ctx *ctx, const sl_snapshot *s, const char *dst_id, uint32_t dst_base,
 			 uint64_t disk_bytes, sl_err *err)
 {
-	char src[PATH_MAX], dst[PATH_MAX];
-	store_snapshot_path(&ctx->cfg, s->id, src, sizeof(src));
-	if (store_layer_create_from(&ctx->cfg, dst_id, src, disk_bytes, err) < 0)
+	char dst[PATH_MAX];
+	if (store_layer_clone_snapshot(&ctx->cfg, dst_id, s->id, disk_bytes, err) < 0)
 		return -1;
 	if (s->uid_base == dst_base)
 		return 0;

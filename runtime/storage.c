@@ -4,6 +4,7 @@
  * quotas, and a tmpfs upper would be charged to memory and lost on stop. */
 #include "storage.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/btrfs.h>
@@ -222,6 +223,73 @@ int store_layer_create_from(const sl_config *cfg, const char *id, const char *sr
 	return 0;
 }
 
+/* Ready-made clones of a snapshot: .clone-<snapshot id>-<disk bytes>-<k> in
+ * store/sandboxes, writable snapshots of it under their limit, still owned by the
+ * snapshot's uid range (the caller shifts them, as it does a fresh clone). A create from
+ * that snapshot renames one to its id: a btrfs snapshot commits a transaction (~5 ms
+ * here), which the release of the previous sandbox from it paid instead
+ * (store_clone_spares_fill). store_snapshot_destroy removes them with the snapshot. */
+#define CLONE_SPARES 2
+
+static void clone_name(const char *snp_id, uint64_t disk_bytes, int k, char *buf, size_t len)
+{
+	snprintf(buf, len, ".clone-%s-%llu-%d", snp_id, (unsigned long long)disk_bytes, k);
+}
+
+int store_layer_clone_snapshot(const sl_config *cfg, const char *id, const char *snp_id,
+			       uint64_t disk_bytes, sl_err *err)
+{
+	_cleanup_close_ int parent = open_kind(cfg, "sandboxes", err);
+	if (parent < 0)
+		return -1;
+	for (int k = 0; k < CLONE_SPARES; k++) {
+		char spare[160];
+		clone_name(snp_id, disk_bytes, k, spare, sizeof(spare));
+		if (syscall(SYS_renameat2, parent, spare, parent, id, RENAME_NOREPLACE) == 0)
+			return 0;
+	}
+	char src[PATH_MAX];
+	store_snapshot_path(cfg, snp_id, src, sizeof(src));
+	return store_layer_create_from(cfg, id, src, disk_bytes, err);
+}
+
+void store_clone_spares_fill(const sl_config *cfg, const char *snp_id, uint64_t disk_bytes,
+			     const char *tag)
+{
+	sl_err e = { 0 };
+	_cleanup_close_ int parent = open_kind(cfg, "sandboxes", &e);
+	char src[PATH_MAX], tmp[96];
+	store_snapshot_path(cfg, snp_id, src, sizeof(src));
+	snprintf(tmp, sizeof(tmp), ".building-%s", tag);
+	if (parent < 0 || !disk_bytes || access(src, F_OK) != 0)
+		return;
+	bool built = false;
+	for (int k = 0; k < CLONE_SPARES; k++) {
+		char spare[160];
+		clone_name(snp_id, disk_bytes, k, spare, sizeof(spare));
+		if (faccessat(parent, spare, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		if (!built) {
+			if (snapshot_subvol(cfg, src, "sandboxes", tmp, false, &e) < 0)
+				return;
+			built = true;
+			_cleanup_close_ int sv =
+			    openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (sv < 0 || limit_subvol(sv, disk_bytes) < 0)
+				break;
+		}
+		if (syscall(SYS_renameat2, parent, tmp, parent, spare, RENAME_NOREPLACE) == 0) {
+			built = false;
+			/* The snapshot deleted meanwhile, after its clones were looked for: this
+			 * one would be left with nothing to remove it. */
+			if (access(src, F_OK) != 0)
+				destroy_subvol(cfg, "sandboxes", spare, NULL);
+		}
+	}
+	if (built)
+		destroy_subvol(cfg, "sandboxes", tmp, NULL);
+}
+
 int store_snapshot_path(const sl_config *cfg, const char *snp_id, char *buf, size_t len)
 {
 	return snprintf(buf, len, "%s/store/snapshots/%s", cfg->state_dir, snp_id) >= (int)len ? -1
@@ -258,7 +326,18 @@ int store_snapshot_create_empty(const sl_config *cfg, const char *snp_id, sl_err
 
 int store_snapshot_destroy(const sl_config *cfg, const char *snp_id, sl_err *err)
 {
-	return destroy_subvol(cfg, "snapshots", snp_id, err);
+	if (destroy_subvol(cfg, "snapshots", snp_id, err) < 0)
+		return -1;
+	/* and its ready-made clones */
+	char dir[PATH_MAX], prefix[96];
+	snprintf(dir, sizeof(dir), "%s/store/sandboxes", cfg->state_dir);
+	snprintf(prefix, sizeof(prefix), ".clone-%s-", snp_id);
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, prefix, strlen(prefix)))
+			destroy_subvol(cfg, "sandboxes", de->d_name, NULL);
+	return 0;
 }
 
 /* Ready-made writable layers: subvolumes <store>/sandboxes/.spare-<disk bytes>-<k>, each

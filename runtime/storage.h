@@ -28,6 +28,14 @@ int store_layer_path(const sl_config *cfg, const char *id, char *buf, size_t len
  * snapshot's), capped at disk_bytes. Nearly free: btrfs shares the extents. */
 int store_layer_create_from(const sl_config *cfg, const char *id, const char *src,
 			    uint64_t disk_bytes, sl_err *err);
+/* The same from snapshot SNP_ID: a ready-made clone of it renamed when there is one of
+ * that size (still owned by the snapshot's uid range, like a fresh one). */
+int store_layer_clone_snapshot(const sl_config *cfg, const char *id, const char *snp_id,
+			       uint64_t disk_bytes, sl_err *err);
+/* Make the missing ready-made clones of SNP_ID of DISK_BYTES (at most two), for a
+ * release of a sandbox made from it; TAG as for store_layer_spares_fill. */
+void store_clone_spares_fill(const sl_config *cfg, const char *snp_id, uint64_t disk_bytes,
+			     const char *tag);
 /* Snapshots of sandbox layers: <store>/snapshots/<snp_id>, read-only. */
 int store_snapshot_create(const sl_config *cfg, const char *sandbox_id, const char *snp_id,
 			  sl_err *err);

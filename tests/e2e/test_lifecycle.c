@@ -1,5 +1,6 @@
 /* test_lifecycle.c — pause/resume (cgroup freezer), stop/start (files kept, processes
  * and cgroup gone), and sandboxes that come back "stopped" after a host reboot. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +176,70 @@ static void test_snapshot_and_create_from_it(void **state)
 	free(b);
 }
 
+/* The st_dev of each ready-made clone of snapshot SNP in the store (each btrfs subvolume
+ * has its own), up to MAX. */
+static int clones_of(const char *snp, dev_t *out, int max)
+{
+	char *dir = e2e_printf("%s/store/sandboxes", getenv("SANDLOT_STATE_DIR"));
+	char *prefix = e2e_printf(".clone-%s-", snp);
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && n < max)
+		if (!strncmp(de->d_name, prefix, strlen(prefix))) {
+			char *p = e2e_printf("%s/%s", dir, de->d_name);
+			struct stat st;
+			if (stat(p, &st) == 0)
+				out[n++] = st.st_dev;
+			free(p);
+		}
+	closedir(d);
+	free(prefix);
+	free(dir);
+	return n;
+}
+
+/* The release of a sandbox made from a snapshot makes clones of it ahead (storage.c,
+ * store_clone_spares_fill), so that the next create from it renames one instead of
+ * waiting for a btrfs snapshot's commit: that create's layer is one of them, it holds
+ * the snapshot's files with their owners shifted to its own range, and removing the
+ * snapshot removes the clones. */
+static void test_creates_from_a_snapshot_take_clones(void **state)
+{
+	char *a = e2e_sandlot_ok("create", "--image", "busybox", NULL);
+	free(sh_ok(a, "mkdir -p /data/sub && echo one > /data/a && chmod 4750 /data/a && "
+		      "echo two > /data/sub/b && chown 1000:100 /data/sub/b"));
+	char *manifest_a = sh_ok(a, MANIFEST);
+	char *snp = e2e_sandlot_ok("snapshot", "create", a, NULL);
+	char *b = e2e_sandlot_ok("create", "--snapshot", snp, NULL);
+	free(e2e_sandlot_ok("rm", b, NULL));
+	dev_t clones[4];
+	int n = clones_of(snp, clones, 4);
+	assert_true(n > 0);
+	char *c = e2e_sandlot_ok("create", "--snapshot", snp, NULL);
+	char *layer = e2e_printf("%s/store/sandboxes/%s", getenv("SANDLOT_STATE_DIR"), c);
+	struct stat st;
+	assert_int_equal(stat(layer, &st), 0);
+	bool taken = false;
+	for (int i = 0; i < n; i++)
+		taken |= clones[i] == st.st_dev;
+	assert_true(taken);
+	char *manifest_c = sh_ok(c, MANIFEST);
+	assert_string_equal(manifest_a, manifest_c);
+	free(e2e_sandlot_ok("rm", a, c, NULL));
+	assert_true(clones_of(snp, clones, 4) > 0); /* c's release made them again */
+	free(e2e_sandlot_ok("snapshot", "rm", snp, NULL));
+	assert_int_equal(clones_of(snp, clones, 4), 0);
+	free(layer);
+	free(manifest_a);
+	free(manifest_c);
+	free(snp);
+	free(a);
+	free(b);
+	free(c);
+}
+
 static void test_snapshot_export_import_round_trip(void **state)
 {
 	char *a = e2e_sandlot_ok("create", "--image", "busybox", NULL);
@@ -257,6 +322,7 @@ int main(void)
 		E2E_TEST(test_stop_start_keeps_files_and_env),
 		E2E_TEST(test_after_reboot_sandbox_is_stopped_and_starts),
 		E2E_TEST(test_snapshot_and_create_from_it),
+		E2E_TEST(test_creates_from_a_snapshot_take_clones),
 		E2E_TEST(test_snapshot_export_import_round_trip),
 		E2E_TEST(test_volumes_outlive_sandboxes),
 	};
