@@ -1491,6 +1491,25 @@ static unsigned long init_netns(const char *id)
 	return ino;
 }
 
+/* Waits (2 s at most) until LIST shows two spares again and TAKEN is not among them: what
+ * a daemon does after a create took one (its syncer, 20 ms later). NOW gets the list. */
+static void wait_replaced(int (*list)(unsigned long *, int), unsigned long taken,
+			  unsigned long now[8])
+{
+	int m = 0;
+	bool still = true;
+	for (int i = 0; i < 200 && (m < 2 || still); i++) {
+		m = list(now, 8);
+		still = false;
+		for (int k = 0; k < m; k++)
+			still = still || now[k] == taken;
+		if (m < 2 || still)
+			usleep(10000);
+	}
+	assert_int_equal(m, 2);
+	assert_false(still);
+}
+
 /* A create with the network off takes a network namespace the daemon made ahead (lo up,
  * nothing else) instead of cloning one, and the daemon makes another; no two sandboxes
  * share one, nor does any the host's (runtime/sandbox.c, netns_spare_take). */
@@ -1509,18 +1528,7 @@ static void test_creates_take_spare_netns(void **state)
 	unsigned long na = init_netns(a);
 	assert_true(na == held[0] || na == held[1]);
 	/* Handed over, and replaced shortly after. */
-	int m = 0;
-	bool still = true;
-	for (int i = 0; i < 200 && (m < 2 || still); i++) {
-		m = daemon_netns_fds(now, 8);
-		still = false;
-		for (int k = 0; k < m; k++)
-			still = still || now[k] == na;
-		if (m < 2 || still)
-			usleep(10000);
-	}
-	assert_int_equal(m, 2);
-	assert_false(still);
+	wait_replaced(daemon_netns_fds, na, now);
 	char *b = sandbox_new(NULL);
 	unsigned long nb = init_netns(b);
 	assert_true(nb == now[0] || nb == now[1]);
@@ -1536,7 +1544,7 @@ static void test_creates_take_spare_netns(void **state)
 
 /* The daemon's spare cgroups in the v1 memory hierarchy, as inodes (a renamed cgroup keeps
  * its own). */
-static int spare_cgroups(ino_t *out, int max)
+static int spare_cgroups(unsigned long *out, int max)
 {
 	DIR *d = opendir("/sys/fs/cgroup/memory/sandlot");
 	if (!d)
@@ -1557,7 +1565,7 @@ static int spare_cgroups(ino_t *out, int max)
 	return n;
 }
 
-static ino_t memcg_ino(const char *id)
+static unsigned long memcg_ino(const char *id)
 {
 	char *p = e2e_printf("/sys/fs/cgroup/memory/sandlot/%s", id);
 	struct stat st;
@@ -1573,7 +1581,7 @@ static void test_creates_take_spare_cgroups(void **state)
 {
 	if (access("/sys/fs/cgroup/memory", F_OK) != 0)
 		skip(); /* cgroup v2: no rename, no spares */
-	ino_t held[8], now[8];
+	unsigned long held[8], now[8];
 	int n = 0;
 	for (int i = 0; i < 200 && n < 2; i++) {
 		n = spare_cgroups(held, 8);
@@ -1582,7 +1590,7 @@ static void test_creates_take_spare_cgroups(void **state)
 	}
 	assert_int_equal(n, 2);
 	char *a = sandbox_new(NULL);
-	ino_t ia = memcg_ino(a);
+	unsigned long ia = memcg_ino(a);
 	assert_true(ia == held[0] || ia == held[1]);
 	char *f = e2e_printf("/sys/fs/cgroup/pids/sandlot/%s/pids.max", a);
 	char *lim = e2e_read_file(f);
@@ -1603,20 +1611,9 @@ static void test_creates_take_spare_cgroups(void **state)
 	}
 	free(cg);
 	/* replaced shortly after */
-	int m = 0;
-	bool still = true;
-	for (int i = 0; i < 200 && (m < 2 || still); i++) {
-		m = spare_cgroups(now, 8);
-		still = false;
-		for (int k = 0; k < m; k++)
-			still = still || now[k] == ia;
-		if (m < 2 || still)
-			usleep(10000);
-	}
-	assert_int_equal(m, 2);
-	assert_false(still);
+	wait_replaced(spare_cgroups, ia, now);
 	char *b = sandbox_new("{\"image\":\"busybox\",\"resources\":{\"memory\":\"256Mi\"}}");
-	ino_t ib = memcg_ino(b);
+	unsigned long ib = memcg_ino(b);
 	assert_true(ib != now[0] && ib != now[1] && ib != ia);
 	f = e2e_printf("/sys/fs/cgroup/memory/sandlot/%s/memory.limit_in_bytes", b);
 	lim = e2e_read_file(f);
