@@ -323,16 +323,16 @@ static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err
 enum rec_write { REC_VOLATILE, REC_DURABLE };
 
 /* A durable record in the daemon is rewritten in its spare and exchanged in
- * (state_write_record_soon), then made durable by the syncer ~20 ms later. Not renamed
- * over the old one (state_write_atomic_soon): on this host's root ext4 (no journal,
+ * (state_write_record_soon), then made durable by the syncer ~20 ms later, not written
+ * to a temp file renamed over the old one: on this host's root ext4 (no journal,
  * online discard) the rename's new inode, the writeback a rename over a file starts, and
  * the freeing and discard of the old record's block were 0.35 ms of a 0.58 ms pool take,
- * and 0.23 ms of a create's "running" record against 0.09 for its "creating" one, which
- * went through the spare already (uprobes, docs/bench.md). A crash before the sync
+ * and 0.25-0.29 ms of a create's "running" record, which takes 0.08-0.09 through the
+ * spare (uprobes, docs/bench.md, session 16). A crash before the sync
  * leaves, with a rename, the old record or the new one; with the spare, the new one or
  * the spare's older version, or for a create a record dir as it came from the spares
- * (an empty record: "not found", and its claims are freed as for a create that died
- * midway). Either way the call did not survive the crash; for a create or a pool take,
+ * (an empty record) or a record whose blocks never reached the disk (zeros): both read
+ * "not found", and the claims are freed as for a create that died midway. Either way the call did not survive the crash; for a create or a pool take,
  * nothing ran in the sandbox that a crash would not have ended. */
 static int record_write(const sl_ctx *ctx, const sl_sandbox *sb, enum rec_write how,
 			sl_err *err)

@@ -51,8 +51,8 @@ static int locked(int fd, const char *path, sl_err *err)
 	return fd;
 }
 
-/* NOW: fsync the file, rename, fsync the directory. SOON: rename now, state_sync later.
- * NEVER: a record a crash may lose (or leave empty). */
+/* NOW: fsync the file, put it in place, fsync the directory. SOON (records only): in
+ * place now, state_sync later. NEVER: a record a crash may lose (or leave empty). */
 enum durability { NOW, SOON, NEVER };
 
 static int write_atomic(const char *path, const char *data, size_t len, enum durability when,
@@ -82,15 +82,12 @@ static int write_atomic(const char *path, const char *data, size_t len, enum dur
 		}
 		return 0;
 	}
-	/* SOON: a plain rename, so ext4 writes the new data before it commits the
-	 * rename; until state_sync, a crash leaves the old record or the new one. */
-	if ((when == NOW && fsync(fd) < 0) || rename(tmp, path) < 0) {
+	if (fsync(fd) < 0 || rename(tmp, path) < 0) {
 		int e = errno;
 		unlink(tmp);
 		return sl_fail(err, SL_INTERNAL, e, "save %s", path);
 	}
-	if (when == NOW)
-		sync_dir(path);
+	sync_dir(path);
 	return 0;
 }
 
@@ -166,11 +163,6 @@ int state_write_record_soon(const char *path, const char *data, size_t len, sl_e
 int state_write_atomic(const char *path, const char *data, size_t len, sl_err *err)
 {
 	return write_atomic(path, data, len, NOW, err);
-}
-
-int state_write_atomic_soon(const char *path, const char *data, size_t len, sl_err *err)
-{
-	return write_atomic(path, data, len, SOON, err);
 }
 
 int state_write_atomic_nosync(const char *path, const char *data, size_t len, sl_err *err)

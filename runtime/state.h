@@ -14,9 +14,6 @@
 int state_write_atomic(const char *path, const char *data, size_t len, sl_err *err);
 /* The same, atomic but without the fsyncs, for records a crash may lose. */
 int state_write_atomic_nosync(const char *path, const char *data, size_t len, sl_err *err);
-/* Atomic and visible at once, durable after a later state_sync(path): until then a crash
- * leaves the old or the new file (ext4 and btrfs flush a file renamed over another). */
-int state_write_atomic_soon(const char *path, const char *data, size_t len, sl_err *err);
 /* A sandbox record: atomic like the above (durable: with the fsyncs), rewritten in a
  * spare kept beside it (path.next) and exchanged into place, so a rewrite makes no
  * inode and frees no blocks. Writers of one record must be serialised by the caller
@@ -27,8 +24,7 @@ int state_write_record(const char *path, const char *data, size_t len, bool dura
  * rewritten in place): only for records whose spare holds a state that reads right after
  * a crash (the daemon's sandbox records: sandbox.c, record_write). */
 int state_write_record_soon(const char *path, const char *data, size_t len, sl_err *err);
-/* fsync path and its directory: what state_write_atomic_soon and
- * state_write_record_soon left to do. */
+/* fsync path and its directory: what state_write_record_soon left to do. */
 int state_sync(const char *path, sl_err *err);
 /* Read a whole (small) file; *out is NUL-terminated, caller frees. */
 int state_read_file(const char *path, size_t max, char **out, size_t *len, sl_err *err);

@@ -103,16 +103,16 @@ static void test_write_soon_then_sync(void **state)
 	char p[128], q[160];
 	snprintf(p, sizeof(p), "%s/rec.json", base);
 	sl_err err = {0};
-	assert_int_equal(state_write_atomic_soon(p, "five", 4, &err), 0);
+	assert_int_equal(state_write_record_soon(p, "five", 4, &err), 0);
 	char *s = slurp(p);
 	assert_string_equal(s, "five");
 	free(s);
-	assert_int_equal(state_write_atomic(p, "six", 3, &err), 0);
-	assert_int_equal(state_write_atomic_soon(p, "seven", 5, &err), 0);
+	assert_int_equal(state_write_record(p, "sixty", 5, true, &err), 0);
+	assert_int_equal(state_write_record_soon(p, "seven", 5, &err), 0);
 	s = slurp(p);
 	assert_string_equal(s, "seven"); /* visible before any sync */
 	free(s);
-	assert_int_equal(entries(base), 1);
+	assert_int_equal(entries(base), 2); /* the record and its spare */
 	assert_int_equal(state_sync(p, &err), 0);
 	s = slurp(p);
 	assert_string_equal(s, "seven");
@@ -128,7 +128,7 @@ static void test_write_soon_then_sync(void **state)
 	assert_int_equal(state_sync(q, &err), -1);
 	assert_int_equal(err.kind, SL_INTERNAL);
 	snprintf(q, sizeof(q), "%s/nodir/rec.json", base);
-	assert_int_equal(state_write_atomic_soon(q, "x", 1, &err), -1);
+	assert_int_equal(state_write_record_soon(q, "x", 1, &err), -1);
 	assert_non_null(strstr(err.msg, "nodir"));
 }
 
