@@ -2054,6 +2054,21 @@ int sandbox_destroy_finish(sl_ctx *ctx, const char *id, sl_err *err)
 	return r;
 }
 
+/* store_layers_collect's question: does ID have a record? Only "not found" (no record
+ * dir, or a record a crash left empty or zeroed) says no; a record that cannot be read
+ * for another reason keeps its layer. A create makes its "creating" record before its
+ * layer, so a live create's layer always has one. */
+static bool has_record(void *arg, const char *id)
+{
+	sl_sandbox sb;
+	sl_err e = { 0 };
+	if (record_load(arg, id, &sb, &e) == 0) {
+		sandbox_free(&sb);
+		return true;
+	}
+	return e.kind != SL_NOTFOUND;
+}
+
 int sandbox_finish_orphans(sl_ctx *ctx, sl_err *err)
 {
 	char **ids;
@@ -2081,6 +2096,10 @@ int sandbox_finish_orphans(sl_ctx *ctx, sl_err *err)
 			sl_log(SL_LOG_WARN, "sandbox %s: %s", ids[i], e.msg);
 	}
 	free_ids(ids, nids);
+	int layers = store_layers_collect(&ctx->cfg, has_record, ctx);
+	if (layers > 0)
+		sl_log(SL_LOG_INFO, "store: removed %d layer(s) a crash left without a record",
+		       layers);
 	return done;
 }
 

@@ -22,6 +22,7 @@
 #include <sys/syscall.h>
 #include <stdbool.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -432,6 +433,33 @@ fail:;
 	int e = errno;
 	store_layer_destroy(cfg, id, NULL);
 	return sl_fail(err, SL_INTERNAL, e, "set up the writable layer of %s", id);
+}
+
+int store_layers_collect(const sl_config *cfg, bool (*known)(void *arg, const char *id),
+			 void *arg)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/store/sandboxes", cfg->state_dir);
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int n = 0;
+	time_t now = time(NULL);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		bool gone = false;
+		if (!strncmp(de->d_name, "sbx_", 4)) {
+			gone = !known(arg, de->d_name);
+		} else if (!strncmp(de->d_name, ".building-", 10)) {
+			/* A fill takes milliseconds: one this old was left by a crash. */
+			struct stat st;
+			gone = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			       now - st.st_mtime > 60;
+		}
+		if (gone && destroy_subvol(cfg, "sandboxes", de->d_name, NULL) == 0)
+			n++;
+	}
+	return n;
 }
 
 int store_layer_destroy(const sl_config *cfg, const char *id, sl_err *err)

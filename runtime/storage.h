@@ -3,6 +3,7 @@
 #ifndef SANDLOT_STORAGE_H
 #define SANDLOT_STORAGE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -21,6 +22,11 @@ int store_layer_create(const sl_config *cfg, const char *id, uint64_t disk_bytes
  * takes before it makes one: for a release, or a daemon's background thread. TAG names
  * the one being built (.building-<TAG>), so concurrent fillers never share one. */
 void store_layer_spares_fill(const sl_config *cfg, uint64_t disk_bytes, const char *tag);
+/* Delete what a crash left in the store: the layer of an id that KNOWN says has no
+ * record (a create cut short before its first record reached the disk), and a spare
+ * half built more than a minute ago. Returns how many. For a daemon's start. */
+int store_layers_collect(const sl_config *cfg, bool (*known)(void *arg, const char *id),
+			 void *arg);
 /* Delete the sandbox's subvolume; a missing one is success. */
 int store_layer_destroy(const sl_config *cfg, const char *id, sl_err *err);
 int store_layer_path(const sl_config *cfg, const char *id, char *buf, size_t len);

@@ -2038,6 +2038,49 @@ static void assert_only_daemon_changed(const e2e_snapshot *before, pid_t old, pi
 	fail_msg("the host changed beyond the daemon's restart:\n%s", diff);
 }
 
+/* What a crash mid-create (or mid-fill) leaves in the store: a layer whose id has no
+ * record, a spare half built a while ago. A daemon's start removes them
+ * (runtime/storage.c, store_layers_collect), and nothing with a record. */
+static void test_start_collects_layers_without_records(void **state)
+{
+	char *keep = sandbox_new(NULL);
+	const char *store = getenv("SANDLOT_STATE_DIR");
+	char *orphan = e2e_printf("%s/store/sandboxes/sbx_zzzzzzzzzzzzzzzzzzzz", store);
+	char *half = e2e_printf("%s/store/sandboxes/.building-crashed", store);
+	char *fresh = e2e_printf("%s/store/sandboxes/.building-in-progress", store);
+	char *kept = e2e_printf("%s/store/sandboxes/%s", store, keep);
+	char *cmd = e2e_printf("btrfs -q subvolume create %s && btrfs -q subvolume create %s && "
+			       "btrfs -q subvolume create %s && touch -d '-2 min' %s",
+			       orphan, half, fresh, half);
+	assert_int_equal(system(cmd), 0);
+	pid_t old = D.pid;
+	kill(D.pid, SIGKILL);
+	assert_int_equal(waitpid(D.pid, NULL, 0), D.pid);
+	daemon_start(&D, D.sock, true, NULL);
+	int gone = access(orphan, F_OK), half_gone = access(half, F_OK);
+	int fresh_there = access(fresh, F_OK), kept_there = access(kept, F_OK);
+	char *rm = e2e_printf("btrfs -q subvolume delete %s >/dev/null 2>&1", fresh);
+	if (system(rm) != 0)
+		print_message("could not delete %s\n", fresh);
+	free(rm);
+	assert_int_equal(gone, -1);
+	assert_int_equal(half_gone, -1);
+	assert_int_equal(fresh_there, 0); /* a fill may be making it right now */
+	assert_int_equal(kept_there, 0);
+	char *out = sh_ok(keep, "echo still here");
+	assert_string_equal(out, "still here\n");
+	free(out);
+	sandbox_del(keep);
+	free(cmd);
+	free(orphan);
+	free(half);
+	free(fresh);
+	free(kept);
+	assert_only_daemon_changed(*state, old, D.pid);
+	e2e_snapshot_free(*state);
+	*state = e2e_snapshot_take();
+}
+
 static void test_restart_keeps_everything(void **state)
 {
 	char *id = sandbox_new(NULL);
@@ -3103,6 +3146,7 @@ int main(void)
 	    E2E_TEST(test_concurrent_sleepers),
 	    E2E_TEST(test_health_during_long_polls),
 	    E2E_TEST(test_follow_long_stream),
+	    E2E_TEST(test_start_collects_layers_without_records),
 	    E2E_TEST(test_restart_keeps_everything),
 	    E2E_TEST(test_files),
 	    E2E_TEST(test_hostile_paths),
