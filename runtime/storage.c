@@ -208,6 +208,151 @@ static int snapshot_subvol(const sl_config *cfg, const char *src, const char *ds
 	return 0;
 }
 
+/* Ready-made subvolumes in <store>/sandboxes, taken by a create instead of making its
+ * layer: .spare-<disk bytes>-<k> (empty layers, upper/ root's until taken) and
+ * .clone-<snapshot id>-<disk bytes>-<k> (writable snapshots of a snapshot, still owned by
+ * its uid range: the caller shifts them as it does a fresh clone). Each is under its
+ * qgroup limit. A create renames one to its id (RENAME_NOREPLACE: of two creates racing
+ * for one, the second gets ENOENT) where a subvolume, its limit and two directories took
+ * ~0.17 ms, and a snapshot's clone commits a btrfs transaction (~5 ms here); releases
+ * and the daemon's syncer make them again (docs/storage.md). */
+#define SPARES 2
+
+static void slot_name(const char *kind, int k, char *buf, size_t len)
+{
+	snprintf(buf, len, ".%s-%d", kind, k);
+}
+
+/* A spare of KIND renamed to ID: true, or false when there is none. */
+static bool slot_take(int parent, const char *kind, const char *id)
+{
+	for (int k = 0; k < SPARES; k++) {
+		char spare[192];
+		slot_name(kind, k, spare, sizeof(spare));
+		if (syscall(SYS_renameat2, parent, spare, parent, id, RENAME_NOREPLACE) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Make the missing spares of KIND: each built by BUILD as .building-<TAG> (so concurrent
+ * fillers never share one) and renamed into a free slot; a crash midway leaves that one,
+ * which store_layers_collect removes later. */
+static void slots_fill(const sl_config *cfg, int parent, const char *kind, const char *tag,
+		       int (*build)(const sl_config *cfg, int parent, const char *tmp,
+				    const void *arg),
+		       const void *arg)
+{
+	char tmp[96];
+	snprintf(tmp, sizeof(tmp), ".building-%s", tag);
+	bool built = false;
+	for (int k = 0; k < SPARES; k++) {
+		char spare[192];
+		slot_name(kind, k, spare, sizeof(spare));
+		if (faccessat(parent, spare, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		if (!built) {
+			built = true;
+			if (build(cfg, parent, tmp, arg) < 0)
+				break;
+		}
+		if (syscall(SYS_renameat2, parent, tmp, parent, spare, RENAME_NOREPLACE) == 0)
+			built = false;
+	}
+	if (built)
+		destroy_subvol(cfg, "sandboxes", tmp, NULL);
+}
+
+static void layer_kind(uint64_t disk_bytes, char *buf, size_t len)
+{
+	snprintf(buf, len, "spare-%llu", (unsigned long long)disk_bytes);
+}
+
+static void clone_kind(const char *snp_id, uint64_t disk_bytes, char *buf, size_t len)
+{
+	snprintf(buf, len, "clone-%s-%llu", snp_id, (unsigned long long)disk_bytes);
+}
+
+static int build_layer(const sl_config *cfg, int parent, const char *tmp, const void *arg)
+{
+	struct btrfs_ioctl_vol_args_v2 va = { 0 };
+	snprintf(va.name, sizeof(va.name), "%s", tmp);
+	if (ioctl(parent, BTRFS_IOC_SUBVOL_CREATE_V2, &va) < 0)
+		return -1;
+	_cleanup_close_ int sv = openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sv < 0 || limit_subvol(sv, *(const uint64_t *)arg) < 0 ||
+	    mkdirat(sv, "upper", 0755) < 0 || mkdirat(sv, "work", 0700) < 0)
+		return -1;
+	return 0;
+}
+
+struct clone_src {
+	const char *path;
+	uint64_t disk_bytes;
+};
+
+static int build_clone(const sl_config *cfg, int parent, const char *tmp, const void *arg)
+{
+	const struct clone_src *c = arg;
+	if (snapshot_subvol(cfg, c->path, "sandboxes", tmp, false, NULL) < 0)
+		return -1;
+	_cleanup_close_ int sv = openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return sv < 0 ? -1 : limit_subvol(sv, c->disk_bytes);
+}
+
+/* The ready-made clones of snapshot SNP_ID, whatever their size. */
+static void drop_clones(const sl_config *cfg, const char *snp_id)
+{
+	char dir[PATH_MAX], prefix[96];
+	snprintf(dir, sizeof(dir), "%s/store/sandboxes", cfg->state_dir);
+	snprintf(prefix, sizeof(prefix), ".clone-%s-", snp_id);
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, prefix, strlen(prefix)))
+			destroy_subvol(cfg, "sandboxes", de->d_name, NULL);
+}
+
+void store_layer_spares_fill(const sl_config *cfg, uint64_t disk_bytes, const char *tag)
+{
+	_cleanup_close_ int parent = open_kind(cfg, "sandboxes", NULL);
+	char kind[64];
+	layer_kind(disk_bytes, kind, sizeof(kind));
+	if (parent >= 0 && disk_bytes)
+		slots_fill(cfg, parent, kind, tag, build_layer, &disk_bytes);
+}
+
+void store_clone_spares_fill(const sl_config *cfg, const char *snp_id, uint64_t disk_bytes,
+			     const char *tag)
+{
+	_cleanup_close_ int parent = open_kind(cfg, "sandboxes", NULL);
+	char src[PATH_MAX], kind[160];
+	store_snapshot_path(cfg, snp_id, src, sizeof(src));
+	clone_kind(snp_id, disk_bytes, kind, sizeof(kind));
+	if (parent < 0 || !disk_bytes || access(src, F_OK) != 0)
+		return;
+	struct clone_src c = { src, disk_bytes };
+	slots_fill(cfg, parent, kind, tag, build_clone, &c);
+	/* The snapshot deleted meanwhile, after its clones were looked for: what this made
+	 * would be left with nothing to remove it. */
+	if (access(src, F_OK) != 0)
+		drop_clones(cfg, snp_id);
+}
+
+int store_layer_clone_snapshot(const sl_config *cfg, const char *id, const char *snp_id,
+			       uint64_t disk_bytes, sl_err *err)
+{
+	_cleanup_close_ int parent = open_kind(cfg, "sandboxes", err);
+	if (parent < 0)
+		return -1;
+	char kind[160], src[PATH_MAX];
+	clone_kind(snp_id, disk_bytes, kind, sizeof(kind));
+	if (slot_take(parent, kind, id))
+		return 0;
+	store_snapshot_path(cfg, snp_id, src, sizeof(src));
+	return store_layer_create_from(cfg, id, src, disk_bytes, err);
+}
+
 int store_layer_create_from(const sl_config *cfg, const char *id, const char *src,
 			    uint64_t disk_bytes, sl_err *err)
 {
@@ -222,73 +367,6 @@ int store_layer_create_from(const sl_config *cfg, const char *id, const char *sr
 		return sl_fail(err, SL_INTERNAL, e, "limit the writable layer of %s", id);
 	}
 	return 0;
-}
-
-/* Ready-made clones of a snapshot: .clone-<snapshot id>-<disk bytes>-<k> in
- * store/sandboxes, writable snapshots of it under their limit, still owned by the
- * snapshot's uid range (the caller shifts them, as it does a fresh clone). A create from
- * that snapshot renames one to its id: a btrfs snapshot commits a transaction (~5 ms
- * here), which the release of the previous sandbox from it paid instead
- * (store_clone_spares_fill). store_snapshot_destroy removes them with the snapshot. */
-#define CLONE_SPARES 2
-
-static void clone_name(const char *snp_id, uint64_t disk_bytes, int k, char *buf, size_t len)
-{
-	snprintf(buf, len, ".clone-%s-%llu-%d", snp_id, (unsigned long long)disk_bytes, k);
-}
-
-int store_layer_clone_snapshot(const sl_config *cfg, const char *id, const char *snp_id,
-			       uint64_t disk_bytes, sl_err *err)
-{
-	_cleanup_close_ int parent = open_kind(cfg, "sandboxes", err);
-	if (parent < 0)
-		return -1;
-	for (int k = 0; k < CLONE_SPARES; k++) {
-		char spare[160];
-		clone_name(snp_id, disk_bytes, k, spare, sizeof(spare));
-		if (syscall(SYS_renameat2, parent, spare, parent, id, RENAME_NOREPLACE) == 0)
-			return 0;
-	}
-	char src[PATH_MAX];
-	store_snapshot_path(cfg, snp_id, src, sizeof(src));
-	return store_layer_create_from(cfg, id, src, disk_bytes, err);
-}
-
-void store_clone_spares_fill(const sl_config *cfg, const char *snp_id, uint64_t disk_bytes,
-			     const char *tag)
-{
-	sl_err e = { 0 };
-	_cleanup_close_ int parent = open_kind(cfg, "sandboxes", &e);
-	char src[PATH_MAX], tmp[96];
-	store_snapshot_path(cfg, snp_id, src, sizeof(src));
-	snprintf(tmp, sizeof(tmp), ".building-%s", tag);
-	if (parent < 0 || !disk_bytes || access(src, F_OK) != 0)
-		return;
-	bool built = false;
-	for (int k = 0; k < CLONE_SPARES; k++) {
-		char spare[160];
-		clone_name(snp_id, disk_bytes, k, spare, sizeof(spare));
-		if (faccessat(parent, spare, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-			continue;
-		if (!built) {
-			if (snapshot_subvol(cfg, src, "sandboxes", tmp, false, &e) < 0)
-				return;
-			built = true;
-			_cleanup_close_ int sv =
-			    openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (sv < 0 || limit_subvol(sv, disk_bytes) < 0)
-				break;
-		}
-		if (syscall(SYS_renameat2, parent, tmp, parent, spare, RENAME_NOREPLACE) == 0) {
-			built = false;
-			/* The snapshot deleted meanwhile, after its clones were looked for: this
-			 * one would be left with nothing to remove it. */
-			if (access(src, F_OK) != 0)
-				destroy_subvol(cfg, "sandboxes", spare, NULL);
-		}
-	}
-	if (built)
-		destroy_subvol(cfg, "sandboxes", tmp, NULL);
 }
 
 int store_snapshot_path(const sl_config *cfg, const char *snp_id, char *buf, size_t len)
@@ -329,79 +407,8 @@ int store_snapshot_destroy(const sl_config *cfg, const char *snp_id, sl_err *err
 {
 	if (destroy_subvol(cfg, "snapshots", snp_id, err) < 0)
 		return -1;
-	/* and its ready-made clones */
-	char dir[PATH_MAX], prefix[96];
-	snprintf(dir, sizeof(dir), "%s/store/sandboxes", cfg->state_dir);
-	snprintf(prefix, sizeof(prefix), ".clone-%s-", snp_id);
-	_cleanup_closedir_ DIR *d = opendir(dir);
-	struct dirent *de;
-	while (d && (de = readdir(d)))
-		if (!strncmp(de->d_name, prefix, strlen(prefix)))
-			destroy_subvol(cfg, "sandboxes", de->d_name, NULL);
+	drop_clones(cfg, snp_id);
 	return 0;
-}
-
-/* Ready-made writable layers: subvolumes <store>/sandboxes/.spare-<disk bytes>-<k>, each
- * under its qgroup limit with upper/ (root's until taken) and work/. A create renames one
- * to its id and gives upper/ to the sandbox's root: a rename and a chown where a subvolume,
- * its qgroup limit and two directories took ~0.2 ms (docs/storage.md). Releases and the
- * daemon's syncer make them (store_layer_spares_fill). */
-#define LAYER_SPARES 2
-
-static void spare_name(uint64_t disk_bytes, int k, char *buf, size_t len)
-{
-	snprintf(buf, len, ".spare-%llu-%d", (unsigned long long)disk_bytes, k);
-}
-
-/* A spare renamed to ID (0), or -1 when none of that size is there. */
-static int take_spare(int parent, const char *id, uint64_t disk_bytes, uid_t owner)
-{
-	for (int k = 0; k < LAYER_SPARES; k++) {
-		char spare[64];
-		spare_name(disk_bytes, k, spare, sizeof(spare));
-		/* Exclusive: of two creates racing for one spare, one gets ENOENT. */
-		if (syscall(SYS_renameat2, parent, spare, parent, id, RENAME_NOREPLACE) < 0)
-			continue;
-		_cleanup_close_ int sv =
-		    openat(parent, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-		if (sv >= 0 && fchownat(sv, "upper", owner, owner, AT_SYMLINK_NOFOLLOW) == 0)
-			return 0;
-		return 1; /* taken, but not made ours: the caller destroys it */
-	}
-	return -1;
-}
-
-void store_layer_spares_fill(const sl_config *cfg, uint64_t disk_bytes, const char *tag)
-{
-	sl_err e = { 0 };
-	_cleanup_close_ int parent = open_kind(cfg, "sandboxes", &e);
-	if (parent < 0 || !disk_bytes)
-		return;
-	char tmp[96];
-	snprintf(tmp, sizeof(tmp), ".building-%s", tag);
-	bool built = false;
-	for (int k = 0; k < LAYER_SPARES; k++) {
-		char spare[64];
-		spare_name(disk_bytes, k, spare, sizeof(spare));
-		if (faccessat(parent, spare, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-			continue;
-		if (!built) {
-			struct btrfs_ioctl_vol_args_v2 va = { 0 };
-			snprintf(va.name, sizeof(va.name), "%s", tmp);
-			if (ioctl(parent, BTRFS_IOC_SUBVOL_CREATE_V2, &va) < 0)
-				return;
-			built = true;
-			_cleanup_close_ int sv =
-			    openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (sv < 0 || limit_subvol(sv, disk_bytes) < 0 ||
-			    mkdirat(sv, "upper", 0755) < 0 || mkdirat(sv, "work", 0700) < 0)
-				break;
-		}
-		if (syscall(SYS_renameat2, parent, tmp, parent, spare, RENAME_NOREPLACE) == 0)
-			built = false;
-	}
-	if (built)
-		destroy_subvol(cfg, "sandboxes", tmp, NULL);
 }
 
 int store_layer_create(const sl_config *cfg, const char *id, uint64_t disk_bytes, uid_t owner,
@@ -410,10 +417,13 @@ int store_layer_create(const sl_config *cfg, const char *id, uint64_t disk_bytes
 	_cleanup_close_ int parent = open_kind(cfg, "sandboxes", err);
 	if (parent < 0)
 		return -1;
-	int t = take_spare(parent, id, disk_bytes, owner);
-	if (t == 0)
-		return 0;
-	if (t == 1) {
+	char kind[64];
+	layer_kind(disk_bytes, kind, sizeof(kind));
+	if (slot_take(parent, kind, id)) {
+		_cleanup_close_ int sv =
+		    openat(parent, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (sv >= 0 && fchownat(sv, "upper", owner, owner, AT_SYMLINK_NOFOLLOW) == 0)
+			return 0;
 		int e = errno;
 		store_layer_destroy(cfg, id, NULL);
 		return sl_fail(err, SL_INTERNAL, e, "set up the writable layer of %s", id);
