@@ -67,11 +67,22 @@ static int64_t last_activity(api_server *s, const sl_deadline *sb, int64_t since
 	return last;
 }
 
+/* Tombstones also go when they are 24 h old: the sweep looks for those every few
+ * minutes, and at the daemon's first sweep (releases collect by count, not age). */
+#define TOMBSTONES_SWEEP_MS (5 * 60 * 1000)
+
 void api_enforce_deadlines(api_server *s)
 {
 	sl_deadline *list;
 	size_t n;
 	sl_err err = { 0 };
+	int64_t t = sl_now_ms();
+	if (!s->tombstones_ms || t - s->tombstones_ms >= TOMBSTONES_SWEEP_MS) {
+		s->tombstones_ms = t;
+		if (sandbox_collect_tombstones(s->ctx, &err) < 0)
+			sl_log(SL_LOG_WARN, "state: tombstone collection: %s", err.msg);
+		err = (sl_err){0};
+	}
 	if (sandbox_list_deadlines(s->ctx, &list, &n, &err) < 0)
 		return;
 	int64_t now = sl_now_ms();

@@ -36,6 +36,7 @@ typedef struct api_server {
 	int preview_fd;
 	uint16_t preview_port;
 	struct api_pool *pool; /* the pool, the releaser and the syncer (pool.c) */
+	int64_t tombstones_ms; /* the deadline sweep's last tombstone collection */
 } api_server;
 
 typedef struct api_pool api_pool;

@@ -472,7 +472,10 @@ enum MHD_Result api_sandboxes_list(api_req *r)
 		return api_reply_error(r, &err);
 	sl_sandbox *list;
 	size_t n;
-	if (sandbox_list(r->srv->ctx, &list, &n, &err) < 0)
+	bool tombstones = false; /* read only when a status asked for names them */
+	for (int i = 0; i < f.nstatus; i++)
+		tombstones = tombstones || !strcmp(f.statuses[i], "terminated");
+	if ((tombstones ? sandbox_list : sandbox_list_live)(r->srv->ctx, &list, &n, &err) < 0)
 		return api_reply_error(r, &err);
 	cJSON *o = cJSON_CreateObject();
 	cJSON *arr = cJSON_AddArrayToObject(o, "sandboxes");

@@ -22,7 +22,7 @@ int cmd_ls(sl_ctx *ctx, int argc, char **argv)
 	sl_sandbox *list;
 	size_t n;
 	sl_err err = { 0 };
-	if (sandbox_list(ctx, &list, &n, &err) < 0)
+	if ((all ? sandbox_list : sandbox_list_live)(ctx, &list, &n, &err) < 0)
 		return cli_fail(&err);
 	cJSON *arr = json ? cJSON_CreateArray() : NULL;
 	if (!json)

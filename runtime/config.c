@@ -91,6 +91,15 @@ int config_load(sl_config *cfg, sl_err *err)
 	set_str(cfg->npm_registry, sizeof(cfg->npm_registry), "SANDLOT_NPM_REGISTRY", "");
 	const char *p = getenv("SANDLOT_DEFAULT_PIDS");
 	cfg->def_pids = p && *p ? strtoull(p, NULL, 10) : 512;
+	p = getenv("SANDLOT_TOMBSTONES_MAX");
+	cfg->tombstones_max = 5000;
+	if (p && *p) {
+		if (strspn(p, "0123456789") != strlen(p) || strlen(p) > 9)
+			return sl_fail(err, SL_INVALID, 0,
+				       "SANDLOT_TOMBSTONES_MAX=%s: a whole number of tombstones",
+				       p);
+		cfg->tombstones_max = strtoull(p, NULL, 10);
+	}
 	set_str(cfg->net_bridge, sizeof(cfg->net_bridge), "SANDLOT_NET_BRIDGE", "sandlot0");
 	set_str(cfg->net_subnet, sizeof(cfg->net_subnet), "SANDLOT_NET_SUBNET", "");
 	set_str(cfg->net_dns, sizeof(cfg->net_dns), "SANDLOT_NET_DNS", "");

@@ -19,6 +19,9 @@ typedef struct sl_config {
 	uint64_t store_bytes;		    /* SANDLOT_STORE_SIZE: sparse btrfs volume size */
 	/* Defaults (Kubernetes quantities) for a sandbox that names no limit. */
 	uint64_t def_cpu_millis, def_memory, def_disk, def_pids;
+	/* SANDLOT_TOMBSTONES_MAX: the most tombstones kept (the newest; each also goes
+	 * after 24 h). */
+	uint64_t tombstones_max;
 	/* Package sources for installs at create ("": the image's and registries' own):
 	 * SANDLOT_APT_MIRROR, SANDLOT_PIP_INDEX, SANDLOT_PIP_WHEELS, SANDLOT_NPM_REGISTRY;
 	 * `sandlot serve --apt-mirror/--pip-index/--pip-wheels/--npm-registry` set them. */

@@ -576,8 +576,9 @@ static void dead_add(const char *id)
 }
 
 /* Every record but the pooled (the daemon's, until a create takes one), by creation
- * time; tombstones older than TOMBSTONE_MS are removed on the way. */
-int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
+ * time, tombstones only when TOMBSTONES (then those older than TOMBSTONE_MS are removed
+ * on the way). Without them, the ids known as tombstones are not read at all. */
+static int list_records(sl_ctx *ctx, bool tombstones, sl_sandbox **out, size_t *n, sl_err *err)
 {
 	char **ids;
 	size_t nids;
@@ -590,14 +591,17 @@ int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
 	int64_t now = sl_now_ms();
 	for (size_t i = 0; i < nids; i++) {
 		sl_err e2 = { 0 };
+		if (!tombstones && dead_known(ids[i]))
+			continue;
 		if (record_load(ctx, ids[i], &list[k], &e2) < 0)
 			continue; /* a record being written for the first time */
 		bool dead = !strcmp(list[k].status, "terminated");
 		if (dead)
 			dead_add(ids[i]);
-		if (dead && now - list[k].terminated_ms > TOMBSTONE_MS)
+		if (dead && tombstones && now - list[k].terminated_ms > TOMBSTONE_MS &&
+		    !list[k].releaser_pid)
 			remove_record_dir(ctx, ids[i]);
-		if ((dead && now - list[k].terminated_ms > TOMBSTONE_MS) ||
+		if ((dead && (!tombstones || now - list[k].terminated_ms > TOMBSTONE_MS)) ||
 		    !strcmp(list[k].status, "pooled")) {
 			sandbox_free(&list[k]);
 			continue;
@@ -612,6 +616,144 @@ int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
 	return 0;
 }
 
+int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
+{
+	return list_records(ctx, true, out, n, err);
+}
+
+int sandbox_list_live(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
+{
+	return list_records(ctx, false, out, n, err);
+}
+
+/* ---- tombstone collection ----
+ *
+ * A tombstone goes after TOMBSTONE_MS, and past cfg.tombstones_max the oldest go first:
+ * a daemon serving one-shots leaves one per run (a record dir, ~12 KB of the state dir,
+ * that every listing reads), so unbounded they would fill the disk within days. A
+ * collection reads every record (~30 us each). It is due after a release once the state
+ * dir holds a tenth of the bound more record dirs than the last collection left
+ * (<state>/tombstones-next holds that count), and the daemon's sweep runs one every
+ * few minutes for the age limit. Only released tombstones go: one whose releaser still
+ * frees it keeps its record until it is done. */
+
+typedef struct tombstone {
+	char id[32];
+	int64_t terminated_ms;
+} tombstone;
+
+static int cmp_newest(const void *a, const void *b)
+{
+	const tombstone *x = a, *y = b;
+	return x->terminated_ms > y->terminated_ms ? -1 : x->terminated_ms < y->terminated_ms;
+}
+
+/* How many record dirs <state>/sandboxes holds, from its link count; -1 on a file
+ * system that does not count subdirectories there (btrfs: always 1). */
+static long record_dirs(const sl_ctx *ctx)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/sandboxes", ctx->cfg.state_dir);
+	if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_nlink < 2)
+		return -1;
+	return (long)st.st_nlink - 2;
+}
+
+static uint64_t tombstones_slack(const sl_ctx *ctx)
+{
+	return ctx->cfg.tombstones_max / 10 + 1;
+}
+
+static void tombstones_next_path(const sl_ctx *ctx, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/tombstones-next", ctx->cfg.state_dir);
+}
+
+bool sandbox_tombstones_due(const sl_ctx *ctx)
+{
+	long n = record_dirs(ctx);
+	if (n < 0)
+		return false;
+	char p[PATH_MAX], buf[32];
+	tombstones_next_path(ctx, p, sizeof(p));
+	uint64_t next = ctx->cfg.tombstones_max + tombstones_slack(ctx);
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (r > 0) {
+		buf[r] = '\0';
+		char *end;
+		unsigned long long v = strtoull(buf, &end, 10);
+		if (end != buf && (*end == '\n' || !*end))
+			next = v;
+	}
+	return (uint64_t)n > next;
+}
+
+/* Under the sandbox's lock, and only if it is still a released tombstone. */
+static bool collect_one(sl_ctx *ctx, const char *id)
+{
+	sl_err e = {0};
+	_cleanup_close_ int lk = sandbox_lock(ctx, id, &e);
+	if (lk < 0)
+		return false;
+	sl_sandbox sb;
+	if (record_load(ctx, id, &sb, &e) < 0)
+		return false;
+	bool gone = !strcmp(sb.status, "terminated") && !sb.releaser_pid;
+	sandbox_free(&sb);
+	if (gone)
+		remove_record_dir(ctx, id);
+	return gone;
+}
+
+int sandbox_collect_tombstones(sl_ctx *ctx, sl_err *err)
+{
+	char **ids;
+	size_t nids;
+	tombstone *v;
+	if (ids_and_array(ctx, &ids, &nids, sizeof(*v), (void **)&v, err) < 0)
+		return -1;
+	size_t k = 0;
+	for (size_t i = 0; i < nids; i++) {
+		sl_sandbox sb;
+		sl_err e = {0};
+		if (strlen(ids[i]) >= sizeof(v[0].id) || record_load(ctx, ids[i], &sb, &e) < 0)
+			continue;
+		if (!strcmp(sb.status, "terminated") && !sb.releaser_pid) {
+			snprintf(v[k].id, sizeof(v[k].id), "%s", ids[i]);
+			v[k++].terminated_ms = sb.terminated_ms;
+		}
+		sandbox_free(&sb);
+	}
+	qsort(v, k, sizeof(*v), cmp_newest);
+	int64_t now = sl_now_ms();
+	size_t removed = 0;
+	for (size_t i = 0; i < k; i++)
+		if ((i >= ctx->cfg.tombstones_max || now - v[i].terminated_ms > TOMBSTONE_MS) &&
+		    collect_one(ctx, v[i].id))
+			removed++;
+	free(v);
+	free_ids(ids, nids);
+	char p[PATH_MAX], buf[32];
+	tombstones_next_path(ctx, p, sizeof(p));
+	int n = snprintf(buf, sizeof(buf), "%zu\n", nids - removed + (size_t)tombstones_slack(ctx));
+	_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, buf, n) != n)
+		sl_log(SL_LOG_WARN, "state: cannot write %s: %s", p, strerror(errno));
+	if (removed)
+		sl_log(SL_LOG_INFO, "state: removed %zu tombstone(s) (at most %llu kept, for 24 h)",
+		       removed, (unsigned long long)ctx->cfg.tombstones_max);
+	return (int)removed;
+}
+
+/* After a release: a collection when one is due. Its failures are only logged. */
+static void collect_if_due(sl_ctx *ctx)
+{
+	sl_err e = {0};
+	if (sandbox_tombstones_due(ctx) && sandbox_collect_tombstones(ctx, &e) < 0)
+		sl_log(SL_LOG_WARN, "state: tombstone collection: %s", e.msg);
+}
 
 /* sandbox_list_deadlines' memory of the records it read, per process: open addressing
  * by id, entries updated in place. Ids of removed sandboxes stay until the table is half
@@ -810,7 +952,7 @@ int sandbox_find_user(sl_ctx *ctx, bool (*uses)(const sl_sandbox *sb, const void
 	sl_sandbox *list;
 	size_t n;
 	user[0] = '\0';
-	if (sandbox_list(ctx, &list, &n, err) < 0)
+	if (sandbox_list_live(ctx, &list, &n, err) < 0)
 		return -1;
 	for (size_t i = 0; i < n && !user[0]; i++)
 		if (strcmp(list[i].status, "terminated") && uses(&list[i], arg))
@@ -2022,7 +2164,10 @@ int sandbox_destroy(sl_ctx *ctx, const char *ref, const char *reason, sl_err *er
 	char id[32];
 	if (resolve_ref(ctx, ref, id, sizeof(id), err) < 0)
 		return -1;
-	return destroy_id(ctx, id, reason, false, 0, err);
+	int r = destroy_id(ctx, id, reason, false, 0, err);
+	if (r == 0)
+		collect_if_due(ctx);
+	return r;
 }
 
 int sandbox_destroy_begin(sl_ctx *ctx, const char *ref, const char *reason, char id[32],
@@ -2041,7 +2186,7 @@ int sandbox_destroy_begin_for(sl_ctx *ctx, const char *ref, const char *reason, 
 	return destroy_id(ctx, id, reason, false, releaser, err);
 }
 
-int sandbox_destroy_finish(sl_ctx *ctx, const char *id, sl_err *err)
+static int destroy_finish_locked(sl_ctx *ctx, const char *id, sl_err *err)
 {
 	_cleanup_close_ int lk = -1;
 	sl_sandbox sb;
@@ -2051,6 +2196,14 @@ int sandbox_destroy_finish(sl_ctx *ctx, const char *id, sl_err *err)
 	if (!strcmp(sb.status, "terminated") && sb.releaser_pid)
 		r = finish_release(ctx, &sb, err);
 	sandbox_free(&sb);
+	return r;
+}
+
+int sandbox_destroy_finish(sl_ctx *ctx, const char *id, sl_err *err)
+{
+	int r = destroy_finish_locked(ctx, id, err);
+	if (r == 0)
+		collect_if_due(ctx);
 	return r;
 }
 

@@ -154,7 +154,10 @@ typedef struct sl_create_opts {
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err);
 /* Look up by id or name, with the status checked against the live init. */
 int sandbox_get(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
+/* Every sandbox, tombstones included, oldest first (pooled ones are the daemon's). */
 int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err);
+/* The same without tombstones, which a daemon then does not read again. */
+int sandbox_list_live(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err);
 
 /* What the daemon's once-a-second deadline sweep and its health count need of a live
  * sandbox (not a tombstone, not pooled). */
@@ -190,6 +193,11 @@ int sandbox_destroy_begin(sl_ctx *ctx, const char *ref, const char *reason, char
 int sandbox_destroy_begin_for(sl_ctx *ctx, const char *ref, const char *reason, pid_t releaser,
 			      char id[32], sl_err *err);
 int sandbox_destroy_finish(sl_ctx *ctx, const char *id, sl_err *err);
+/* Tombstones past cfg.tombstones_max (the oldest first) or older than 24 h lose their
+ * records; the count removed. A release (sandbox_destroy, _finish) runs one when due:
+ * the state dir has grown by a tenth of the bound since the last one. */
+int sandbox_collect_tombstones(sl_ctx *ctx, sl_err *err);
+bool sandbox_tombstones_due(const sl_ctx *ctx);
 /* Finish every orphaned release, and discard every pooled sandbox whose pool (its
  * creating daemon) is gone. Returns how many it handled. */
 int sandbox_finish_orphans(sl_ctx *ctx, sl_err *err);

@@ -677,7 +677,10 @@ static enum MHD_Result sandbox_list_route(api_req *r)
 		offset = 0;
 	sl_sandbox *list;
 	size_t n;
-	if (sandbox_list(r->srv->ctx, &list, &n, &err) < 0)
+	/* Destroyed ones only when asked for (deletedOnly, or by their status). */
+	bool want_gone = deleted_only ||
+			 (status && (in_list(status, "terminated") || in_list(status, "deleted")));
+	if ((want_gone ? sandbox_list : sandbox_list_live)(r->srv->ctx, &list, &n, &err) < 0)
 		return ag_reply_error(r, &err, NULL);
 	qsort(list, n, sizeof(*list), by_created);
 	bool asc = dir && !strcmp(dir, "asc");
@@ -686,11 +689,7 @@ static enum MHD_Result sandbox_list_route(api_req *r)
 	long total = 0;
 	for (size_t k = 0; k < n; k++) {
 		sl_sandbox *sb = &list[asc ? k : n - 1 - k];
-		/* Destroyed ones only when asked for (deletedOnly, or by their status). */
 		bool gone = !strcmp(sb->status, "terminated");
-		bool want_gone =
-		    deleted_only ||
-		    (status && (in_list(status, "terminated") || in_list(status, "deleted")));
 		if ((gone && !want_gone) || (deleted_only && !gone))
 			continue;
 		if ((name && strcmp(name, sb->name)) ||

@@ -429,7 +429,7 @@ enum MHD_Result dt_sandbox_list(api_req *r)
 		limit = LIST_DEFAULT;
 	sl_sandbox *list = NULL;
 	size_t n = 0;
-	if (q.err.kind || sandbox_list(r->srv->ctx, &list, &n, &q.err) < 0) {
+	if (q.err.kind || sandbox_list_live(r->srv->ctx, &list, &n, &q.err) < 0) {
 		cJSON_Delete(q.labels);
 		return dt_error(r, &q.err, NULL);
 	}

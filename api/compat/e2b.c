@@ -111,7 +111,7 @@ static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_
 	sl_sandbox *all;
 	size_t n;
 	sl_err err = {0};
-	if (sandbox_list(r->srv->ctx, &all, &n, &err) < 0) {
+	if (sandbox_list_live(r->srv->ctx, &all, &n, &err) < 0) {
 		*ret = e2b_reply_err(r, &err);
 		return -1;
 	}
@@ -694,7 +694,7 @@ static enum MHD_Result list(api_req *r)
 	int64_t after = started_after(r);
 	if (after == -2)
 		return e2b_reply_code(r, 400, "startedAfter: expected an RFC 3339 time");
-	if (sandbox_list(r->srv->ctx, &all, &n, &err) < 0)
+	if (sandbox_list_live(r->srv->ctx, &all, &n, &err) < 0)
 		return e2b_reply_err(r, &err);
 	if (n)
 		qsort(all, n, sizeof(*all), by_created);

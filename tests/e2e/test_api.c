@@ -2723,6 +2723,114 @@ static void test_run_one_shot(void **state)
 	resp_free(&r);
 }
 
+/* ---- tombstones ----------------------------------------------------------------------------- */
+
+static daemon_t TOMB; /* test_tombstones_collected's daemon, with a bound of 3 */
+
+static char *record_file(const char *id)
+{
+	return e2e_printf("%s/sandboxes/%s/sandbox.json", getenv("SANDLOT_STATE_DIR"), id);
+}
+
+/* Its releaser is done with it (the record names none). */
+static void wait_released(const char *id)
+{
+	char *p = record_file(id);
+	for (int i = 0; i < 500; i++) {
+		char *text = e2e_read_file(p);
+		bool done = text && strstr(text, "\"terminated\"") && !strstr(text, "releaserPid");
+		free(text);
+		if (done)
+			break;
+		usleep(10000);
+	}
+	free(p);
+}
+
+static long get_status(const daemon_t *d, const char *id)
+{
+	resp r;
+	char *p = e2e_printf("/v1/sandboxes/%s", id);
+	req q = {.method = "GET", .path = p, .d = d};
+	long st = http_q(&r, &q);
+	resp_free(&r);
+	free(p);
+	return st;
+}
+
+/* A daemon removes tombstones older than 24 h at its start, and keeps at most
+ * SANDLOT_TOMBSTONES_MAX of the rest, newest first, as its releases go. */
+static void test_tombstones_collected(void **state)
+{
+	char *old = sandbox_new(NULL);
+	char *keep = strdup(old);
+	sandbox_del(old);
+	wait_released(keep);
+	/* Terminated 25 h ago. */
+	char *p = record_file(keep);
+	char *text = e2e_read_file(p);
+	assert_non_null(text);
+	cJSON *rec = cJSON_Parse(text);
+	assert_non_null(rec);
+	cJSON *in = cJSON_GetObjectItemCaseSensitive(rec, "internal");
+	double t = cJSON_GetObjectItemCaseSensitive(in, "terminatedMs")->valuedouble;
+	cJSON_ReplaceItemInObject(in, "terminatedMs", cJSON_CreateNumber(t - 25 * 3600e3));
+	char *aged = cJSON_PrintUnformatted(rec);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(aged, f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(get_status(NULL, keep), 200);
+
+	setenv("SANDLOT_TOMBSTONES_MAX", "3", 1);
+	char *sock = e2e_printf("%s/tomb.sock", e2e_root());
+	daemon_start(&TOMB, sock, false, NULL);
+	unsetenv("SANDLOT_TOMBSTONES_MAX");
+	/* Its first sweep. */
+	for (int i = 0; i < 300 && access(p, F_OK) == 0; i++)
+		usleep(10000);
+	assert_int_equal(access(p, F_OK), -1);
+	assert_int_equal(get_status(&TOMB, keep), 404);
+	char *ids[8];
+	for (int i = 0; i < 8; i++) {
+		resp r;
+		req q = {.method = "POST", .path = "/v1/sandboxes", .body = "{\"image\":\"busybox\"}",
+			 .len = 20, .d = &TOMB};
+		http_q(&r, &q);
+		expect(&r, 201, NULL, NULL);
+		ids[i] = strdup(jstr(r.json, "id"));
+		resp_free(&r);
+		char *dp = e2e_printf("/v1/sandboxes/%s", ids[i]);
+		q = (req){.method = "DELETE", .path = dp, .d = &TOMB};
+		http_q(&r, &q);
+		expect(&r, 204, NULL, NULL);
+		resp_free(&r);
+		free(dp);
+		wait_released(ids[i]);
+	}
+	/* The newest three at least; the first ones gone. */
+	for (int i = 5; i < 8; i++)
+		assert_int_equal(get_status(&TOMB, ids[i]), 200);
+	assert_int_equal(get_status(&TOMB, ids[0]), 404);
+	assert_int_equal(get_status(NULL, ids[0]), 404);
+	daemon_stop(&TOMB);
+	for (int i = 0; i < 8; i++)
+		free(ids[i]);
+	free(sock);
+	free(aged);
+	cJSON_Delete(rec);
+	free(text);
+	free(p);
+	free(keep);
+}
+
+static int tombstones_teardown(void **state)
+{
+	unsetenv("SANDLOT_TOMBSTONES_MAX");
+	daemon_halt(&TOMB); /* if the test failed before it stopped it */
+	return e2e_test_teardown(state);
+}
+
 /* ---- caps and stopping --------------------------------------------------------------------- */
 
 static void *long_poll(void *p)
@@ -3153,6 +3261,8 @@ int main(void)
 	    E2E_TEST(test_attach),
 	    E2E_TEST(test_images),
 	    E2E_TEST(test_run_one_shot),
+	    cmocka_unit_test_setup_teardown(test_tombstones_collected, e2e_test_setup,
+					    tombstones_teardown),
 	    E2E_TEST(test_caps_and_clean_stop),
 	    E2E_TEST(test_pool),
 	    E2E_TEST(test_orphaned_release),

@@ -608,6 +608,56 @@ static void test_zeroed_record_reads_not_found(void **state)
 	free(dir);
 }
 
+/* Record dirs in $STATE/sandboxes. */
+static int record_dirs(void)
+{
+	char *p = e2e_printf("%s/sandboxes", getenv("SANDLOT_STATE_DIR"));
+	DIR *d = opendir(p);
+	assert_non_null(d);
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		n += !strncmp(de->d_name, "sbx_", 4);
+	closedir(d);
+	free(p);
+	return n;
+}
+
+/* Tombstones are bounded: past SANDLOT_TOMBSTONES_MAX the oldest records go (a release
+ * collects once the state dir grew by a tenth of the bound, + 1), newest kept. */
+static void test_tombstones_bounded(void **state)
+{
+	setenv("SANDLOT_TOMBSTONES_MAX", "3", 1);
+	char *ids[8];
+	for (int i = 0; i < 8; i++) {
+		ids[i] = create(NULL, NULL, NULL, NULL);
+		rm(ids[i]);
+		/* Kept: 3, and due at 3 + 1 more than the last collection left. */
+		assert_in_range(record_dirs(), 1, 5);
+	}
+	e2e_result r;
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "inspect", ids[0], NULL), 125);
+	assert_true(e2e_contains(r.err, "not found"));
+	e2e_result_free(&r);
+	char *in = e2e_sandlot_ok("inspect", ids[7], NULL);
+	assert_true(e2e_contains(in, "\"terminated\""));
+	free(in);
+	/* Garbage in the bound is refused, not read as 0. */
+	setenv("SANDLOT_TOMBSTONES_MAX", "3k", 1);
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "ls", NULL), 125);
+	assert_true(e2e_contains(r.err, "SANDLOT_TOMBSTONES_MAX"));
+	e2e_result_free(&r);
+	unsetenv("SANDLOT_TOMBSTONES_MAX");
+	for (int i = 0; i < 8; i++)
+		free(ids[i]);
+}
+
+static int tombstones_teardown(void **state)
+{
+	unsetenv("SANDLOT_TOMBSTONES_MAX");
+	return e2e_test_teardown(state);
+}
+
 /* The tests after it get the default uid ranges back, and no planted claim, even when
  * it failed midway. */
 static int uid_ranges_teardown(void **state)
@@ -1226,6 +1276,8 @@ int main(void)
 		E2E_TEST(test_pids_limit_fork_bomb),
 		E2E_TEST(test_disk_limit),
 		E2E_TEST(test_ls_inspect_rm_tombstone),
+		cmocka_unit_test_setup_teardown(test_tombstones_bounded, e2e_test_setup,
+						tombstones_teardown),
 		E2E_TEST(test_killed_init_shows_failed),
 		E2E_TEST(test_parallel_creates),
 		E2E_TEST(test_run_release_outlives_its_process_group),
