@@ -282,7 +282,9 @@ int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char
 	/* The result went back inline: the execution's record is not kept. */
 	char run[PATH_MAX], edir[PATH_MAX + 64];
 	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
-	snprintf(edir, sizeof(edir), "%s/execs/%s", run, eid);
+	/* ex.id: EID is only set when the snippet outlived the first wait, and an empty one
+	 * named the execs dir itself, every execution of the sandbox. */
+	snprintf(edir, sizeof(edir), "%s/execs/%s", run, out->exec_id);
 	fs_remove_tree(edir, NULL);
 	sl_err e2 = { 0 };
 	sbxfs_remove(ctx, sb, dir, true, &e2);

@@ -1626,6 +1626,33 @@ static void test_creates_take_spare_cgroups(void **state)
 
 /* ---- executions -------------------------------------------------------------------------- */
 
+/* executeCode drops its own execution's record, and only that one: a snippet that ended
+ * within the first wait named the whole execs dir, every execution of the sandbox. */
+static void test_code_keeps_other_executions(void **state)
+{
+	char *id = sandbox_new(NULL);
+	char *bg = exec_start_id(id, "{\"command\":[\"sh\",\"-c\",\"echo bg; sleep 30\"]}");
+	resp r;
+	char *p = e2e_printf("/v1/sandboxes/%s/code", id);
+	http(&r, "POST", p, "{\"code\":\"echo hi\",\"language\":\"bash\"}");
+	expect(&r, 200, NULL, NULL);
+	assert_true(cJSON_IsTrue(jget(r.json, "success")));
+	resp_free(&r);
+	free(p);
+	cJSON *g = exec_get_wait(id, bg, NULL);
+	assert_string_equal(jstr(g, "status"), "running");
+	cJSON_Delete(g);
+	p = e2e_printf("/v1/sandboxes/%s/executions", id);
+	http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_true(strstr(r.body, bg) != NULL);
+	assert_int_equal(cJSON_GetArraySize(jget(r.json, "executions")), 1); /* the snippet's: gone */
+	resp_free(&r);
+	free(p);
+	free(bg);
+	sandbox_del(id);
+}
+
 static void test_executions(void **state)
 {
 	char *id = sandbox_new("{\"image\":\"busybox\",\"env\":{\"A\":\"1\"}}");
@@ -3250,6 +3277,7 @@ int main(void)
 	    E2E_TEST(test_creates_take_spare_cgroups),
 	    E2E_TEST(test_parallel_creates_take_spares),
 	    E2E_TEST(test_executions),
+	    E2E_TEST(test_code_keeps_other_executions),
 	    E2E_TEST(test_stdin_signal_processes),
 	    E2E_TEST(test_concurrent_sleepers),
 	    E2E_TEST(test_health_during_long_polls),
