@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -15,10 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -674,19 +678,120 @@ static int devnull(void)
 	return f;
 }
 
+/* ---- the sandbox's log space ----
+ *
+ * Commands write their output straight into their logs, so the logs must be bounded by
+ * something of the sandbox's own: on a tmpfs run dir every page of them was charged to
+ * the sandbox's memory cgroup for good (300 MB of output left a 256Mi sandbox OOM-killing
+ * every later command), and on a disk-backed one they filled the host's disk. The execs
+ * dir is a tmpfs of its own, made at a sandbox's first execution (an idle sandbox has no
+ * superblock more): a quarter of the sandbox's memory, 16 MiB to 1 GiB. Output past it
+ * fails in the command with ENOSPC; a start that finds less than an eighth of it free
+ * removes finished executions, oldest first, until a quarter is free. */
+#define LOGS_MIN    (16ULL << 20)
+#define LOGS_MAX    (1ULL << 30)
+#define LOGS_INODES 65536
+
+uint64_t exec_logs_bytes(const sl_sandbox *sb)
+{
+	uint64_t b = sb->limits.memory_bytes ? sb->limits.memory_bytes / 4 : LOGS_MAX;
+	b = b < LOGS_MIN ? LOGS_MIN : b > LOGS_MAX ? LOGS_MAX : b;
+	return b & ~4095ULL;
+}
+
+static bool is_mount_root(const char *p)
+{
+	struct statx stx;
+	return statx(AT_FDCWD, p, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &stx) == 0 &&
+	       (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+	       (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
+/* An exclusive flock on the sandbox's run dir: who mounts or prunes its log space. */
+static int run_dir_lock(const sl_ctx *ctx, const char *sid, sl_err *err)
+{
+	char run[PATH_MAX];
+	state_run_dir(&ctx->cfg, sid, run, sizeof(run));
+	int fd = open(run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+		sl_sysfail(err, "lock %s", run);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Finished executions go, oldest first, until a quarter of the space and of its inodes is
+ * free (or none finished is left). Under the run dir's lock. */
+static void logs_prune(sl_ctx *ctx, const char *sid, const char *d)
+{
+	sl_exec *list;
+	size_t n, removed = 0;
+	sl_err e = {0};
+	if (exec_list(ctx, sid, &list, &n, &e) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct statfs f;
+		if (statfs(d, &f) < 0 ||
+		    (f.f_bavail >= f.f_blocks / 4 && f.f_ffree >= f.f_files / 4))
+			break;
+		if (list[i].status == SL_EXEC_RUNNING)
+			continue;
+		char p[PATH_MAX];
+		exec_dir(ctx, sid, list[i].id, p, sizeof(p));
+		if (fs_remove_tree(p, NULL) == 0)
+			removed++;
+	}
+	exec_free_list(list, n);
+	if (removed)
+		sl_log(SL_LOG_INFO, "sandbox %s: removed %zu finished execution(s) for log space",
+		       sid, removed);
+}
+
+int exec_logs_ready(sl_ctx *ctx, const sl_sandbox *sb, sl_err *err)
+{
+	char d[PATH_MAX];
+	execs_dir(ctx, sb->id, d, sizeof(d));
+	uint64_t bytes = exec_logs_bytes(sb);
+	struct statfs f;
+	/* One statfs, most of the time: our tmpfs, of this size, with room. */
+	bool ours = statfs(d, &f) == 0 && f.f_type == TMPFS_MAGIC &&
+		    (uint64_t)f.f_blocks * (uint64_t)f.f_bsize == bytes;
+	if (ours && f.f_bavail >= f.f_blocks / 8 && f.f_ffree >= f.f_files / 8)
+		return 0;
+	_cleanup_close_ int lk = run_dir_lock(ctx, sb->id, err);
+	if (lk < 0)
+		return -1;
+	if (!ours && !is_mount_root(d)) {
+		char opts[96];
+		snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%d,mode=0700",
+			 (unsigned long long)bytes, LOGS_INODES);
+		if (mkdir(d, 0700) < 0 && errno != EEXIST)
+			return sl_sysfail(err, "create %s", d);
+		if (mount("sandlot-logs", d, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+			return sl_sysfail(err, "mount the log space of sandbox %s", sb->id);
+		return 0;
+	}
+	logs_prune(ctx, sb->id, d);
+	return 0;
+}
+
+void exec_logs_unmount(const sl_ctx *ctx, const char *sid)
+{
+	char d[PATH_MAX];
+	execs_dir(ctx, sid, d, sizeof(d));
+	if (umount2(d, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
+		sl_log(SL_LOG_WARN, "sandbox %s: unmount %s: %s", sid, d, strerror(errno));
+}
+
 static int start_prepare(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec,
 			 char *const *argv, const char *eid, start_state *s, sl_err *err)
 {
 	exec_dir(ctx, sb->id, eid, s->dir, sizeof(s->dir));
+	if (exec_logs_ready(ctx, sb, err) < 0)
+		return -1;
 	int r = mkdir(s->dir, 0700);
-	if (r < 0 && errno == ENOENT) {
-		/* The sandbox's first execution: make the dir of all of them. */
-		char d[PATH_MAX];
-		execs_dir(ctx, sb->id, d, sizeof(d));
-		if (mkdir(d, 0700) < 0 && errno != EEXIST)
-			return sl_sysfail(err, "create %s", d);
-		r = mkdir(s->dir, 0700);
-	}
 	if (r < 0)
 		return sl_sysfail(err, "create %s", s->dir);
 	s->made_dir = true;

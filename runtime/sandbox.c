@@ -24,19 +24,20 @@
 #include "../init/proto.h"
 #include "cleanup.h"
 #include "clock.h"
+#include "exec.h"
 #include "fsutil.h"
 #include "image.h"
 #include "initctl.h"
 #include "launch.h"
 #include "log.h"
-#include "packages.h"
 #include "net.h"
 #include "netaddr.h"
+#include "packages.h"
 #include "quantity.h"
 #include "snapshot.h"
-#include "volume.h"
 #include "state.h"
 #include "storage.h"
+#include "volume.h"
 
 #define TOMBSTONE_MS (24LL * 3600 * 1000)
 #define RECORD_MAX (1 << 20)
@@ -1716,6 +1717,7 @@ static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
 	if (sb->snapshot[0])
 		store_clone_spares_fill(&ctx->cfg, sb->snapshot, sb->disk_bytes, sb->id);
 	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
+	exec_logs_unmount(ctx, sb->id);
 	fs_remove_tree(run, NULL);
 }
 
@@ -2032,6 +2034,11 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	/* A pooled sandbox needs no durable record: a daemon that died leaves its pool
 	 * to be discarded, whatever the record says. */
 	snprintf(sb.status, sizeof(sb.status), "%s", o->pooled ? "pooled" : "running");
+	/* A pooled sandbox is made off any request's path: its log space too, which its
+	 * first command would otherwise mount. */
+	sl_err le = {0};
+	if (o->pooled && exec_logs_ready(ctx, &sb, &le) < 0)
+		sl_log(SL_LOG_WARN, "sandbox %s: %s", sb.id, le.msg);
 	if (record_save_creating(ctx, &sb, !sb.ephemeral && !o->pooled, err) < 0)
 		goto fail;
 	*out = sb;

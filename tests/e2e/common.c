@@ -734,6 +734,25 @@ static void run_files_walk(strv *lines, const char *base, const char *rel)
 	}
 }
 
+/* A live sandbox's log space (the tmpfs its first execution mounts on its execs dir) is
+ * its own state, as its run files are: it goes with the sandbox, and a sandbox a test
+ * leaves behind is reported by its own line. */
+static bool live_log_space(const char *line, const strv *ids)
+{
+	const char *run = getenv("SANDLOT_RUN_DIR");
+	if (!run || !strstr(line, " tmpfs sandlot-logs"))
+		return false;
+	for (size_t i = 0; i < ids->n; i++) {
+		_cleanup_free_ char *pfx =
+		    e2e_printf("mount %s/sandboxes/%s/execs ", run, ids->v[i]);
+		if (strncmp(line, pfx, strlen(pfx)) == 0) {
+			_cleanup_free_ char *status = sandbox_status(ids->v[i]);
+			return strcmp(status, "terminated") != 0;
+		}
+	}
+	return false;
+}
+
 /* ---- snapshots --------------------------------------------------------------------------- */
 
 struct e2e_snapshot {
@@ -747,7 +766,15 @@ e2e_snapshot *e2e_snapshot_take(void)
 	const char *run = getenv("SANDLOT_RUN_DIR");
 
 	sandbox_ids_read(&ids);
-	mounts_read(NULL, &s->lines);
+	strv mounts = {0};
+	mounts_read(NULL, &mounts);
+	for (size_t i = 0; i < mounts.n; i++) {
+		if (live_log_space(mounts.v[i], &ids))
+			free(mounts.v[i]);
+		else
+			strv_push(&s->lines, mounts.v[i]);
+	}
+	free(mounts.v);
 	cgroups_walk(&s->lines, CGROUP_ROOT, 0);
 	const char *held = held_bridge();
 	netifs_lines(&s->lines, held);

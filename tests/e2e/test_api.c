@@ -17,6 +17,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -1653,6 +1654,43 @@ static void test_code_keeps_other_executions(void **state)
 	sandbox_del(id);
 }
 
+/* A command's output lands in the sandbox's own log space (a tmpfs of a quarter of its
+ * memory, at least 16 MiB): past it the command gets ENOSPC, the sandbox is not left out
+ * of memory, and the next start makes room by removing the oldest finished execution. */
+static void test_output_bounded_by_log_space(void **state)
+{
+	char *id = sandbox_new("{\"image\":\"busybox\",\"resources\":{\"memory\":\"64Mi\"}}");
+	cJSON *big = run_wait(id, "{\"command\":[\"head\",\"-c\",\"40000000\",\"/dev/zero\"]}");
+	assert_int_equal((int)jnum(big, "exitCode"), 1); /* head: write error */
+	assert_false(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(big, "oomKilled")));
+	char *execs = e2e_printf("%s/sandboxes/%s/execs", getenv("SANDLOT_RUN_DIR"), id);
+	struct statfs f;
+	assert_int_equal(statfs(execs, &f), 0);
+	assert_int_equal((long long)f.f_blocks * f.f_bsize, 16LL << 20);
+	char *usage = e2e_printf("/sys/fs/cgroup/memory/sandlot/%s/memory.usage_in_bytes", id);
+	char *u = e2e_read_file(usage);
+	assert_non_null(u);
+	assert_true(strtoull(u, NULL, 10) < (40ULL << 20));
+	/* Still able to run a command, which took the big one's place. */
+	cJSON *hi = run_wait(id, "{\"command\":[\"echo\",\"hi\"]}");
+	assert_int_equal((int)jnum(hi, "exitCode"), 0);
+	assert_string_equal(jstr(hi, "stdout"), "hi\n");
+	resp r;
+	char *p = e2e_printf("/v1/sandboxes/%s/executions/%s", id, jstr(big, "id"));
+	http(&r, "GET", p, NULL);
+	expect(&r, 404, NULL, NULL);
+	resp_free(&r);
+	assert_int_equal(statfs(execs, &f), 0);
+	assert_true(f.f_bavail > f.f_blocks / 2);
+	free(p);
+	free(u);
+	free(usage);
+	free(execs);
+	cJSON_Delete(hi);
+	cJSON_Delete(big);
+	sandbox_del(id);
+}
+
 static void test_executions(void **state)
 {
 	char *id = sandbox_new("{\"image\":\"busybox\",\"env\":{\"A\":\"1\"}}");
@@ -3277,6 +3315,7 @@ int main(void)
 	    E2E_TEST(test_creates_take_spare_cgroups),
 	    E2E_TEST(test_parallel_creates_take_spares),
 	    E2E_TEST(test_executions),
+	    E2E_TEST(test_output_bounded_by_log_space),
 	    E2E_TEST(test_code_keeps_other_executions),
 	    E2E_TEST(test_stdin_signal_processes),
 	    E2E_TEST(test_concurrent_sleepers),
