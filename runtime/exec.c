@@ -690,7 +690,8 @@ static int devnull(void)
  * removes finished executions, oldest first, until a quarter is free. */
 #define LOGS_MIN    (16ULL << 20)
 #define LOGS_MAX    (1ULL << 30)
-#define LOGS_INODES 65536
+/* Odd on purpose: with the size, it tells our tmpfs from a run dir's own in one statfs. */
+#define LOGS_INODES 65521
 
 uint64_t exec_logs_bytes(const sl_sandbox *sb)
 {
@@ -755,15 +756,22 @@ int exec_logs_ready(sl_ctx *ctx, const sl_sandbox *sb, sl_err *err)
 	execs_dir(ctx, sb->id, d, sizeof(d));
 	uint64_t bytes = exec_logs_bytes(sb);
 	struct statfs f;
-	/* One statfs, most of the time: our tmpfs, of this size, with room. */
-	bool ours = statfs(d, &f) == 0 && f.f_type == TMPFS_MAGIC &&
+	/* One statfs, most of the time: our tmpfs, of this size and inode count, with room. */
+	bool ours = statfs(d, &f) == 0 && f.f_type == TMPFS_MAGIC && f.f_files == LOGS_INODES &&
 		    (uint64_t)f.f_blocks * (uint64_t)f.f_bsize == bytes;
 	if (ours && f.f_bavail >= f.f_blocks / 8 && f.f_ffree >= f.f_files / 8)
 		return 0;
 	_cleanup_close_ int lk = run_dir_lock(ctx, sb->id, err);
 	if (lk < 0)
 		return -1;
-	if (!ours && !is_mount_root(d)) {
+	if (!ours && is_mount_root(d)) {
+		/* Mounted with another size (a build that sized it otherwise): prune only when
+		 * it is short of room. */
+		ours = statfs(d, &f) == 0;
+		if (ours && f.f_bavail >= f.f_blocks / 8 && f.f_ffree >= f.f_files / 8)
+			return 0;
+	}
+	if (!ours) {
 		char opts[96];
 		snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%d,mode=0700",
 			 (unsigned long long)bytes, LOGS_INODES);
