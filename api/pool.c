@@ -311,6 +311,10 @@ static void *filler_main(void *arg)
 			sl_cgusage u;
 			snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
 			cgroup_usage(s->ctx->cg, cg, &u, NULL);
+			/* Its log space too, which its first command would mount (~70 us). */
+			sl_err le = {0};
+			if (exec_logs_ready(s->ctx, &sb, &le) < 0)
+				sl_log(SL_LOG_WARN, "pool: sandbox %s: %s", sb.id, le.msg);
 		}
 		pthread_mutex_lock(&p->lock);
 		if (r < 0) {

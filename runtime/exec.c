@@ -693,7 +693,7 @@ static int devnull(void)
 /* Odd on purpose: with the size, it tells our tmpfs from a run dir's own in one statfs. */
 #define LOGS_INODES 65521
 
-uint64_t exec_logs_bytes(const sl_sandbox *sb)
+static uint64_t logs_bytes(const sl_sandbox *sb)
 {
 	uint64_t b = sb->limits.memory_bytes ? sb->limits.memory_bytes / 4 : LOGS_MAX;
 	b = b < LOGS_MIN ? LOGS_MIN : b > LOGS_MAX ? LOGS_MAX : b;
@@ -754,7 +754,7 @@ int exec_logs_ready(sl_ctx *ctx, const sl_sandbox *sb, sl_err *err)
 {
 	char d[PATH_MAX];
 	execs_dir(ctx, sb->id, d, sizeof(d));
-	uint64_t bytes = exec_logs_bytes(sb);
+	uint64_t bytes = logs_bytes(sb);
 	struct statfs f;
 	/* One statfs, most of the time: our tmpfs, of this size and inode count, with room. */
 	bool ours = statfs(d, &f) == 0 && f.f_type == TMPFS_MAGIC && f.f_files == LOGS_INODES &&

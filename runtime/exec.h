@@ -73,10 +73,9 @@ int exec_list(sl_ctx *ctx, const char *sandbox_id, sl_exec **out, size_t *n, sl_
  * count: reading every record made a GET cost ~25 us per execution ever run). */
 int exec_count(sl_ctx *ctx, const char *sandbox_id, size_t *n, sl_err *err);
 void exec_free(sl_exec *e);
-/* The size of a sandbox's log space, the tmpfs its executions' records and output live
- * in (made at its first execution), and its unmount before the run dir goes. */
-uint64_t exec_logs_bytes(const sl_sandbox *sb);
-/* The execs dir mounted as the log space, with room for one more start (pruned if not). */
+/* A sandbox's log space: the tmpfs its executions' records and output live in (a quarter
+ * of its memory, 16 MiB to 1 GiB). _ready mounts it if it is not yet (a start does, or the
+ * pool ahead of one) and makes room for one more start; _unmount goes before the run dir. */
 int exec_logs_ready(sl_ctx *ctx, const sl_sandbox *sb, sl_err *err);
 void exec_logs_unmount(const sl_ctx *ctx, const char *sid);
 void exec_free_list(sl_exec *list, size_t n);

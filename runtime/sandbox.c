@@ -671,7 +671,7 @@ static void tombstones_next_path(const sl_ctx *ctx, char *buf, size_t len)
 	snprintf(buf, len, "%s/tombstones-next", ctx->cfg.state_dir);
 }
 
-bool sandbox_tombstones_due(const sl_ctx *ctx)
+static bool tombstones_due(const sl_ctx *ctx)
 {
 	long n = record_dirs(ctx);
 	if (n < 0)
@@ -752,7 +752,7 @@ int sandbox_collect_tombstones(sl_ctx *ctx, sl_err *err)
 static void collect_if_due(sl_ctx *ctx)
 {
 	sl_err e = {0};
-	if (sandbox_tombstones_due(ctx) && sandbox_collect_tombstones(ctx, &e) < 0)
+	if (tombstones_due(ctx) && sandbox_collect_tombstones(ctx, &e) < 0)
 		sl_log(SL_LOG_WARN, "state: tombstone collection: %s", e.msg);
 }
 
@@ -2034,11 +2034,6 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	/* A pooled sandbox needs no durable record: a daemon that died leaves its pool
 	 * to be discarded, whatever the record says. */
 	snprintf(sb.status, sizeof(sb.status), "%s", o->pooled ? "pooled" : "running");
-	/* A pooled sandbox is made off any request's path: its log space too, which its
-	 * first command would otherwise mount. */
-	sl_err le = {0};
-	if (o->pooled && exec_logs_ready(ctx, &sb, &le) < 0)
-		sl_log(SL_LOG_WARN, "sandbox %s: %s", sb.id, le.msg);
 	if (record_save_creating(ctx, &sb, !sb.ephemeral && !o->pooled, err) < 0)
 		goto fail;
 	*out = sb;

@@ -197,7 +197,6 @@ int sandbox_destroy_finish(sl_ctx *ctx, const char *id, sl_err *err);
  * records; the count removed. A release (sandbox_destroy, _finish) runs one when due:
  * the state dir has grown by a tenth of the bound since the last one. */
 int sandbox_collect_tombstones(sl_ctx *ctx, sl_err *err);
-bool sandbox_tombstones_due(const sl_ctx *ctx);
 /* Finish every orphaned release, and discard every pooled sandbox whose pool (its
  * creating daemon) is gone. Returns how many it handled. */
 int sandbox_finish_orphans(sl_ctx *ctx, sl_err *err);
