@@ -704,8 +704,13 @@ static bool is_mount_root(const char *p)
 {
 	struct statx stx;
 	return statx(AT_FDCWD, p, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &stx) == 0 &&
-	       (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
-	       (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+	       fs_stx_mount_root(&stx);
+}
+
+/* At least 1/PART of the space and of the inodes free. */
+static bool has_room(const struct statfs *f, unsigned part)
+{
+	return f->f_bavail >= f->f_blocks / part && f->f_ffree >= f->f_files / part;
 }
 
 /* An exclusive flock on the sandbox's run dir: who mounts or prunes its log space. */
@@ -734,8 +739,7 @@ static void logs_prune(sl_ctx *ctx, const char *sid, const char *d)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		struct statfs f;
-		if (statfs(d, &f) < 0 ||
-		    (f.f_bavail >= f.f_blocks / 4 && f.f_ffree >= f.f_files / 4))
+		if (statfs(d, &f) < 0 || has_room(&f, 4))
 			break;
 		if (list[i].status == SL_EXEC_RUNNING)
 			continue;
@@ -759,7 +763,7 @@ int exec_logs_ready(sl_ctx *ctx, const sl_sandbox *sb, sl_err *err)
 	/* One statfs, most of the time: our tmpfs, of this size and inode count, with room. */
 	bool ours = statfs(d, &f) == 0 && f.f_type == TMPFS_MAGIC && f.f_files == LOGS_INODES &&
 		    (uint64_t)f.f_blocks * (uint64_t)f.f_bsize == bytes;
-	if (ours && f.f_bavail >= f.f_blocks / 8 && f.f_ffree >= f.f_files / 8)
+	if (ours && has_room(&f, 8))
 		return 0;
 	_cleanup_close_ int lk = run_dir_lock(ctx, sb->id, err);
 	if (lk < 0)
@@ -768,7 +772,7 @@ int exec_logs_ready(sl_ctx *ctx, const sl_sandbox *sb, sl_err *err)
 		/* Mounted with another size (a build that sized it otherwise): prune only when
 		 * it is short of room. */
 		ours = statfs(d, &f) == 0;
-		if (ours && f.f_bavail >= f.f_blocks / 8 && f.f_ffree >= f.f_files / 8)
+		if (ours && has_room(&f, 8))
 			return 0;
 	}
 	if (!ours) {

@@ -62,6 +62,12 @@ static void rm_level_free(struct rm_level *l)
 	memset(l, 0, sizeof(*l));
 }
 
+bool fs_stx_mount_root(const struct statx *stx)
+{
+	return (stx->stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+	       (stx->stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
 /* A directory entry that is the root of a mount (bind mounts on the same device
  * included) must not be entered. */
 static bool is_mount_root(int dirfd, const char *name, dev_t parent_dev)
@@ -70,8 +76,7 @@ static bool is_mount_root(int dirfd, const char *name, dev_t parent_dev)
 	if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE | STATX_INO,
 		  &stx) < 0)
 		return false;
-	if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
-	    (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+	if (fs_stx_mount_root(&stx))
 		return true;
 	return makedev(stx.stx_dev_major, stx.stx_dev_minor) != parent_dev;
 }
@@ -286,8 +291,7 @@ int fs_remove_tree(const char *path, sl_err *err)
 			return sl_sysfail(err, "remove %s: unlink", path);
 		return 0;
 	}
-	if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
-	    (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+	if (fs_stx_mount_root(&stx))
 		return sl_fail(err, SL_CONFLICT, 0,
 			       "remove %s: it is a mount point; unmount it first", path);
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

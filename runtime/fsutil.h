@@ -3,6 +3,7 @@
 #ifndef SANDLOT_FSUTIL_H
 #define SANDLOT_FSUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -13,6 +14,10 @@
  * is left in place, the rest is still removed, and the call fails naming it.
  * Holds O(1) file descriptors whatever the depth. A missing PATH is success. */
 int fs_remove_tree(const char *path, sl_err *err);
+
+struct statx;
+/* STX (from a statx that asked for no more than STATX_TYPE) is a mount's root. */
+bool fs_stx_mount_root(const struct statx *stx);
 
 /* All LEN bytes of BUF to FD (at offset AT with AT >= 0, else at its position), retrying
  * short writes and EINTR: 0, or -1 with errno. */

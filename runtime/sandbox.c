@@ -576,6 +576,8 @@ static void dead_add(const char *id)
 	pthread_mutex_unlock(&dead_set.lock);
 }
 
+static bool collect_one(sl_ctx *ctx, const char *id);
+
 /* Every record but the pooled (the daemon's, until a create takes one), by creation
  * time, tombstones only when TOMBSTONES (then those older than TOMBSTONE_MS are removed
  * on the way). Without them, the ids known as tombstones are not read at all. */
@@ -601,7 +603,7 @@ static int list_records(sl_ctx *ctx, bool tombstones, sl_sandbox **out, size_t *
 			dead_add(ids[i]);
 		if (dead && tombstones && now - list[k].terminated_ms > TOMBSTONE_MS &&
 		    !list[k].releaser_pid)
-			remove_record_dir(ctx, ids[i]);
+			collect_one(ctx, ids[i]);
 		if ((dead && (!tombstones || now - list[k].terminated_ms > TOMBSTONE_MS)) ||
 		    !strcmp(list[k].status, "pooled")) {
 			sandbox_free(&list[k]);

@@ -21,10 +21,6 @@
 #include "fsutil.h"
 #include "launch.h"
 
-#ifndef STATX_ATTR_MOUNT_ROOT
-#define STATX_ATTR_MOUNT_ROOT 0x00002000
-#endif
-
 /* openat2 answers EAGAIN when a concurrent rename or mount inside the root could have
  * let ".." escape; the sandbox can cause that at will, so retry a bounded number of
  * times and then report the race rather than loop forever. */
@@ -939,8 +935,7 @@ int sbxfs_remove(sl_ctx *ctx, const sl_sandbox *sb, const char *path, bool recur
 			return path_fail(err, sb, "remove", p, errno);
 		return 0;
 	}
-	if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
-	    (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+	if (fs_stx_mount_root(&stx))
 		return sl_fail(err, SL_CONFLICT, 0,
 			       "remove %s in sandbox %s: it is a mount point inside the sandbox", p,
 			       sb->id);
