@@ -412,7 +412,7 @@ static int listener_start(api_listener *l, sl_err *err)
 	    flags, 0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, l,
 	    MHD_OPTION_LISTEN_SOCKET, l->fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-	    (size_t)(256 * 1024), MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
+	    (size_t)(32 * 1024), MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
 	if (!l->mhd)
 		return sl_fail(err, SL_INTERNAL, errno, "start the HTTP server on %s", l->where);
 	return 0;
