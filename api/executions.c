@@ -183,7 +183,7 @@ enum MHD_Result api_exec_create(api_req *r)
 	if (api_body_object(r, false, &body, &err) < 0 || wait_param(r, &wait_ms, &err) < 0)
 		return api_reply_error(r, &err);
 	sl_sandbox sb;
-	if (api_sandbox_for_call(r, &sb, &err) < 0)
+	if (api_sandbox_for_exec(r, &sb, &err) < 0)
 		return api_reply_error(r, &err);
 	exec_body b;
 	sl_exec e;

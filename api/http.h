@@ -220,6 +220,9 @@ int api_sandbox_live(api_server *s, const char *ref, sl_sandbox *sb, sl_err *err
 /* The sandbox named by r->param[0] for a call on it: 404 when unknown or destroyed,
  * 409 when paused (unless ?autoResume=1), and the record in SB (free it). */
 int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err);
+/* The same for a call that starts a command: the init of a "running" record is not
+ * looked up in /proc (sandbox_get_for_init); a dead one fails the start with 409. */
+int api_sandbox_for_exec(api_req *r, sl_sandbox *sb, sl_err *err);
 /* Paths a user gives are inside the sandbox; relative ones start at its working
  * directory. Returns a malloc'd absolute path, or NULL with SL_INVALID. */
 char *api_sandbox_path(const sl_sandbox *sb, const char *field, const char *path, sl_err *err);

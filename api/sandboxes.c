@@ -61,9 +61,11 @@ cJSON *api_sandbox_json(api_server *s, const sl_sandbox *sb, bool detail)
 
 /* ---- shared helpers ---- */
 
-int api_sandbox_live(api_server *s, const char *ref, sl_sandbox *sb, sl_err *err)
+static int live_of(api_server *s, const char *ref, sl_sandbox *sb, bool for_init, sl_err *err)
 {
-	if (sandbox_get(s->ctx, ref, sb, err) < 0) {
+	int rc = for_init ? sandbox_get_for_init(s->ctx, ref, sb, err)
+			  : sandbox_get(s->ctx, ref, sb, err);
+	if (rc < 0) {
 		if (err->kind == SL_INVALID)
 			err->kind = SL_NOTFOUND;
 		return -1;
@@ -77,9 +79,14 @@ int api_sandbox_live(api_server *s, const char *ref, sl_sandbox *sb, sl_err *err
 	return 0;
 }
 
-int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err)
+int api_sandbox_live(api_server *s, const char *ref, sl_sandbox *sb, sl_err *err)
 {
-	if (api_sandbox_live(r->srv, r->param[0], sb, err) < 0)
+	return live_of(s, ref, sb, false, err);
+}
+
+static int for_call_of(api_req *r, sl_sandbox *sb, bool for_init, sl_err *err)
+{
+	if (live_of(r->srv, r->param[0], sb, for_init, err) < 0)
 		return -1;
 	if (!strcmp(sb->status, "paused")) {
 		bool resume = false;
@@ -100,6 +107,16 @@ int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err)
 			return -1;
 	}
 	return 0;
+}
+
+int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err)
+{
+	return for_call_of(r, sb, false, err);
+}
+
+int api_sandbox_for_exec(api_req *r, sl_sandbox *sb, sl_err *err)
+{
+	return for_call_of(r, sb, true, err);
 }
 
 char *api_sandbox_path(const sl_sandbox *sb, const char *field, const char *path, sl_err *err)

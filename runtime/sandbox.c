@@ -438,10 +438,12 @@ static bool pid_alive(pid_t pid, uint64_t start)
 }
 
 /* The truth behind a record: an init that died makes a running sandbox "failed";
- * a create whose process died midway is "failed" too (rm cleans it up). */
-static void refresh_status(sl_sandbox *sb)
+ * a create whose process died midway is "failed" too (rm cleans it up). RUNNING: look
+ * at the init of a "running" record too (else it is taken on its word). */
+static void refresh_status_of(sl_sandbox *sb, bool running)
 {
-	if (!strcmp(sb->status, "running") || !strcmp(sb->status, "paused") ||
+	bool is_running = !strcmp(sb->status, "running");
+	if ((is_running && running) || !strcmp(sb->status, "paused") ||
 	    !strcmp(sb->status, "pooled")) {
 		char boot[64];
 		boot_id(boot, sizeof(boot));
@@ -453,6 +455,11 @@ static void refresh_status(sl_sandbox *sb)
 		if (!pid_alive(sb->creator_pid, sb->creator_start))
 			snprintf(sb->status, sizeof(sb->status), "failed");
 	}
+}
+
+static void refresh_status(sl_sandbox *sb)
+{
+	refresh_status_of(sb, true);
 }
 
 static int list_ids(const sl_ctx *ctx, char ***ids, size_t *n, sl_err *err)
@@ -940,13 +947,35 @@ static int resolve_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_er
 	return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", ref);
 }
 
-int sandbox_get(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
+static int get_of(sl_ctx *ctx, const char *ref, sl_sandbox *out, bool running, sl_err *err)
 {
 	char id[32];
-	if (resolve_ref(ctx, ref, id, sizeof(id), err) < 0 || record_load_visible(ctx, id, out, err) < 0)
+	/* An id is read straight away (resolve_ref's look for its directory is one path
+	 * walk more); only what that does not find is looked up as a name. */
+	bool loaded = false;
+	if (ref && !strncmp(ref, "sbx_", 4) && strlen(ref) < sizeof(id) && !strchr(ref, '/')) {
+		sl_err e = {0};
+		loaded = record_load_visible(ctx, ref, out, &e) == 0;
+		if (!loaded && e.kind != SL_NOTFOUND) {
+			*err = e;
+			return -1;
+		}
+	}
+	if (!loaded && (resolve_ref(ctx, ref, id, sizeof(id), err) < 0 ||
+			record_load_visible(ctx, id, out, err) < 0))
 		return -1;
-	refresh_status(out);
+	refresh_status_of(out, running);
 	return 0;
+}
+
+int sandbox_get(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
+{
+	return get_of(ctx, ref, out, true, err);
+}
+
+int sandbox_get_for_init(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
+{
+	return get_of(ctx, ref, out, false, err);
 }
 
 int sandbox_find_user(sl_ctx *ctx, bool (*uses)(const sl_sandbox *sb, const void *arg),

@@ -154,6 +154,10 @@ typedef struct sl_create_opts {
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err);
 /* Look up by id or name, with the status checked against the live init. */
 int sandbox_get(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
+/* As sandbox_get, for a call that goes on to talk to the sandbox's init: a "running"
+ * record is taken on its word (no look at /proc for its init), since a dead init answers
+ * nothing and the call then fails SL_CONFLICT ("not running") on its own. */
+int sandbox_get_for_init(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
 /* Every sandbox, tombstones included, oldest first (pooled ones are the daemon's). */
 int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err);
 /* The same without tombstones, which a daemon then does not read again. */
