@@ -97,8 +97,10 @@ static cJSON *exec_json(api_server *s, const sl_exec *e, bool output)
 		char *text = NULL, key[32];
 		bool trunc = false;
 		sl_err err = {0};
-		if (api_exec_read_output(s, e->sandbox_id, e->id, streams[i], OUTPUT_CAP, &text,
-					 &trunc, &err) < 0)
+		if (e->log_empty[i])
+			text = strdup("");
+		else if (api_exec_read_output(s, e->sandbox_id, e->id, streams[i], OUTPUT_CAP,
+					      &text, &trunc, &err) < 0)
 			text = strdup("");
 		cJSON_AddStringToObject(o, streams[i], text ? text : "");
 		snprintf(key, sizeof(key), "%sTruncated", streams[i]);

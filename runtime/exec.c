@@ -920,6 +920,9 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 	 * record through our fd. */
 	cJSON *rec = r == 0 ? steal_ptr(&s.rec) : NULL;
 	_cleanup_close_ int exitfd = r == 0 ? steal_fd(&s.exitfd) : -1;
+	/* Kept to tell an empty log at the end without opening it (sl_exec.log_empty). */
+	_cleanup_close_ int logfd_out = r == 0 ? steal_fd(&s.out) : -1;
+	_cleanup_close_ int logfd_err = r == 0 ? steal_fd(&s.errfd) : -1;
 	start_state_release(&s);
 	if (r < 0) {
 		if (out->master >= 0)
@@ -951,6 +954,14 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 		out->pid = rep.pid;
 	refresh(ctx, s.dir, exitfd, out, &f, &live);
 	out->master = master;
+	if (out->status != SL_EXEC_RUNNING) {
+		const int logfd[2] = {logfd_out, logfd_err};
+		for (int i = 0; i < 2; i++) {
+			struct stat st;
+			out->log_empty[i] =
+			    logfd[i] >= 0 && fstat(logfd[i], &st) == 0 && st.st_size == 0;
+		}
+	}
 	return 0;
 }
 

@@ -52,6 +52,9 @@ typedef struct sl_exec {
 	cJSON *command;			 /* the argv as a JSON array of strings */
 	int master; /* pty master (exec_start with tty only), else -1; caller closes
 		     * (exec_free does not) */
+	/* Set by exec_start only, for a command that ended before it returned: its stdout
+	 * ([0]) or stderr ([1]) log was empty then, so the caller need not open it. */
+	bool log_empty[2];
 } sl_exec;
 
 /* Start. On success the command runs and its record exists. A command that cannot start
