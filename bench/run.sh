@@ -271,7 +271,7 @@ make_bundle "$ROOT/bundle-sleep" '["/bin/sleep", "3600"]'
 "${CRUN[@]}" run --bundle "$ROOT/bundle-true" "$CID-probe" ||
 	die "crun cannot run a container on this host (see the message above)"
 
-SL_RUN=("$SL" run --image busybox -- true)
+SL_RUN=("$SL" run --image busybox -- /bin/true)
 CRUN_RUN=("${CRUN[@]}" run --bundle "$ROOT/bundle-true" "$CID-{i}")
 BWRAP_RUN=(bwrap --unshare-all --bind "$ROOT/rootfs" / --proc /proc --dev /dev /bin/true)
 RUNC_RUN=()
@@ -336,7 +336,7 @@ bench_oneshot() {
 	out=$(measure "CLI one-shot" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" "${v[@]}")
 	local peers=(crun 0.5 bwrap 1.0)
 	[ -n "$HAVE_RUNC" ] && peers+=(runc -)
-	time_rows oneshot "CLI one-shot (true)" "$out" "${peers[@]}"
+	time_rows oneshot "CLI one-shot (/bin/true)" "$out" "${peers[@]}"
 }
 
 # A running sandbox, a running crun container (sleep), and its pid for nsenter.
@@ -355,11 +355,11 @@ bench_exec() {
 	start_exec_targets
 	local out
 	out=$(measure "CLI exec round trip" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" \
-		-v sandlot "$SL" exec "$SBX" -- true \; \
+		-v sandlot "$SL" exec "$SBX" -- /bin/true \; \
 		-v crun-exec "${CRUN[@]}" exec "$CID-exec" /bin/true \; \
 		-v nsenter nsenter -a -t "$CPID" /bin/true \;)
 	stop_exec_targets
-	time_rows exec-cli "CLI exec round trip (true)" "$out" crun-exec - nsenter -
+	time_rows exec-cli "CLI exec round trip (/bin/true)" "$out" crun-exec - nsenter -
 }
 
 # Throughput: P clients loop for a few seconds; ratio = peer rate / sandlot rate, so that
@@ -604,7 +604,7 @@ bench_api() {
 		return 0
 	fi
 	local api=(--socket "$API_SOCK")
-	local create='{"image":"busybox"}' cmd='{"command":["true"]}'
+	local create='{"image":"busybox"}' cmd='{"command":["/bin/true"]}'
 	say "API create → first command → delete vs crun run ($RUNS runs each)"
 	local out
 	out=$(measure "API create → command → delete" "${api[@]}" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" \
@@ -612,7 +612,7 @@ bench_api() {
 		@http POST "/v1/sandboxes/{id}/executions?wait=30s" "$cmd" :: \
 		@http DELETE "/v1/sandboxes/{id}" \; \
 		-v crun "${CRUN_RUN[@]}" \; \
-		-v sandlot-run @http POST /v1/run '{"image":"busybox","command":["true"]}' \;)
+		-v sandlot-run @http POST /v1/run '{"image":"busybox","command":["/bin/true"]}' \;)
 	time_rows api-create "API create → first command → delete" "$out" crun 0.25
 	local r
 	r=$(ratio "$(field "$out" sandlot-run 3)" "$(field "$out" crun 3)")
@@ -633,7 +633,7 @@ bench_api() {
 		say "API one-shot throughput, $p clients: POST /v1/run vs crun run"
 		out=$(measure "API one-shot, $p clients" "${api[@]}" --runs "$PAR_ROUNDS" --warmup 0 \
 			--parallel $p --duration "$PAR_SECONDS" \
-			-v sandlot @http POST /v1/run '{"image":"busybox","command":["true"]}' \; \
+			-v sandlot @http POST /v1/run '{"image":"busybox","command":["/bin/true"]}' \; \
 			-v crun "${CRUN_RUN[@]}" \;)
 		throughput_rows "parallel$p-api" "API one-shot runs/s, $p clients" "$out" crun
 	done
@@ -655,7 +655,7 @@ bench_api() {
 		@http POST "/v1/sandboxes/{id}/executions?wait=30s" "$cmd" :: \
 		@http DELETE "/v1/sandboxes/{id}" \; \
 		-v crun "${CRUN_RUN[@]}" \; \
-		-v sandlot-run @http POST /v1/run '{"image":"busybox","command":["true"]}' \; \
+		-v sandlot-run @http POST /v1/run '{"image":"busybox","command":["/bin/true"]}' \; \
 		-v create-only @http POST /v1/sandboxes "$create" :: @http DELETE "/v1/sandboxes/{id}" \;)
 	time_rows api-create-pool "API create (pool) → first command → delete" "$out" crun 0.1
 	r=$(ratio "$(field "$out" sandlot-run 3)" "$(field "$out" crun 3)")
@@ -757,14 +757,14 @@ bench_network() {
 	say "network: sandlot run with --network vs without ($RUNS runs each, interleaved)"
 	local out r
 	out=$(measure "network: CLI one-shot" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" \
-		-v net-on "$SL" run --image busybox --network -- true \; \
+		-v net-on "$SL" run --image busybox --network -- /bin/true \; \
 		-v net-off "${SL_RUN[@]}" \;)
 	r=$(ratio "$(field "$out" net-on 3)" "$(field "$out" net-off 3)")
-	row net-cli "CLI one-shot (true), network on vs off" ms "$(field "$out" net-on 3)" \
+	row net-cli "CLI one-shot (/bin/true), network on vs off" ms "$(field "$out" net-on 3)" \
 		"$(field "$out" net-on 4)" net-off "$(field "$out" net-off 3)" \
 		"$(field "$out" net-off 4)" "$r" - -
 	if have_serve && start_serve; then
-		local api=(--socket "$API_SOCK") cmd='{"command":["true"]}'
+		local api=(--socket "$API_SOCK") cmd='{"command":["/bin/true"]}'
 		say "network: API create → first command → delete, network on vs off ($RUNS runs each)"
 		out=$(measure "network: API create → command → delete" "${api[@]}" --runs "$RUNS" \
 			--warmup "$WARMUP" --pause "$PAUSE" \
