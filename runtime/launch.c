@@ -242,6 +242,35 @@ static int netns_ports(int proc, const char **what)
 	return fd >= 0 && write(fd, "0", 1) == 1 ? 0 : -1;
 }
 
+/* The kernel's file systems of a sandbox under DIR (DIRFD, a path of ours or a fresh
+ * overlay's root): /proc (and through it the new network namespace's sysctl when
+ * NEW_NET), a read-only /sys, the /dev tmpfs with its nodes owned by host uid BASE, and
+ * the masks over /proc and /sys (EMPTY: the empty directory they bind). */
+static void kernel_fs(int errfd, int dirfd, const char *dir, const char *empty, uint32_t base,
+		      bool new_net)
+{
+	char opts[128];
+	const char *what;
+	mount_in(errfd, dirfd, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	if (new_net) {
+		/* A procfs of our own now: nothing of the image's is on this path. */
+		_cleanup_close_ int proc =
+		    openat(dirfd, "proc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (proc < 0 || netns_ports(proc, &what) < 0)
+			child_fail(errfd, errno, "%s", what);
+	}
+	mount_in(errfd, dirfd, "sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	/* 4 MiB for /dev itself and 64 MiB for /dev/shm, which lives in it. */
+	snprintf(opts, sizeof(opts), "mode=755,size=69632k,nr_inodes=64k,uid=%u,gid=%u", base,
+		 base);
+	mount_in(errfd, dirfd, "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, opts);
+	_cleanup_close_ int devfd = openat(dirfd, "dev", O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (devfd < 0)
+		child_fail(errfd, errno, "open /dev");
+	make_dev(errfd, devfd, base);
+	mask_paths(errfd, dir, empty);
+}
+
 /* No malloc from here on: in a multi-threaded daemon the clone()d child may hold a
  * copy of a lock another thread had taken. Raw capset instead of libcap. */
 static void drop_privileges(int errfd)
@@ -358,32 +387,36 @@ static void close_inherited(const sl_launch *l, const struct child_fds *f)
 	syscall(SYS_close_range, lo, ~0u, 0);
 }
 
-static void __attribute__((noreturn)) child_main(const sl_launch *l, struct child_fds *f)
+/* Into the sandbox's cgroups (JOIN, NJOIN: their cgroup.procs files) and network
+ * namespace (NETNS, or the clone's new one when -1, which gets lo up), with every mount
+ * of ours a slave of the host's. */
+static void child_enter(int errfd, const char *const *join, size_t njoin, int netns)
 {
-	char root[PATH_MAX], lower[PATH_MAX], opts[3 * PATH_MAX + 64];
-	close_inherited(l, f);
-	/* The sandbox runs at normal priority whoever launched it (the daemon's pool
-	 * filler runs niced, so it does not slow down requests). */
-	if (getpriority(PRIO_PROCESS, 0) != 0)
-		setpriority(PRIO_PROCESS, 0, 0);
-	/* Sharing the parent's memory (vfork), we join our cgroups ourselves, first, so
-	 * what the mounts allocate is the sandbox's. */
-	for (size_t i = 0; i < l->njoin; i++) {
-		int fd = open(l->join[i], O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* Sharing the parent's memory, we join our cgroups ourselves, first, so what the
+	 * mounts allocate is the sandbox's. */
+	for (size_t i = 0; i < njoin; i++) {
+		int fd = open(join[i], O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0 || write(fd, "0", 1) != 1)
-			child_fail(f->err, errno, "join %s", l->join[i]);
+			child_fail(errfd, errno, "join %s", join[i]);
 		close(fd);
 	}
 	/* A network made beforehand (sl_launch.netns), before /sys shows its devices. */
-	if (f->netns >= 0 && setns(f->netns, CLONE_NEWNET) < 0)
-		child_fail(f->err, errno, "enter the sandbox's network namespace");
+	if (netns >= 0 && setns(netns, CLONE_NEWNET) < 0)
+		child_fail(errfd, errno, "enter the sandbox's network namespace");
 	/* The clone's new one: lo now, its sysctl once the sandbox's /proc is mounted. */
 	const char *what;
-	if (!l->netns_ready && netns_lo_up(&what) < 0)
-		child_fail(f->err, errno, "%s", what);
+	if (netns < 0 && netns_lo_up(&what) < 0)
+		child_fail(errfd, errno, "%s", what);
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-		child_fail(f->err, errno, "make mounts private");
-	snprintf(root, sizeof(root), "%s/rootfs", l->run_dir);
+		child_fail(errfd, errno, "make mounts private");
+}
+
+/* The overlay of the id-mapped image layer and the writable one at ROOT
+ * (<run_dir>/rootfs); an O_PATH fd of it. */
+static int child_root(const sl_launch *l, const struct child_fds *f, char root[PATH_MAX])
+{
+	char lower[PATH_MAX], opts[3 * PATH_MAX + 64];
+	snprintf(root, PATH_MAX, "%s/rootfs", l->run_dir);
 	snprintf(lower, sizeof(lower), "%s/lower", l->run_dir);
 	if (move_mount(f->lower, "", AT_FDCWD, lower, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		child_fail(f->err, errno, "attach the id-mapped image layer");
@@ -391,31 +424,17 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 		 l->work, l->volatile_upper ? ",volatile" : "");
 	if (mount("overlay", root, "overlay", MS_NODEV, opts) < 0)
 		child_fail(f->err, errno, "mount overlay on %s", root);
-	_cleanup_close_ int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		child_fail(f->err, errno, "open %s", root);
-	mount_in(f->err, rootfd, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-	if (!l->netns_ready) {
-		/* A procfs of our own now: nothing of the image's is on this path. */
-		_cleanup_close_ int proc =
-		    openat(rootfd, "proc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (proc < 0 || netns_ports(proc, &what) < 0)
-			child_fail(f->err, errno, "%s", what);
-	}
-	mount_in(f->err, rootfd, "sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		 NULL);
-	/* 4 MiB for /dev itself and 64 MiB for /dev/shm, which lives in it. */
-	snprintf(opts, sizeof(opts), "mode=755,size=69632k,nr_inodes=64k,uid=%u,gid=%u",
-		 l->uid_base, l->uid_base);
-	mount_in(f->err, rootfd, "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, opts);
-	{
-		char devp[PATH_MAX + 8];
-		snprintf(devp, sizeof(devp), "%s/dev", root);
-		_cleanup_close_ int devfd = open(devp, O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-		if (devfd < 0)
-			child_fail(f->err, errno, "open /dev");
-		make_dev(f->err, devfd, l->uid_base);
-	}
+	return rootfd;
+}
+
+/* Volumes, /etc files, pivot_root into ROOT, and on as the sandbox's root with its
+ * capabilities and seccomp filter into sandlot-init. */
+static void __attribute__((noreturn))
+child_finish(const sl_launch *l, struct child_fds *f, const char *root, int rootfd)
+{
 	for (size_t i = 0; i < l->nmounts; i++) {
 		_cleanup_close_ int target = make_target(f->err, rootfd, l->mounts[i].target);
 		if (move_mount(f->mounts[i], "", target, "",
@@ -426,9 +445,6 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 		write_etc(f->err, rootfd, "hosts", l->etc_hosts, l->uid_base);
 	if (l->etc_resolv)
 		write_etc(f->err, rootfd, "resolv.conf", l->etc_resolv, l->uid_base);
-	char empty[PATH_MAX];
-	snprintf(empty, sizeof(empty), "%s/empty", l->run_dir);
-	mask_paths(f->err, root, empty);
 	if (chdir(root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
 	    umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
 		child_fail(f->err, errno, "pivot_root into %s", root);
@@ -463,6 +479,22 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 			 (char *)l->default_user_env, NULL };
 	syscall(SYS_execveat, f->init, "", argv, envp, AT_EMPTY_PATH);
 	child_fail(f->err, errno, "execute sandlot-init");
+}
+
+static void __attribute__((noreturn)) child_main(const sl_launch *l, struct child_fds *f)
+{
+	char root[PATH_MAX];
+	close_inherited(l, f);
+	/* The sandbox runs at normal priority whoever launched it (the daemon's pool
+	 * filler runs niced, so it does not slow down requests). */
+	if (getpriority(PRIO_PROCESS, 0) != 0)
+		setpriority(PRIO_PROCESS, 0, 0);
+	child_enter(f->err, l->join, l->njoin, f->netns);
+	_cleanup_close_ int rootfd = child_root(l, f, root);
+	char empty[PATH_MAX];
+	snprintf(empty, sizeof(empty), "%s/empty", l->run_dir);
+	kernel_fs(f->err, rootfd, root, empty, l->uid_base, !l->netns_ready);
+	child_finish(l, f, root, rootfd);
 }
 
 struct userns_helper {
@@ -660,6 +692,217 @@ static pid_t clone_shared(const sl_launch *l, struct child_fds *f, int flags)
 	return pid;
 }
 
+/* ---- pid 1 made ahead (sl_launch_spare) ---- */
+
+/* The fds a take hands its spare, in this order; a first client's last, if any. */
+enum { SPARE_LOWER, SPARE_LISTEN, SPARE_INIT, SPARE_LOG, SPARE_USERNS, SPARE_CLIENT,
+       SPARE_NFDS };
+
+/* The staged /dev made the sandbox's: its tmpfs root, nodes and /dev/shm owned by its
+ * root (host uid BASE), and ptys made in its tty group. */
+static void spare_own_dev(int errfd, const char *dev, uint32_t base)
+{
+	static const char *const owned[] = { ".", "null", "zero", "full", "random",
+					     "urandom", "tty", "shm" };
+	_cleanup_close_ int devfd = open(dev, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (devfd < 0)
+		child_fail(errfd, errno, "open the staged /dev");
+	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
+		if (fchownat(devfd, owned[i], base, base, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) < 0)
+			child_fail(errfd, errno, "own /dev/%s", owned[i]);
+	char pts[PATH_MAX + 8], opts[128];
+	snprintf(pts, sizeof(pts), "%s/pts", dev);
+	snprintf(opts, sizeof(opts), "ptmxmode=0666,mode=0620,gid=%u", base + 5);
+	if (mount(NULL, pts, NULL, MS_REMOUNT | MS_NOSUID | MS_NOEXEC, opts) < 0)
+		child_fail(errfd, errno, "set the tty group of /dev/pts");
+}
+
+/* The spare's child. Until its take it shares the daemon's memory (a clone with
+ * CLONE_VM, not a vfork: the daemon goes on) and so, like the launch's child, makes raw
+ * system calls only, on its own stack. It keeps one fd of the daemon's, its socket:
+ * EOF there (the daemon gone, or dropping it) ends it. */
+static int spare_main(void *arg)
+{
+	sl_launch_spare *sp = arg;
+	int c = sp->child_sock;
+	if (c > 3)
+		syscall(SYS_close_range, 3, (unsigned)c - 1, 0);
+	syscall(SYS_close_range, (unsigned)c + 1, ~0U, 0);
+	child_enter(c, sp->join, sp->njoin, -1);
+	_cleanup_close_ int dirfd = open(sp->dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (dirfd < 0)
+		child_fail(c, errno, "open %s", sp->dir);
+	char empty[PATH_MAX + 8];
+	snprintf(empty, sizeof(empty), "%s/empty", sp->dir);
+	kernel_fs(c, dirfd, sp->dir, empty, 0, true);
+	if (write(c, "R", 1) != 1)
+		_exit(1);
+
+	char byte;
+	struct iovec iov = { &byte, 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * SPARE_NFDS)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	ssize_t n;
+	while ((n = recvmsg(c, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
+	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+		_exit(0); /* dropped, or the daemon is gone */
+	size_t nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+	int fds[SPARE_NFDS];
+	memcpy(fds, CMSG_DATA(cm), nfds * sizeof(int));
+	if (nfds < SPARE_CLIENT)
+		child_fail(c, EINVAL, "a take handed %zu fds", nfds);
+	const sl_launch *l = sp->l;
+	struct child_fds f = { c, fds[SPARE_USERNS], fds[SPARE_LOWER], fds[SPARE_LISTEN],
+			       fds[SPARE_INIT], fds[SPARE_LOG], nfds > SPARE_CLIENT ? fds[SPARE_CLIENT] : -1,
+			       -1, { 0 } };
+	close_inherited(l, &f);
+	if (getpriority(PRIO_PROCESS, 0) != 0)
+		setpriority(PRIO_PROCESS, 0, 0);
+	/* The take renamed our directory to l->run_dir: the staged mounts are there. */
+	char path[PATH_MAX + 8], root[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/dev", l->run_dir);
+	spare_own_dev(c, path, l->uid_base);
+	_cleanup_close_ int rootfd = child_root(l, &f, root);
+	static const char *const staged[] = { "proc", "sys", "dev" };
+	for (size_t i = 0; i < sizeof(staged) / sizeof(staged[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", l->run_dir, staged[i]);
+		_cleanup_close_ int from = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		_cleanup_close_ int to = open_mountpoint(rootfd, staged[i], 1);
+		if (from < 0 || to < 0 ||
+		    move_mount(from, "", to, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			child_fail(c, errno, "move the staged /%s into the root", staged[i]);
+	}
+	child_finish(l, &f, root, rootfd);
+}
+
+int launch_spare_make(sl_launch_spare *sp, sl_err *err)
+{
+	static const char *const dirs[] = { "proc", "sys", "dev", "rootfs", "lower" };
+	sp->pid = 0;
+	sp->sock = -1;
+	sp->l = NULL;
+	if (mkdir(sp->dir, 0711) < 0 && errno != EEXIST)
+		return sl_sysfail(err, "create %s", sp->dir);
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (mkdir_in(sp->dir, dirs[i], 0700, err) < 0)
+			return -1;
+	if (mkdir_in(sp->dir, "empty", 0555, err) < 0)
+		return -1;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return sl_sysfail(err, "socketpair");
+	sp->stack = mmap(NULL, LAUNCH_STACK, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (sp->stack == MAP_FAILED) {
+		sp->stack = NULL;
+		close(sv[0]);
+		close(sv[1]);
+		return sl_sysfail(err, "stack of a spare init");
+	}
+	mprotect(sp->stack, LAUNCH_GUARD, PROT_NONE);
+	sp->child_sock = sv[1];
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t pid = clone(spare_main, sp->stack + LAUNCH_STACK,
+			  CLONE_VM | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
+				  CLONE_NEWNET | SIGCHLD,
+			  sp);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(sv[1]);
+	sp->sock = sv[0];
+	if (pid < 0) {
+		launch_spare_drop(sp);
+		return sl_fail(err, SL_INTERNAL, e, "clone a spare init");
+	}
+	sp->pid = pid;
+	char msg[800];
+	ssize_t n;
+	while ((n = read(sp->sock, msg, sizeof(msg) - 1)) < 0 && errno == EINTR)
+		;
+	if (n == 1 && msg[0] == 'R')
+		return 0;
+	msg[n > 0 ? n : 0] = '\0';
+	sl_fail(err, SL_INTERNAL, n < 0 ? errno : 0, "spare init: %s",
+		n > 0 ? msg : "ended before it was ready");
+	launch_spare_drop(sp);
+	return -1;
+}
+
+void launch_spare_drop(sl_launch_spare *sp)
+{
+	if (sp->sock >= 0)
+		close(steal_fd(&sp->sock)); /* EOF: it exits */
+	if (sp->pid > 0) {
+		kill(sp->pid, SIGKILL);
+		while (waitpid(sp->pid, NULL, __WALL) < 0 && errno == EINTR)
+			;
+		sp->pid = 0;
+	}
+	/* Not before it is gone: it ran on this stack, in our memory. */
+	if (sp->stack)
+		munmap(sp->stack, LAUNCH_STACK);
+	sp->stack = NULL;
+}
+
+/* The take: hand the spare its fds and wait until it has exec'd init (EOF on the
+ * socket, whose end it holds closes on exec) or failed (its message). */
+static int spare_go(const sl_launch *l, const struct child_fds *f, sl_err *err)
+{
+	sl_launch_spare *sp = l->spare;
+	int fds[SPARE_NFDS] = { [SPARE_LOWER] = f->lower, [SPARE_LISTEN] = f->listen,
+				[SPARE_INIT] = f->init, [SPARE_LOG] = f->log,
+				[SPARE_USERNS] = f->userns, [SPARE_CLIENT] = f->client };
+	size_t nfds = f->client >= 0 ? SPARE_NFDS : SPARE_CLIENT;
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * SPARE_NFDS)];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	char byte = 'G';
+	struct iovec iov = { &byte, 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			      .msg_controllen = CMSG_SPACE(sizeof(int) * nfds) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	sp->l = l;
+	ssize_t n;
+	while ((n = sendmsg(sp->sock, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n != 1) {
+		sl_sysfail(err, "hand sandbox %s to its spare init", l->id);
+		launch_spare_drop(sp);
+		return -1;
+	}
+	char text[800];
+	while ((n = read(sp->sock, text, sizeof(text) - 1)) < 0 && errno == EINTR)
+		;
+	if (n != 0) {
+		text[n > 0 ? n : 0] = '\0';
+		sl_fail(err, SL_INTERNAL, n < 0 ? errno : 0, "start sandbox %s: %s", l->id,
+			n > 0 ? text : "no answer from its spare init");
+		launch_spare_drop(sp);
+		return -1;
+	}
+	/* Init runs in its own memory now: the stack is ours again, and the pid init's
+	 * (no longer the spare's to drop). */
+	close(steal_fd(&sp->sock));
+	munmap(sp->stack, LAUNCH_STACK);
+	sp->stack = NULL;
+	sp->pid = 0;
+	return 0;
+}
+
 int launch_new_netns(sl_err *err)
 {
 	_cleanup_close_ int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -736,6 +979,24 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 				l->client ? *l->client : -1, l->netns ? *l->netns : -1, { 0 } };
 	for (size_t i = 0; i < nvol; i++)
 		f.mounts[i] = vol_fds[i];
+	if (l->spare) {
+		close(ep[1]);
+		close(ep[0]);
+		for (size_t i = 0; i < nvol; i++)
+			close(vol_fds[i]);
+		if (nvol || l->netns || l->etc_hosts || l->etc_resolv) {
+			launch_spare_drop(l->spare);
+			return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: a spare init takes no "
+					"volumes or network", l->id);
+		}
+		pid_t spid = l->spare->pid;
+		if (spare_go(l, &f, err) < 0) {
+			unlink(sock);
+			return -1;
+		}
+		*init_pid = spid;
+		return 0;
+	}
 	int ns = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
 	if (!l->netns)
 		ns |= CLONE_NEWNET;

@@ -22,6 +22,8 @@ typedef struct sl_mount {
 	bool readonly;
 } sl_mount;
 
+typedef struct sl_launch_spare sl_launch_spare;
+
 typedef struct sl_launch {
 	const char *id;
 	const char *hostname;
@@ -57,7 +59,37 @@ typedef struct sl_launch {
 	/* "SANDLOT_DEFAULT_USER=<user>" for init's environment, or NULL: the user init
 	 * looks up while it waits for its first command (init/init.c, warm_up). */
 	const char *default_user_env;
+	/* A pid 1 made ahead (launch_spare_make) to become this sandbox's init, its dir
+	 * renamed to run_dir and its cgroups to the sandbox's: it takes no volumes, no
+	 * network (netns, etc_*) and no join list. NULL: a new one is cloned. Consumed
+	 * either way (exec'd into init, or dropped). */
+	sl_launch_spare *spare;
 } sl_launch;
+
+/* A daemon's sandbox init made ahead: a process in new mount, pid, uts, ipc and network
+ * namespaces (lo up), in the cgroups of JOIN, with /proc, /sys (masked as a sandbox's)
+ * and /dev mounted in DIR, waiting for what no two sandboxes share: its uid range,
+ * image layer, writable layer, socket and seccomp filter. What a launch does before its
+ * root exists, made off the create's path (docs/bench.md, session 20). Its address must
+ * not change while it lives: its child reads it. */
+struct sl_launch_spare {
+	char dir[PATH_MAX];	/* the run dir it becomes: <run>/sandboxes/.spare-... */
+	const char *join[8];	/* cgroup.procs files (cgroup_join_files), and their text */
+	size_t njoin;
+	char joinbuf[PATH_MAX];
+	char cgroup[128];	/* the cgroups' name, for the take's rename */
+	pid_t pid;
+	int sock;		/* ours; the child's end closes with its exec */
+	int child_sock;
+	char *stack;
+	const sl_launch *l;	/* the take's, set before the child is woken */
+};
+
+/* Start one (dir, join, njoin, cgroup set by the caller); 0, or -1 with nothing left
+ * running. */
+int launch_spare_make(sl_launch_spare *sp, sl_err *err);
+/* End it (SIGKILL, reaped): what it made in its dir and cgroups is the caller's. */
+void launch_spare_drop(sl_launch_spare *sp);
 
 /* A new network namespace, held by the returned fd (-1 on failure), with lo up and
  * the sysctls a sandbox's gets (launch.c, netns_prepare): all a sandbox with the network

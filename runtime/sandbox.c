@@ -1316,6 +1316,134 @@ static void cg_spares_fill(sl_ctx *ctx)
 	}
 }
 
+static pid_t spare_owner(const char *name);
+
+/* Launch spares (sl_launch_spare): a pid 1 made ahead in its own namespaces and
+ * cgroups (sandlot/.spare-<pid>-<limits>-i<seq>), its /proc, /sys and /dev mounted in
+ * <run>/sandboxes/.spare-<pid>-<seq>, the run dir it becomes. A take renames both to the
+ * sandbox's names and hands it the rest: ~0.6 ms of a create's launch made beforehand
+ * (docs/bench.md, session 20). cgroup v1 only (v2 cannot rename a cgroup). */
+#define LAUNCH_SPARES 2
+
+static void launch_spare_free(sl_ctx *ctx, sl_launch_spare *sp)
+{
+	launch_spare_drop(sp);
+	sl_err e = {0};
+	if (sp->cgroup[0] && cgroup_destroy(ctx->cg, sp->cgroup, &e) < 0)
+		sl_log(SL_LOG_WARN, "spare init: %s", e.msg);
+	sl_err_clear(&e);
+	fs_remove_tree(sp->dir, &e);
+	free(sp);
+}
+
+static void launch_spares_fill(sl_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->lock);
+	int keep = ctx->spares_keep < LAUNCH_SPARES ? ctx->spares_keep : LAUNCH_SPARES;
+	int want = keep - ctx->launch_nspares;
+	pthread_mutex_unlock(&ctx->lock);
+	if (want <= 0 || cgroup_version(ctx->cg) != 1)
+		return;
+	for (; want > 0; want--) {
+		sl_launch_spare *sp = calloc(1, sizeof(*sp));
+		if (!sp)
+			return;
+		sp->sock = sp->child_sock = -1;
+		pthread_mutex_lock(&ctx->lock);
+		unsigned seq = ctx->launch_seq++;
+		pthread_mutex_unlock(&ctx->lock);
+		sl_limits l;
+		default_limits(ctx, &l);
+		char name[128];
+		cg_spare_name(&l, 0, name, sizeof(name));
+		snprintf(sp->cgroup, sizeof(sp->cgroup), "%.*si%u", (int)strlen(name) - 1, name, seq);
+		snprintf(sp->dir, sizeof(sp->dir), "%s/sandboxes/.spare-%d-%u", ctx->cfg.run_dir,
+			 (int)getpid(), seq);
+		sl_err e = {0};
+		if (cgroup_create(ctx->cg, sp->cgroup, &l, &e) < 0) {
+			sp->cgroup[0] = '\0';
+			goto fail;
+		}
+		if (cgroup_join_files(ctx->cg, sp->cgroup, sp->joinbuf, sizeof(sp->joinbuf), sp->join,
+				      8, &sp->njoin, &e) < 0 ||
+		    launch_spare_make(sp, &e) < 0)
+			goto fail;
+		pthread_mutex_lock(&ctx->lock);
+		bool kept = ctx->launch_nspares < LAUNCH_SPARES && ctx->spares_keep > 0;
+		if (kept)
+			ctx->launch_spares[ctx->launch_nspares++] = sp;
+		pthread_mutex_unlock(&ctx->lock);
+		if (!kept)
+			launch_spare_free(ctx, sp);
+		continue;
+	fail:
+		sl_log(SL_LOG_WARN, "spare init: %s", e.msg);
+		launch_spare_free(ctx, sp);
+		return;
+	}
+}
+
+/* A spare for sandbox SB with run dir RUN and cgroups CG, renamed to them, or NULL
+ * (none kept, or the sandbox needs what a spare cannot give: a network, volumes,
+ * limits other than the defaults). */
+static sl_launch_spare *launch_spare_take(sl_ctx *ctx, const sl_sandbox *sb, size_t nmounts,
+					  const char *cg, const char *run)
+{
+	sl_limits def;
+	default_limits(ctx, &def);
+	if (sb->net_enabled || nmounts || sb->limits.cpu_millicores != def.cpu_millicores ||
+	    sb->limits.memory_bytes != def.memory_bytes || sb->limits.pids_max != def.pids_max)
+		return NULL;
+	pthread_mutex_lock(&ctx->lock);
+	sl_launch_spare *sp =
+	    ctx->launch_nspares > 0 ? ctx->launch_spares[--ctx->launch_nspares] : NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!sp)
+		return NULL;
+	if (ctx->spare_taken)
+		ctx->spare_taken(ctx->spare_taken_arg);
+	sl_err e = {0};
+	if (cgroup_rename(ctx->cg, sp->cgroup, cg, &e) < 0) {
+		sl_log(SL_LOG_WARN, "spare init for %s: %s", sb->id, e.msg);
+		launch_spare_free(ctx, sp);
+		return NULL;
+	}
+	snprintf(sp->cgroup, sizeof(sp->cgroup), "%s", cg);
+	if (rename(sp->dir, run) < 0) {
+		sl_log(SL_LOG_WARN, "spare init for %s: rename %s: %s", sb->id, sp->dir,
+		       strerror(errno));
+		launch_spare_free(ctx, sp);
+		return NULL;
+	}
+	snprintf(sp->dir, sizeof(sp->dir), "%s", run);
+	return sp;
+}
+
+/* This daemon's launch spares ended, and the run dirs of spares of daemons gone. */
+static void launch_spares_drop(sl_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->lock);
+	int n = ctx->launch_nspares;
+	sl_launch_spare *sp[LAUNCH_SPARES];
+	memcpy(sp, ctx->launch_spares, sizeof(sp));
+	ctx->launch_nspares = 0;
+	pthread_mutex_unlock(&ctx->lock);
+	for (int i = 0; i < n; i++)
+		launch_spare_free(ctx, sp[i]);
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/sandboxes", ctx->cfg.run_dir);
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		pid_t owner = spare_owner(de->d_name);
+		if (!owner || (owner != getpid() && (kill(owner, 0) == 0 || errno != ESRCH)))
+			continue;
+		char p[PATH_MAX + 300];
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		fs_remove_tree(p, NULL);
+	}
+}
+
 /* pid of a spare's daemon from its name (.spare-<pid>-...), 0 if it is not one. */
 static pid_t spare_owner(const char *name)
 {
@@ -1328,6 +1456,7 @@ static pid_t spare_owner(const char *name)
 
 void sandbox_spares_drop(sl_ctx *ctx)
 {
+	launch_spares_drop(ctx);
 	if (cgroup_version(ctx->cg) != 1)
 		return;
 	char dir[PATH_MAX];
@@ -1361,6 +1490,7 @@ void sandbox_spares_fill(sl_ctx *ctx)
 	store_layer_spares_fill(&ctx->cfg, ctx->cfg.def_disk, tag);
 	netns_spares_fill(ctx);
 	cg_spares_fill(ctx);
+	launch_spares_fill(ctx);
 }
 
 enum claim_owner { OWNER_GONE, OWNER_LIVE, OWNER_RELEASING };
@@ -1790,6 +1920,46 @@ static int spawn_send(int fd, const sl_sandbox *sb, const sl_spawn *sp, sl_err *
 
 /* A new init on the sandbox's existing writable layer: cgroup, namespaces, rootfs.
  * FIRST, when not NULL, is queued for init to start at once; *FP gets its connection. */
+/* The launch's cgroups and network made now (or taken from the spares), and init
+ * cloned into them; its cgroups removed again if that fails. */
+static int launch_fresh(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, const char *cg, sl_err *err)
+{
+	/* The cgroups are made now and the child joins them itself, launched as a vfork
+	 * (launch.h). */
+	char joinbuf[PATH_MAX];
+	const char *join[8];
+	l->join = join;
+	if (cgroup_create_or_take(ctx, cg, &sb->limits, err) < 0)
+		return -1;
+	_cleanup_close_ int netns = -1;
+	if (cgroup_join_files(ctx->cg, cg, joinbuf, sizeof(joinbuf), join, 8, &l->njoin, err) < 0)
+		goto drop_cgroups;
+	/* A daemon's spare (launch_new_netns, never used), or the clone makes one. */
+	netns = netns_spare_take(ctx);
+	l->netns = netns >= 0 ? &netns : NULL;
+	l->netns_ready = netns >= 0;
+	/* A network is set up in a namespace of its own before anything runs in it (veth,
+	 * address, route, egress chain); the child enters it. Nothing of it waits for the
+	 * child, so the launch stays a vfork. */
+	if (sb->net_enabled) {
+		sl_net_sandbox ns;
+		sl_cidr allow[SL_NET_MAX_RULES], deny[SL_NET_MAX_RULES];
+		if ((netns < 0 && (netns = launch_new_netns(err)) < 0) ||
+		    net_spec(sb, &ns, allow, deny, err) < 0 ||
+		    net_attach(&ctx->cfg, &ns, netns, err) < 0)
+			goto drop_cgroups;
+		l->netns = &netns;
+		l->netns_ready = true;
+	}
+	if (launch_sandbox(l, &sb->init_pid, err) < 0)
+		goto drop_cgroups;
+	return 0;
+drop_cgroups:;
+	sl_err e = { 0 };
+	cgroup_destroy(ctx->cg, cg, &e);
+	return -1;
+}
+
 static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, size_t nbinds,
 		      const sl_spawn *first, sl_proc *fp, sl_err *err)
 {
@@ -1873,6 +2043,8 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	snprintf(mark, sizeof(mark), "%s/work/incompat", work);
 	if (fs_remove_tree(mark, err) < 0)
 		return -1;
+	/* A spare init brings its run dir (renamed to RUN) and cgroups (to CG). */
+	sl_launch_spare *spare = launch_spare_take(ctx, sb, nm, cg, run);
 	if (mkdir(run, 0711) < 0 && errno != EEXIST)
 		return sl_sysfail(err, "create %s", run);
 	/* The daemon's idle clock (api/deadlines.c) moves this file's mtime; it is made
@@ -1880,47 +2052,38 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	char act[PATH_MAX];
 	snprintf(act, sizeof(act), "%s/activity", run);
 	int afd = open(act, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (afd < 0)
-		return sl_sysfail(err, "create %s", act);
-	close(afd);
-	/* The cgroups are made now and the child joins them itself, launched as a vfork
-	 * (launch.h). */
-	char joinbuf[PATH_MAX];
-	const char *join[8];
-	l.join = join;
-	if (cgroup_create_or_take(ctx, cg, &sb->limits, err) < 0)
+	if (afd < 0) {
+		sl_sysfail(err, "create %s", act);
+		if (spare)
+			launch_spare_free(ctx, spare);
 		return -1;
-	_cleanup_close_ int netns = -1;
-	if (cgroup_join_files(ctx->cg, cg, joinbuf, sizeof(joinbuf), join, 8, &l.njoin, err) < 0)
-		goto drop_cgroups;
-	/* A daemon's spare (launch_new_netns, never used), or the clone makes one. */
-	netns = netns_spare_take(ctx);
-	l.netns = netns >= 0 ? &netns : NULL;
-	l.netns_ready = netns >= 0;
-	/* A network is set up in a namespace of its own before anything runs in it (veth,
-	 * address, route, egress chain); the child enters it. Nothing of it waits for the
-	 * child, so the launch stays a vfork. */
-	if (sb->net_enabled) {
-		sl_net_sandbox ns;
-		sl_cidr allow[SL_NET_MAX_RULES], deny[SL_NET_MAX_RULES];
-		if ((netns < 0 && (netns = launch_new_netns(err)) < 0) ||
-		    net_spec(sb, &ns, allow, deny, err) < 0 ||
-		    net_attach(&ctx->cfg, &ns, netns, err) < 0)
-			goto drop_cgroups;
-		l.netns = &netns;
-		l.netns_ready = true;
 	}
-	if (launch_sandbox(&l, &sb->init_pid, err) < 0)
-		goto drop_cgroups;
+	close(afd);
+	if (spare) {
+		l.spare = spare;
+		int r = launch_sandbox(&l, &sb->init_pid, err);
+		launch_spare_drop(spare); /* a no-op when it became init */
+		free(spare);
+		l.spare = NULL;
+		if (r < 0) {
+			/* Dead under us, say: the launch is made the usual way, with new
+			 * cgroups (the spare's held it). */
+			sl_log(SL_LOG_WARN, "%s", err->msg);
+			sl_err_clear(err);
+			sl_err e = {0};
+			cgroup_destroy(ctx->cg, cg, &e);
+		}
+		if (r == 0)
+			goto launched;
+	}
+	if (launch_fresh(ctx, sb, &l, cg, err) < 0)
+		return -1;
+launched:
 	sb->init_start = proc_start_time(sb->init_pid);
 	boot_id(sb->boot_id, sizeof(sb->boot_id));
 	if (first)
 		fp->conn = steal_fd(&mine);
 	return 0;
-drop_cgroups:;
-	sl_err e = { 0 };
-	cgroup_destroy(ctx->cg, cg, &e);
-	return -1;
 }
 
 /* The layer a new sandbox starts from: the snapshot's, or with packages the derived

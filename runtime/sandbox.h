@@ -41,6 +41,11 @@ typedef struct sl_ctx {
 	 * (spare_taken_arg) tells it a create took one. */
 	int netns_spares[4];
 	int netns_nspares, spares_keep;
+	/* Sandbox inits made ahead, for creates of the default limits with no network
+	 * and no volumes (launch.h, sl_launch_spare; sandbox.c, launch_spare_take). */
+	struct sl_launch_spare *launch_spares[2];
+	int launch_nspares;
+	unsigned launch_seq; /* names them */
 	pthread_mutex_t spare_lock; /* the spare cgroups' takes and makes (sandbox.c) */
 	void (*spare_taken)(void *arg);
 	void *spare_taken_arg;

@@ -569,6 +569,22 @@ static bool proc_in_sandboxes(pid_t pid, const strv *ids)
 	return false;
 }
 
+/* A live daemon's spare init (runtime/launch.c, sl_launch_spare): in a cgroup
+ * sandlot/.spare-<daemon pid>-..., of a daemon still running. Like its spare cgroups, it is
+ * the daemon's state, not a test's leak (every create replaces the one it took): it is
+ * checked once the daemon has stopped, when it must be gone with it. */
+static bool proc_spare_of_live_daemon(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	_cleanup_free_ char *cg = e2e_read_file(path);
+	const char *at = cg ? strstr(cg, "/sandlot/.spare-") : NULL;
+	if (!at)
+		return false;
+	int owner = atoi(at + strlen("/sandlot/.spare-"));
+	return owner > 0 && (kill(owner, 0) == 0 || errno != ESRCH);
+}
+
 /* Ours: descended from the test process (a subreaper, so orphans stay descendants) or in a
  * cgroup of one of this root's sandboxes. */
 static size_t procs_ours(pid_t **out, const strv *ids)
@@ -580,7 +596,8 @@ static size_t procs_ours(pid_t **out, const strv *ids)
 	*out = e2e_checked(malloc((n + 1) * sizeof(**out)));
 	for (size_t i = 0; i < n; i++)
 		if (p[i].pid != self &&
-		    (procs_descends_from(p, n, p[i].pid, self) || proc_in_sandboxes(p[i].pid, ids)))
+		    (procs_descends_from(p, n, p[i].pid, self) || proc_in_sandboxes(p[i].pid, ids)) &&
+		    !proc_spare_of_live_daemon(p[i].pid))
 			(*out)[k++] = p[i].pid;
 	free(p);
 	return k;

@@ -1513,7 +1513,9 @@ static void wait_replaced(int (*list)(unsigned long *, int), unsigned long taken
 
 /* A create with the network off takes a network namespace the daemon made ahead (lo up,
  * nothing else) instead of cloning one, and the daemon makes another; no two sandboxes
- * share one, nor does any the host's (runtime/sandbox.c, netns_spare_take). */
+ * share one, nor does any the host's (runtime/sandbox.c, netns_spare_take). Limits other
+ * than the defaults, so that no spare init (which brings its own) is taken. */
+#define OTHER_LIMITS "{\"image\":\"busybox\",\"resources\":{\"memory\":\"256Mi\"}}"
 static void test_creates_take_spare_netns(void **state)
 {
 	unsigned long host = netns_ino("/proc/self/ns/net"), held[8], now[8];
@@ -1525,12 +1527,12 @@ static void test_creates_take_spare_netns(void **state)
 			usleep(10000);
 	}
 	assert_int_equal(n, 2); /* NETNS_SPARES, made at the start and after each take */
-	char *a = sandbox_new(NULL);
+	char *a = sandbox_new(OTHER_LIMITS);
 	unsigned long na = init_netns(a);
 	assert_true(na == held[0] || na == held[1]);
 	/* Handed over, and replaced shortly after. */
 	wait_replaced(daemon_netns_fds, na, now);
-	char *b = sandbox_new(NULL);
+	char *b = sandbox_new(OTHER_LIMITS);
 	unsigned long nb = init_netns(b);
 	assert_true(nb == now[0] || nb == now[1]);
 	assert_true(na != nb && na != host && nb != host);
@@ -1544,7 +1546,7 @@ static void test_creates_take_spare_netns(void **state)
 }
 
 /* The daemon's spare cgroups in the v1 memory hierarchy, as inodes (a renamed cgroup keeps
- * its own). */
+ * its own); not those its spare inits are in (.spare-...-i<n>). */
 static int spare_cgroups(unsigned long *out, int max)
 {
 	DIR *d = opendir("/sys/fs/cgroup/memory/sandlot");
@@ -1554,7 +1556,7 @@ static int spare_cgroups(unsigned long *out, int max)
 	int n = 0;
 	struct dirent *de;
 	while ((de = readdir(d)) && n < max)
-		if (!strncmp(de->d_name, mine, strlen(mine))) {
+		if (!strncmp(de->d_name, mine, strlen(mine)) && !strstr(de->d_name, "-i")) {
 			struct stat st;
 			char *p = e2e_printf("/sys/fs/cgroup/memory/sandlot/%s", de->d_name);
 			if (stat(p, &st) == 0)
@@ -1577,7 +1579,8 @@ static unsigned long memcg_ino(const char *id)
 
 /* On cgroup v1 the daemon keeps two cgroups of the default limits made, and a create with
  * those limits renames one to its own (runtime/sandbox.c, cgroup_create_or_take); one with
- * other limits makes its own. They go when the daemon stops (the group's leak check). */
+ * other limits makes its own. They go when the daemon stops (the group's leak check). A
+ * volume keeps the first create off the spare inits, which bring cgroups of their own. */
 static void test_creates_take_spare_cgroups(void **state)
 {
 	if (access("/sys/fs/cgroup/memory", F_OK) != 0)
@@ -1590,7 +1593,8 @@ static void test_creates_take_spare_cgroups(void **state)
 			usleep(10000);
 	}
 	assert_int_equal(n, 2);
-	char *a = sandbox_new(NULL);
+	char *a = sandbox_new("{\"image\":\"busybox\",\"volumes\":[{\"name\":\"cgvol\","
+			      "\"mountPath\":\"/vol\"}]}");
 	unsigned long ia = memcg_ino(a);
 	assert_true(ia == held[0] || ia == held[1]);
 	char *f = e2e_printf("/sys/fs/cgroup/pids/sandlot/%s/pids.max", a);
@@ -1623,6 +1627,161 @@ static void test_creates_take_spare_cgroups(void **state)
 	free(f);
 	sandbox_del(a);
 	sandbox_del(b);
+	expect_call("DELETE", "/v1/volumes/cgvol", NULL, 204, NULL, NULL);
+}
+
+/* The run dirs of the spare inits of daemon PID, as inodes (a take renames one to the
+ * sandbox's run dir, which keeps it). */
+static int spare_init_dirs_of(pid_t pid, unsigned long *out, int max)
+{
+	char *dir = e2e_printf("%s/sandboxes", getenv("SANDLOT_RUN_DIR"));
+	DIR *d = opendir(dir);
+	char *mine = e2e_printf(".spare-%d-", (int)pid);
+	int n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)) && n < max)
+		if (!strncmp(de->d_name, mine, strlen(mine))) {
+			struct stat st;
+			char *p = e2e_printf("%s/%s", dir, de->d_name);
+			if (stat(p, &st) == 0)
+				out[n++] = st.st_ino;
+			free(p);
+		}
+	if (d)
+		closedir(d);
+	free(mine);
+	free(dir);
+	return n;
+}
+
+static int spare_init_dirs(unsigned long *out, int max)
+{
+	return spare_init_dirs_of(D.pid, out, max);
+}
+
+static unsigned long run_dir_ino(const char *id)
+{
+	char *p = e2e_printf("%s/sandboxes/%s", getenv("SANDLOT_RUN_DIR"), id);
+	struct stat st;
+	assert_int_equal(stat(p, &st), 0);
+	free(p);
+	return st.st_ino;
+}
+
+/* The daemon's spare inits: its children in a mount namespace of their own that are not
+ * (yet) a sandbox's sandlot-init. */
+static int spare_init_pids(pid_t *out, int max)
+{
+	char *self = e2e_printf("/proc/%d/ns/mnt", (int)D.pid);
+	char dns[64] = "";
+	ssize_t l = readlink(self, dns, sizeof(dns) - 1);
+	free(self);
+	assert_true(l > 0);
+	DIR *d = opendir("/proc");
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && n < max) {
+		int pid = atoi(de->d_name);
+		if (pid <= 0)
+			continue;
+		char *stat = e2e_printf("/proc/%d/stat", pid);
+		char *text = e2e_read_file(stat);
+		free(stat);
+		int ppid = 0;
+		char comm[64] = "";
+		if (text && sscanf(text, "%*d (%63[^)]) %*c %d", comm, &ppid) == 2 && ppid == D.pid &&
+		    strcmp(comm, "sandlot-init")) {
+			char *ns = e2e_printf("/proc/%d/ns/mnt", pid), buf[64] = "";
+			if (readlink(ns, buf, sizeof(buf) - 1) > 0 && strcmp(buf, dns))
+				out[n++] = pid;
+			free(ns);
+		}
+		free(text);
+	}
+	closedir(d);
+	return n;
+}
+
+/* On cgroup v1 the daemon keeps two sandbox inits made ahead (runtime/launch.c,
+ * sl_launch_spare): in their namespaces and cgroups of the default limits, /proc, /sys and
+ * /dev mounted in a run dir of their own. A create of the default limits with no network
+ * and no volumes renames one's run dir and cgroups to its own and hands it the rest; what
+ * it becomes is the sandbox a launch from nothing makes (its devices and ttys the
+ * sandbox's root's, the masks in place). A spare killed under the daemon costs nothing but
+ * the wait for it: the create launches from nothing. */
+static void test_creates_take_spare_init(void **state)
+{
+	if (access("/sys/fs/cgroup/memory", F_OK) != 0)
+		skip(); /* cgroup v2: no rename, no spares */
+	unsigned long held[8], now[8];
+	int n = 0;
+	for (int i = 0; i < 200 && n < 2; i++) {
+		n = spare_init_dirs(held, 8);
+		if (n < 2)
+			usleep(10000);
+	}
+	assert_int_equal(n, 2);
+	pid_t spids[8];
+	assert_int_equal(spare_init_pids(spids, 8), 2);
+	char *a = sandbox_new(NULL);
+	unsigned long ia = run_dir_ino(a);
+	assert_true(ia == held[0] || ia == held[1]);
+	pid_t ipid = record_init_pid(a);
+	assert_true(ipid == spids[0] || ipid == spids[1]);
+	char *f = e2e_printf("/proc/%d/cgroup", (int)ipid);
+	char *cg = e2e_read_file(f);
+	free(f);
+	static const char *const ctrls[] = {":cpu:", ":memory:", ":pids:", ":freezer:"};
+	for (size_t i = 0; i < 4; i++) {
+		char *want = e2e_printf("%s/sandlot/%s\n", ctrls[i], a);
+		if (!strstr(cg, want))
+			fail_msg("init not in %s of %s:\n%s", ctrls[i], a, cg);
+		free(want);
+	}
+	free(cg);
+	f = e2e_printf("/proc/%d/status", (int)ipid);
+	char *status = e2e_read_file(f);
+	free(f);
+	unsigned base = 0;
+	assert_non_null(strstr(status, "\nUid:"));
+	assert_int_equal(sscanf(strstr(status, "\nUid:"), "\nUid: %u", &base), 1);
+	free(status);
+	assert_true(base >= 65536);
+	wait_replaced(spare_init_dirs, ia, now);
+
+	char *out = sh_ok(a, "hostname; ls -ldn /dev /dev/null /dev/tty /dev/shm | "
+			     "awk '{print $3\":\"$4}' | sort -u; ls /sys/firmware | wc -l; "
+			     "echo x > /proc/sys/kernel/domainname 2>/dev/null || echo ro; "
+			     "ls /sys/class/net; cat /proc/sys/net/ipv4/ip_unprivileged_port_start; "
+			     "grep -o ' devpts devpts .*gid=[0-9]*' /proc/self/mountinfo | "
+			     "sed 's/.*gid=//'; echo s > /dev/shm/x && cat /dev/shm/x; "
+			     "cat /proc/1/comm");
+	char *want = e2e_printf("%s\n0:0\n0\nro\nlo\n0\n%u\ns\nsandlot-init\n", a, base + 5);
+	assert_string_equal(out, want);
+	free(want);
+	free(out);
+
+	/* Both spares killed under the daemon: creates launch from nothing, and spares come
+	 * back. */
+	n = spare_init_pids(spids, 8);
+	assert_int_equal(n, 2);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(kill(spids[i], SIGKILL), 0);
+	char *b = sandbox_new(NULL);
+	char *c = sandbox_new(NULL);
+	out = sh_ok(c, "hostname; ls /sys/class/net");
+	want = e2e_printf("%s\nlo\n", c);
+	assert_string_equal(out, want);
+	free(want);
+	free(out);
+	pid_t ib = record_init_pid(b), ic = record_init_pid(c);
+	assert_true(ib != spids[0] && ib != spids[1] && ic != spids[0] && ic != spids[1]);
+	for (int i = 0; i < 200 && (n = spare_init_pids(spids, 8)) < 2; i++)
+		usleep(10000);
+	assert_int_equal(n, 2);
+	sandbox_del(a);
+	sandbox_del(b);
+	sandbox_del(c);
 }
 
 /* ---- executions -------------------------------------------------------------------------- */
@@ -2172,6 +2331,10 @@ static void test_restart_keeps_everything(void **state)
 	assert_int_equal(waitpid(D.pid, NULL, 0), D.pid);
 	sleep(2);
 	daemon_start(&D, D.sock, true, NULL);
+	/* Its spare inits ended with it (EOF on their sockets); the new daemon removed their
+	 * run dirs. */
+	unsigned long gone[8];
+	assert_int_equal(spare_init_dirs_of(old, gone, 8), 0);
 
 	g = exec_get_wait(id, counter, NULL);
 	assert_string_equal(jstr(g, "status"), "running");
@@ -3313,6 +3476,7 @@ int main(void)
 	    E2E_TEST(test_deleted_init_dies_elsewhere),
 	    E2E_TEST(test_creates_take_spare_netns),
 	    E2E_TEST(test_creates_take_spare_cgroups),
+	    E2E_TEST(test_creates_take_spare_init),
 	    E2E_TEST(test_parallel_creates_take_spares),
 	    E2E_TEST(test_executions),
 	    E2E_TEST(test_output_bounded_by_log_space),
