@@ -802,13 +802,26 @@ LOAD0=$(cut -d' ' -f1 /proc/loadavg)
 # Seconds since boot: the memory cgroup's shrinker map (density rows) is sized by the most
 # superblocks the host has had at once since then (docs/bench.md).
 UPTIME0=$(cut -d. -f1 /proc/uptime)
+# A section starts once the store's btrfs cleaner has deleted the layers the sections
+# before it removed (a subvolume goes in the background, after its remove returned): the
+# backlog of a few thousand one-shots kept btrfs-cleaner busy for tens of seconds and
+# doubled the API rows run after them (docs/bench.md, session 20). How long each wait
+# took is printed: it is work the rows before it left, not measured by them.
+quiesce() { # SECTION
+	local st=$SANDLOT_STATE_DIR/store t0 t1
+	mountpoint -q "$st" 2>/dev/null || return 0
+	t0=$(date +%s%N)
+	timeout 300 btrfs subvolume sync "$st" >/dev/null 2>&1 || say "store: btrfs subvolume sync failed or timed out"
+	t1=$(date +%s%N)
+	say "store: the deleted layers were cleaned $(awk -v d=$((t1 - t0)) 'BEGIN { printf "%.1f", d / 1e9 }') s before the $1 section"
+}
 want oneshot && bench_oneshot
-want exec && bench_exec
-want parallel && bench_parallel
-want api && bench_api
-want lifecycle && bench_lifecycle
-want density && bench_density
-want network && bench_network
+want exec && quiesce exec && bench_exec
+want parallel && quiesce parallel && bench_parallel
+want api && quiesce api && bench_api
+want lifecycle && quiesce lifecycle && bench_lifecycle
+want density && quiesce density && bench_density
+want network && quiesce network && bench_network
 ELAPSED=$(($(date +%s) - T0))
 LOAD1=$(cut -d' ' -f1 /proc/loadavg)
 
