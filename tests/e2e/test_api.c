@@ -1492,6 +1492,18 @@ static unsigned long init_netns(const char *id)
 	return ino;
 }
 
+/* Waits (2 s at most) until LIST shows the daemon's two spares, into HELD. */
+static void wait_held(int (*list)(unsigned long *, int), unsigned long held[8])
+{
+	int n = 0;
+	for (int i = 0; i < 200 && n < 2; i++) {
+		n = list(held, 8);
+		if (n < 2)
+			usleep(10000);
+	}
+	assert_int_equal(n, 2);
+}
+
 /* Waits (2 s at most) until LIST shows two spares again and TAKEN is not among them: what
  * a daemon does after a create took one (its syncer, 20 ms later). NOW gets the list. */
 static void wait_replaced(int (*list)(unsigned long *, int), unsigned long taken,
@@ -1520,13 +1532,7 @@ static void test_creates_take_spare_netns(void **state)
 {
 	unsigned long host = netns_ino("/proc/self/ns/net"), held[8], now[8];
 	assert_true(host != 0);
-	int n = 0;
-	for (int i = 0; i < 200 && n < 2; i++) {
-		n = daemon_netns_fds(held, 8);
-		if (n < 2)
-			usleep(10000);
-	}
-	assert_int_equal(n, 2); /* NETNS_SPARES, made at the start and after each take */
+	wait_held(daemon_netns_fds, held); /* NETNS_SPARES, made at the start and after each take */
 	char *a = sandbox_new(OTHER_LIMITS);
 	unsigned long na = init_netns(a);
 	assert_true(na == held[0] || na == held[1]);
@@ -1545,25 +1551,34 @@ static void test_creates_take_spare_netns(void **state)
 	sandbox_del(b);
 }
 
-/* The daemon's spare cgroups in the v1 memory hierarchy, as inodes (a renamed cgroup keeps
- * its own); not those its spare inits are in (.spare-...-i<n>). */
-static int spare_cgroups(unsigned long *out, int max)
+/* Inodes of the entries of DIR whose names start with PREFIX (and do not hold SKIP, when
+ * given), up to MAX: a renamed directory keeps its own. */
+static int prefixed_inodes(const char *dir, const char *prefix, const char *skip,
+			   unsigned long *out, int max)
 {
-	DIR *d = opendir("/sys/fs/cgroup/memory/sandlot");
-	if (!d)
-		return 0;
-	char *mine = e2e_printf(".spare-%d-", (int)D.pid);
+	DIR *d = opendir(dir);
 	int n = 0;
 	struct dirent *de;
-	while ((de = readdir(d)) && n < max)
-		if (!strncmp(de->d_name, mine, strlen(mine)) && !strstr(de->d_name, "-i")) {
+	while (d && (de = readdir(d)) && n < max)
+		if (!strncmp(de->d_name, prefix, strlen(prefix)) &&
+		    !(skip && strstr(de->d_name, skip))) {
 			struct stat st;
-			char *p = e2e_printf("/sys/fs/cgroup/memory/sandlot/%s", de->d_name);
+			char *p = e2e_printf("%s/%s", dir, de->d_name);
 			if (stat(p, &st) == 0)
 				out[n++] = st.st_ino;
 			free(p);
 		}
-	closedir(d);
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* The daemon's spare cgroups in the v1 memory hierarchy, as inodes (a renamed cgroup keeps
+ * its own); not those its spare inits are in (.spare-...-i<n>). */
+static int spare_cgroups(unsigned long *out, int max)
+{
+	char *mine = e2e_printf(".spare-%d-", (int)D.pid);
+	int n = prefixed_inodes("/sys/fs/cgroup/memory/sandlot", mine, "-i", out, max);
 	free(mine);
 	return n;
 }
@@ -1577,6 +1592,24 @@ static unsigned long memcg_ino(const char *id)
 	return st.st_ino;
 }
 
+/* PID is in sandbox ID's cgroups, in every v1 hierarchy of them. */
+static void assert_in_cgroups(pid_t pid, const char *id)
+{
+	char *f = e2e_printf("/proc/%d/cgroup", (int)pid);
+	char *cg = e2e_read_file(f);
+	free(f);
+	assert_non_null(cg);
+	static const char *const ctrls[] = {":cpu:", ":cpuacct:", ":memory:", ":pids:",
+					    ":freezer:"};
+	for (size_t i = 0; i < sizeof(ctrls) / sizeof(ctrls[0]); i++) {
+		char *want = e2e_printf("%s/sandlot/%s\n", ctrls[i], id);
+		if (!strstr(cg, want))
+			fail_msg("pid %d not in %s of %s:\n%s", (int)pid, ctrls[i], id, cg);
+		free(want);
+	}
+	free(cg);
+}
+
 /* On cgroup v1 the daemon keeps two cgroups of the default limits made, and a create with
  * those limits renames one to its own (runtime/sandbox.c, cgroup_create_or_take); one with
  * other limits makes its own. They go when the daemon stops (the group's leak check). A
@@ -1586,13 +1619,7 @@ static void test_creates_take_spare_cgroups(void **state)
 	if (access("/sys/fs/cgroup/memory", F_OK) != 0)
 		skip(); /* cgroup v2: no rename, no spares */
 	unsigned long held[8], now[8];
-	int n = 0;
-	for (int i = 0; i < 200 && n < 2; i++) {
-		n = spare_cgroups(held, 8);
-		if (n < 2)
-			usleep(10000);
-	}
-	assert_int_equal(n, 2);
+	wait_held(spare_cgroups, held);
 	char *a = sandbox_new("{\"image\":\"busybox\",\"volumes\":[{\"name\":\"cgvol\","
 			      "\"mountPath\":\"/vol\"}]}");
 	unsigned long ia = memcg_ino(a);
@@ -1603,18 +1630,7 @@ static void test_creates_take_spare_cgroups(void **state)
 	free(lim);
 	free(f);
 	/* init is in every hierarchy of it */
-	f = e2e_printf("/proc/%d/cgroup", (int)record_init_pid(a));
-	char *cg = e2e_read_file(f);
-	free(f);
-	static const char *const ctrls[] = {
-	    ":cpu:", ":cpuacct:", ":memory:", ":pids:", ":freezer:"};
-	for (size_t i = 0; i < 5; i++) {
-		char *want = e2e_printf("%s/sandlot/%s\n", ctrls[i], a);
-		if (!strstr(cg, want))
-			fail_msg("init not in %s of %s:\n%s", ctrls[i], a, cg);
-		free(want);
-	}
-	free(cg);
+	assert_in_cgroups(record_init_pid(a), a);
 	/* replaced shortly after */
 	wait_replaced(spare_cgroups, ia, now);
 	char *b = sandbox_new("{\"image\":\"busybox\",\"resources\":{\"memory\":\"256Mi\"}}");
@@ -1635,20 +1651,8 @@ static void test_creates_take_spare_cgroups(void **state)
 static int spare_init_dirs_of(pid_t pid, unsigned long *out, int max)
 {
 	char *dir = e2e_printf("%s/sandboxes", getenv("SANDLOT_RUN_DIR"));
-	DIR *d = opendir(dir);
 	char *mine = e2e_printf(".spare-%d-", (int)pid);
-	int n = 0;
-	struct dirent *de;
-	while (d && (de = readdir(d)) && n < max)
-		if (!strncmp(de->d_name, mine, strlen(mine))) {
-			struct stat st;
-			char *p = e2e_printf("%s/%s", dir, de->d_name);
-			if (stat(p, &st) == 0)
-				out[n++] = st.st_ino;
-			free(p);
-		}
-	if (d)
-		closedir(d);
+	int n = prefixed_inodes(dir, mine, NULL, out, max);
 	free(mine);
 	free(dir);
 	return n;
@@ -1714,13 +1718,7 @@ static void test_creates_take_spare_init(void **state)
 	if (access("/sys/fs/cgroup/memory", F_OK) != 0)
 		skip(); /* cgroup v2: no rename, no spares */
 	unsigned long held[8], now[8];
-	int n = 0;
-	for (int i = 0; i < 200 && n < 2; i++) {
-		n = spare_init_dirs(held, 8);
-		if (n < 2)
-			usleep(10000);
-	}
-	assert_int_equal(n, 2);
+	wait_held(spare_init_dirs, held);
 	pid_t spids[8];
 	assert_int_equal(spare_init_pids(spids, 8), 2);
 	char *a = sandbox_new(NULL);
@@ -1728,18 +1726,8 @@ static void test_creates_take_spare_init(void **state)
 	assert_true(ia == held[0] || ia == held[1]);
 	pid_t ipid = record_init_pid(a);
 	assert_true(ipid == spids[0] || ipid == spids[1]);
-	char *f = e2e_printf("/proc/%d/cgroup", (int)ipid);
-	char *cg = e2e_read_file(f);
-	free(f);
-	static const char *const ctrls[] = {":cpu:", ":memory:", ":pids:", ":freezer:"};
-	for (size_t i = 0; i < 4; i++) {
-		char *want = e2e_printf("%s/sandlot/%s\n", ctrls[i], a);
-		if (!strstr(cg, want))
-			fail_msg("init not in %s of %s:\n%s", ctrls[i], a, cg);
-		free(want);
-	}
-	free(cg);
-	f = e2e_printf("/proc/%d/status", (int)ipid);
+	assert_in_cgroups(ipid, a);
+	char *f = e2e_printf("/proc/%d/status", (int)ipid);
 	char *status = e2e_read_file(f);
 	free(f);
 	unsigned base = 0;
@@ -1763,7 +1751,7 @@ static void test_creates_take_spare_init(void **state)
 
 	/* Both spares killed under the daemon: creates launch from nothing, and spares come
 	 * back. */
-	n = spare_init_pids(spids, 8);
+	int n = spare_init_pids(spids, 8);
 	assert_int_equal(n, 2);
 	for (int i = 0; i < n; i++)
 		assert_int_equal(kill(spids[i], SIGKILL), 0);
