@@ -927,9 +927,15 @@ int launch_new_netns(sl_err *err)
 int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 {
 	char sock[PATH_MAX], logp[PATH_MAX];
-	if (mkdir_in(l->run_dir, "rootfs", 0700, err) < 0 ||
-	    mkdir_in(l->run_dir, "lower", 0700, err) < 0 ||
-	    mkdir_in(l->run_dir, "empty", 0555, err) < 0)
+	if (l->spare && (l->nmounts || l->netns || l->etc_hosts || l->etc_resolv)) {
+		launch_spare_drop(l->spare);
+		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: a spare init takes no volumes or "
+				"network", l->id);
+	}
+	/* A spare's run dir has them (launch_spare_make). */
+	if (!l->spare && (mkdir_in(l->run_dir, "rootfs", 0700, err) < 0 ||
+			  mkdir_in(l->run_dir, "lower", 0700, err) < 0 ||
+			  mkdir_in(l->run_dir, "empty", 0555, err) < 0))
 		return -1;
 	snprintf(sock, sizeof(sock), "%s/init.sock", l->run_dir);
 	snprintf(logp, sizeof(logp), "%s/init.log", l->run_dir);
@@ -956,6 +962,18 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	_cleanup_close_ int logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (logfd < 0)
 		return sl_sysfail(err, "open %s", logp);
+	if (l->spare) {
+		/* Its namespaces are made: what it is handed is all it needs. */
+		f = (struct child_fds){ -1, userns, lower, lsock, initfd, logfd,
+					l->client ? *l->client : -1, -1, { 0 } };
+		pid_t spid = l->spare->pid;
+		if (spare_go(l, &f, err) < 0) {
+			unlink(sock);
+			return -1;
+		}
+		*init_pid = spid;
+		return 0;
+	}
 	int vol_fds[SL_MAX_VOLUMES];
 	size_t nvol = 0;
 	if (l->nmounts > SL_MAX_VOLUMES)
@@ -979,24 +997,6 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 				l->client ? *l->client : -1, l->netns ? *l->netns : -1, { 0 } };
 	for (size_t i = 0; i < nvol; i++)
 		f.mounts[i] = vol_fds[i];
-	if (l->spare) {
-		close(ep[1]);
-		close(ep[0]);
-		for (size_t i = 0; i < nvol; i++)
-			close(vol_fds[i]);
-		if (nvol || l->netns || l->etc_hosts || l->etc_resolv) {
-			launch_spare_drop(l->spare);
-			return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: a spare init takes no "
-					"volumes or network", l->id);
-		}
-		pid_t spid = l->spare->pid;
-		if (spare_go(l, &f, err) < 0) {
-			unlink(sock);
-			return -1;
-		}
-		*init_pid = spid;
-		return 0;
-	}
 	int ns = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
 	if (!l->netns)
 		ns |= CLONE_NEWNET;

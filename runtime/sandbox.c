@@ -1284,9 +1284,10 @@ static pid_t spare_owner(const char *name);
 /* Launch spares (sl_launch_spare): a pid 1 made ahead in its own namespaces and
  * cgroups (sandlot/.spare-<pid>-<limits>-i<seq>), its /proc, /sys and /dev mounted in
  * <run>/sandboxes/.spare-<pid>-<seq>, the run dir it becomes. A take renames both to the
- * sandbox's names and hands it the rest: ~0.6 ms of a create's launch made beforehand
- * (docs/bench.md, session 20). cgroup v1 only (v2 cannot rename a cgroup). */
-#define LAUNCH_SPARES 2
+ * sandbox's names and hands it the rest: what of a launch does not depend on the sandbox,
+ * made beforehand (docs/bench.md, session 20). cgroup v1 only (v2 cannot rename a
+ * cgroup). As many as ctx->launch_spares holds. */
+#define LAUNCH_SPARES (int)(sizeof(((sl_ctx *)0)->launch_spares) / sizeof(struct sl_launch_spare *))
 
 static void launch_spare_free(sl_ctx *ctx, sl_launch_spare *sp)
 {
@@ -1881,8 +1882,6 @@ static int spawn_send(int fd, const sl_sandbox *sb, const sl_spawn *sp, sl_err *
 	return 0;
 }
 
-/* A new init on the sandbox's existing writable layer: cgroup, namespaces, rootfs.
- * FIRST, when not NULL, is queued for init to start at once; *FP gets its connection. */
 /* The launch's cgroups and network made now (or taken from the spares), and init
  * cloned into them; its cgroups removed again if that fails. */
 static int launch_fresh(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, const char *cg, sl_err *err)
@@ -1923,6 +1922,28 @@ drop_cgroups:;
 	return -1;
 }
 
+/* Init launched from SPARE (consumed either way): 0, or -1 with its cgroups (CG, the
+ * spare's renamed) removed and the reason logged, for the caller to launch from nothing
+ * (a spare killed under the daemon, say). */
+static int launch_spared(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, sl_launch_spare *spare,
+			 const char *cg, sl_err *err)
+{
+	l->spare = spare;
+	int r = launch_sandbox(l, &sb->init_pid, err);
+	launch_spare_drop(spare); /* a no-op when it became init */
+	free(spare);
+	l->spare = NULL;
+	if (r < 0) {
+		sl_log(SL_LOG_WARN, "%s; launching it from nothing", err->msg);
+		sl_err_clear(err);
+		sl_err e = {0};
+		cgroup_destroy(ctx->cg, cg, &e);
+	}
+	return r;
+}
+
+/* A new init on the sandbox's existing writable layer: cgroup, namespaces, rootfs.
+ * FIRST, when not NULL, is queued for init to start at once; *FP gets its connection. */
 static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, size_t nbinds,
 		      const sl_spawn *first, sl_proc *fp, sl_err *err)
 {
@@ -2008,8 +2029,10 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 		return -1;
 	/* A spare init brings its run dir (renamed to RUN) and cgroups (to CG). */
 	sl_launch_spare *spare = launch_spare_take(ctx, sb, nm, cg, run);
-	if (mkdir(run, 0711) < 0 && errno != EEXIST)
-		return sl_sysfail(err, "create %s", run);
+	if (mkdir(run, 0711) < 0 && errno != EEXIST) {
+		sl_sysfail(err, "create %s", run);
+		goto drop_spare;
+	}
 	/* The daemon's idle clock (api/deadlines.c) moves this file's mtime; it is made
 	 * here, never by a request, so a request racing a destroy cannot leave it. */
 	char act[PATH_MAX];
@@ -2017,36 +2040,21 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	int afd = open(act, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (afd < 0) {
 		sl_sysfail(err, "create %s", act);
-		if (spare)
-			launch_spare_free(ctx, spare);
-		return -1;
+		goto drop_spare;
 	}
 	close(afd);
-	if (spare) {
-		l.spare = spare;
-		int r = launch_sandbox(&l, &sb->init_pid, err);
-		launch_spare_drop(spare); /* a no-op when it became init */
-		free(spare);
-		l.spare = NULL;
-		if (r < 0) {
-			/* Dead under us, say: the launch is made the usual way, with new
-			 * cgroups (the spare's held it). */
-			sl_log(SL_LOG_WARN, "%s", err->msg);
-			sl_err_clear(err);
-			sl_err e = {0};
-			cgroup_destroy(ctx->cg, cg, &e);
-		}
-		if (r == 0)
-			goto launched;
-	}
-	if (launch_fresh(ctx, sb, &l, cg, err) < 0)
+	if (!(spare && launch_spared(ctx, sb, &l, spare, cg, err) == 0) &&
+	    launch_fresh(ctx, sb, &l, cg, err) < 0)
 		return -1;
-launched:
 	sb->init_start = proc_start_time(sb->init_pid);
 	boot_id(sb->boot_id, sizeof(sb->boot_id));
 	if (first)
 		fp->conn = steal_fd(&mine);
 	return 0;
+drop_spare:
+	if (spare)
+		launch_spare_free(ctx, spare);
+	return -1;
 }
 
 /* The layer a new sandbox starts from: the snapshot's, or with packages the derived
