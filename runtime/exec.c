@@ -194,6 +194,7 @@ static int record_take(cJSON *o, const char *sid, const char *eid, sl_exec *e, e
 	snprintf(e->sandbox_id, sizeof(e->sandbox_id), "%s", sid);
 	e->pid = num(o, "pid");
 	e->started_ms = num(o, "startedAt");
+	e->started_us = num(o, "startedUs"); /* 0 in a record of a build before it */
 	e->status = SL_EXEC_RUNNING;
 	e->command = cJSON_DetachItemFromObjectCaseSensitive(o, "command");
 	*f = (exec_facts){.oom_before = num(o, "oomKillsBefore"),
@@ -473,6 +474,8 @@ static int cmp_started(const void *a, const void *b)
 	const sl_exec *x = a, *y = b;
 	if (x->started_ms != y->started_ms)
 		return x->started_ms < y->started_ms ? -1 : 1;
+	if (x->started_us != y->started_us)
+		return x->started_us < y->started_us ? -1 : 1;
 	return strcmp(x->id, y->id);
 }
 
@@ -630,7 +633,12 @@ static cJSON *record_new(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *
 	cJSON_AddNumberToObject(o, "timeoutMs", (double)spec->timeout_ms);
 	cJSON_AddBoolToObject(o, "stdin", spec->stdin_pipe);
 	cJSON_AddBoolToObject(o, "tty", spec->tty);
-	cJSON_AddNumberToObject(o, "startedAt", (double)sl_now_ms());
+	/* The µs orders the starts of one millisecond (exec_list lists oldest first). */
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	int64_t us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+	cJSON_AddNumberToObject(o, "startedAt", (double)(us / 1000));
+	cJSON_AddNumberToObject(o, "startedUs", (double)us);
 	cJSON_AddNumberToObject(o, "oomKillsBefore", (double)oom);
 	cJSON_AddNumberToObject(o, "starterPid", self);
 	cJSON_AddNumberToObject(o, "starterStart", (double)proc_self_start_time());

@@ -49,6 +49,7 @@ typedef struct sl_exec {
 	int signal;    /* 0 or the terminating signal */
 	bool oom_killed;
 	int64_t started_ms, finished_ms; /* unix ms; finished 0 while running */
+	int64_t started_us;		 /* unix µs of the start, 0 if not recorded */
 	cJSON *command;			 /* the argv as a JSON array of strings */
 	int master; /* pty master (exec_start with tty only), else -1; caller closes
 		     * (exec_free does not) */
