@@ -81,6 +81,11 @@ bool e2e_contains(const char *haystack, const char *needle)
 
 char *e2e_read_file(const char *path)
 {
+	return e2e_read_file_len(path, NULL);
+}
+
+char *e2e_read_file_len(const char *path, size_t *out_len)
+{
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	size_t len = 0, cap = 4096;
 	_cleanup_free_ char *buf = NULL;
@@ -101,6 +106,8 @@ char *e2e_read_file(const char *path)
 		len += (size_t)n;
 	}
 	buf[len] = '\0';
+	if (out_len)
+		*out_len = len;
 	return steal_ptr(&buf);
 }
 

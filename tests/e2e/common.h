@@ -101,6 +101,8 @@ int e2e_test_teardown(void **state);
 
 /* Whole file, NUL-terminated, or NULL (errno set); caller frees. */
 char *e2e_read_file(const char *path);
+/* The same, its length (NULs included) in *len. */
+char *e2e_read_file_len(const char *path, size_t *len);
 bool e2e_contains(const char *haystack, const char *needle);
 int64_t e2e_now_ms(void);
 /* The value of probe output line "<name> <value>" ("ok", "errno=EPERM"), or NULL. */

@@ -1713,6 +1713,63 @@ static int spare_init_pids(pid_t *out, int max)
  * it becomes is the sandbox a launch from nothing makes (its devices and ttys the
  * sandbox's root's, the masks in place). A spare killed under the daemon costs nothing but
  * the wait for it: the create launches from nothing. */
+/* The probe's chroot escape (tests/probe) run by the root of sandbox ID: "same" when the
+ * climb ended on the sandbox's own root, "moved" when it got out. */
+static char *chroot_escape(const char *id)
+{
+	char *path = e2e_build_path("probe");
+	size_t len;
+	char *bytes = e2e_read_file_len(path, &len);
+	assert_non_null(bytes);
+	char *p = e2e_printf("/v1/sandboxes/%s/files?path=/tmp/probe&mode=0755", id);
+	req q = {.method = "PUT", .path = p, .body = bytes, .len = len};
+	resp r;
+	http_q(&r, &q);
+	expect(&r, 204, NULL, NULL);
+	resp_free(&r);
+	free(p);
+	free(bytes);
+	free(path);
+	char *out = sh_ok(id, "/tmp/probe --chroot-escape /tmp/esc");
+	char *v = e2e_probe_field(out, "chroot_escape");
+	assert_non_null(v);
+	free(out);
+	return v;
+}
+
+/* The control: in a plain chroot(2) on the host the same probe does get out. */
+static void chroot_escape_control(void)
+{
+	char dir[] = "/tmp/sandlot-escape.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char *probe = e2e_build_path("probe");
+	char *copy = e2e_printf("%s/probe", dir);
+	size_t len;
+	char *bytes = e2e_read_file_len(probe, &len);
+	assert_non_null(bytes);
+	FILE *f = fopen(copy, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(bytes, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(copy, 0755), 0);
+	e2e_result r;
+	char *argv[] = {"/usr/sbin/chroot", dir, "/probe", "--chroot-escape", "/esc", NULL};
+	assert_int_equal(e2e_run(&r, NULL, 0, 30000, argv), 0);
+	char *v = e2e_probe_field(r.out, "chroot_escape");
+	assert_non_null(v);
+	assert_string_equal(v, "moved");
+	free(v);
+	e2e_result_free(&r);
+	char *esc = e2e_printf("%s/esc", dir);
+	rmdir(esc);
+	unlink(copy);
+	rmdir(dir);
+	free(esc);
+	free(copy);
+	free(bytes);
+	free(probe);
+}
+
 static void test_creates_take_spare_init(void **state)
 {
 	if (access("/sys/fs/cgroup/memory", F_OK) != 0)
@@ -1748,6 +1805,12 @@ static void test_creates_take_spare_init(void **state)
 	assert_string_equal(out, want);
 	free(want);
 	free(out);
+	/* Its root was moved onto the spare's staging root, not pivoted into: a chroot escape
+	 * by its root still ends on it (the control shows the probe's escape works). */
+	chroot_escape_control();
+	char *v = chroot_escape(a);
+	assert_string_equal(v, "same");
+	free(v);
 
 	/* Both spares killed under the daemon: creates launch from nothing, and spares come
 	 * back. */
@@ -1762,6 +1825,9 @@ static void test_creates_take_spare_init(void **state)
 	assert_string_equal(out, want);
 	free(want);
 	free(out);
+	v = chroot_escape(c); /* launched from nothing: pivot_root */
+	assert_string_equal(v, "same");
+	free(v);
 	pid_t ib = record_init_pid(b), ic = record_init_pid(c);
 	assert_true(ib != spids[0] && ib != spids[1] && ic != spids[0] && ic != spids[1]);
 	for (int i = 0; i < 200 && (n = spare_init_pids(spids, 8)) < 2; i++)

@@ -678,14 +678,8 @@ static int uid_ranges_teardown(void **state)
 static char *probe_bytes(size_t *len)
 {
 	char *path = e2e_build_path("probe");
-	FILE *f = fopen(path, "rb");
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	*len = ftell(f);
-	rewind(f);
-	char *buf = malloc(*len);
-	assert_int_equal(fread(buf, 1, *len, f), *len);
-	fclose(f);
+	char *buf = e2e_read_file_len(path, len);
+	assert_non_null(buf);
 	free(path);
 	return buf;
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,9 +242,35 @@ static void probe_ptrace(const char *target)
 	probe_report("ptrace", rc, e);
 }
 
+/* The classic chroot escape, as a root with CAP_SYS_CHROOT would try it: chroot into DIR
+ * with the working directory left outside it, climb "..", and chroot to where the climb
+ * ended. Prints "chroot_escape same" when "/" is still the file it was (the escape ended
+ * on this root) and "chroot_escape moved" when it got out; run last, it changes the root. */
+static void probe_chroot_escape(const char *dir)
+{
+	struct stat before, after;
+	if (stat("/", &before) < 0 || (mkdir(dir, 0700) < 0 && errno != EEXIST) || chdir("/") < 0) {
+		probe_report("chroot_escape", -1, errno);
+		return;
+	}
+	if (chroot(dir) < 0) {
+		probe_report("chroot_escape", -1, errno);
+		return;
+	}
+	for (int i = 0; i < 256; i++)
+		if (chdir("..") < 0)
+			break;
+	if (chroot(".") < 0 || stat("/", &after) < 0) {
+		probe_report("chroot_escape", -1, errno);
+		return;
+	}
+	bool same = before.st_dev == after.st_dev && before.st_ino == after.st_ino;
+	printf("chroot_escape %s\n", same ? "same" : "moved");
+}
+
 int main(int argc, char **argv)
 {
-	const char *target = "1", *mount_dir = NULL;
+	const char *target = "1", *mount_dir = NULL, *escape_dir = NULL;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (int i = 1; i < argc; i++) {
@@ -251,11 +278,18 @@ int main(int argc, char **argv)
 			target = argv[++i];
 		else if (strcmp(argv[i], "--mount-dir") == 0 && i + 1 < argc)
 			mount_dir = argv[++i];
+		else if (strcmp(argv[i], "--chroot-escape") == 0 && i + 1 < argc)
+			escape_dir = argv[++i];
 		else
-			fprintf(stderr,
-				"probe: ignoring argument %s (usage: probe "
-				"[--ptrace-target PID|child] [--mount-dir DIR])\n",
-				argv[i]);
+			fprintf(
+			    stderr,
+			    "probe: ignoring argument %s (usage: probe [--ptrace-target PID|child] "
+			    "[--mount-dir DIR] [--chroot-escape DIR])\n",
+			    argv[i]);
+	}
+	if (escape_dir) {
+		probe_chroot_escape(escape_dir);
+		return 0;
 	}
 	probe_mount(mount_dir);
 	probe_unshare();
