@@ -326,7 +326,7 @@ static void write_etc(int errfd, int rootfd, const char *name, const char *text,
 }
 
 struct child_fds {
-	int err, userns, root, listen, init, log, client, netns;
+	int err, userns, lower, root, listen, init, log, client, netns;
 	int mounts[SL_MAX_VOLUMES];
 };
 
@@ -369,8 +369,9 @@ static int cmp_int(const void *a, const void *b)
  * its parent, which waits for that lock. */
 static void close_inherited(const sl_launch *l, const struct child_fds *f)
 {
-	int keep[8 + SL_MAX_VOLUMES], n = 0;
-	int own[] = {f->err, f->userns, f->root, f->listen, f->init, f->log, f->client, f->netns};
+	int keep[9 + SL_MAX_VOLUMES], n = 0;
+	int own[] = {f->err,  f->userns, f->lower,  f->root, f->listen,
+		     f->init, f->log,	 f->client, f->netns};
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
 		if (own[i] > 2)
 			keep[n++] = own[i];
@@ -411,11 +412,26 @@ static void child_enter(int errfd, const char *const *join, size_t njoin, int ne
 		child_fail(errfd, errno, "make mounts private");
 }
 
+/* The detached id-mapped image layer (f->lower) attached at DIR, in this child's mount
+ * namespace. The overlay holds a clone of it, so it is only kept out of the launching
+ * process: there, its last close would dissolve it, and freeing a detached mount tree
+ * waits for an expedited RCU grace period (as an unmount does) on the create's path.
+ * Attached here, it goes with this namespace's other mounts. */
+static void child_keep_lower(const struct child_fds *f, const char *dir)
+{
+	if (move_mount(f->lower, "", AT_FDCWD, dir, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		child_fail(f->err, errno, "attach the id-mapped image layer");
+}
+
 /* The sandbox's overlay (f->root, made by launch_sandbox) attached at ROOT
- * (<run_dir>/rootfs); an O_PATH fd of it. */
+ * (<run_dir>/rootfs), the image layer beside it (<run_dir>/lower, detached with the
+ * host's tree at the pivot); an O_PATH fd of the root. */
 static int child_root(const sl_launch *l, const struct child_fds *f, char root[PATH_MAX])
 {
+	char lower[PATH_MAX];
 	snprintf(root, PATH_MAX, "%s/rootfs", l->run_dir);
+	snprintf(lower, sizeof(lower), "%s/lower", l->run_dir);
+	child_keep_lower(f, lower);
 	if (move_mount(f->root, "", AT_FDCWD, root, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		child_fail(f->err, errno, "attach the root file system on %s", root);
 	int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -725,7 +741,16 @@ static pid_t clone_shared(const sl_launch *l, struct child_fds *f, int flags)
 /* ---- pid 1 made ahead (sl_launch_spare) ---- */
 
 /* The fds a take hands its spare, in this order; a first client's last, if any. */
-enum { SPARE_ROOT, SPARE_LISTEN, SPARE_INIT, SPARE_LOG, SPARE_USERNS, SPARE_CLIENT, SPARE_NFDS };
+enum {
+	SPARE_LOWER,
+	SPARE_ROOT,
+	SPARE_LISTEN,
+	SPARE_INIT,
+	SPARE_LOG,
+	SPARE_USERNS,
+	SPARE_CLIENT,
+	SPARE_NFDS
+};
 
 /* The staged /dev made the sandbox's: its tmpfs root, nodes and /dev/shm owned by its
  * root (host uid BASE), and ptys made in its tty group. */
@@ -747,7 +772,7 @@ static void spare_own_dev(int errfd, const char *dev, uint32_t base)
 }
 
 /* The spare's root while it waits: STAGE (<its run dir>/stage), empty directories
- * proc, sys, dev and newroot, bound on itself with the sandbox's kernel file systems
+ * proc, sys, dev, newroot and lower, bound on itself with the sandbox's kernel file systems
  * mounted in it, made the root of the spare's mount namespace and then read-only. The
  * host's tree is detached here, ahead of any create, and so is the wait that detach
  * costs (pivot_into). EMPTY: what masks bind. */
@@ -765,15 +790,17 @@ static void spare_stage(int errfd, const char *stage, const char *empty)
 		child_fail(errfd, errno, "make the staging root read-only");
 }
 
-/* The take's root: the overlay ROOT (a detached mount) attached at /newroot, the staged
- * /proc, /sys and /dev moved into it, and it moved onto "/" and chrooted into, as
- * switch_root does. No unmount, so no RCU wait, on this path. Beneath it stays only the
- * stage's empty, read-only directories, and out of reach: ".." at the root of a mount
- * stacked on the namespace's root dentry stays there (choose_mountpoint), so even a
- * chroot escape by the sandbox's root (it has CAP_SYS_CHROOT) ends on the overlay. */
-static int spare_root(int errfd, int root)
+/* The take's root: the overlay (F->root, a detached mount) attached at /newroot, the
+ * image layer at /lower, the staged /proc, /sys and /dev moved into the overlay, and it moved onto
+ * "/" and chrooted into, as switch_root does. No unmount, so no RCU wait, on this path. Beneath it
+ * stays only the stage's empty, read-only directories, and out of reach: ".." at the root of a
+ * mount stacked on the namespace's root dentry stays there (choose_mountpoint), so even a chroot
+ * escape by the sandbox's root (it has CAP_SYS_CHROOT) ends on the overlay. */
+static int spare_root(const struct child_fds *f)
 {
-	if (move_mount(root, "", AT_FDCWD, "/newroot", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+	int errfd = f->err;
+	child_keep_lower(f, "/lower");
+	if (move_mount(f->root, "", AT_FDCWD, "/newroot", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		child_fail(errfd, errno, "attach the root file system");
 	int rootfd = open("/newroot", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (rootfd < 0)
@@ -833,26 +860,27 @@ static int spare_main(void *arg)
 	if (nfds < SPARE_CLIENT)
 		child_fail(c, EINVAL, "a take handed %zu fds", nfds);
 	const sl_launch *l = sp->l;
-	struct child_fds f = {c,
-			      fds[SPARE_USERNS],
-			      fds[SPARE_ROOT],
-			      fds[SPARE_LISTEN],
-			      fds[SPARE_INIT],
-			      fds[SPARE_LOG],
-			      nfds > SPARE_CLIENT ? fds[SPARE_CLIENT] : -1,
-			      -1,
-			      {0}};
+	struct child_fds f = {.err = c,
+			      .userns = fds[SPARE_USERNS],
+			      .lower = fds[SPARE_LOWER],
+			      .root = fds[SPARE_ROOT],
+			      .listen = fds[SPARE_LISTEN],
+			      .init = fds[SPARE_INIT],
+			      .log = fds[SPARE_LOG],
+			      .client = nfds > SPARE_CLIENT ? fds[SPARE_CLIENT] : -1,
+			      .netns = -1};
 	close_inherited(l, &f);
 	if (getpriority(PRIO_PROCESS, 0) != 0)
 		setpriority(PRIO_PROCESS, 0, 0);
 	spare_own_dev(c, "/dev", l->uid_base);
-	_cleanup_close_ int rootfd = spare_root(c, f.root);
+	_cleanup_close_ int rootfd = spare_root(&f);
 	child_finish(l, &f, rootfd);
 }
 
 int launch_spare_make(sl_launch_spare *sp, sl_err *err)
 {
-	static const char *const dirs[] = {"stage/proc", "stage/sys", "stage/dev", "stage/newroot"};
+	static const char *const dirs[] = {"stage/proc", "stage/sys", "stage/dev", "stage/newroot",
+					   "stage/lower"};
 	char stage[PATH_MAX + 8];
 	sp->pid = 0;
 	sp->sock = -1;
@@ -930,8 +958,9 @@ static int spare_go(const sl_launch *l, const struct child_fds *f, sl_err *err)
 {
 	sl_launch_spare *sp = l->spare;
 	int fds[SPARE_NFDS] = {
-	    [SPARE_ROOT] = f->root, [SPARE_LISTEN] = f->listen, [SPARE_INIT] = f->init,
-	    [SPARE_LOG] = f->log,   [SPARE_USERNS] = f->userns, [SPARE_CLIENT] = f->client};
+	    [SPARE_LOWER] = f->lower,  [SPARE_ROOT] = f->root, [SPARE_LISTEN] = f->listen,
+	    [SPARE_INIT] = f->init,    [SPARE_LOG] = f->log,   [SPARE_USERNS] = f->userns,
+	    [SPARE_CLIENT] = f->client};
 	size_t nfds = f->client >= 0 ? SPARE_NFDS : SPARE_CLIENT;
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * SPARE_NFDS)];
@@ -1006,11 +1035,12 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	}
 	/* A spare's run dir has them (launch_spare_make). */
 	if (!l->spare && (mkdir_in(l->run_dir, "rootfs", 0700, err) < 0 ||
+			  mkdir_in(l->run_dir, "lower", 0700, err) < 0 ||
 			  mkdir_in(l->run_dir, "empty", 0555, err) < 0))
 		return -1;
 	snprintf(sock, sizeof(sock), "%s/init.sock", l->run_dir);
 	snprintf(logp, sizeof(logp), "%s/init.log", l->run_dir);
-	struct child_fds f = { -1, -1, -1, -1, -1, -1, -1, -1, { 0 } };
+	struct child_fds f;
 	/* Not zeroed as a whole: its 16 KB stack would be four pages faulted in for nothing. */
 	struct userns_helper helper __attribute__((cleanup(userns_helper_reap)));
 	helper.pid = 0;
@@ -1038,9 +1068,15 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 		return sl_sysfail(err, "open %s", logp);
 	if (l->spare) {
 		/* Its namespaces are made: what it is handed is all it needs. */
-		f = (struct child_fds){
-		    -1, userns, rootmnt, lsock, initfd, logfd, l->client ? *l->client : -1,
-		    -1, {0}};
+		f = (struct child_fds){.err = -1,
+				       .userns = userns,
+				       .lower = lower,
+				       .root = rootmnt,
+				       .listen = lsock,
+				       .init = initfd,
+				       .log = logfd,
+				       .client = l->client ? *l->client : -1,
+				       .netns = -1};
 		pid_t spid = l->spare->pid;
 		if (spare_go(l, &f, err) < 0) {
 			unlink(sock);
@@ -1068,15 +1104,15 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 			close(vol_fds[i]);
 		return sl_sysfail(err, "pipe");
 	}
-	f = (struct child_fds){ep[1],
-			       userns,
-			       rootmnt,
-			       lsock,
-			       initfd,
-			       logfd,
-			       l->client ? *l->client : -1,
-			       l->netns ? *l->netns : -1,
-			       {0}};
+	f = (struct child_fds){.err = ep[1],
+			       .userns = userns,
+			       .lower = lower,
+			       .root = rootmnt,
+			       .listen = lsock,
+			       .init = initfd,
+			       .log = logfd,
+			       .client = l->client ? *l->client : -1,
+			       .netns = l->netns ? *l->netns : -1};
 	for (size_t i = 0; i < nvol; i++)
 		f.mounts[i] = vol_fds[i];
 	int ns = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
