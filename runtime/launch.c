@@ -412,6 +412,32 @@ static void child_enter(int errfd, const char *const *join, size_t njoin, int ne
 		child_fail(errfd, errno, "make mounts private");
 }
 
+/* An overlay of LOWERDIR (a path) and the sandbox's writable layer, as a detached mount
+ * (fsopen/fsmount): an fd, or -1 with errno set and the kernel's complaint, if it gave one,
+ * in WHY. No allocation: the launch's child calls it too. */
+static int overlay_mount(const sl_launch *l, const char *lowerdir, char *why, size_t whylen)
+{
+	why[0] = '\0';
+	int fs = fsopen("overlay", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -1;
+	int fd = -1;
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", lowerdir, 0) == 0 &&
+	    fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", l->upper, 0) == 0 &&
+	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", l->work, 0) == 0 &&
+	    (!l->volatile_upper || fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) == 0) &&
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+		fd = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV);
+	int e = errno;
+	if (fd < 0) {
+		ssize_t n = read(fs, why, whylen - 1);
+		why[n > 0 ? n : 0] = '\0';
+	}
+	close(fs);
+	errno = e;
+	return fd;
+}
+
 /* The detached id-mapped image layer (f->lower) attached at DIR, in this child's mount
  * namespace. The overlay holds a clone of it, so it is only kept out of the launching
  * process: there, its last close would dissolve it, and freeing a detached mount tree
@@ -423,16 +449,20 @@ static void child_keep_lower(const struct child_fds *f, const char *dir)
 		child_fail(f->err, errno, "attach the id-mapped image layer");
 }
 
-/* The sandbox's overlay (f->root, made by launch_sandbox) attached at ROOT
- * (<run_dir>/rootfs), the image layer beside it (<run_dir>/lower, detached with the
- * host's tree at the pivot); an O_PATH fd of the root. */
+/* The sandbox's overlay at ROOT (<run_dir>/rootfs), of the image layer attached at
+ * <run_dir>/lower (the pair detached with the host's tree at the pivot); an O_PATH fd of
+ * the root. The layer is attached before the overlay is made: overlayfs before Linux 6.15
+ * takes no layer outside the mounter's namespace. */
 static int child_root(const sl_launch *l, const struct child_fds *f, char root[PATH_MAX])
 {
-	char lower[PATH_MAX];
+	char lower[PATH_MAX], why[256];
 	snprintf(root, PATH_MAX, "%s/rootfs", l->run_dir);
 	snprintf(lower, sizeof(lower), "%s/lower", l->run_dir);
 	child_keep_lower(f, lower);
-	if (move_mount(f->root, "", AT_FDCWD, root, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+	_cleanup_close_ int ovl = overlay_mount(l, lower, why, sizeof(why));
+	if (ovl < 0)
+		child_fail(f->err, errno, "overlay of %s%s%s", l->upper, why[0] ? ": " : "", why);
+	if (move_mount(ovl, "", AT_FDCWD, root, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		child_fail(f->err, errno, "attach the root file system on %s", root);
 	int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
@@ -612,31 +642,18 @@ static int idmapped_tree(const char *dir, int userns, bool readonly, sl_err *err
 	return fd;
 }
 
-/* The sandbox's root file system as a detached mount: an overlay of LOWER (the id-mapped
- * image layer, itself detached: named through our fd) and the writable layer. Made here
- * rather than in the child, so that a spare init, whose root is no longer the host's, can
- * be handed it whole. The kernel's complaint, if any, is read from the fs context. */
+/* A spare's root file system, made here: an overlay of LOWER, the detached id-mapped
+ * image layer named through our fd (the spare, whose root is no longer the host's, gets
+ * it whole). Needs overlayfs to take a detached layer (Linux 6.15+): see
+ * detached_layers. */
 static int overlay_tree(const sl_launch *l, int lower, sl_err *err)
 {
-	char p[64];
+	char p[64], why[256];
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", lower);
-	_cleanup_close_ int fs = fsopen("overlay", FSOPEN_CLOEXEC);
-	if (fs < 0)
-		return sl_sysfail(err, "sandbox %s: open an overlay", l->id);
-	if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", p, 0) < 0 ||
-	    fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", l->upper, 0) < 0 ||
-	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", l->work, 0) < 0 ||
-	    (l->volatile_upper && fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0) ||
-	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
-		int e = errno;
-		char why[256];
-		ssize_t n = read(fs, why, sizeof(why) - 1);
-		why[n > 0 ? n : 0] = '\0';
-		return sl_fail(err, SL_INTERNAL, e, "sandbox %s: overlay of %s%s%s", l->id,
-			       l->upper, n > 0 ? ": " : "", why);
-	}
-	int fd = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV);
-	return fd < 0 ? sl_sysfail(err, "sandbox %s: mount its overlay", l->id) : fd;
+	int fd = overlay_mount(l, p, why, sizeof(why));
+	return fd < 0 ? sl_fail(err, SL_INTERNAL, errno, "sandbox %s: overlay of %s%s%s", l->id,
+				l->upper, why[0] ? ": " : "", why)
+		      : fd;
 }
 
 static int listen_socket(const char *path, sl_err *err)
@@ -879,6 +896,40 @@ static int spare_main(void *arg)
 	child_finish(l, &f, rootfd);
 }
 
+/* Whether overlayfs takes a detached mount as a layer (Linux 6.15+), as a spare's take
+ * needs (overlay_tree): probed once, in DIR (a directory of ours, left as it was), with a
+ * detached clone of an empty directory over a fresh upper and work. */
+static bool detached_layers(const char *dir)
+{
+	static _Atomic int known; /* 0 not yet, 1 yes, -1 no */
+	int k = atomic_load(&known);
+	if (k)
+		return k > 0;
+	char lo[PATH_MAX + 16], up[PATH_MAX + 16], wk[PATH_MAX + 16], wkw[PATH_MAX + 24];
+	snprintf(lo, sizeof(lo), "%s/probe-lower", dir);
+	snprintf(up, sizeof(up), "%s/probe-upper", dir);
+	snprintf(wk, sizeof(wk), "%s/probe-work", dir);
+	snprintf(wkw, sizeof(wkw), "%s/work", wk);
+	bool ok = false;
+	if (mkdir(lo, 0700) == 0 && mkdir(up, 0700) == 0 && mkdir(wk, 0700) == 0) {
+		_cleanup_close_ int l =
+		    open_tree(AT_FDCWD, lo, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		sl_launch probe = {.upper = up, .work = wk};
+		char p[64], why[256];
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", l);
+		int fd = l >= 0 ? overlay_mount(&probe, p, why, sizeof(why)) : -1;
+		ok = fd >= 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	rmdir(wkw);
+	rmdir(wk);
+	rmdir(up);
+	rmdir(lo);
+	atomic_store(&known, ok ? 1 : -1);
+	return ok;
+}
+
 int launch_spare_make(sl_launch_spare *sp, sl_err *err)
 {
 	static const char *const dirs[] = {"stage/proc", "stage/sys", "stage/dev", "stage/newroot",
@@ -891,6 +942,10 @@ int launch_spare_make(sl_launch_spare *sp, sl_err *err)
 	if ((mkdir(sp->dir, 0711) < 0 && errno != EEXIST) ||
 	    (mkdir(stage, 0555) < 0 && errno != EEXIST))
 		return sl_sysfail(err, "create %s", stage);
+	if (!detached_layers(sp->dir))
+		return sl_fail(err, SL_NOTIMPL, 0,
+			       "spare inits need overlayfs to take a detached layer (Linux 6.15 or "
+			       "later): creates launch from nothing");
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (mkdir_in(sp->dir, dirs[i], 0555, err) < 0)
 			return -1;
@@ -1039,7 +1094,6 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 		return -1;
 	snprintf(sock, sizeof(sock), "%s/init.sock", l->run_dir);
 	snprintf(logp, sizeof(logp), "%s/init.log", l->run_dir);
-	struct child_fds f;
 	/* Not zeroed as a whole: its 16 KB stack would be four pages faulted in for nothing. */
 	struct userns_helper helper __attribute__((cleanup(userns_helper_reap)));
 	helper.pid = 0;
@@ -1053,8 +1107,9 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	_cleanup_close_ int lower = lower_fd;
 	if (lower < 0)
 		return -1;
-	_cleanup_close_ int rootmnt = overlay_tree(l, lower, err);
-	if (rootmnt < 0)
+	/* A spare is handed its overlay; a child from nothing makes its own (child_root). */
+	_cleanup_close_ int rootmnt = l->spare ? overlay_tree(l, lower, err) : -1;
+	if (l->spare && rootmnt < 0)
 		return -1;
 	_cleanup_close_ int lsock = listen_socket(sock, err);
 	if (lsock < 0)
@@ -1065,17 +1120,17 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	_cleanup_close_ int logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (logfd < 0)
 		return sl_sysfail(err, "open %s", logp);
+	struct child_fds f = {.err = -1,
+			      .userns = userns,
+			      .lower = lower,
+			      .root = rootmnt,
+			      .listen = lsock,
+			      .init = initfd,
+			      .log = logfd,
+			      .client = l->client ? *l->client : -1,
+			      .netns = -1};
 	if (l->spare) {
 		/* Its namespaces are made: what it is handed is all it needs. */
-		f = (struct child_fds){.err = -1,
-				       .userns = userns,
-				       .lower = lower,
-				       .root = rootmnt,
-				       .listen = lsock,
-				       .init = initfd,
-				       .log = logfd,
-				       .client = l->client ? *l->client : -1,
-				       .netns = -1};
 		pid_t spid = l->spare->pid;
 		if (spare_go(l, &f, err) < 0) {
 			unlink(sock);
@@ -1103,15 +1158,8 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 			close(vol_fds[i]);
 		return sl_sysfail(err, "pipe");
 	}
-	f = (struct child_fds){.err = ep[1],
-			       .userns = userns,
-			       .lower = lower,
-			       .root = rootmnt,
-			       .listen = lsock,
-			       .init = initfd,
-			       .log = logfd,
-			       .client = l->client ? *l->client : -1,
-			       .netns = l->netns ? *l->netns : -1};
+	f.err = ep[1];
+	f.netns = l->netns ? *l->netns : -1;
 	for (size_t i = 0; i < nvol; i++)
 		f.mounts[i] = vol_fds[i];
 	int ns = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;

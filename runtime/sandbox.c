@@ -1304,7 +1304,7 @@ static void launch_spares_fill(sl_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->lock);
 	int keep = ctx->spares_keep < LAUNCH_SPARES ? ctx->spares_keep : LAUNCH_SPARES;
-	int want = keep - ctx->launch_nspares;
+	int want = ctx->launch_spares_off ? 0 : keep - ctx->launch_nspares;
 	pthread_mutex_unlock(&ctx->lock);
 	if (want <= 0 || cgroup_version(ctx->cg) != 1)
 		return;
@@ -1343,6 +1343,11 @@ static void launch_spares_fill(sl_ctx *ctx)
 	fail:
 		sl_log(SL_LOG_WARN, "spare init: %s", e.msg);
 		launch_spare_free(ctx, sp);
+		if (e.kind == SL_NOTIMPL) { /* said once: no more tries */
+			pthread_mutex_lock(&ctx->lock);
+			ctx->launch_spares_off = true;
+			pthread_mutex_unlock(&ctx->lock);
+		}
 		return;
 	}
 }

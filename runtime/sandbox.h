@@ -45,6 +45,7 @@ typedef struct sl_ctx {
 	 * and no volumes (launch.h, sl_launch_spare; sandbox.c, launch_spare_take). */
 	struct sl_launch_spare *launch_spares[2];
 	int launch_nspares;
+	bool launch_spares_off; /* this kernel cannot take them (launch_spare_make) */
 	unsigned launch_seq; /* names them */
 	pthread_mutex_t spare_lock; /* the spare cgroups' takes and makes (sandbox.c) */
 	void (*spare_taken)(void *arg);
