@@ -32,7 +32,7 @@ typedef struct sl_launch {
 	/* The layer dies with the sandbox (ephemeral): overlay's "volatile" skips the
 	 * sync of the whole store filesystem that unmounting it otherwise costs. */
 	bool volatile_upper;
-	const char *run_dir;	  /* <run>/sandboxes/<id>: rootfs/, empty/, init.sock */
+	const char *run_dir;	  /* <run>/sandboxes/<id>: rootfs/, lower/, empty/, init.sock */
 	const char *init_path;	  /* the static sandlot-init binary */
 	uint32_t uid_base;	  /* host uid/gid of root inside; range is 65536 wide */
 	const sl_bpf *seccomp;

@@ -111,6 +111,15 @@ char *e2e_read_file_len(const char *path, size_t *out_len)
 	return steal_ptr(&buf);
 }
 
+char *e2e_probe_bytes(size_t *len)
+{
+	_cleanup_free_ char *path = e2e_build_path("probe");
+	char *buf = e2e_read_file_len(path, len);
+	if (!buf)
+		fail_msg("e2e: read %s: %s (run `make`)", path, strerror(errno));
+	return buf;
+}
+
 char *e2e_probe_field(const char *probe_out, const char *name)
 {
 	size_t name_len = strlen(name);

@@ -105,6 +105,8 @@ char *e2e_read_file(const char *path);
 char *e2e_read_file_len(const char *path, size_t *len);
 bool e2e_contains(const char *haystack, const char *needle);
 int64_t e2e_now_ms(void);
+/* build/probe's bytes (tests/probe), their count in *len; fails the test if unreadable. */
+char *e2e_probe_bytes(size_t *len);
 /* The value of probe output line "<name> <value>" ("ok", "errno=EPERM"), or NULL. */
 char *e2e_probe_field(const char *probe_out, const char *name);
 

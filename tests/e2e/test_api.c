@@ -1706,21 +1706,12 @@ static int spare_init_pids(pid_t *out, int max)
 	return n;
 }
 
-/* On cgroup v1 the daemon keeps two sandbox inits made ahead (runtime/launch.c,
- * sl_launch_spare): in their namespaces and cgroups of the default limits, /proc, /sys and
- * /dev mounted in a run dir of their own. A create of the default limits with no network
- * and no volumes renames one's run dir and cgroups to its own and hands it the rest; what
- * it becomes is the sandbox a launch from nothing makes (its devices and ttys the
- * sandbox's root's, the masks in place). A spare killed under the daemon costs nothing but
- * the wait for it: the create launches from nothing. */
 /* The probe's chroot escape (tests/probe) run by the root of sandbox ID: "same" when the
  * climb ended on the sandbox's own root, "moved" when it got out. */
 static char *chroot_escape(const char *id)
 {
-	char *path = e2e_build_path("probe");
 	size_t len;
-	char *bytes = e2e_read_file_len(path, &len);
-	assert_non_null(bytes);
+	char *bytes = e2e_probe_bytes(&len);
 	char *p = e2e_printf("/v1/sandboxes/%s/files?path=/tmp/probe&mode=0755", id);
 	req q = {.method = "PUT", .path = p, .body = bytes, .len = len};
 	resp r;
@@ -1729,7 +1720,6 @@ static char *chroot_escape(const char *id)
 	resp_free(&r);
 	free(p);
 	free(bytes);
-	free(path);
 	char *out = sh_ok(id, "/tmp/probe --chroot-escape /tmp/esc");
 	char *v = e2e_probe_field(out, "chroot_escape");
 	assert_non_null(v);
@@ -1742,11 +1732,9 @@ static void chroot_escape_control(void)
 {
 	char dir[] = "/tmp/sandlot-escape.XXXXXX";
 	assert_non_null(mkdtemp(dir));
-	char *probe = e2e_build_path("probe");
 	char *copy = e2e_printf("%s/probe", dir);
 	size_t len;
-	char *bytes = e2e_read_file_len(probe, &len);
-	assert_non_null(bytes);
+	char *bytes = e2e_probe_bytes(&len);
 	FILE *f = fopen(copy, "wb");
 	assert_non_null(f);
 	assert_int_equal(fwrite(bytes, 1, len, f), len);
@@ -1767,9 +1755,15 @@ static void chroot_escape_control(void)
 	free(esc);
 	free(copy);
 	free(bytes);
-	free(probe);
 }
 
+/* On cgroup v1 the daemon keeps two sandbox inits made ahead (runtime/launch.c,
+ * sl_launch_spare): in their namespaces and cgroups of the default limits, /proc, /sys and
+ * /dev mounted in a staging root of their own run dir, the host's tree detached. A create of the
+ * default limits with no network and no volumes renames one's run dir and cgroups to its own and
+ * hands it the rest; what it becomes is the sandbox a launch from nothing makes (its devices and
+ * ttys the sandbox's root's, the masks in place). A spare killed under the daemon costs nothing but
+ * the wait for it: the create launches from nothing. */
 static void test_creates_take_spare_init(void **state)
 {
 	if (access("/sys/fs/cgroup/memory", F_OK) != 0)

@@ -675,15 +675,6 @@ static int uid_ranges_teardown(void **state)
 	return e2e_test_teardown(state);
 }
 
-static char *probe_bytes(size_t *len)
-{
-	char *path = e2e_build_path("probe");
-	char *buf = e2e_read_file_len(path, len);
-	assert_non_null(buf);
-	free(path);
-	return buf;
-}
-
 static void test_syscalls_refused_inside_allowed_on_host(void **state)
 {
 	/* Positive control on the host: the probe's calls do work there. */
@@ -707,7 +698,7 @@ static void test_syscalls_refused_inside_allowed_on_host(void **state)
 
 	char *id = create(NULL, NULL, NULL, NULL);
 	size_t len;
-	char *bytes = probe_bytes(&len);
+	char *bytes = e2e_probe_bytes(&len);
 	assert_int_equal(e2e_sandlot(&r, bytes, len, "exec", "-i", id, "--", "sh", "-c",
 				     "cat > /tmp/probe && chmod 755 /tmp/probe", NULL),
 			 0);
