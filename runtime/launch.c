@@ -481,10 +481,10 @@ static void pivot_into(int errfd, const char *dir)
 }
 
 /* Volumes and /etc files in the sandbox's root (ROOTFD, the process's root by now),
- * then on as the sandbox's root with its capabilities and seccomp filter into
- * sandlot-init. */
+ * then on as the sandbox's root with its capabilities and seccomp FILTER (the whole
+ * profile, or a spare's last part of it) into sandlot-init. */
 static void __attribute__((noreturn))
-child_finish(const sl_launch *l, struct child_fds *f, int rootfd)
+child_finish(const sl_launch *l, struct child_fds *f, int rootfd, const sl_bpf *filter)
 {
 	for (size_t i = 0; i < l->nmounts; i++) {
 		_cleanup_close_ int target = make_target(f->err, rootfd, l->mounts[i].target);
@@ -520,7 +520,7 @@ child_finish(const sl_launch *l, struct child_fds *f, int rootfd)
 	syscall(SYS_close_range, cfd >= 0 ? SL_INIT_CLIENT_FD + 1 : SL_INIT_LOG_FD + 1, ~0U,
 		CLOSE_RANGE_CLOEXEC);
 	sl_err err = { 0 };
-	if (seccomp_bpf_install(l->seccomp, &err) < 0)
+	if (seccomp_bpf_install(filter, &err) < 0)
 		child_fail(f->err, 0, "%s", err.msg);
 	char *argv[] = { "sandlot-init", NULL };
 	char *envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -543,7 +543,7 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	snprintf(empty, sizeof(empty), "%s/empty", l->run_dir);
 	kernel_fs(f->err, rootfd, root, empty, l->uid_base, !l->netns_ready);
 	pivot_into(f->err, root);
-	child_finish(l, f, rootfd);
+	child_finish(l, f, rootfd, l->seccomp);
 }
 
 struct userns_helper {
@@ -840,6 +840,9 @@ static int spare_root(const struct child_fds *f)
 	return rootfd;
 }
 
+const char *const launch_take_calls[] = {"mount",   "move_mount", "sethostname",
+					 "unshare", "setns",	  NULL};
+
 /* The spare's child. Until its take it shares the daemon's memory (a clone with
  * CLONE_VM, not a vfork: the daemon goes on) and so, like the launch's child, makes raw
  * system calls only, on its own stack. It keeps one fd of the daemon's, its socket:
@@ -856,6 +859,12 @@ static int spare_main(void *arg)
 	snprintf(stage, sizeof(stage), "%s/stage", sp->dir);
 	snprintf(empty, sizeof(empty), "%s/empty", sp->dir);
 	spare_stage(c, stage, empty);
+	/* The profile, less what the take still does (launch_take_calls): its ~150 us
+	 * install is then off the create's path, and the take's filter is a few
+	 * instructions. Privileged until the take, it needs no PR_SET_NO_NEW_PRIVS. */
+	sl_err err = {0};
+	if (sp->seccomp_ahead && seccomp_bpf_install(sp->seccomp_ahead, &err) < 0)
+		child_fail(c, 0, "%s", err.msg);
 	if (write(c, "R", 1) != 1)
 		_exit(1);
 
@@ -893,7 +902,7 @@ static int spare_main(void *arg)
 		setpriority(PRIO_PROCESS, 0, 0);
 	spare_own_dev(c, "/dev", l->uid_base);
 	_cleanup_close_ int rootfd = spare_root(&f);
-	child_finish(l, &f, rootfd);
+	child_finish(l, &f, rootfd, sp->seccomp_ahead ? sp->seccomp_last : l->seccomp);
 }
 
 /* Whether overlayfs takes a detached mount as a layer (Linux 6.15+), as a spare's take

@@ -83,7 +83,15 @@ struct sl_launch_spare {
 	int child_sock;
 	char *stack;
 	const sl_launch *l;	/* the take's, set before the child is woken */
+	/* The seccomp profile split at launch_take_calls (seccomp_bpf_get_split), or both
+	 * NULL: the take then installs the launch's whole filter (l->seccomp). */
+	const sl_bpf *seccomp_ahead, *seccomp_last;
 };
+
+/* The system calls a spare's take makes that a sandbox's profile may deny (Docker's
+ * allows them only with CAP_SYS_ADMIN), NULL-terminated: a spare installs the profile
+ * with these allowed while it is made, and its take a filter denying just these. */
+extern const char *const launch_take_calls[];
 
 /* Start one (dir, join, njoin, cgroup set by the caller); 0, or -1 with nothing left
  * running. */

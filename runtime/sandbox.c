@@ -93,6 +93,9 @@ void ctx_close(sl_ctx *ctx)
 		cgroup_close(ctx->cg);
 	if (ctx->bpf_loaded)
 		seccomp_bpf_free(&ctx->bpf);
+	seccomp_bpf_free(&ctx->bpf_ahead);
+	seccomp_bpf_free(&ctx->bpf_last);
+	ctx->bpf_split = 0;
 	dirwatch_cache_close(&ctx->watches);
 	ctx->cg = NULL;
 	ctx->bpf_loaded = false;
@@ -1300,11 +1303,31 @@ static void launch_spare_free(sl_ctx *ctx, sl_launch_spare *sp)
 	free(sp);
 }
 
+/* The profile split at what a take does (launch_take_calls), once; under ctx->lock. */
+static void load_bpf_split_locked(sl_ctx *ctx)
+{
+	if (ctx->bpf_split)
+		return;
+	char cache[PATH_MAX];
+	snprintf(cache, sizeof(cache), "%s/seccomp-cache", ctx->cfg.state_dir);
+	sl_err e = {0};
+	if (seccomp_bpf_get_split(ctx->cfg.seccomp_profile, cache, seccomp_default_caps(),
+				  launch_take_calls, &ctx->bpf_ahead, &ctx->bpf_last, &e) < 0) {
+		sl_log(SL_LOG_INFO, "spare init: %s: each take installs the whole profile", e.msg);
+		ctx->bpf_split = -1;
+		return;
+	}
+	ctx->bpf_split = 1;
+}
+
 static void launch_spares_fill(sl_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->lock);
 	int keep = ctx->spares_keep < LAUNCH_SPARES ? ctx->spares_keep : LAUNCH_SPARES;
 	int want = ctx->launch_spares_off ? 0 : keep - ctx->launch_nspares;
+	if (want > 0)
+		load_bpf_split_locked(ctx);
+	bool split = ctx->bpf_split > 0;
 	pthread_mutex_unlock(&ctx->lock);
 	if (want <= 0 || cgroup_version(ctx->cg) != 1)
 		return;
@@ -1313,6 +1336,10 @@ static void launch_spares_fill(sl_ctx *ctx)
 		if (!sp)
 			return;
 		sp->sock = sp->child_sock = -1;
+		if (split) {
+			sp->seccomp_ahead = &ctx->bpf_ahead;
+			sp->seccomp_last = &ctx->bpf_last;
+		}
 		pthread_mutex_lock(&ctx->lock);
 		unsigned seq = ctx->launch_seq++;
 		pthread_mutex_unlock(&ctx->lock);

@@ -22,6 +22,10 @@ typedef struct sl_ctx {
 	sl_cgroup *cg;
 	sl_bpf bpf; /* loaded on first create */
 	bool bpf_loaded;
+	/* The profile split for launch spares (seccomp_bpf_get_split), tried once by their
+	 * filler: 1 made, -1 not (the profile cannot be split: a take installs all of it). */
+	sl_bpf bpf_ahead, bpf_last;
+	int bpf_split;
 	pthread_mutex_t lock; /* guards the lazy bpf load (the daemon is threaded) */
 	/* Set by the daemon: a durable sandbox record is renamed into place at once and
 	 * handed here to be fsynced off the request's path (sandbox_sync_record). NULL:

@@ -562,10 +562,58 @@ static int compile_defaults(struct compile *c, const cJSON *root, sl_err *err)
 	return parse_action(def, NULL, c->default_errno, NULL, &c->default_action, err);
 }
 
-int seccomp_profile_compile(const char *json, size_t len, uint64_t caps, const char *kernel_release,
-			    scmp_filter_ctx *out, sl_err *err)
+/* The split of a compiled profile (CTX, rules added) around HELD: each must be left to the
+ * default action by the profile's rules for these caps, arch and kernel, or the two
+ * filters would not add up to the profile. CTX then allows them, and *LAST denies them
+ * with that default action. */
+static int split_held(const struct compile *c, scmp_filter_ctx ctx, const cJSON *root,
+		      const char *const *held, scmp_filter_ctx *last, sl_err *err)
+{
+	if (c->default_action == SCMP_ACT_ALLOW)
+		return sl_fail(err, SL_INVALID, 0,
+			       "seccomp profile: allows by default: nothing to split");
+	_cleanup_seccomp_ scmp_filter_ctx deny = seccomp_init(SCMP_ACT_ALLOW);
+	if (!deny)
+		return sl_fail(err, SL_INTERNAL, 0, "seccomp profile: seccomp_init failed");
+	seccomp_attr_set(deny, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+	seccomp_attr_set(deny, SCMP_FLTATR_API_SYSRAWRC, 1);
+	if (add_arches(c, deny, root, err) < 0)
+		return -1;
+	for (const char *const *h = held; *h; h++) {
+		int nr = seccomp_syscall_resolve_name(*h);
+		if (nr == __NR_SCMP_ERROR)
+			return sl_fail(err, SL_INVALID, 0,
+				       "seccomp profile: cannot split at \"%s\": unknown to "
+				       "libseccomp",
+				       *h);
+		for (size_t i = 0; i < c->nadded; i++)
+			if (c->added[i].nr == nr)
+				return sl_fail(err, SL_INVALID, 0,
+					       "seccomp profile: cannot split at \"%s\": "
+					       "syscalls[%d] has a rule for it",
+					       *h, c->added[i].rule);
+		int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+		if (rc == 0)
+			rc = seccomp_rule_add(deny, c->default_action, nr, 0);
+		if (rc < 0)
+			return sl_fail(err, SL_INTERNAL, -rc,
+				       "seccomp profile: split at \"%s\": libseccomp refused it",
+				       *h);
+	}
+	*last = steal_ptr(&deny);
+	return 0;
+}
+
+/* The profile compiled into *OUT; with HELD (syscall names, NULL-terminated), split in
+ * two (seccomp_bpf_get_split): *OUT allows HELD as well, and *LAST denies HELD with the
+ * default action and allows the rest. */
+static int profile_compile(const char *json, size_t len, uint64_t caps, const char *kernel_release,
+			   const char *const *held, scmp_filter_ctx *out, scmp_filter_ctx *last,
+			   sl_err *err)
 {
 	*out = NULL;
+	if (last)
+		*last = NULL;
 	struct utsname uts;
 	if (!kernel_release) {
 		if (uname(&uts) < 0)
@@ -615,8 +663,16 @@ int seccomp_profile_compile(const char *json, size_t len, uint64_t caps, const c
 		       "%u.%u.%u: %s",
 		       c.unknown_count, v->major, v->minor, v->micro, c.unknown);
 	}
+	if (held && split_held(&c, ctx, root, held, last, err) < 0)
+		return -1;
 	*out = steal_ptr(&ctx);
 	return 0;
+}
+
+int seccomp_profile_compile(const char *json, size_t len, uint64_t caps, const char *kernel_release,
+			    scmp_filter_ctx *out, sl_err *err)
+{
+	return profile_compile(json, len, caps, kernel_release, NULL, out, NULL, err);
 }
 
 static int read_all(int fd, void *buf, size_t len)
@@ -662,9 +718,10 @@ static int profile_read(const char *path, char **out, size_t *len, sl_err *err)
 	return 0;
 }
 
-/* Hex SHA-256 of everything that decides the compiled program. */
+/* Hex SHA-256 of everything that decides the compiled program; VARIANT names one half
+ * of a split profile ("" for the whole). */
 static int cache_key(const char *profile, size_t len, uint64_t caps, const char *release,
-		     char hex[65], sl_err *err)
+		     const char *variant, char hex[65], sl_err *err)
 {
 	const struct scmp_version *v = seccomp_version();
 	uint32_t arch = seccomp_arch_native();
@@ -680,6 +737,8 @@ static int cache_key(const char *profile, size_t len, uint64_t caps, const char 
 	sha256_update(&h, sizeof(arch), (const uint8_t *)&arch);
 	sha256_update(&h, strlen(release) + 1, (const uint8_t *)release);
 	sha256_update(&h, sizeof(ver), (const uint8_t *)ver);
+	if (*variant)
+		sha256_update(&h, strlen(variant) + 1, (const uint8_t *)variant);
 	sha256_digest(&h, sizeof(md), md);
 	(void)err;
 	for (unsigned i = 0; i < mdlen; i++)
@@ -785,6 +844,27 @@ static int cache_store(const char *dir, const char *path, const sl_bpf *bpf, sl_
 	return 0;
 }
 
+/* The cache's file for VARIANT of the profile text, or -1. */
+static int cache_file(const char *cache_dir, const char *profile, size_t len, uint64_t caps,
+		      const char *release, const char *variant, char *path, size_t size,
+		      sl_err *err)
+{
+	char key[65];
+	if (cache_key(profile, len, caps, release, variant, key, err) < 0)
+		return -1;
+	if (snprintf(path, size, "%s/%s.bpf", cache_dir, key) >= (int)size)
+		return sl_fail(err, SL_INVALID, 0, "seccomp cache %s: path too long", cache_dir);
+	return 0;
+}
+
+/* The cache only saves time: a read-only or full disk must not stop a sandbox. */
+static void cache_store_logged(const char *cache_dir, const char *path, const sl_bpf *bpf)
+{
+	sl_err cerr = {0};
+	if (cache_store(cache_dir, path, bpf, &cerr) < 0)
+		sl_log(SL_LOG_WARN, "%s (compiling on every start until fixed)", cerr.msg);
+}
+
 int seccomp_bpf_get(const char *profile_path, const char *cache_dir, uint64_t caps, sl_bpf *out,
 		    sl_err *err)
 {
@@ -796,12 +876,9 @@ int seccomp_bpf_get(const char *profile_path, const char *cache_dir, uint64_t ca
 	struct utsname uts;
 	if (uname(&uts) < 0)
 		return sl_sysfail(err, "seccomp: uname");
-	char key[65];
-	if (cache_key(profile, len, caps, uts.release, key, err) < 0)
-		return -1;
 	char path[4096];
-	if (snprintf(path, sizeof(path), "%s/%s.bpf", cache_dir, key) >= (int)sizeof(path))
-		return sl_fail(err, SL_INVALID, 0, "seccomp cache %s: path too long", cache_dir);
+	if (cache_file(cache_dir, profile, len, caps, uts.release, "", path, sizeof(path), err) < 0)
+		return -1;
 	if (cache_load(path, out) == 0)
 		return 0;
 
@@ -810,10 +887,48 @@ int seccomp_bpf_get(const char *profile_path, const char *cache_dir, uint64_t ca
 		return sl_wrap(err, "%s", profile_path);
 	if (bpf_export(ctx, out, err) < 0)
 		return sl_wrap(err, "%s", profile_path);
-	/* The cache only saves time: a read-only or full disk must not stop a sandbox. */
-	sl_err cerr = {0};
-	if (cache_store(cache_dir, path, out, &cerr) < 0)
-		sl_log(SL_LOG_WARN, "%s (compiling on every start until fixed)", cerr.msg);
+	cache_store_logged(cache_dir, path, out);
+	return 0;
+}
+
+int seccomp_bpf_get_split(const char *profile_path, const char *cache_dir, uint64_t caps,
+			  const char *const *held, sl_bpf *ahead, sl_bpf *last, sl_err *err)
+{
+	*ahead = *last = (sl_bpf){0};
+	_cleanup_free_ char *profile = NULL;
+	size_t len = 0;
+	if (profile_read(profile_path, &profile, &len, err) < 0)
+		return -1;
+	struct utsname uts;
+	if (uname(&uts) < 0)
+		return sl_sysfail(err, "seccomp: uname");
+	char names[512] = "", va[600], vl[600];
+	size_t off = 0;
+	for (const char *const *h = held; *h; h++) {
+		int n = snprintf(names + off, sizeof(names) - off, "%s,", *h);
+		if (n < 0 || (size_t)n >= sizeof(names) - off)
+			return sl_fail(err, SL_INVALID, 0, "seccomp: split: too many names");
+		off += n;
+	}
+	snprintf(va, sizeof(va), "ahead:%s", names);
+	snprintf(vl, sizeof(vl), "last:%s", names);
+	char pa[4096], pl[4096];
+	if (cache_file(cache_dir, profile, len, caps, uts.release, va, pa, sizeof(pa), err) < 0 ||
+	    cache_file(cache_dir, profile, len, caps, uts.release, vl, pl, sizeof(pl), err) < 0)
+		return -1;
+	if (cache_load(pa, ahead) == 0 && cache_load(pl, last) == 0)
+		return 0;
+	seccomp_bpf_free(ahead);
+	seccomp_bpf_free(last);
+
+	_cleanup_seccomp_ scmp_filter_ctx a = NULL, l = NULL;
+	if (profile_compile(profile, len, caps, uts.release, held, &a, &l, err) < 0 ||
+	    bpf_export(a, ahead, err) < 0 || bpf_export(l, last, err) < 0) {
+		seccomp_bpf_free(ahead);
+		return sl_wrap(err, "%s", profile_path);
+	}
+	cache_store_logged(cache_dir, pa, ahead);
+	cache_store_logged(cache_dir, pl, last);
 	return 0;
 }
 

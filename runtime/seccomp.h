@@ -47,6 +47,18 @@ int seccomp_profile_compile(const char *json, size_t len, uint64_t caps, const c
 int seccomp_bpf_get(const char *profile_path, const char *cache_dir, uint64_t caps, sl_bpf *out,
 		    sl_err *err);
 
+/* The same profile split in two for a process made ahead of its sandbox (a daemon's
+ * spare init), so that the costly install of the whole program leaves the create's path:
+ * *AHEAD is the profile with the system calls HELD (names, NULL-terminated) allowed as
+ * well, installed while the process is made; *LAST, a few instructions, denies just
+ * HELD with the profile's default action and allows everything else, installed when
+ * the process becomes the sandbox's. The kernel runs both and keeps the stricter
+ * verdict, which is the profile's verdict for every call. SL_INVALID when that would not
+ * hold: the profile allows by default, or has a rule of its own (for CAPS, this arch and
+ * kernel) for one of HELD. Cached in CACHE_DIR as seccomp_bpf_get does. */
+int seccomp_bpf_get_split(const char *profile_path, const char *cache_dir, uint64_t caps,
+			  const char *const *held, sl_bpf *ahead, sl_bpf *last, sl_err *err);
+
 /* Install BPF on the calling thread. The caller has set PR_SET_NO_NEW_PRIVS (or
  * holds CAP_SYS_ADMIN); after this, the filter applies to the thread and its
  * future children for good. */

@@ -1757,6 +1757,14 @@ static void chroot_escape_control(void)
 	free(bytes);
 }
 
+/* The system calls a spare's take makes (launch_take_calls), each tried by a sandbox's
+ * root: all must fail. */
+#define HELD_CALLS_DENIED                                                                          \
+	"grep ^Seccomp_filters /proc/self/status; mount -t tmpfs x /mnt 2>&1 | grep -c denied; "   \
+	"hostname x 2>&1 | grep -c 'not permitted'; unshare -U true 2>&1 | grep -c 'not "          \
+	"permitted'; nsenter -t $$ -u true 2>&1 | grep -c 'not permitted'"
+#define HELD_DENIED_OUT "1\n1\n1\n1\n"
+
 /* On cgroup v1 the daemon keeps two sandbox inits made ahead (runtime/launch.c,
  * sl_launch_spare): in their namespaces and cgroups of the default limits, /proc, /sys and
  * /dev mounted in a staging root of their own run dir, the host's tree detached. A create of the
@@ -1770,8 +1778,12 @@ static void test_creates_take_spare_init(void **state)
 		skip(); /* cgroup v2: no rename, no spares */
 	unsigned long held[8], now[8];
 	wait_held(spare_init_dirs, held);
+	/* A spare's dir is made just before its process: wait for both processes too. */
 	pid_t spids[8];
-	assert_int_equal(spare_init_pids(spids, 8), 2);
+	int n = 0;
+	for (int i = 0; i < 200 && (n = spare_init_pids(spids, 8)) < 2; i++)
+		usleep(10000);
+	assert_int_equal(n, 2);
 	char *a = sandbox_new(NULL);
 	unsigned long ia = run_dir_ino(a);
 	assert_true(ia == held[0] || ia == held[1]);
@@ -1799,6 +1811,12 @@ static void test_creates_take_spare_init(void **state)
 	assert_string_equal(out, want);
 	free(want);
 	free(out);
+	/* Its profile came in two filters (the whole one installed while it was made, a
+	 * small one at the take: seccomp_bpf_get_split), and the calls the take still made
+	 * are denied again. */
+	out = sh_ok(a, HELD_CALLS_DENIED);
+	assert_string_equal(out, "Seccomp_filters:\t2\n" HELD_DENIED_OUT);
+	free(out);
 	/* Its root was moved onto the spare's staging root, not pivoted into: a chroot escape
 	 * by its root still ends on it (the control shows the probe's escape works). */
 	chroot_escape_control();
@@ -1808,7 +1826,7 @@ static void test_creates_take_spare_init(void **state)
 
 	/* Both spares killed under the daemon: creates launch from nothing, and spares come
 	 * back. */
-	int n = spare_init_pids(spids, 8);
+	n = spare_init_pids(spids, 8);
 	assert_int_equal(n, 2);
 	for (int i = 0; i < n; i++)
 		assert_int_equal(kill(spids[i], SIGKILL), 0);
@@ -1818,6 +1836,9 @@ static void test_creates_take_spare_init(void **state)
 	want = e2e_printf("%s\nlo\n", c);
 	assert_string_equal(out, want);
 	free(want);
+	free(out);
+	out = sh_ok(c, HELD_CALLS_DENIED); /* launched from nothing: one filter, all of it */
+	assert_string_equal(out, "Seccomp_filters:\t1\n" HELD_DENIED_OUT);
 	free(out);
 	v = chroot_escape(c); /* launched from nothing: pivot_root */
 	assert_string_equal(v, "same");

@@ -3,8 +3,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/keyctl.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -28,6 +30,7 @@
 
 #include "cleanup.h"
 #include "err.h"
+#include "launch.h"
 #include "log.h"
 #include "seccomp.h"
 
@@ -696,6 +699,188 @@ static void test_cache_errors(void **state)
 	tmpdir_remove(dir);
 }
 
+/* ---- the split profile: what the kernel would answer, computed ---- */
+
+/* Classic BPF as the kernel runs a seccomp filter, over D: the instructions libseccomp
+ * emits (any other fails the test). */
+static uint32_t bpf_run(const sl_bpf *p, const struct seccomp_data *d)
+{
+	uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = {0};
+	for (unsigned pc = 0; pc < p->len; pc++) {
+		const struct sock_filter *f = &p->insns[pc];
+		uint32_t k = f->k;
+		switch (f->code) {
+		case BPF_LD | BPF_W | BPF_ABS:
+			assert_true(k % 4 == 0 && k + 4 <= sizeof(*d));
+			memcpy(&a, (const char *)d + k, 4);
+			break;
+		case BPF_LD | BPF_IMM:
+			a = k;
+			break;
+		case BPF_LDX | BPF_IMM:
+			x = k;
+			break;
+		case BPF_LD | BPF_MEM:
+			assert_true(k < BPF_MEMWORDS);
+			a = mem[k];
+			break;
+		case BPF_LDX | BPF_MEM:
+			assert_true(k < BPF_MEMWORDS);
+			x = mem[k];
+			break;
+		case BPF_ST:
+			assert_true(k < BPF_MEMWORDS);
+			mem[k] = a;
+			break;
+		case BPF_STX:
+			assert_true(k < BPF_MEMWORDS);
+			mem[k] = x;
+			break;
+		case BPF_ALU | BPF_AND | BPF_K:
+			a &= k;
+			break;
+		case BPF_ALU | BPF_OR | BPF_K:
+			a |= k;
+			break;
+		case BPF_MISC | BPF_TAX:
+			x = a;
+			break;
+		case BPF_MISC | BPF_TXA:
+			a = x;
+			break;
+		case BPF_JMP | BPF_JA:
+			pc += k;
+			break;
+		case BPF_JMP | BPF_JEQ | BPF_K:
+			pc += a == k ? f->jt : f->jf;
+			break;
+		case BPF_JMP | BPF_JGT | BPF_K:
+			pc += a > k ? f->jt : f->jf;
+			break;
+		case BPF_JMP | BPF_JGE | BPF_K:
+			pc += a >= k ? f->jt : f->jf;
+			break;
+		case BPF_JMP | BPF_JSET | BPF_K:
+			pc += (a & k) ? f->jt : f->jf;
+			break;
+		case BPF_JMP | BPF_JEQ | BPF_X:
+			pc += a == x ? f->jt : f->jf;
+			break;
+		case BPF_JMP | BPF_JGT | BPF_X:
+			pc += a > x ? f->jt : f->jf;
+			break;
+		case BPF_JMP | BPF_JGE | BPF_X:
+			pc += a >= x ? f->jt : f->jf;
+			break;
+		case BPF_RET | BPF_K:
+			return k;
+		case BPF_RET | BPF_A:
+			return a;
+		default:
+			fail_msg("bpf_run: opcode 0x%x at %u", f->code, pc);
+		}
+	}
+	fail_msg("bpf_run: ran off the end");
+	return 0;
+}
+
+/* Filters stacked as the kernel stacks them (NEWEST installed last): each runs, and the
+ * action of highest precedence wins, the newest's on a tie (seccomp_run_filters). */
+static uint32_t bpf_run_stack(const sl_bpf *oldest, const sl_bpf *newest,
+			      const struct seccomp_data *d)
+{
+	uint32_t r = bpf_run(newest, d), o = bpf_run(oldest, d);
+	return (int32_t)(o & SECCOMP_RET_ACTION_FULL) < (int32_t)(r & SECCOMP_RET_ACTION_FULL) ? o
+											       : r;
+}
+
+/* The two halves of the split, stacked, answer every call as the whole profile does:
+ * every syscall number of this arch, x32's and numbers past the table, under other
+ * arches, with arguments of every single bit set, all clear and all set. */
+static void test_split_equals_profile(void **state)
+{
+	char *dir = tmpdir_new();
+	char cache[4200];
+	snprintf(cache, sizeof(cache), "%s/cache", dir);
+	const char *profile = default_profile_path();
+	uint64_t caps = seccomp_default_caps();
+	sl_err err = {0};
+	sl_bpf whole = {0}, ahead = {0}, last = {0};
+	assert_int_equal(seccomp_bpf_get(profile, cache, caps, &whole, &err), 0);
+	assert_int_equal(
+	    seccomp_bpf_get_split(profile, cache, caps, launch_take_calls, &ahead, &last, &err), 0);
+	assert_true(last.len < 32 && last.len < ahead.len / 10);
+
+	/* The interpreter is right about the profile: getpid allowed, mount EPERM. */
+	struct seccomp_data d = {.arch = AUDIT_ARCH_X86_64, .nr = SYS_getpid};
+	assert_int_equal(bpf_run(&whole, &d), SECCOMP_RET_ALLOW);
+	d.nr = SYS_mount;
+	assert_int_equal(bpf_run(&whole, &d), SECCOMP_RET_ERRNO | EPERM);
+	/* ... and each half alone is not the profile: the first allows a take's calls. */
+	assert_int_equal(bpf_run(&ahead, &d), SECCOMP_RET_ALLOW);
+	assert_int_equal(bpf_run(&last, &d), SECCOMP_RET_ERRNO | EPERM);
+	d.nr = SYS_getpid;
+	assert_int_equal(bpf_run(&last, &d), SECCOMP_RET_ALLOW);
+
+	static const uint32_t arches[] = {AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, AUDIT_ARCH_AARCH64,
+					  0};
+	static const uint32_t bases[] = {0, 0x40000000};
+	unsigned long checked = 0, differ = 0;
+	for (size_t ai = 0; ai < sizeof(arches) / sizeof(arches[0]); ai++)
+		for (size_t bi = 0; bi < 2; bi++)
+			for (int nr = 0; nr < 1024; nr++)
+				for (int pat = -2; pat < 6 * 64; pat++) {
+					d = (struct seccomp_data){.arch = arches[ai],
+								  .nr = (int)(bases[bi] + nr),
+								  .instruction_pointer = 0x401000};
+					if (pat == -1)
+						memset(d.args, 0xff, sizeof(d.args));
+					else if (pat >= 0)
+						d.args[pat / 64] = 1ULL << (pat % 64);
+					uint32_t want = bpf_run(&whole, &d);
+					uint32_t got = bpf_run_stack(&ahead, &last, &d);
+					if (want != got && differ++ < 5)
+						print_message(
+						    "arch %#x nr %d pattern %d: profile %#x, "
+						    "split %#x\n",
+						    arches[ai], d.nr, pat, want, got);
+					checked++;
+				}
+	print_message("seccomp split: %lu calls checked, whole %u instructions, ahead %u, "
+		      "last %u\n",
+		      checked, whole.len, ahead.len, last.len);
+	assert_int_equal(differ, 0);
+
+	/* Cached: the same programs again, three files in all. */
+	sl_bpf a2 = {0}, l2 = {0};
+	assert_int_equal(
+	    seccomp_bpf_get_split(profile, cache, caps, launch_take_calls, &a2, &l2, &err), 0);
+	assert_true(bpf_equal(&ahead, &a2) && bpf_equal(&last, &l2));
+	assert_int_equal(count_bpf_files(cache), 3);
+	seccomp_bpf_free(&a2);
+	seccomp_bpf_free(&l2);
+
+	/* Refused where the halves would not add up to the profile: a rule of its own for a
+	 * held call (with CAP_SYS_ADMIN, Docker's allows mount), or allow by default. */
+	assert_int_equal(seccomp_bpf_get_split(profile, cache, caps | 1ULL << CAP_SYS_ADMIN,
+					       launch_take_calls, &a2, &l2, &err),
+			 -1);
+	assert_int_equal(err.kind, SL_INVALID);
+	assert_non_null(strstr(err.msg, "cannot split at \"mount\""));
+	assert_null(a2.insns);
+	assert_null(l2.insns);
+	char allow[4200];
+	snprintf(allow, sizeof(allow), "%s/allow.json", dir);
+	spew(allow, "{\"defaultAction\":\"SCMP_ACT_ALLOW\"}", 34);
+	assert_int_equal(
+	    seccomp_bpf_get_split(allow, cache, caps, launch_take_calls, &a2, &l2, &err), -1);
+	assert_int_equal(err.kind, SL_INVALID);
+	seccomp_bpf_free(&whole);
+	seccomp_bpf_free(&ahead);
+	seccomp_bpf_free(&last);
+	tmpdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -710,6 +895,7 @@ int main(void)
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_cache),
 	    cmocka_unit_test(test_cache_errors),
+	    cmocka_unit_test(test_split_equals_profile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
