@@ -17,6 +17,7 @@
 #include <nettle/base64.h>
 #include <nettle/sha1.h>
 
+#include "../runtime/clock.h"
 #include "../runtime/state.h"
 #include "http.h"
 
@@ -116,13 +117,6 @@ typedef struct ws_session {
 	int msg_op;
 	bool closing;
 } ws_session;
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int send_all(int sock, const unsigned char *p, size_t n)
 {
@@ -395,9 +389,9 @@ static void session_loop(ws_session *ws)
 		if (parse_frames(ws) < 0 || ws->closing)
 			return;
 		bool ended = false;
-		if (mono_ms() >= next_check) {
+		if (sl_mono_ms() >= next_check) {
 			ended = exec_ended(ws);
-			next_check = mono_ms() + 500;
+			next_check = sl_mono_ms() + 500;
 		}
 		if (ws->master >= 0) {
 			if (pump_pty(ws) < 0)

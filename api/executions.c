@@ -10,31 +10,26 @@
 #include <unistd.h>
 
 #include "../runtime/cleanup.h"
+#include "../runtime/clock.h"
 #include "http.h"
 
 #define OUTPUT_CAP    (1u << 20) /* bytes of each stream returned inline */
 #define WAIT_MAX_MS   (5 * 60 * 1000)
 #define WAIT_SLICE_MS 250
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int api_exec_wait(api_req *r, const char *sandbox_id, const char *exec_id, int64_t wait_ms,
 		  sl_exec *out, sl_err *err)
 {
-	int64_t deadline = wait_ms < 0 ? INT64_MAX : mono_ms() + wait_ms;
+	int64_t deadline = wait_ms < 0 ? INT64_MAX : sl_mono_ms() + wait_ms;
 	for (;;) {
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - sl_mono_ms();
 		int slice = left < 0 ? 0 : left > WAIT_SLICE_MS ? WAIT_SLICE_MS : (int)left;
 		if (exec_wait(r->srv->ctx, sandbox_id, exec_id, slice, out, err) < 0)
 			return -1;
 		if (out->status != SL_EXEC_RUNNING)
 			return 0;
-		if (mono_ms() >= deadline || atomic_load(&r->srv->stopping) || api_client_gone(r))
+		if (sl_mono_ms() >= deadline || atomic_load(&r->srv->stopping) ||
+		    api_client_gone(r))
 			return 1;
 		exec_free(out);
 	}

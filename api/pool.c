@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../runtime/clock.h"
 #include "../runtime/log.h"
 #include "http.h"
 
@@ -97,19 +98,12 @@ struct api_pool {
 	int64_t spares_due_ms; /* a spare was taken: refill then (0: none taken) */
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait on condition variable C (of the pool's lock) until the monotonic deadline AT_MS. */
 static void wait_on_until(api_pool *p, pthread_cond_t *c, int64_t at_ms)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	int64_t left = at_ms - mono_ms();
+	int64_t left = at_ms - sl_mono_ms();
 	if (left <= 0)
 		return;
 	ts.tv_sec += left / 1000;
@@ -191,7 +185,7 @@ static void spare_taken(void *arg)
 	api_pool *p = s->pool;
 	pthread_mutex_lock(&p->lock);
 	if (!p->spares_due_ms) {
-		p->spares_due_ms = mono_ms() + SYNC_DELAY_MS;
+		p->spares_due_ms = sl_mono_ms() + SYNC_DELAY_MS;
 		pthread_cond_signal(&p->sync_wake);
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -210,7 +204,7 @@ static void *syncer_main(void *arg)
 			break;
 		int64_t due = p->sync.len ? p->sync.v[p->sync.head].at_ms : INT64_MAX;
 		if (p->spares_due_ms && p->spares_due_ms <= due && !p->sync_stopping) {
-			if (mono_ms() < p->spares_due_ms) {
+			if (sl_mono_ms() < p->spares_due_ms) {
 				wait_on_until(p, &p->sync_wake, p->spares_due_ms);
 				continue;
 			}
@@ -222,7 +216,7 @@ static void *syncer_main(void *arg)
 		}
 		if (!p->sync.len)
 			continue;
-		if (!p->sync_stopping && mono_ms() < due) {
+		if (!p->sync_stopping && sl_mono_ms() < due) {
 			wait_on_until(p, &p->sync_wake, due);
 			continue;
 		}
@@ -246,7 +240,7 @@ static void sync_soon(void *arg, const char *id)
 	api_server *s = arg;
 	api_pool *p = s->pool;
 	pthread_mutex_lock(&p->lock);
-	bool queued = !p->sync_stopping && ring_push(&p->sync, id, mono_ms() + SYNC_DELAY_MS);
+	bool queued = !p->sync_stopping && ring_push(&p->sync, id, sl_mono_ms() + SYNC_DELAY_MS);
 	if (queued)
 		pthread_cond_signal(&p->sync_wake);
 	pthread_mutex_unlock(&p->lock);
@@ -285,13 +279,13 @@ static void *filler_main(void *arg)
 		if (!pi) {
 			/* Full (or failing): look again when a take wakes us, or after a
 			 * while (a failing image may have been fixed). */
-			wait_until(p, mono_ms() + 10000);
+			wait_until(p, sl_mono_ms() + 10000);
 			for (int i = 0; i < p->nimages && !p->stopping; i++)
 				if (p->images[i].failures >= 3)
 					p->images[i].failures = 2; /* one more try */
 			continue;
 		}
-		if (mono_ms() < p->last_take_ms + REFILL_DELAY_MS) {
+		if (sl_mono_ms() < p->last_take_ms + REFILL_DELAY_MS) {
 			wait_until(p, p->last_take_ms + REFILL_DELAY_MS);
 			continue;
 		}
@@ -356,7 +350,7 @@ int api_pool_take(api_server *s, const sl_create_opts *o, sl_sandbox *out, sl_er
 				memcpy(id, pi->ids[--pi->n], sizeof(id));
 		}
 		if (id[0]) {
-			p->last_take_ms = mono_ms();
+			p->last_take_ms = sl_mono_ms();
 			pthread_cond_broadcast(&p->wake); /* make its replacement */
 		}
 		pthread_mutex_unlock(&p->lock);

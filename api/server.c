@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../runtime/cleanup.h"
+#include "../runtime/clock.h"
 #include "../runtime/log.h"
 #include "../runtime/net.h"
 #include "../runtime/state.h"
@@ -457,13 +458,6 @@ static void reap_inits(void)
 	}
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A stop that hangs (a request stuck in the runtime) must not keep the daemon alive:
  * it holds no state the files do not, so leaving without the last goodbyes is safe. */
 static void *stop_watchdog(void *arg)
@@ -549,10 +543,10 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 		       nl == 2 ? " and " : "", nl == 2 ? ls[1].where : "");
 		api_enforce_deadlines(&srv);
 		/* The sweeps once a second; a SIGCHLD (every create and delete) only reaps. */
-		int64_t sweep_at = mono_ms() + 1000;
+		int64_t sweep_at = sl_mono_ms() + 1000;
 		for (;;) {
 			siginfo_t si;
-			int64_t left = sweep_at - mono_ms();
+			int64_t left = sweep_at - sl_mono_ms();
 			left = left < 0 ? 0 : left;
 			struct timespec ts = {left / 1000, left % 1000 * 1000000};
 			int sig = sigtimedwait(&set, &si, &ts);
@@ -560,12 +554,12 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 				break;
 			if (sig == SIGCHLD)
 				reap_inits();
-			if (mono_ms() < sweep_at)
+			if (sl_mono_ms() < sweep_at)
 				continue;
 			api_pty_sweep(&srv, false);
 			api_enforce_deadlines(&srv);
 			api_ports_sweep(&srv, false);
-			sweep_at = mono_ms() + 1000;
+			sweep_at = sl_mono_ms() + 1000;
 		}
 		sl_log(SL_LOG_INFO, "serve: stopping");
 	} else {

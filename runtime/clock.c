@@ -11,6 +11,13 @@ int64_t sl_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t sl_mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Civil date from days since 1970-01-01 (H. Hinnant's days_from_civil, inverted).
  * Not gmtime_r: glibc's loads /etc/localtime on first use, seven system calls on every
  * CLI start for a zone it does not use. */

@@ -1,4 +1,5 @@
-/* clock.h — wall-clock time as the records and every API shape show it. */
+/* clock.h — wall-clock time as the records and every API shape show it, and the
+ * monotonic clock for deadlines. */
 #ifndef SANDLOT_CLOCK_H
 #define SANDLOT_CLOCK_H
 
@@ -7,6 +8,9 @@
 
 /* Milliseconds since the epoch (CLOCK_REALTIME). */
 int64_t sl_now_ms(void);
+/* Milliseconds of CLOCK_MONOTONIC: for deadlines and waits, which wall-clock steps must
+ * not move. */
+int64_t sl_mono_ms(void);
 /* MS as RFC 3339 UTC with milliseconds: "2026-11-29T13:53:29.123Z". */
 void sl_iso_time(int64_t ms, char *buf, size_t len);
 

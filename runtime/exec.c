@@ -46,14 +46,6 @@
 #define WAIT_BACKSTOP_MS 10000 /* exec_wait re-reads at least this often (see exec_wait) */
 #define WAIT_POLL_MS	 100   /* exec_wait without inotify (instances exhausted) */
 
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- names and paths ---- */
 
 /* Ids become path components: prefix + [a-z0-9], as sl_new_id makes them. */
@@ -1207,7 +1199,7 @@ int exec_wait(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, int time
 	out->master = -1;
 	if (exec_ref(ctx, sandbox_id, exec_id, sid, err) < 0)
 		return -1;
-	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : sl_mono_ms() + timeout_ms;
 	/* Most waits find the command ended already: no watch for those. */
 	exec_facts f;
 	sb_live live = {-1};
@@ -1241,7 +1233,7 @@ int exec_wait(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, int time
 		}
 		if (out->status != SL_EXEC_RUNNING)
 			break;
-		int64_t left = deadline < 0 ? INT_MAX : deadline - mono_ms();
+		int64_t left = deadline < 0 ? INT_MAX : deadline - sl_mono_ms();
 		if (left <= 0)
 			break;
 		exec_free(out);

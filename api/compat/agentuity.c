@@ -563,13 +563,6 @@ static enum MHD_Result sandbox_create_route(api_req *r)
 
 /* ---- get, status (both may wait for a status), list, destroy ---- */
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static bool in_list(const char *list, const char *status)
 {
 	size_t n = strlen(status);
@@ -599,7 +592,7 @@ static int sandbox_waited(api_req *r, bool include_deleted, sl_sandbox *sb, ag_s
 		if (wait > WAIT_MAX_MS)
 			wait = WAIT_MAX_MS;
 	}
-	int64_t deadline = mono_ms() + wait;
+	int64_t deadline = sl_mono_ms() + wait;
 	for (;;) {
 		api_touch(r->srv, r->param[0]);
 		if (sandbox_get(r->srv->ctx, r->param[0], sb, err) < 0) {
@@ -614,7 +607,7 @@ static int sandbox_waited(api_req *r, bool include_deleted, sl_sandbox *sb, ag_s
 			return -1;
 		}
 		sandbox_state(r, sb, st);
-		if (!want || !*want || in_list(want, st->status) || mono_ms() >= deadline ||
+		if (!want || !*want || in_list(want, st->status) || sl_mono_ms() >= deadline ||
 		    atomic_load(&r->srv->stopping) || api_client_gone(r))
 			return 0;
 		sandbox_free(sb);

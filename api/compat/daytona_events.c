@@ -11,18 +11,12 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "../../runtime/clock.h"
 #include "daytona.h"
 
 #define PING_MS	    25000
 #define CONNECT_MS  10000
 #define EIO_MAX_MSG (1u << 20)
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 typedef struct eio {
 	api_server *srv;
@@ -115,14 +109,14 @@ static void on_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
 		    "\"maxPayload\":%u}",
 		    e.sid, PING_MS, EIO_MAX_MSG);
 		send_text(&e, open);
-		int64_t start = mono_ms(), next_ping = start + PING_MS;
+		int64_t start = sl_mono_ms(), next_ping = start + PING_MS;
 		while (!e.done && !atomic_load(&r->srv->stopping)) {
 			frames(&e);
-			if (e.done || (!e.connected && mono_ms() - start > CONNECT_MS))
+			if (e.done || (!e.connected && sl_mono_ms() - start > CONNECT_MS))
 				break;
-			if (mono_ms() >= next_ping) {
+			if (sl_mono_ms() >= next_ping) {
 				send_text(&e, "2");
-				next_ping = mono_ms() + PING_MS;
+				next_ping = sl_mono_ms() + PING_MS;
 			}
 			struct pollfd p = {sock, POLLIN | POLLRDHUP, 0};
 			int n = poll(&p, 1, 1000);

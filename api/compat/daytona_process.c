@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "../../runtime/cleanup.h"
+#include "../../runtime/clock.h"
 #include "../../runtime/code.h"
 #include "../../runtime/fsutil.h"
 #include "../../runtime/sbxfs.h"
@@ -34,13 +35,6 @@
 
 #define OUTPUT_CAP   (8u << 20)
 #define SESSIONS_DIR "/tmp/.sandlot-sessions"
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int ms)
 {
@@ -445,14 +439,14 @@ static void new_cid(char *buf, size_t len)
 static int wait_command(api_req *r, const sl_sandbox *sb, const char *session, const char *cid,
 			const char *eid, int *code, sl_err *err)
 {
-	int64_t next_check = mono_ms() + 500;
+	int64_t next_check = sl_mono_ms() + 500;
 	for (int i = 0;; i++) {
 		*code = cmd_exit(r, sb, session, cid);
 		if (*code >= 0)
 			return 0;
 		if (atomic_load(&r->srv->stopping) || api_client_gone(r))
 			return sl_fail(err, SL_INTERNAL, 0, "abandoned");
-		if (mono_ms() >= next_check) {
+		if (sl_mono_ms() >= next_check) {
 			if (!exec_running(r, sb->id, eid)) {
 				/* One last look: the command may have been the shell's last. */
 				*code = cmd_exit(r, sb, session, cid);
@@ -460,7 +454,7 @@ static int wait_command(api_req *r, const sl_sandbox *sb, const char *session, c
 					return 0;
 				return 1;
 			}
-			next_check = mono_ms() + 500;
+			next_check = sl_mono_ms() + 500;
 		}
 		sleep_ms(i < 100 ? 5 : 50);
 	}
@@ -639,14 +633,14 @@ static void follow_loop(log_follow *f, int sock)
 {
 	int fds[2] = {-1, -1};
 	uint64_t off[2] = {0, 0};
-	int64_t next_check = mono_ms() + 500;
+	int64_t next_check = sl_mono_ms() + 500;
 	api_req fake = {.srv = f->srv};
 	bool gone = false;
 	for (;;) {
 		bool ended = cmd_exit(&fake, &f->sb, f->session, f->cid) >= 0;
-		if (!ended && mono_ms() >= next_check) {
+		if (!ended && sl_mono_ms() >= next_check) {
 			ended = !exec_running(&fake, f->sb.id, f->eid);
-			next_check = mono_ms() + 500;
+			next_check = sl_mono_ms() + 500;
 		}
 		if (pump(f, sock, &fds[0], &off[0], 0) < 0 ||
 		    pump(f, sock, &fds[1], &off[1], 1) < 0) {

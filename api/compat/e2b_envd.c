@@ -27,13 +27,6 @@
 #define KEEPALIVE_MS  50000
 #define WAIT_SLICE_MS 250
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- Connect: errors, unary replies, envelopes ---- */
 
 static const char *connect_code(sl_kind k)
@@ -191,7 +184,7 @@ static ssize_t rpc_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			st->pend_pos += n;
 			if (st->pend_pos == st->pend_len)
 				st->pend_pos = st->pend_len = 0;
-			st->last_sent = mono_ms();
+			st->last_sent = sl_mono_ms();
 			return (ssize_t)n;
 		}
 		if (st->done)
@@ -226,16 +219,16 @@ static int stream_wait(rpc_stream *st, struct pollfd *fds, int nfds, int ms)
 
 static void stream_keepalive(rpc_stream *st, cJSON *(*make)(void))
 {
-	if (mono_ms() - st->last_sent >= KEEPALIVE_MS) {
+	if (sl_mono_ms() - st->last_sent >= KEEPALIVE_MS) {
 		stream_emit(st, 0, make());
-		st->last_sent = mono_ms();
+		st->last_sent = sl_mono_ms();
 	}
 }
 
 static enum MHD_Result stream_start(api_req *r, rpc_stream *st)
 {
 	st->srv = r->srv;
-	st->last_sent = mono_ms();
+	st->last_sent = sl_mono_ms();
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	st->conn = ci ? ci->connect_fd : -1;
@@ -985,8 +978,8 @@ static int watch_next(rpc_stream *st)
 		stream_emit(st, 0, fs_event("filesystem", f));
 		got = 1;
 	}
-	if (mono_ms() - ws->last_check > 2000) {
-		ws->last_check = mono_ms();
+	if (sl_mono_ms() - ws->last_check > 2000) {
+		ws->last_check = sl_mono_ms();
 		sl_sandbox now;
 		sl_err err = {0};
 		bool alive = sandbox_get(st->srv->ctx, ws->sb.id, &now, &err) == 0 &&
@@ -1019,7 +1012,7 @@ static enum MHD_Result fs_watch(api_req *r, const sl_sandbox *sb, const cJSON *m
 	ws->st.release = watch_release;
 	ws->root = path;
 	ws->recursive = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "recursive"));
-	ws->last_check = mono_ms();
+	ws->last_check = sl_mono_ms();
 	ws->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (ws->ino < 0)
 		sl_sysfail(&err, "inotify");
