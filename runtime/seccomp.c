@@ -865,17 +865,26 @@ static void cache_store_logged(const char *cache_dir, const char *path, const sl
 		sl_log(SL_LOG_WARN, "%s (compiling on every start until fixed)", cerr.msg);
 }
 
+/* The profile's text and the kernel it is compiled for: what a cache key is made of. */
+static int profile_and_kernel(const char *path, char **profile, size_t *len, struct utsname *uts,
+			      sl_err *err)
+{
+	if (profile_read(path, profile, len, err) < 0)
+		return -1;
+	if (uname(uts) < 0)
+		return sl_sysfail(err, "seccomp: uname");
+	return 0;
+}
+
 int seccomp_bpf_get(const char *profile_path, const char *cache_dir, uint64_t caps, sl_bpf *out,
 		    sl_err *err)
 {
 	*out = (sl_bpf){0};
 	_cleanup_free_ char *profile = NULL;
 	size_t len = 0;
-	if (profile_read(profile_path, &profile, &len, err) < 0)
-		return -1;
 	struct utsname uts;
-	if (uname(&uts) < 0)
-		return sl_sysfail(err, "seccomp: uname");
+	if (profile_and_kernel(profile_path, &profile, &len, &uts, err) < 0)
+		return -1;
 	char path[4096];
 	if (cache_file(cache_dir, profile, len, caps, uts.release, "", path, sizeof(path), err) < 0)
 		return -1;
@@ -897,11 +906,9 @@ int seccomp_bpf_get_split(const char *profile_path, const char *cache_dir, uint6
 	*ahead = *last = (sl_bpf){0};
 	_cleanup_free_ char *profile = NULL;
 	size_t len = 0;
-	if (profile_read(profile_path, &profile, &len, err) < 0)
-		return -1;
 	struct utsname uts;
-	if (uname(&uts) < 0)
-		return sl_sysfail(err, "seccomp: uname");
+	if (profile_and_kernel(profile_path, &profile, &len, &uts, err) < 0)
+		return -1;
 	char names[512] = "", va[600], vl[600];
 	size_t off = 0;
 	for (const char *const *h = held; *h; h++) {
