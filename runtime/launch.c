@@ -840,6 +840,9 @@ static int spare_root(const struct child_fds *f)
 	return rootfd;
 }
 
+/* Every call the take makes (spare_main after its recvmsg, spare_own_dev, spare_root,
+ * child_finish) that the profile may deny must be here: the spare's filter is already in
+ * place, and test_creates_take_spare_init fails on a take that hits it. */
 const char *const launch_take_calls[] = {"mount",   "move_mount", "sethostname",
 					 "unshare", "setns",	  NULL};
 
