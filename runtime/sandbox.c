@@ -1303,21 +1303,38 @@ static void launch_spare_free(sl_ctx *ctx, sl_launch_spare *sp)
 	free(sp);
 }
 
-/* The profile split at what a take does (launch_take_calls), once; under ctx->lock. */
-static void load_bpf_split_locked(sl_ctx *ctx)
+/* The profile split at what a take does (launch_take_calls), tried once. Compiled
+ * outside ctx->lock (a cold cache is a 10-20 ms compile, which a create waiting on the
+ * lock would pay); only the daemon's syncer fills spares. */
+static bool load_bpf_split(sl_ctx *ctx)
 {
-	if (ctx->bpf_split)
-		return;
+	pthread_mutex_lock(&ctx->lock);
+	int known = ctx->bpf_split;
+	pthread_mutex_unlock(&ctx->lock);
+	if (known)
+		return known > 0;
 	char cache[PATH_MAX];
 	snprintf(cache, sizeof(cache), "%s/seccomp-cache", ctx->cfg.state_dir);
+	sl_bpf ahead, last;
 	sl_err e = {0};
-	if (seccomp_bpf_get_split(ctx->cfg.seccomp_profile, cache, seccomp_default_caps(),
-				  launch_take_calls, &ctx->bpf_ahead, &ctx->bpf_last, &e) < 0) {
+	bool ok = seccomp_bpf_get_split(ctx->cfg.seccomp_profile, cache, seccomp_default_caps(),
+					launch_take_calls, &ahead, &last, &e) == 0;
+	if (!ok)
 		sl_log(SL_LOG_INFO, "spare init: %s: each take installs the whole profile", e.msg);
-		ctx->bpf_split = -1;
-		return;
+	pthread_mutex_lock(&ctx->lock);
+	if (!ctx->bpf_split) {
+		ctx->bpf_split = ok ? 1 : -1;
+		if (ok) {
+			ctx->bpf_ahead = ahead;
+			ctx->bpf_last = last;
+			ahead = last = (sl_bpf){0};
+		}
 	}
-	ctx->bpf_split = 1;
+	ok = ctx->bpf_split > 0;
+	pthread_mutex_unlock(&ctx->lock);
+	seccomp_bpf_free(&ahead);
+	seccomp_bpf_free(&last);
+	return ok;
 }
 
 static void launch_spares_fill(sl_ctx *ctx)
@@ -1325,12 +1342,10 @@ static void launch_spares_fill(sl_ctx *ctx)
 	pthread_mutex_lock(&ctx->lock);
 	int keep = ctx->spares_keep < LAUNCH_SPARES ? ctx->spares_keep : LAUNCH_SPARES;
 	int want = ctx->launch_spares_off ? 0 : keep - ctx->launch_nspares;
-	if (want > 0)
-		load_bpf_split_locked(ctx);
-	bool split = ctx->bpf_split > 0;
 	pthread_mutex_unlock(&ctx->lock);
 	if (want <= 0 || cgroup_version(ctx->cg) != 1)
 		return;
+	bool split = load_bpf_split(ctx);
 	for (; want > 0; want--) {
 		sl_launch_spare *sp = calloc(1, sizeof(*sp));
 		if (!sp)
