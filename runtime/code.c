@@ -219,7 +219,9 @@ int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char
 	snprintf(src, sizeof(src), "%s/main.%s", dir, ext);
 	snprintf(js, sizeof(js), "%s/main.js", dir);
 	snprintf(errf, sizeof(errf), "%s/error.json", dir);
-	if (sbxfs_mkdir(ctx, sb, dir, err) < 0 || write_file(ctx, sb, src, code, len, err) < 0)
+	/* Its dir is made with it (sbxfs_open_write makes the parents, as the sandbox's
+	 * user): one look-up of the sandbox's root and user, not two. */
+	if (write_file(ctx, sb, src, code, len, err) < 0)
 		return -1;
 	const char *pyv[] = { "python3", "-c", py_wrapper, src, errf, NULL };
 	const char *jsv[] = { "node", "-e", js_wrapper, src, errf, NULL };
@@ -265,7 +267,10 @@ int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char
 			  "reached",
 			  NULL);
 	} else {
-		read_error_file(ctx, sb, errf, out);
+		/* The wrappers write it only on their way to exit 1: a snippet that ended
+		 * well has none to look for. */
+		if (ex.status != SL_EXEC_COMPLETED || ex.exit_code != 0)
+			read_error_file(ctx, sb, errf, out);
 		if (!out->has_error && ex.status != SL_EXEC_COMPLETED) {
 			char msg[96];
 			if (ex.signal)

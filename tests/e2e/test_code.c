@@ -209,6 +209,20 @@ static void test_env_cwd_user_and_clean_state(void **state)
 	assert_true(ok(o));
 	assert_string_equal(str(o, "stdout"), "still fine\n");
 	cJSON_Delete(o);
+	/* The snippet's dir is the sandbox user's (it writes beside itself), no earlier
+	 * call's is left, and a file it writes where the wrapper records an uncaught error
+	 * is not taken for one: a snippet that ended well succeeded. */
+	o = code(SBX, "python",
+		 "import os, json\nd = os.path.dirname(__file__)\nst = os.stat(d)\n"
+		 "print(st.st_uid, oct(st.st_mode & 0o777), os.listdir(os.path.dirname(d)) == "
+		 "[os.path.basename(d)])\n"
+		 "json.dump({'name': 'Fake', 'message': 'not raised'}, "
+		 "open(os.path.join(d, 'error.json'), 'w'))\n",
+		 NULL, NULL);
+	assert_true(ok(o));
+	assert_null(cJSON_GetObjectItemCaseSensitive(o, "error"));
+	assert_string_equal(str(o, "stdout"), "1000 0o755 True\n");
+	cJSON_Delete(o);
 }
 
 int main(void)
