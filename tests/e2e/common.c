@@ -1100,6 +1100,9 @@ static void kill_leftovers(const strv *ids)
 				dirs.v[i]);
 			cgroup_tree_kill(dirs.v[i]);
 		}
+	/* A removed sandbox's init is reparented to us (the subreaper) and waits here as a
+	 * zombie: gone already, not a leftover. */
+	reap_zombies();
 	_cleanup_free_ pid_t *pids = NULL;
 	size_t n = procs_ours(&pids, ids);
 	for (size_t i = 0; i < n; i++) {
