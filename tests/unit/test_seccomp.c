@@ -709,6 +709,28 @@ static uint32_t bpf_run(const sl_bpf *p, const struct seccomp_data *d)
 	for (unsigned pc = 0; pc < p->len; pc++) {
 		const struct sock_filter *f = &p->insns[pc];
 		uint32_t k = f->k;
+		if (BPF_CLASS(f->code) == BPF_JMP && BPF_OP(f->code) != BPF_JA &&
+		    BPF_OP(f->code) != BPF_JSET) {
+			/* A conditional jump compares A with K or X, as its source bit says. */
+			uint32_t v = BPF_SRC(f->code) == BPF_X ? x : k;
+			bool t;
+			switch (BPF_OP(f->code)) {
+			case BPF_JEQ:
+				t = a == v;
+				break;
+			case BPF_JGT:
+				t = a > v;
+				break;
+			case BPF_JGE:
+				t = a >= v;
+				break;
+			default:
+				fail_msg("bpf_run: opcode 0x%x at %u", f->code, pc);
+				return 0;
+			}
+			pc += t ? f->jt : f->jf;
+			continue;
+		}
 		switch (f->code) {
 		case BPF_LD | BPF_W | BPF_ABS:
 			assert_true(k % 4 == 0 && k + 4 <= sizeof(*d));
@@ -751,26 +773,8 @@ static uint32_t bpf_run(const sl_bpf *p, const struct seccomp_data *d)
 		case BPF_JMP | BPF_JA:
 			pc += k;
 			break;
-		case BPF_JMP | BPF_JEQ | BPF_K:
-			pc += a == k ? f->jt : f->jf;
-			break;
-		case BPF_JMP | BPF_JGT | BPF_K:
-			pc += a > k ? f->jt : f->jf;
-			break;
-		case BPF_JMP | BPF_JGE | BPF_K:
-			pc += a >= k ? f->jt : f->jf;
-			break;
 		case BPF_JMP | BPF_JSET | BPF_K:
 			pc += (a & k) ? f->jt : f->jf;
-			break;
-		case BPF_JMP | BPF_JEQ | BPF_X:
-			pc += a == x ? f->jt : f->jf;
-			break;
-		case BPF_JMP | BPF_JGT | BPF_X:
-			pc += a > x ? f->jt : f->jf;
-			break;
-		case BPF_JMP | BPF_JGE | BPF_X:
-			pc += a >= x ? f->jt : f->jf;
 			break;
 		case BPF_RET | BPF_K:
 			return k;
