@@ -1018,8 +1018,22 @@ void launch_spare_drop(sl_launch_spare *sp)
 	sp->stack = NULL;
 }
 
+/* Whether PID runs the file INIT (an open fd) now. An exec switches a process's memory
+ * (and so its /proc/<pid>/exe) before it closes its close-on-exec fds; an exit drops its
+ * memory (exe: ENOENT) before it closes its fds. So, once its end of a close-on-exec
+ * socket is closed, this tells an exec of init from a death. */
+static bool runs_file(pid_t pid, int init)
+{
+	char path[64];
+	struct stat want, got;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	return fstat(init, &want) == 0 && stat(path, &got) == 0 && got.st_dev == want.st_dev &&
+	       got.st_ino == want.st_ino;
+}
+
 /* The take: hand the spare its fds and wait until it has exec'd init (EOF on the
- * socket, whose end it holds closes on exec) or failed (its message). */
+ * socket, whose end it holds closes on exec) or failed (its message). A spare killed
+ * once it was handed them closes its end too: EOF with no init running is a failure. */
 static int spare_go(const sl_launch *l, const struct child_fds *f, sl_err *err)
 {
 	sl_launch_spare *sp = l->spare;
@@ -1054,10 +1068,14 @@ static int spare_go(const sl_launch *l, const struct child_fds *f, sl_err *err)
 	char text[800];
 	while ((n = read(sp->sock, text, sizeof(text) - 1)) < 0 && errno == EINTR)
 		;
-	if (n != 0) {
+	if (n != 0 || !runs_file(sp->pid, f->init)) {
+		int e = n < 0 ? errno : 0;
 		text[n > 0 ? n : 0] = '\0';
-		sl_fail(err, SL_INTERNAL, n < 0 ? errno : 0, "start sandbox %s: %s", l->id,
-			n > 0 ? text : "no answer from its spare init");
+		if (n <= 0)
+			snprintf(text, sizeof(text), "%s",
+				 n ? "no answer from its spare init"
+				   : "its spare init ended before it ran init");
+		sl_fail(err, SL_INTERNAL, e, "start sandbox %s: %s", l->id, text);
 		launch_spare_drop(sp);
 		return -1;
 	}
@@ -1192,6 +1210,11 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	if (n > 0) {
 		msg[n] = '\0';
 		sl_fail(err, SL_INTERNAL, 0, "start sandbox %s: %s", l->id, msg);
+		goto kill_child;
+	}
+	if (!runs_file(pid, initfd)) { /* killed before its exec (a vfork returns then too) */
+		sl_fail(err, SL_INTERNAL, 0, "start sandbox %s: its child ended before it ran init",
+			l->id);
 		goto kill_child;
 	}
 	*init_pid = pid;

@@ -1,10 +1,10 @@
 /* test_api.c — end-to-end tests of `sandlot serve`: the real daemon on a test socket and a
  * loopback port, driven over HTTP with libcurl: every route and error case, concurrency,
  * kill -9 restarts, files and hostile paths, WebSocket attach, and the spec check. */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ptrace.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1402,6 +1403,27 @@ static void test_dead_init_reads_failed(void **state)
 	sandbox_del(id);
 }
 
+/* Write TO ("FROZEN" or "THAWED") to the v1 freezer.state FILE; for FROZEN, wait up to 1 s
+ * until the whole cgroup is. Whether it was written (and reached). */
+static bool freezer_set(const char *file, const char *to)
+{
+	FILE *f = fopen(file, "w");
+	if (!f)
+		return false;
+	fputs(to, f);
+	if (fclose(f) != 0)
+		return false;
+	char *st = NULL;
+	for (int i = 0; i < 200 && strcmp(to, "FROZEN") == 0 && !(st && strstr(st, to)); i++) {
+		free(st);
+		usleep(5000);
+		st = e2e_read_file(file);
+	}
+	bool there = strcmp(to, "FROZEN") != 0 || (st && strstr(st, to));
+	free(st);
+	return there;
+}
+
 /* A DELETE kills init on a CPU other than the one the daemon answers on, so that its
  * teardown does not preempt the answer (runtime/sandbox.c, kill_elsewhere). Seen on an
  * init frozen behind the runtime's back, which holds the SIGKILL until it is thawed: its
@@ -1423,18 +1445,7 @@ static void test_deleted_init_dies_elsewhere(void **state)
 		sandbox_del(id);
 		skip();
 	}
-	FILE *f = fopen(fz, "w");
-	assert_non_null(f);
-	fputs("FROZEN", f);
-	assert_int_equal(fclose(f), 0);
-	char *st = NULL;
-	for (int i = 0; i < 200 && !(st && strstr(st, "FROZEN")); i++) {
-		free(st);
-		usleep(5000);
-		st = e2e_read_file(fz);
-	}
-	assert_non_null(strstr(st, "FROZEN"));
-	free(st);
+	assert_true(freezer_set(fz, "FROZEN"));
 	char *p = e2e_printf("/v1/sandboxes/%s", id);
 	resp r;
 	http(&r, "DELETE", p, NULL);
@@ -1442,11 +1453,7 @@ static void test_deleted_init_dies_elsewhere(void **state)
 	resp_free(&r);
 	int there = kill(pid, 0); /* still there, frozen with the SIGKILL pending */
 	int got = sched_getaffinity(pid, sizeof(after), &after);
-	f = fopen(fz, "w"); /* thawed before any assert, so that a failure leaves nothing */
-	if (f) {
-		fputs("THAWED", f);
-		fclose(f);
-	}
+	freezer_set(fz, "THAWED"); /* before any assert, so that a failure leaves nothing */
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pfd >= 0) {
 		struct pollfd pf = {pfd, POLLIN, 0};
@@ -2213,6 +2220,103 @@ static void test_parallel_creates_take_spares(void **state)
 	for (int i = 0; i < N; i++)
 		if (w[i].bad)
 			fail_msg("client %d: status %ld: %s", i, w[i].bad, w[i].why);
+}
+
+/* Stop the tracee PID at its next system call's exit that returns a message from
+ * recvmsg(2): 1 when it is stopped there, 0 at another stop (resumed), -1 when it is
+ * gone. ENTRY keeps the number of the call it entered last. */
+static int at_recvmsg_exit(pid_t pid, int st, long *entry)
+{
+	if (!WIFSTOPPED(st))
+		return -1;
+	struct __ptrace_syscall_info si;
+	if (WSTOPSIG(st) == (SIGTRAP | 0x80) &&
+	    ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof(si), &si) > 0) {
+		if (si.op == PTRACE_SYSCALL_INFO_ENTRY)
+			*entry = (long)si.entry.nr;
+		else if (si.op == PTRACE_SYSCALL_INFO_EXIT && *entry == __NR_recvmsg &&
+			 !si.exit.is_error && si.exit.rval >= 1)
+			return 1;
+	}
+	/* A syscall stop or the seize's interrupt: on to the next; a signal: delivered. */
+	int sig =
+	    WSTOPSIG(st) == (SIGTRAP | 0x80) || st >> 16 == PTRACE_EVENT_STOP ? 0 : WSTOPSIG(st);
+	ptrace(PTRACE_SYSCALL, pid, 0, sig);
+	return 0;
+}
+
+/* A spare killed after it took in what the take handed it closes its end of the socket
+ * as an exec of init does. The create must see that no init runs, drop it (reaped, not
+ * left a zombie) and launch from nothing: it once recorded the dead pid as the sandbox's
+ * init (runtime/launch.c, spare_go), and test_creates_take_spare_init, which kills both
+ * spares just before its creates, failed on that now and then. Killed before it reads
+ * them, it resets the socket instead, which the take always caught. Here both spares are
+ * traced and the one taken is killed as its recvmsg returns. */
+static void test_spare_killed_during_take(void **state)
+{
+	if (access("/sys/fs/cgroup/memory", F_OK) != 0)
+		skip(); /* cgroup v2: no spare inits */
+	pid_t spids[8];
+	int n = 0;
+	for (int i = 0; i < 200 && (n = spare_init_pids(spids, 8)) < 2; i++)
+		usleep(10000);
+	assert_int_equal(n, 2);
+	long entry[2] = {-1, -1};
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(ptrace(PTRACE_SEIZE, spids[i], 0, PTRACE_O_TRACESYSGOOD), 0);
+		assert_int_equal(ptrace(PTRACE_INTERRUPT, spids[i], 0, 0), 0);
+	}
+	job j = {.method = "POST", .path = "/v1/sandboxes", .body = "{\"image\":\"busybox\"}"};
+	pthread_t th;
+	pthread_create(&th, NULL, job_main, &j);
+	pid_t taken = 0;
+	for (int i = 0; i < 10000 && !taken; i++) {
+		bool stopped = false;
+		for (int k = 0; k < 2 && !taken; k++) {
+			int st;
+			if (waitpid(spids[k], &st, WNOHANG | __WALL) != spids[k])
+				continue;
+			stopped = true;
+			if (at_recvmsg_exit(spids[k], st, &entry[k]) == 1)
+				taken = spids[k];
+		}
+		if (!stopped)
+			usleep(1000);
+	}
+	int st = 0;
+	if (taken) {
+		kill(taken, SIGKILL);
+		while (waitpid(taken, &st, __WALL) == taken && !WIFSIGNALED(st))
+			; /* its exit stop, then its death: the daemon reaps it after that */
+	}
+	for (int k = 0; k < 2; k++)
+		if (spids[k] != taken) {
+			ptrace(PTRACE_INTERRUPT, spids[k], 0, 0);
+			int ost;
+			while (waitpid(spids[k], &ost, __WALL) == spids[k] && WIFSTOPPED(ost) &&
+			       ptrace(PTRACE_DETACH, spids[k], 0, 0) < 0)
+				ptrace(PTRACE_INTERRUPT, spids[k], 0, 0);
+		}
+	pthread_join(th, NULL);
+	assert_true(taken != 0);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(j.status, 201);
+	cJSON *got = cJSON_Parse(j.data);
+	char *id = strdup(jstr(got, "id"));
+	cJSON_Delete(got);
+	free(j.data);
+	assert_int_not_equal(record_init_pid(id), taken);
+	char *out = sh_ok(id, "cat /proc/1/comm");
+	assert_string_equal(out, "sandlot-init\n");
+	free(out);
+	bool reaped = false;
+	for (int i = 0; i < 100 && !reaped; i++) {
+		reaped = kill(taken, 0) < 0 && errno == ESRCH;
+		if (!reaped)
+			usleep(20000);
+	}
+	assert_true(reaped);
+	sandbox_del(id);
 }
 
 static void test_health_during_long_polls(void **state)
@@ -3560,6 +3664,7 @@ int main(void)
 	    E2E_TEST(test_creates_take_spare_cgroups),
 	    E2E_TEST(test_creates_take_spare_init),
 	    E2E_TEST(test_parallel_creates_take_spares),
+	    E2E_TEST(test_spare_killed_during_take),
 	    E2E_TEST(test_executions),
 	    E2E_TEST(test_output_bounded_by_log_space),
 	    E2E_TEST(test_code_keeps_other_executions),
