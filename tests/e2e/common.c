@@ -969,6 +969,8 @@ int e2e_test_setup(void **state)
 	return 0;
 }
 
+void (*e2e_on_leak)(void);
+
 int e2e_test_teardown(void **state)
 {
 	char *diff = leak_check(*state);
@@ -979,6 +981,8 @@ int e2e_test_teardown(void **state)
 		print_error("e2e: the test left the host changed (+ appeared, - vanished):\n%s",
 			    diff);
 		free(diff);
+		if (e2e_on_leak)
+			e2e_on_leak();
 		fail();
 	}
 	return 0;

@@ -88,7 +88,7 @@ e2e_snapshot *e2e_snapshot_take(void);
 /* NULL when equal, else lines "+ thing" (appeared) / "- thing" (vanished); caller frees. */
 char *e2e_snapshot_diff(const e2e_snapshot *before, const e2e_snapshot *after);
 void e2e_snapshot_free(e2e_snapshot *s);
-/* Compare against a fresh snapshot, retrying for 2 s (exits are asynchronous); on a
+/* Compare against a fresh snapshot, retrying for 4 s (exits are asynchronous); on a
  * difference, rm -f the sandboxes the test left, then fail the test with the diff. */
 void e2e_assert_no_leaks(const e2e_snapshot *before);
 
@@ -96,6 +96,9 @@ void e2e_assert_no_leaks(const e2e_snapshot *before);
 int e2e_test_setup(void **state);
 int e2e_test_teardown(void **state);
 #define E2E_TEST(fn) cmocka_unit_test_setup_teardown(fn, e2e_test_setup, e2e_test_teardown)
+/* Called by e2e_test_teardown after it reports a change, when set: a suite with a daemon
+ * prints what the daemon logged (a release that failed says why there). */
+extern void (*e2e_on_leak)(void);
 
 /* ---- small helpers ---------------------------------------------------------------------- */
 

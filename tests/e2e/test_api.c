@@ -433,6 +433,29 @@ static char *get_raw(const char *path, long *status)
 
 static sl_ctx CTX; /* for runtime calls the API does not offer yet (pause) */
 
+/* e2e_on_leak: the last warnings and errors of the daemon (and of the CLI), in
+ * $SANDLOT_STATE_DIR/sandlot.log. */
+static void print_daemon_warnings(void)
+{
+	char *log = e2e_printf("%s/sandlot.log", getenv("SANDLOT_STATE_DIR"));
+	char *text = e2e_read_file(log);
+	const char *lines[20];
+	int n = 0;
+	for (char *l = text, *end; l && *l; l = end) {
+		end = l + strcspn(l, "\n");
+		if (*end)
+			*end++ = '\0';
+		if (strstr(l, "Z warn [") || strstr(l, "Z error ["))
+			lines[n++ % 20] = l;
+	}
+	if (n)
+		print_error("the last warnings logged (of %d, in %s):\n", n, log);
+	for (int i = n > 20 ? n - 20 : 0; i < n; i++)
+		print_error("  %s\n", lines[i % 20]);
+	free(text);
+	free(log);
+}
+
 static int group_setup(void **state)
 {
 	e2e_group_setup(state);
@@ -451,6 +474,7 @@ static int group_setup(void **state)
 	char *sock = e2e_printf("%s/api.sock", e2e_root());
 	daemon_start(&D, sock, true, NULL);
 	free(sock);
+	e2e_on_leak = print_daemon_warnings;
 	e2e_result r;
 	e2e_sandlot(&r, NULL, 0, "key", NULL);
 	assert_int_equal(r.status, 0);
