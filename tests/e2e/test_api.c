@@ -1391,6 +1391,20 @@ static pid_t record_init_pid(const char *id)
 	return pid;
 }
 
+/* PID is reaped within 2 s, not left a zombie: kill(2) still finds a zombie. Only the
+ * daemon, the parent of inits and spares, can reap them (an init: api/server.c,
+ * reap_inits; a spare it dropped: runtime/launch.c, launch_spare_drop). */
+static void assert_reaped(pid_t pid)
+{
+	bool reaped = false;
+	for (int i = 0; i < 100 && !reaped; i++) {
+		reaped = kill(pid, 0) < 0 && errno == ESRCH;
+		if (!reaped)
+			usleep(20000);
+	}
+	assert_true(reaped);
+}
+
 /* An init that dies is reaped by the daemon (its parent), so the sandbox reads failed
  * at once, the zombie goes, and calls on it are refused; deleting it still frees
  * everything. */
@@ -1411,15 +1425,7 @@ static void test_dead_init_reads_failed(void **state)
 			usleep(20000);
 	}
 	assert_true(failed);
-	/* Reaped, not left a zombie: kill(2) still finds a zombie. Only the daemon, its
-	 * parent, can reap it (api/server.c, reap_inits). */
-	bool reaped = false;
-	for (int i = 0; i < 100 && !reaped; i++) {
-		reaped = kill(pid, 0) < 0 && errno == ESRCH;
-		if (!reaped)
-			usleep(20000);
-	}
-	assert_true(reaped);
+	assert_reaped(pid);
 	free(p);
 	p = e2e_printf("/v1/sandboxes/%s/executions", id);
 	expect_call("POST", p, "{\"command\":\"true\"}", 409, "CONFLICT", NULL);
@@ -2333,13 +2339,7 @@ static void test_spare_killed_during_take(void **state)
 	char *out = sh_ok(id, "cat /proc/1/comm");
 	assert_string_equal(out, "sandlot-init\n");
 	free(out);
-	bool reaped = false;
-	for (int i = 0; i < 100 && !reaped; i++) {
-		reaped = kill(taken, 0) < 0 && errno == ESRCH;
-		if (!reaped)
-			usleep(20000);
-	}
-	assert_true(reaped);
+	assert_reaped(taken);
 	sandbox_del(id);
 }
 
