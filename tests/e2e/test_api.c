@@ -56,8 +56,24 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* A daemon on cgroup v1 makes its spare inits in the background once it serves, and the
+ * first one's making probes overlayfs in that spare's run dir (runtime/launch.c,
+ * detached_layers): a file of the probe's is there for a moment. Wait until the probe is
+ * over (the spare's "empty" dir comes after it), so that no test's snapshot begins with
+ * that file and then sees it vanish. No spares (an older kernel): 2 s, then on. */
+static void daemon_wait_probe(pid_t pid)
+{
+	const char *run = getenv("SANDLOT_RUN_DIR");
+	if (!run || access("/sys/fs/cgroup/memory", F_OK) != 0)
+		return;
+	char *p = e2e_printf("%s/sandboxes/.spare-%d-0/empty", run, (int)pid);
+	for (int i = 0; i < 200 && access(p, F_OK) != 0; i++)
+		usleep(10000);
+	free(p);
+}
+
 /* Start build/sandlot serve on SOCK (plus loopback TCP when TCP) with EXTRA arguments
- * (NULL-terminated), and wait for its start-up line. */
+ * (NULL-terminated), and wait for its start-up line (and its overlayfs probe). */
 static void daemon_start(daemon_t *d, const char *sock, bool tcp, const char *const *extra)
 {
 	char path[256];
@@ -95,6 +111,7 @@ static void daemon_start(daemon_t *d, const char *sock, bool tcp, const char *co
 			free(text);
 			if (tcp)
 				assert_true(d->port > 0);
+			daemon_wait_probe(pid);
 			return;
 		}
 		int st;
