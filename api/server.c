@@ -564,8 +564,7 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 				reap_inits();
 			if (sl_mono_ms() < sweep_at)
 				continue;
-			if (sig != SIGCHLD)
-				reap_inits();
+			reap_inits();
 			api_pty_sweep(&srv, false);
 			api_enforce_deadlines(&srv);
 			api_ports_sweep(&srv, false);
