@@ -1450,27 +1450,6 @@ static void test_dead_init_reads_failed(void **state)
 	sandbox_del(id);
 }
 
-/* Write TO ("FROZEN" or "THAWED") to the v1 freezer.state FILE; for FROZEN, wait up to 1 s
- * until the whole cgroup is. Whether it was written (and reached). */
-static bool freezer_set(const char *file, const char *to)
-{
-	FILE *f = fopen(file, "w");
-	if (!f)
-		return false;
-	fputs(to, f);
-	if (fclose(f) != 0)
-		return false;
-	char *st = NULL;
-	for (int i = 0; i < 200 && strcmp(to, "FROZEN") == 0 && !(st && strstr(st, to)); i++) {
-		free(st);
-		usleep(5000);
-		st = e2e_read_file(file);
-	}
-	bool there = strcmp(to, "FROZEN") != 0 || (st && strstr(st, to));
-	free(st);
-	return there;
-}
-
 /* A DELETE kills init on a CPU other than the one the daemon answers on, so that its
  * teardown does not preempt the answer (runtime/sandbox.c, kill_elsewhere). Seen on an
  * init frozen behind the runtime's back, which holds the SIGKILL until it is thawed: its
@@ -1492,7 +1471,18 @@ static void test_deleted_init_dies_elsewhere(void **state)
 		sandbox_del(id);
 		skip();
 	}
-	assert_true(freezer_set(fz, "FROZEN"));
+	FILE *f = fopen(fz, "w");
+	assert_non_null(f);
+	fputs("FROZEN", f);
+	assert_int_equal(fclose(f), 0);
+	char *st = NULL;
+	for (int i = 0; i < 200 && !(st && strstr(st, "FROZEN")); i++) {
+		free(st);
+		usleep(5000);
+		st = e2e_read_file(fz);
+	}
+	assert_non_null(strstr(st, "FROZEN"));
+	free(st);
 	char *p = e2e_printf("/v1/sandboxes/%s", id);
 	resp r;
 	http(&r, "DELETE", p, NULL);
@@ -1500,7 +1490,11 @@ static void test_deleted_init_dies_elsewhere(void **state)
 	resp_free(&r);
 	int there = kill(pid, 0); /* still there, frozen with the SIGKILL pending */
 	int got = sched_getaffinity(pid, sizeof(after), &after);
-	freezer_set(fz, "THAWED"); /* before any assert, so that a failure leaves nothing */
+	f = fopen(fz, "w"); /* thawed before any assert, so that a failure leaves nothing */
+	if (f) {
+		fputs("THAWED", f);
+		fclose(f);
+	}
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pfd >= 0) {
 		struct pollfd pf = {pfd, POLLIN, 0};
