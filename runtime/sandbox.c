@@ -1405,10 +1405,19 @@ static sl_launch_spare *launch_spare_take(sl_ctx *ctx, const sl_sandbox *sb, siz
 	if (sb->net_enabled || nmounts || sb->limits.cpu_millicores != def.cpu_millicores ||
 	    sb->limits.memory_bytes != def.memory_bytes || sb->limits.pids_max != def.pids_max)
 		return NULL;
-	pthread_mutex_lock(&ctx->lock);
-	sl_launch_spare *sp =
-	    ctx->launch_nspares > 0 ? ctx->launch_spares[--ctx->launch_nspares] : NULL;
-	pthread_mutex_unlock(&ctx->lock);
+	sl_launch_spare *sp;
+	for (;;) {
+		pthread_mutex_lock(&ctx->lock);
+		sp = ctx->launch_nspares > 0 ? ctx->launch_spares[--ctx->launch_nspares] : NULL;
+		pthread_mutex_unlock(&ctx->lock);
+		/* One that died (killed under the daemon: its end of the socket is closed) is
+		 * dropped, and reaped, rather than handed the sandbox. */
+		struct pollfd pf = {sp ? sp->sock : -1, POLLIN, 0};
+		if (!sp || poll(&pf, 1, 0) == 0)
+			break;
+		sl_log(SL_LOG_WARN, "spare init %d ended under the daemon; dropped", (int)sp->pid);
+		launch_spare_free(ctx, sp);
+	}
 	if (!sp)
 		return NULL;
 	if (ctx->spare_taken)
@@ -2090,8 +2099,11 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 		goto drop_spare;
 	}
 	close(afd);
-	if (!(spare && launch_spared(ctx, sb, &l, spare, cg, err) == 0) &&
-	    launch_fresh(ctx, sb, &l, cg, err) < 0)
+	bool spared = spare && launch_spared(ctx, sb, &l, spare, cg, err) == 0;
+	/* A failed take may have mounted the layer already (the daemon makes a spare's
+	 * overlay): its volatile marker goes again. */
+	if (!spared && ((spare && fs_remove_tree(mark, err) < 0) ||
+			launch_fresh(ctx, sb, &l, cg, err) < 0))
 		return -1;
 	sb->init_start = proc_start_time(sb->init_pid);
 	boot_id(sb->boot_id, sizeof(sb->boot_id));
