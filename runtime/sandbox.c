@@ -2099,10 +2099,11 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 		goto drop_spare;
 	}
 	close(afd);
-	bool spared = spare && launch_spared(ctx, sb, &l, spare, cg, err) == 0;
+	bool had_spare = spare != NULL; /* launch_spared consumes it either way */
+	bool spared = had_spare && launch_spared(ctx, sb, &l, spare, cg, err) == 0;
 	/* A failed take may have mounted the layer already (the daemon makes a spare's
 	 * overlay): its volatile marker goes again. */
-	if (!spared && ((spare && fs_remove_tree(mark, err) < 0) ||
+	if (!spared && ((had_spare && fs_remove_tree(mark, err) < 0) ||
 			launch_fresh(ctx, sb, &l, cg, err) < 0))
 		return -1;
 	sb->init_start = proc_start_time(sb->init_pid);
