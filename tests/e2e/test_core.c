@@ -101,6 +101,38 @@ static void test_oneshot_layer_volatile(void **state)
 	free(id);
 }
 
+/* A one-shot's command is init's first: it runs as soon as init does. pivot_root leaves
+ * the host's tree stacked on the new root until the launch detaches it (runtime/launch.c,
+ * pivot_into); were it still there, ".." from a directory of the root would climb onto
+ * the host's root and the command's mountinfo would list the host's mounts (checked: with
+ * the detach left out, this fails). Several one-shots, each at its very first command. */
+static void test_oneshot_first_command_sees_no_host_tree(void **state)
+{
+	for (int i = 0; i < 20; i++) {
+		e2e_result r;
+		assert_int_equal(
+		    e2e_sandlot(&r, NULL, 0, "run", "--image", "busybox", "--", "sh", "-c",
+				"[ \"$(ls -a /etc/..)\" = \"$(ls -a /)\" ] || echo CLIMBED; "
+				"awk '{ print $5 }' /proc/self/mountinfo",
+				NULL),
+		    0);
+		assert_false(e2e_contains(r.out, "CLIMBED"));
+		/* Only the root (once), and what the launch mounts under /proc, /sys, /dev. */
+		int roots = 0;
+		char *save = NULL;
+		for (char *line = strtok_r(r.out, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			if (!strcmp(line, "/"))
+				roots++;
+			else if (strncmp(line, "/proc", 5) && strncmp(line, "/sys", 4) &&
+				 strncmp(line, "/dev", 4))
+				fail_msg("one-shot %d: a mount on %s", i, line);
+		}
+		assert_int_equal(roots, 1);
+		e2e_result_free(&r);
+	}
+}
+
 static void test_exit_codes(void **state)
 {
 	e2e_result r;
@@ -1241,6 +1273,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		E2E_TEST(test_run_prints_and_passes_exit_code),
 		E2E_TEST(test_oneshot_layer_volatile),
+		E2E_TEST(test_oneshot_first_command_sees_no_host_tree),
 		E2E_TEST(test_exit_codes),
 		E2E_TEST(test_run_forwards_signals),
 		E2E_TEST(test_exec_options),
