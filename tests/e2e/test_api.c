@@ -1408,6 +1408,20 @@ static pid_t record_init_pid(const char *id)
 	return pid;
 }
 
+/* PATH (a /proc or cgroup file) comes to hold NEEDLE within 1 s. */
+static void assert_file_comes_to_hold(const char *path, const char *needle)
+{
+	char *text = NULL;
+	for (int i = 0; i < 200 && !(text && strstr(text, needle)); i++) {
+		free(text);
+		usleep(5000);
+		text = e2e_read_file(path);
+	}
+	assert_non_null(text);
+	assert_non_null(strstr(text, needle));
+	free(text);
+}
+
 /* PID is reaped within 2 s, not left a zombie: kill(2) still finds a zombie. Only the
  * daemon, the parent of inits and spares, can reap them (an init: api/server.c,
  * reap_inits; a spare it dropped: runtime/launch.c, launch_spare_drop). */
@@ -1475,14 +1489,7 @@ static void test_deleted_init_dies_elsewhere(void **state)
 	assert_non_null(f);
 	fputs("FROZEN", f);
 	assert_int_equal(fclose(f), 0);
-	char *st = NULL;
-	for (int i = 0; i < 200 && !(st && strstr(st, "FROZEN")); i++) {
-		free(st);
-		usleep(5000);
-		st = e2e_read_file(fz);
-	}
-	assert_non_null(strstr(st, "FROZEN"));
-	free(st);
+	assert_file_comes_to_hold(fz, "FROZEN");
 	char *p = e2e_printf("/v1/sandboxes/%s", id);
 	resp r;
 	http(&r, "DELETE", p, NULL);
@@ -1894,14 +1901,7 @@ static void test_creates_take_spare_init(void **state)
 		assert_int_equal(kill(spids[i], SIGKILL), 0);
 	for (int i = 0; i < n; i++) { /* dead, not yet reaped: the daemon is their parent */
 		char *sf = e2e_printf("/proc/%d/stat", (int)spids[i]);
-		char *st = NULL;
-		for (int k = 0; k < 200 && !(st && strstr(st, ") Z ")); k++) {
-			free(st);
-			usleep(5000);
-			st = e2e_read_file(sf);
-		}
-		assert_non_null(strstr(st, ") Z "));
-		free(st);
+		assert_file_comes_to_hold(sf, ") Z ");
 		free(sf);
 	}
 	char *b = sandbox_new(NULL);
