@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
+#include <linux/nsfs.h>
 #include <linux/openat2.h>
 #include <net/if.h>
 #include <poll.h>
@@ -19,22 +21,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/capability.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
-#include <sys/resource.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../init/proto.h"
 #include "cleanup.h"
+#include "log.h"
 
 /* The container-default capability set: all a process running as root inside keeps. */
 static const int keep_caps[] = {
@@ -247,11 +251,12 @@ static int netns_ports(int proc, const char **what)
  * NEW_NET), a read-only /sys, the /dev tmpfs with its nodes owned by host uid BASE, and
  * the masks over /proc and /sys (EMPTY: the empty directory they bind). */
 static void kernel_fs(int errfd, int dirfd, const char *dir, const char *empty, uint32_t base,
-		      bool new_net)
+		      bool new_net, bool proc_mounted)
 {
 	char opts[128];
 	const char *what;
-	mount_in(errfd, dirfd, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	if (!proc_mounted)
+		mount_in(errfd, dirfd, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	if (new_net) {
 		/* A procfs of our own now: nothing of the image's is on this path. */
 		_cleanup_close_ int proc =
@@ -327,6 +332,7 @@ static void write_etc(int errfd, int rootfd, const char *name, const char *text,
 
 struct child_fds {
 	int err, userns, lower, root, listen, init, log, client, netns;
+	int stage; /* the staging mount namespace (stage_ns_open), or -1 */
 	int mounts[SL_MAX_VOLUMES];
 };
 
@@ -369,9 +375,9 @@ static int cmp_int(const void *a, const void *b)
  * its parent, which waits for that lock. */
 static void close_inherited(const sl_launch *l, const struct child_fds *f)
 {
-	int keep[9 + SL_MAX_VOLUMES], n = 0;
-	int own[] = {f->err,  f->userns, f->lower,  f->root, f->listen,
-		     f->init, f->log,	 f->client, f->netns};
+	int keep[10 + SL_MAX_VOLUMES], n = 0;
+	int own[] = {f->err,  f->userns, f->lower,  f->root,  f->listen,
+		     f->init, f->log,	 f->client, f->netns, f->stage};
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
 		if (own[i] > 2)
 			keep[n++] = own[i];
@@ -390,8 +396,9 @@ static void close_inherited(const sl_launch *l, const struct child_fds *f)
 
 /* Into the sandbox's cgroups (JOIN, NJOIN: their cgroup.procs files) and network
  * namespace (NETNS, or the clone's new one when -1, which gets lo up), with every mount
- * of ours a slave of the host's. */
-static void child_enter(int errfd, const char *const *join, size_t njoin, int netns)
+ * of ours a slave of the host's when SLAVE (a copy of the host's mount namespace; not
+ * when the child is still in the host's, to enter the staging one). */
+static void child_enter(int errfd, const char *const *join, size_t njoin, int netns, bool slave)
 {
 	/* Sharing the parent's memory, we join our cgroups ourselves, first, so what the
 	 * mounts allocate is the sandbox's. */
@@ -408,7 +415,7 @@ static void child_enter(int errfd, const char *const *join, size_t njoin, int ne
 	const char *what;
 	if (netns < 0 && netns_lo_up(&what) < 0)
 		child_fail(errfd, errno, "%s", what);
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+	if (slave && mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		child_fail(errfd, errno, "make mounts private");
 }
 
@@ -529,6 +536,8 @@ child_finish(const sl_launch *l, struct child_fds *f, int rootfd, const sl_bpf *
 	child_fail(f->err, errno, "execute sandlot-init");
 }
 
+static int child_root_staged(const sl_launch *l, const struct child_fds *f);
+
 static void __attribute__((noreturn)) child_main(const sl_launch *l, struct child_fds *f)
 {
 	char root[PATH_MAX];
@@ -537,11 +546,15 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	 * filler runs niced, so it does not slow down requests). */
 	if (getpriority(PRIO_PROCESS, 0) != 0)
 		setpriority(PRIO_PROCESS, 0, 0);
-	child_enter(f->err, l->join, l->njoin, f->netns);
+	child_enter(f->err, l->join, l->njoin, f->netns, f->stage < 0);
+	if (f->stage >= 0) {
+		_cleanup_close_ int rootfd = child_root_staged(l, f);
+		child_finish(l, f, rootfd, l->seccomp);
+	}
 	_cleanup_close_ int rootfd = child_root(l, f, root);
 	char empty[PATH_MAX];
 	snprintf(empty, sizeof(empty), "%s/empty", l->run_dir);
-	kernel_fs(f->err, rootfd, root, empty, l->uid_base, !l->netns_ready);
+	kernel_fs(f->err, rootfd, root, empty, l->uid_base, !l->netns_ready, false);
 	pivot_into(f->err, root);
 	child_finish(l, f, rootfd, l->seccomp);
 }
@@ -790,6 +803,27 @@ static void spare_own_dev(int errfd, const char *dev, uint32_t base)
 		child_fail(errfd, errno, "set the tty group of /dev/pts");
 }
 
+/* Into a copy of the staging mount namespace STAGE (stage_ns_open): one mount, the
+ * staging root, made this process's root and working directory. */
+static void stage_enter(int errfd, int stage)
+{
+	if (setns(stage, CLONE_NEWNS) < 0 || unshare(CLONE_NEWNS) < 0 || chdir("/") < 0)
+		child_fail(errfd, errno, "enter a copy of the staging mount namespace");
+}
+
+/* The kernel's file systems on the staging root's /proc, /sys and /dev (kernel_fs), its
+ * own empty directories: mounted by name, /proc first (kernel_fs mounts the rest through
+ * /proc/self/fd). */
+static void stage_kernel_fs(int errfd, uint32_t base, bool new_net)
+{
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		child_fail(errfd, errno, "mount proc");
+	_cleanup_close_ int dirfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		child_fail(errfd, errno, "open the staging root");
+	kernel_fs(errfd, dirfd, "", "/empty", base, new_net, true);
+}
+
 /* The spare's root while it waits: STAGE (<its run dir>/stage), empty directories
  * proc, sys, dev, newroot and lower, bound on itself with the sandbox's kernel file systems
  * mounted in it, made the root of the spare's mount namespace and then read-only. The
@@ -802,7 +836,7 @@ static void spare_stage(int errfd, const char *stage, const char *empty)
 	_cleanup_close_ int dirfd = open(stage, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dirfd < 0)
 		child_fail(errfd, errno, "open %s", stage);
-	kernel_fs(errfd, dirfd, stage, empty, 0, true);
+	kernel_fs(errfd, dirfd, stage, empty, 0, true, false);
 	pivot_into(errfd, stage);
 	if (mount(NULL, "/", NULL,
 		  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
@@ -840,6 +874,19 @@ static int spare_root(const struct child_fds *f)
 	return rootfd;
 }
 
+/* A launch from nothing in a copy of the staging mount namespace (stage_ns_open; F->stage)
+ * rather than of the host's: the kernel's file systems staged at its /proc, /sys and /dev
+ * as a spare stages them, then the root made as a spare's take makes it (spare_root: the
+ * overlay, F->root, made by the parent). The host's mount table is neither copied nor,
+ * after a pivot_root that visits every task on the host, detached again with an
+ * expedited RCU grace period: this namespace never had it (docs/isolation.md). */
+static int child_root_staged(const sl_launch *l, const struct child_fds *f)
+{
+	stage_enter(f->err, f->stage);
+	stage_kernel_fs(f->err, l->uid_base, !l->netns_ready);
+	return spare_root(f);
+}
+
 /* Every call the take makes (spare_main after its recvmsg, spare_own_dev, spare_root,
  * child_finish) that the profile may deny must be here: the spare's filter is already in
  * place, and test_creates_take_spare_init fails on a take that hits it. */
@@ -853,15 +900,27 @@ const char *const launch_take_calls[] = {"mount",   "move_mount", "sethostname",
 static int spare_main(void *arg)
 {
 	sl_launch_spare *sp = arg;
-	int c = sp->child_sock;
-	if (c > 3)
-		syscall(SYS_close_range, 3, (unsigned)c - 1, 0);
-	syscall(SYS_close_range, (unsigned)c + 1, ~0U, 0);
-	child_enter(c, sp->join, sp->njoin, -1);
-	char stage[PATH_MAX + 8], empty[PATH_MAX + 8];
-	snprintf(stage, sizeof(stage), "%s/stage", sp->dir);
-	snprintf(empty, sizeof(empty), "%s/empty", sp->dir);
-	spare_stage(c, stage, empty);
+	int c = sp->child_sock, ns = sp->stage;
+	/* All but the socket and the staging namespace's fd (if any) closed. */
+	int keep[2] = {c < ns ? c : ns, c < ns ? ns : c}, lo = 3;
+	for (int i = ns >= 0 ? 0 : 1; i < 2; i++) {
+		if (keep[i] > lo)
+			syscall(SYS_close_range, (unsigned)lo, (unsigned)keep[i] - 1, 0);
+		lo = keep[i] + 1;
+	}
+	syscall(SYS_close_range, (unsigned)lo, ~0U, 0);
+	/* The cgroups are joined by their host paths, before the staging namespace. */
+	child_enter(c, sp->join, sp->njoin, -1, ns < 0);
+	if (ns >= 0) {
+		stage_enter(c, ns);
+		close(ns);
+		stage_kernel_fs(c, 0, true);
+	} else {
+		char stage[PATH_MAX + 8], empty[PATH_MAX + 8];
+		snprintf(stage, sizeof(stage), "%s/stage", sp->dir);
+		snprintf(empty, sizeof(empty), "%s/empty", sp->dir);
+		spare_stage(c, stage, empty);
+	}
 	/* The profile, less what the take still does (launch_take_calls): its ~150 us
 	 * install is then off the create's path, and the take's filter is a few
 	 * instructions. Privileged until the take, it needs no PR_SET_NO_NEW_PRIVS. */
@@ -899,7 +958,8 @@ static int spare_main(void *arg)
 			      .init = fds[SPARE_INIT],
 			      .log = fds[SPARE_LOG],
 			      .client = nfds > SPARE_CLIENT ? fds[SPARE_CLIENT] : -1,
-			      .netns = -1};
+			      .netns = -1,
+			      .stage = -1};
 	close_inherited(l, &f);
 	if (getpriority(PRIO_PROCESS, 0) != 0)
 		setpriority(PRIO_PROCESS, 0, 0);
@@ -942,6 +1002,153 @@ static bool detached_layers(const char *dir)
 	return ok;
 }
 
+/* ---- the staging mount namespace (a launch from nothing) ---- */
+
+static int stage_ns_try(const char *ns)
+{
+	int fd = open(ns, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0 && ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNS) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+struct stage_helper {
+	const char *root;
+	int ready[2], hold[2];
+};
+
+/* Its mount namespace made the staging one: ROOT bound on itself, made the root, the host's
+ * tree detached, and the rest read-only. It waits until the parent has bound the namespace
+ * (or gone). Shares our memory (CLONE_VM): system calls only. */
+static int stage_helper_fn(void *arg)
+{
+	struct stage_helper *h = arg;
+	char c = 'R';
+	/* Our copy of the write end would keep the wait below from ever seeing EOF. */
+	syscall(SYS_close, h->hold[1]);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount(h->root, h->root, NULL, MS_BIND, NULL) < 0 || chdir(h->root) < 0 ||
+	    syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
+	    chdir("/") < 0 ||
+	    mount(NULL, "/", NULL,
+		  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		c = 'E';
+	syscall(SYS_write, h->ready[1], &c, 1);
+	syscall(SYS_read, h->hold[0], &c, 1);
+	syscall(SYS_exit, 0);
+	return 0;
+}
+
+/* DIR (<run>/stage) a private mount of its own: a mount namespace's file cannot be bound
+ * where the bind would propagate (EINVAL), and /run is often shared. */
+static int stage_dir_private(const char *dir)
+{
+	struct statx stx;
+	if (statx(AT_FDCWD, dir, AT_SYMLINK_NOFOLLOW, 0, &stx) < 0)
+		return -1;
+	if (!(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) &&
+	    mount(dir, dir, NULL, MS_BIND, NULL) < 0)
+		return -1;
+	return mount(NULL, dir, NULL, MS_PRIVATE, NULL);
+}
+
+static void stage_ns_make(const char *dir, const char *ns)
+{
+	static const char *const dirs[] = {"root",	   "root/proc",	 "root/sys",  "root/dev",
+					   "root/newroot", "root/lower", "root/empty"};
+	char root[PATH_MAX];
+	sl_err err = {0};
+	if (!detached_layers(dir)) {
+		/* Not probed again by every launch (a CLI's is a process of its own) until
+		 * another kernel runs. */
+		struct utsname u;
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s/unsupported", dir);
+		_cleanup_close_ int fd =
+		    open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd >= 0 && uname(&u) == 0 && write(fd, u.release, strlen(u.release)) < 0)
+			sl_log(SL_LOG_WARN, "%s: %s", p, strerror(errno));
+		return;
+	}
+	if (stage_dir_private(dir) < 0)
+		return;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (mkdir_in(dir, dirs[i], i ? 0555 : 0711, &err) < 0)
+			return;
+	_cleanup_close_ int file = open(ns, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (file < 0)
+		return;
+	snprintf(root, sizeof(root), "%s/root", dir);
+	struct stage_helper h = {.root = root, .ready = {-1, -1}, .hold = {-1, -1}};
+	char *stack = stack_get();
+	if (!stack || pipe2(h.ready, O_CLOEXEC) < 0 || pipe2(h.hold, O_CLOEXEC) < 0)
+		goto out;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t pid =
+	    clone(stage_helper_fn, stack + LAUNCH_STACK, CLONE_VM | CLONE_NEWNS | SIGCHLD, &h);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0)
+		goto out;
+	char c = 0, path[64];
+	while (read(h.ready[0], &c, 1) < 0 && errno == EINTR)
+		;
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	if (c == 'R' && mount(path, ns, NULL, MS_BIND, NULL) < 0)
+		sl_log(SL_LOG_WARN, "staging mount namespace on %s: %s", ns, strerror(errno));
+	close(h.hold[1]);
+	h.hold[1] = -1;
+	while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+		;
+out:
+	for (int i = 0; i < 2; i++) {
+		if (h.ready[i] >= 0)
+			close(h.ready[i]);
+		if (h.hold[i] >= 0)
+			close(h.hold[i]);
+	}
+	if (stack)
+		stack_put(stack);
+}
+
+/* This kernel's overlayfs takes no detached layer (stage_ns_make). */
+static bool stage_unsupported(const char *dir)
+{
+	char p[PATH_MAX], text[sizeof(((struct utsname *)0)->release)];
+	struct utsname u;
+	snprintf(p, sizeof(p), "%s/unsupported", dir);
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+	if (n < 0 || uname(&u) < 0)
+		return false;
+	text[n] = '\0';
+	return strcmp(text, u.release) == 0;
+}
+
+int stage_ns_open(const char *dir)
+{
+	char ns[PATH_MAX], lock[PATH_MAX];
+	snprintf(ns, sizeof(ns), "%s/ns", dir);
+	int fd = stage_ns_try(ns);
+	if (fd >= 0 || stage_unsupported(dir))
+		return fd;
+	snprintf(lock, sizeof(lock), "%s/lock", dir);
+	if (mkdir(dir, 0711) < 0 && errno != EEXIST)
+		return -1;
+	_cleanup_close_ int lk = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lk < 0 || flock(lk, LOCK_EX) < 0)
+		return -1;
+	fd = stage_ns_try(ns);
+	if (fd < 0) {
+		stage_ns_make(dir, ns);
+		fd = stage_ns_try(ns);
+	}
+	return fd;
+}
+
 int launch_spare_make(sl_launch_spare *sp, sl_err *err)
 {
 	static const char *const dirs[] = {"stage/proc", "stage/sys", "stage/dev", "stage/newroot",
@@ -950,19 +1157,27 @@ int launch_spare_make(sl_launch_spare *sp, sl_err *err)
 	sp->pid = 0;
 	sp->sock = -1;
 	sp->l = NULL;
+	sp->stage = -1;
 	snprintf(stage, sizeof(stage), "%s/stage", sp->dir);
-	if ((mkdir(sp->dir, 0711) < 0 && errno != EEXIST) ||
-	    (mkdir(stage, 0555) < 0 && errno != EEXIST))
-		return sl_sysfail(err, "create %s", stage);
+	if (mkdir(sp->dir, 0711) < 0 && errno != EEXIST)
+		return sl_sysfail(err, "create %s", sp->dir);
 	if (!detached_layers(sp->dir))
 		return sl_fail(err, SL_NOTIMPL, 0,
 			       "spare inits need overlayfs to take a detached layer (Linux 6.15 or "
 			       "later): creates launch from nothing");
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (mkdir_in(sp->dir, dirs[i], 0555, err) < 0)
+	/* Made in a copy of the staging namespace (no stage of its own, no pivot_root, no
+	 * detach of the host's tree), or else in a stage of its run dir. */
+	_cleanup_close_ int ns = sp->stage_dir[0] ? stage_ns_open(sp->stage_dir) : -1;
+	sp->stage = ns;
+	if (ns < 0) {
+		if (mkdir(stage, 0555) < 0 && errno != EEXIST)
+			return sl_sysfail(err, "create %s", stage);
+		for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+			if (mkdir_in(sp->dir, dirs[i], 0555, err) < 0)
+				return -1;
+		if (mkdir_in(sp->dir, "empty", 0555, err) < 0)
 			return -1;
-	if (mkdir_in(sp->dir, "empty", 0555, err) < 0)
-		return -1;
+	}
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return sl_sysfail(err, "socketpair");
@@ -977,8 +1192,8 @@ int launch_spare_make(sl_launch_spare *sp, sl_err *err)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pid_t pid = clone(spare_main, sp->stack + LAUNCH_STACK,
-			  CLONE_VM | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
-				  CLONE_NEWNET | SIGCHLD,
+			  CLONE_VM | (ns < 0 ? CLONE_NEWNS : 0) | CLONE_NEWPID | CLONE_NEWUTS |
+			      CLONE_NEWIPC | CLONE_NEWNET | SIGCHLD,
 			  sp);
 	int e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -1117,10 +1332,14 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: a spare init takes no volumes or "
 				"network", l->id);
 	}
-	/* A spare's run dir has them (launch_spare_make). */
-	if (!l->spare && (mkdir_in(l->run_dir, "rootfs", 0700, err) < 0 ||
-			  mkdir_in(l->run_dir, "lower", 0700, err) < 0 ||
-			  mkdir_in(l->run_dir, "empty", 0555, err) < 0))
+	/* A launch from nothing enters a copy of the staging mount namespace, if there can be
+	 * one, with an overlay made here; else a copy of ours, where it makes its own. */
+	_cleanup_close_ int stage = !l->spare && l->stage_dir ? stage_ns_open(l->stage_dir) : -1;
+	/* A spare's run dir has them (launch_spare_make); the staging root too. */
+	if (!l->spare && stage < 0 &&
+	    (mkdir_in(l->run_dir, "rootfs", 0700, err) < 0 ||
+	     mkdir_in(l->run_dir, "lower", 0700, err) < 0 ||
+	     mkdir_in(l->run_dir, "empty", 0555, err) < 0))
 		return -1;
 	snprintf(sock, sizeof(sock), "%s/init.sock", l->run_dir);
 	snprintf(logp, sizeof(logp), "%s/init.log", l->run_dir);
@@ -1137,9 +1356,11 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	_cleanup_close_ int lower = lower_fd;
 	if (lower < 0)
 		return -1;
-	/* A spare is handed its overlay; a child from nothing makes its own (child_root). */
-	_cleanup_close_ int rootmnt = l->spare ? overlay_tree(l, lower, err) : -1;
-	if (l->spare && rootmnt < 0)
+	/* A spare is handed its overlay, and so is a child in the staging namespace; one
+	 * from nothing in a copy of ours makes its own (child_root). */
+	bool here = l->spare || stage >= 0;
+	_cleanup_close_ int rootmnt = here ? overlay_tree(l, lower, err) : -1;
+	if (here && rootmnt < 0)
 		return -1;
 	_cleanup_close_ int lsock = listen_socket(sock, err);
 	if (lsock < 0)
@@ -1158,7 +1379,8 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 			      .init = initfd,
 			      .log = logfd,
 			      .client = l->client ? *l->client : -1,
-			      .netns = -1};
+			      .netns = -1,
+			      .stage = stage};
 	if (l->spare) {
 		/* Its namespaces are made: what it is handed is all it needs. */
 		pid_t spid = l->spare->pid;
@@ -1192,7 +1414,7 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	f.netns = l->netns ? *l->netns : -1;
 	for (size_t i = 0; i < nvol; i++)
 		f.mounts[i] = vol_fds[i];
-	int ns = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
+	int ns = (stage < 0 ? CLONE_NEWNS : 0) | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
 	if (!l->netns)
 		ns |= CLONE_NEWNET;
 	pid_t pid = clone_shared(l, &f, ns | SIGCHLD);

@@ -33,6 +33,9 @@ typedef struct sl_launch {
 	 * sync of the whole store filesystem that unmounting it otherwise costs. */
 	bool volatile_upper;
 	const char *run_dir;	  /* <run>/sandboxes/<id>: rootfs/, lower/, empty/, init.sock */
+	/* <run>/stage: the staging mount namespace a launch from nothing enters a copy of
+	 * (stage_ns_open). NULL: it copies the launcher's, as before. */
+	const char *stage_dir;
 	const char *init_path;	  /* the static sandlot-init binary */
 	uint32_t uid_base;	  /* host uid/gid of root inside; range is 65536 wide */
 	const sl_bpf *seccomp;
@@ -74,6 +77,8 @@ typedef struct sl_launch {
  * not change while it lives: its child reads it. */
 struct sl_launch_spare {
 	char dir[PATH_MAX];	/* the run dir it becomes: <run>/sandboxes/.spare-... */
+	char stage_dir[PATH_MAX]; /* <run>/stage (sl_launch.stage_dir), or "" */
+	int stage;		  /* the staging namespace while it is made, else -1 */
 	const char *join[8];	/* cgroup.procs files (cgroup_join_files), and their text */
 	size_t njoin;
 	char joinbuf[PATH_MAX];
@@ -93,8 +98,8 @@ struct sl_launch_spare {
  * with these allowed while it is made, and its take a filter denying just these. */
 extern const char *const launch_take_calls[];
 
-/* Start one (dir, join, njoin, cgroup set by the caller); 0, or -1 with nothing left
- * running. */
+/* Start one (dir, stage_dir, join, njoin, cgroup set by the caller); 0, or -1 with nothing
+ * left running. */
 int launch_spare_make(sl_launch_spare *sp, sl_err *err);
 /* End it (SIGKILL, reaped): what it made in its dir and cgroups is the caller's. */
 void launch_spare_drop(sl_launch_spare *sp);
@@ -105,6 +110,12 @@ void launch_spare_drop(sl_launch_spare *sp);
  * them ahead (sandbox_spares_fill): that takes ~0.5 ms, and any wait on the kernel's
  * rtnl lock, off a create. */
 int launch_new_netns(sl_err *err);
+
+/* The staging mount namespace of DIR (<run>/stage), made on first use and kept, bound on
+ * DIR/ns: an fd, or -1 when there is none (this kernel's overlayfs takes no detached
+ * layer, or it could not be made). Its tree is DIR/root alone, read-only: empty
+ * directories proc, sys, dev, newroot, lower and empty. */
+int stage_ns_open(const char *dir);
 
 /* Starts init; on success *init_pid is its host pid and it is listening on
  * <run_dir>/init.sock. On failure nothing it made is left running or mounted. */

@@ -1365,6 +1365,7 @@ static void launch_spares_fill(sl_ctx *ctx)
 		snprintf(sp->cgroup, sizeof(sp->cgroup), "%.*si%u", (int)strlen(name) - 1, name, seq);
 		snprintf(sp->dir, sizeof(sp->dir), "%s/sandboxes/.spare-%d-%u", ctx->cfg.run_dir,
 			 (int)getpid(), seq);
+		snprintf(sp->stage_dir, sizeof(sp->stage_dir), "%s/stage", ctx->cfg.run_dir);
 		sl_err e = {0};
 		if (cgroup_create(ctx->cg, sp->cgroup, &l, &e) < 0) {
 			sp->cgroup[0] = '\0';
@@ -2041,8 +2042,9 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 			return sl_fail(err, SL_INVALID, 0, "volumes of %s: too many", sb->id);
 		mounts[nm++] = (sl_mount){ binds[i].source, binds[i].mount_path, binds[i].readonly };
 	}
-	char user_env[96];
+	char user_env[96], stage[PATH_MAX];
 	snprintf(user_env, sizeof(user_env), "SANDLOT_DEFAULT_USER=%s", sb->user);
+	snprintf(stage, sizeof(stage), "%s/stage", ctx->cfg.run_dir);
 	sl_launch l = { .id = sb->id,
 			.mounts = mounts,
 			.nmounts = nm,
@@ -2052,6 +2054,7 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 			.work = work,
 			.volatile_upper = sb->ephemeral,
 			.run_dir = run,
+			.stage_dir = stage,
 			.init_path = ctx->cfg.init_path,
 			.uid_base = sb->uid_base,
 			.seccomp = &ctx->bpf,

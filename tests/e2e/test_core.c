@@ -5,11 +5,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/nsfs.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -131,6 +135,54 @@ static void test_oneshot_first_command_sees_no_host_tree(void **state)
 		assert_int_equal(roots, 1);
 		e2e_result_free(&r);
 	}
+}
+
+/* A launch from nothing enters a copy of the staging mount namespace (runtime/launch.c,
+ * stage_ns_open), made once and kept on $RUN/stage/ns, instead of copying the host's mount
+ * table, pivot_root-ing (a walk of every task on the host) and detaching the copy again (an
+ * expedited RCU grace period). Its kernel file systems are mounted and masked there: the
+ * mask on /sys/firmware binds the stage's empty directory, where a launch in a copy of
+ * the host's binds the one in the sandbox's run dir. The next launch finds the namespace
+ * the first one made; with it unmounted, the one after makes another. */
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x4000U /* Linux 6.8 */
+#endif
+
+static void test_oneshot_enters_staging_namespace(void **state)
+{
+	char *ns = e2e_printf("%s/stage/ns", getenv("SANDLOT_RUN_DIR"));
+	uint64_t first = 0;
+	for (int i = 0; i < 3; i++) {
+		e2e_result r;
+		assert_int_equal(e2e_sandlot(&r, NULL, 0, "run", "--image", "busybox", "--", "awk",
+					     "$5 == \"/sys/firmware\" { print $4 }",
+					     "/proc/self/mountinfo", NULL),
+				 0);
+		if (!e2e_contains(r.out, "/stage/root/empty\n"))
+			fail_msg("launch %d: /sys/firmware masked with %s, not the staging root's "
+				 "empty directory",
+				 i, r.out);
+		e2e_result_free(&r);
+		int fd = open(ns, O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		assert_int_equal(ioctl(fd, NS_GET_NSTYPE), CLONE_NEWNS);
+		close(fd);
+		/* The bind's mount id, unique for the boot (a namespace's inode number is
+		 * reused once it is freed). */
+		struct statx stx;
+		assert_int_equal(
+		    statx(AT_FDCWD, ns, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID_UNIQUE, &stx), 0);
+		assert_true(stx.stx_mask & STATX_MNT_ID_UNIQUE);
+		if (i == 0)
+			first = stx.stx_mnt_id;
+		else if (i == 1)
+			assert_int_equal(stx.stx_mnt_id, first);
+		else
+			assert_int_not_equal(stx.stx_mnt_id, first);
+		if (i == 1)
+			assert_int_equal(umount2(ns, 0), 0);
+	}
+	free(ns);
 }
 
 static void test_exit_codes(void **state)
@@ -1274,6 +1326,7 @@ int main(void)
 		E2E_TEST(test_run_prints_and_passes_exit_code),
 		E2E_TEST(test_oneshot_layer_volatile),
 		E2E_TEST(test_oneshot_first_command_sees_no_host_tree),
+		E2E_TEST(test_oneshot_enters_staging_namespace),
 		E2E_TEST(test_exit_codes),
 		E2E_TEST(test_run_forwards_signals),
 		E2E_TEST(test_exec_options),
