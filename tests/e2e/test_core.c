@@ -185,6 +185,45 @@ static void test_oneshot_enters_staging_namespace(void **state)
 	free(ns);
 }
 
+/* Where the run dir is on a shared mount (systemd makes /run shared), a mount namespace's
+ * file cannot be bound there: the bind would propagate, and the kernel refuses that. The
+ * runtime makes <run>/stage a private mount of its own first. Here the run dir is made a
+ * shared mount with a peer, the staging namespace is made again, and it must be there
+ * (a launch that could not make it would fall back to copying the host's namespace, and
+ * succeed). */
+static void test_staging_namespace_under_a_shared_run_dir(void **state)
+{
+	const char *run = getenv("SANDLOT_RUN_DIR");
+	char *stage = e2e_printf("%s/stage", run), *ns = e2e_printf("%s/stage/ns", run);
+	char *peer = e2e_printf("%s/peer", getenv("SANDLOT_E2E_ROOT"));
+	umount2(ns, 0);
+	umount2(stage, 0);
+	assert_int_equal(mkdir(peer, 0700), 0);
+	assert_int_equal(mount(run, run, NULL, MS_BIND, NULL), 0);
+	assert_int_equal(mount(NULL, run, NULL, MS_SHARED, NULL), 0);
+	assert_int_equal(mount(run, peer, NULL, MS_BIND, NULL), 0);
+	e2e_result r;
+	int status = e2e_sandlot(&r, NULL, 0, "run", "--image", "busybox", "--", "true", NULL);
+	e2e_result_free(&r);
+	int fd = open(ns, O_RDONLY | O_CLOEXEC);
+	int type = fd >= 0 ? ioctl(fd, NS_GET_NSTYPE) : -1;
+	if (fd >= 0)
+		close(fd);
+	/* Undone before asserting: the staging mounts (made again by the next launch), the
+	 * copy of <run>/stage's bind the peer got, the peer, the run dir's bind. */
+	umount2(ns, 0);
+	umount2(stage, 0);
+	assert_int_equal(umount2(peer, MNT_DETACH), 0);
+	assert_int_equal(rmdir(peer), 0);
+	for (int i = 0; i < 100 && umount2(run, 0) != 0; i++)
+		usleep(20000); /* the one-shot's releaser may still be at work in it */
+	assert_int_equal(status, 0);
+	assert_int_equal(type, CLONE_NEWNS);
+	free(stage);
+	free(ns);
+	free(peer);
+}
+
 static void test_exit_codes(void **state)
 {
 	e2e_result r;
@@ -1100,10 +1139,30 @@ static void test_killed_init_shows_failed(void **state)
 	free(id);
 }
 
+/* Mounts whose mount point is PATH (no escapes in it). */
+static int mounts_on(const char *path)
+{
+	char *info = e2e_read_file("/proc/self/mountinfo"), *save = NULL;
+	int n = 0;
+	assert_non_null(info);
+	for (char *line = strtok_r(info, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char point[4096];
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", point) == 1 && !strcmp(point, path))
+			n++;
+	}
+	free(info);
+	return n;
+}
+
 static void test_parallel_creates(void **state)
 {
-	/* Two CLI processes at once: distinct sandboxes, no corrupted state. */
+	/* Four CLI processes at once: distinct sandboxes, no corrupted state. With no
+	 * staging namespace yet, all four race to make it: one does (under its lock), and
+	 * one namespace is bound on $RUN/stage/ns, not one per racer. */
 	char *build = e2e_build_path("sandlot");
+	char *ns = e2e_printf("%s/stage/ns", getenv("SANDLOT_RUN_DIR"));
+	umount2(ns, 0);
+	assert_int_equal(mounts_on(ns), 0);
 	pid_t kids[4];
 	for (int i = 0; i < 4; i++) {
 		kids[i] = fork();
@@ -1119,6 +1178,8 @@ static void test_parallel_creates(void **state)
 		assert_int_equal(waitpid(kids[i], &st, 0), kids[i]);
 		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
+	assert_int_equal(mounts_on(ns), 1);
+	free(ns);
 	free(build);
 }
 
@@ -1327,6 +1388,7 @@ int main(void)
 		E2E_TEST(test_oneshot_layer_volatile),
 		E2E_TEST(test_oneshot_first_command_sees_no_host_tree),
 		E2E_TEST(test_oneshot_enters_staging_namespace),
+		E2E_TEST(test_staging_namespace_under_a_shared_run_dir),
 		E2E_TEST(test_exit_codes),
 		E2E_TEST(test_run_forwards_signals),
 		E2E_TEST(test_exec_options),
