@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/magic.h>
 #include <linux/nsfs.h>
 #include <linux/openat2.h>
 #include <net/if.h>
@@ -29,6 +30,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
@@ -185,11 +187,13 @@ static void make_dev(int errfd, int devfd, uint32_t base)
  * dir), not a tmpfs as runc does: the view is the same, but each tmpfs is a superblock,
  * and every superblock on the host adds a shrinker slot to every memory cgroup's
  * shrinker map, so with N sandboxes each one pays for all of them (docs/bench.md). */
-static void mask_paths(int errfd, const char *root, const char *empty)
+static void mask_paths(int errfd, const char *root, const char *empty, bool sys_masked)
 {
 	char p[PATH_MAX], devnull[PATH_MAX];
 	snprintf(devnull, sizeof(devnull), "%s/dev/null", root);
 	for (int i = 0; masked_paths[i]; i++) {
+		if (sys_masked && !strncmp(masked_paths[i], "sys/", 4))
+			continue;
 		snprintf(p, sizeof(p), "%s/%s", root, masked_paths[i]);
 		struct stat st;
 		if (lstat(p, &st) < 0)
@@ -251,7 +255,7 @@ static int netns_ports(int proc, const char **what)
  * NEW_NET), a read-only /sys, the /dev tmpfs with its nodes owned by host uid BASE, and
  * the masks over /proc and /sys (EMPTY: the empty directory they bind). */
 static void kernel_fs(int errfd, int dirfd, const char *dir, const char *empty, uint32_t base,
-		      bool new_net, bool proc_mounted)
+		      bool new_net, bool proc_mounted, bool sys_shared)
 {
 	char opts[128];
 	const char *what;
@@ -264,7 +268,9 @@ static void kernel_fs(int errfd, int dirfd, const char *dir, const char *empty, 
 		if (proc < 0 || netns_ports(proc, &what) < 0)
 			child_fail(errfd, errno, "%s", what);
 	}
-	mount_in(errfd, dirfd, "sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	if (!sys_shared)
+		mount_in(errfd, dirfd, "sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			 NULL);
 	/* 4 MiB for /dev itself and 64 MiB for /dev/shm, which lives in it. */
 	snprintf(opts, sizeof(opts), "mode=755,size=69632k,nr_inodes=64k,uid=%u,gid=%u", base,
 		 base);
@@ -273,7 +279,7 @@ static void kernel_fs(int errfd, int dirfd, const char *dir, const char *empty, 
 	if (devfd < 0)
 		child_fail(errfd, errno, "open /dev");
 	make_dev(errfd, devfd, base);
-	mask_paths(errfd, dir, empty);
+	mask_paths(errfd, dir, empty, sys_shared);
 }
 
 /* No malloc from here on: in a multi-threaded daemon the clone()d child may hold a
@@ -554,7 +560,7 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	_cleanup_close_ int rootfd = child_root(l, f, root);
 	char empty[PATH_MAX];
 	snprintf(empty, sizeof(empty), "%s/empty", l->run_dir);
-	kernel_fs(f->err, rootfd, root, empty, l->uid_base, !l->netns_ready, false);
+	kernel_fs(f->err, rootfd, root, empty, l->uid_base, !l->netns_ready, false, false);
 	pivot_into(f->err, root);
 	child_finish(l, f, rootfd, l->seccomp);
 }
@@ -813,15 +819,20 @@ static void stage_enter(int errfd, int stage)
 
 /* The kernel's file systems on the staging root's /proc, /sys and /dev (kernel_fs), its
  * own empty directories: mounted by name, /proc first (kernel_fs mounts the rest through
- * /proc/self/fd). */
-static void stage_kernel_fs(int errfd, uint32_t base, bool new_net)
+ * /proc/self/fd). /sys is the staging namespace's own, read-only and masked already
+ * (stage_helper_fn), unless OWN_SYS (a sandbox with a network, whose sysfs must show its
+ * devices) or the namespace has none (made by an older build): then a sysfs of its own
+ * is mounted over it. */
+static void stage_kernel_fs(int errfd, uint32_t base, bool new_net, bool own_sys)
 {
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		child_fail(errfd, errno, "mount proc");
 	_cleanup_close_ int dirfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
 		child_fail(errfd, errno, "open the staging root");
-	kernel_fs(errfd, dirfd, "", "/empty", base, new_net, true);
+	struct statfs sfs;
+	bool shared = !own_sys && statfs("/sys", &sfs) == 0 && sfs.f_type == SYSFS_MAGIC;
+	kernel_fs(errfd, dirfd, "", "/empty", base, new_net, true, shared);
 }
 
 /* The spare's root while it waits: STAGE (<its run dir>/stage), empty directories
@@ -836,7 +847,7 @@ static void spare_stage(int errfd, const char *stage, const char *empty)
 	_cleanup_close_ int dirfd = open(stage, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dirfd < 0)
 		child_fail(errfd, errno, "open %s", stage);
-	kernel_fs(errfd, dirfd, stage, empty, 0, true, false);
+	kernel_fs(errfd, dirfd, stage, empty, 0, true, false, false);
 	pivot_into(errfd, stage);
 	if (mount(NULL, "/", NULL,
 		  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
@@ -883,7 +894,7 @@ static int spare_root(const struct child_fds *f)
 static int child_root_staged(const sl_launch *l, const struct child_fds *f)
 {
 	stage_enter(f->err, f->stage);
-	stage_kernel_fs(f->err, l->uid_base, !l->netns_ready);
+	stage_kernel_fs(f->err, l->uid_base, !l->netns_ready, l->network);
 	return spare_root(f);
 }
 
@@ -914,7 +925,7 @@ static int spare_main(void *arg)
 	if (ns >= 0) {
 		stage_enter(c, ns);
 		close(ns);
-		stage_kernel_fs(c, 0, true);
+		stage_kernel_fs(c, 0, true, false);
 	} else {
 		char stage[PATH_MAX + 8], empty[PATH_MAX + 8];
 		snprintf(stage, sizeof(stage), "%s/stage", sp->dir);
@@ -1030,8 +1041,33 @@ static int stage_helper_fn(void *arg)
 	syscall(SYS_close, h->hold[1]);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 	    mount(h->root, h->root, NULL, MS_BIND, NULL) < 0 || chdir(h->root) < 0 ||
-	    syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
-	    chdir("/") < 0 ||
+	    syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+		c = 'E';
+	/* One sysfs for every sandbox without a network: mounted in a network namespace of
+	 * its own (which it keeps alive), so its /sys/class/net shows a lo as theirs does;
+	 * read-only, masked as kernel_fs masks a sandbox's. A sysfs per sandbox was a
+	 * superblock each, and mounting one looks through every sysfs superblock on the host
+	 * for one to share. */
+	const char *what;
+	if (c == 'R' && (unshare(CLONE_NEWNET) < 0 || netns_lo_up(&what) < 0 ||
+			 mount("sysfs", "/sys", "sysfs",
+			       MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0))
+		c = 'E';
+	for (int i = 0; c == 'R' && masked_paths[i]; i++) {
+		char p[128];
+		struct stat st;
+		if (strncmp(masked_paths[i], "sys/", 4))
+			continue;
+		snprintf(p, sizeof(p), "/%s", masked_paths[i]);
+		if (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		if (mount("/empty", p, NULL, MS_BIND, NULL) < 0 ||
+		    mount(NULL, p, NULL,
+			  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  NULL) < 0)
+			c = 'E';
+	}
+	if (c == 'R' &&
 	    mount(NULL, "/", NULL,
 		  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		c = 'E';
@@ -1096,9 +1132,24 @@ static void stage_ns_make(const char *dir, const char *ns)
 	char c = 0, path[64];
 	while (read(h.ready[0], &c, 1) < 0 && errno == EINTR)
 		;
+	/* Its network namespace first, kept on DIR/net: the sysfs holds only a passive
+	 * reference, and with the namespace gone its /sys/class/net would be empty. */
+	char net[PATH_MAX];
+	snprintf(net, sizeof(net), "%s/net", dir);
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	umount2(net, UMOUNT_NOFOLLOW); /* a namespace made before, if any */
+	int netfile = c == 'R' ? open(net, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
+	if (netfile >= 0)
+		close(netfile);
+	if (c == 'R' && (netfile < 0 || mount(path, net, NULL, MS_BIND, NULL) < 0)) {
+		sl_log(SL_LOG_WARN, "staging network namespace on %s: %s", net, strerror(errno));
+		c = 'E';
+	}
 	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
-	if (c == 'R' && mount(path, ns, NULL, MS_BIND, NULL) < 0)
+	if (c == 'R' && mount(path, ns, NULL, MS_BIND, NULL) < 0) {
 		sl_log(SL_LOG_WARN, "staging mount namespace on %s: %s", ns, strerror(errno));
+		umount2(net, 0);
+	}
 	close(h.hold[1]);
 	h.hold[1] = -1;
 	while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)

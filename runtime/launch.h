@@ -55,6 +55,9 @@ typedef struct sl_launch {
 	const int *netns;
 	/* It is prepared already (launch_new_netns): the child leaves it alone. */
 	bool netns_ready;
+	/* A network of its own (veth): a sysfs of its own, which shows its devices, not the
+	 * staging namespace's shared one. */
+	bool network;
 	/* A connected control socket init takes as its first client (SL_INIT_CLIENT_FD):
 	 * requests queued on its peer before the launch are served as soon as init
 	 * starts, with no connect. NULL: none. */

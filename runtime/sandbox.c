@@ -2060,6 +2060,7 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 			.seccomp = &ctx->bpf,
 			.etc_hosts = sb->net_enabled ? hosts : NULL,
 			.etc_resolv = sb->net_enabled ? resolv : NULL,
+			.network = sb->net_enabled,
 			.default_user_env = user_env };
 	if (load_bpf(ctx, err) < 0)
 		return -1;

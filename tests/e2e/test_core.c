@@ -195,8 +195,10 @@ static void test_staging_namespace_under_a_shared_run_dir(void **state)
 {
 	const char *run = getenv("SANDLOT_RUN_DIR");
 	char *stage = e2e_printf("%s/stage", run), *ns = e2e_printf("%s/stage/ns", run);
+	char *net = e2e_printf("%s/stage/net", run);
 	char *peer = e2e_printf("%s/peer", getenv("SANDLOT_E2E_ROOT"));
 	umount2(ns, 0);
+	umount2(net, 0);
 	umount2(stage, 0);
 	assert_int_equal(mkdir(peer, 0700), 0);
 	assert_int_equal(mount(run, run, NULL, MS_BIND, NULL), 0);
@@ -212,6 +214,7 @@ static void test_staging_namespace_under_a_shared_run_dir(void **state)
 	/* Undone before asserting: the staging mounts (made again by the next launch), the
 	 * copy of <run>/stage's bind the peer got, the peer, the run dir's bind. */
 	umount2(ns, 0);
+	umount2(net, 0);
 	umount2(stage, 0);
 	assert_int_equal(umount2(peer, MNT_DETACH), 0);
 	assert_int_equal(rmdir(peer), 0);
@@ -221,7 +224,34 @@ static void test_staging_namespace_under_a_shared_run_dir(void **state)
 	assert_int_equal(type, CLONE_NEWNS);
 	free(stage);
 	free(ns);
+	free(net);
 	free(peer);
+}
+
+/* Sandboxes without a network share the staging namespace's one read-only, masked sysfs
+ * (runtime/launch.c, stage_helper_fn), mounted in a network namespace of its own with lo
+ * up: one superblock, not one each, and no look through every sysfs superblock on the
+ * host at each launch. What they see of it is what their own showed: lo, and the masks. */
+static void test_network_off_sandboxes_share_one_sysfs(void **state)
+{
+	char *a = create(NULL, NULL, NULL, NULL), *b = create(NULL, NULL, NULL, NULL);
+	struct stat sa, sb;
+	char *pa = e2e_printf("/proc/%d/root/sys", (int)init_pid(a));
+	char *pb = e2e_printf("/proc/%d/root/sys", (int)init_pid(b));
+	assert_int_equal(stat(pa, &sa), 0);
+	assert_int_equal(stat(pb, &sb), 0);
+	assert_int_equal(sa.st_dev, sb.st_dev);
+	char *seen = e2e_sh_ok(a, "ls /sys/class/net; cat /sys/class/net/lo/operstate; "
+				  "ls -A /sys/firmware | wc -l; touch /sys/x 2>&1 || echo ro");
+	assert_true(e2e_contains(seen, "lo\nunknown\n0\n"));
+	assert_true(e2e_contains(seen, "ro"));
+	free(seen);
+	free(pa);
+	free(pb);
+	rm(a);
+	rm(b);
+	free(a);
+	free(b);
 }
 
 static void test_exit_codes(void **state)
@@ -1179,6 +1209,9 @@ static void test_parallel_creates(void **state)
 		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
 	assert_int_equal(mounts_on(ns), 1);
+	char *net = e2e_printf("%s/stage/net", getenv("SANDLOT_RUN_DIR"));
+	assert_int_equal(mounts_on(net), 1);
+	free(net);
 	free(ns);
 	free(build);
 }
@@ -1389,6 +1422,7 @@ int main(void)
 		E2E_TEST(test_oneshot_first_command_sees_no_host_tree),
 		E2E_TEST(test_oneshot_enters_staging_namespace),
 		E2E_TEST(test_staging_namespace_under_a_shared_run_dir),
+		E2E_TEST(test_network_off_sandboxes_share_one_sysfs),
 		E2E_TEST(test_exit_codes),
 		E2E_TEST(test_run_forwards_signals),
 		E2E_TEST(test_exec_options),
