@@ -12,11 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1216,6 +1218,74 @@ static void test_parallel_creates(void **state)
 	free(build);
 }
 
+/* The number of the system call PID is blocked in (/proc/PID/syscall), or -1 (running,
+ * gone). */
+static long blocked_in(pid_t pid)
+{
+	char *path = e2e_printf("/proc/%d/syscall", (int)pid), *text = e2e_read_file(path);
+	long nr = -1;
+	if (text && strcmp(text, "running\n") != 0)
+		nr = strtol(text, NULL, 10);
+	free(text);
+	free(path);
+	return nr;
+}
+
+/* Racing launches make the staging namespace once because the one that finds none makes
+ * it under an flock of $RUN/stage/lock and looks again after (runtime/launch.c,
+ * stage_ns_open). test_parallel_creates cannot show that lock: its window is too narrow
+ * to lose in. Here the test holds the lock itself: a one-shot that finds no namespace
+ * must wait for it in flock(2), bind nothing while it waits, and make the namespace once
+ * the lock is let go. Without the lock, the one-shot makes its own and exits while the
+ * lock is held. */
+static void test_staging_namespace_made_under_its_lock(void **state)
+{
+	const char *run = getenv("SANDLOT_RUN_DIR");
+	char *ns = e2e_printf("%s/stage/ns", run), *net = e2e_printf("%s/stage/net", run);
+	char *lock = e2e_printf("%s/stage/lock", run), *stage = e2e_printf("%s/stage", run);
+	char *build = e2e_build_path("sandlot");
+	umount2(ns, 0);
+	umount2(net, 0);
+	assert_int_equal(mounts_on(ns), 0);
+	assert_true(mkdir(stage, 0711) == 0 || errno == EEXIST);
+	int lk = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	assert_true(lk >= 0);
+	assert_int_equal(flock(lk, LOCK_EX), 0);
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+		dup2(fd, 1);
+		execl(build, "sandlot", "run", "--image", "busybox", "--", "true", NULL);
+		_exit(99);
+	}
+	/* Up to 10 s for it to reach the lock; an exit before that is the failure. */
+	long nr = -1;
+	int st = 0;
+	pid_t done = 0;
+	for (int i = 0; i < 1000 && nr != SYS_flock && !done; i++) {
+		usleep(10000);
+		nr = blocked_in(kid);
+		done = waitpid(kid, &st, WNOHANG);
+	}
+	int bound_while_held = mounts_on(ns);
+	assert_int_equal(close(lk), 0);
+	if (!done)
+		assert_int_equal(waitpid(kid, &st, 0), kid);
+	if (done)
+		fail_msg("the one-shot exited (status %d) while the test held %s", st, lock);
+	assert_int_equal(nr, SYS_flock);
+	assert_int_equal(bound_while_held, 0);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(mounts_on(ns), 1);
+	assert_int_equal(mounts_on(net), 1);
+	free(ns);
+	free(net);
+	free(lock);
+	free(stage);
+	free(build);
+}
+
 /* `run` answers before its sandbox is freed and hands that to a child of its own
  * session: killing the caller's process group the moment `run` returns (a shell's
  * Ctrl-C, a CI step's end) must not stop the release. The teardown's leak check sees
@@ -1447,6 +1517,7 @@ int main(void)
 						tombstones_teardown),
 		E2E_TEST(test_killed_init_shows_failed),
 		E2E_TEST(test_parallel_creates),
+		E2E_TEST(test_staging_namespace_made_under_its_lock),
 		E2E_TEST(test_run_release_outlives_its_process_group),
 		E2E_TEST(test_hostile_archives_refused),
 		E2E_TEST(test_launch_failure_leaves_nothing),
