@@ -9,6 +9,9 @@
 #              /proc (`unshare --fork`: two processes each)
 #     all+cg   as all, and each in cgroups of its own in the five v1 hierarchies sandlot
 #              uses (cpu with a CPU quota, cpuacct, memory, pids, freezer)
+#     memcg    no process: N empty v1 memory cgroups. Their slab is mostly the shrinker
+#              map each gets, one kmalloc-1k unit per 64 shrinker ids the host has had at
+#              once since boot (docs/bench.md): what host history adds to every sandbox
 #
 # Prints, per process, the drop of MemAvailable and the growth of Slab, PageTables,
 # KernelStack and Percpu once the host settles. Everything it starts it kills by pid;
@@ -16,12 +19,13 @@
 set -euo pipefail
 N=${1:-1000}
 MODE=${2:-all+cg}
-case $MODE in net | all | all+cg) ;; *)
-	echo "floor.sh: MODE is net, all or all+cg" >&2
+case $MODE in net | all | all+cg | memcg) ;; *)
+	echo "floor.sh: MODE is net, all, all+cg or memcg" >&2
 	exit 2
 	;;
 esac
 CTRLS="cpu cpuacct memory pids freezer"
+[ "$MODE" != memcg ] || CTRLS=memory
 CG=sandlot-floor-$$
 PIDS=()
 made=0
@@ -44,18 +48,36 @@ mem() {
 	     /^KernelStack:/ { k = $2 } /^Percpu:/ { c = $2 } END { print a, s, p, k, c }' /proc/meminfo
 }
 
-if [ "$MODE" = all+cg ]; then
+# Until MemAvailable moves less than 2 MiB in a second, two seconds in a row (at most
+# 120 s): memory freed just before (a bench's removes) drains from the per-CPU page lists
+# into MemFree for tens of seconds (docs/bench.md, session 27).
+settle() {
+	local prev cur i quiet=0
+	prev=$(mem | cut -d' ' -f1)
+	for ((i = 0; i < 120 && quiet < 2; i++)); do
+		sleep 1
+		cur=$(mem | cut -d' ' -f1)
+		if ((cur - prev < 2048 && prev - cur < 2048)); then quiet=$((quiet + 1)); else quiet=0; fi
+		prev=$cur
+	done
+}
+
+if [ "$MODE" = all+cg ] || [ "$MODE" = memcg ]; then
 	[ -d /sys/fs/cgroup/memory ] || {
-		echo "floor.sh: all+cg needs the v1 hierarchies ($CTRLS)" >&2
+		echo "floor.sh: $MODE needs the v1 hierarchies ($CTRLS)" >&2
 		exit 2
 	}
 	for c in $CTRLS; do mkdir "/sys/fs/cgroup/$c/$CG"; done
 	made=1
 fi
-sleep 3
+settle
 read -r a0 s0 p0 k0 c0 < <(mem)
 for ((i = 0; i < N; i++)); do
 	case $MODE in
+	memcg)
+		mkdir "/sys/fs/cgroup/memory/$CG/$i"
+		continue
+		;;
 	net) unshare -n sleep 100000 & ;;
 	all) unshare -n -i -u -p -m -C --mount-proc --kill-child sleep 100000 & ;;
 	all+cg)
@@ -69,7 +91,8 @@ for ((i = 0; i < N; i++)); do
 	esac
 	PIDS+=($!)
 done
-sleep 6
+sleep 3
+settle
 read -r a1 s1 p1 k1 c1 < <(mem)
 awk -v n="$N" -v m="$MODE" -v a0="$a0" -v a1="$a1" -v s0="$s0" -v s1="$s1" -v p0="$p0" \
 	-v p1="$p1" -v k0="$k0" -v k1="$k1" -v c0="$c0" -v c1="$c1" 'BEGIN {
