@@ -976,17 +976,23 @@ static bool run_releaser_alive(void)
 	return alive;
 }
 
-int e2e_test_setup(void **state)
+bool e2e_wait_run_releasers(void)
 {
-	/* A release still running (a group setup's `run`, say) ends before the snapshot. */
 	for (int i = 0; i < 500; i++) {
 		/* A zombie child is on its way out: it must not count as the host's state
 		 * (a releaser that has exited is one, until reaped here). */
 		reap_zombies();
 		if (!run_releaser_alive())
-			break;
+			return true;
 		e2e_sleep_ms(10);
 	}
+	return false;
+}
+
+int e2e_test_setup(void **state)
+{
+	/* A release still running (a group setup's `run`, say) ends before the snapshot. */
+	e2e_wait_run_releasers();
 	*state = e2e_snapshot_take();
 	return 0;
 }

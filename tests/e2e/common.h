@@ -92,6 +92,11 @@ void e2e_snapshot_free(e2e_snapshot *s);
  * difference, rm -f the sandboxes the test left, then fail the test with the diff. */
 void e2e_assert_no_leaks(const e2e_snapshot *before);
 
+/* Waits (up to 5 s) until no `sandlot run` releaser descended from this process is
+ * left: what a finished `run` frees and makes ahead (spare layers, record dirs) is then
+ * all there. False if one is still at work. */
+bool e2e_wait_run_releasers(void);
+
 /* Per-test fixtures: *state is the "before" snapshot. */
 int e2e_test_setup(void **state);
 int e2e_test_teardown(void **state);
