@@ -48,19 +48,8 @@ mem() {
 	     /^KernelStack:/ { k = $2 } /^Percpu:/ { c = $2 } END { print a, s, p, k, c }' /proc/meminfo
 }
 
-# Until MemAvailable moves less than 2 MiB in a second, two seconds in a row (at most
-# 120 s): memory freed just before (a bench's removes) drains from the per-CPU page lists
-# into MemFree for tens of seconds (docs/bench.md, session 27).
-settle() {
-	local prev cur i quiet=0
-	prev=$(mem | cut -d' ' -f1)
-	for ((i = 0; i < 120 && quiet < 2; i++)); do
-		sleep 1
-		cur=$(mem | cut -d' ' -f1)
-		if ((cur - prev < 2048 && prev - cur < 2048)); then quiet=$((quiet + 1)); else quiet=0; fi
-		prev=$cur
-	done
-}
+# shellcheck source=bench/settle.sh
+. "$(dirname "$0")/settle.sh"
 
 if [ "$MODE" = all+cg ] || [ "$MODE" = memcg ]; then
 	[ -d /sys/fs/cgroup/memory ] || {
@@ -70,7 +59,7 @@ if [ "$MODE" = all+cg ] || [ "$MODE" = memcg ]; then
 	for c in $CTRLS; do mkdir "/sys/fs/cgroup/$c/$CG"; done
 	made=1
 fi
-settle
+settle 120
 read -r a0 s0 p0 k0 c0 < <(mem)
 for ((i = 0; i < N; i++)); do
 	case $MODE in
@@ -92,7 +81,7 @@ for ((i = 0; i < N; i++)); do
 	PIDS+=($!)
 done
 sleep 3
-settle
+settle 120
 read -r a1 s1 p1 k1 c1 < <(mem)
 awk -v n="$N" -v m="$MODE" -v a0="$a0" -v a1="$a1" -v s0="$s0" -v s1="$s1" -v p0="$p0" \
 	-v p1="$p1" -v k0="$k0" -v k1="$k1" -v c0="$c0" -v c1="$c1" 'BEGIN {

@@ -16,6 +16,8 @@ set -euo pipefail
 
 MODE=${1:-full}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/settle.sh
+. "$REPO/bench/settle.sh"
 BUILD=${SANDLOT_BUILD:-$REPO/build}
 SL=$BUILD/sandlot
 DRV=$BUILD/bench-driver
@@ -400,24 +402,6 @@ meminfo() {
 		for (x = 1; x <= NR; x++) for (y = x + 1; y <= NR; y++) if (a[y] < a[x]) { t = a[x]; a[x] = a[y]; a[y] = t }
 		printf "%s%s", a[int((NR + 1) / 2)], (f < NF ? " " : "\n") } }'
 }
-# Waits until MemAvailable moves less than 2 MiB in a second, two seconds in a row (at
-# most MAX s, SETTLE_MAX unless given); SETTLED is how long it waited.
-settle() { # [MAX]
-	local max=${1:-$SETTLE_MAX} prev cur i quiet=0
-	prev=$(meminfo_once | cut -d' ' -f1)
-	for ((i = 1; i <= max; i++)); do
-		sleep 1
-		cur=$(meminfo_once | cut -d' ' -f1)
-		if ((cur - prev < 2048 && prev - cur < 2048)); then
-			quiet=$((quiet + 1))
-			((quiet < 2)) || break
-		else
-			quiet=0
-		fi
-		prev=$cur
-	done
-	SETTLED=$((i > max ? max : i))
-}
 slab_kib() { # -> "cache KiB" per slab cache (whole slabs, so it matches Slab: in meminfo)
 	awk 'NR > 2 { print $1, $15 * $6 * 4 }' /proc/slabinfo
 }
@@ -478,7 +462,7 @@ density_one() {
 		if [[ $rt == sandlot* ]]; then xargs -r -a "$ids" "$SL" rm -f >/dev/null; else crun_remove_all; fi
 		return 0
 	fi
-	settle
+	settle "$SETTLE_MAX"
 	after=$(meminfo)
 	slab_kib >"$ROOT/slab-after"
 	local pids pss count top
@@ -836,7 +820,7 @@ want exec && quiesce "the exec section" && bench_exec
 want parallel && quiesce "the parallel section" && bench_parallel
 want api && quiesce "the api section" && bench_api
 want lifecycle && quiesce "the lifecycle section" && bench_lifecycle
-want density && quiesce "the density section" && bench_density
+want density && bench_density # each step waits for the store (density_one)
 want network && quiesce "the network section" && bench_network
 ELAPSED=$(($(date +%s) - T0))
 LOAD1=$(cut -d' ' -f1 /proc/loadavg)
