@@ -1273,10 +1273,9 @@ static void test_staging_namespace_made_under_its_lock(void **state)
 	}
 	int bound_while_held = mounts_on(ns);
 	assert_int_equal(close(lk), 0);
-	if (!done)
-		assert_int_equal(waitpid(kid, &st, 0), kid);
 	if (done)
 		fail_msg("the one-shot exited (status %d) while the test held %s", st, lock);
+	assert_int_equal(waitpid(kid, &st, 0), kid);
 	assert_int_equal(nr, SYS_flock);
 	assert_int_equal(bound_while_held, 0);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
