@@ -51,7 +51,7 @@ static int unix_listener(const char *path, int *out, sl_err *err)
 	char *slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = '\0';
-		if (state_mkdirs(dir, 0755, err) < 0)
+		if (state_mkdirs(dir, 0711, err) < 0)
 			return -1;
 	}
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -580,6 +580,35 @@ int cg_read_pids(const char *dir, pid_t **pids, size_t *n, sl_err *err)
 
 /* ---- directories ---- */
 
+/* Cgroups sandlot makes are root's alone: their names are sandbox ids, which no other
+ * local user needs to list (and the files show each sandbox's use). */
+#define CG_DIR_MODE 0700
+
+int cgroup_make_private(sl_cgroup *cg, const char *name, sl_err *err)
+{
+	sl_err scratch;
+	if (!err)
+		err = &scratch;
+	if (check_name(name, err) < 0)
+		return -1;
+	for (int i = 0; i < (cg->version == 1 ? CG_V1_NCTRL : 1); i++) {
+		if (cg->version == 1 && !cg_v1_first(cg, i))
+			continue;
+		char dir[PATH_MAX];
+		struct stat st;
+		if (cg_dir(cg, i, name, dir, sizeof(dir), err) < 0)
+			return -1;
+		if (stat(dir, &st) < 0) {
+			if (errno == ENOENT)
+				continue;
+			return sl_sysfail(err, "cgroup %s: stat %s", name, dir);
+		}
+		if ((st.st_mode & 077) && chmod(dir, CG_DIR_MODE) < 0)
+			return sl_sysfail(err, "cgroup %s: make %s private (mode 0700)", name, dir);
+	}
+	return 0;
+}
+
 int cg_mkpath(sl_cgroup *cg, const char *base, const char *name,
 	      int (*before)(sl_cgroup *cg, const char *parent, sl_err *err), cg_made *made,
 	      sl_err *err)
@@ -590,7 +619,7 @@ int cg_mkpath(sl_cgroup *cg, const char *base, const char *name,
 	/* Mostly the parents are there: one mkdir. A missing parent (ENOENT), or a
 	 * BEFORE that has to see each parent, takes the walk below. */
 	if (!before) {
-		if (mkdir(path, 0755) == 0) {
+		if (mkdir(path, CG_DIR_MODE) == 0) {
 			if (!(made->dirs[made->n] = strdup(path)))
 				return sl_sysfail(err, "cgroup %s", name);
 			made->n++;
@@ -612,7 +641,7 @@ int cg_mkpath(sl_cgroup *cg, const char *base, const char *name,
 		*slash = '/';
 		if (rc < 0)
 			return -1;
-		if (mkdir(path, 0755) == 0) {
+		if (mkdir(path, CG_DIR_MODE) == 0) {
 			if (!(made->dirs[made->n] = strdup(path)))
 				return sl_sysfail(err, "cgroup %s", name);
 			made->n++;

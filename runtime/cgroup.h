@@ -40,6 +40,9 @@ int cgroup_version(const sl_cgroup *cg); /* 1 or 2 */
  * parents are made. Limits of 0 keep the kernel default; swap is always turned off. An
  * existing NAME is SL_CONFLICT; a failure midway removes the directories it made. */
 int cgroup_create(sl_cgroup *cg, const char *name, const sl_limits *lim, sl_err *err);
+/* NAME's directories, where they exist, made mode 0700 (cgroups sandlot makes are; this
+ * mends a parent an older version made world-readable). */
+int cgroup_make_private(sl_cgroup *cg, const char *name, sl_err *err);
 /* Rename FROM to TO, a new name beside it (same parent), in every hierarchy: v1 only
  * (SL_NOTIMPL on v2, whose kernel cannot). A missing FROM is SL_NOTFOUND, a taken TO
  * SL_CONFLICT; a failure midway renames back what it had renamed. */

@@ -18,7 +18,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -209,25 +211,52 @@ static void img_gc_tmp(const char *state_dir)
 	}
 }
 
-/* layers/ and names/ are readable (layers back sandboxes' root filesystems); tmp/
- * holds half-extracted trees nobody else should look into. */
+/* Layers keep the owners and set-id bits of the archive they came from (a sandbox sees
+ * them through an id-mapped nosuid mount): on the host they are root's alone, in
+ * directories no other user can enter, on a mount that honours neither set-id bits nor
+ * device nodes (image_store_secure). */
 static int img_prepare(const char *state_dir, sl_err *err)
 {
-	static const struct {
-		const char *sub;
-		mode_t mode;
-	} dirs[] = {{"images", 0755},
-		    {"images/layers", 0755},
-		    {"images/names", 0755},
-		    {"images/tmp", 0700}};
-	if (state_mkdirs(state_dir, 0700, err) < 0)
+	static const char *const dirs[] = {"images", "images/layers", "images/names",
+					   "images/tmp"};
+	if (state_private_dir(state_dir, 0700, err) < 0)
 		return -1;
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		char p[PATH_MAX];
-		if (img_path(p, sizeof(p), err, "%s/%s", state_dir, dirs[i].sub) < 0)
-			return -1;
-		if (mkdir(p, dirs[i].mode) < 0 && errno != EEXIST)
-			return sl_sysfail(err, "image store: create %s", p);
+		if (img_path(p, sizeof(p), err, "%s/%s", state_dir, dirs[i]) < 0 ||
+		    state_private_dir(p, 0700, err) < 0)
+			return sl_wrap(err, "image store");
+	}
+	return image_store_secure(state_dir, err);
+}
+
+/* <state>/images bound on itself nosuid,nodev: a second wall behind its mode, so a set-id
+ * file of an imported layer is never honoured on the host even if the tree were reached.
+ * A mount lasts until reboot; every context open makes it again when it is missing. A
+ * non-root caller's store cannot hold root's set-id files (it cannot chown to 0), and it
+ * could not mount: nothing to do. */
+int image_store_secure(const char *state_dir, sl_err *err)
+{
+	const unsigned long want = ST_NOSUID | ST_NODEV;
+	char p[PATH_MAX];
+	struct statvfs sv;
+	if (img_path(p, sizeof(p), err, "%s/images", state_dir) < 0)
+		return -1;
+	if (statvfs(p, &sv) < 0)
+		return errno == ENOENT ? 0 : sl_sysfail(err, "image store: stat %s", p);
+	if ((sv.f_flag & want) == want || geteuid() != 0)
+		return 0;
+	_cleanup_close_ int lk = img_lock(state_dir, err);
+	if (lk < 0)
+		return -1;
+	if (statvfs(p, &sv) == 0 && (sv.f_flag & want) == want)
+		return 0; /* another process made it while we waited */
+	if (mount(p, p, NULL, MS_BIND, NULL) < 0)
+		return sl_sysfail(err, "image store: bind %s on itself", p);
+	if (mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL) < 0) {
+		int e = errno;
+		umount2(p, MNT_DETACH);
+		return sl_fail(err, SL_INTERNAL, e, "image store: make %s nosuid,nodev", p);
 	}
 	return 0;
 }

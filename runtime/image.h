@@ -41,5 +41,8 @@ int image_remove(const char *state_dir, const char *name, sl_err *err);
 /* <state>/images/layers/<hex> for DIGEST ("sha256:<hex>" or "<hex>"). -1 (errno EINVAL)
  * when DIGEST is not a sha256 digest, ENAMETOOLONG when BUF is too small. */
 int image_layer_path(const char *state_dir, const char *digest, char *buf, size_t len);
+/* <state>/images made a nosuid,nodev mount of itself, if it exists and is not one yet
+ * (root only; docs/isolation.md). Every context open calls it: the mount ends at reboot. */
+int image_store_secure(const char *state_dir, sl_err *err);
 
 #endif

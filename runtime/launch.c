@@ -1111,7 +1111,7 @@ static void stage_ns_make(const char *dir, const char *ns)
 	if (stage_dir_private(dir) < 0)
 		return;
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (mkdir_in(dir, dirs[i], i ? 0555 : 0711, &err) < 0)
+		if (mkdir_in(dir, dirs[i], i ? 0555 : 0700, &err) < 0)
 			return;
 	_cleanup_close_ int file = open(ns, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (file < 0)
@@ -1187,7 +1187,7 @@ int stage_ns_open(const char *dir)
 	if (fd >= 0 || stage_unsupported(dir))
 		return fd;
 	snprintf(lock, sizeof(lock), "%s/lock", dir);
-	if (mkdir(dir, 0711) < 0 && errno != EEXIST)
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -1;
 	_cleanup_close_ int lk = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (lk < 0 || flock(lk, LOCK_EX) < 0)
@@ -1210,7 +1210,7 @@ int launch_spare_make(sl_launch_spare *sp, sl_err *err)
 	sp->l = NULL;
 	sp->stage = -1;
 	snprintf(stage, sizeof(stage), "%s/stage", sp->dir);
-	if (mkdir(sp->dir, 0711) < 0 && errno != EEXIST)
+	if (mkdir(sp->dir, 0700) < 0 && errno != EEXIST)
 		return sl_sysfail(err, "create %s", sp->dir);
 	if (!detached_layers(sp->dir))
 		return sl_fail(err, SL_NOTIMPL, 0,

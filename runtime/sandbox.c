@@ -67,7 +67,10 @@ int ctx_open(sl_ctx *ctx, sl_err *err)
 		return -1;
 	sl_log_open(NULL);
 	char p[PATH_MAX];
-	if (state_mkdirs(ctx->cfg.state_dir, 0711, err) < 0)
+	/* No local user but root reaches anything under the state and run dirs, bar the API
+	 * socket (docs/isolation.md, "The host's side"): image layers keep their owners and
+	 * set-id bits there. */
+	if (state_private_dir(ctx->cfg.state_dir, 0700, err) < 0)
 		return -1;
 	snprintf(p, sizeof(p), "%s/sandlot.log", ctx->cfg.state_dir);
 	sl_log_open(p);
@@ -79,10 +82,15 @@ int ctx_open(sl_ctx *ctx, sl_err *err)
 		if (state_mkdirs(p, 0700, err) < 0)
 			return -1;
 	}
+	char stage[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/sandboxes", ctx->cfg.run_dir);
-	if (state_mkdirs(p, 0711, err) < 0)
+	snprintf(stage, sizeof(stage), "%s/stage", ctx->cfg.run_dir);
+	if (state_private_dir(ctx->cfg.run_dir, 0711, err) < 0 ||
+	    state_private_dir(p, 0700, err) < 0 || state_restrict(stage, 0700, err) < 0 ||
+	    image_store_secure(ctx->cfg.state_dir, err) < 0 ||
+	    cgroup_open(ctx->cfg.cgroup_root, &ctx->cg, err) < 0)
 		return -1;
-	return cgroup_open(ctx->cfg.cgroup_root, &ctx->cg, err);
+	return cgroup_make_private(ctx->cg, "sandlot", err);
 }
 
 void ctx_close(sl_ctx *ctx)
@@ -2089,7 +2097,7 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 		return -1;
 	/* A spare init brings its run dir (renamed to RUN) and cgroups (to CG). */
 	sl_launch_spare *spare = launch_spare_take(ctx, sb, nm, cg, run);
-	if (mkdir(run, 0711) < 0 && errno != EEXIST) {
+	if (mkdir(run, 0700) < 0 && errno != EEXIST) {
 		sl_sysfail(err, "create %s", run);
 		goto drop_spare;
 	}

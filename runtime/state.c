@@ -280,6 +280,23 @@ int state_mkdirs(const char *path, mode_t mode, sl_err *err)
 	return 0;
 }
 
+int state_restrict(const char *path, mode_t mode, sl_err *err)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : sl_sysfail(err, "stat %s", path);
+	if (!S_ISDIR(st.st_mode))
+		return sl_fail(err, SL_INTERNAL, ENOTDIR, "%s is not a directory", path);
+	if ((st.st_mode & 07777 & ~mode) && chmod(path, mode) < 0)
+		return sl_sysfail(err, "make %s mode %04o", path, (unsigned)mode);
+	return 0;
+}
+
+int state_private_dir(const char *path, mode_t mode, sl_err *err)
+{
+	return state_mkdirs(path, mode, err) < 0 ? -1 : state_restrict(path, mode, err);
+}
+
 void state_sandbox_dir(const sl_config *cfg, const char *id, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/sandboxes/%s", cfg->state_dir, id);

@@ -36,6 +36,11 @@ int state_lock(const char *path, sl_err *err);
  * it is gone. */
 int state_lock_dir(const char *path, sl_err *err);
 int state_mkdirs(const char *path, mode_t mode, sl_err *err);
+/* PATH made as state_mkdirs does, and, when it exists with more permissions than MODE,
+ * brought down to MODE (a tree an older version left open to other users). */
+int state_private_dir(const char *path, mode_t mode, sl_err *err);
+/* The same for an existing directory only: a missing PATH is fine. */
+int state_restrict(const char *path, mode_t mode, sl_err *err);
 
 void state_sandbox_dir(const sl_config *cfg, const char *id, char *buf, size_t len);
 void state_run_dir(const sl_config *cfg, const char *id, char *buf, size_t len);

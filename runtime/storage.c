@@ -99,7 +99,7 @@ static int store_subdirs(const char *dir, sl_err *err)
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
 		char sub[PATH_MAX + 16];
 		snprintf(sub, sizeof(sub), "%s/%s", dir, subs[i]);
-		if (mkdir(sub, 0711) < 0 && errno != EEXIST)
+		if (mkdir(sub, 0700) < 0 && errno != EEXIST)
 			return sl_sysfail(err, "create %s", sub);
 	}
 	return 0;
@@ -113,14 +113,14 @@ int store_ensure(const sl_config *cfg, sl_err *err)
 		return store_subdirs(dir, err);
 	snprintf(img, sizeof(img), "%s/store.img", cfg->state_dir);
 	snprintf(lock, sizeof(lock), "%s/store.lock", cfg->state_dir);
-	if (mkdir(cfg->state_dir, 0711) < 0 && errno != EEXIST)
+	if (mkdir(cfg->state_dir, 0700) < 0 && errno != EEXIST)
 		return sl_sysfail(err, "create state dir %s", cfg->state_dir);
 	_cleanup_close_ int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lfd < 0 || flock(lfd, LOCK_EX) < 0)
 		return sl_sysfail(err, "lock %s", lock);
 	if (is_btrfs_mount(dir)) /* another process won the race */
 		return store_subdirs(dir, err);
-	if (mkdir(dir, 0711) < 0 && errno != EEXIST)
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return sl_sysfail(err, "create %s", dir);
 	struct stat st;
 	if (stat(img, &st) < 0) {

@@ -96,7 +96,7 @@ int volume_create(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
 	if (volume_get(ctx, name, out, &e2) == 0)
 		return sl_fail(err, SL_CONFLICT, 0, "volume %s already exists", name);
 	snprintf(p, sizeof(p), "%s/store/volumes", ctx->cfg.state_dir);
-	if (mkdir(p, 0711) < 0 && errno != EEXIST)
+	if (mkdir(p, 0700) < 0 && errno != EEXIST)
 		return sl_sysfail(err, "create %s", p);
 	_cleanup_close_ int parent = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct btrfs_ioctl_vol_args_v2 va = { 0 };

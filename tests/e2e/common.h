@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <cmocka.h>
 
@@ -104,6 +105,25 @@ int e2e_test_teardown(void **state);
 /* Called by e2e_test_teardown after it reports a change, when set: a suite with a daemon
  * prints what the daemon logged (a release that failed says why there). */
 extern void (*e2e_on_leak)(void);
+
+/* ---- a daemon ----------------------------------------------------------------------------
+ * `sandlot serve` of the test root, its output in <root>/serve-N.out. */
+typedef struct e2e_daemon {
+	pid_t pid;
+	char sock[256];
+	int port; /* its loopback TCP port, when started with tcp */
+	char out[256];
+} e2e_daemon;
+
+/* Start build/sandlot serve on SOCK (plus loopback TCP when TCP) with EXTRA arguments
+ * (NULL-terminated), and wait for its start-up line (and its overlayfs probe). */
+void e2e_daemon_start(e2e_daemon *d, const char *sock, bool tcp, const char *const *extra);
+/* Wait up to MS for the daemon to exit; its wait status, or -1. */
+int e2e_daemon_wait(e2e_daemon *d, int ms);
+/* SIGTERM, then (after 10 s) SIGKILL; the wait status, -1 if it had to be killed. */
+int e2e_daemon_halt(e2e_daemon *d);
+/* A clean stop: exit 0 soon after SIGTERM, socket removed (fails the test otherwise). */
+void e2e_daemon_stop(e2e_daemon *d);
 
 /* ---- small helpers ---------------------------------------------------------------------- */
 

@@ -35,18 +35,11 @@
 
 /* ---- the daemon -------------------------------------------------------------------------- */
 
-typedef struct daemon {
-	pid_t pid;
-	char sock[256];
-	int port;
-	char out[256];
-} daemon_t;
 
-static daemon_t D;	   /* the main daemon every test talks to */
+static e2e_daemon D;	   /* the main daemon every test talks to */
 static char KEY[80];	   /* its API key */
 static char CAPTURES[256]; /* responses recorded for the spec check */
 static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
-static int daemon_seq;
 
 
 static double now_s(void)
@@ -56,110 +49,6 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* A daemon on cgroup v1 makes its spare inits in the background once it serves, and the
- * first one's making probes overlayfs in that spare's run dir (runtime/launch.c,
- * detached_layers): a file of the probe's is there for a moment. Wait until the probe is
- * over (the spare's "empty" dir comes after it), so that no test's snapshot begins with
- * that file and then sees it vanish. No spares (an older kernel): 2 s, then on. */
-static void daemon_wait_probe(pid_t pid)
-{
-	const char *run = getenv("SANDLOT_RUN_DIR");
-	if (!run || access("/sys/fs/cgroup/memory", F_OK) != 0)
-		return;
-	char *p = e2e_printf("%s/sandboxes/.spare-%d-0/empty", run, (int)pid);
-	for (int i = 0; i < 200 && access(p, F_OK) != 0; i++)
-		usleep(10000);
-	free(p);
-}
-
-/* Start build/sandlot serve on SOCK (plus loopback TCP when TCP) with EXTRA arguments
- * (NULL-terminated), and wait for its start-up line (and its overlayfs probe). */
-static void daemon_start(daemon_t *d, const char *sock, bool tcp, const char *const *extra)
-{
-	char path[256];
-	snprintf(path, sizeof(path), "%s", sock); /* SOCK may be d->sock */
-	memset(d, 0, sizeof(*d));
-	snprintf(d->sock, sizeof(d->sock), "%s", path);
-	snprintf(d->out, sizeof(d->out), "%s/serve-%d.out", e2e_root(), daemon_seq++);
-	char *bin = e2e_build_path("sandlot");
-	const char *argv[18] = {bin, "serve", "--socket", d->sock, "--preview-port", "0"};
-	int n = 6;
-	if (tcp) {
-		argv[n++] = "--listen";
-		argv[n++] = "127.0.0.1:0";
-	}
-	for (; extra && *extra && n < 17; extra++)
-		argv[n++] = *extra;
-	argv[n] = NULL;
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int fd = open(d->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-			_exit(126);
-		execv(bin, (char *const *)argv);
-		_exit(127);
-	}
-	free(bin);
-	d->pid = pid;
-	for (int i = 0; i < 1000; i++) {
-		char *text = e2e_read_file(d->out);
-		if (text && strstr(text, "serving the API")) {
-			const char *h = strstr(text, "http://127.0.0.1:");
-			if (h)
-				d->port = atoi(h + strlen("http://127.0.0.1:"));
-			free(text);
-			if (tcp)
-				assert_true(d->port > 0);
-			daemon_wait_probe(pid);
-			return;
-		}
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			fail_msg("sandlot serve exited at start: %s", text ? text : "");
-		free(text);
-		usleep(10000);
-	}
-	fail_msg("sandlot serve did not start in 10 s");
-}
-
-/* Wait up to MS for the daemon to exit; its wait status, or -1. */
-static int daemon_wait(daemon_t *d, int ms)
-{
-	for (int i = 0; i < ms / 10; i++) {
-		int st;
-		if (waitpid(d->pid, &st, WNOHANG) == d->pid)
-			return st;
-		usleep(10000);
-	}
-	return -1;
-}
-
-/* SIGTERM, then (after 10 s) SIGKILL; returns the wait status, -1 if it had to be killed. */
-static int daemon_halt(daemon_t *d)
-{
-	if (d->pid <= 0)
-		return 0;
-	kill(d->pid, SIGTERM);
-	int st = daemon_wait(d, 10000);
-	if (st < 0) {
-		kill(d->pid, SIGKILL);
-		waitpid(d->pid, NULL, 0);
-	}
-	d->pid = 0;
-	return st;
-}
-
-/* A clean stop: exit 0 soon after SIGTERM, socket removed. */
-static void daemon_stop(daemon_t *d)
-{
-	int st = daemon_halt(d);
-	if (st < 0)
-		fail_msg("sandlot serve did not stop within 10 s of SIGTERM");
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-	assert_int_equal(access(d->sock, F_OK), -1); /* it removed its socket */
-}
 
 /* ---- HTTP -------------------------------------------------------------------------------- */
 
@@ -176,7 +65,7 @@ typedef struct req {
 	const void *body;
 	size_t len;
 	bool chunked;	   /* send the body with Transfer-Encoding: chunked */
-	const daemon_t *d; /* NULL: the main daemon */
+	const e2e_daemon *d; /* NULL: the main daemon */
 	bool tcp;	   /* over its TCP listener */
 	const char *auth;  /* full header, e.g. "Authorization: Bearer ..." */
 	long timeout_ms;   /* 0: 120 s */
@@ -254,7 +143,7 @@ static void capture(const req *q, const resp *r)
 static long http_q(resp *r, const req *q)
 {
 	memset(r, 0, sizeof(*r));
-	const daemon_t *d = q->d ? q->d : &D;
+	const e2e_daemon *d = q->d ? q->d : &D;
 	CURL *c = curl_easy_init();
 	if (!c)
 		return 0;
@@ -489,7 +378,7 @@ static int group_setup(void **state)
 	curl_global_init(CURL_GLOBAL_ALL);
 	snprintf(CAPTURES, sizeof(CAPTURES), "%s/captures.jsonl", e2e_root());
 	char *sock = e2e_printf("%s/api.sock", e2e_root());
-	daemon_start(&D, sock, true, NULL);
+	e2e_daemon_start(&D, sock, true, NULL);
 	free(sock);
 	e2e_on_leak = print_daemon_warnings;
 	e2e_result r;
@@ -500,12 +389,12 @@ static int group_setup(void **state)
 	return 0;
 }
 
-static daemon_t SMALL; /* the second daemon of test_caps_and_clean_stop */
+static e2e_daemon SMALL; /* the second daemon of test_caps_and_clean_stop */
 
 static int group_teardown(void **state)
 {
-	daemon_halt(&SMALL);
-	int st = daemon_halt(&D);
+	e2e_daemon_halt(&SMALL);
+	int st = e2e_daemon_halt(&D);
 	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		print_error("sandlot serve did not stop cleanly (wait status %d)\n", st);
 	curl_global_cleanup();
@@ -900,7 +789,7 @@ static void test_lifecycle_routes(void **state)
 	pid_t old_daemon = D.pid;
 	kill(D.pid, SIGKILL);
 	assert_int_equal(waitpid(D.pid, NULL, 0), D.pid);
-	daemon_start(&D, D.sock, true, NULL);
+	e2e_daemon_start(&D, D.sock, true, NULL);
 	p = e2e_printf("/v1/sandboxes/%s", id);
 	http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
@@ -1005,7 +894,7 @@ static void test_lifecycle_routes(void **state)
 		assert_string_equal(sb.status, "running"); /* nobody acted yet */
 		sandbox_free(&sb);
 	}
-	daemon_start(&D, D.sock, true, NULL);
+	e2e_daemon_start(&D, D.sock, true, NULL);
 	p = e2e_printf("/v1/sandboxes/%s", id4);
 	gone = false;
 	for (int i = 0; i < 40 && !gone; i++) {
@@ -2549,7 +2438,7 @@ static void test_start_collects_layers_without_records(void **state)
 	pid_t old = D.pid;
 	kill(D.pid, SIGKILL);
 	assert_int_equal(waitpid(D.pid, NULL, 0), D.pid);
-	daemon_start(&D, D.sock, true, NULL);
+	e2e_daemon_start(&D, D.sock, true, NULL);
 	int gone = access(orphan, F_OK), half_gone = access(half, F_OK);
 	int fresh_there = access(fresh, F_OK), kept_there = access(kept, F_OK);
 	char *rm = e2e_printf("btrfs -q subvolume delete %s >/dev/null 2>&1", fresh);
@@ -2599,7 +2488,7 @@ static void test_restart_keeps_everything(void **state)
 	kill(D.pid, SIGKILL);
 	assert_int_equal(waitpid(D.pid, NULL, 0), D.pid);
 	sleep(2);
-	daemon_start(&D, D.sock, true, NULL);
+	e2e_daemon_start(&D, D.sock, true, NULL);
 	/* Its spare inits ended with it (EOF on their sockets); the new daemon removed their
 	 * run dirs. */
 	unsigned long gone[8];
@@ -3222,7 +3111,7 @@ static void test_run_one_shot(void **state)
 
 /* ---- tombstones ----------------------------------------------------------------------------- */
 
-static daemon_t TOMB; /* test_tombstones_collected's daemon, with a bound of 3 */
+static e2e_daemon TOMB; /* test_tombstones_collected's daemon, with a bound of 3 */
 
 static char *record_file(const char *id)
 {
@@ -3244,7 +3133,7 @@ static void wait_released(const char *id)
 	free(p);
 }
 
-static long get_status(const daemon_t *d, const char *id)
+static long get_status(const e2e_daemon *d, const char *id)
 {
 	resp r;
 	char *p = e2e_printf("/v1/sandboxes/%s", id);
@@ -3281,7 +3170,7 @@ static void test_tombstones_collected(void **state)
 
 	setenv("SANDLOT_TOMBSTONES_MAX", "3", 1);
 	char *sock = e2e_printf("%s/tomb.sock", e2e_root());
-	daemon_start(&TOMB, sock, false, NULL);
+	e2e_daemon_start(&TOMB, sock, false, NULL);
 	unsetenv("SANDLOT_TOMBSTONES_MAX");
 	/* Its first sweep. */
 	for (int i = 0; i < 300 && access(p, F_OK) == 0; i++)
@@ -3310,7 +3199,7 @@ static void test_tombstones_collected(void **state)
 		assert_int_equal(get_status(&TOMB, ids[i]), 200);
 	assert_int_equal(get_status(&TOMB, ids[0]), 404);
 	assert_int_equal(get_status(NULL, ids[0]), 404);
-	daemon_stop(&TOMB);
+	e2e_daemon_stop(&TOMB);
 	for (int i = 0; i < 8; i++)
 		free(ids[i]);
 	free(sock);
@@ -3324,7 +3213,7 @@ static void test_tombstones_collected(void **state)
 static int tombstones_teardown(void **state)
 {
 	unsetenv("SANDLOT_TOMBSTONES_MAX");
-	daemon_halt(&TOMB); /* if the test failed before it stopped it */
+	e2e_daemon_halt(&TOMB); /* if the test failed before it stopped it */
 	return e2e_test_teardown(state);
 }
 
@@ -3334,7 +3223,7 @@ static void *long_poll(void *p)
 {
 	job *j = p;
 	resp r;
-	req q = {.method = "GET", .path = j->path, .d = (const daemon_t *)j->data};
+	req q = {.method = "GET", .path = j->path, .d = (const e2e_daemon *)j->data};
 	j->status = http_q(&r, &q);
 	resp_free(&r);
 	return NULL;
@@ -3345,7 +3234,7 @@ static void test_caps_and_clean_stop(void **state)
 	/* A second daemon on the same state, with small caps. */
 	char *sock = e2e_printf("%s/small.sock", e2e_root());
 	const char *extra[] = {"--max-body", "64Ki", "--max-upload", "1Mi", NULL};
-	daemon_start(&SMALL, sock, false, extra);
+	e2e_daemon_start(&SMALL, sock, false, extra);
 	char *id = sandbox_new(NULL);
 	size_t big = 2u << 20;
 	char *blob = malloc(big);
@@ -3397,7 +3286,7 @@ static void test_caps_and_clean_stop(void **state)
 	pthread_create(&th, NULL, long_poll, &j);
 	usleep(300000);
 	double t0 = now_s();
-	daemon_stop(&SMALL);
+	e2e_daemon_stop(&SMALL);
 	pthread_join(th, NULL);
 	assert_true(now_s() - t0 < 3);
 	/* The command did not notice. */
@@ -3437,7 +3326,7 @@ static int pooled_ids(char ids[][32], int max)
 }
 
 /* Poll P's /v1/health until its first pool has READY sandboxes (10 s). */
-static void wait_pool_ready(const daemon_t *P, int ready)
+static void wait_pool_ready(const e2e_daemon *P, int ready)
 {
 	for (int i = 0; i < 200; i++) {
 		resp r;
@@ -3468,10 +3357,10 @@ static bool in_ids(char ids[][32], int n, const char *id)
  * pool refills; a kill -9 leaves pooled sandboxes that the next daemon removes. */
 static void test_pool(void **state)
 {
-	daemon_t P;
+	e2e_daemon P;
 	char *sock = e2e_printf("%s/pool.sock", e2e_root());
 	const char *extra[] = {"--pool", "busybox=2", NULL};
-	daemon_start(&P, sock, false, extra);
+	e2e_daemon_start(&P, sock, false, extra);
 	wait_pool_ready(&P, 2);
 	char before[8][32];
 	assert_int_equal(pooled_ids(before, 8), 2);
@@ -3577,7 +3466,7 @@ static void test_pool(void **state)
 	waitpid(P.pid, NULL, 0);
 	char left[8][32];
 	assert_int_equal(pooled_ids(left, 8), 2);
-	daemon_start(&P, sock, false, NULL);
+	e2e_daemon_start(&P, sock, false, NULL);
 	assert_int_equal(pooled_ids(left, 8), 0);
 	for (int i = 0; i < 2; i++) {
 		char *rp = e2e_printf("%s/sandboxes/%s", getenv("SANDLOT_STATE_DIR"), after[i]);
@@ -3596,7 +3485,7 @@ static void test_pool(void **state)
 	resp_free(&r);
 	free(gp);
 	/* A clean stop finishes every release (the teardown's leak check proves it). */
-	daemon_stop(&P);
+	e2e_daemon_stop(&P);
 	free(sock);
 }
 
