@@ -5,9 +5,9 @@
  *   the start (env, labels, user, working directory, timeouts) takes one: a record
  *   write instead of a btrfs subvolume, a cgroup, namespaces, mounts and an init. The
  *   pool thread makes a replacement shortly after (REFILL_DELAY_MS).
- * - the releaser: a DELETE kills the sandbox and writes its tombstone (the runtime's
- *   sandbox_destroy_begin), then answers; this thread waits for the processes to be
- *   gone and frees cgroup, network, layer and run dir (sandbox_destroy_finish).
+ * - the releaser: a DELETE kills the sandbox and writes its tombstone, then answers;
+ *   the runtime's releaser thread (runtime/release.c) frees cgroup, network, layer and
+ *   run dir.
  * - the syncer: a create, a take, a pause... renames its record into place and answers;
  *   this thread fsyncs the record and its directory shortly after (ctx->sync_soon,
  *   docs/storage.md). Fsynced before the answer, they cost that request ~2 ms on this
@@ -26,12 +26,13 @@
 #include <unistd.h>
 
 #include "../runtime/clock.h"
+#include "../runtime/idring.h"
 #include "../runtime/log.h"
+#include "../runtime/release.h"
 #include "http.h"
 
 #define POOL_MAX_IMAGES 8
 #define POOL_MAX_SIZE	API_MAX_POOL_SIZE
-#define RING_MAX	4096 /* ids queued for the releaser, and for the syncer */
 /* A record's fsync waits this long: a create is usually followed at once by its first
  * command, which the journal commit would slow down; records saved meanwhile share it. */
 #define SYNC_DELAY_MS 20
@@ -40,35 +41,6 @@
  * long, so its btrfs, cgroup and mount work (and the journal flushes it causes) does
  * not land in the middle of that request. */
 #define REFILL_DELAY_MS 40
-
-/* A FIFO of sandbox ids, each due at a monotonic time (0: at once); under the pool's
- * lock. */
-struct id_job {
-	char id[32];
-	int64_t at_ms;
-};
-
-typedef struct id_ring {
-	struct id_job *v;
-	size_t head, len;
-} id_ring;
-
-static bool ring_push(id_ring *r, const char *id, int64_t at_ms)
-{
-	if (r->len == RING_MAX)
-		return false;
-	struct id_job *j = &r->v[(r->head + r->len++) % RING_MAX];
-	snprintf(j->id, sizeof(j->id), "%s", id);
-	j->at_ms = at_ms;
-	return true;
-}
-
-static void ring_pop(id_ring *r, char id[32])
-{
-	memcpy(id, r->v[r->head].id, 32);
-	r->head = (r->head + 1) % RING_MAX;
-	r->len--;
-}
 
 typedef struct pool_image {
 	char image[128];  /* as given: a name or digest */
@@ -85,15 +57,15 @@ struct api_pool {
 	bool stopping;
 	pool_image images[POOL_MAX_IMAGES];
 	int nimages;
-	pthread_t filler, releaser;
-	bool filler_started, releaser_started;
-	id_ring release;      /* ids to finish */
+	pthread_t filler;
+	bool filler_started;
+	sl_releaser *releaser; /* NULL: destroys finish inline */
 	int64_t last_take_ms; /* monotonic */
 	/* The syncer: a ring of sandbox ids whose record to fsync. */
 	pthread_cond_t sync_wake;
 	pthread_t syncer;
 	bool syncer_started, sync_stopping, syncing;
-	id_ring sync;
+	sl_idring sync;
 	uint64_t synced; /* since the daemon started (metrics) */
 	int64_t spares_due_ms; /* a spare was taken: refill then (0: none taken) */
 };
@@ -122,47 +94,9 @@ static void wait_until(api_pool *p, int64_t at_ms)
 
 /* ---- the releaser ---- */
 
-static void *releaser_main(void *arg)
-{
-	api_server *s = arg;
-	api_pool *p = s->pool;
-	pthread_mutex_lock(&p->lock);
-	for (;;) {
-		while (!p->release.len && !p->stopping)
-			pthread_cond_wait(&p->wake, &p->lock);
-		if (!p->release.len && p->stopping)
-			break;
-		char id[32];
-		ring_pop(&p->release, id);
-		pthread_mutex_unlock(&p->lock);
-		sl_err e = {0};
-		if (sandbox_destroy_finish(s->ctx, id, &e) < 0)
-			sl_log(SL_LOG_WARN, "release %s: %s", id, e.msg);
-		pthread_mutex_lock(&p->lock);
-	}
-	pthread_mutex_unlock(&p->lock);
-	return NULL;
-}
-
 int api_destroy(api_server *s, const char *ref, const char *reason, sl_err *err)
 {
-	api_pool *p = s->pool;
-	if (!p || !p->releaser_started)
-		return sandbox_destroy(s->ctx, ref, reason, err);
-	char id[32];
-	if (sandbox_destroy_begin(s->ctx, ref, reason, id, err) < 0)
-		return -1;
-	pthread_mutex_lock(&p->lock);
-	bool queued = ring_push(&p->release, id, 0);
-	if (queued)
-		pthread_cond_broadcast(&p->wake);
-	pthread_mutex_unlock(&p->lock);
-	if (!queued) { /* a flood of deletes: this one waits for its own release */
-		sl_err e = {0};
-		if (sandbox_destroy_finish(s->ctx, id, &e) < 0)
-			sl_log(SL_LOG_WARN, "release %s: %s", id, e.msg);
-	}
-	return 0;
+	return release_queue(s->pool ? s->pool->releaser : NULL, s->ctx, ref, reason, err);
 }
 
 /* ---- the syncer ---- */
@@ -221,7 +155,7 @@ static void *syncer_main(void *arg)
 			continue;
 		}
 		char id[32];
-		ring_pop(&p->sync, id);
+		idring_pop(&p->sync, id);
 		p->syncing = true;
 		pthread_mutex_unlock(&p->lock);
 		sync_record(s, id);
@@ -240,7 +174,7 @@ static void sync_soon(void *arg, const char *id)
 	api_server *s = arg;
 	api_pool *p = s->pool;
 	pthread_mutex_lock(&p->lock);
-	bool queued = !p->sync_stopping && ring_push(&p->sync, id, sl_mono_ms() + SYNC_DELAY_MS);
+	bool queued = !p->sync_stopping && idring_push(&p->sync, id, sl_mono_ms() + SYNC_DELAY_MS);
 	if (queued)
 		pthread_cond_signal(&p->sync_wake);
 	pthread_mutex_unlock(&p->lock);
@@ -373,10 +307,7 @@ int api_pool_take(api_server *s, const sl_create_opts *o, sl_sandbox *out, sl_er
 int api_pool_start(api_server *s, const api_pool_spec *specs, int n, sl_err *err)
 {
 	api_pool *p = calloc(1, sizeof(*p));
-	if (!p || !(p->release.v = calloc(RING_MAX, sizeof(*p->release.v))) ||
-	    !(p->sync.v = calloc(RING_MAX, sizeof(*p->sync.v)))) {
-		if (p)
-			free(p->release.v);
+	if (!p || !idring_init(&p->sync)) {
 		free(p);
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "start the pool");
 	}
@@ -390,8 +321,7 @@ int api_pool_start(api_server *s, const api_pool_spec *specs, int n, sl_err *err
 		char name[128];
 		if (sandbox_resolve_image(s->ctx, specs[i].image[0] ? specs[i].image : NULL, name,
 					  pi->digest, err) < 0) {
-			free(p->release.v);
-			free(p->sync.v);
+			idring_free(&p->sync);
 			free(p);
 			return sl_wrap(err, "--pool");
 		}
@@ -422,7 +352,8 @@ int api_pool_start(api_server *s, const api_pool_spec *specs, int n, sl_err *err
 		s->ctx->spares_keep = 0;
 		pthread_mutex_unlock(&s->ctx->lock);
 	}
-	p->releaser_started = pthread_create(&p->releaser, NULL, releaser_main, s) == 0;
+	if (!(p->releaser = releaser_start(s->ctx, &e)))
+		sl_log(SL_LOG_WARN, "serve: %s (deletes finish their releases inline)", e.msg);
 	if (p->nimages)
 		p->filler_started = pthread_create(&p->filler, NULL, filler_main, s) == 0;
 	return 0;
@@ -440,9 +371,8 @@ void api_pool_stop(api_server *s)
 	if (p->filler_started)
 		pthread_join(p->filler, NULL);
 	/* The releaser drains its queue before it leaves. */
-	if (p->releaser_started)
-		pthread_join(p->releaser, NULL);
-	p->releaser_started = false;
+	releaser_stop(p->releaser);
+	p->releaser = NULL;
 	for (int i = 0; i < p->nimages; i++)
 		for (int k = 0; k < p->images[i].n; k++) {
 			sl_err e = {0};
@@ -469,8 +399,7 @@ void api_pool_stop(api_server *s)
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->wake);
 	pthread_cond_destroy(&p->sync_wake);
-	free(p->release.v);
-	free(p->sync.v);
+	idring_free(&p->sync);
 	free(p);
 }
 
@@ -492,15 +421,3 @@ cJSON *api_pool_json(api_server *s)
 	return a;
 }
 
-int api_pool_ready(api_server *s)
-{
-	api_pool *p = s->pool;
-	if (!p)
-		return 0;
-	int k = 0;
-	pthread_mutex_lock(&p->lock);
-	for (int i = 0; i < p->nimages; i++)
-		k += p->images[i].n;
-	pthread_mutex_unlock(&p->lock);
-	return k;
-}

@@ -26,6 +26,7 @@
 #include "packages.h"
 #include "net.h"
 #include "quantity.h"
+#include "release.h"
 
 #define MAX_KV 512
 
@@ -490,98 +491,9 @@ int cmd_create(sl_ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
-/* How long the host side of the last network stays up after its release. */
-#define NET_LINGER_MS 1000
-
 /* `sandlot run` answers once its command has ended, as the API's DELETE does: the
- * sandbox is SIGKILLed and tombstoned, and a child in its own process group frees the rest
- * after we have exited (sandbox_destroy_finish: the kernel's teardown, cgroups,
- * network, layer, run dir, then the claims; ~1.4 ms here). When the last network goes,
- * the child then keeps the host side up for NET_LINGER_MS before it takes it down
- * (docs/network.md). The tombstone names the child as its releaser,
- * so uid range, name and address stay claimed until it is done; `rm ID` meanwhile
- * waits for it on the sandbox's lock; if it dies midway, the next `rm ID` or daemon
- * start finishes the release (sandbox_finish_orphans).
- *
- * The child is made first and waits on a pipe until the tombstone names it. It shares
- * our memory (CLONE_VM): a fork would copy the page tables, which on this host's
- * shadow paging costs more than the release (measured: +0.9 ms per run against -1.4).
- * So the two never run C at once on shared data: until it is told to go, the child
- * only waits on the pipe, and once it is told we only _exit.
- * set_tid_address(NULL) keeps the kernel from zeroing the thread id in the TLS the
- * child goes on using when we exit. */
-static struct {
-	sl_ctx *ctx;
-	char id[32];
-	int go[2];
-} releaser;
-
-static int releaser_main(void *arg)
-{
-	(void)arg;
-	char c;
-	syscall(SYS_close, releaser.go[1]);
-	if (syscall(SYS_read, releaser.go[0], &c, 1) != 1)
-		syscall(SYS_exit, 0); /* the tombstone was not written: nothing is ours */
-	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-	for (int fd = 0; fd < 3 && nul >= 0; fd++)
-		dup2(nul, fd);
-	sl_err e = { 0 };
-	releaser.ctx->net_linger = true;
-	if (sandbox_destroy_finish(releaser.ctx, releaser.id, &e) < 0)
-		sl_log(SL_LOG_WARN, "sandbox %s: release after run: %s", releaser.id, e.msg);
-	if (releaser.ctx->net_left_up) {
-		/* The next `run --network` of a script or an agent's loop finds the bridge up
-		 * instead of waiting for its removal (which holds the kernel's rtnl lock for
-		 * tens of ms, and a new network namespace needs that lock). */
-		struct timespec ts = { NET_LINGER_MS / 1000, (NET_LINGER_MS % 1000) * 1000000L };
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			;
-		sl_err_clear(&e);
-		if (net_down_if_idle(&releaser.ctx->cfg, &e) < 0)
-			sl_log(SL_LOG_WARN, "network: %s", e.msg);
-	}
-	_exit(0);
-}
-
-/* Exits with CODE once the release is handed over; returns only when it could not be
- * (then it was done here, or failed). */
-static int destroy_detached(sl_ctx *ctx, const char *ref, int code, sl_err *err)
-{
-	const size_t size = 1 << 20;
-	releaser.ctx = ctx;
-	char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	pid_t pid = -1;
-	if (stack != MAP_FAILED && pipe2(releaser.go, O_CLOEXEC) == 0) {
-		pid = clone(releaser_main, stack + size, CLONE_VM | SIGCHLD, NULL);
-		/* Out of our process group before we exit, by us (the child's own setsid
-		 * could come after our exit): a kill of the group we were started in, or a
-		 * terminal's ^C, must not end the release. */
-		if (pid > 0)
-			setpgid(pid, pid);
-		close(releaser.go[0]);
-		if (pid < 0)
-			close(releaser.go[1]);
-	}
-	if (pid < 0) { /* no child: all of it here */
-		if (stack != MAP_FAILED)
-			munmap(stack, size);
-		return sandbox_destroy(ctx, ref, "deleted", err);
-	}
-	int r = sandbox_destroy_begin_for(ctx, ref, "deleted", pid, releaser.id, err);
-	if (r == 0) {
-		fflush(NULL);
-		syscall(SYS_set_tid_address, NULL);
-		if (write(releaser.go[1], "g", 1) == 1)
-			_exit(code);
-	}
-	close(releaser.go[1]); /* the child reads EOF and exits */
-	waitpid(pid, NULL, 0);
-	munmap(stack, size);
-	return r < 0 ? -1 : sandbox_destroy_finish(ctx, releaser.id, err);
-}
-
+ * sandbox is SIGKILLed and tombstoned, and a detached child frees the rest after we have
+ * exited (release_detached_exit; ~1.4 ms here). */
 int cmd_run(sl_ctx *ctx, int argc, char **argv)
 {
 	struct opts o;
@@ -596,7 +508,7 @@ int cmd_run(sl_ctx *ctx, int argc, char **argv)
 	int code = run_command(ctx, &sb, true, argv + i, &o);
 	if (!sb.id[0])
 		return code;
-	if (destroy_detached(ctx, sb.id, code, &err) < 0) {
+	if (release_detached_exit(ctx, sb.id, code, &err) < 0) {
 		cli_fail(&err);
 		code = EXIT_SANDLOT;
 	}
