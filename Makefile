@@ -151,7 +151,7 @@ test: all
 	@echo "make test: all suites passed"
 
 format:
-	clang-format -i runtime/*.[ch] cli/*.[ch] init/*.[ch] tests/*/*.[ch]
+	clang-format -i runtime/*.[ch] api/*.[ch] api/compat/*.[ch] cli/*.[ch] init/*.[ch] tests/*/*.[ch]
 
 clean:
 	rm -rf $(BUILD)

@@ -53,7 +53,6 @@ int api_destroy(api_server *s, const char *ref, const char *reason, sl_err *err)
 void api_sync_stats(api_server *s, uint64_t *synced, size_t *pending);
 /* [{image, size, ready}] for /v1/health; the number of ready sandboxes. */
 cJSON *api_pool_json(api_server *s);
-int api_pool_ready(api_server *s);
 
 typedef enum api_body { API_BODY_NONE, API_BODY_JSON, API_BODY_RAW } api_body;
 
@@ -347,6 +346,5 @@ enum MHD_Result api_code(api_req *r);
 /* system.c */
 enum MHD_Result api_health(api_req *r);
 enum MHD_Result api_metrics(api_req *r);
-enum MHD_Result api_not_implemented(api_req *r);
 
 #endif

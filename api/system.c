@@ -142,30 +142,3 @@ enum MHD_Result api_metrics(api_req *r)
 	return api_reply(r, 200, resp);
 }
 
-enum MHD_Result api_not_implemented(api_req *r)
-{
-	static const struct {
-		const char *suffix, *what;
-	} caps[] = {
-	    {"/pause", "pausing sandboxes"},
-	    {"/resume", "resuming sandboxes"},
-	    {"/stop", "stopping sandboxes"},
-	    {"/start", "starting stopped sandboxes"},
-	    {"/code", "running code"},
-	    {"/snapshots", "snapshots"},
-	    {"/ports/{port}", "port relays"},
-	    {"/v1/snapshots", "snapshots"},
-	    {"/v1/snapshots/{sid}", "snapshots"},
-	    {"/v1/volumes", "volumes"},
-	    {"/v1/volumes/{name}", "volumes"},
-	};
-	const char *pat = r->route->pattern, *what = "this capability";
-	size_t pl = strlen(pat);
-	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
-		size_t sl = strlen(caps[i].suffix);
-		if (pl >= sl && !strcmp(pat + pl - sl, caps[i].suffix))
-			what = caps[i].what;
-	}
-	return api_fail(r, SL_NOTIMPL, "%s %s: %s is not available in this version of sandlot yet",
-			r->method, pat, what);
-}

@@ -22,7 +22,7 @@ const char *const cg_v1_names[CG_V1_NCTRL] = {"cpu", "cpuacct", "memory", "pids"
 
 #define CG_NAME_MAX 200
 
-char *cg_join(const char *dir, const char *sub)
+static char *cg_join(const char *dir, const char *sub)
 {
 	char *p;
 	if (asprintf(&p, "%s/%s", dir, sub) < 0) {
@@ -700,7 +700,7 @@ void cg_deadline(struct timespec *ts, long ms)
 	}
 }
 
-bool cg_expired(const struct timespec *deadline)
+static bool cg_expired(const struct timespec *deadline)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -708,7 +708,7 @@ bool cg_expired(const struct timespec *deadline)
 	       (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
 }
 
-void cg_nap(void)
+static void cg_nap(void)
 {
 	struct timespec ts = {0, 500 * 1000};
 	nanosleep(&ts, NULL);

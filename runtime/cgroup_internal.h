@@ -52,8 +52,6 @@ typedef struct cg_made {
 bool cg_v1_first(const sl_cgroup *cg, int ctrl);
 /* NAME's directory in CTRL's hierarchy (v1) or under the root (v2, CTRL ignored). */
 int cg_dir(const sl_cgroup *cg, int ctrl, const char *name, char *buf, size_t len, sl_err *err);
-/* "dir/sub" in fresh memory, or NULL (errno ENOMEM). */
-char *cg_join(const char *dir, const char *sub);
 
 /* Write VAL to DIR/FILE in one write(2). */
 int cg_write(const sl_cgroup *cg, const char *dir, const char *file, const char *val, sl_err *err);
@@ -85,8 +83,6 @@ void cg_made_free(cg_made *made);
 int cg_wait_for(const char *dir, const char *file, const char *key, const char *want,
 		const struct timespec *deadline, sl_err *err);
 void cg_deadline(struct timespec *ts, long ms);
-bool cg_expired(const struct timespec *deadline);
-void cg_nap(void);
 /* SIGKILL every process in DIR and its child cgroups (one pass); counts them in *N. */
 int cg_kill_tree(const sl_cgroup *cg, const char *dir, size_t *n, sl_err *err);
 /* Kill what is left in DIR and its children until they are empty, then rmdir them all

@@ -54,7 +54,7 @@ nlfail(sl_err *err, int nlerr, const char *fmt, ...)
 	return sl_fail(err, SL_INTERNAL, 0, "%s: %s", what, nl_geterror(nlerr));
 }
 
-void net_veth_name(const char *id, char buf[16])
+static void net_veth_name(const char *id, char buf[16])
 {
 	/* "slv" + 12 of the id's 20 random chars: 60 bits, unique among live sandboxes. */
 	snprintf(buf, 16, "slv%.12s", strncmp(id, "sbx_", 4) ? id : id + 4);

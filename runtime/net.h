@@ -56,7 +56,4 @@ void net_unhold(const sl_config *cfg);
 /* The host side down if no sandbox network is left and no live daemon holds it. */
 int net_down_if_idle(const sl_config *cfg, sl_err *err);
 
-/* Names derived from the config: the veth's host end for a sandbox id. */
-void net_veth_name(const char *id, char buf[16]);
-
 #endif

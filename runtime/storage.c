@@ -154,17 +154,6 @@ int store_ensure(const sl_config *cfg, sl_err *err)
 	return store_subdirs(dir, err);
 }
 
-int store_unmount(const sl_config *cfg, sl_err *err)
-{
-	char dir[PATH_MAX];
-	store_dir(cfg, dir, sizeof(dir));
-	if (!is_btrfs_mount(dir))
-		return 0;
-	if (umount2(dir, 0) < 0)
-		return sl_sysfail(err, "unmount %s", dir);
-	return 0;
-}
-
 int store_layer_path(const sl_config *cfg, const char *id, char *buf, size_t len)
 {
 	return snprintf(buf, len, "%s/store/sandboxes/%s", cfg->state_dir, id) >= (int)len ? -1 : 0;
@@ -339,22 +328,10 @@ void store_clone_spares_fill(const sl_config *cfg, const char *snp_id, uint64_t 
 		drop_clones(cfg, snp_id);
 }
 
-int store_layer_clone_snapshot(const sl_config *cfg, const char *id, const char *snp_id,
-			       uint64_t disk_bytes, sl_err *err)
-{
-	_cleanup_close_ int parent = open_kind(cfg, "sandboxes", err);
-	if (parent < 0)
-		return -1;
-	char kind[160], src[PATH_MAX];
-	clone_kind(snp_id, disk_bytes, kind, sizeof(kind));
-	if (slot_take(parent, kind, id))
-		return 0;
-	store_snapshot_path(cfg, snp_id, src, sizeof(src));
-	return store_layer_create_from(cfg, id, src, disk_bytes, err);
-}
-
-int store_layer_create_from(const sl_config *cfg, const char *id, const char *src,
-			    uint64_t disk_bytes, sl_err *err)
+/* A writable layer for sandbox ID made as a snapshot of another subvolume (a snapshot's),
+ * capped at DISK_BYTES. Nearly free: btrfs shares the extents. */
+static int store_layer_create_from(const sl_config *cfg, const char *id, const char *src,
+				   uint64_t disk_bytes, sl_err *err)
 {
 	if (snapshot_subvol(cfg, src, "sandboxes", id, false, err) < 0)
 		return -1;
@@ -367,6 +344,20 @@ int store_layer_create_from(const sl_config *cfg, const char *id, const char *sr
 		return sl_fail(err, SL_INTERNAL, e, "limit the writable layer of %s", id);
 	}
 	return 0;
+}
+
+int store_layer_clone_snapshot(const sl_config *cfg, const char *id, const char *snp_id,
+			       uint64_t disk_bytes, sl_err *err)
+{
+	_cleanup_close_ int parent = open_kind(cfg, "sandboxes", err);
+	if (parent < 0)
+		return -1;
+	char kind[160], src[PATH_MAX];
+	clone_kind(snp_id, disk_bytes, kind, sizeof(kind));
+	if (slot_take(parent, kind, id))
+		return 0;
+	store_snapshot_path(cfg, snp_id, src, sizeof(src));
+	return store_layer_create_from(cfg, id, src, disk_bytes, err);
 }
 
 int store_snapshot_path(const sl_config *cfg, const char *snp_id, char *buf, size_t len)

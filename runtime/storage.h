@@ -30,10 +30,6 @@ int store_layers_collect(const sl_config *cfg, bool (*known)(void *arg, const ch
 /* Delete the sandbox's subvolume; a missing one is success. */
 int store_layer_destroy(const sl_config *cfg, const char *id, sl_err *err);
 int store_layer_path(const sl_config *cfg, const char *id, char *buf, size_t len);
-/* A writable layer for sandbox id made as a snapshot of another subvolume (a
- * snapshot's), capped at disk_bytes. Nearly free: btrfs shares the extents. */
-int store_layer_create_from(const sl_config *cfg, const char *id, const char *src,
-			    uint64_t disk_bytes, sl_err *err);
 /* The same from snapshot SNP_ID: a ready-made clone of it renamed when there is one of
  * that size (still owned by the snapshot's uid range, like a fresh one). */
 int store_layer_clone_snapshot(const sl_config *cfg, const char *id, const char *snp_id,
@@ -49,7 +45,5 @@ int store_snapshot_create(const sl_config *cfg, const char *sandbox_id, const ch
 int store_snapshot_create_empty(const sl_config *cfg, const char *snp_id, sl_err *err);
 int store_snapshot_destroy(const sl_config *cfg, const char *snp_id, sl_err *err);
 int store_snapshot_path(const sl_config *cfg, const char *snp_id, char *buf, size_t len);
-/* Unmount the store (test teardown, `sandlot system unmount`). */
-int store_unmount(const sl_config *cfg, sl_err *err);
 
 #endif

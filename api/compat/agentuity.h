@@ -34,10 +34,6 @@ bool ag_sandbox_ended(api_req *r, const sl_sandbox *sb);
 
 /* ---- executions and streams (agentuity_exec.c) ---- */
 
-/* Agentuity's status of an execution, and whether it is terminal. */
-const char *ag_exec_status(const sl_exec *e);
-/* durationMs, exitCode, startedAt... of ExecutionInfo, added to O. */
-void ag_exec_fields(api_req *r, cJSON *o, const sl_exec *e);
 /* The absolute, unguessable URL of an execution's "stdout" or "stderr", and its stream id
  * (the last path segment), into O as <stream>StreamUrl and <stream>StreamId. */
 void ag_stream_fields(api_req *r, cJSON *o, const char *sandbox_id, const char *exec_id,

@@ -22,7 +22,7 @@
 
 /* ---- execution shapes ---- */
 
-const char *ag_exec_status(const sl_exec *e)
+static const char *ag_exec_status(const sl_exec *e)
 {
 	switch (e->status) {
 	case SL_EXEC_RUNNING:
@@ -44,7 +44,7 @@ const char *ag_exec_status(const sl_exec *e)
 	return "completed";
 }
 
-void ag_exec_fields(api_req *r, cJSON *o, const sl_exec *e)
+static void ag_exec_fields(api_req *r, cJSON *o, const sl_exec *e)
 {
 	char t[40];
 	cJSON_AddStringToObject(o, "executionId", e->id);
