@@ -85,13 +85,19 @@ struct MHD_Response *api_error_response(const char *code, const char *message, c
 	return json_response(o);
 }
 
+/* The one mapping of a failure to an HTTP status: /v1 and every façade answer by it. */
 unsigned api_err_status(const sl_err *err)
 {
-	sl_kind kind = err->kind ? err->kind : SL_INTERNAL;
+	static const unsigned status[] = {
+	    [SL_INVALID] = 400,	  [SL_NOTFOUND] = 404, [SL_CONFLICT] = 409,
+	    [SL_TOOLARGE] = 413,  [SL_EXHAUSTED] = 429, [SL_NOTIMPL] = 501,
+	    [SL_TIMEOUT] = 504,	  [SL_INTERNAL] = 500, [SL_UNAUTH] = 401,
+	};
+	sl_kind kind = err->kind && err->kind <= SL_UNAUTH ? err->kind : SL_INTERNAL;
 	/* 507 rather than 429 when the disk quota ran out: the caller cannot retry it away. */
 	if (kind == SL_EXHAUSTED && (err->errnum == ENOSPC || err->errnum == EDQUOT))
 		return 507;
-	return sl_kind_http(kind);
+	return status[kind];
 }
 
 enum MHD_Result api_reply_error(api_req *r, const sl_err *err)

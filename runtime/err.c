@@ -52,28 +52,21 @@ void sl_err_clear(sl_err *err)
 	}
 }
 
-static const struct {
-	const char *code;
-	int http;
-} kinds[] = {
-	[SL_OK] = { "OK", 200 },
-	[SL_INVALID] = { "INVALID_ARGUMENT", 400 },
-	[SL_NOTFOUND] = { "NOT_FOUND", 404 },
-	[SL_CONFLICT] = { "CONFLICT", 409 },
-	[SL_TOOLARGE] = { "PAYLOAD_TOO_LARGE", 413 },
-	[SL_EXHAUSTED] = { "RESOURCE_EXHAUSTED", 429 },
-	[SL_NOTIMPL] = { "NOT_IMPLEMENTED", 501 },
-	[SL_TIMEOUT] = { "TIMEOUT", 504 },
-	[SL_INTERNAL] = { "INTERNAL", 500 },
-	[SL_UNAUTH] = { "UNAUTHENTICATED", 401 },
+/* The stable machine codes; their HTTP statuses are the API's (api/http.c). */
+static const char *const kind_codes[] = {
+	[SL_OK] = "OK",
+	[SL_INVALID] = "INVALID_ARGUMENT",
+	[SL_NOTFOUND] = "NOT_FOUND",
+	[SL_CONFLICT] = "CONFLICT",
+	[SL_TOOLARGE] = "PAYLOAD_TOO_LARGE",
+	[SL_EXHAUSTED] = "RESOURCE_EXHAUSTED",
+	[SL_NOTIMPL] = "NOT_IMPLEMENTED",
+	[SL_TIMEOUT] = "TIMEOUT",
+	[SL_INTERNAL] = "INTERNAL",
+	[SL_UNAUTH] = "UNAUTHENTICATED",
 };
 
 const char *sl_kind_code(sl_kind kind)
 {
-	return kind <= SL_UNAUTH ? kinds[kind].code : "INTERNAL";
-}
-
-int sl_kind_http(sl_kind kind)
-{
-	return kind <= SL_UNAUTH ? kinds[kind].http : 500;
+	return kind <= SL_UNAUTH ? kind_codes[kind] : "INTERNAL";
 }

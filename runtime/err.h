@@ -7,15 +7,15 @@
 
 typedef enum sl_kind {
 	SL_OK = 0,
-	SL_INVALID,   /* INVALID_ARGUMENT 400 */
-	SL_NOTFOUND,  /* NOT_FOUND 404 */
-	SL_CONFLICT,  /* CONFLICT 409 */
-	SL_TOOLARGE,  /* PAYLOAD_TOO_LARGE 413 */
-	SL_EXHAUSTED, /* RESOURCE_EXHAUSTED 429/507 */
-	SL_NOTIMPL,   /* NOT_IMPLEMENTED 501 */
-	SL_TIMEOUT,   /* TIMEOUT 504 */
-	SL_INTERNAL,  /* INTERNAL 500 */
-	SL_UNAUTH,    /* UNAUTHENTICATED 401 */
+	SL_INVALID,   /* INVALID_ARGUMENT */
+	SL_NOTFOUND,  /* NOT_FOUND */
+	SL_CONFLICT,  /* CONFLICT */
+	SL_TOOLARGE,  /* PAYLOAD_TOO_LARGE */
+	SL_EXHAUSTED, /* RESOURCE_EXHAUSTED */
+	SL_NOTIMPL,   /* NOT_IMPLEMENTED */
+	SL_TIMEOUT,   /* TIMEOUT */
+	SL_INTERNAL,  /* INTERNAL */
+	SL_UNAUTH,    /* UNAUTHENTICATED */
 } sl_kind;
 
 typedef struct sl_err {
@@ -33,8 +33,6 @@ int sl_fail(sl_err *err, sl_kind kind, int errnum, const char *fmt, ...)
 int sl_wrap(sl_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The stable machine code for a kind ("NOT_FOUND", ...). */
 const char *sl_kind_code(sl_kind kind);
-/* The HTTP status for a kind. */
-int sl_kind_http(sl_kind kind);
 void sl_err_clear(sl_err *err);
 
 #endif

@@ -383,7 +383,7 @@ static void next_part(download *d)
 	disposition("error", req, disp, sizeof(disp));
 	cJSON *e = cJSON_CreateObject();
 	cJSON_AddStringToObject(e, "message", err.msg);
-	cJSON_AddNumberToObject(e, "statusCode", sl_kind_http(err.kind ? err.kind : SL_INTERNAL));
+	cJSON_AddNumberToObject(e, "statusCode", api_err_status(&err));
 	cJSON_AddStringToObject(e, "code",
 				err.kind == SL_NOTFOUND	 ? "FILE_NOT_FOUND"
 				: err.kind == SL_INVALID ? "INVALID_FILE_PATH"

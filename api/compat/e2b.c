@@ -58,7 +58,7 @@ enum MHD_Result e2b_reply_code(api_req *r, unsigned status, const char *fmt, ...
 
 enum MHD_Result e2b_reply_err(api_req *r, const sl_err *err)
 {
-	return e2b_reply_code(r, (unsigned)sl_kind_http(err->kind), "%s", err->msg);
+	return e2b_reply_code(r, api_err_status(err), "%s", err->msg);
 }
 
 /* Constant-time equality of a presented secret with the expected one (any length;

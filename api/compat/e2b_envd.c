@@ -67,7 +67,7 @@ static enum MHD_Result rpc_fail_code(api_req *r, unsigned status, const char *co
 
 static enum MHD_Result rpc_fail(api_req *r, const sl_err *err)
 {
-	return rpc_fail_code(r, (unsigned)sl_kind_http(err->kind), connect_code(err->kind),
+	return rpc_fail_code(r, api_err_status(err), connect_code(err->kind),
 			     err->msg);
 }
 
