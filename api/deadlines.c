@@ -12,27 +12,14 @@
 
 #include "../runtime/clock.h"
 #include "../runtime/log.h"
+#include "../runtime/rundir.h"
 #include "../runtime/state.h"
 #include "http.h"
 
 
-static void activity_path(api_server *s, const char *id, char *buf, size_t len)
-{
-	char run[PATH_MAX];
-	state_run_dir(&s->ctx->cfg, id, run, sizeof(run));
-	snprintf(buf, len, "%s/activity", run);
-}
-
 void api_touch(api_server *s, const char *ref)
 {
-	/* Only ids (names would need a lookup on every request). */
-	if (strncmp(ref, "sbx_", 4) || strlen(ref) > 31 || strspn(ref, "abcdefghijklmnopqrstuvwxyz234567_") != strlen(ref))
-		return;
-	char p[PATH_MAX];
-	activity_path(s, ref, p, sizeof(p));
-	/* Only an existing file (start_init makes it): creating one here could leave it
-	 * behind in the run dir of a sandbox being destroyed. */
-	utimensat(AT_FDCWD, p, NULL, 0);
+	rundir_touch(&s->ctx->cfg, ref);
 }
 
 /* The last sign of life: creation, an API call, a command starting or ending. The
@@ -41,14 +28,8 @@ void api_touch(api_server *s, const char *ref)
  * thousands of commands. */
 static int64_t last_activity(api_server *s, const sl_deadline *sb, int64_t since, bool *running)
 {
-	int64_t last = sb->created_ms;
-	char p[PATH_MAX];
-	struct stat st;
-	activity_path(s, sb->id, p, sizeof(p));
-	if (stat(p, &st) == 0) {
-		int64_t t = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
-		last = t > last ? t : last;
-	}
+	int64_t last = sb->created_ms, touched = rundir_activity_ms(&s->ctx->cfg, sb->id);
+	last = touched > last ? touched : last;
 	*running = false;
 	if (last > since) /* not idle, whatever the executions say */
 		return last;

@@ -53,7 +53,7 @@ static int key_create(const char *path, char key[API_KEY_LEN + 1], sl_err *err)
 int api_key_load(const sl_config *cfg, char key[API_KEY_LEN + 1], sl_err *err)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/api.key", cfg->state_dir);
+	state_api_key_path(cfg, path, sizeof(path));
 	for (int attempt = 0; attempt < 2; attempt++) {
 		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0 && errno != ENOENT)

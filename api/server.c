@@ -21,6 +21,7 @@
 #include "../runtime/cleanup.h"
 #include "../runtime/clock.h"
 #include "../runtime/log.h"
+#include "../runtime/reap.h"
 #include "../runtime/net.h"
 #include "../runtime/state.h"
 #include "http.h"
@@ -421,50 +422,6 @@ static int listener_start(api_listener *l, sl_err *err)
 
 /* ---- the main loop ---- */
 
-/* Inits of sandboxes this daemon created are its children: reap the dead ones. Only
- * zombies named sandlot-init are taken (other children, like mkfs.btrfs or launch's
- * helpers, are waited for by their callers). Each child costs one waitid that only looks
- * (WNOWAIT); a zombie's name is read from /proc. Reading every child's stat at each
- * SIGCHLD (each create's user-namespace helper ends with one) was O(sandboxes) of this
- * thread's time per create: with 300 up, 3 s of CPU over 665 creates and deletes, against
- * 1 s now (docs/bench.md, "Session 22").
- *
- * The once-a-second sweep reaps too. An init is the child of the thread that launched it,
- * often a connection's, which ends after its answer: the kernel then moves its children to
- * another of our threads without a new SIGCHLD. A scan at the init's SIGCHLD that read the
- * new parent's list before the move and the old one's after it missed the zombie, which
- * then waited for the next SIGCHLD (seen in test_parallel_creates_take_spares: a
- * sandlot-init zombie past the leak check's 4 s). */
-static void reap_inits(void)
-{
-	_cleanup_closedir_ DIR *tasks = opendir("/proc/self/task");
-	struct dirent *t;
-	while (tasks && (t = readdir(tasks))) {
-		if (t->d_name[0] == '.')
-			continue;
-		char p[96];
-		snprintf(p, sizeof(p), "/proc/self/task/%s/children", t->d_name);
-		_cleanup_fclose_ FILE *f = fopen(p, "re");
-		int pid;
-		while (f && fscanf(f, "%d", &pid) == 1) {
-			siginfo_t si = {0};
-			if (waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0 ||
-			    si.si_pid != pid)
-				continue; /* alive, or not ours to look at any more */
-			char sp[64], buf[256];
-			snprintf(sp, sizeof(sp), "/proc/%d/stat", pid);
-			_cleanup_close_ int fd = open(sp, O_RDONLY | O_CLOEXEC);
-			ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-			if (n <= 0)
-				continue;
-			buf[n] = '\0';
-			const char *c = strchr(buf, '(');
-			if (c && !strncmp(c, "(sandlot-init) ", 15))
-				waitpid(pid, NULL, WNOHANG | __WALL);
-		}
-	}
-}
-
 /* A stop that hangs (a request stuck in the runtime) must not keep the daemon alive:
  * it holds no state the files do not, so leaving without the last goodbyes is safe. */
 static void *stop_watchdog(void *arg)
@@ -497,7 +454,7 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 	if (o->socket_path)
 		snprintf(sock, sizeof(sock), "%s", o->socket_path);
 	else
-		snprintf(sock, sizeof(sock), "%s/sandlot.sock", ctx->cfg.run_dir);
+		state_api_socket_path(&ctx->cfg, sock, sizeof(sock));
 	if (api_key_load(&ctx->cfg, srv.key, err) < 0)
 		return -1;
 	raise_fd_limit();
@@ -561,10 +518,10 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 			if (sig == SIGTERM || sig == SIGINT)
 				break;
 			if (sig == SIGCHLD)
-				reap_inits();
+				inits_reap_dead();
 			if (sl_mono_ms() < sweep_at)
 				continue;
-			reap_inits();
+			inits_reap_dead();
 			api_pty_sweep(&srv, false);
 			api_enforce_deadlines(&srv);
 			api_ports_sweep(&srv, false);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -855,17 +856,24 @@ int sbxfs_list(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_fileinfo 
 	return list_dir(&r, dfd, p, out, n, err);
 }
 
-int sbxfs_open_dir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, int *fd, sl_err *err)
+int sbxfs_watch_dir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, int ino, uint32_t mask,
+		    sl_err *err)
 {
 	char p[PATH_MAX];
 	_cleanup_root_ struct sbx_root r = {.fd = -1};
 	if (path_norm(sb, path, p, err) < 0 || root_open(sb, &r, err) < 0)
 		return -1;
-	int dfd = resolve(&r, p, O_RDONLY | O_DIRECTORY, 0);
+	_cleanup_close_ int dfd = resolve(&r, p, O_RDONLY | O_DIRECTORY, 0);
 	if (dfd < 0)
 		return path_fail(err, sb, "open directory", p, errno);
-	*fd = dfd;
-	return 0;
+	/* inotify takes a path: the fd's, so what was resolved inside the root is watched. */
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", dfd);
+	int wd = inotify_add_watch(ino, self, mask);
+	if (wd < 0)
+		return sl_fail(err, errno == ENOSPC ? SL_EXHAUSTED : SL_INTERNAL, errno,
+			       "sandbox %s: watch %s", sb->id, p);
+	return wd;
 }
 
 int sbxfs_mkdir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_err *err)

@@ -67,9 +67,11 @@ int sbxfs_io_fail(const sl_sandbox *sb, const char *op, const char *path, int er
 /* write(2) all of DATA to FD (from sbxfs_open_write for PATH), errors as sbxfs_io_fail. */
 int sbxfs_write_all(const sl_sandbox *sb, int fd, const char *path, const void *data, size_t len,
 		    sl_err *err);
-/* A directory opened read-only inside the root (a symlink as the last component is
- * followed, inside the root): for watching it (inotify through /proc/self/fd/N). */
-int sbxfs_open_dir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, int *fd, sl_err *err);
+/* An inotify watch (MASK, on the inotify instance INO) of the directory PATH inside the
+ * root (a symlink as the last component is followed, inside the root): its watch
+ * descriptor, or -1 (SL_EXHAUSTED when the host's watch limit is reached). */
+int sbxfs_watch_dir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, int ino, uint32_t mask,
+		    sl_err *err);
 /* The permission bits as text, "rwxr-xr-x" with s/S and t/T, NUL-terminated. */
 void fileinfo_permissions(uint32_t mode, char out[10]);
 

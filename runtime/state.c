@@ -302,6 +302,16 @@ void state_sandbox_dir(const sl_config *cfg, const char *id, char *buf, size_t l
 	snprintf(buf, len, "%s/sandboxes/%s", cfg->state_dir, id);
 }
 
+void state_api_socket_path(const sl_config *cfg, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/sandlot.sock", cfg->run_dir);
+}
+
+void state_api_key_path(const sl_config *cfg, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/api.key", cfg->state_dir);
+}
+
 void state_run_dir(const sl_config *cfg, const char *id, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/sandboxes/%s", cfg->run_dir, id);

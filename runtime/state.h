@@ -44,5 +44,8 @@ int state_restrict(const char *path, mode_t mode, sl_err *err);
 
 void state_sandbox_dir(const sl_config *cfg, const char *id, char *buf, size_t len);
 void state_run_dir(const sl_config *cfg, const char *id, char *buf, size_t len);
+/* The API's default unix socket (<run>/sandlot.sock) and its key file (<state>/api.key). */
+void state_api_socket_path(const sl_config *cfg, char *buf, size_t len);
+void state_api_key_path(const sl_config *cfg, char *buf, size_t len);
 
 #endif

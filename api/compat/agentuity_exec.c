@@ -15,6 +15,7 @@
 
 #include "../../runtime/cleanup.h"
 #include "../../runtime/clock.h"
+#include "../../runtime/rundir.h"
 #include "agentuity.h"
 
 #define WAIT_MAX_MS (5 * 60 * 1000)
@@ -208,29 +209,6 @@ enum MHD_Result ag_execute(api_req *r)
 
 /* ---- execution get (long-poll) and list ---- */
 
-/* The sandbox whose run directory holds execution EID (Agentuity's execution URLs do
- * not name the sandbox). */
-static int exec_sandbox(api_req *r, const char *eid, char sid[32], sl_err *err)
-{
-	if (!id_ok(eid, "exe_"))
-		return sl_fail(err, SL_NOTFOUND, 0, "no execution %s", eid);
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s/sandboxes", r->srv->ctx->cfg.run_dir);
-	_cleanup_closedir_ DIR *d = opendir(dir);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		if (!id_ok(de->d_name, "sbx_"))
-			continue;
-		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "%s/%s/execs/%s", dir, de->d_name, eid);
-		if (access(p, F_OK) == 0) {
-			snprintf(sid, 32, "%s", de->d_name);
-			return 0;
-		}
-	}
-	return sl_fail(err, SL_NOTFOUND, 0, "no execution %s", eid);
-}
-
 enum MHD_Result ag_execution_get(api_req *r)
 {
 	sl_err err = {0};
@@ -239,7 +217,7 @@ enum MHD_Result ag_execution_get(api_req *r)
 	char sid[32];
 	if (api_query_duration(r, "wait", &ms, &given, &err) < 0)
 		return ag_reply_error(r, &err, NULL);
-	if (exec_sandbox(r, r->param[0], sid, &err) < 0)
+	if (rundir_exec_sandbox(&r->srv->ctx->cfg, r->param[0], sid, &err) < 0)
 		return ag_reply_error(r, &err, "EXECUTION_NOT_FOUND");
 	api_touch(r->srv, sid);
 	sl_exec e;

@@ -29,6 +29,7 @@
 #include "../../runtime/clock.h"
 #include "../../runtime/code.h"
 #include "../../runtime/fsutil.h"
+#include "../../runtime/rundir.h"
 #include "../../runtime/sbxfs.h"
 #include "../../runtime/state.h"
 #include "daytona.h"
@@ -197,13 +198,25 @@ static bool name_ok(const char *s)
 	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
 }
 
+/* The sandbox's registry of sessions (a directory of the runtime's in its run dir, made
+ * when MAKE), or one SESSION's file in it; "" when there is none to name. */
+static int registry_path_of(api_req *r, const char *sandbox_id, const char *session,
+			    bool make, char *buf, size_t len, sl_err *err)
+{
+	char dir[PATH_MAX];
+	buf[0] = '\0';
+	if (rundir_facade_dir(&r->srv->ctx->cfg, sandbox_id, "daytona-sessions", make, dir,
+			      sizeof(dir), err) < 0)
+		return -1;
+	snprintf(buf, len, "%s%s%s", dir, session ? "/" : "", session ? session : "");
+	return 0;
+}
+
 static void registry_path(api_req *r, const char *sandbox_id, const char *session, char *buf,
 			  size_t len)
 {
-	char run[PATH_MAX];
-	state_run_dir(&r->srv->ctx->cfg, sandbox_id, run, sizeof(run));
-	snprintf(buf, len, "%s/daytona-sessions%s%s", run, session ? "/" : "",
-		 session ? session : "");
+	sl_err e = {0};
+	registry_path_of(r, sandbox_id, session, false, buf, len, &e);
 }
 
 /* The session's shell execution id; SL_NOTFOUND when there is no such session. */
@@ -306,9 +319,7 @@ enum MHD_Result dt_session_create(api_req *r)
 		rc = exec_start(r->srv->ctx, &sb, &spec, &e, &err);
 	if (rc == 0) {
 		atomic_fetch_add(&r->srv->executions_started, 1);
-		registry_path(r, sb.id, NULL, reg, sizeof(reg));
-		rc = state_mkdirs(reg, 0700, &err);
-		registry_path(r, sb.id, name, reg, sizeof(reg));
+		rc = registry_path_of(r, sb.id, name, true, reg, sizeof(reg), &err);
 		if (rc == 0)
 			rc = state_write_atomic_nosync(reg, e.id, strlen(e.id), &err);
 		if (rc == 0)

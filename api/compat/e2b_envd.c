@@ -860,16 +860,9 @@ static int watch_add(watch_stream *ws, api_server *s, const char *rel, sl_err *e
 	_cleanup_free_ char *path = NULL;
 	if (asprintf(&path, "%s%s%s", ws->root, *rel ? "/" : "", rel) < 0)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "watch");
-	int dfd = -1;
-	if (sbxfs_open_dir(s->ctx, &ws->sb, path, &dfd, err) < 0)
-		return -1;
-	char self[64];
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", dfd);
-	int wd = inotify_add_watch(ws->ino, self, WATCH_MASK);
-	int e = errno;
-	close(dfd);
+	int wd = sbxfs_watch_dir(s->ctx, &ws->sb, path, ws->ino, WATCH_MASK, err);
 	if (wd < 0)
-		return sl_fail(err, e == ENOSPC ? SL_EXHAUSTED : SL_INTERNAL, e, "watch %s", path);
+		return -1;
 	watch_dir *v = realloc(ws->dirs, (ws->ndirs + 1) * sizeof(*v));
 	if (!v)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "watch");

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../../runtime/cleanup.h"
+#include "../../runtime/rundir.h"
 #include "../../runtime/state.h"
 #include "e2b.h"
 
@@ -55,11 +56,22 @@ static const char *language_norm(const char *l)
 	return NULL;
 }
 
+/* The sandbox's directory of context records (the runtime's, in its run dir); made when
+ * MAKE. An empty BUF (a failure) names nothing: lookups in it find nothing. */
+static int ctx_dir_of(api_server *s, const char *sid, bool make, char *buf, size_t len,
+		      sl_err *err)
+{
+	buf[0] = '\0';
+	int r = rundir_facade_dir(&s->ctx->cfg, sid, "e2b-contexts", make, buf, len, err);
+	if (r < 0)
+		buf[0] = '\0';
+	return r;
+}
+
 static void ctx_dir(api_server *s, const char *sid, char *buf, size_t len)
 {
-	char run[PATH_MAX];
-	state_run_dir(&s->ctx->cfg, sid, run, sizeof(run));
-	snprintf(buf, len, "%s/e2b-contexts", run);
+	sl_err e = {0};
+	ctx_dir_of(s, sid, false, buf, len, &e);
 }
 
 static bool id_ok(const char *id)
@@ -98,8 +110,7 @@ static int ctx_load(api_server *s, const char *sid, const char *ref, ctx_rec *ou
 static int ctx_save(api_server *s, const char *sid, const ctx_rec *c, sl_err *err)
 {
 	char dir[PATH_MAX], p[PATH_MAX + 64];
-	ctx_dir(s, sid, dir, sizeof(dir));
-	if (state_mkdirs(dir, 0700, err) < 0)
+	if (ctx_dir_of(s, sid, true, dir, sizeof(dir), err) < 0)
 		return -1;
 	snprintf(p, sizeof(p), "%s/%s.json", dir, c->id);
 	cJSON *o = cJSON_CreateObject();
@@ -118,8 +129,7 @@ static int ctx_save(api_server *s, const char *sid, const ctx_rec *c, sl_err *er
 static int ctx_lock(api_server *s, const char *sid, const char *id, sl_err *err)
 {
 	char dir[PATH_MAX], p[PATH_MAX + 64];
-	ctx_dir(s, sid, dir, sizeof(dir));
-	if (state_mkdirs(dir, 0700, err) < 0)
+	if (ctx_dir_of(s, sid, true, dir, sizeof(dir), err) < 0)
 		return -1;
 	snprintf(p, sizeof(p), "%s/%s.lock", dir, id);
 	return state_lock(p, err);
