@@ -108,7 +108,8 @@ enum MHD_Result api_reply_error(api_req *r, const sl_err *err)
 					    err->msg[0] ? err->msg : "internal error", NULL));
 }
 
-enum MHD_Result api_fail(api_req *r, sl_kind kind, const char *fmt, ...)
+enum MHD_Result api_fail_with(api_req *r, api_error_reply reply, const char *code, sl_kind kind,
+			      const char *fmt, ...)
 {
 	sl_err err = {0};
 	err.kind = kind;
@@ -116,7 +117,13 @@ enum MHD_Result api_fail(api_req *r, sl_kind kind, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
 	va_end(ap);
-	return api_reply_error(r, &err);
+	return reply(r, &err, code);
+}
+
+enum MHD_Result api_reply_error_coded(api_req *r, const sl_err *err, const char *code)
+{
+	(void)code; /* /v1's code is always the kind's */
+	return api_reply_error(r, err);
 }
 
 const char *api_query(api_req *r, const char *key)

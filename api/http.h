@@ -142,8 +142,14 @@ enum MHD_Result api_reply_empty(api_req *r, unsigned status);
 /* The HTTP status of ERR: its kind's, but 507 for a full sandbox disk (every shape uses it). */
 unsigned api_err_status(const sl_err *err);
 enum MHD_Result api_reply_error(api_req *r, const sl_err *err);
-enum MHD_Result api_fail(api_req *r, sl_kind kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* How one API shape answers a failure: /v1's, and each façade's (CODE: the shape's own
+ * machine code for it, or NULL for the kind's). */
+typedef enum MHD_Result (*api_error_reply)(api_req *r, const sl_err *err, const char *code);
+enum MHD_Result api_reply_error_coded(api_req *r, const sl_err *err, const char *code);
+/* The one varargs failure: an error of KIND with a formatted message, answered by REPLY. */
+enum MHD_Result api_fail_with(api_req *r, api_error_reply reply, const char *code, sl_kind kind,
+			      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+#define api_fail(r, kind, ...) api_fail_with((r), api_reply_error_coded, NULL, (kind), __VA_ARGS__)
 /* The error body, {"error":{"code","message"}}; EXTRA (taken) is merged into "error". */
 struct MHD_Response *api_error_response(const char *code, const char *message, cJSON *extra);
 

@@ -65,17 +65,6 @@ enum MHD_Result ag_reply_error(api_req *r, const sl_err *err, const char *notfou
 				err->msg[0] ? err->msg : "internal error");
 }
 
-enum MHD_Result ag_fail(api_req *r, sl_kind kind, const char *fmt, ...)
-{
-	sl_err err = {0};
-	err.kind = kind;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
-	va_end(ap);
-	return ag_reply_error(r, &err, NULL);
-}
-
 /* Agentuity features that need its cloud: a clear 501 naming what to use instead. */
 static enum MHD_Result not_implemented(api_req *r)
 {

@@ -19,8 +19,7 @@ enum MHD_Result ag_reply_ok(api_req *r, cJSON *top);
 enum MHD_Result ag_reply_error(api_req *r, const sl_err *err, const char *notfound_code);
 enum MHD_Result ag_reply_failure(api_req *r, unsigned status, const char *code,
 				 const char *message);
-enum MHD_Result ag_fail(api_req *r, sl_kind kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define ag_fail(r, kind, ...) api_fail_with((r), ag_reply_error, NULL, (kind), __VA_ARGS__)
 
 /* ---- sandboxes (agentuity.c) ---- */
 

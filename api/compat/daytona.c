@@ -31,17 +31,6 @@ enum MHD_Result dt_error(api_req *r, const sl_err *err, const char *daemon_code)
 			      daemon_code ? "DAYTONA_DAEMON" : "DAYTONA_API");
 }
 
-enum MHD_Result dt_fail(api_req *r, sl_kind kind, const char *daemon_code, const char *fmt, ...)
-{
-	sl_err err = {0};
-	err.kind = kind;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
-	va_end(ap);
-	return dt_error(r, &err, daemon_code);
-}
-
 enum MHD_Result dt_file_error(api_req *r, const sl_err *err)
 {
 	const char *code = err->kind == SL_NOTFOUND  ? "FILE_NOT_FOUND"

@@ -12,8 +12,8 @@
 enum MHD_Result dt_reply_error(api_req *r, unsigned status, const char *message, const char *code,
 			       const char *source);
 enum MHD_Result dt_error(api_req *r, const sl_err *err, const char *daemon_code);
-enum MHD_Result dt_fail(api_req *r, sl_kind kind, const char *daemon_code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+#define dt_fail(r, kind, daemon_code, ...)                                                     \
+	api_fail_with((r), dt_error, (daemon_code), (kind), __VA_ARGS__)
 /* A file call's error: not found -> FILE_NOT_FOUND, bad path -> INVALID_FILE_PATH. */
 enum MHD_Result dt_file_error(api_req *r, const sl_err *err);
 

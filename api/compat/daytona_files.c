@@ -12,11 +12,11 @@
 
 #include "../../runtime/cleanup.h"
 #include "../../runtime/sbxfs.h"
+#include "../multipart.h"
 #include "daytona.h"
 
 #define BOUNDARY   "DAYTONA-FILE-BOUNDARY"
 #define FIND_CAP   (8u << 20)
-#define HEADER_MAX 16384
 
 /* ---- FileInfo ---- */
 
@@ -463,18 +463,13 @@ enum MHD_Result dt_files_download(api_req *r)
 
 /* ---- bulk upload: multipart/form-data, files[i].path before files[i].file ---- */
 
-typedef enum mp_state { MP_BODY, MP_AFTER_DELIM, MP_HEADERS, MP_DONE } mp_state;
-
 typedef struct upload {
 	sl_sandbox sb;
 	bool have_sb;
-	sl_err err;	/* the first failure: answered once the body is consumed */
-	char delim[96]; /* "\r\n--" + boundary */
-	size_t dlen;
-	char *buf;
-	size_t len, cap;
-	mp_state st;
-	bool in_part, is_file;
+	sl_err err; /* the first failure: answered once the body is consumed */
+	api_multipart mp;
+	api_req *r;
+	bool is_file;
 	int index;
 	char value[4096];
 	size_t vlen;
@@ -508,52 +503,12 @@ static void upload_free(api_req *r)
 	for (int i = 0; i < u->npaths; i++)
 		free(u->paths[i]);
 	free(u->paths);
-	free(u->buf);
+	api_multipart_free(&u->mp);
 	cJSON_Delete(u->done);
 	if (u->have_sb)
 		sandbox_free(&u->sb);
 	free(u);
 	r->upload = NULL;
-}
-
-/* The boundary parameter of Content-Type (quoted or not). */
-static int boundary(api_req *r, upload *u, sl_err *err)
-{
-	const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Type");
-	const char *b = ct ? strcasestr(ct, "boundary=") : NULL;
-	if (!ct || strncasecmp(ct, "multipart/form-data", 19) || !b)
-		return sl_fail(err, SL_INVALID, 0,
-			       "bulk-upload needs a multipart/form-data body with a boundary");
-	b += 9;
-	size_t n = *b == '"' ? strcspn(b + 1, "\"") : strcspn(b, "; \t");
-	if (*b == '"')
-		b++;
-	if (n == 0 || n > 70)
-		return sl_fail(err, SL_INVALID, 0, "multipart boundary: 1 to 70 characters");
-	u->dlen = snprintf(u->delim, sizeof(u->delim), "\r\n--%.*s", (int)n, b);
-	return 0;
-}
-
-int dt_files_upload_begin(api_req *r, sl_err *err)
-{
-	upload *u = calloc(1, sizeof(*u));
-	if (!u)
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "upload");
-	u->fd = -1;
-	u->done = cJSON_CreateArray();
-	r->upload = u;
-	r->upload_free = upload_free;
-	/* Failures are kept for the handler, so they are answered in Daytona's shape. */
-	if (boundary(r, u, &u->err) == 0 && dt_sandbox(r, &u->sb, &u->err) == 0)
-		u->have_sb = true;
-	/* The first delimiter has no CRLF before it: supply one. */
-	u->buf = malloc(4096);
-	u->cap = 4096;
-	if (!u->buf)
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "upload");
-	memcpy(u->buf, "\r\n", 2);
-	u->len = 2;
-	return 0;
 }
 
 /* files[N].path or files[N].file -> N and which. */
@@ -569,8 +524,9 @@ static bool field_name(const char *name, int *index, bool *is_file)
 	return *is_file || !strcmp(what, "path");
 }
 
-static int part_begin(api_req *r, upload *u, const char *headers, sl_err *err)
+static int part_begin(void *arg, const char *headers, sl_err *err)
 {
+	upload *u = arg;
 	const char *cd = strcasestr(headers, "content-disposition:");
 	const char *nm = cd ? strstr(cd, " name=\"") : NULL;
 	if (!nm)
@@ -580,7 +536,6 @@ static int part_begin(api_req *r, upload *u, const char *headers, sl_err *err)
 	    !field_name(name, &u->index, &u->is_file))
 		return sl_fail(err, SL_INVALID, 0,
 			       "bulk-upload: parts are files[N].path and files[N].file");
-	u->in_part = true;
 	u->vlen = 0;
 	if (!u->is_file)
 		return 0;
@@ -594,13 +549,12 @@ static int part_begin(api_req *r, upload *u, const char *headers, sl_err *err)
 	if (api_upload_tmp(u->dest, "files[].path", &u->tmp, err) < 0)
 		return -1;
 	u->bytes = 0;
-	return sbxfs_open_write(r->srv->ctx, &u->sb, u->tmp, 0644, &u->fd, err);
+	return sbxfs_open_write(u->r->srv->ctx, &u->sb, u->tmp, 0644, &u->fd, err);
 }
 
-static int part_data(upload *u, const char *data, size_t n, sl_err *err)
+static int part_data(void *arg, const char *data, size_t n, sl_err *err)
 {
-	if (!u->in_part || !n)
-		return 0;
+	upload *u = arg;
 	if (!u->is_file) {
 		if (u->vlen + n >= sizeof(u->value))
 			return sl_fail(err, SL_INVALID, 0, "files[%d].path: too long", u->index);
@@ -612,11 +566,9 @@ static int part_data(upload *u, const char *data, size_t n, sl_err *err)
 	return sbxfs_write_all(&u->sb, u->fd, u->dest, data, n, err);
 }
 
-static int part_end(api_req *r, upload *u, sl_err *err)
+static int part_end(void *arg, sl_err *err)
 {
-	if (!u->in_part)
-		return 0;
-	u->in_part = false;
+	upload *u = arg;
 	if (!u->is_file) {
 		if (u->index >= u->npaths) {
 			char **p = realloc(u->paths, (u->index + 1) * sizeof(*p));
@@ -632,11 +584,11 @@ static int part_end(api_req *r, upload *u, sl_err *err)
 	}
 	int fd = u->fd;
 	u->fd = -1;
-	if (close(fd) < 0 || sbxfs_move(r->srv->ctx, &u->sb, u->tmp, u->dest, err) < 0) {
+	if (close(fd) < 0 || sbxfs_move(u->r->srv->ctx, &u->sb, u->tmp, u->dest, err) < 0) {
 		if (!err->kind)
 			sbxfs_io_fail(&u->sb, "write", u->dest, errno, err);
 		sl_err e = {0};
-		sbxfs_remove(r->srv->ctx, &u->sb, u->tmp, false, &e);
+		sbxfs_remove(u->r->srv->ctx, &u->sb, u->tmp, false, &e);
 		return -1;
 	}
 	cJSON *f = cJSON_CreateObject();
@@ -649,66 +601,25 @@ static int part_end(api_req *r, upload *u, sl_err *err)
 	return 0;
 }
 
-/* Consume what u->buf holds; keeps any tail that may start a delimiter. */
-static int parse(api_req *r, upload *u, sl_err *err)
+int dt_files_upload_begin(api_req *r, sl_err *err)
 {
-	size_t at = 0;
-	for (;;) {
-		char *p = u->buf + at;
-		size_t avail = u->len - at;
-		if (u->st == MP_DONE) {
-			at = u->len;
-			break;
-		}
-		if (u->st == MP_BODY) {
-			char *hit = memmem(p, avail, u->delim, u->dlen);
-			if (!hit) {
-				size_t safe = avail >= u->dlen ? avail - (u->dlen - 1) : 0;
-				if (part_data(u, p, safe, err) < 0)
-					return -1;
-				at += safe;
-				break;
-			}
-			if (part_data(u, p, hit - p, err) < 0 || part_end(r, u, err) < 0)
-				return -1;
-			at += (hit - p) + u->dlen;
-			u->st = MP_AFTER_DELIM;
-			continue;
-		}
-		if (u->st == MP_AFTER_DELIM) {
-			if (avail < 2)
-				break;
-			if (!memcmp(p, "--", 2)) {
-				u->st = MP_DONE;
-				continue;
-			}
-			char *eol = memmem(p, avail, "\r\n", 2);
-			if (!eol)
-				break;
-			at += (eol - p) + 2; /* transport padding, then the line's CRLF */
-			u->st = MP_HEADERS;
-			continue;
-		}
-		/* MP_HEADERS: up to an empty line. */
-		char *end =
-		    avail >= 2 && !memcmp(p, "\r\n", 2) ? p : memmem(p, avail, "\r\n\r\n", 4);
-		if (!end) {
-			if (avail > HEADER_MAX)
-				return sl_fail(err, SL_INVALID, 0,
-					       "bulk-upload: part headers too long");
-			break;
-		}
-		size_t hl = end - p;
-		_cleanup_free_ char *h = strndup(p, hl);
-		if (!h)
-			return sl_fail(err, SL_INTERNAL, ENOMEM, "upload");
-		at += hl + (end == p ? 2 : 4);
-		if (part_begin(r, u, h, err) < 0)
-			return -1;
-		u->st = MP_BODY;
+	static const api_multipart_cb cb = {part_begin, part_data, part_end};
+	upload *u = calloc(1, sizeof(*u));
+	if (!u)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "upload");
+	u->fd = -1;
+	u->r = r;
+	u->done = cJSON_CreateArray();
+	r->upload = u;
+	r->upload_free = upload_free;
+	/* Failures are kept for the handler, so they are answered in Daytona's shape. */
+	const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Type");
+	if (api_multipart_init(&u->mp, ct, &cb, u, &u->err) < 0) {
+		sl_wrap(&u->err, "bulk-upload");
+		return 0;
 	}
-	memmove(u->buf, u->buf + at, u->len - at);
-	u->len -= at;
+	if (dt_sandbox(r, &u->sb, &u->err) == 0)
+		u->have_sb = true;
 	return 0;
 }
 
@@ -717,21 +628,7 @@ int dt_files_upload_chunk(api_req *r, const char *data, size_t len, sl_err *err)
 	upload *u = r->upload;
 	if (u->err.kind)
 		return 0; /* read and dropped; the handler answers the first failure */
-	if (u->len + len > u->cap) {
-		size_t cap = u->cap;
-		while (cap < u->len + len)
-			cap *= 2;
-		char *b = realloc(u->buf, cap);
-		if (!b) {
-			sl_fail(&u->err, SL_INTERNAL, ENOMEM, "upload");
-			return 0;
-		}
-		u->buf = b;
-		u->cap = cap;
-	}
-	memcpy(u->buf + u->len, data, len);
-	u->len += len;
-	if (parse(r, u, &u->err) < 0)
+	if (api_multipart_feed(&u->mp, data, len, &u->err) < 0)
 		upload_drop_tmp(r, u);
 	return 0;
 }
@@ -739,7 +636,7 @@ int dt_files_upload_chunk(api_req *r, const char *data, size_t len, sl_err *err)
 enum MHD_Result dt_files_upload(api_req *r)
 {
 	upload *u = r->upload;
-	if (!u->err.kind && u->st != MP_DONE)
+	if (!u->err.kind && !api_multipart_done(&u->mp))
 		sl_fail(&u->err, SL_INVALID, 0, "bulk-upload: the multipart body ends early");
 	if (u->err.kind)
 		return u->have_sb ? dt_file_error(r, &u->err) : dt_error(r, &u->err, NULL);

@@ -12,6 +12,7 @@
 
 #include "../../runtime/cleanup.h"
 #include "../../runtime/sbxfs.h"
+#include "../multipart.h"
 #include "e2b.h"
 
 enum MHD_Result e2b_envd_health(api_req *r)
@@ -43,8 +44,9 @@ enum MHD_Result e2b_files_get(api_req *r)
 	return api_reply(r, 200, resp);
 }
 
-/* An upload: octet-stream goes straight to the file; multipart is kept whole and split
- * at the end. A failure met early is kept and answered once the body is in. */
+/* An upload: octet-stream goes straight to the file, and so does each part named "file"
+ * of a multipart body (read as a stream: api/multipart.c). A failure met early is kept
+ * and answered once the body is in. */
 typedef struct files_up {
 	sl_sandbox sb;
 	bool have_sb, multipart;
@@ -52,10 +54,12 @@ typedef struct files_up {
 	bool replied;
 	sl_err err;
 	char user[64];
-	char *path; /* octet-stream: the destination */
+	char *path; /* the file being written: octet-stream's, or the current part's */
 	int fd;
-	char boundary[128];
-	bool gzip; /* Content-Encoding: gzip (octet-stream only) */
+	api_multipart mp;
+	api_req *r;
+	cJSON *written; /* multipart: the files written */
+	bool gzip;	/* Content-Encoding: gzip (octet-stream only) */
 	z_stream z;
 } files_up;
 
@@ -70,9 +74,56 @@ static void files_up_free(api_req *r)
 		inflateEnd(&u->z);
 	if (u->have_sb)
 		sandbox_free(&u->sb);
+	api_multipart_free(&u->mp);
+	cJSON_Delete(u->written);
 	free(u->path);
 	free(u);
 	r->upload = NULL;
+}
+
+static void written(cJSON *arr, const char *path)
+{
+	cJSON *o = cJSON_CreateObject();
+	const char *slash = strrchr(path, '/');
+	cJSON_AddStringToObject(o, "path", path);
+	cJSON_AddStringToObject(o, "name", slash ? slash + 1 : path);
+	cJSON_AddStringToObject(o, "type", "file");
+	cJSON_AddItemToArray(arr, o);
+}
+
+/* A part: envd takes those named "file" only, to ?path= or else their filename. */
+static int part_begin(void *arg, const char *hdr, sl_err *err)
+{
+	files_up *u = arg;
+	const char *name = strcasestr(hdr, " name=\"");
+	if (!name || strncmp(name + 7, "file\"", 5))
+		return 0;
+	const char *fn = strcasestr(hdr, "filename=\"");
+	_cleanup_free_ char *fname = fn ? strndup(fn + 10, strcspn(fn + 10, "\"")) : NULL;
+	const char *q = api_query(u->r, "path");
+	free(u->path);
+	if (!(u->path = e2b_path(&u->sb, u->user, q ? q : fname, err)))
+		return -1;
+	return sbxfs_open_write(u->r->srv->ctx, &u->sb, u->path, 0, &u->fd, err);
+}
+
+static int part_data(void *arg, const char *data, size_t n, sl_err *err)
+{
+	files_up *u = arg;
+	return u->fd < 0 ? 0 : sbxfs_write_all(&u->sb, u->fd, u->path, data, n, err);
+}
+
+static int part_end(void *arg, sl_err *err)
+{
+	files_up *u = arg;
+	if (u->fd < 0)
+		return 0;
+	int fd = u->fd;
+	u->fd = -1;
+	if (close(fd) < 0)
+		return sbxfs_io_fail(&u->sb, "write", u->path, errno, err);
+	written(u->written, u->path);
+	return 0;
 }
 
 int e2b_files_post_begin(api_req *r, sl_err *err)
@@ -106,23 +157,12 @@ int e2b_files_post_begin(api_req *r, sl_err *err)
 		u->gzip = true;
 	}
 	if (ct && !strncasecmp(ct, "multipart/form-data", 19)) {
-		const char *b = strcasestr(ct, "boundary=");
-		if (!b) {
-			sl_fail(&u->err, SL_INVALID, 0, "multipart without a boundary");
-			return 0;
-		}
-		b += 9;
-		size_t n = strcspn(b, ";");
-		if (*b == '"') {
-			b++;
-			n = strcspn(b, "\"");
-		}
-		if (n >= sizeof(u->boundary) - 4) {
-			sl_fail(&u->err, SL_INVALID, 0, "multipart boundary too long");
-			return 0;
-		}
-		snprintf(u->boundary, sizeof(u->boundary), "--%.*s", (int)n, b);
+		static const api_multipart_cb cb = {part_begin, part_data, part_end};
 		u->multipart = true;
+		u->r = r;
+		if (!(u->written = cJSON_CreateArray()))
+			return sl_fail(err, SL_INTERNAL, ENOMEM, "upload");
+		api_multipart_init(&u->mp, ct, &cb, u, &u->err);
 		return 0;
 	}
 	u->path = e2b_path(&u->sb, u->user, api_query(r, "path"), &u->err);
@@ -164,49 +204,15 @@ int e2b_files_post_chunk(api_req *r, const char *data, size_t len, sl_err *err)
 	files_up *u = r->upload;
 	if (!u || u->replied || u->err.kind)
 		return 0;
-	if (u->multipart)
-		return api_body_append(r, data, len, err);
+	if (u->multipart) {
+		api_multipart_feed(&u->mp, data, len, &u->err);
+		return 0;
+	}
 	if (u->gzip) {
 		gunzip_chunk(u, data, len);
 		return 0;
 	}
 	write_all(u, data, len);
-	return 0;
-}
-
-static void written(cJSON *arr, const char *path)
-{
-	cJSON *o = cJSON_CreateObject();
-	const char *slash = strrchr(path, '/');
-	cJSON_AddStringToObject(o, "path", path);
-	cJSON_AddStringToObject(o, "name", slash ? slash + 1 : path);
-	cJSON_AddStringToObject(o, "type", "file");
-	cJSON_AddItemToArray(arr, o);
-}
-
-/* One part: headers up to a blank line, then the content. */
-static int multipart_part(api_req *r, files_up *u, const char *p, size_t n, cJSON *arr)
-{
-	const char *hend = memmem(p, n, "\r\n\r\n", 4);
-	if (!hend)
-		return sl_fail(&u->err, SL_INVALID, 0, "multipart: a part without headers");
-	_cleanup_free_ char *hdr = strndup(p, (size_t)(hend - p));
-	const char *data = hend + 4;
-	size_t len = n - (size_t)(data - p);
-	if (!hdr)
-		return sl_fail(&u->err, SL_INTERNAL, ENOMEM, "multipart");
-	const char *name = strcasestr(hdr, " name=\"");
-	if (!name || strncmp(name + 7, "file\"", 5))
-		return 0; /* envd takes parts named "file" only */
-	const char *fn = strcasestr(hdr, "filename=\"");
-	_cleanup_free_ char *fname = fn ? strndup(fn + 10, strcspn(fn + 10, "\"")) : NULL;
-	const char *q = api_query(r, "path");
-	_cleanup_free_ char *path = e2b_path(&u->sb, u->user, q ? q : fname, &u->err);
-	if (!path)
-		return -1;
-	if (sbxfs_write_file(r->srv->ctx, &u->sb, path, data, len, 0, &u->err) < 0)
-		return -1;
-	written(arr, path);
 	return 0;
 }
 
@@ -219,8 +225,14 @@ enum MHD_Result e2b_files_post(api_req *r)
 		return u->early;
 	if (u->err.kind)
 		return e2b_reply_err(r, &u->err);
-	_cleanup_cjson_ cJSON *arr = cJSON_CreateArray();
-	if (!u->multipart) {
+	_cleanup_cjson_ cJSON *arr = NULL;
+	if (u->multipart) {
+		if (!api_multipart_done(&u->mp))
+			return e2b_reply_code(r, 400, "the multipart body ends early");
+		arr = u->written;
+		u->written = NULL;
+	} else {
+		arr = cJSON_CreateArray();
 		int fd = u->fd;
 		u->fd = -1;
 		if (close(fd) < 0) {
@@ -228,26 +240,6 @@ enum MHD_Result e2b_files_post(api_req *r)
 			return e2b_reply_err(r, &u->err);
 		}
 		written(arr, u->path);
-	} else {
-		const char *body = r->body ? r->body : "";
-		size_t blen = strlen(u->boundary), n = r->body_len;
-		const char *p = memmem(body, n, u->boundary, blen);
-		while (p) {
-			p += blen;
-			if ((size_t)(body + n - p) >= 2 && !strncmp(p, "--", 2))
-				break;
-			if ((size_t)(body + n - p) >= 2 && !strncmp(p, "\r\n", 2))
-				p += 2;
-			const char *next = memmem(p, (size_t)(body + n - p), u->boundary, blen);
-			if (!next)
-				break;
-			size_t plen = (size_t)(next - p);
-			if (plen >= 2 && next[-2] == '\r' && next[-1] == '\n')
-				plen -= 2;
-			if (multipart_part(r, u, p, plen, arr) < 0)
-				return e2b_reply_err(r, &u->err);
-			p = next;
-		}
 	}
 	if (!cJSON_GetArraySize(arr))
 		return e2b_reply_code(r, 400, "no file in the upload (a part named \"file\")");
