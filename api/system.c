@@ -1,5 +1,5 @@
-/* system.c — /v1/health, /metrics (Prometheus text), and the 501 answer of routes whose
- * capability has not landed yet (pause, snapshots, ports, volumes, code). */
+/* system.c — /v1/health and /metrics (Prometheus text): what the daemon and its sandboxes
+ * are doing, for people and for scrapers. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
