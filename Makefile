@@ -23,9 +23,10 @@ RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC     := $(wildcard cli/*.c)
 CLI_OBJ     := $(CLI_SRC:%.c=$(BUILD)/%.o)
 # api/ is `sandlot serve`, built as sandlot-api.so (libmicrohttpd, gnutls: ~9 ms of
-# loading no other verb should pay; runtime/dl.h). key.c stays in the binary (`key`).
-API_SRC     := $(filter-out api/key.c,$(wildcard api/*.c)) $(wildcard api/compat/*.c)
-API_OBJ     := $(BUILD)/api/key.o
+# loading no other verb should pay; runtime/dl.h). key.c (`key`) and view.c (the API's JSON
+# shapes, which `ls --format json` and `inspect` print too) stay in the binary.
+API_SRC     := $(filter-out api/key.c api/view.c,$(wildcard api/*.c)) $(wildcard api/compat/*.c)
+API_OBJ     := $(BUILD)/api/key.o $(BUILD)/api/view.o
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
 UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 E2E_SRC     := $(wildcard tests/e2e/test_*.c)

@@ -9,6 +9,7 @@
 #include "../runtime/snapshot.h"
 #include "../runtime/volume.h"
 #include "http.h"
+#include "view.h"
 
 static enum MHD_Result reply_sandbox(api_req *r, const char *id)
 {
@@ -76,7 +77,7 @@ enum MHD_Result api_snapshots_create(api_req *r)
 		      api_json_string(body, "", "name", &name, &err) < 0)) ||
 	    snapshot_create(r->srv->ctx, r->param[0], name, &s, &err) < 0)
 		return api_reply_error(r, &err);
-	return api_reply_json(r, 201, snapshot_to_json(&s));
+	return api_reply_json(r, 201, view_snapshot_json(&s));
 }
 
 enum MHD_Result api_snapshots_list(api_req *r)
@@ -89,7 +90,7 @@ enum MHD_Result api_snapshots_list(api_req *r)
 	cJSON *o = cJSON_CreateObject();
 	cJSON *arr = cJSON_AddArrayToObject(o, "snapshots");
 	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(arr, snapshot_to_json(&list[i]));
+		cJSON_AddItemToArray(arr, view_snapshot_json(&list[i]));
 	free(list);
 	return api_reply_json(r, 200, o);
 }
@@ -103,7 +104,7 @@ enum MHD_Result api_snapshots_get(api_req *r)
 			err.kind = SL_NOTFOUND;
 		return api_reply_error(r, &err);
 	}
-	return api_reply_json(r, 200, snapshot_to_json(&s));
+	return api_reply_json(r, 200, view_snapshot_json(&s));
 }
 
 enum MHD_Result api_snapshots_delete(api_req *r)
@@ -129,7 +130,7 @@ enum MHD_Result api_volumes_list(api_req *r)
 	cJSON *o = cJSON_CreateObject();
 	cJSON *arr = cJSON_AddArrayToObject(o, "volumes");
 	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(arr, volume_to_json(&list[i]));
+		cJSON_AddItemToArray(arr, view_volume_json(&list[i]));
 	free(list);
 	return api_reply_json(r, 200, o);
 }
@@ -149,7 +150,7 @@ enum MHD_Result api_volumes_create(api_req *r)
 		return api_fail(r, SL_INVALID, "name: required");
 	if (volume_create(r->srv->ctx, name, &v, &err) < 0)
 		return api_reply_error(r, &err);
-	return api_reply_json(r, 201, volume_to_json(&v));
+	return api_reply_json(r, 201, view_volume_json(&v));
 }
 
 enum MHD_Result api_volumes_delete(api_req *r)

@@ -10,6 +10,7 @@
 #include "../runtime/net.h"
 #include "../runtime/quantity.h"
 #include "http.h"
+#include "view.h"
 
 /* ---- the Sandbox shape ---- */
 
@@ -24,7 +25,7 @@ static void add_default(cJSON *o, const char *key, cJSON *v)
 
 cJSON *api_sandbox_json(api_server *s, const sl_sandbox *sb, bool detail)
 {
-	cJSON *o = sandbox_to_json(sb);
+	cJSON *o = view_sandbox_json(sb);
 	if (!o)
 		return NULL;
 	add_default(o, "snapshot", cJSON_CreateNull());

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "../api/view.h"
 
 int cmd_ls(sl_ctx *ctx, int argc, char **argv)
 {
@@ -31,7 +32,7 @@ int cmd_ls(sl_ctx *ctx, int argc, char **argv)
 		if (!all && !strcmp(list[i].status, "terminated"))
 			continue;
 		if (json) {
-			cJSON_AddItemToArray(arr, sandbox_to_json(&list[i]));
+			cJSON_AddItemToArray(arr, view_sandbox_json(&list[i]));
 			continue;
 		}
 		char when[32];
@@ -60,7 +61,7 @@ int cmd_inspect(sl_ctx *ctx, int argc, char **argv)
 	sl_err err = { 0 };
 	if (sandbox_get(ctx, argv[1], &sb, &err) < 0)
 		return cli_fail(&err);
-	cJSON *o = sandbox_to_json(&sb);
+	cJSON *o = view_sandbox_json(&sb);
 	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
 	sl_cgusage use;

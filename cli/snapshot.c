@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "snapshot.h"
+#include "../api/view.h"
 
 int cmd_snapshot(sl_ctx *ctx, int argc, char **argv)
 {
@@ -34,7 +35,7 @@ int cmd_snapshot(sl_ctx *ctx, int argc, char **argv)
 			printf("%-24s  %-16s  %-24s  %s\n", "ID", "NAME", "SANDBOX", "IMAGE");
 		for (size_t i = 0; i < n; i++) {
 			if (json)
-				cJSON_AddItemToArray(arr, snapshot_to_json(&list[i]));
+				cJSON_AddItemToArray(arr, view_snapshot_json(&list[i]));
 			else
 				printf("%-24s  %-16s  %-24s  %s\n", list[i].id,
 				       list[i].name[0] ? list[i].name : "-", list[i].sandbox_id,

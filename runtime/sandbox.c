@@ -28,6 +28,7 @@
 #include "exec.h"
 #include "fsutil.h"
 #include "image.h"
+#include "record_codec.h"
 #include "initctl.h"
 #include "launch.h"
 #include "log.h"
@@ -132,125 +133,6 @@ void sandbox_free_list(sl_sandbox *list, size_t n)
 /* ---- records ---- */
 
 
-static cJSON *resources_json(const sl_sandbox *sb)
-{
-	char b[32];
-	cJSON *r = cJSON_CreateObject();
-	quantity_format_cpu(sb->limits.cpu_millicores, b, sizeof(b));
-	cJSON_AddStringToObject(r, "cpu", b);
-	quantity_format_bytes(sb->limits.memory_bytes, b, sizeof(b));
-	cJSON_AddStringToObject(r, "memory", b);
-	quantity_format_bytes(sb->disk_bytes, b, sizeof(b));
-	cJSON_AddStringToObject(r, "disk", b);
-	cJSON_AddNumberToObject(r, "pids", (double)sb->limits.pids_max);
-	return r;
-}
-
-cJSON *sandbox_to_json(const sl_sandbox *sb)
-{
-	char t[40];
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "id", sb->id);
-	if (sb->name[0])
-		cJSON_AddStringToObject(o, "name", sb->name);
-	else
-		cJSON_AddNullToObject(o, "name");
-	cJSON_AddStringToObject(o, "status", sb->status);
-	cJSON_AddStringToObject(o, "image", sb->image);
-	cJSON_AddStringToObject(o, "imageDigest", sb->digest);
-	sl_iso_time(sb->created_ms, t, sizeof(t));
-	cJSON_AddStringToObject(o, "createdAt", t);
-	cJSON_AddItemToObject(o, "resources", resources_json(sb));
-	cJSON_AddItemToObject(o, "env", sb->env ? cJSON_Duplicate(sb->env, 1) : cJSON_CreateObject());
-	cJSON_AddItemToObject(o, "labels",
-			      sb->labels ? cJSON_Duplicate(sb->labels, 1) : cJSON_CreateObject());
-	cJSON_AddStringToObject(o, "user", sb->user);
-	cJSON_AddStringToObject(o, "workingDirectory", sb->workdir);
-	cJSON_AddBoolToObject(o, "ephemeral", sb->ephemeral);
-	cJSON *to = cJSON_AddObjectToObject(o, "timeout");
-	const struct {
-		const char *k;
-		uint64_t v;
-	} tos[] = { { "idle", sb->idle_ms },
-		    { "lifetime", sb->lifetime_ms },
-		    { "execution", sb->exec_timeout_ms } };
-	for (size_t i = 0; i < 3; i++) {
-		if (tos[i].v)
-			cJSON_AddNumberToObject(to, tos[i].k, (double)tos[i].v);
-		else
-			cJSON_AddNullToObject(to, tos[i].k);
-	}
-	if (sb->expires_ms) {
-		sl_iso_time(sb->expires_ms, t, sizeof(t));
-		cJSON_AddStringToObject(o, "expiresAt", t);
-	} else {
-		cJSON_AddNullToObject(o, "expiresAt");
-	}
-	cJSON_AddItemToObject(o, "volumes",
-			      sb->volumes ? cJSON_Duplicate(sb->volumes, 1) : cJSON_CreateArray());
-	cJSON_AddItemToObject(o, "packages", sb->packages ? cJSON_Duplicate(sb->packages, 1)
-							       : cJSON_CreateArray());
-	cJSON *net = cJSON_AddObjectToObject(o, "network");
-	cJSON_AddBoolToObject(net, "enabled", sb->net_enabled);
-	if (sb->net_enabled && sb->net_addr[0]) {
-		cJSON_AddStringToObject(net, "address", sb->net_addr);
-		cJSON_AddStringToObject(net, "gateway", sb->net_gateway);
-	} else {
-		cJSON_AddNullToObject(net, "address");
-		cJSON_AddNullToObject(net, "gateway");
-	}
-	cJSON_AddItemToObject(net, "allow", sb->net_allow ? cJSON_Duplicate(sb->net_allow, 1)
-							  : cJSON_CreateArray());
-	cJSON_AddItemToObject(net, "deny", sb->net_deny ? cJSON_Duplicate(sb->net_deny, 1)
-							: cJSON_CreateArray());
-	if (sb->snapshot[0])
-		cJSON_AddStringToObject(o, "snapshot", sb->snapshot);
-	else
-		cJSON_AddNullToObject(o, "snapshot");
-	if (sb->terminated_ms) {
-		sl_iso_time(sb->terminated_ms, t, sizeof(t));
-		cJSON_AddStringToObject(o, "terminatedAt", t);
-		cJSON_AddStringToObject(o, "reason", sb->reason);
-	}
-	return o;
-}
-
-static cJSON *record_json(const sl_sandbox *sb)
-{
-	cJSON *o = sandbox_to_json(sb);
-	cJSON *in = cJSON_AddObjectToObject(o, "internal");
-	cJSON_AddNumberToObject(in, "createdMs", (double)sb->created_ms);
-	cJSON_AddNumberToObject(in, "terminatedMs", (double)sb->terminated_ms);
-	cJSON_AddNumberToObject(in, "cpuMillis", (double)sb->limits.cpu_millicores);
-	cJSON_AddNumberToObject(in, "memoryBytes", (double)sb->limits.memory_bytes);
-	cJSON_AddNumberToObject(in, "diskBytes", (double)sb->disk_bytes);
-	cJSON_AddNumberToObject(in, "uidBase", sb->uid_base);
-	cJSON_AddNumberToObject(in, "initPid", sb->init_pid);
-	cJSON_AddNumberToObject(in, "initStart", (double)sb->init_start);
-	cJSON_AddNumberToObject(in, "creatorPid", sb->creator_pid);
-	cJSON_AddNumberToObject(in, "creatorStart", (double)sb->creator_start);
-	cJSON_AddStringToObject(in, "bootId", sb->boot_id);
-	cJSON_AddNumberToObject(in, "expiresMs", (double)sb->expires_ms);
-	cJSON_AddStringToObject(in, "netSubnet", sb->net_subnet);
-	if (sb->releaser_pid) {
-		cJSON_AddNumberToObject(in, "releaserPid", sb->releaser_pid);
-		cJSON_AddNumberToObject(in, "releaserStart", (double)sb->releaser_start);
-	}
-	return o;
-}
-
-static void copy_str(char *dst, size_t len, const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	snprintf(dst, len, "%s", cJSON_IsString(v) ? v->valuestring : "");
-}
-
-static double num(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
-
 /* <state>/sandboxes/<id>/sandbox.json */
 static void record_path(const sl_ctx *ctx, const char *id, char p[PATH_MAX])
 {
@@ -279,52 +161,8 @@ static int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err
 		at++;
 	if (at == len)
 		return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", id);
-	cJSON *o = cJSON_Parse(data);
-	if (!o)
-		return sl_fail(err, SL_INTERNAL, 0, "record %s is not valid JSON", p);
-	memset(sb, 0, sizeof(*sb));
-	copy_str(sb->id, sizeof(sb->id), o, "id");
-	copy_str(sb->name, sizeof(sb->name), o, "name");
-	copy_str(sb->status, sizeof(sb->status), o, "status");
-	copy_str(sb->image, sizeof(sb->image), o, "image");
-	copy_str(sb->digest, sizeof(sb->digest), o, "imageDigest");
-	copy_str(sb->user, sizeof(sb->user), o, "user");
-	copy_str(sb->workdir, sizeof(sb->workdir), o, "workingDirectory");
-	copy_str(sb->reason, sizeof(sb->reason), o, "reason");
-	copy_str(sb->snapshot, sizeof(sb->snapshot), o, "snapshot");
-	sb->ephemeral = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ephemeral"));
-	sb->env = cJSON_DetachItemFromObjectCaseSensitive(o, "env");
-	sb->labels = cJSON_DetachItemFromObjectCaseSensitive(o, "labels");
-	sb->volumes = cJSON_DetachItemFromObjectCaseSensitive(o, "volumes");
-	sb->packages = cJSON_DetachItemFromObjectCaseSensitive(o, "packages");
-	const cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "internal");
-	sb->created_ms = num(in, "createdMs");
-	sb->terminated_ms = num(in, "terminatedMs");
-	sb->limits.cpu_millicores = num(in, "cpuMillis");
-	sb->limits.memory_bytes = num(in, "memoryBytes");
-	sb->limits.pids_max = num(cJSON_GetObjectItemCaseSensitive(o, "resources"), "pids");
-	sb->disk_bytes = num(in, "diskBytes");
-	sb->uid_base = num(in, "uidBase");
-	sb->init_pid = num(in, "initPid");
-	sb->init_start = num(in, "initStart");
-	sb->creator_pid = num(in, "creatorPid");
-	sb->creator_start = num(in, "creatorStart");
-	copy_str(sb->boot_id, sizeof(sb->boot_id), in, "bootId");
-	sb->expires_ms = num(in, "expiresMs");
-	copy_str(sb->net_subnet, sizeof(sb->net_subnet), in, "netSubnet");
-	sb->releaser_pid = num(in, "releaserPid");
-	sb->releaser_start = num(in, "releaserStart");
-	cJSON *net = cJSON_GetObjectItemCaseSensitive(o, "network");
-	sb->net_enabled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(net, "enabled"));
-	copy_str(sb->net_addr, sizeof(sb->net_addr), net, "address");
-	copy_str(sb->net_gateway, sizeof(sb->net_gateway), net, "gateway");
-	sb->net_allow = cJSON_DetachItemFromObjectCaseSensitive(net, "allow");
-	sb->net_deny = cJSON_DetachItemFromObjectCaseSensitive(net, "deny");
-	const cJSON *to = cJSON_GetObjectItemCaseSensitive(o, "timeout");
-	sb->idle_ms = num(to, "idle");
-	sb->lifetime_ms = num(to, "lifetime");
-	sb->exec_timeout_ms = num(to, "execution");
-	cJSON_Delete(o);
+	if (record_decode(data, p, sb, err) < 0)
+		return -1;
 	if (strcmp(sb->id, id) != 0) {
 		sandbox_free(sb);
 		return sl_fail(err, SL_INTERNAL, 0, "record %s names another sandbox", p);
@@ -352,9 +190,7 @@ static int record_write(const sl_ctx *ctx, const sl_sandbox *sb, enum rec_write 
 {
 	char p[PATH_MAX];
 	record_path(ctx, sb->id, p);
-	cJSON *o = record_json(sb);
-	_cleanup_free_ char *s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
+	_cleanup_free_ char *s = record_encode(sb);
 	if (!s)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "serialise %s", sb->id);
 	if (how == REC_VOLATILE || !ctx->sync_soon)

@@ -252,8 +252,6 @@ int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl
 			sl_err *err);
 void sandbox_free(sl_sandbox *sb);
 void sandbox_free_list(sl_sandbox *list, size_t n);
-/* The record as JSON (the API's Sandbox shape; internal fields omitted). */
-cJSON *sandbox_to_json(const sl_sandbox *sb);
 /* The id of a live (not terminated) sandbox for which uses(sb, arg) holds, in user
  * ("" when none): what refuses deleting an image, snapshot or volume in use. */
 int sandbox_find_user(sl_ctx *ctx, bool (*uses)(const sl_sandbox *sb, const void *arg),

@@ -33,23 +33,6 @@ static void snap_dir(const sl_ctx *ctx, char *buf, size_t len)
 	snprintf(buf, len, "%s/snapshots", ctx->cfg.state_dir);
 }
 
-cJSON *snapshot_to_json(const sl_snapshot *s)
-{
-	char t[40];
-	sl_iso_time(s->created_ms, t, sizeof(t));
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "id", s->id);
-	if (s->name[0])
-		cJSON_AddStringToObject(o, "name", s->name);
-	else
-		cJSON_AddNullToObject(o, "name");
-	cJSON_AddStringToObject(o, "sandboxId", s->sandbox_id);
-	cJSON_AddStringToObject(o, "image", s->image);
-	cJSON_AddStringToObject(o, "imageDigest", s->digest);
-	cJSON_AddStringToObject(o, "createdAt", t);
-	return o;
-}
-
 static int snap_save(const sl_ctx *ctx, const sl_snapshot *s, sl_err *err)
 {
 	char p[PATH_MAX];
@@ -57,9 +40,17 @@ static int snap_save(const sl_ctx *ctx, const sl_snapshot *s, sl_err *err)
 	if (state_mkdirs(p, 0700, err) < 0)
 		return -1;
 	snprintf(p + strlen(p), sizeof(p) - strlen(p), "/%s.json", s->id);
-	cJSON *o = snapshot_to_json(s);
-	cJSON_AddNumberToObject(o, "uidBase", s->uid_base);
-	cJSON_AddNumberToObject(o, "createdMs", (double)s->created_ms);
+	/* The runtime's own schema (version 2): the struct's members by name. Version 1 was
+	 * the API's shape plus uidBase and createdMs; snap_load reads both. */
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "schema", 2);
+	cJSON_AddStringToObject(o, "id", s->id);
+	cJSON_AddStringToObject(o, "name", s->name);
+	cJSON_AddStringToObject(o, "sandbox_id", s->sandbox_id);
+	cJSON_AddStringToObject(o, "image", s->image);
+	cJSON_AddStringToObject(o, "image_digest", s->digest);
+	cJSON_AddNumberToObject(o, "uid_base", s->uid_base);
+	cJSON_AddNumberToObject(o, "created_ms", (double)s->created_ms);
 	_cleanup_free_ char *txt = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return txt ? state_write_atomic(p, txt, strlen(txt), err)
@@ -81,21 +72,22 @@ static int snap_load(const sl_ctx *ctx, const char *id, sl_snapshot *s, sl_err *
 	if (!o)
 		return sl_fail(err, SL_INTERNAL, 0, "snapshot record %s is not JSON", p);
 	memset(s, 0, sizeof(*s));
+	bool v1 = !cJSON_GetObjectItemCaseSensitive(o, "schema");
 	const struct {
-		const char *key;
+		const char *v2, *v1;
 		char *dst;
 		size_t len;
-	} f[] = { { "id", s->id, sizeof(s->id) },
-		  { "name", s->name, sizeof(s->name) },
-		  { "sandboxId", s->sandbox_id, sizeof(s->sandbox_id) },
-		  { "image", s->image, sizeof(s->image) },
-		  { "imageDigest", s->digest, sizeof(s->digest) } };
+	} f[] = { { "id", "id", s->id, sizeof(s->id) },
+		  { "name", "name", s->name, sizeof(s->name) },
+		  { "sandbox_id", "sandboxId", s->sandbox_id, sizeof(s->sandbox_id) },
+		  { "image", "image", s->image, sizeof(s->image) },
+		  { "image_digest", "imageDigest", s->digest, sizeof(s->digest) } };
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, f[i].key);
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, v1 ? f[i].v1 : f[i].v2);
 		snprintf(f[i].dst, f[i].len, "%s", cJSON_IsString(v) ? v->valuestring : "");
 	}
-	const cJSON *ub = cJSON_GetObjectItemCaseSensitive(o, "uidBase");
-	const cJSON *cm = cJSON_GetObjectItemCaseSensitive(o, "createdMs");
+	const cJSON *ub = cJSON_GetObjectItemCaseSensitive(o, v1 ? "uidBase" : "uid_base");
+	const cJSON *cm = cJSON_GetObjectItemCaseSensitive(o, v1 ? "createdMs" : "created_ms");
 	s->uid_base = cJSON_IsNumber(ub) ? (uint32_t)ub->valuedouble : 0;
 	s->created_ms = cJSON_IsNumber(cm) ? (int64_t)cm->valuedouble : 0;
 	cJSON_Delete(o);

@@ -30,7 +30,6 @@ int snapshot_get(sl_ctx *ctx, const char *ref, sl_snapshot *out, sl_err *err);
 int snapshot_list(sl_ctx *ctx, sl_snapshot **out, size_t *n, sl_err *err);
 /* SL_CONFLICT while a live sandbox was created from it. */
 int snapshot_delete(sl_ctx *ctx, const char *ref, sl_err *err);
-cJSON *snapshot_to_json(const sl_snapshot *s);
 /* The snapshot's whole tree (image + its files, flattened) as tar.zst on out_fd, with
  * owners as seen inside; snapshot_import makes a snapshot of such a stream (an image
  * named "snapshot-NAME" under an empty layer), so the two round-trip between hosts. */

@@ -40,21 +40,6 @@ static void subvol_path(const sl_ctx *ctx, const char *name, char *buf, size_t l
 	snprintf(buf, len, "%s/store/volumes/%s", ctx->cfg.state_dir, name);
 }
 
-cJSON *volume_to_json(const sl_volume *v)
-{
-	char t[40];
-	time_t sec = v->created_ms / 1000;
-	struct tm tm;
-	gmtime_r(&sec, &tm);
-	snprintf(t, sizeof(t), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		 (int)(v->created_ms % 1000));
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "name", v->name);
-	cJSON_AddStringToObject(o, "createdAt", t);
-	return o;
-}
-
 int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
 {
 	if (!valid_name(name))
@@ -70,7 +55,9 @@ int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
 		return -1;
 	}
 	cJSON *o = cJSON_Parse(data);
-	const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "createdMs");
+	/* Version 2 names the member; version 1 (no "schema") said createdMs. */
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(
+	    o, cJSON_GetObjectItemCaseSensitive(o, "schema") ? "created_ms" : "createdMs");
 	memset(out, 0, sizeof(*out));
 	snprintf(out->name, sizeof(out->name), "%s", name);
 	out->created_ms = cJSON_IsNumber(c) ? (int64_t)c->valuedouble : 0;
@@ -109,7 +96,7 @@ int volume_create(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
 	snprintf(out->name, sizeof(out->name), "%s", name);
 	out->created_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	char rec[128];
-	snprintf(rec, sizeof(rec), "{\"name\":\"%s\",\"createdMs\":%lld}", name,
+	snprintf(rec, sizeof(rec), "{\"schema\":2,\"name\":\"%s\",\"created_ms\":%lld}", name,
 		 (long long)out->created_ms);
 	record_path(ctx, name, p, sizeof(p));
 	return state_write_atomic(p, rec, strlen(rec), err);

@@ -23,7 +23,6 @@ int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err);
 int volume_list(sl_ctx *ctx, sl_volume **out, size_t *n, sl_err *err);
 /* SL_CONFLICT while a live sandbox mounts it. */
 int volume_delete(sl_ctx *ctx, const char *name, sl_err *err);
-cJSON *volume_to_json(const sl_volume *v);
 /* The host directory behind a mount spec: a volume name (created on first use) or,
  * for an absolute host path, that path if it lies in the allow-list. */
 int volume_source(sl_ctx *ctx, const char *spec, char *buf, size_t len, sl_err *err);

@@ -12,6 +12,7 @@
 #include "../../runtime/clock.h"
 #include "../../runtime/snapshot.h"
 #include "agentuity.h"
+#include "../view.h"
 
 /* A oneshot sandbox outlives its command this long without a call on it (for the
  * client's stream reads and polls), then the idle timer destroys it. */
@@ -256,7 +257,7 @@ static cJSON *sandbox_info(api_req *r, const sl_sandbox *sb)
 	add_quantity(res, "cpu", sb->limits.cpu_millicores, true);
 	add_quantity(res, "disk", sb->disk_bytes, false);
 	/* The record's network object (once sandboxes can have one). */
-	cJSON *rec = sandbox_to_json(sb);
+	cJSON *rec = view_sandbox_json(sb);
 	const cJSON *net = cJSON_GetObjectItemCaseSensitive(rec, "network");
 	cJSON_AddBoolToObject(o, "networkEnabled",
 			      cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(net, "enabled")));

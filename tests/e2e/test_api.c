@@ -362,6 +362,180 @@ static void print_daemon_warnings(void)
 	free(log);
 }
 
+/* ---- a state written by the previous version ---- */
+
+#define FIXTURE_SB "sbx_jzpkjfnp3364bofrvqce"
+#define FIXTURE_GONE "sbx_cakjobdq4i37uzikd5co"
+#define FIXTURE_EXE "exe_isixd3szdkotrrf6hljb"
+
+/* Copy tests/fixtures/state-v1/{state,run}/REL to ROOT/REL (ROOT: the state or run dir),
+ * refusing to replace anything there. FIX edits a record's JSON on the way (its clock
+ * fields, which must lie around now). */
+static void fixture_copy(const char *root, const char *rel, void (*fix)(cJSON *))
+{
+	const char *kind = !strcmp(root, getenv("SANDLOT_RUN_DIR")) ? "run" : "state";
+	char *src = e2e_printf("tests/fixtures/state-v1/%s/%s", kind, rel);
+	char *dst = e2e_printf("%s/%s", root, rel);
+	char *text = e2e_read_file(src);
+	assert_non_null(text);
+	char *out = text;
+	cJSON *o = NULL;
+	if (fix) {
+		o = cJSON_Parse(text);
+		assert_non_null(o);
+		fix(o);
+		out = cJSON_PrintUnformatted(o);
+	}
+	for (char *sl = strchr(dst + strlen(root) + 1, '/'); sl; sl = strchr(sl + 1, '/')) {
+		*sl = '\0';
+		mkdir(dst, 0700);
+		*sl = '/';
+	}
+	int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fail_msg("fixture %s: %s", dst, strerror(errno));
+	assert_int_equal(write(fd, out, strlen(out)), (ssize_t)strlen(out));
+	close(fd);
+	if (o) {
+		free(out);
+		cJSON_Delete(o);
+	}
+	free(text);
+	free(src);
+	free(dst);
+}
+
+/* The version-1 record's own clock fields, moved to now (its lifetime ends a day from
+ * now, its tombstone is a second old): what they were when the fixture was written. */
+static double wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)(ts.tv_nsec / 1000000);
+}
+
+static void fix_live(cJSON *o)
+{
+	cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "internal");
+	double now = wall_ms();
+	cJSON_ReplaceItemInObject(in, "createdMs", cJSON_CreateNumber(now - 60e3));
+	cJSON_ReplaceItemInObject(in, "expiresMs", cJSON_CreateNumber(now + 86400e3));
+}
+
+static void fix_gone(cJSON *o)
+{
+	cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "internal");
+	double now = wall_ms();
+	cJSON_ReplaceItemInObject(in, "terminatedMs", cJSON_CreateNumber(now - 1e3));
+}
+
+/* A daemon upgraded in place reads every sandbox, execution, snapshot and volume the
+ * previous version wrote (tests/fixtures/state-v1, written by 8358faa's daemon: a stopped
+ * sandbox with env, labels, limits, a volume and timeouts; a tombstone; an execution
+ * with its output; a snapshot; a volume), and its next save writes schema 2. */
+static void test_state_of_the_previous_version_loads(void **state)
+{
+	const char *sd = getenv("SANDLOT_STATE_DIR"), *rd = getenv("SANDLOT_RUN_DIR");
+	char *slot = e2e_printf("%s/slots/36086", sd);
+	if (access(slot, F_OK) == 0)
+		skip(); /* a live sandbox of this run has the fixture's uid range */
+	fixture_copy(sd, "sandboxes/" FIXTURE_SB "/sandbox.json", fix_live);
+	fixture_copy(sd, "sandboxes/" FIXTURE_GONE "/sandbox.json", fix_gone);
+	fixture_copy(sd, "names/fixture-a", NULL);
+	fixture_copy(sd, "slots/36086", NULL);
+	fixture_copy(sd, "snapshots/snp_7k5acnmd3nfmichbvvfq.json", NULL);
+	fixture_copy(sd, "snapshots/names/fixture-snap", NULL);
+	fixture_copy(sd, "volumes/fixture-vol.json", NULL);
+	static const char *const exe[] = {"exec.json", "exit", "stdout", "stderr"};
+	for (size_t i = 0; i < 4; i++) {
+		char *rel = e2e_printf("sandboxes/" FIXTURE_SB "/execs/" FIXTURE_EXE "/%s", exe[i]);
+		fixture_copy(rd, rel, NULL);
+		free(rel);
+	}
+
+	resp r;
+	assert_int_equal(http(&r, "GET", "/v1/sandboxes/fixture-a", NULL), 200);
+	assert_string_equal(jstr(r.json, "id"), FIXTURE_SB);
+	assert_string_equal(jstr(r.json, "status"), "stopped");
+	assert_string_equal(jstr(r.json, "image"), "busybox");
+	assert_string_equal(jstr(jget(r.json, "env"), "GREETING"), "hello");
+	assert_string_equal(jstr(jget(r.json, "labels"), "team"), "core");
+	assert_string_equal(jstr(r.json, "user"), "65534");
+	assert_string_equal(jstr(r.json, "workingDirectory"), "/tmp");
+	const cJSON *res = jget(r.json, "resources");
+	assert_string_equal(jstr(res, "cpu"), "500m");
+	assert_string_equal(jstr(res, "memory"), "128Mi");
+	assert_string_equal(jstr(res, "disk"), "1Gi");
+	assert_int_equal((int)jnum(res, "pids"), 256);
+	assert_int_equal((int)jnum(jget(r.json, "timeout"), "idle"), 3600000);
+	assert_int_equal((int)jnum(jget(r.json, "timeout"), "lifetime"), 86400000);
+	assert_non_null(jstr(r.json, "expiresAt"));
+	const cJSON *vol = cJSON_GetArrayItem(jget(r.json, "volumes"), 0);
+	assert_string_equal(jstr(vol, "name"), "fixture-vol");
+	assert_string_equal(jstr(vol, "mountPath"), "/data");
+	resp_free(&r);
+
+	assert_int_equal(http(&r, "GET", "/v1/sandboxes/" FIXTURE_GONE, NULL), 200);
+	assert_string_equal(jstr(r.json, "status"), "terminated");
+	assert_string_equal(jstr(r.json, "name"), "fixture-gone");
+	assert_non_null(jstr(r.json, "reason"));
+	resp_free(&r);
+
+	assert_int_equal(http(&r, "GET", "/v1/sandboxes/fixture-a/executions/" FIXTURE_EXE, NULL),
+			 200);
+	assert_string_equal(jstr(r.json, "status"), "failed");
+	assert_int_equal((int)jnum(r.json, "exitCode"), 3);
+	resp_free(&r);
+	assert_int_equal(http(&r, "GET",
+			      "/v1/sandboxes/fixture-a/executions/" FIXTURE_EXE "/stdout", NULL),
+			 200);
+	assert_string_equal(r.body, "fixture-out\n");
+	resp_free(&r);
+
+	assert_int_equal(http(&r, "GET", "/v1/snapshots/fixture-snap", NULL), 200);
+	assert_string_equal(jstr(r.json, "id"), "snp_7k5acnmd3nfmichbvvfq");
+	assert_string_equal(jstr(r.json, "sandboxId"), FIXTURE_SB);
+	assert_string_equal(jstr(r.json, "image"), "busybox");
+	resp_free(&r);
+	assert_int_equal(http(&r, "GET", "/v1/volumes", NULL), 200);
+	assert_true(e2e_contains(r.body, "\"fixture-vol\""));
+	resp_free(&r);
+
+	/* The next save writes the runtime's own schema, and loses nothing. */
+	assert_int_equal(http(&r, "PATCH", "/v1/sandboxes/fixture-a",
+			      "{\"labels\":{\"team\":\"core\",\"after\":\"upgrade\"}}"),
+			 200);
+	resp_free(&r);
+	char *rec = e2e_printf("%s/sandboxes/" FIXTURE_SB "/sandbox.json", sd);
+	char *text = e2e_read_file(rec);
+	assert_non_null(text);
+	assert_true(e2e_contains(text, "\"schema\":2"));
+	assert_false(e2e_contains(text, "\"internal\""));
+	free(text);
+	assert_int_equal(http(&r, "GET", "/v1/sandboxes/fixture-a", NULL), 200);
+	assert_string_equal(jstr(jget(r.json, "labels"), "after"), "upgrade");
+	assert_string_equal(jstr(jget(r.json, "env"), "GREETING"), "hello");
+	assert_string_equal(jstr(jget(r.json, "resources"), "memory"), "128Mi");
+	assert_int_equal((int)jnum(jget(r.json, "timeout"), "idle"), 3600000);
+	resp_free(&r);
+
+	/* Gone again: the sandbox (no layer, no cgroup: nothing of it is on this host), and
+	 * the snapshot's and the volume's records (their subvolumes never were). */
+	assert_int_equal(http(&r, "DELETE", "/v1/sandboxes/fixture-a", NULL), 204);
+	resp_free(&r);
+	char *p = e2e_printf("%s/snapshots/snp_7k5acnmd3nfmichbvvfq.json", sd);
+	unlink(p);
+	free(p);
+	p = e2e_printf("%s/snapshots/names/fixture-snap", sd);
+	unlink(p);
+	free(p);
+	p = e2e_printf("%s/volumes/fixture-vol.json", sd);
+	unlink(p);
+	free(p);
+	free(rec);
+	free(slot);
+}
+
 static int group_setup(void **state)
 {
 	e2e_group_setup(state);
@@ -1289,7 +1463,7 @@ static pid_t record_init_pid(const char *id)
 	char *rec = e2e_printf("%s/sandboxes/%s/sandbox.json", getenv("SANDLOT_STATE_DIR"), id);
 	char *text = e2e_read_file(rec);
 	cJSON *o = cJSON_Parse(text);
-	pid_t pid = (pid_t)jnum(jget(o, "internal"), "initPid");
+	pid_t pid = (pid_t)jnum(o, "init_pid");
 	cJSON_Delete(o);
 	free(text);
 	free(rec);
@@ -3124,7 +3298,10 @@ static void wait_released(const char *id)
 	char *p = record_file(id);
 	for (int i = 0; i < 500; i++) {
 		char *text = e2e_read_file(p);
-		bool done = text && strstr(text, "\"terminated\"") && !strstr(text, "releaserPid");
+		cJSON *rec = text ? cJSON_Parse(text) : NULL;
+		const char *st = rec ? jstr(rec, "status") : NULL;
+		bool done = st && !strcmp(st, "terminated") && jnum(rec, "releaser_pid") == 0;
+		cJSON_Delete(rec);
 		free(text);
 		if (done)
 			break;
@@ -3158,9 +3335,8 @@ static void test_tombstones_collected(void **state)
 	assert_non_null(text);
 	cJSON *rec = cJSON_Parse(text);
 	assert_non_null(rec);
-	cJSON *in = cJSON_GetObjectItemCaseSensitive(rec, "internal");
-	double t = cJSON_GetObjectItemCaseSensitive(in, "terminatedMs")->valuedouble;
-	cJSON_ReplaceItemInObject(in, "terminatedMs", cJSON_CreateNumber(t - 25 * 3600e3));
+	double t = cJSON_GetObjectItemCaseSensitive(rec, "terminated_ms")->valuedouble;
+	cJSON_ReplaceItemInObject(rec, "terminated_ms", cJSON_CreateNumber(t - 25 * 3600e3));
 	char *aged = cJSON_PrintUnformatted(rec);
 	FILE *f = fopen(p, "w");
 	assert_non_null(f);
@@ -3657,6 +3833,7 @@ int main(void)
 	    E2E_TEST(test_caps_and_clean_stop),
 	    E2E_TEST(test_pool),
 	    E2E_TEST(test_orphaned_release),
+	    E2E_TEST(test_state_of_the_previous_version_loads),
 	    E2E_TEST(test_listen_refusals),
 	    E2E_TEST(test_lifecycle_routes),
 	    E2E_TEST(test_ports),

@@ -107,9 +107,9 @@ static void test_after_reboot_sandbox_is_stopped_and_starts(void **state)
 	char *st = strstr(json, "\"status\":\"stopped\"");
 	assert_non_null(st);
 	memcpy(st, "\"status\":\"running\"", strlen("\"status\":\"running\""));
-	char *boot = strstr(json, "\"bootId\":\"");
+	char *boot = strstr(json, "\"boot_id\":\"");
 	assert_non_null(boot);
-	boot[10] = boot[10] == '0' ? '1' : '0';
+	boot[11] = boot[11] == '0' ? '1' : '0';
 	FILE *f = fopen(rec, "w");
 	fputs(json, f);
 	fclose(f);
