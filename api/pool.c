@@ -29,6 +29,7 @@
 #include "../runtime/idring.h"
 #include "../runtime/log.h"
 #include "../runtime/release.h"
+#include "../runtime/snapshot.h"
 #include "http.h"
 
 #define POOL_MAX_IMAGES 8
@@ -335,6 +336,9 @@ int api_pool_start(api_server *s, const api_pool_spec *specs, int n, sl_err *err
 	int done = sandbox_finish_orphans(s->ctx, &e);
 	if (done > 0)
 		sl_log(SL_LOG_INFO, "serve: finished %d sandbox(es) a previous daemon left", done);
+	done = snapshot_collect_unfinished(s->ctx);
+	if (done > 0)
+		sl_log(SL_LOG_INFO, "serve: cleaned up %d snapshot(s) a dead maker left", done);
 	/* Spare cgroups a daemon killed with -9 left (a half-made one would fail every
 	 * take); the syncer makes new ones at its start. */
 	sandbox_spares_drop(s->ctx);

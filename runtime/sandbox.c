@@ -2442,6 +2442,24 @@ static int load_locked(sl_ctx *ctx, const char *ref, sl_sandbox *sb, int *lk, sl
 	return 0;
 }
 
+int sandbox_load_locked(sl_ctx *ctx, const char *ref, sl_sandbox *sb, int *lk, sl_err *err)
+{
+	return load_locked(ctx, ref, sb, lk, err);
+}
+
+int sandbox_thaw_if_running(sl_ctx *ctx, const char *id, sl_err *err)
+{
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	if (load_locked(ctx, id, &sb, &lk, err) < 0)
+		return err->kind == SL_NOTFOUND ? 0 : -1;
+	char cg[64];
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
+	int r = strcmp(sb.status, "running") ? 0 : cgroup_freeze(ctx->cg, cg, false, err);
+	sandbox_free(&sb);
+	return r;
+}
+
 static int want_status(const sl_sandbox *sb, const char *want, const char *verb, sl_err *err)
 {
 	if (!strcmp(sb->status, want))

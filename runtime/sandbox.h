@@ -250,6 +250,12 @@ int sandbox_discard(sl_ctx *ctx, const char *id, sl_err *err);
  * what the sandbox has (network cannot be switched on or off after create). */
 int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl_sandbox *out,
 			sl_err *err);
+/* REF's record, loaded under its lock (*LK, which the caller closes): nothing else changes
+ * the sandbox until then. */
+int sandbox_load_locked(sl_ctx *ctx, const char *ref, sl_sandbox *sb, int *lk, sl_err *err);
+/* Thaw sandbox ID's cgroup if its record says running (what a process that froze it and
+ * died left); a sandbox that is gone is no failure. */
+int sandbox_thaw_if_running(sl_ctx *ctx, const char *id, sl_err *err);
 void sandbox_free(sl_sandbox *sb);
 void sandbox_free_list(sl_sandbox *list, size_t n);
 /* The id of a live (not terminated) sandbox for which uses(sb, arg) holds, in user

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,7 +24,10 @@
 #include "archive_write.h"
 #include "cleanup.h"
 #include "clock.h"
+#include "crash.h"
 #include "image.h"
+#include "log.h"
+#include "sandbox.h"
 #include "state.h"
 #include "storage.h"
 
@@ -94,6 +98,93 @@ static int snap_load(const sl_ctx *ctx, const char *id, sl_snapshot *s, sl_err *
 	return 0;
 }
 
+/* ---- a snapshot being made ----
+ * <state>/snapshots/.making-<snp_id>, flocked by its maker from before the subvolume is
+ * made until the record is saved, holding the id of the sandbox it froze ("" when none).
+ * A marker nobody holds is what a maker killed midway left: its subvolume is destroyed
+ * unless a record names it, and the sandbox it froze is thawed if its record still says
+ * running (snapshot_collect_unfinished, at each snapshot and at the daemon's start). */
+
+static void making_path(const sl_ctx *ctx, const char *snp_id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/snapshots/.making-%s", ctx->cfg.state_dir, snp_id);
+}
+
+static int making_begin(const sl_ctx *ctx, const char *snp_id, const char *froze, sl_err *err)
+{
+	char p[PATH_MAX];
+	snap_dir(ctx, p, sizeof(p));
+	if (state_mkdirs(p, 0700, err) < 0)
+		return -1;
+	making_path(ctx, snp_id, p, sizeof(p));
+	int fd = open(p, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sl_sysfail(err, "snapshot %s: create %s", snp_id, p);
+	size_t n = strlen(froze);
+	if (flock(fd, LOCK_EX) < 0 || write(fd, froze, n) != (ssize_t)n || fsync(fd) < 0) {
+		int e = errno;
+		unlink(p);
+		close(fd);
+		return sl_fail(err, SL_INTERNAL, e, "snapshot %s: write %s", snp_id, p);
+	}
+	return fd;
+}
+
+static void making_end(const sl_ctx *ctx, const char *snp_id, int fd)
+{
+	char p[PATH_MAX];
+	making_path(ctx, snp_id, p, sizeof(p));
+	unlink(p);
+	close(fd);
+}
+
+static bool snap_has_record(const sl_ctx *ctx, const char *snp_id)
+{
+	char p[PATH_MAX];
+	snap_dir(ctx, p, sizeof(p));
+	snprintf(p + strlen(p), sizeof(p) - strlen(p), "/%s.json", snp_id);
+	return access(p, F_OK) == 0;
+}
+
+/* What the maker of SNP_ID (dead: its marker MFD is ours now) left behind. */
+static void making_undo(sl_ctx *ctx, const char *snp_id, int mfd)
+{
+	char froze[40] = "";
+	ssize_t n = pread(mfd, froze, sizeof(froze) - 1, 0);
+	froze[n > 0 ? n : 0] = '\0';
+	sl_err e = {0};
+	if (!snap_has_record(ctx, snp_id) &&
+	    store_snapshot_destroy(&ctx->cfg, snp_id, &e) < 0 && e.errnum != ENOENT)
+		sl_log(SL_LOG_WARN, "snapshot %s: remove the half-made subvolume: %s", snp_id,
+		       e.msg);
+	if (froze[0] && sandbox_thaw_if_running(ctx, froze, &e) < 0)
+		sl_log(SL_LOG_WARN, "snapshot %s: thaw %s: %s", snp_id, froze, e.msg);
+	sl_log(SL_LOG_INFO, "snapshot %s: cleaned up after a maker that died%s%s", snp_id,
+	       froze[0] ? "; thawed " : "", froze);
+}
+
+int snapshot_collect_unfinished(sl_ctx *ctx)
+{
+	char dir[PATH_MAX];
+	snap_dir(ctx, dir, sizeof(dir));
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	int done = 0;
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, ".making-", 8))
+			continue;
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		_cleanup_close_ int fd = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+			continue; /* gone, or its maker is at work */
+		making_undo(ctx, de->d_name + 8, fd);
+		unlink(p);
+		done++;
+	}
+	return done;
+}
+
 static int valid_name(const char *n)
 {
 	size_t len = strlen(n);
@@ -131,8 +222,12 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 		return sl_fail(err, SL_INVALID, 0,
 			       "name \"%s\": use 1-63 lowercase letters, digits, '-', '.', '_'",
 			       name);
+	snapshot_collect_unfinished(ctx);
+	/* Under the sandbox's lock: no pause, resume or stop comes between the freeze and
+	 * the thaw. */
 	sl_sandbox sb;
-	if (sandbox_get(ctx, sandbox_ref, &sb, err) < 0)
+	_cleanup_close_ int lk = -1;
+	if (sandbox_load_locked(ctx, sandbox_ref, &sb, &lk, err) < 0)
 		return -1;
 	if (!strcmp(sb.status, "terminated") || !strcmp(sb.status, "creating")) {
 		sandbox_free(&sb);
@@ -149,26 +244,30 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 	s.created_ms = sl_now_ms();
 	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
-	/* Freeze a running sandbox so no write is half done at the instant of capture. */
-	bool froze = !strcmp(sb.status, "running") && cgroup_freeze(ctx->cg, cg, true, err) == 0;
-	if (!strcmp(sb.status, "running") && !froze) {
+	bool running = !strcmp(sb.status, "running");
+	int mfd = making_begin(ctx, s.id, running ? sb.id : "", err);
+	if (mfd < 0) {
 		sandbox_free(&sb);
 		return -1;
 	}
-	int r = store_ensure(&ctx->cfg, err);
+	/* Freeze a running sandbox so no write is half done at the instant of capture. */
+	bool froze = running && cgroup_freeze(ctx->cg, cg, true, err) == 0;
+	int r = running && !froze ? -1 : store_ensure(&ctx->cfg, err);
 	if (r == 0)
 		r = store_snapshot_create(&ctx->cfg, sb.id, s.id, err);
+	sl_crash_point("snapshot-frozen");
 	if (froze) {
 		sl_err e2 = { 0 };
 		cgroup_freeze(ctx->cg, cg, false, &e2);
 	}
 	sandbox_free(&sb);
+	if (r == 0 && snap_save(ctx, &s, err) < 0) {
+		store_snapshot_destroy(&ctx->cfg, s.id, NULL);
+		r = -1;
+	}
+	making_end(ctx, s.id, mfd);
 	if (r < 0)
 		return -1;
-	if (snap_save(ctx, &s, err) < 0) {
-		store_snapshot_destroy(&ctx->cfg, s.id, NULL);
-		return -1;
-	}
 	if (s.name[0]) {
 		char p[PATH_MAX];
 		snap_dir(ctx, p, sizeof(p));
@@ -373,12 +472,18 @@ int snapshot_import(sl_ctx *ctx, const char *name, int in_fd, sl_snapshot *out, 
 	snprintf(s.digest, sizeof(s.digest), "%s", img.digest);
 	s.uid_base = 0; /* the empty layer is canonical: shifted into each new sandbox */
 	s.created_ms = sl_now_ms();
-	if (store_snapshot_create_empty(&ctx->cfg, s.id, err) < 0)
+	snapshot_collect_unfinished(ctx);
+	int mfd = making_begin(ctx, s.id, "", err);
+	if (mfd < 0)
 		return -1;
-	if (snap_save(ctx, &s, err) < 0) {
+	int r = store_snapshot_create_empty(&ctx->cfg, s.id, err);
+	if (r == 0 && snap_save(ctx, &s, err) < 0) {
 		store_snapshot_destroy(&ctx->cfg, s.id, NULL);
-		return -1;
+		r = -1;
 	}
+	making_end(ctx, s.id, mfd);
+	if (r < 0)
+		return -1;
 	char p[PATH_MAX];
 	snap_dir(ctx, p, sizeof(p));
 	strcat(p, "/names");

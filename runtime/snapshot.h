@@ -28,6 +28,10 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 /* By id or name. */
 int snapshot_get(sl_ctx *ctx, const char *ref, sl_snapshot *out, sl_err *err);
 int snapshot_list(sl_ctx *ctx, sl_snapshot **out, size_t *n, sl_err *err);
+/* Clean up after snapshot makers that died midway (a create or import killed between its
+ * subvolume and its record): their subvolumes go, the sandboxes they froze are thawed.
+ * The number of such snapshots. */
+int snapshot_collect_unfinished(sl_ctx *ctx);
 /* SL_CONFLICT while a live sandbox was created from it. */
 int snapshot_delete(sl_ctx *ctx, const char *ref, sl_err *err);
 /* The snapshot's whole tree (image + its files, flattened) as tar.zst on out_fd, with

@@ -1,6 +1,7 @@
 /* test_lifecycle.c — pause/resume (cgroup freezer), stop/start (files kept, processes
  * and cgroup gone), and sandboxes that come back "stopped" after a host reboot. */
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,6 +316,99 @@ static void test_volumes_outlive_sandboxes(void **state)
 	free(c);
 }
 
+/* The freezer state of sandbox ID's cgroup ("FROZEN", "THAWED", ...), caller frees. */
+static char *freezer_state(const char *id)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/freezer/sandlot/%s/freezer.state", id);
+	if (access(p, F_OK) != 0)
+		snprintf(p, sizeof(p), "/sys/fs/cgroup/sandlot/%s/cgroup.freeze", id);
+	char *s = e2e_read_file(p);
+	assert_non_null(s);
+	s[strcspn(s, "\n")] = '\0';
+	if (!strcmp(s, "1") || !strcmp(s, "0")) { /* v2's cgroup.freeze */
+		char *t = strdup(s[0] == '1' ? "FROZEN" : "THAWED");
+		free(s);
+		return t;
+	}
+	return s;
+}
+
+/* The snapshot subvolumes in the store, as one string of names. */
+static char *store_snapshots(void)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/store/snapshots", getenv("SANDLOT_STATE_DIR"));
+	DIR *d = opendir(p);
+	assert_non_null(d);
+	char *out = strdup("");
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "snp_", 4))
+			continue;
+		char *n = e2e_printf("%s%s ", out, de->d_name);
+		free(out);
+		out = n;
+	}
+	closedir(d);
+	return out;
+}
+
+/* A snapshot maker killed between its freeze and its thaw (crash point snapshot-frozen)
+ * left the sandbox frozen while its record said running, and a subvolume no record named.
+ * The next snapshot, and a daemon's start, clean that up. */
+static void test_snapshot_killed_midway_is_cleaned_up(void **state)
+{
+	char *id = e2e_sandlot_ok("create", "--image", "busybox", NULL);
+	free(sh_ok(id, "(while :; do echo x >> /tmp/c; usleep 20000; done) >/dev/null 2>&1 &"));
+	char *none = store_snapshots();
+	e2e_result r;
+	for (int round = 0; round < 2; round++) {
+		setenv("SANDLOT_CRASH_POINT", "snapshot-frozen", 1);
+		e2e_sandlot(&r, NULL, 0, "snapshot", "create", id, NULL);
+		unsetenv("SANDLOT_CRASH_POINT");
+		assert_int_equal(r.status, 128 + SIGKILL);
+		e2e_result_free(&r);
+		char *fs = freezer_state(id);
+		assert_string_equal(fs, "FROZEN"); /* what the crash left */
+		free(fs);
+		char *left = store_snapshots();
+		assert_string_not_equal(left, none);
+		free(left);
+		if (round == 0) {
+			/* The next snapshot collects it. */
+			char *snp = e2e_sandlot_ok("snapshot", "create", id, NULL);
+			snp[strcspn(snp, "\n")] = '\0';
+			char *want = e2e_printf("%s%s ", none, snp);
+			char *now = store_snapshots();
+			assert_string_equal(now, want);
+			free(now);
+			free(want);
+			free(e2e_sandlot_ok("snapshot", "rm", snp, NULL));
+			free(snp);
+		} else {
+			/* A daemon's start collects it. */
+			e2e_daemon d;
+			char *sock = e2e_printf("%s/snapcrash.sock", e2e_root());
+			e2e_daemon_start(&d, sock, false, NULL);
+			e2e_daemon_stop(&d);
+			free(sock);
+			char *now = store_snapshots();
+			assert_string_equal(now, none);
+			free(now);
+		}
+		fs = freezer_state(id);
+		assert_string_equal(fs, "THAWED");
+		free(fs);
+		long before = counter(id);
+		usleep(300000);
+		assert_true(counter(id) > before); /* it runs again */
+	}
+	free(e2e_sandlot_ok("rm", id, NULL));
+	free(none);
+	free(id);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -322,6 +416,7 @@ int main(void)
 		E2E_TEST(test_stop_start_keeps_files_and_env),
 		E2E_TEST(test_after_reboot_sandbox_is_stopped_and_starts),
 		E2E_TEST(test_snapshot_and_create_from_it),
+		E2E_TEST(test_snapshot_killed_midway_is_cleaned_up),
 		E2E_TEST(test_creates_from_a_snapshot_take_clones),
 		E2E_TEST(test_snapshot_export_import_round_trip),
 		E2E_TEST(test_volumes_outlive_sandboxes),
