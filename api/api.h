@@ -28,7 +28,9 @@ typedef struct api_pool_spec {
 typedef struct api_options {
 	const char *socket_path; /* NULL: <run>/sandlot.sock */
 	const char *listen;	 /* NULL: no TCP; else "127.0.0.1:PORT", "[::1]:PORT" */
-	bool allow_remote;	 /* accept a non-loopback --listen address */
+	bool allow_remote;	 /* accept a non-loopback --listen address (TLS needed) */
+	const char *tls_cert;	 /* PEM files: --listen speaks HTTPS (NULL: HTTP) */
+	const char *tls_key;
 	uint64_t max_json;	 /* largest JSON request body */
 	uint64_t max_upload;	 /* largest raw upload (files, images, stdin) */
 	uint16_t preview_port;	 /* loopback port of the preview proxy; 0: 7081 */

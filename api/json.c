@@ -103,7 +103,8 @@ int api_json_uint(const cJSON *o, const char *where, const char *key, uint64_t m
 	} else {
 		return wrong_type(where, key, v, "a whole number", err);
 	}
-	if (d != (double)(uint64_t)d || d < (double)min || d > (double)max)
+	/* The range first: a cast of a double out of uint64_t's range (or NaN) is undefined. */
+	if (!(d >= (double)min && d <= (double)max) || d != (double)(uint64_t)d)
 		return sl_fail(err, SL_INVALID, 0,
 			       "%s%s: expected a whole number from %llu to %llu", where, key,
 			       (unsigned long long)min, (unsigned long long)max);
@@ -123,7 +124,7 @@ int api_json_duration(const cJSON *o, const char *where, const char *key, uint64
 		return 0;
 	if (cJSON_IsNumber(v)) {
 		double d = v->valuedouble;
-		if (d < 0 || d != (double)(uint64_t)d || d > 1e15)
+		if (!(d >= 0 && d <= 1e15) || d != (double)(uint64_t)d)
 			return sl_fail(err, SL_INVALID, 0,
 				       "%s: a number means milliseconds and must be a whole number "
 				       "from 0",
@@ -271,7 +272,7 @@ int api_json_mode(const cJSON *o, const char *where, const char *key, uint32_t *
 			return -1;
 	} else if (cJSON_IsNumber(v)) {
 		double d = v->valuedouble;
-		if (d < 0 || d > 07777 || d != (double)(uint32_t)d)
+		if (!(d >= 0 && d <= 07777) || d != (double)(uint32_t)d)
 			return sl_fail(err, SL_INVALID, 0,
 				       "%s: a number is the mode's value (420 = 0644), 0 to 4095; "
 				       "or give an octal string",

@@ -469,6 +469,8 @@ static bool filter_match(const list_filter *f, const sl_sandbox *sb)
 	for (int i = 0; i < f->nlabels; i++) {
 		const char *eq = strchr(f->labels[i], '=');
 		char key[256];
+		if ((size_t)(eq - f->labels[i]) >= sizeof(key))
+			return false; /* no label key is that long (create refuses them) */
 		snprintf(key, sizeof(key), "%.*s", (int)(eq - f->labels[i]), f->labels[i]);
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(sb->labels, key);
 		if (!cJSON_IsString(v) || strcmp(v->valuestring, eq + 1))

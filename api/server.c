@@ -35,6 +35,7 @@ typedef struct api_listener {
 	api_server *srv;
 	bool need_key;
 	int fd;
+	const char *tls_key, *tls_cert; /* PEM text: TLS on this listener (the TCP one) */
 	struct MHD_Daemon *mhd;
 	char where[160];
 } api_listener;
@@ -95,8 +96,8 @@ static bool is_loopback(const struct sockaddr *sa)
 }
 
 /* "127.0.0.1:8080", "[::1]:8080", "localhost:8080", ":8080" (loopback). */
-static int tcp_listener(const char *spec, bool allow_remote, int *out, char *where, size_t wlen,
-			sl_err *err)
+static int tcp_listener(const char *spec, bool allow_remote, bool tls, int *out, char *where,
+			size_t wlen, sl_err *err)
 {
 	char host[128];
 	const char *colon = strrchr(spec, ':');
@@ -152,12 +153,12 @@ static int tcp_listener(const char *spec, bool allow_remote, int *out, char *whe
 			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr,
 				  sizeof(addr));
 			p = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-			snprintf(where, wlen, "http://[%s]:%d", addr, p);
+			snprintf(where, wlen, "%s://[%s]:%d", tls ? "https" : "http", addr, p);
 		} else {
 			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, addr,
 				  sizeof(addr));
 			p = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-			snprintf(where, wlen, "http://%s:%d", addr, p);
+			snprintf(where, wlen, "%s://%s:%d", tls ? "https" : "http", addr, p);
 		}
 	}
 	*out = steal_fd(&fd);
@@ -409,14 +410,45 @@ static int listener_start(api_listener *l, sl_err *err)
 {
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 			 MHD_ALLOW_UPGRADE | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
-	/* The logger goes first so that MHD's messages about the other options reach it. */
+	bool tls = l->tls_cert != NULL;
+	/* The logger goes first so that MHD's messages about the other options reach it. The
+	 * TLS options close the list when there are none (a NULL key ends it there). */
 	l->mhd = MHD_start_daemon(
-	    flags, 0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, l,
-	    MHD_OPTION_LISTEN_SOCKET, l->fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-	    (size_t)(32 * 1024), MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
+	    flags | (tls ? MHD_USE_TLS : 0), 0, NULL, NULL, on_request, l,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, l, MHD_OPTION_LISTEN_SOCKET, l->fd,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, l, MHD_OPTION_CONNECTION_LIMIT,
+	    (unsigned)4096, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
+	    tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, l->tls_key,
+	    MHD_OPTION_HTTPS_MEM_CERT, l->tls_cert, MHD_OPTION_END);
 	if (!l->mhd)
 		return sl_fail(err, SL_INTERNAL, errno, "start the HTTP server on %s", l->where);
+	return 0;
+}
+
+/* The PEM files of --tls-cert and --tls-key, read whole (both or neither). The key is
+ * sent in every request over TCP: off loopback it must not travel in clear, so
+ * --allow-remote needs them. */
+static int tls_load(const api_options *o, char **cert, char **key, sl_err *err)
+{
+	if (!o->tls_cert != !o->tls_key)
+		return sl_fail(err, SL_INVALID, 0, "--tls-cert and --tls-key go together");
+	if (o->allow_remote && !o->tls_cert)
+		return sl_fail(err, SL_INVALID, 0,
+			       "--allow-remote sends the API key over the network: it needs TLS "
+			       "(--tls-cert FILE --tls-key FILE, PEM)");
+	if (!o->tls_cert)
+		return 0;
+	if (!o->listen)
+		return sl_fail(err, SL_INVALID, 0, "--tls-cert: TLS is for --listen (TCP)");
+	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+		return sl_fail(err, SL_NOTIMPL, 0,
+			       "this libmicrohttpd was built without TLS (GnuTLS)");
+	size_t len;
+	if (state_read_file(o->tls_cert, 1 << 20, cert, &len, err) < 0)
+		return sl_wrap(err, "--tls-cert");
+	if (state_read_file(o->tls_key, 1 << 20, key, &len, err) < 0)
+		return sl_wrap(err, "--tls-key");
 	return 0;
 }
 
@@ -461,10 +493,15 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 
 	api_listener ls[2] = {{.srv = &srv, .fd = -1}, {.srv = &srv, .fd = -1}};
 	int nl = 1;
+	_cleanup_free_ char *tls_cert = NULL, *tls_key = NULL;
+	if (tls_load(o, &tls_cert, &tls_key, err) < 0)
+		return -1;
 	if (o->listen) {
 		ls[1].need_key = true;
-		if (tcp_listener(o->listen, o->allow_remote, &ls[1].fd, ls[1].where,
-				 sizeof(ls[1].where), err) < 0)
+		ls[1].tls_cert = tls_cert;
+		ls[1].tls_key = tls_key;
+		if (tcp_listener(o->listen, o->allow_remote, tls_cert != NULL, &ls[1].fd,
+				 ls[1].where, sizeof(ls[1].where), err) < 0)
 			return -1;
 		nl = 2;
 	}

@@ -44,11 +44,13 @@ static int pool_parse(const char *spec, api_pool_spec *out, sl_err *err)
 int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 {
 	enum { O_SOCKET = 256, O_LISTEN, O_REMOTE, O_STATE, O_MAXBODY, O_MAXUP, O_PREVIEW,
-	       O_APT, O_PIPIDX, O_WHEELS, O_NPM, O_POOL };
+	       O_APT, O_PIPIDX, O_WHEELS, O_NPM, O_POOL, O_TLSCERT, O_TLSKEY };
 	static const struct option opts[] = {
 	    {"socket", required_argument, 0, O_SOCKET},
 	    {"listen", required_argument, 0, O_LISTEN},
 	    {"allow-remote", no_argument, 0, O_REMOTE},
+	    {"tls-cert", required_argument, 0, O_TLSCERT},
+	    {"tls-key", required_argument, 0, O_TLSKEY},
 	    {"state-dir", required_argument, 0, O_STATE},
 	    {"max-body", required_argument, 0, O_MAXBODY},
 	    {"max-upload", required_argument, 0, O_MAXUP},
@@ -79,6 +81,12 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			break;
 		case O_REMOTE:
 			o.allow_remote = true;
+			break;
+		case O_TLSCERT:
+			o.tls_cert = optarg;
+			break;
+		case O_TLSKEY:
+			o.tls_key = optarg;
 			break;
 		case O_STATE:
 			state = optarg;
@@ -114,7 +122,7 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			break;
 		case 'h':
 			puts("usage: sandlot serve [--socket PATH] [--listen 127.0.0.1:PORT] "
-			     "[--allow-remote]\n"
+			     "[--tls-cert PEM --tls-key PEM] [--allow-remote (needs TLS)]\n"
 			     "                     [--state-dir DIR] [--max-body 8Mi] "
 			     "[--max-upload 1Gi] [--preview-port 7081 (0: any)]\n"
 			     "                     [--apt-mirror URL|'deb [trusted=yes] URL SUITE "

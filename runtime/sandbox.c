@@ -130,6 +130,13 @@ void sandbox_free_list(sl_sandbox *list, size_t n)
 	free(list);
 }
 
+/* FROM + MS, saturated at INT64_MAX: a lifetime too long to end is no overflow (which
+ * would be undefined, and could wrap into the past). */
+static int64_t deadline_after(int64_t from, uint64_t ms)
+{
+	return ms > (uint64_t)(INT64_MAX - from) ? INT64_MAX : from + (int64_t)ms;
+}
+
 /* ---- records ---- */
 
 
@@ -866,6 +873,12 @@ static int kv_object(const char *field, const char *const *kv, cJSON **out, sl_e
 			return sl_fail(err, SL_INVALID, 0, "%s: \"%s\" is not KEY=VALUE", field, *kv);
 		}
 		char key[256];
+		if ((size_t)(eq - *kv) >= sizeof(key)) {
+			/* Cut, two long keys would have been one (and one value lost). */
+			cJSON_Delete(o);
+			return sl_fail(err, SL_INVALID, 0, "%s: key \"%.40s...\" is over %zu bytes",
+				       field, *kv, sizeof(key) - 1);
+		}
 		snprintf(key, sizeof(key), "%.*s", (int)(eq - *kv), *kv);
 		cJSON_DeleteItemFromObjectCaseSensitive(o, key);
 		cJSON_AddStringToObject(o, key, eq + 1);
@@ -2039,7 +2052,7 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	sb.idle_ms = o->idle_ms;
 	sb.lifetime_ms = o->lifetime_ms;
 	sb.exec_timeout_ms = o->exec_timeout_ms;
-	sb.expires_ms = o->lifetime_ms ? sb.created_ms + (int64_t)o->lifetime_ms : 0;
+	sb.expires_ms = o->lifetime_ms ? deadline_after(sb.created_ms, o->lifetime_ms) : 0;
 	sb.creator_pid = getpid();
 	sb.creator_start = proc_self_start_time();
 	if (kv_object("env", o->env, &sb.env, err) < 0 ||
@@ -2404,7 +2417,7 @@ int sandbox_pool_take(sl_ctx *ctx, const char *id, const sl_create_opts *o, sl_s
 	sb.idle_ms = o->idle_ms;
 	sb.lifetime_ms = o->lifetime_ms;
 	sb.exec_timeout_ms = o->exec_timeout_ms;
-	sb.expires_ms = o->lifetime_ms ? sb.created_ms + (int64_t)o->lifetime_ms : 0;
+	sb.expires_ms = o->lifetime_ms ? deadline_after(sb.created_ms, o->lifetime_ms) : 0;
 	snprintf(sb.status, sizeof(sb.status), "running");
 	if (record_save_take(ctx, &sb, err) < 0) {
 		sandbox_free(&sb);
@@ -2597,7 +2610,7 @@ int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int6
 	}
 	if (lifetime_ms >= 0) {
 		sb.lifetime_ms = lifetime_ms;
-		sb.expires_ms = lifetime_ms ? sl_now_ms() + lifetime_ms : 0;
+		sb.expires_ms = lifetime_ms ? deadline_after(sl_now_ms(), (uint64_t)lifetime_ms) : 0;
 	}
 	if (idle_ms >= 0)
 		sb.idle_ms = idle_ms;

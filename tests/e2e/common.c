@@ -1412,9 +1412,9 @@ void e2e_daemon_start(e2e_daemon *d, const char *sock, bool tcp, const char *con
 	for (int i = 0; i < 1000; i++) {
 		char *text = e2e_read_file(d->out);
 		if (text && strstr(text, "serving the API")) {
-			const char *h = strstr(text, "http://127.0.0.1:");
+			const char *h = strstr(text, "://127.0.0.1:");
 			if (h)
-				d->port = atoi(h + strlen("http://127.0.0.1:"));
+				d->port = atoi(h + strlen("://127.0.0.1:"));
 			free(text);
 			if (tcp)
 				assert_true(d->port > 0);

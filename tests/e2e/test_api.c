@@ -3712,12 +3712,76 @@ static void test_listen_refusals(void **state)
 	assert_int_equal(r.status, 125);
 	assert_non_null(strstr(r.err, "--allow-remote"));
 	e2e_result_free(&r);
+	/* --allow-remote sends the key off the host: only over TLS. */
+	e2e_sandlot(&r, NULL, 0, "serve", "--socket", sock, "--listen", "0.0.0.0:0",
+		    "--allow-remote", NULL);
+	assert_int_equal(r.status, 125);
+	assert_non_null(strstr(r.err, "--tls-cert"));
+	e2e_result_free(&r);
 	e2e_sandlot(&r, NULL, 0, "serve", "--socket", D.sock, NULL);
 	assert_int_equal(r.status, 125);
 	assert_non_null(strstr(r.err, "another sandlot serve"));
 	e2e_result_free(&r);
 	assert_int_equal(access(sock, F_OK), -1);
 	free(sock);
+}
+
+static size_t on_body_discard(char *p, size_t sz, size_t n, void *ud)
+{
+	return sz * n;
+}
+
+/* GET /v1/health over TCP with the key, verifying the server against CA (NULL: plain
+ * HTTP); the status, or 0 when no HTTP answer came. */
+static long health_over(const char *scheme, int port, const char *ca)
+{
+	CURL *c = curl_easy_init();
+	char *url = e2e_printf("%s://127.0.0.1:%d/v1/health", scheme, port);
+	char *auth = e2e_printf("Authorization: Bearer %s", KEY);
+	struct curl_slist *h = curl_slist_append(NULL, auth);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body_discard);
+	if (ca)
+		curl_easy_setopt(c, CURLOPT_CAINFO, ca);
+	long st = 0;
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	free(auth);
+	free(url);
+	return st;
+}
+
+/* --tls-cert/--tls-key: the TCP listener speaks HTTPS only (hardening fix 9: the key is
+ * never sent in clear when the API leaves loopback). */
+static void test_tls_listener(void **state)
+{
+	char *cert = e2e_printf("%s/tls-cert.pem", e2e_root());
+	char *key = e2e_printf("%s/tls-key.pem", e2e_root());
+	char *cmd = e2e_printf("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "
+			       "/CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout %s "
+			       "-out %s >/dev/null 2>&1",
+			       key, cert);
+	assert_int_equal(system(cmd), 0);
+	e2e_daemon t;
+	char *sock = e2e_printf("%s/tls.sock", e2e_root());
+	const char *extra[] = {"--tls-cert", cert, "--tls-key", key, NULL};
+	e2e_daemon_start(&t, sock, true, extra);
+	char *out = e2e_read_file(t.out);
+	assert_non_null(strstr(out, "https://127.0.0.1:"));
+	free(out);
+	assert_int_equal(health_over("https", t.port, cert), 200);
+	assert_int_equal(health_over("http", t.port, NULL), 0); /* no plain HTTP there */
+	e2e_daemon_stop(&t);
+	unlink(cert);
+	unlink(key);
+	free(cmd);
+	free(sock);
+	free(cert);
+	free(key);
 }
 
 /* ---- the spec -------------------------------------------------------------------------- */
@@ -3835,6 +3899,7 @@ int main(void)
 	    E2E_TEST(test_orphaned_release),
 	    E2E_TEST(test_state_of_the_previous_version_loads),
 	    E2E_TEST(test_listen_refusals),
+	    E2E_TEST(test_tls_listener),
 	    E2E_TEST(test_lifecycle_routes),
 	    E2E_TEST(test_ports),
 	    E2E_TEST(test_preview_websocket),
