@@ -32,16 +32,18 @@ int ports_parse(const cJSON *v, sl_port_setting *set, size_t *n, sl_err *err)
 					       k);
 		}
 		if (*n >= SL_MAX_PORTS)
-			return sl_fail(err, SL_INVALID, 0, "ports: at most %d entries", SL_MAX_PORTS);
+			return sl_fail(err, SL_INVALID, 0, "ports: at most %d entries",
+				       SL_MAX_PORTS);
 		if (!cJSON_IsObject(it))
-			return sl_fail(err, SL_INVALID, 0, "ports.%s: expected an object {\"public\": bool}",
-				       k);
+			return sl_fail(err, SL_INVALID, 0,
+				       "ports.%s: expected an object {\"public\": bool}", k);
 		const cJSON *f;
 		cJSON_ArrayForEach(f, it) if (strcmp(f->string, "public")) return sl_fail(
-			err, SL_INVALID, 0, "ports.%s.%s: unknown field (known: public)", k, f->string);
+		    err, SL_INVALID, 0, "ports.%s.%s: unknown field (known: public)", k, f->string);
 		const cJSON *pub = cJSON_GetObjectItemCaseSensitive(it, "public");
 		if (!cJSON_IsBool(pub))
-			return sl_fail(err, SL_INVALID, 0, "ports.%s.public: expected true or false", k);
+			return sl_fail(err, SL_INVALID, 0,
+				       "ports.%s.public: expected true or false", k);
 		set[*n].port = (unsigned)p;
 		set[*n].public_port = cJSON_IsTrue(pub);
 		(*n)++;

@@ -66,8 +66,14 @@ static void own_uid(int family)
 	close(l);
 }
 
-static void test_own_uid_ipv4(void **state) { own_uid(AF_INET); }
-static void test_own_uid_ipv6(void **state) { own_uid(AF_INET6); }
+static void test_own_uid_ipv4(void **state)
+{
+	own_uid(AF_INET);
+}
+static void test_own_uid_ipv6(void **state)
+{
+	own_uid(AF_INET6);
+}
 
 /* As root: a child that became uid 65534 connects; its uid is what the lookup says. */
 static void test_other_uid(void **state)
@@ -119,8 +125,8 @@ static void test_uids_parse(void **state)
 	assert_false(peer_uid_allowed(&set, 1002));
 	assert_int_equal(peer_uids_parse("--allow-uid", "root", &set, &err), 0);
 	assert_true(peer_uid_allowed(&set, 0));
-	static const char *const bad[] = {"", ",", "12x", "-1", "4294967295",
-					  "no-such-user-here", NULL};
+	static const char *const bad[] = {"",  ",", "12x", "-1", "4294967295", "no-such-user-here",
+					  NULL};
 	for (const char *const *b = bad; *b; b++) {
 		sl_err e = {0};
 		assert_int_equal(peer_uids_parse("--allow-uid", *b, &set, &e), -1);

@@ -45,7 +45,8 @@ static void test_ports_object(void **state)
 		assert_int_equal(ports_parse(v, set, &n, &e), -1);
 		assert_int_equal(e.kind, SL_INVALID);
 		if (!strstr(e.msg, bad[i][1]))
-			fail_msg("%s: message \"%s\" does not name %s", bad[i][0], e.msg, bad[i][1]);
+			fail_msg("%s: message \"%s\" does not name %s", bad[i][0], e.msg,
+				 bad[i][1]);
 		cJSON_Delete(v);
 	}
 }
