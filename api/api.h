@@ -39,6 +39,9 @@ typedef struct api_options {
 	/* --allow-uid: local users who reach every sandbox's ports through the relays and
 	 * the preview proxy (root always does); others need a public port or a token. */
 	peer_uids allow_uids;
+	/* --provider-defaults: a façade's creates take its provider's defaults where they
+	 * are less safe than sandlot's (E2B: public ports, network on; Daytona: network on). */
+	bool provider_defaults;
 } api_options;
 
 
