@@ -1318,6 +1318,25 @@ static void test_ports_refuse_other_users(void **state)
 		    "ports.80.public");
 	expect_call("PATCH", sp, "{\"ports\":[80]}", 400, "INVALID_ARGUMENT", "ports");
 	free(sp);
+	expect_call("POST", "/v1/sandboxes", "{\"ports\":{\"http\":{\"public\":true}}}", 400,
+		    "INVALID_ARGUMENT", "ports.http");
+	/* At create: public ports are in the record and the sandbox; "*" is every port. */
+	resp r = {0};
+	http(&r, "POST", "/v1/sandboxes",
+	     "{\"image\":\"busybox\",\"ports\":{\"*\":{\"public\":true},\"81\":{\"public\":false}}}");
+	expect(&r, 201, NULL, NULL);
+	char *id3 = strdup(jstr(r.json, "id"));
+	const cJSON *all = cJSON_GetObjectItemCaseSensitive(jget(r.json, "ports"), "*");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(all, "public")));
+	assert_int_equal(cJSON_GetArraySize(jget(r.json, "ports")), 1);
+	resp_free(&r);
+	char *pp3 = e2e_printf("/v1/sandboxes/%s/ports/5000", id3);
+	http(&r, "GET", pp3, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_true(cJSON_IsTrue(jget(r.json, "public")));
+	resp_free(&r);
+	free(pp3);
+	sandbox_del(id3);
 	/* A daemon started with --allow-uid 65534 lets nobody in without a token. */
 	daemon_t d2;
 	char *sock2 = e2e_printf("%s/allow-uid.sock", e2e_root());
