@@ -96,6 +96,12 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libsandlot.a $(ARCHIVE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(ARCHIVE_OBJ) $(BUILD)/libsandlot.a $(LDLIBS) $(ARCHIVE_LIBS) -lcmocka -lcrypto
 
+# The preview proxy's parsers are api/ code with no HTTP library: linked in directly.
+$(BUILD)/tests/test_ports_parse: tests/unit/test_ports_parse.c api/ports_parse.c api/ports_parse.h \
+		$(BUILD)/libsandlot.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< api/ports_parse.c $(BUILD)/libsandlot.a $(LDLIBS) -lcmocka
+
 $(BUILD)/tests/e2e_%: tests/e2e/%.c $(E2E_COMMON) tests/e2e/common.h $(BUILD)/libsandlot.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/e2e -o $@ $< $(E2E_COMMON) $(BUILD)/libsandlot.a $(LDLIBS) $(ARCHIVE_LIBS) -lcmocka

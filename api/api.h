@@ -8,6 +8,7 @@
 
 #include "../runtime/config.h"
 #include "../runtime/err.h"
+#include "../runtime/peer.h"
 #include "../runtime/sandbox.h"
 
 #ifndef SANDLOT_VERSION
@@ -37,6 +38,12 @@ typedef struct api_options {
 	bool preview_any;	 /* let the kernel choose it (tests run several daemons) */
 	api_pool_spec pools[API_MAX_POOLS];
 	int npools;
+	/* --allow-uid: local users who reach every sandbox's ports through the relays and
+	 * the preview proxy (root always does); others need a public port or a token. */
+	peer_uids allow_uids;
+	/* --provider-defaults: a façade's creates take its provider's defaults where they
+	 * are less safe than sandlot's (E2B: public ports, network on; Daytona: network on). */
+	bool provider_defaults;
 } api_options;
 
 

@@ -1,8 +1,10 @@
 /* ports.c — getHost(port): a loopback TCP relay per (sandbox, port) into the sandbox's
  * own network namespace (so it works with the sandbox's network off), and the preview
  * proxy that routes http://{port}-{id}.localhost:{previewPort}/ by the Host header,
- * WebSocket upgrades included (after the first request it only relays bytes). Neither
- * needs the API key; both listen on loopback only. */
+ * WebSocket upgrades included (after the first request it only relays bytes). Both
+ * listen on loopback only and need no API key, but a connection gets in only from root
+ * or a `--allow-uid` user (runtime/peer.c names the client socket's owner), to a port
+ * made public, or (preview) with the sandbox's preview token. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,10 +19,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../runtime/connect.h"
 #include "../runtime/launch.h"
 #include "../runtime/log.h"
+#include "../runtime/peer.h"
 #include "../runtime/state.h"
+#include "compat/e2b.h"
 #include "http.h"
+#include "ports_parse.h"
 
 #define HEAD_MAX 16384
 
@@ -32,49 +38,6 @@ struct api_relay {
 	int fd;
 	bool closed;
 };
-
-/* Connect to 127.0.0.1:port inside the sandbox: the socket is made in its network
- * namespace by this thread, which then returns to ours (a thread that could not
- * return exits with the connection, never serving anything else from there). */
-static int connect_inside(api_server *s, const char *id, uint16_t port)
-{
-	sl_sandbox sb;
-	sl_err err = { 0 };
-	if (sandbox_get(s->ctx, id, &sb, &err) < 0)
-		return -1;
-	bool running = !strcmp(sb.status, "running");
-	pid_t init = sb.init_pid;
-	uint64_t start = sb.init_start;
-	sandbox_free(&sb);
-	if (!running)
-		return -1;
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/ns/net", (int)init);
-	int ns = open(p, O_RDONLY | O_CLOEXEC);
-	int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	int fd = -1;
-	if (ns >= 0 && self >= 0 && proc_start_time(init) == start &&
-	    setns(ns, CLONE_NEWNET) == 0) {
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (setns(self, CLONE_NEWNET) < 0) {
-			sl_log(SL_LOG_ERROR, "ports: cannot return to the host netns");
-			pthread_exit(NULL);
-		}
-	}
-	if (ns >= 0)
-		close(ns);
-	if (self >= 0)
-		close(self);
-	if (fd < 0)
-		return -1;
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
 
 /* Copy both ways until both sides are done. */
 static void splice_both(int a, int b)
@@ -118,10 +81,26 @@ struct conn {
 	uint16_t port;
 };
 
+/* Is the client of FD root or a --allow-uid user? Unknown owners are not. */
+static bool peer_allowed(api_server *s, int fd)
+{
+	uid_t uid;
+	sl_err err = { 0 };
+	return peer_uid(fd, &uid, &err) == 0 && peer_uid_allowed(&s->opt.allow_uids, uid);
+}
+
 static void *relay_conn(void *arg)
 {
 	struct conn *c = arg;
-	int in = connect_inside(c->srv, c->id, c->port);
+	sl_sandbox sb;
+	sl_err err = { 0 };
+	int in = -1;
+	/* Anyone else is closed on at once: nothing reaches the sandbox. */
+	if (sandbox_get(c->srv->ctx, c->id, &sb, &err) == 0) {
+		if (sandbox_port_public(&sb, c->port) || peer_allowed(c->srv, c->fd))
+			in = sandbox_connect_port(&sb, c->port);
+		sandbox_free(&sb);
+	}
 	if (in >= 0) {
 		splice_both(c->fd, in);
 		close(in);
@@ -203,10 +182,13 @@ enum MHD_Result api_ports_get(api_req *r)
 				r->param[1]);
 	if (api_sandbox_for_call(r, &sb, &err) < 0)
 		return api_reply_error(r, &err);
-	bool running = !strcmp(sb.status, "running");
-	char id[32];
+	bool running = !strcmp(sb.status, "running"), public_port = sandbox_port_public(&sb, port);
+	char id[32], token[65];
 	snprintf(id, sizeof(id), "%s", sb.id);
+	int tr = sandbox_preview_token(r->srv->ctx, &sb, token, &err);
 	sandbox_free(&sb);
+	if (tr < 0)
+		return api_reply_error(r, &err);
 	if (!running)
 		return api_fail(r, SL_CONFLICT, "sandbox %s is not running; start it first", id);
 	api_server *s = r->srv;
@@ -250,6 +232,8 @@ enum MHD_Result api_ports_get(api_req *r)
 	api_preview_url(s, id, port, buf, sizeof(buf));
 	cJSON_AddStringToObject(o, "url", buf);
 	cJSON_AddNumberToObject(o, "port", (double)port);
+	cJSON_AddStringToObject(o, "token", token);
+	cJSON_AddBoolToObject(o, "public", public_port);
 	return api_reply_json(r, 200, o);
 }
 
@@ -277,43 +261,62 @@ void api_ports_sweep(api_server *s, bool all)
 
 /* ---- the preview proxy ---- */
 
-static void reply_plain(int fd, const char *status, const char *msg)
+static void reply_plain(int fd, const char *status, const char *extra, const char *msg)
 {
-	char buf[512];
+	char buf[1024];
 	int n = snprintf(buf, sizeof(buf),
 			 "HTTP/1.1 %s\r\nContent-Type: application/json\r\nConnection: close\r\n"
-			 "Content-Length: %zu\r\n\r\n%s",
-			 status, strlen(msg), msg);
-	if (send(fd, buf, n, MSG_NOSIGNAL) < 0)
+			 "%sContent-Length: %zu\r\n\r\n%s",
+			 status, extra, strlen(msg), msg);
+	if (n > 0 && (size_t)n < sizeof(buf) && send(fd, buf, n, MSG_NOSIGNAL) < 0)
 		return;
 }
 
-/* "8080-sbx_xxx.localhost[:N]" -> port and id. */
-static bool parse_host(const char *h, size_t len, uint16_t *port, char *id, size_t idlen)
+#define PREVIEW_401                                                                              \
+	"{\"error\":{\"code\":\"UNAUTHENTICATED\",\"message\":\"this preview needs the sandbox's "   \
+	"preview token (the token of GET /v1/sandboxes/{id}/ports/{port}) in "                     \
+	"X-Sandlot-Preview-Token, or ?sandlot_token= once (a cookie then), unless the port is "    \
+	"public\"}}"
+
+/* Does a credential of R open sandbox SB? Which one, in *query (a ?sandlot_token= visit,
+ * answered with a cookie). Constant-time comparisons. */
+static bool preview_cred_ok(api_server *s, const preview_req *r, const sl_sandbox *sb,
+			    char token[65], bool *query)
 {
-	char host[256];
-	if (len >= sizeof(host))
-		return false;
-	memcpy(host, h, len);
-	host[len] = '\0';
-	char *colon = strchr(host, ':');
-	if (colon)
-		*colon = '\0';
-	char *dash = strchr(host, '-'), *dot = strstr(host, ".localhost");
-	if (!dash || !dot || dot < dash || strcmp(dot, ".localhost"))
-		return false;
-	char *end;
-	unsigned long p = strtoul(host, &end, 10);
-	if (end != dash || p < 1 || p > 65535 || (size_t)(dot - dash - 1) >= idlen)
-		return false;
-	*port = p;
-	snprintf(id, idlen, "%.*s", (int)(dot - dash - 1), dash + 1);
-	return strncmp(id, "sbx_", 4) == 0;
+	char e2b[65];
+	e2b_token(s, "traffic", sb->id, e2b);
+	bool ok = false;
+	*query = false;
+	token[0] = '\0';
+	for (int i = 0; i < r->ncred; i++) {
+		bool m = r->cred[i].src == PREVIEW_E2B
+				 ? api_key_equal(r->cred[i].value, e2b)
+				 : sb->preview_token[0] && api_key_equal(r->cred[i].value, sb->preview_token);
+		if (m && r->cred[i].src == PREVIEW_QUERY) {
+			*query = true;
+			memcpy(token, sb->preview_token, 65);
+		}
+		ok |= m;
+	}
+	return ok;
+}
+
+/* A valid ?sandlot_token=: the cookie (this host only: no Domain), and the same target
+ * without the token, so it stays out of the sandbox's logs and the address bar. */
+static void reply_cookie(int fd, const char *target, const char *token)
+{
+	char extra[600];
+	snprintf(extra, sizeof(extra),
+		 "Location: %s\r\nSet-Cookie: " PREVIEW_COOKIE_NAME
+		 "=%s; Path=/; HttpOnly; SameSite=Lax\r\nCache-Control: no-store\r\n",
+		 strlen(target) < 400 ? target : "/", token);
+	reply_plain(fd, "303 See Other", extra, "{}");
 }
 
 static void *preview_conn(void *arg)
 {
 	struct conn *c = arg;
+	api_server *s = c->srv;
 	char *head = malloc(HEAD_MAX + 1);
 	size_t len = 0;
 	char *eoh = NULL;
@@ -328,36 +331,41 @@ static void *preview_conn(void *arg)
 		head[len] = '\0';
 		eoh = strstr(head, "\r\n\r\n");
 	}
-	uint16_t port = 0;
-	char id[32];
-	bool ok = false;
-	for (char *l = head ? strstr(head, "\r\n") : NULL; eoh && l && l < eoh;
-	     l = strstr(l + 2, "\r\n")) {
-		if (strncasecmp(l + 2, "Host:", 5))
-			continue;
-		char *v = l + 7;
-		while (*v == ' ')
-			v++;
-		ok = parse_host(v, strcspn(v, "\r"), &port, id, sizeof(id));
-		break;
-	}
-	int in = ok ? connect_inside(c->srv, id, port) : -1;
-	if (!eoh)
-		reply_plain(c->fd, "400 Bad Request",
+	preview_req pr = { 0 };
+	bool parsed = eoh && preview_head_parse(head, eoh + 4 - head, &pr) == 0;
+	sl_sandbox sb;
+	sl_err err = { 0 };
+	bool found = parsed && pr.port && sandbox_get(s->ctx, pr.id, &sb, &err) == 0;
+	bool allowed = parsed && pr.port && peer_allowed(s, c->fd), query = false;
+	char token[65] = "";
+	bool ok = found && (allowed || sandbox_port_public(&sb, pr.port) ||
+			    preview_cred_ok(s, &pr, &sb, token, &query));
+	int in = ok && !query ? sandbox_connect_port(&sb, pr.port) : -1;
+	if (found)
+		sandbox_free(&sb);
+	if (!parsed)
+		reply_plain(c->fd, "400 Bad Request", "",
 			    "{\"error\":{\"code\":\"INVALID_ARGUMENT\",\"message\":\"no complete "
 			    "request head\"}}");
-	else if (!ok)
-		reply_plain(c->fd, "404 Not Found",
+	else if (!pr.port)
+		reply_plain(c->fd, "404 Not Found", "",
 			    "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"preview hosts look "
 			    "like PORT-SANDBOXID.localhost\"}}");
+	else if (!ok && !(allowed && !found)) /* nobody learns which sandboxes exist */
+		reply_plain(c->fd, "401 Unauthorized", "", PREVIEW_401);
+	else if (query)
+		reply_cookie(c->fd, pr.target, token);
 	else if (in < 0)
-		reply_plain(c->fd, "502 Bad Gateway",
+		reply_plain(c->fd, "502 Bad Gateway", "",
 			    "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"nothing answers on "
 			    "that port in that sandbox (or it is not running)\"}}");
-	else if (send(in, head, len, MSG_NOSIGNAL) == (ssize_t)len)
+	else if (send(in, pr.head, pr.head_len, MSG_NOSIGNAL) == (ssize_t)pr.head_len &&
+		 (eoh + 4 == head + len ||
+		  send(in, eoh + 4, head + len - eoh - 4, MSG_NOSIGNAL) == head + len - eoh - 4))
 		splice_both(c->fd, in);
 	if (in >= 0)
 		close(in);
+	preview_req_free(&pr);
 	free(head);
 	close(c->fd);
 	free(c);

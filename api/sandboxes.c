@@ -10,6 +10,7 @@
 #include "../runtime/net.h"
 #include "../runtime/quantity.h"
 #include "http.h"
+#include "ports_parse.h"
 #include "view.h"
 
 /* ---- the Sandbox shape ---- */
@@ -343,11 +344,12 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 	static const char *const fields[] = {
 	    "image",   "snapshot", "name",    "ephemeral", "resources",	       "env",
 	    "labels",  "network",  "timeout", "user",	   "workingDirectory", "packages",
-	    "volumes", "command",  NULL};
+	    "volumes", "command",  "ports",	       NULL};
 	sl_create_opts o = {0};
 	int64_t tmo[3] = {-1, -1, -1};
 	sl_volume_spec vols[16];
 	sl_package pkgs[SL_MAX_PACKAGES];
+	sl_port_setting ports[SL_MAX_PORTS];
 	char **env = NULL, **labels = NULL, **allow = NULL, **deny = NULL;
 	bool net_given;
 	int r = -1;
@@ -358,6 +360,8 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 		     parse_timeouts(body, tmo, err) < 0 ||
 		     parse_volumes(body, vols, &o.nvolumes, err) < 0 ||
 		     parse_packages(body, pkgs, &o.npackages, err) < 0 ||
+		     ports_parse(cJSON_GetObjectItemCaseSensitive(body, "ports"), ports, &o.nports,
+				 err) < 0 ||
 		     api_json_string(body, "", "snapshot", &o.snapshot, err) < 0 ||
 		     api_json_string(body, "", "name", &o.name, err) < 0 ||
 		     api_json_string(body, "", "user", &o.user, err) < 0 ||
@@ -376,6 +380,7 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 	o.labels = (const char *const *)labels;
 	o.volumes = vols;
 	o.packages = pkgs;
+	o.ports = ports;
 	o.idle_ms = tmo[0] > 0 ? (uint64_t)tmo[0] : 0;
 	o.lifetime_ms = tmo[1] > 0 ? (uint64_t)tmo[1] : 0;
 	o.exec_timeout_ms = tmo[2] > 0 ? (uint64_t)tmo[2] : 0;
@@ -530,7 +535,7 @@ enum MHD_Result api_sandboxes_get(api_req *r)
 
 enum MHD_Result api_sandboxes_patch(api_req *r)
 {
-	static const char *const fields[] = {"labels", "timeout", "network", NULL};
+	static const char *const fields[] = {"labels", "timeout", "network", "ports", NULL};
 	const cJSON *body;
 	sl_err err = {0};
 	sl_sandbox sb;
@@ -545,6 +550,11 @@ enum MHD_Result api_sandboxes_patch(api_req *r)
 	    api_json_kv(body, "", "labels", &kv, &err) < 0)
 		return api_reply_error(r, &err);
 	api_strv_free(kv);
+	sl_port_setting ports[SL_MAX_PORTS];
+	size_t nports = 0;
+	const cJSON *portsv = cJSON_GetObjectItemCaseSensitive(body, "ports");
+	if (ports_parse(portsv, ports, &nports, &err) < 0)
+		return api_reply_error(r, &err);
 	sl_net_opts net;
 	bool net_enabled_given;
 	char **allow = NULL, **deny = NULL;
@@ -566,6 +576,8 @@ enum MHD_Result api_sandboxes_patch(api_req *r)
 	api_strv_free(deny);
 	if (rc == 0 && labels && !cJSON_IsNull(labels))
 		rc = sandbox_set_labels(r->srv->ctx, sb.id, labels, NULL, &err);
+	if (rc == 0 && nports)
+		rc = sandbox_set_ports(r->srv->ctx, sb.id, ports, nports, NULL, &err);
 	if (rc == 0 && (tmo[0] >= 0 || tmo[1] >= 0 || tmo[2] >= 0))
 		rc = sandbox_set_timeouts(r->srv->ctx, sb.id, tmo[1], tmo[0], tmo[2], NULL, &err);
 	char id[32];

@@ -77,6 +77,8 @@ cJSON *view_sandbox_json(const sl_sandbox *sb)
 							  : cJSON_CreateArray());
 	cJSON_AddItemToObject(net, "deny", sb->net_deny ? cJSON_Duplicate(sb->net_deny, 1)
 							: cJSON_CreateArray());
+	cJSON_AddItemToObject(o, "ports",
+			      sb->ports ? cJSON_Duplicate(sb->ports, 1) : cJSON_CreateObject());
 	if (sb->snapshot[0])
 		cJSON_AddStringToObject(o, "snapshot", sb->snapshot);
 	else

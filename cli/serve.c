@@ -44,7 +44,8 @@ static int pool_parse(const char *spec, api_pool_spec *out, sl_err *err)
 int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 {
 	enum { O_SOCKET = 256, O_LISTEN, O_REMOTE, O_STATE, O_MAXBODY, O_MAXUP, O_PREVIEW,
-	       O_APT, O_PIPIDX, O_WHEELS, O_NPM, O_POOL, O_TLSCERT, O_TLSKEY };
+	       O_APT, O_PIPIDX, O_WHEELS, O_NPM, O_POOL, O_TLSCERT, O_TLSKEY, O_ALLOWUID,
+	       O_PROVDEF };
 	static const struct option opts[] = {
 	    {"socket", required_argument, 0, O_SOCKET},
 	    {"listen", required_argument, 0, O_LISTEN},
@@ -60,6 +61,8 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	    {"pip-wheels", required_argument, 0, O_WHEELS},
 	    {"npm-registry", required_argument, 0, O_NPM},
 	    {"pool", required_argument, 0, O_POOL},
+	    {"allow-uid", required_argument, 0, O_ALLOWUID},
+	    {"provider-defaults", no_argument, 0, O_PROVDEF},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -114,6 +117,13 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			if (pool_parse(optarg, &o.pools[o.npools++], &err) < 0)
 				return cli_fail(&err);
 			break;
+		case O_ALLOWUID:
+			if (peer_uids_parse("--allow-uid", optarg, &o.allow_uids, &err) < 0)
+				return cli_fail(&err);
+			break;
+		case O_PROVDEF:
+			o.provider_defaults = true;
+			break;
 		case O_APT:
 		case O_PIPIDX:
 		case O_WHEELS:
@@ -131,6 +141,16 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			     "(package sources, docs/packages.md)\n"
 			     "                     [--pool [IMAGE=]N]   (N ready sandboxes of IMAGE, "
 			     "default image if none; repeatable)\n"
+			     "                     [--allow-uid UID|USER[,...]]   (repeatable)\n"
+			     "                     [--provider-defaults]\n"
+			     "Port relays and preview URLs (loopback) let in root and the --allow-uid "
+			     "users;\n"
+			     "others need a public port or the sandbox's preview token "
+			     "(docs/api.md, \"Ports\").\n"
+			     "--provider-defaults: sandboxes made through the E2B and Daytona APIs get "
+			     "their\n"
+			     "provider's defaults (E2B: public ports and network on; Daytona: network "
+			     "on).\n"
 			     "The unix socket (default <run dir>/sandlot.sock, mode 0660) needs no "
 			     "key;\n"
 			     "TCP clients send the key `sandlot key` prints.");

@@ -94,6 +94,7 @@ char *record_encode(const sl_sandbox *sb)
 	cJSON_AddStringToObject(o, "net_address", sb->net_addr);
 	cJSON_AddStringToObject(o, "net_gateway", sb->net_gateway);
 	cJSON_AddStringToObject(o, "net_subnet", sb->net_subnet);
+	cJSON_AddStringToObject(o, "preview_token", sb->preview_token);
 	const struct {
 		const char *key;
 		const cJSON *v;
@@ -102,6 +103,7 @@ char *record_encode(const sl_sandbox *sb)
 	    {"env", sb->env, true},		{"labels", sb->labels, true},
 	    {"volumes", sb->volumes, false},	{"packages", sb->packages, false},
 	    {"net_allow", sb->net_allow, false}, {"net_deny", sb->net_deny, false},
+	    {"ports", sb->ports, true},
 	};
 	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++)
 		cJSON_AddItemToObject(o, items[i].key,
@@ -143,6 +145,8 @@ static void decode_v2(cJSON *o, sl_sandbox *sb)
 	sb->packages = cJSON_DetachItemFromObjectCaseSensitive(o, "packages");
 	sb->net_allow = cJSON_DetachItemFromObjectCaseSensitive(o, "net_allow");
 	sb->net_deny = cJSON_DetachItemFromObjectCaseSensitive(o, "net_deny");
+	sb->ports = cJSON_DetachItemFromObjectCaseSensitive(o, "ports");
+	get_str(sb->preview_token, sizeof(sb->preview_token), o, "preview_token");
 }
 
 /* Version 1: the /v1 shape of the sandbox, with what the API does not show under

@@ -58,6 +58,16 @@ void sl_new_id(const char *prefix, char *out, size_t len)
 	snprintf(out, len, "%s%s", prefix, s);
 }
 
+/* A preview token: 32 random bytes in hex, not derived from anything. */
+static void new_preview_token(char out[65])
+{
+	unsigned char r[32];
+	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+		abort(); /* no entropy: tokens could be guessed */
+	for (size_t i = 0; i < sizeof(r); i++)
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
+}
+
 int ctx_open(sl_ctx *ctx, sl_err *err)
 {
 	memset(ctx, 0, sizeof(*ctx));
@@ -120,7 +130,9 @@ void sandbox_free(sl_sandbox *sb)
 	cJSON_Delete(sb->packages);
 	cJSON_Delete(sb->net_allow);
 	cJSON_Delete(sb->net_deny);
+	cJSON_Delete(sb->ports);
 	sb->env = sb->labels = sb->volumes = sb->packages = sb->net_allow = sb->net_deny = NULL;
+	sb->ports = NULL;
 }
 
 void sandbox_free_list(sl_sandbox *list, size_t n)
@@ -845,6 +857,42 @@ int sandbox_image_in_use(sl_ctx *ctx, const char *digest, bool *in_use, sl_err *
 			*in_use = true;
 	free(snaps);
 	return 0;
+}
+
+/* ---- ports ---- */
+
+/* Apply SET to the ports object *PORTS (made when absent): public ports get an entry,
+ * private ones (the default) lose theirs. */
+static int ports_apply(cJSON **ports, const sl_port_setting *set, size_t n, sl_err *err)
+{
+	if (n > SL_MAX_PORTS)
+		return sl_fail(err, SL_INVALID, 0, "ports: at most %d", SL_MAX_PORTS);
+	if (!*ports && !(*ports = cJSON_CreateObject()))
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "ports");
+	for (size_t i = 0; i < n; i++) {
+		if (set[i].port > 65535)
+			return sl_fail(err, SL_INVALID, 0, "ports.%u: not a port (1-65535)",
+				       set[i].port);
+		char key[8];
+		snprintf(key, sizeof(key), set[i].port == SL_PORT_ALL ? "*" : "%u", set[i].port);
+		cJSON_DeleteItemFromObjectCaseSensitive(*ports, key);
+		if (!set[i].public_port)
+			continue;
+		cJSON *v = cJSON_AddObjectToObject(*ports, key);
+		if (!v || !cJSON_AddBoolToObject(v, "public", true))
+			return sl_fail(err, SL_INTERNAL, ENOMEM, "ports.%s", key);
+	}
+	return 0;
+}
+
+bool sandbox_port_public(const sl_sandbox *sb, unsigned port)
+{
+	char key[8];
+	snprintf(key, sizeof(key), "%u", port);
+	const cJSON *all = cJSON_GetObjectItemCaseSensitive(sb->ports, "*");
+	const cJSON *one = cJSON_GetObjectItemCaseSensitive(sb->ports, key);
+	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(all, "public")) ||
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(one, "public"));
 }
 
 /* ---- create ---- */
@@ -2061,6 +2109,11 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 		sandbox_free(&sb);
 		return -1;
 	}
+	new_preview_token(sb.preview_token);
+	if (ports_apply(&sb.ports, o->ports, o->nports, err) < 0) {
+		sandbox_free(&sb);
+		return -1;
+	}
 	sb.net_enabled = o->net.enabled;
 	if (!sb.net_enabled && (cJSON_GetArraySize(sb.net_allow) || cJSON_GetArraySize(sb.net_deny))) {
 		sandbox_free(&sb);
@@ -2399,8 +2452,12 @@ int sandbox_pool_take(sl_ctx *ctx, const char *id, const sl_create_opts *o, sl_s
 	cJSON_Delete(sb.env);
 	cJSON_Delete(sb.labels);
 	sb.env = sb.labels = NULL;
+	cJSON_Delete(sb.ports);
+	sb.ports = NULL;
+	new_preview_token(sb.preview_token);
 	if (kv_object("env", o->env, &sb.env, err) < 0 ||
-	    kv_object("labels", o->labels, &sb.labels, err) < 0) {
+	    kv_object("labels", o->labels, &sb.labels, err) < 0 ||
+	    ports_apply(&sb.ports, o->ports, o->nports, err) < 0) {
 		sandbox_free(&sb);
 		return -1;
 	}
@@ -2670,6 +2727,48 @@ int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl
 		*out = sb;
 	else
 		sandbox_free(&sb);
+	return r;
+}
+
+int sandbox_set_ports(sl_ctx *ctx, const char *ref, const sl_port_setting *set, size_t n,
+		      sl_sandbox *out, sl_err *err)
+{
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
+		return -1;
+	int r = 0;
+	if (!strcmp(sb.status, "terminated"))
+		r = sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed", sb.id);
+	if (r == 0)
+		r = ports_apply(&sb.ports, set, n, err);
+	if (r == 0)
+		r = record_save(ctx, &sb, true, err);
+	if (r == 0 && out)
+		*out = sb;
+	else
+		sandbox_free(&sb);
+	return r;
+}
+
+int sandbox_preview_token(sl_ctx *ctx, const sl_sandbox *sb, char token[65], sl_err *err)
+{
+	if (sb->preview_token[0]) {
+		memcpy(token, sb->preview_token, 65);
+		return 0;
+	}
+	sl_sandbox cur;
+	_cleanup_close_ int lk = -1;
+	if (load_locked(ctx, sb->id, &cur, &lk, err) < 0)
+		return -1;
+	int r = 0;
+	if (!cur.preview_token[0]) {
+		new_preview_token(cur.preview_token);
+		r = record_save(ctx, &cur, true, err);
+	}
+	if (r == 0)
+		memcpy(token, cur.preview_token, 65);
+	sandbox_free(&cur);
 	return r;
 }
 

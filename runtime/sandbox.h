@@ -102,6 +102,11 @@ typedef struct sl_sandbox {
 	bool net_enabled;
 	char net_addr[16], net_gateway[16], net_subnet[20];
 	cJSON *net_allow, *net_deny;
+	/* Ports (docs/api.md, "Ports"): {"8000": {"public": true}, "*": ...} for the ports
+	 * the relays and the preview proxy open to every local user; preview_token (64
+	 * hex chars, random, internal) is the credential for the others. */
+	cJSON *ports;
+	char preview_token[65];
 	/* A tombstone whose host resources are still being freed (sandbox_destroy_begin):
 	 * the process doing it. Its claims stay taken until it is done. */
 	pid_t releaser_pid;
@@ -128,6 +133,14 @@ typedef struct sl_package {
 	const char *manager; /* "apt", "pip", "npm" */
 } sl_package;
 
+/* One port's setting at create or PATCH: port 1-65535, or SL_PORT_ALL for every port. */
+#define SL_PORT_ALL   0
+#define SL_MAX_PORTS 64
+typedef struct sl_port_setting {
+	unsigned port;
+	bool public_port;
+} sl_port_setting;
+
 struct sl_spawn;
 struct sl_proc;
 
@@ -146,6 +159,8 @@ typedef struct sl_create_opts {
 	sl_net_opts net;
 	const sl_package *packages;
 	size_t npackages;
+	const sl_port_setting *ports; /* none: every port private */
+	size_t nports;
 	/* Internal (package installs): trusted host dirs mounted for this start only,
 	 * not recorded and not checked against the host-mount allow-list. */
 	const sl_volume_spec *host_binds;
@@ -256,6 +271,14 @@ int sandbox_load_locked(sl_ctx *ctx, const char *ref, sl_sandbox *sb, int *lk, s
 /* Thaw sandbox ID's cgroup if its record says running (what a process that froze it and
  * died left); a sandbox that is gone is no failure. */
 int sandbox_thaw_if_running(sl_ctx *ctx, const char *id, sl_err *err);
+/* Change ports' settings (the others are kept; public=false is the default, so it
+ * removes the port's entry). */
+int sandbox_set_ports(sl_ctx *ctx, const char *ref, const sl_port_setting *set, size_t n,
+		      sl_sandbox *out, sl_err *err);
+/* Is PORT of SB open to every local user? */
+bool sandbox_port_public(const sl_sandbox *sb, unsigned port);
+/* SB's preview token; a record from before tokens gets one now (saved). */
+int sandbox_preview_token(sl_ctx *ctx, const sl_sandbox *sb, char token[65], sl_err *err);
 void sandbox_free(sl_sandbox *sb);
 void sandbox_free_list(sl_sandbox *list, size_t n);
 /* The id of a live (not terminated) sandbox for which uses(sb, arg) holds, in user

@@ -51,7 +51,7 @@ static cJSON *sandbox_dto(api_req *r, const sl_sandbox *sb)
 	cJSON_AddStringToObject(o, "user", sb->user);
 	copy_item(o, "env", v1, "env");
 	copy_item(o, "labels", v1, "labels");
-	cJSON_AddBoolToObject(o, "public", false);
+	cJSON_AddBoolToObject(o, "public", sandbox_port_public(sb, SL_PORT_ALL));
 	cJSON_AddStringToObject(o, "target", "local");
 	uint64_t cpu = sb->limits.cpu_millicores ? sb->limits.cpu_millicores : cfg->def_cpu_millis;
 	uint64_t mem = sb->limits.memory_bytes ? sb->limits.memory_bytes : cfg->def_memory;
@@ -179,8 +179,8 @@ static int resources(const cJSON *body, cJSON *v1, sl_err *err)
 }
 
 /* networkBlockAll / networkAllowList ("cidr,cidr") as /v1's network object. Absent:
- * sandlot's default (no network). */
-static int network(const cJSON *body, cJSON *v1, sl_err *err)
+ * sandlot's default (no network), or with --provider-defaults Daytona's (an open one). */
+static int network(const cJSON *body, cJSON *v1, bool provider_defaults, sl_err *err)
 {
 	const cJSON *block = cJSON_GetObjectItemCaseSensitive(body, "networkBlockAll");
 	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(body, "networkAllowList");
@@ -198,7 +198,7 @@ static int network(const cJSON *body, cJSON *v1, sl_err *err)
 		cJSON_AddBoolToObject(n, "enabled", false);
 		return 0;
 	}
-	if (!has_allow && !cJSON_IsFalse(block))
+	if (!has_allow && !cJSON_IsFalse(block) && !provider_defaults)
 		return 0;
 	cJSON *n = cJSON_AddObjectToObject(v1, "network");
 	cJSON_AddBoolToObject(n, "enabled", true);
@@ -288,6 +288,20 @@ static int volumes(const cJSON *body, cJSON *v1, sl_err *err)
 	return 0;
 }
 
+/* public: every port of the sandbox open to any local user (Daytona's default, and
+ * sandlot's, is false: its preview URLs then need the preview-url token). */
+static int public_ports(const cJSON *body, cJSON *v1, sl_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "public");
+	if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v))
+		return sl_fail(err, SL_INVALID, 0, "public: expected true or false");
+	if (cJSON_IsTrue(v)) {
+		cJSON *all = cJSON_AddObjectToObject(cJSON_AddObjectToObject(v1, "ports"), "*");
+		cJSON_AddBoolToObject(all, "public", true);
+	}
+	return 0;
+}
+
 static int v1_body(api_req *r, const cJSON *body, cJSON *v1, sl_err *err)
 {
 	const char *name = NULL, *user = NULL;
@@ -295,7 +309,9 @@ static int v1_body(api_req *r, const cJSON *body, cJSON *v1, sl_err *err)
 	bool stop_given, del_given, ttl_given;
 	if (api_json_string(body, "", "name", &name, err) < 0 ||
 	    api_json_string(body, "", "user", &user, err) < 0 || base(r, body, v1, err) < 0 ||
-	    resources(body, v1, err) < 0 || network(body, v1, err) < 0 ||
+	    resources(body, v1, err) < 0 ||
+	    network(body, v1, r->srv->opt.provider_defaults, err) < 0 ||
+	    public_ports(body, v1, err) < 0 ||
 	    volumes(body, v1, err) < 0 || unsupported(body, err) < 0 ||
 	    minutes(body, "autoStopInterval", false, &stop, &stop_given, err) < 0 ||
 	    minutes(body, "autoDeleteInterval", true, &del, &del_given, err) < 0 ||
@@ -333,12 +349,13 @@ enum MHD_Result dt_sandbox_create(api_req *r)
 	sl_err err = {0};
 	if (api_body_object(r, true, &body, &err) < 0)
 		return dt_error(r, &err, NULL);
-	cJSON *v1 = cJSON_CreateObject();
+	cJSON *v1 = cJSON_CreateObject(), *empty = body ? NULL : cJSON_CreateObject();
 	sl_sandbox sb;
-	int rc = body ? v1_body(r, body, v1, &err) : 0;
+	int rc = v1_body(r, body ? body : empty, v1, &err);
 	if (rc == 0)
 		rc = api_sandbox_create_from(r->srv, v1, false, false, &sb, &err);
 	cJSON_Delete(v1);
+	cJSON_Delete(empty);
 	if (rc < 0)
 		return dt_error(r, &err, NULL);
 	cJSON *o = sandbox_dto(r, &sb);
@@ -624,13 +641,18 @@ enum MHD_Result dt_sandbox_preview_url(api_req *r)
 	sl_err err = {0};
 	if (lookup(r, &sb, &err) < 0)
 		return dt_error(r, &err, NULL);
-	char url[256];
+	char url[256], token[65];
 	api_preview_url(r->srv, sb.id, (unsigned)port, url, sizeof(url));
+	/* The sandbox's preview token: the proxy takes it as x-daytona-preview-token. */
+	int tr = sandbox_preview_token(r->srv->ctx, &sb, token, &err);
+	if (tr < 0) {
+		sandbox_free(&sb);
+		return dt_error(r, &err, NULL);
+	}
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "sandboxId", sb.id);
 	cJSON_AddStringToObject(o, "url", url);
-	/* The preview proxy listens on loopback only and asks for no token. */
-	cJSON_AddStringToObject(o, "token", "");
+	cJSON_AddStringToObject(o, "token", token);
 	sandbox_free(&sb);
 	return api_reply_json(r, 200, o);
 }

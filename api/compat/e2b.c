@@ -271,6 +271,8 @@ static cJSON *sandbox_e2b_json(const sl_sandbox *sb, bool detail)
 	cJSON_AddItemToObject(o, "volumeMounts", cJSON_CreateArray());
 	if (detail) {
 		cJSON_AddBoolToObject(o, "allowInternetAccess", sb->net_enabled);
+		cJSON *net = cJSON_AddObjectToObject(o, "network");
+		cJSON_AddBoolToObject(net, "allowPublicTraffic", sandbox_port_public(sb, SL_PORT_ALL));
 		cJSON *l = cJSON_AddObjectToObject(o, "lifecycle");
 		cJSON_AddStringToObject(l, "onTimeout", "kill");
 		cJSON_AddBoolToObject(l, "autoResume", false);
@@ -338,8 +340,8 @@ static bool is_everything(const cJSON *c)
  * denyOut. sandlot's deny wins over its allow, so E2B's "deny everything but X"
  * (denyOut 0.0.0.0/0, allowOut X) is /v1's allow [X]; other denyOut ranges are /v1's
  * deny, and allowOut without a deny-all admits no more than the default (everything).
- * Neither given: sandlot's default, no network. */
-static int network_body(const cJSON *in, cJSON *body, sl_err *err)
+ * Neither given: sandlot's default, no network; with --provider-defaults E2B's, on. */
+static int network_body(const cJSON *in, cJSON *body, bool provider_defaults, sl_err *err)
 {
 	const cJSON *inet = cJSON_GetObjectItemCaseSensitive(in, "allow_internet_access");
 	const cJSON *net = cJSON_GetObjectItemCaseSensitive(in, "network");
@@ -351,7 +353,8 @@ static int network_body(const cJSON *in, cJSON *body, sl_err *err)
 	const cJSON *dout = cJSON_IsObject(net) ? cJSON_GetObjectItemCaseSensitive(net, "denyOut") : NULL;
 	if ((aout && !cJSON_IsArray(aout)) || (dout && !cJSON_IsArray(dout)))
 		return sl_fail(err, SL_INVALID, 0, "network.allowOut/denyOut: must be lists of CIDRs");
-	bool on = cJSON_IsTrue(inet) || cJSON_GetArraySize(aout) > 0 || cJSON_GetArraySize(dout) > 0;
+	bool on = cJSON_IsTrue(inet) || cJSON_GetArraySize(aout) > 0 || cJSON_GetArraySize(dout) > 0 ||
+		  (provider_defaults && !inet);
 	if (cJSON_IsFalse(inet))
 		on = false;
 	if (!cJSON_IsBool(inet) && !on)
@@ -373,6 +376,24 @@ static int network_body(const cJSON *in, cJSON *body, sl_err *err)
 	{
 		if (!is_everything(c))
 			cJSON_AddItemToArray(deny, cJSON_Duplicate(c, 1));
+	}
+	return 0;
+}
+
+/* network.allowPublicTraffic: true makes every port public (no credential); false
+ * keeps them private, so the preview proxy wants E2B-Traffic-Access-Token (the create's
+ * trafficAccessToken). Absent: private, or with --provider-defaults E2B's default,
+ * public. */
+static int public_body(const cJSON *in, cJSON *body, bool provider_defaults, sl_err *err)
+{
+	const cJSON *net = cJSON_GetObjectItemCaseSensitive(in, "network");
+	const cJSON *pub = cJSON_IsObject(net) ? cJSON_GetObjectItemCaseSensitive(net, "allowPublicTraffic")
+					       : NULL;
+	if (pub && !cJSON_IsBool(pub) && !cJSON_IsNull(pub))
+		return sl_fail(err, SL_INVALID, 0, "network.allowPublicTraffic: must be a boolean");
+	if (cJSON_IsTrue(pub) || (!cJSON_IsBool(pub) && provider_defaults)) {
+		cJSON *all = cJSON_AddObjectToObject(cJSON_AddObjectToObject(body, "ports"), "*");
+		cJSON_AddBoolToObject(all, "public", true);
 	}
 	return 0;
 }
@@ -428,7 +449,10 @@ static enum MHD_Result create(api_req *r)
 		}
 	}
 	cJSON_AddStringToObject(labels, E2B_LABEL_TEMPLATE, tpl);
-	if (in && network_body(in, body, &err) < 0)
+	_cleanup_cjson_ cJSON *empty = in ? NULL : cJSON_CreateObject();
+	bool defaults = r->srv->opt.provider_defaults;
+	if (network_body(in ? in : empty, body, defaults, &err) < 0 ||
+	    public_body(in ? in : empty, body, defaults, &err) < 0)
 		return e2b_reply_err(r, &err);
 	char life[32];
 	snprintf(life, sizeof(life), "%llds",

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <grp.h>
 #include <sys/ptrace.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -1207,6 +1208,223 @@ static void test_ports(void **state)
 		close(fd);
 	}
 	assert_true(closed);
+	sandbox_del(id);
+}
+
+
+/* Send RAW to 127.0.0.1:PORT from a child that is uid and gid 65534 (nobody), and read
+ * what comes back until EOF or 5 s ("" when the server closed on it at once). */
+static char *exchange_as_nobody(int port, const char *raw)
+{
+	int pfd[2];
+	assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0 ||
+		    getuid() != 65534)
+			_exit(2);
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			_exit(3);
+		if (send(fd, raw, strlen(raw), MSG_NOSIGNAL) < 0 && errno != ECONNRESET &&
+		    errno != EPIPE)
+			_exit(4);
+		char buf[65536];
+		struct pollfd p = {fd, POLLIN, 0};
+		while (poll(&p, 1, 5000) > 0) {
+			ssize_t n = read(fd, buf, sizeof(buf));
+			if (n <= 0 || write(pfd[1], buf, n) != n)
+				break;
+		}
+		_exit(0);
+	}
+	close(pfd[1]);
+	size_t cap = 65536, len = 0;
+	char *out = calloc(1, cap + 1);
+	ssize_t n;
+	while (len < cap && (n = read(pfd[0], out + len, cap - len)) > 0)
+		len += n;
+	close(pfd[0]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("the uid-65534 client failed (wait status %d)", st);
+	return out;
+}
+
+/* The relay and the preview URL of PORT in ID through daemon D (NULL: the main one):
+ * relay port, preview port, token. */
+static void port_endpoints(const daemon_t *d, const char *id, int port, int *hp, int *pp,
+			   char token[80])
+{
+	resp r = {0};
+	char *p = e2e_printf("/v1/sandboxes/%s/ports/%d", id, port);
+	req q = {.method = "GET", .path = p, .d = d};
+	http_q(&r, &q);
+	expect(&r, 200, NULL, NULL);
+	*hp = atoi(jstr(r.json, "host") + strlen("127.0.0.1:"));
+	const char *url = jstr(r.json, "url");
+	*pp = atoi(strrchr(url, ':') + 1);
+	const char *tok = jstr(r.json, "token");
+	assert_int_equal(strlen(tok), 64);
+	snprintf(token, 80, "%s", tok);
+	resp_free(&r);
+	free(p);
+}
+
+static void patch_public(const char *id, int port, bool pub)
+{
+	resp r = {0};
+	char *p = e2e_printf("/v1/sandboxes/%s", id);
+	char *body = e2e_printf("{\"ports\":{\"%d\":{\"public\":%s}}}", port, pub ? "true" : "false");
+	http(&r, "PATCH", p, body);
+	expect(&r, 200, NULL, NULL);
+	char key[8];
+	snprintf(key, sizeof(key), "%d", port);
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(jget(r.json, "ports"), key);
+	if (pub)
+		assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "public")));
+	else
+		assert_null(e);
+	resp_free(&r);
+	free(body);
+	free(p);
+}
+
+/* Hardening fix 4: the relays and preview URLs let in root and --allow-uid users; any
+ * other local user needs a public port or (preview) the sandbox's token. */
+static void test_ports_refuse_other_users(void **state)
+{
+	char *id = sandbox_new("{\"image\":\"busybox\"}");
+	free(sh_ok(id, "mkdir -p /www && echo hello-from-inside > /www/index.html && "
+		       "(busybox httpd -f -p 8080 -h /www >/dev/null 2>&1 &)"));
+	usleep(300000);
+	int hp, pp;
+	char token[80];
+	port_endpoints(NULL, id, 8080, &hp, &pp, token);
+	const char *get = "GET /index.html HTTP/1.0\r\nHost: x\r\n\r\n";
+	char *host = e2e_printf("8080-%s.localhost:%d", id, pp);
+	char *plain = e2e_printf("GET /index.html HTTP/1.0\r\nHost: %s\r\n\r\n", host);
+	char *with_tok = e2e_printf("GET /index.html HTTP/1.0\r\nHost: %s\r\n"
+				    "X-Sandlot-Preview-Token: %s\r\n\r\n",
+				    host, token);
+	char *wrong = e2e_printf("GET /index.html HTTP/1.0\r\nHost: %s\r\n"
+				 "X-Sandlot-Preview-Token: %064d\r\n\r\n",
+				 host, 7);
+	char *unknown = e2e_printf("GET / HTTP/1.0\r\nHost: 8080-sbx_aaaaaaaaaaaaaaaaaaaa.localhost\r\n\r\n");
+	/* Root gets through both. */
+	char *out = tcp_exchange(hp, get, strlen(get), false);
+	assert_true(e2e_contains(out, "hello-from-inside"));
+	free(out);
+	out = tcp_exchange(pp, plain, strlen(plain), false);
+	assert_true(e2e_contains(out, "hello-from-inside"));
+	free(out);
+	/* Nobody: the relay closes at once, the preview answers 401 without the token or
+	 * with a wrong one (and for an unknown sandbox: no telling which ids exist). */
+	out = exchange_as_nobody(hp, get);
+	assert_string_equal(out, "");
+	free(out);
+	out = exchange_as_nobody(pp, plain);
+	assert_true(e2e_contains(out, "401 Unauthorized"));
+	assert_false(e2e_contains(out, "hello-from-inside"));
+	free(out);
+	out = exchange_as_nobody(pp, wrong);
+	assert_true(e2e_contains(out, "401 Unauthorized"));
+	free(out);
+	out = exchange_as_nobody(pp, unknown);
+	assert_true(e2e_contains(out, "401 Unauthorized"));
+	free(out);
+	/* With the token: in, and the token does not reach the sandbox's server. */
+	out = exchange_as_nobody(pp, with_tok);
+	assert_true(e2e_contains(out, "200 OK"));
+	assert_true(e2e_contains(out, "hello-from-inside"));
+	free(out);
+	/* ?sandlot_token= once: a cookie for this host and a redirect without it. */
+	char *visit = e2e_printf("GET /index.html?sandlot_token=%s HTTP/1.1\r\nHost: %s\r\n\r\n",
+				 token, host);
+	out = exchange_as_nobody(pp, visit);
+	assert_true(e2e_contains(out, "303 See Other"));
+	assert_true(e2e_contains(out, "\r\nLocation: /index.html\r\n"));
+	char *cookie = e2e_printf("Set-Cookie: sandlot_token=%s; Path=/; HttpOnly", token);
+	assert_true(e2e_contains(out, cookie));
+	free(cookie);
+	free(out);
+	free(visit);
+	char *with_cookie = e2e_printf("GET /index.html HTTP/1.1\r\nHost: %s\r\n"
+				       "Cookie: a=b; sandlot_token=%s\r\n\r\n",
+				       host, token);
+	out = exchange_as_nobody(pp, with_cookie);
+	assert_true(e2e_contains(out, "hello-from-inside"));
+	free(out);
+	free(with_cookie);
+	/* Made public: nobody gets through both without a token; private again: not. */
+	patch_public(id, 8080, true);
+	out = exchange_as_nobody(hp, get);
+	assert_true(e2e_contains(out, "hello-from-inside"));
+	free(out);
+	out = exchange_as_nobody(pp, plain);
+	assert_true(e2e_contains(out, "hello-from-inside"));
+	free(out);
+	patch_public(id, 8080, false);
+	out = exchange_as_nobody(hp, get);
+	assert_string_equal(out, "");
+	free(out);
+	/* Bad shapes name the field. */
+	char *sp = e2e_printf("/v1/sandboxes/%s", id);
+	expect_call("PATCH", sp, "{\"ports\":{\"0\":{\"public\":true}}}", 400, "INVALID_ARGUMENT",
+		    "ports.0");
+	expect_call("PATCH", sp, "{\"ports\":{\"80\":{\"public\":1}}}", 400, "INVALID_ARGUMENT",
+		    "ports.80.public");
+	expect_call("PATCH", sp, "{\"ports\":[80]}", 400, "INVALID_ARGUMENT", "ports");
+	free(sp);
+	expect_call("POST", "/v1/sandboxes", "{\"ports\":{\"http\":{\"public\":true}}}", 400,
+		    "INVALID_ARGUMENT", "ports.http");
+	/* At create: public ports are in the record and the sandbox; "*" is every port. */
+	resp r = {0};
+	http(&r, "POST", "/v1/sandboxes",
+	     "{\"image\":\"busybox\",\"ports\":{\"*\":{\"public\":true},\"81\":{\"public\":false}}}");
+	expect(&r, 201, NULL, NULL);
+	char *id3 = strdup(jstr(r.json, "id"));
+	const cJSON *all = cJSON_GetObjectItemCaseSensitive(jget(r.json, "ports"), "*");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(all, "public")));
+	assert_int_equal(cJSON_GetArraySize(jget(r.json, "ports")), 1);
+	resp_free(&r);
+	char *pp3 = e2e_printf("/v1/sandboxes/%s/ports/5000", id3);
+	http(&r, "GET", pp3, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_true(cJSON_IsTrue(jget(r.json, "public")));
+	resp_free(&r);
+	free(pp3);
+	sandbox_del(id3);
+	/* A daemon started with --allow-uid 65534 lets nobody in without a token. */
+	daemon_t d2;
+	char *sock2 = e2e_printf("%s/allow-uid.sock", e2e_root());
+	const char *extra[] = {"--allow-uid", "65534", NULL};
+	daemon_start(&d2, sock2, false, extra);
+	int hp2, pp2;
+	char token2[80];
+	port_endpoints(&d2, id, 8080, &hp2, &pp2, token2);
+	assert_string_equal(token2, token); /* the sandbox's, not the daemon's */
+	out = exchange_as_nobody(hp2, get);
+	assert_true(e2e_contains(out, "hello-from-inside"));
+	free(out);
+	char *plain2 = e2e_printf("GET /index.html HTTP/1.0\r\nHost: 8080-%s.localhost:%d\r\n\r\n",
+				  id, pp2);
+	out = exchange_as_nobody(pp2, plain2);
+	assert_true(e2e_contains(out, "hello-from-inside"));
+	free(out);
+	free(plain2);
+	daemon_stop(&d2);
+	free(sock2);
+	free(unknown);
+	free(wrong);
+	free(with_tok);
+	free(plain);
+	free(host);
 	sandbox_del(id);
 }
 
@@ -3902,6 +4120,7 @@ int main(void)
 	    E2E_TEST(test_tls_listener),
 	    E2E_TEST(test_lifecycle_routes),
 	    E2E_TEST(test_ports),
+	    E2E_TEST(test_ports_refuse_other_users),
 	    E2E_TEST(test_preview_websocket),
 	    E2E_TEST(test_zz_spec),
 	};

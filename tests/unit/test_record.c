@@ -93,6 +93,8 @@ static void test_schema_2_round_trip(void **state)
 	snprintf(a.reason, sizeof(a.reason), "deleted");
 	snprintf(a.snapshot, sizeof(a.snapshot), "snp_x");
 	a.ephemeral = true;
+	a.ports = cJSON_Parse("{\"8000\":{\"public\":true}}");
+	snprintf(a.preview_token, sizeof(a.preview_token), "%064d", 7);
 	char *text = record_encode(&a);
 	assert_non_null(text);
 	assert_non_null(strstr(text, "\"schema\":2"));
@@ -108,6 +110,9 @@ static void test_schema_2_round_trip(void **state)
 	assert_int_equal(b.releaser_pid, 4242);
 	assert_int_equal(b.init_start, 1234567);
 	assert_true(b.ephemeral);
+	assert_string_equal(b.preview_token, a.preview_token);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(b.ports, "8000"), "public")));
 	assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(b.net_allow, 0)),
 			    "203.0.113.0/24");
 	free(text);

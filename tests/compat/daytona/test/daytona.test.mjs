@@ -240,7 +240,43 @@ test('getPreviewLink: the URL reaches a server in the sandbox (curl)', async () 
     if (body !== 'preview ok\n') await new Promise((res) => setTimeout(res, 200));
   }
   assert.equal(body, 'preview ok\n');
+  // Another local user (uid 65534) gets in only with the link's token, sent as the
+  // SDK's docs say: the x-daytona-preview-token header.
+  assert.match(link.token, /^[0-9a-f]{64}$/);
+  assert.equal(py.public, false);
+  assert.equal(await curlAsNobody(link.url), '401');
+  assert.equal(await curlAsNobody(link.url, { 'x-daytona-preview-token': 'f'.repeat(64) }), '401');
+  assert.equal(await curlAsNobody(link.url, { 'x-daytona-preview-token': link.token }), '200');
   await py.process.deleteSession('web');
+});
+
+// The HTTP status of GET URL as uid 65534 (the suite runs as root, always let in).
+function curlAsNobody(url, headers = {}) {
+  const args = ['-s', '-o', '/dev/null', '-w', '%{http_code}', '--max-time', '5'];
+  for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
+  args.push(url);
+  return run('curl', args, { uid: 65534, gid: 65534 }).then((o) => o.stdout, (e) => e.stdout || 'error');
+}
+
+test('public: true opens the preview to every local user, without a token', async () => {
+  const sb = await create({ public: true });
+  assert.equal(sb.public, true);
+  await sb.fs.uploadFiles([{ source: Buffer.from('public ok\n'), destination: '/tmp/www/index.html' }]);
+  await sb.process.createSession('web');
+  await sb.process.executeSessionCommand('web', {
+    command: 'cd /tmp/www && exec python3 -m http.server 8081 --bind 127.0.0.1',
+    runAsync: true,
+  });
+  const link = await sb.getPreviewLink(8081);
+  let status = '';
+  for (let i = 0; i < 50 && status !== '200'; i++) {
+    status = await curlAsNobody(link.url);
+    if (status !== '200') await new Promise((res) => setTimeout(res, 200));
+  }
+  assert.equal(status, '200');
+  const { body } = await v1(`/sandboxes/${sb.id}`);
+  assert.deepEqual(body.ports, { '*': { public: true } });
+  await sb.delete();
 });
 
 test('list: cursor pagination across pages, label filter', async () => {
