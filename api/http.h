@@ -89,6 +89,9 @@ typedef struct api_facade {
 	enum MHD_Result (*no_route)(api_req *r, bool path_known, const char *allow);
 	/* The API key was missing or wrong on a keyed listener. */
 	enum MHD_Result (*unauthorized)(api_req *r);
+	/* For a route with its own auth (API_ROUTE_OWN_AUTH): the credentials in the headers,
+	 * checked before any of the body is read. -1 with the refusal queued in *RET. */
+	int (*gate)(api_req *r, enum MHD_Result *ret);
 } api_facade;
 
 extern const api_facade api_facade_daytona, api_facade_e2b, api_facade_agentuity;

@@ -288,6 +288,11 @@ static enum MHD_Result req_begin_route(api_listener *l, api_req *r)
 		if (!r->route)
 			return f->no_route ? f->no_route(r, known, allow)
 					   : reply_no_route(r, known, allow);
+		/* Nothing unauthenticated costs a body read (hardening fix 1): a refusal is
+		 * queued before the body, whose rest is then left unread. */
+		enum MHD_Result ret;
+		if ((r->route->flags & API_ROUTE_OWN_AUTH) && f->gate && f->gate(r, &ret) < 0)
+			return ret;
 	} else {
 		if (l->need_key && !authorized(r))
 			return reply_unauthorized(r);

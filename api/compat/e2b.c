@@ -785,6 +785,20 @@ static enum MHD_Result unauthorized(api_req *r)
 	return e2b_reply_code(r, 401, "Invalid API key: set E2B_API_KEY to `sandlot key`");
 }
 
+/* The sandbox plane's credentials, from the headers alone (the handlers check again,
+ * each as strictly as its route wants: the code interpreter's also take the traffic
+ * token). */
+static int gate(api_req *r, enum MHD_Result *ret)
+{
+	bool traffic_ok = !strncmp(r->route->pattern, "/execute", 8) ||
+			  !strncmp(r->route->pattern, "/contexts", 9);
+	sl_sandbox sb;
+	if (e2b_plane_sandbox(r, traffic_ok, &sb, ret) < 0)
+		return -1;
+	sandbox_free(&sb);
+	return 0;
+}
+
 #define OWN API_ROUTE_OWN_AUTH
 /* clang-format off */
 static const api_route routes[] = {
@@ -824,4 +838,5 @@ const api_facade api_facade_e2b = {
     .nroutes = sizeof(routes) / sizeof(routes[0]),
     .no_route = no_route,
     .unauthorized = unauthorized,
+    .gate = gate,
 };

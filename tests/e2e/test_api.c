@@ -1258,7 +1258,7 @@ static char *exchange_as_nobody(int port, const char *raw)
 
 /* The relay and the preview URL of PORT in ID through daemon D (NULL: the main one):
  * relay port, preview port, token. */
-static void port_endpoints(const daemon_t *d, const char *id, int port, int *hp, int *pp,
+static void port_endpoints(const e2e_daemon *d, const char *id, int port, int *hp, int *pp,
 			   char token[80])
 {
 	resp r = {0};
@@ -1401,10 +1401,10 @@ static void test_ports_refuse_other_users(void **state)
 	free(pp3);
 	sandbox_del(id3);
 	/* A daemon started with --allow-uid 65534 lets nobody in without a token. */
-	daemon_t d2;
+	e2e_daemon d2;
 	char *sock2 = e2e_printf("%s/allow-uid.sock", e2e_root());
 	const char *extra[] = {"--allow-uid", "65534", NULL};
-	daemon_start(&d2, sock2, false, extra);
+	e2e_daemon_start(&d2, sock2, false, extra);
 	int hp2, pp2;
 	char token2[80];
 	port_endpoints(&d2, id, 8080, &hp2, &pp2, token2);
@@ -1418,7 +1418,7 @@ static void test_ports_refuse_other_users(void **state)
 	assert_true(e2e_contains(out, "hello-from-inside"));
 	free(out);
 	free(plain2);
-	daemon_stop(&d2);
+	e2e_daemon_stop(&d2);
 	free(sock2);
 	free(unknown);
 	free(wrong);
@@ -4002,6 +4002,104 @@ static void test_tls_listener(void **state)
 	free(key);
 }
 
+/* ---- nothing unauthenticated is read ---- */
+
+/* The daemon's resident memory, KiB. */
+static long daemon_rss_kib(pid_t pid)
+{
+	char *p = e2e_printf("/proc/%d/status", (int)pid);
+	char *st = e2e_read_file(p);
+	assert_non_null(st);
+	const char *v = strstr(st, "VmRSS:");
+	assert_non_null(v);
+	long kib = atol(v + 6);
+	free(st);
+	free(p);
+	return kib;
+}
+
+#define HUGE_BODY (1ll << 30)
+
+typedef struct unauth_upload {
+	const char *path, *sandbox;
+	pthread_t t;
+	long status;
+	long long sent;
+} unauth_upload;
+
+static size_t send_zeros(char *buf, size_t size, size_t n, void *ud)
+{
+	unauth_upload *u = ud;
+	size_t want = size * n;
+	if (u->sent + (long long)want > HUGE_BODY)
+		want = (size_t)(HUGE_BODY - u->sent);
+	memset(buf, 0, want);
+	u->sent += (long long)want;
+	return want;
+}
+
+/* POST a 1 GiB body of zeros to the E2B sandbox plane with a wrong access token, no
+ * Expect: 100-continue (the body follows the headers at once, as an attacker sends it). */
+static void *unauth_upload_main(void *arg)
+{
+	unauth_upload *u = arg;
+	CURL *c = curl_easy_init();
+	char *url = e2e_printf("http://127.0.0.1:%d%s", D.port, u->path);
+	char *sid = e2e_printf("E2b-Sandbox-Id: %s", u->sandbox);
+	struct curl_slist *h = curl_slist_append(NULL, "Expect:");
+	h = curl_slist_append(h, sid);
+	h = curl_slist_append(h, "X-Access-Token: 00000000000000000000000000000000");
+	h = curl_slist_append(h, "Content-Type: application/octet-stream");
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_POST, 1L);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)HUGE_BODY);
+	curl_easy_setopt(c, CURLOPT_READFUNCTION, send_zeros);
+	curl_easy_setopt(c, CURLOPT_READDATA, u);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body_discard);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 60000L);
+	curl_easy_perform(c); /* a send error once the daemon stops reading is expected */
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &u->status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	free(sid);
+	free(url);
+	return NULL;
+}
+
+/* Hardening fix 1: the E2B sandbox plane (its own per-sandbox tokens) checked them only
+ * after reading the body, which its RPC routes buffered (up to the 1 GiB upload cap).
+ * Now every credential is checked from the headers: 8 parallel unauthenticated 1 GiB
+ * uploads over TCP each get a 401 with most of their body unsent, and the daemon's
+ * resident memory stays flat. */
+static void test_unauthenticated_bodies_are_not_read(void **state)
+{
+	char *id = sandbox_new(NULL);
+	long before = daemon_rss_kib(D.pid);
+	static const char *const paths[] = {"/process.Process/Start", "/files?path=/tmp/x",
+					    "/filesystem.Filesystem/ListDir", "/execute"};
+	unauth_upload up[8];
+	for (int i = 0; i < 8; i++) {
+		up[i] = (unauth_upload){.path = paths[i % 4], .sandbox = id};
+		assert_int_equal(pthread_create(&up[i].t, NULL, unauth_upload_main, &up[i]), 0);
+	}
+	for (int i = 0; i < 8; i++)
+		pthread_join(up[i].t, NULL);
+	long after = daemon_rss_kib(D.pid);
+	print_message("unauthenticated 1 GiB uploads: daemon RSS %ld -> %ld KiB\n", before,
+		      after);
+	for (int i = 0; i < 8; i++) {
+		if (up[i].status != 401)
+			fail_msg("%s: status %ld, want 401", up[i].path, up[i].status);
+		if (up[i].sent > (64ll << 20))
+			fail_msg("%s: the client sent %lld bytes before its 401: the daemon read the "
+				 "body",
+				 up[i].path, up[i].sent);
+	}
+	assert_true(after - before < 64 * 1024);
+	sandbox_del(id);
+}
+
 /* ---- the spec -------------------------------------------------------------------------- */
 
 static void test_zz_spec(void **state)
@@ -4118,6 +4216,7 @@ int main(void)
 	    E2E_TEST(test_state_of_the_previous_version_loads),
 	    E2E_TEST(test_listen_refusals),
 	    E2E_TEST(test_tls_listener),
+	    E2E_TEST(test_unauthenticated_bodies_are_not_read),
 	    E2E_TEST(test_lifecycle_routes),
 	    E2E_TEST(test_ports),
 	    E2E_TEST(test_ports_refuse_other_users),
