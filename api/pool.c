@@ -27,6 +27,7 @@
 
 #include "../runtime/clock.h"
 #include "../runtime/log.h"
+#include "../runtime/pool.h"
 #include "http.h"
 
 #define POOL_MAX_IMAGES 8

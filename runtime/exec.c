@@ -34,6 +34,7 @@
 #include "cleanup.h"
 #include "clock.h"
 #include "fsutil.h"
+#include "id.h"
 #include "launch.h"
 #include "log.h"
 #include "state.h"
@@ -158,7 +159,7 @@ static double num(const cJSON *o, const char *key)
  * one and skips it either way, as a start in progress. What changes later (the pid, the
  * exit) goes into the exit record. No fsync: the run dir does not survive a host crash
  * anyway (tmpfs). */
-static int record_save(const char *dir, const cJSON *rec, sl_err *err)
+static int exec_record_save(const char *dir, const cJSON *rec, sl_err *err)
 {
 	char p[PATH_MAX];
 	path_in(dir, "exec.json", p, sizeof(p));
@@ -196,7 +197,7 @@ static int record_take(cJSON *o, const char *sid, const char *eid, sl_exec *e, e
 	return 0;
 }
 
-static int record_load(const char *dir, const char *sid, const char *eid, sl_exec *e, exec_facts *f,
+static int exec_record_load(const char *dir, const char *sid, const char *eid, sl_exec *e, exec_facts *f,
 		       sl_err *err)
 {
 	char p[PATH_MAX];
@@ -428,7 +429,7 @@ static int exec_load(sl_ctx *ctx, const char *sid, const char *eid, sl_exec *out
 {
 	char dir[PATH_MAX];
 	exec_dir(ctx, sid, eid, dir, sizeof(dir));
-	if (record_load(dir, sid, eid, out, f, err) < 0)
+	if (exec_record_load(dir, sid, eid, out, f, err) < 0)
 		return -1;
 	refresh(ctx, dir, -1, out, f, live);
 	return 0;
@@ -808,7 +809,7 @@ static int start_prepare(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *
 		return sl_sysfail(err, "create %s", s->dir);
 	s->made_dir = true;
 	s->rec = record_new(ctx, sb, spec, argv, eid);
-	if (record_save(s->dir, s->rec, err) < 0 ||
+	if (exec_record_save(s->dir, s->rec, err) < 0 ||
 	    open_new(s->dir, "stdout", O_WRONLY | O_APPEND, &s->out, err) < 0 ||
 	    open_new(s->dir, "stderr", O_WRONLY | O_APPEND, &s->errfd, err) < 0 ||
 	    /* Read back by us, appended to by init and us: see "the exit record". */

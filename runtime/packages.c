@@ -548,7 +548,7 @@ static void cache_dir(const sl_ctx *ctx, char *buf, size_t len)
 	snprintf(buf, len, "%s/packages", ctx->cfg.state_dir);
 }
 
-static int record_load(const sl_ctx *ctx, const char *key, sl_pkg_layer *out)
+static int cache_record_load(const sl_ctx *ctx, const char *key, sl_pkg_layer *out)
 {
 	char p[PATH_MAX];
 	cache_dir(ctx, p, sizeof(p));
@@ -578,7 +578,7 @@ static int record_load(const sl_ctx *ctx, const char *key, sl_pkg_layer *out)
 	return r;
 }
 
-static int record_save(const sl_ctx *ctx, const char *key, const char *digest, const sl_package *p,
+static int cache_record_save(const sl_ctx *ctx, const char *key, const char *digest, const sl_package *p,
 		       size_t n, const sl_pkg_layer *l, sl_err *err)
 {
 	char path[PATH_MAX];
@@ -651,7 +651,7 @@ static int build(sl_ctx *ctx, const char *key, const char *digest, const sl_pack
 	if (r == 0) {
 		out->built = true;
 		out->build_ms = sl_now_ms() - t0;
-		if (record_save(ctx, key, digest, p, n, out, err) < 0) {
+		if (cache_record_save(ctx, key, digest, p, n, out, err) < 0) {
 			store_snapshot_destroy(&ctx->cfg, out->id, NULL);
 			r = -1;
 		}
@@ -756,7 +756,7 @@ int packages_layer(sl_ctx *ctx, const char *digest, const sl_package *p, size_t 
 	int lk = r == 0 ? key_lock(lockp, true, err) : -1;
 	if (r == 0 && lk < 0)
 		r = -1;
-	if (r == 0 && record_load(ctx, key, out) < 0) {
+	if (r == 0 && cache_record_load(ctx, key, out) < 0) {
 		prune_dead_images(ctx);
 		r = build(ctx, key, digest, sorted, m, disk, out, err);
 	}

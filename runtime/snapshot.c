@@ -23,6 +23,7 @@
 #include "archive_write.h"
 #include "cleanup.h"
 #include "clock.h"
+#include "id.h"
 #include "image.h"
 #include "state.h"
 #include "storage.h"

@@ -22,7 +22,7 @@ int state_write_record(const char *path, const char *data, size_t len, bool dura
 /* state_write_record without the fsyncs, durable after a later state_sync(path). Until
  * then a crash may leave the spare's older version under the name (the spare is
  * rewritten in place): only for records whose spare holds a state that reads right after
- * a crash (the daemon's sandbox records: sandbox.c, record_write). */
+ * a crash (the daemon's sandbox records: record.c, record_write). */
 int state_write_record_soon(const char *path, const char *data, size_t len, sl_err *err);
 /* fsync path and its directory: what state_write_record_soon left to do. */
 int state_sync(const char *path, sl_err *err);

@@ -30,7 +30,7 @@ static int valid_name(const char *n)
 	return 1;
 }
 
-static void record_path(const sl_ctx *ctx, const char *name, char *buf, size_t len)
+static void volume_record_path(const sl_ctx *ctx, const char *name, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/volumes/%s.json", ctx->cfg.state_dir, name);
 }
@@ -62,7 +62,7 @@ int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
 			       "volume name \"%s\": use 1-63 lowercase letters, digits, '-', '.', '_'",
 			       name);
 	char p[PATH_MAX];
-	record_path(ctx, name, p, sizeof(p));
+	volume_record_path(ctx, name, p, sizeof(p));
 	_cleanup_free_ char *data = NULL;
 	if (state_read_file(p, 65536, &data, NULL, err) < 0) {
 		if (err->kind == SL_NOTFOUND)
@@ -111,7 +111,7 @@ int volume_create(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
 	char rec[128];
 	snprintf(rec, sizeof(rec), "{\"name\":\"%s\",\"createdMs\":%lld}", name,
 		 (long long)out->created_ms);
-	record_path(ctx, name, p, sizeof(p));
+	volume_record_path(ctx, name, p, sizeof(p));
 	return state_write_atomic(p, rec, strlen(rec), err);
 }
 
@@ -177,7 +177,7 @@ int volume_delete(sl_ctx *ctx, const char *name, sl_err *err)
 	snprintf(va.name, sizeof(va.name), "%s", name);
 	if (parent < 0 || (ioctl(parent, BTRFS_IOC_SNAP_DESTROY, &va) < 0 && errno != ENOENT))
 		return sl_sysfail(err, "delete volume %s", name);
-	record_path(ctx, name, p, sizeof(p));
+	volume_record_path(ctx, name, p, sizeof(p));
 	unlink(p);
 	return 0;
 }

@@ -1,0 +1,483 @@
+/* record.c — a sandbox's record on disk (<state>/sandboxes/<id>/sandbox.json): JSON in
+ * and out, load, save (durable or soon), the per-sandbox lock, and the status its
+ * processes give it. Everything above reads and writes sandboxes through here. */
+#include "record.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "clock.h"
+#include "fsutil.h"
+#include "idset.h"
+#include "launch.h"
+#include "quantity.h"
+#include "state.h"
+
+#define RECORD_MAX (1 << 20)
+
+void sandbox_free(sl_sandbox *sb)
+{
+	if (!sb)
+		return;
+	cJSON_Delete(sb->env);
+	cJSON_Delete(sb->labels);
+	cJSON_Delete(sb->volumes);
+	cJSON_Delete(sb->packages);
+	cJSON_Delete(sb->net_allow);
+	cJSON_Delete(sb->net_deny);
+	sb->env = sb->labels = sb->volumes = sb->packages = sb->net_allow = sb->net_deny = NULL;
+}
+
+void sandbox_free_list(sl_sandbox *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sandbox_free(&list[i]);
+	free(list);
+}
+
+/* ---- records ---- */
+
+static cJSON *resources_json(const sl_sandbox *sb)
+{
+	char b[32];
+	cJSON *r = cJSON_CreateObject();
+	quantity_format_cpu(sb->limits.cpu_millicores, b, sizeof(b));
+	cJSON_AddStringToObject(r, "cpu", b);
+	quantity_format_bytes(sb->limits.memory_bytes, b, sizeof(b));
+	cJSON_AddStringToObject(r, "memory", b);
+	quantity_format_bytes(sb->disk_bytes, b, sizeof(b));
+	cJSON_AddStringToObject(r, "disk", b);
+	cJSON_AddNumberToObject(r, "pids", (double)sb->limits.pids_max);
+	return r;
+}
+
+cJSON *sandbox_to_json(const sl_sandbox *sb)
+{
+	char t[40];
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", sb->id);
+	if (sb->name[0])
+		cJSON_AddStringToObject(o, "name", sb->name);
+	else
+		cJSON_AddNullToObject(o, "name");
+	cJSON_AddStringToObject(o, "status", sb->status);
+	cJSON_AddStringToObject(o, "image", sb->image);
+	cJSON_AddStringToObject(o, "imageDigest", sb->digest);
+	sl_iso_time(sb->created_ms, t, sizeof(t));
+	cJSON_AddStringToObject(o, "createdAt", t);
+	cJSON_AddItemToObject(o, "resources", resources_json(sb));
+	cJSON_AddItemToObject(o, "env", sb->env ? cJSON_Duplicate(sb->env, 1) : cJSON_CreateObject());
+	cJSON_AddItemToObject(o, "labels",
+			      sb->labels ? cJSON_Duplicate(sb->labels, 1) : cJSON_CreateObject());
+	cJSON_AddStringToObject(o, "user", sb->user);
+	cJSON_AddStringToObject(o, "workingDirectory", sb->workdir);
+	cJSON_AddBoolToObject(o, "ephemeral", sb->ephemeral);
+	cJSON *to = cJSON_AddObjectToObject(o, "timeout");
+	const struct {
+		const char *k;
+		uint64_t v;
+	} tos[] = { { "idle", sb->idle_ms },
+		    { "lifetime", sb->lifetime_ms },
+		    { "execution", sb->exec_timeout_ms } };
+	for (size_t i = 0; i < 3; i++) {
+		if (tos[i].v)
+			cJSON_AddNumberToObject(to, tos[i].k, (double)tos[i].v);
+		else
+			cJSON_AddNullToObject(to, tos[i].k);
+	}
+	if (sb->expires_ms) {
+		sl_iso_time(sb->expires_ms, t, sizeof(t));
+		cJSON_AddStringToObject(o, "expiresAt", t);
+	} else {
+		cJSON_AddNullToObject(o, "expiresAt");
+	}
+	cJSON_AddItemToObject(o, "volumes",
+			      sb->volumes ? cJSON_Duplicate(sb->volumes, 1) : cJSON_CreateArray());
+	cJSON_AddItemToObject(o, "packages", sb->packages ? cJSON_Duplicate(sb->packages, 1)
+							       : cJSON_CreateArray());
+	cJSON *net = cJSON_AddObjectToObject(o, "network");
+	cJSON_AddBoolToObject(net, "enabled", sb->net_enabled);
+	if (sb->net_enabled && sb->net_addr[0]) {
+		cJSON_AddStringToObject(net, "address", sb->net_addr);
+		cJSON_AddStringToObject(net, "gateway", sb->net_gateway);
+	} else {
+		cJSON_AddNullToObject(net, "address");
+		cJSON_AddNullToObject(net, "gateway");
+	}
+	cJSON_AddItemToObject(net, "allow", sb->net_allow ? cJSON_Duplicate(sb->net_allow, 1)
+							  : cJSON_CreateArray());
+	cJSON_AddItemToObject(net, "deny", sb->net_deny ? cJSON_Duplicate(sb->net_deny, 1)
+							: cJSON_CreateArray());
+	if (sb->snapshot[0])
+		cJSON_AddStringToObject(o, "snapshot", sb->snapshot);
+	else
+		cJSON_AddNullToObject(o, "snapshot");
+	if (sb->terminated_ms) {
+		sl_iso_time(sb->terminated_ms, t, sizeof(t));
+		cJSON_AddStringToObject(o, "terminatedAt", t);
+		cJSON_AddStringToObject(o, "reason", sb->reason);
+	}
+	return o;
+}
+
+static cJSON *record_json(const sl_sandbox *sb)
+{
+	cJSON *o = sandbox_to_json(sb);
+	cJSON *in = cJSON_AddObjectToObject(o, "internal");
+	cJSON_AddNumberToObject(in, "createdMs", (double)sb->created_ms);
+	cJSON_AddNumberToObject(in, "terminatedMs", (double)sb->terminated_ms);
+	cJSON_AddNumberToObject(in, "cpuMillis", (double)sb->limits.cpu_millicores);
+	cJSON_AddNumberToObject(in, "memoryBytes", (double)sb->limits.memory_bytes);
+	cJSON_AddNumberToObject(in, "diskBytes", (double)sb->disk_bytes);
+	cJSON_AddNumberToObject(in, "uidBase", sb->uid_base);
+	cJSON_AddNumberToObject(in, "initPid", sb->init_pid);
+	cJSON_AddNumberToObject(in, "initStart", (double)sb->init_start);
+	cJSON_AddNumberToObject(in, "creatorPid", sb->creator_pid);
+	cJSON_AddNumberToObject(in, "creatorStart", (double)sb->creator_start);
+	cJSON_AddStringToObject(in, "bootId", sb->boot_id);
+	cJSON_AddNumberToObject(in, "expiresMs", (double)sb->expires_ms);
+	cJSON_AddStringToObject(in, "netSubnet", sb->net_subnet);
+	if (sb->releaser_pid) {
+		cJSON_AddNumberToObject(in, "releaserPid", sb->releaser_pid);
+		cJSON_AddNumberToObject(in, "releaserStart", (double)sb->releaser_start);
+	}
+	return o;
+}
+
+static void copy_str(char *dst, size_t len, const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	snprintf(dst, len, "%s", cJSON_IsString(v) ? v->valuestring : "");
+}
+
+static double num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* <state>/sandboxes/<id>/sandbox.json */
+void record_path(const sl_ctx *ctx, const char *id, char p[PATH_MAX])
+{
+	state_sandbox_dir(&ctx->cfg, id, p, PATH_MAX);
+	strcat(p, "/sandbox.json");
+}
+
+int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err)
+{
+	char p[PATH_MAX];
+	record_path(ctx, id, p);
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	if (state_read_record(p, RECORD_MAX, &data, &len, err) < 0) {
+		if (err->kind == SL_NOTFOUND)
+			sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", id);
+		return -1;
+	}
+	/* A record dir taken from the spares holds an empty record until its first
+	 * write: no record yet, as for a directory just made. So does one whose first
+	 * write a crash cut short: the daemon's writes are synced ~20 ms after they are
+	 * made (record_write), and the file's size can reach the disk before its blocks,
+	 * which then read as zeros. */
+	size_t at = 0;
+	while (at < len && (data[at] == '\0' || data[at] == ' ' || data[at] == '\n'))
+		at++;
+	if (at == len)
+		return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", id);
+	cJSON *o = cJSON_Parse(data);
+	if (!o)
+		return sl_fail(err, SL_INTERNAL, 0, "record %s is not valid JSON", p);
+	memset(sb, 0, sizeof(*sb));
+	copy_str(sb->id, sizeof(sb->id), o, "id");
+	copy_str(sb->name, sizeof(sb->name), o, "name");
+	copy_str(sb->status, sizeof(sb->status), o, "status");
+	copy_str(sb->image, sizeof(sb->image), o, "image");
+	copy_str(sb->digest, sizeof(sb->digest), o, "imageDigest");
+	copy_str(sb->user, sizeof(sb->user), o, "user");
+	copy_str(sb->workdir, sizeof(sb->workdir), o, "workingDirectory");
+	copy_str(sb->reason, sizeof(sb->reason), o, "reason");
+	copy_str(sb->snapshot, sizeof(sb->snapshot), o, "snapshot");
+	sb->ephemeral = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ephemeral"));
+	sb->env = cJSON_DetachItemFromObjectCaseSensitive(o, "env");
+	sb->labels = cJSON_DetachItemFromObjectCaseSensitive(o, "labels");
+	sb->volumes = cJSON_DetachItemFromObjectCaseSensitive(o, "volumes");
+	sb->packages = cJSON_DetachItemFromObjectCaseSensitive(o, "packages");
+	const cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "internal");
+	sb->created_ms = num(in, "createdMs");
+	sb->terminated_ms = num(in, "terminatedMs");
+	sb->limits.cpu_millicores = num(in, "cpuMillis");
+	sb->limits.memory_bytes = num(in, "memoryBytes");
+	sb->limits.pids_max = num(cJSON_GetObjectItemCaseSensitive(o, "resources"), "pids");
+	sb->disk_bytes = num(in, "diskBytes");
+	sb->uid_base = num(in, "uidBase");
+	sb->init_pid = num(in, "initPid");
+	sb->init_start = num(in, "initStart");
+	sb->creator_pid = num(in, "creatorPid");
+	sb->creator_start = num(in, "creatorStart");
+	copy_str(sb->boot_id, sizeof(sb->boot_id), in, "bootId");
+	sb->expires_ms = num(in, "expiresMs");
+	copy_str(sb->net_subnet, sizeof(sb->net_subnet), in, "netSubnet");
+	sb->releaser_pid = num(in, "releaserPid");
+	sb->releaser_start = num(in, "releaserStart");
+	cJSON *net = cJSON_GetObjectItemCaseSensitive(o, "network");
+	sb->net_enabled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(net, "enabled"));
+	copy_str(sb->net_addr, sizeof(sb->net_addr), net, "address");
+	copy_str(sb->net_gateway, sizeof(sb->net_gateway), net, "gateway");
+	sb->net_allow = cJSON_DetachItemFromObjectCaseSensitive(net, "allow");
+	sb->net_deny = cJSON_DetachItemFromObjectCaseSensitive(net, "deny");
+	const cJSON *to = cJSON_GetObjectItemCaseSensitive(o, "timeout");
+	sb->idle_ms = num(to, "idle");
+	sb->lifetime_ms = num(to, "lifetime");
+	sb->exec_timeout_ms = num(to, "execution");
+	cJSON_Delete(o);
+	if (strcmp(sb->id, id) != 0) {
+		sandbox_free(sb);
+		return sl_fail(err, SL_INTERNAL, 0, "record %s names another sandbox", p);
+	}
+	return 0;
+}
+
+/* How a record goes to disk. */
+enum rec_write { REC_VOLATILE, REC_DURABLE };
+
+/* A durable record in the daemon is rewritten in its spare and exchanged in
+ * (state_write_record_soon), then made durable by the syncer ~20 ms later, not written
+ * to a temp file renamed over the old one: on this host's root ext4 (no journal,
+ * online discard) the rename's new inode, the writeback a rename over a file starts, and
+ * the freeing and discard of the old record's block were 0.35 ms of a 0.58 ms pool take,
+ * and 0.25-0.29 ms of a create's "running" record, which takes 0.08-0.09 through the
+ * spare (uprobes, docs/bench.md, session 16). A crash before the sync
+ * leaves, with a rename, the old record or the new one; with the spare, the new one or
+ * the spare's older version, or for a create a record dir as it came from the spares
+ * (an empty record) or a record whose blocks never reached the disk (zeros): both read
+ * "not found", and the claims are freed as for a create that died midway. Either way the call did not survive the crash; for a create or a pool take,
+ * nothing ran in the sandbox that a crash would not have ended. */
+static int record_write(const sl_ctx *ctx, const sl_sandbox *sb, enum rec_write how, sl_err *err)
+{
+	char p[PATH_MAX];
+	record_path(ctx, sb->id, p);
+	cJSON *o = record_json(sb);
+	_cleanup_free_ char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!s)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "serialise %s", sb->id);
+	if (how == REC_VOLATILE || !ctx->sync_soon)
+		return state_write_record(p, s, strlen(s), how != REC_VOLATILE, err);
+	/* The daemon's: answer now, durable ~20 ms later (api/pool.c, the syncer). */
+	if (state_write_record_soon(p, s, strlen(s), err) < 0)
+		return -1;
+	ctx->sync_soon(ctx->sync_soon_arg, sb->id);
+	return 0;
+}
+
+int record_save(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl_err *err)
+{
+	return record_write(ctx, sb, durable ? REC_DURABLE : REC_VOLATILE, err);
+}
+
+/* The sandbox's lock: a flock on its record dir (SL_NOTFOUND once it is gone). It
+ * serialises the record's writers (state_write_record) and the lifecycle calls. */
+int record_lock(const sl_ctx *ctx, const char *id, sl_err *err)
+{
+	char dir[PATH_MAX];
+	state_sandbox_dir(&ctx->cfg, id, dir, sizeof(dir));
+	return state_lock_dir(dir, err);
+}
+
+/* record_save from a create, which does not hold the sandbox's lock otherwise: a
+ * destroy may come meanwhile. */
+int record_save_creating(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl_err *err)
+{
+	_cleanup_close_ int lk = record_lock(ctx, sb->id, err);
+	if (lk < 0)
+		return -1;
+	return record_save(ctx, sb, durable, err);
+}
+
+int sandbox_sync_record(sl_ctx *ctx, const char *id, sl_err *err)
+{
+	char p[PATH_MAX];
+	record_path(ctx, id, p);
+	return state_sync(p, err);
+}
+
+/* A record the callers of the public calls may see: pooled sandboxes are the daemon's
+ * until a create takes one, so they are "not found" like ids that never existed. */
+int record_load_visible(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err)
+{
+	if (record_load(ctx, id, sb, err) < 0)
+		return -1;
+	if (strcmp(sb->status, "pooled") != 0)
+		return 0;
+	sandbox_free(sb);
+	return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", id);
+}
+
+/* The kernel's boot id: a record written under another boot describes a sandbox
+ * whose processes a reboot ended (status "stopped", not "failed"). */
+static char boot_id_cache[40];
+static pthread_once_t boot_id_once = PTHREAD_ONCE_INIT;
+
+static void boot_id_read(void)
+{
+	char *buf = boot_id_cache;
+	size_t len = sizeof(boot_id_cache);
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+}
+
+/* Read once per process: it cannot change while we run. */
+void record_boot_id(char *buf, size_t len)
+{
+	pthread_once(&boot_id_once, boot_id_read);
+	snprintf(buf, len, "%s", boot_id_cache);
+}
+
+bool record_pid_alive(pid_t pid, uint64_t start)
+{
+	return pid > 0 && start && proc_start_time(pid) == start;
+}
+
+/* The truth behind a record: an init that died makes a running sandbox "failed";
+ * a create whose process died midway is "failed" too (rm cleans it up). RUNNING: look
+ * at the init of a "running" record too (else it is taken on its word). */
+void record_refresh_status(sl_sandbox *sb, bool running)
+{
+	bool is_running = !strcmp(sb->status, "running");
+	if ((is_running && running) || !strcmp(sb->status, "paused") ||
+	    !strcmp(sb->status, "pooled")) {
+		char boot[64];
+		record_boot_id(boot, sizeof(boot));
+		if (sb->boot_id[0] && strcmp(boot, sb->boot_id) != 0)
+			snprintf(sb->status, sizeof(sb->status), "stopped");
+		else if (!record_pid_alive(sb->init_pid, sb->init_start))
+			snprintf(sb->status, sizeof(sb->status), "failed");
+	} else if (!strcmp(sb->status, "creating")) {
+		if (!record_pid_alive(sb->creator_pid, sb->creator_start))
+			snprintf(sb->status, sizeof(sb->status), "failed");
+	}
+}
+
+int record_list_ids(const sl_ctx *ctx, char ***ids, size_t *n, sl_err *err)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/sandboxes", ctx->cfg.state_dir);
+	_cleanup_closedir_ DIR *d = opendir(p);
+	*ids = NULL;
+	*n = 0;
+	if (!d)
+		return errno == ENOENT ? 0 : sl_sysfail(err, "list %s", p);
+	size_t cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "sbx_", 4) != 0)
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 32;
+			char **nn = realloc(*ids, cap * sizeof(char *));
+			if (!nn)
+				return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
+			*ids = nn;
+		}
+		(*ids)[(*n)++] = strdup(e->d_name);
+	}
+	return 0;
+}
+
+void record_free_ids(char **ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+/* The ids in <state>/sandboxes and a zeroed array of as many ELEM-byte entries. */
+int record_ids_and_array(const sl_ctx *ctx, char ***ids, size_t *nids, size_t elem, void **arr,
+			 sl_err *err)
+{
+	*arr = NULL;
+	if (record_list_ids(ctx, ids, nids, err) < 0)
+		return -1;
+	if (!(*arr = calloc(*nids ? *nids : 1, elem))) {
+		record_free_ids(*ids, *nids);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
+	}
+	return 0;
+}
+
+/* Ids whose record was a tombstone when last read: a tombstone never comes back to
+ * life, so listings of live sandboxes (sandbox_list_deadlines: the daemon's
+ * once-a-second deadline sweep, the health count) need not read it again. Per process,
+ * bounded; a miss costs one read. An id leaves it with its record dir (record_remove_dir);
+ * records other processes removed stay until the set is full, when the next sweep starts
+ * it over. Until session 20 nothing ever left it: after 32768 tombstones in a daemon's
+ * life every sweep read every tombstone again (~2000 reads a second with 5000 kept, 13%
+ * of a CPU on an idle daemon). */
+static sl_idset dead_set = SL_IDSET_INIT(65536);
+
+void record_remove_dir(const sl_ctx *ctx, const char *id)
+{
+	char p[PATH_MAX];
+	state_sandbox_dir(&ctx->cfg, id, p, sizeof(p));
+	fs_remove_tree(p, NULL);
+	idset_del(&dead_set, id);
+}
+
+bool record_dead_known(const char *id)
+{
+	return idset_has(&dead_set, id);
+}
+
+void record_dead_add(const char *id)
+{
+	idset_add(&dead_set, id);
+}
+
+int record_kv_object(const char *field, const char *const *kv, cJSON **out, sl_err *err)
+{
+	cJSON *o = cJSON_CreateObject();
+	for (; kv && *kv; kv++) {
+		const char *eq = strchr(*kv, '=');
+		if (!eq || eq == *kv) {
+			cJSON_Delete(o);
+			return sl_fail(err, SL_INVALID, 0, "%s: \"%s\" is not KEY=VALUE", field, *kv);
+		}
+		char key[256];
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - *kv), *kv);
+		cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+		cJSON_AddStringToObject(o, key, eq + 1);
+	}
+	*out = o;
+	return 0;
+}
+
+/* The sandbox's lock and record for a destroy; pooled ones only when ALLOW_POOLED. */
+int record_lock_load(sl_ctx *ctx, const char *id, bool allow_pooled, sl_sandbox *sb, int *lk,
+		     sl_err *err)
+{
+	*lk = record_lock(ctx, id, err);
+	if (*lk < 0)
+		return -1;
+	if ((allow_pooled ? record_load(ctx, id, sb, err) : record_load_visible(ctx, id, sb, err)) < 0)
+		return -1;
+	return 0;
+}
+
+void record_dead_forget_if_full(void)
+{
+	if (idset_count(&dead_set) >= dead_set.cap / 2)
+		idset_clear(&dead_set);
+}
