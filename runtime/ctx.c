@@ -1,5 +1,6 @@
 /* ctx.c — opening the engine: the configuration, the state and run dirs made private,
- * the image store secured, the cgroup backend opened. */
+ * the image store secured, the cgroup backend opened, and the package builder handed to
+ * create (ctx->package_layer). The top of the runtime: it may include any module. */
 #include "ctx.h"
 
 #include <limits.h>
@@ -9,6 +10,7 @@
 
 #include "image.h"
 #include "log.h"
+#include "packages.h"
 #include "state.h"
 
 int ctx_open(sl_ctx *ctx, sl_err *err)
@@ -17,6 +19,7 @@ int ctx_open(sl_ctx *ctx, sl_err *err)
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->spare_lock, NULL);
 	dirwatch_cache_init(&ctx->watches);
+	ctx->package_layer = packages_layer;
 	if (config_load(&ctx->cfg, err) < 0)
 		return -1;
 	sl_log_open(NULL);

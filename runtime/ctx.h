@@ -5,6 +5,8 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "cgroup.h"
 #include "config.h"
@@ -13,6 +15,8 @@
 #include "seccomp.h"
 
 struct sl_launch_spare;
+struct sl_package;
+struct sl_pkg_layer;
 
 typedef struct sl_ctx {
 	sl_config cfg;
@@ -51,6 +55,11 @@ typedef struct sl_ctx {
 	pthread_mutex_t spare_lock; /* the spare cgroups' takes and makes (spares.c) */
 	void (*spare_taken)(void *arg);
 	void *spare_taken_arg;
+	/* The layer a create with packages starts from: packages_layer, set by ctx_open.
+	 * packages.c creates sandboxes to install into, so it sits above sandbox.c, which
+	 * reaches it only through here (docs/architecture.md, runtime/). */
+	int (*package_layer)(struct sl_ctx *ctx, const char *digest, const struct sl_package *p,
+			     size_t n, uint64_t disk, struct sl_pkg_layer *out, sl_err *err);
 } sl_ctx;
 
 /* Load the configuration, make the state and run dirs, open the cgroup backend. */

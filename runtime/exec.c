@@ -36,6 +36,7 @@
 #include "fsutil.h"
 #include "id.h"
 #include "launch.h"
+#include "lookup.h"
 #include "log.h"
 #include "state.h"
 

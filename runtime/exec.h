@@ -14,7 +14,8 @@
 #include <cjson/cJSON.h>
 
 #include "err.h"
-#include "sandbox.h"
+#include "ctx.h"
+#include "record.h"
 
 typedef enum sl_exec_status {
 	SL_EXEC_RUNNING,

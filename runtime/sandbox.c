@@ -34,7 +34,7 @@
 #include "log.h"
 #include "net.h"
 #include "netaddr.h"
-#include "packages.h"
+#include "pkgspec.h"
 #include "snapshot.h"
 #include "spares.h"
 #include "state.h"
@@ -384,7 +384,8 @@ static int with_packages(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *sb, s
 			       "packages: not with a snapshot (the snapshot keeps what was "
 			       "installed before it was taken)");
 	sl_pkg_layer l;
-	if (packages_layer(ctx, sb->digest, o->packages, o->npackages, sb->disk_bytes, &l, err) < 0)
+	if (ctx->package_layer(ctx, sb->digest, o->packages, o->npackages, sb->disk_bytes, &l,
+			       err) < 0)
 		return -1;
 	snprintf(base->id, sizeof(base->id), "%s", l.id);
 	base->uid_base = l.uid_base;

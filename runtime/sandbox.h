@@ -15,24 +15,15 @@
 #include "err.h"
 #include "id.h"
 #include "lookup.h"
+#include "pkgspec.h"
 #include "proc.h"
 #include "record.h"
 #include "sbxnet.h"
 #include "spares.h"
 #include "tombstone.h"
+#include "volume.h"
 
-typedef struct sl_volume_spec {
-	const char *source; /* a volume name (made on first use) or an allowed host dir */
-	const char *mount_path;
-	bool readonly;
-} sl_volume_spec;
 
-/* A package installed at create, before the sandbox starts (issue 7). */
-typedef struct sl_package {
-	const char *name;
-	const char *version; /* NULL: the newest */
-	const char *manager; /* "apt", "pip", "npm" */
-} sl_package;
 
 typedef struct sl_create_opts {
 	const char *image; /* NULL: "default", else "busybox" when default is absent */

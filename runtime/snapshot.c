@@ -22,6 +22,7 @@
 
 #include "archive_write.h"
 #include "cleanup.h"
+#include "lookup.h"
 #include "clock.h"
 #include "id.h"
 #include "image.h"

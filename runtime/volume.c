@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "lookup.h"
 #include "state.h"
 #include "storage.h"
 
