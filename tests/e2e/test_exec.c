@@ -18,6 +18,7 @@
 #include "common.h"
 #include "exec.h"
 #include "initctl.h"
+#include "lookup.h"
 #include "state.h"
 
 /* ---- helpers ---- */
