@@ -11,6 +11,7 @@
 
 #include "../runtime/cleanup.h"
 #include "../runtime/clock.h"
+#include "../runtime/processes.h"
 #include "http.h"
 
 #define OUTPUT_CAP    (1u << 20) /* bytes of each stream returned inline */

@@ -24,7 +24,7 @@
 #include "claim.h"
 #include "cleanup.h"
 #include "clock.h"
-#include "exec.h"
+#include "execlogs.h"
 #include "fsutil.h"
 #include "id.h"
 #include "idset.h"
@@ -186,7 +186,7 @@ static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
 	if (sb->snapshot[0])
 		store_clone_spares_fill(&ctx->cfg, sb->snapshot, sb->disk_bytes, sb->id);
 	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
-	exec_logs_unmount(ctx, sb->id);
+	execlogs_unmount(ctx, sb->id);
 	fs_remove_tree(run, NULL);
 }
 

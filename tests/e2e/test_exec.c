@@ -19,6 +19,7 @@
 #include "exec.h"
 #include "initctl.h"
 #include "lookup.h"
+#include "processes.h"
 #include "state.h"
 
 /* ---- helpers ---- */
