@@ -1203,7 +1203,6 @@ static const char *status_name(sl_exec_status s)
 	return "failed";
 }
 
-
 cJSON *exec_to_json(const sl_exec *e)
 {
 	char t[40];
