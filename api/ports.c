@@ -42,7 +42,7 @@ static int connect_inside(api_server *s, const char *id, uint16_t port)
 	sl_err err = { 0 };
 	if (sandbox_get(s->ctx, id, &sb, &err) < 0)
 		return -1;
-	bool running = !strcmp(sb.status, "running");
+	bool running = sb.status == SL_ST_RUNNING;
 	pid_t init = sb.init_pid;
 	uint64_t start = sb.init_start;
 	sandbox_free(&sb);
@@ -203,7 +203,7 @@ enum MHD_Result api_ports_get(api_req *r)
 				r->param[1]);
 	if (api_sandbox_for_call(r, &sb, &err) < 0)
 		return api_reply_error(r, &err);
-	bool running = !strcmp(sb.status, "running");
+	bool running = sb.status == SL_ST_RUNNING;
 	char id[32];
 	snprintf(id, sizeof(id), "%s", sb.id);
 	sandbox_free(&sb);
@@ -263,7 +263,7 @@ void api_ports_sweep(api_server *s, bool all)
 		sl_sandbox sb;
 		sl_err err = { 0 };
 		bool running = !all && sandbox_get(s->ctx, r->sandbox_id, &sb, &err) == 0 &&
-			       !strcmp(sb.status, "running");
+			       sb.status == SL_ST_RUNNING;
 		if (!all && err.kind == SL_OK)
 			sandbox_free(&sb);
 		if (!running) {

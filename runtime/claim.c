@@ -149,7 +149,7 @@ static enum claim_owner claim_owner(const sl_ctx *ctx, const char *path)
 	/* A tombstone still being released keeps its claims until its releaser is done
 	 * (or dead: then sandbox_finish_orphans frees what is left). */
 	enum claim_owner o = OWNER_LIVE;
-	if (!strcmp(sb.status, "terminated"))
+	if (sb.status == SL_ST_TERMINATED)
 		o = record_pid_alive(sb.releaser_pid, sb.releaser_start) ? OWNER_RELEASING : OWNER_GONE;
 	sandbox_free(&sb);
 	return o;

@@ -331,7 +331,7 @@ static bool sandbox_alive(sl_ctx *ctx, const char *sid, sb_live *live)
 			/* An unreadable record says nothing about init: assume it lives. */
 			live->state = e.kind == SL_NOTFOUND ? 0 : 1;
 		} else {
-			live->state = !strcmp(sb.status, "running") || !strcmp(sb.status, "paused");
+			live->state = sb.status == SL_ST_RUNNING || sb.status == SL_ST_PAUSED;
 			sandbox_free(&sb);
 		}
 	}
@@ -767,9 +767,9 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 {
 	memset(out, 0, sizeof(*out));
 	out->master = -1;
-	if (strcmp(sb->status, "running") != 0)
+	if (sb->status != SL_ST_RUNNING)
 		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is %s, not running", sb->id,
-			       sb->status);
+			       sandbox_status_name(sb->status));
 	if (check_spec(spec, err) < 0)
 		return -1;
 	char *shell_argv[] = {"/bin/sh", "-c", (char *)spec->shell, NULL};
@@ -1094,7 +1094,7 @@ static int init_pidfd(sl_ctx *ctx, const char *sid)
 	if (sandbox_get(ctx, sid, &sb, &e) < 0)
 		return -1;
 	int fd = -1;
-	if ((!strcmp(sb.status, "running") || !strcmp(sb.status, "paused")) && sb.init_pid > 1) {
+	if ((sb.status == SL_ST_RUNNING || sb.status == SL_ST_PAUSED) && sb.init_pid > 1) {
 		fd = syscall(SYS_pidfd_open, sb.init_pid, 0);
 		/* Checked after the open: the pidfd is then surely that init's. */
 		if (fd >= 0 && proc_start_time(sb.init_pid) != sb.init_start)

@@ -42,14 +42,14 @@ static int list_records(sl_ctx *ctx, bool tombstones, sl_sandbox **out, size_t *
 			continue;
 		if (record_load(ctx, ids[i], &list[k], &e2) < 0)
 			continue; /* a record being written for the first time */
-		bool dead = !strcmp(list[k].status, "terminated");
+		bool dead = list[k].status == SL_ST_TERMINATED;
 		if (dead)
 			record_dead_add(ids[i]);
 		if (dead && tombstones && now - list[k].terminated_ms > TOMBSTONE_MS &&
 		    !list[k].releaser_pid)
 			tombstone_collect_one(ctx, ids[i]);
 		if ((dead && (!tombstones || now - list[k].terminated_ms > TOMBSTONE_MS)) ||
-		    !strcmp(list[k].status, "pooled")) {
+		    list[k].status == SL_ST_POOLED) {
 			sandbox_free(&list[k]);
 			continue;
 		}
@@ -96,8 +96,8 @@ int sandbox_resolve_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_e
 		sl_err e = { 0 };
 		if (record_load(ctx, owner, &sb, &e) == 0) {
 			/* A claim outlives a tombstone until its release ends. */
-			bool live = !strcmp(sb.name, ref) && strcmp(sb.status, "terminated") &&
-				    strcmp(sb.status, "pooled");
+			bool live = !strcmp(sb.name, ref) && sb.status != SL_ST_TERMINATED &&
+				    sb.status != SL_ST_POOLED;
 			sandbox_free(&sb);
 			if (live) {
 				snprintf(id, len, "%s", owner);
@@ -148,7 +148,7 @@ int sandbox_find_user(sl_ctx *ctx, bool (*uses)(const sl_sandbox *sb, const void
 	if (sandbox_list_live(ctx, &list, &n, err) < 0)
 		return -1;
 	for (size_t i = 0; i < n && !user[0]; i++)
-		if (strcmp(list[i].status, "terminated") && uses(&list[i], arg))
+		if (list[i].status != SL_ST_TERMINATED && uses(&list[i], arg))
 			snprintf(user, 32, "%s", list[i].id);
 	sandbox_free_list(list, n);
 	return 0;

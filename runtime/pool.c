@@ -63,9 +63,10 @@ int sandbox_pool_take(sl_ctx *ctx, const char *id, const sl_create_opts *o, sl_s
 	if (record_lock_load(ctx, id, true, &sb, &lk, err) < 0)
 		return -1;
 	record_refresh_status(&sb, true);
-	if (strcmp(sb.status, "pooled") != 0) {
+	if (sb.status != SL_ST_POOLED) {
 		sandbox_free(&sb);
-		return sl_fail(err, SL_NOTFOUND, 0, "pooled sandbox %s is %s", id, sb.status);
+		return sl_fail(err, SL_NOTFOUND, 0, "pooled sandbox %s is %s", id,
+			       sandbox_status_name(sb.status));
 	}
 	/* By the name asked for (one record read; a digest is a scan of every name), which
 	 * must still be the pooled sandbox's image. */
@@ -100,7 +101,7 @@ int sandbox_pool_take(sl_ctx *ctx, const char *id, const sl_create_opts *o, sl_s
 	sb.lifetime_ms = o->lifetime_ms;
 	sb.exec_timeout_ms = o->exec_timeout_ms;
 	sb.expires_ms = o->lifetime_ms ? sb.created_ms + (int64_t)o->lifetime_ms : 0;
-	snprintf(sb.status, sizeof(sb.status), "running");
+	sb.status = SL_ST_RUNNING;
 	if (record_save_take(ctx, &sb, err) < 0) {
 		sandbox_free(&sb);
 		return -1;

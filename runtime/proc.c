@@ -87,14 +87,14 @@ int proc_started(sl_proc *p, const char *cmd, sl_err *err)
 int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc *p, sl_err *err)
 {
 	proc_init(p, sb->id);
-	if (!strcmp(sb->status, "paused"))
+	if (sb->status == SL_ST_PAUSED)
 		return sl_fail(err, SL_CONFLICT, 0,
 			       "sandbox %s is paused; resume it first (the API also takes "
 			       "?autoResume=1)",
 			       sb->id);
-	if (strcmp(sb->status, "running") != 0)
+	if (sb->status != SL_ST_RUNNING)
 		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is %s, not running", sb->id,
-			       sb->status);
+			       sandbox_status_name(sb->status));
 	if (initctl_sock_path(ctx, sb->id, p->init_sock, sizeof(p->init_sock), err) < 0)
 		return -1;
 	_cleanup_close_ int fd = initctl_connect_path(p->init_sock, sb->id, err);

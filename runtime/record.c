@@ -23,6 +23,29 @@
 
 #define RECORD_MAX (1 << 20)
 
+static const char *const status_names[] = {
+	[SL_ST_UNKNOWN] = "",		[SL_ST_CREATING] = "creating",
+	[SL_ST_RUNNING] = "running",	[SL_ST_STOPPED] = "stopped",
+	[SL_ST_PAUSED] = "paused",	[SL_ST_TERMINATED] = "terminated",
+	[SL_ST_FAILED] = "failed",	[SL_ST_POOLED] = "pooled",
+};
+
+const char *sandbox_status_name(enum sl_status s)
+{
+	return (unsigned)s < sizeof(status_names) / sizeof(status_names[0]) ? status_names[s] : "";
+}
+
+int sandbox_status_parse(const char *name, enum sl_status *out)
+{
+	for (size_t i = SL_ST_UNKNOWN + 1; i < sizeof(status_names) / sizeof(status_names[0]); i++)
+		if (name && !strcmp(name, status_names[i])) {
+			*out = (enum sl_status)i;
+			return 0;
+		}
+	*out = SL_ST_UNKNOWN;
+	return -1;
+}
+
 void sandbox_free(sl_sandbox *sb)
 {
 	if (!sb)
@@ -68,7 +91,7 @@ cJSON *sandbox_to_json(const sl_sandbox *sb)
 		cJSON_AddStringToObject(o, "name", sb->name);
 	else
 		cJSON_AddNullToObject(o, "name");
-	cJSON_AddStringToObject(o, "status", sb->status);
+	cJSON_AddStringToObject(o, "status", sandbox_status_name(sb->status));
 	cJSON_AddStringToObject(o, "image", sb->image);
 	cJSON_AddStringToObject(o, "imageDigest", sb->digest);
 	sl_iso_time(sb->created_ms, t, sizeof(t));
@@ -198,7 +221,8 @@ int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err)
 	memset(sb, 0, sizeof(*sb));
 	copy_str(sb->id, sizeof(sb->id), o, "id");
 	copy_str(sb->name, sizeof(sb->name), o, "name");
-	copy_str(sb->status, sizeof(sb->status), o, "status");
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
+	sandbox_status_parse(cJSON_IsString(st) ? st->valuestring : "", &sb->status);
 	copy_str(sb->image, sizeof(sb->image), o, "image");
 	copy_str(sb->digest, sizeof(sb->digest), o, "imageDigest");
 	copy_str(sb->user, sizeof(sb->user), o, "user");
@@ -315,7 +339,7 @@ int record_load_visible(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_er
 {
 	if (record_load(ctx, id, sb, err) < 0)
 		return -1;
-	if (strcmp(sb->status, "pooled") != 0)
+	if (sb->status != SL_ST_POOLED)
 		return 0;
 	sandbox_free(sb);
 	return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", id);
@@ -356,18 +380,18 @@ bool record_pid_alive(pid_t pid, uint64_t start)
  * at the init of a "running" record too (else it is taken on its word). */
 void record_refresh_status(sl_sandbox *sb, bool running)
 {
-	bool is_running = !strcmp(sb->status, "running");
-	if ((is_running && running) || !strcmp(sb->status, "paused") ||
-	    !strcmp(sb->status, "pooled")) {
+	bool is_running = sb->status == SL_ST_RUNNING;
+	if ((is_running && running) || sb->status == SL_ST_PAUSED ||
+	    sb->status == SL_ST_POOLED) {
 		char boot[64];
 		record_boot_id(boot, sizeof(boot));
 		if (sb->boot_id[0] && strcmp(boot, sb->boot_id) != 0)
-			snprintf(sb->status, sizeof(sb->status), "stopped");
+			sb->status = SL_ST_STOPPED;
 		else if (!record_pid_alive(sb->init_pid, sb->init_start))
-			snprintf(sb->status, sizeof(sb->status), "failed");
-	} else if (!strcmp(sb->status, "creating")) {
+			sb->status = SL_ST_FAILED;
+	} else if (sb->status == SL_ST_CREATING) {
 		if (!record_pid_alive(sb->creator_pid, sb->creator_start))
-			snprintf(sb->status, sizeof(sb->status), "failed");
+			sb->status = SL_ST_FAILED;
 	}
 }
 

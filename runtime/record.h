@@ -15,10 +15,27 @@
 #include "ctx.h"
 #include "err.h"
 
+/* A sandbox's status. The record and the JSON keep its name (sandbox_status_name), the
+ * same strings as ever. */
+enum sl_status {
+	SL_ST_UNKNOWN, /* a record naming none of these (read as "") */
+	SL_ST_CREATING,
+	SL_ST_RUNNING,
+	SL_ST_STOPPED,
+	SL_ST_PAUSED,
+	SL_ST_TERMINATED,
+	SL_ST_FAILED,
+	SL_ST_POOLED, /* the daemon's, hidden until a create takes it */
+};
+/* "creating", "running", ...; "" for SL_ST_UNKNOWN. */
+const char *sandbox_status_name(enum sl_status s);
+/* The status NAME names: 0, or -1 (and *out SL_ST_UNKNOWN) when none. */
+int sandbox_status_parse(const char *name, enum sl_status *out);
+
 typedef struct sl_sandbox {
 	char id[32];
 	char name[64];
-	char status[16]; /* creating running stopped paused terminated failed */
+	enum sl_status status;
 	char image[128];
 	char digest[72];
 	int64_t created_ms;

@@ -129,7 +129,7 @@ static void stop_processes(sl_ctx *ctx, sl_sandbox *sb, int grace_ms)
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
 	if (record_pid_alive(sb->init_pid, sb->init_start)) {
 		int pfd = syscall(SYS_pidfd_open, sb->init_pid, 0);
-		if (!strcmp(sb->status, "paused")) {
+		if (sb->status == SL_ST_PAUSED) {
 			sl_err fe = { 0 };
 			cgroup_freeze(ctx->cg, cg, false, &fe);
 		}
@@ -432,7 +432,7 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 			       o->name);
 	sl_new_id("sbx_", sb.id, sizeof(sb.id));
 	snprintf(sb.name, sizeof(sb.name), "%s", o->name ? o->name : "");
-	snprintf(sb.status, sizeof(sb.status), "creating");
+	sb.status = SL_ST_CREATING;
 	snprintf(sb.image, sizeof(sb.image), "%s", snap.id[0] ? snap.image : img.name);
 	snprintf(sb.snapshot, sizeof(sb.snapshot), "%s", snap.id);
 	snprintf(sb.digest, sizeof(sb.digest), "%s", img.digest);
@@ -514,7 +514,7 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 		goto fail;
 	/* A pooled sandbox needs no durable record: a daemon that died leaves its pool
 	 * to be discarded, whatever the record says. */
-	snprintf(sb.status, sizeof(sb.status), "%s", o->pooled ? "pooled" : "running");
+	sb.status = o->pooled ? SL_ST_POOLED : SL_ST_RUNNING;
 	if (record_save_creating(ctx, &sb, !sb.ephemeral && !o->pooled, err) < 0)
 		goto fail;
 	*out = sb;
@@ -579,7 +579,7 @@ int sandbox_destroy_id(sl_ctx *ctx, const char *id, const char *reason, bool all
 	sl_sandbox sb;
 	if (record_lock_load(ctx, id, allow_pooled, &sb, &lk, err) < 0)
 		return -1;
-	if (!strcmp(sb.status, "terminated")) {
+	if (sb.status == SL_ST_TERMINATED) {
 		/* An orphaned release (its releaser died): whoever destroys it again
 		 * finishes it. */
 		int r = 0;
@@ -590,7 +590,7 @@ int sandbox_destroy_id(sl_ctx *ctx, const char *id, const char *reason, bool all
 		sandbox_free(&sb);
 		return r;
 	}
-	if (!strcmp(sb.status, "creating") && record_pid_alive(sb.creator_pid, sb.creator_start) &&
+	if (sb.status == SL_ST_CREATING && record_pid_alive(sb.creator_pid, sb.creator_start) &&
 	    sb.creator_pid != getpid()) {
 		sandbox_free(&sb);
 		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is still being created", id);
@@ -604,13 +604,13 @@ int sandbox_destroy_id(sl_ctx *ctx, const char *id, const char *reason, bool all
 		 * frozen cgroup holds SIGKILL until thawed. */
 		char cg[64];
 		snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
-		if (!strcmp(sb.status, "paused")) {
+		if (sb.status == SL_ST_PAUSED) {
 			sl_err fe = { 0 };
 			cgroup_freeze(ctx->cg, cg, false, &fe);
 		}
 		kill_elsewhere(sb.init_pid);
 	}
-	snprintf(sb.status, sizeof(sb.status), "terminated");
+	sb.status = SL_ST_TERMINATED;
 	snprintf(sb.reason, sizeof(sb.reason), "%s", reason ? reason : "deleted");
 	sb.terminated_ms = sl_now_ms();
 	if (finish) {
@@ -664,7 +664,7 @@ static int destroy_finish_locked(sl_ctx *ctx, const char *id, sl_err *err)
 	if (record_lock_load(ctx, id, true, &sb, &lk, err) < 0)
 		return -1;
 	int r = 0;
-	if (!strcmp(sb.status, "terminated") && sb.releaser_pid)
+	if (sb.status == SL_ST_TERMINATED && sb.releaser_pid)
 		r = finish_release(ctx, &sb, err);
 	sandbox_free(&sb);
 	return r;
@@ -705,9 +705,9 @@ int sandbox_finish_orphans(sl_ctx *ctx, sl_err *err)
 		sl_err e = { 0 };
 		if (record_load(ctx, ids[i], &sb, &e) < 0)
 			continue;
-		bool orphan_release = !strcmp(sb.status, "terminated") && sb.releaser_pid &&
+		bool orphan_release = sb.status == SL_ST_TERMINATED && sb.releaser_pid &&
 				      !record_pid_alive(sb.releaser_pid, sb.releaser_start);
-		bool orphan_pooled = !strcmp(sb.status, "pooled") &&
+		bool orphan_pooled = sb.status == SL_ST_POOLED &&
 				     !record_pid_alive(sb.creator_pid, sb.creator_start);
 		sandbox_free(&sb);
 		if (orphan_release && sandbox_destroy_id(ctx, ids[i], NULL, true, 0, &e) == 0)
@@ -755,7 +755,7 @@ int sandbox_image_in_use(sl_ctx *ctx, const char *digest, bool *in_use, sl_err *
 			sl_err e = { 0 };
 			if (record_load(ctx, ids[i], &sb, &e) < 0)
 				continue;
-			*in_use = !strcmp(sb.status, "pooled") && !strcmp(sb.digest, digest);
+			*in_use = sb.status == SL_ST_POOLED && !strcmp(sb.digest, digest);
 			sandbox_free(&sb);
 		}
 		record_free_ids(ids, nids);
@@ -792,13 +792,14 @@ static int load_locked(sl_ctx *ctx, const char *ref, sl_sandbox *sb, int *lk, sl
 	return 0;
 }
 
-static int want_status(const sl_sandbox *sb, const char *want, const char *verb, sl_err *err)
+static int want_status(const sl_sandbox *sb, enum sl_status want, const char *verb,
+		       sl_err *err)
 {
-	if (!strcmp(sb->status, want))
+	if (sb->status == want)
 		return 0;
-	return sl_fail(err, !strcmp(sb->status, "terminated") ? SL_NOTFOUND : SL_CONFLICT, 0,
-		       "sandbox %s is %s; only a %s sandbox can be %s", sb->id, sb->status, want,
-		       verb);
+	return sl_fail(err, sb->status == SL_ST_TERMINATED ? SL_NOTFOUND : SL_CONFLICT, 0,
+		       "sandbox %s is %s; only a %s sandbox can be %s", sb->id,
+		       sandbox_status_name(sb->status), sandbox_status_name(want), verb);
 }
 
 /* pause and resume: the same move in two directions. */
@@ -810,12 +811,12 @@ static int set_frozen(sl_ctx *ctx, const char *ref, bool frozen, sl_sandbox *out
 		return -1;
 	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
-	int r = frozen ? want_status(&sb, "running", "paused", err)
-		       : want_status(&sb, "paused", "resumed", err);
+	int r = frozen ? want_status(&sb, SL_ST_RUNNING, "paused", err)
+		       : want_status(&sb, SL_ST_PAUSED, "resumed", err);
 	if (r == 0)
 		r = cgroup_freeze(ctx->cg, cg, frozen, err);
 	if (r == 0) {
-		snprintf(sb.status, sizeof(sb.status), "%s", frozen ? "paused" : "running");
+		sb.status = frozen ? SL_ST_PAUSED : SL_ST_RUNNING;
 		r = record_save(ctx, &sb, true, err);
 	}
 	if (r == 0 && out)
@@ -841,9 +842,9 @@ int sandbox_stop(sl_ctx *ctx, const char *ref, int grace_ms, sl_sandbox *out, sl
 	_cleanup_close_ int lk = -1;
 	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
 		return -1;
-	if (strcmp(sb.status, "running") && strcmp(sb.status, "paused") &&
-	    strcmp(sb.status, "failed")) {
-		int r = want_status(&sb, "running", "stopped", err);
+	if (sb.status != SL_ST_RUNNING && sb.status != SL_ST_PAUSED &&
+	    sb.status != SL_ST_FAILED) {
+		int r = want_status(&sb, SL_ST_RUNNING, "stopped", err);
 		sandbox_free(&sb);
 		return r;
 	}
@@ -852,7 +853,7 @@ int sandbox_stop(sl_ctx *ctx, const char *ref, int grace_ms, sl_sandbox *out, sl
 	state_run_dir(&ctx->cfg, sb.id, sock, sizeof(sock));
 	strcat(sock, "/init.sock");
 	unlink(sock);
-	snprintf(sb.status, sizeof(sb.status), "stopped");
+	sb.status = SL_ST_STOPPED;
 	sb.init_pid = 0;
 	sb.init_start = 0;
 	int r = record_save(ctx, &sb, true, err);
@@ -869,8 +870,8 @@ int sandbox_start(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
 	_cleanup_close_ int lk = -1;
 	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
 		return -1;
-	if (strcmp(sb.status, "stopped") && strcmp(sb.status, "failed")) {
-		int r = want_status(&sb, "stopped", "started", err);
+	if (sb.status != SL_ST_STOPPED && sb.status != SL_ST_FAILED) {
+		int r = want_status(&sb, SL_ST_STOPPED, "started", err);
 		sandbox_free(&sb);
 		return r;
 	}
@@ -880,7 +881,7 @@ int sandbox_start(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
 	if (r == 0)
 		r = start_init(ctx, &sb, NULL, 0, NULL, NULL, err);
 	if (r == 0) {
-		snprintf(sb.status, sizeof(sb.status), "running");
+		sb.status = SL_ST_RUNNING;
 		r = record_save(ctx, &sb, true, err);
 	}
 	if (r == 0 && out)
@@ -902,7 +903,7 @@ int sandbox_set_labels(sl_ctx *ctx, const char *ref, const cJSON *labels, sl_san
 	_cleanup_close_ int lk = -1;
 	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
 		return -1;
-	if (!strcmp(sb.status, "terminated")) {
+	if (sb.status == SL_ST_TERMINATED) {
 		sandbox_free(&sb);
 		return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed", sb.id);
 	}
@@ -923,7 +924,7 @@ int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int6
 	_cleanup_close_ int lk = -1;
 	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
 		return -1;
-	if (!strcmp(sb.status, "terminated")) {
+	if (sb.status == SL_ST_TERMINATED) {
 		sandbox_free(&sb);
 		return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed", sb.id);
 	}
@@ -957,7 +958,7 @@ int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl
 		return -1;
 	}
 	int r = 0;
-	if (!strcmp(sb.status, "terminated"))
+	if (sb.status == SL_ST_TERMINATED)
 		r = sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed", sb.id);
 	else if (net->enabled != sb.net_enabled)
 		r = sl_fail(err, SL_INVALID, 0,
@@ -976,7 +977,7 @@ int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl
 	cJSON_Delete(deny);
 	/* A running (or paused) sandbox's chain changes now; a stopped one's at start. */
 	if (r == 0 && sb.net_enabled &&
-	    (!strcmp(sb.status, "running") || !strcmp(sb.status, "paused"))) {
+	    (sb.status == SL_ST_RUNNING || sb.status == SL_ST_PAUSED)) {
 		sl_net_sandbox ns;
 		sl_cidr al[SL_NET_MAX_RULES], de[SL_NET_MAX_RULES];
 		r = sbxnet_spec(&sb, &ns, al, de, err);

@@ -144,10 +144,10 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 	sl_sandbox sb;
 	if (sandbox_get(ctx, sandbox_ref, &sb, err) < 0)
 		return -1;
-	if (!strcmp(sb.status, "terminated") || !strcmp(sb.status, "creating")) {
+	if (sb.status == SL_ST_TERMINATED || sb.status == SL_ST_CREATING) {
 		sandbox_free(&sb);
 		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is %s; nothing to snapshot", sb.id,
-			       sb.status);
+			       sandbox_status_name(sb.status));
 	}
 	sl_snapshot s = { 0 };
 	sl_new_id("snp_", s.id, sizeof(s.id));
@@ -160,8 +160,8 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
 	/* Freeze a running sandbox so no write is half done at the instant of capture. */
-	bool froze = !strcmp(sb.status, "running") && cgroup_freeze(ctx->cg, cg, true, err) == 0;
-	if (!strcmp(sb.status, "running") && !froze) {
+	bool froze = sb.status == SL_ST_RUNNING && cgroup_freeze(ctx->cg, cg, true, err) == 0;
+	if (sb.status == SL_ST_RUNNING && !froze) {
 		sandbox_free(&sb);
 		return -1;
 	}

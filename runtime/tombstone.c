@@ -92,7 +92,7 @@ bool tombstone_collect_one(sl_ctx *ctx, const char *id)
 	sl_sandbox sb;
 	if (record_load(ctx, id, &sb, &e) < 0)
 		return false;
-	bool gone = !strcmp(sb.status, "terminated") && !sb.releaser_pid;
+	bool gone = sb.status == SL_ST_TERMINATED && !sb.releaser_pid;
 	sandbox_free(&sb);
 	if (gone)
 		record_remove_dir(ctx, id);
@@ -112,7 +112,7 @@ int sandbox_collect_tombstones(sl_ctx *ctx, sl_err *err)
 		sl_err e = {0};
 		if (strlen(ids[i]) >= sizeof(v[0].id) || record_load(ctx, ids[i], &sb, &e) < 0)
 			continue;
-		if (!strcmp(sb.status, "terminated") && !sb.releaser_pid) {
+		if (sb.status == SL_ST_TERMINATED && !sb.releaser_pid) {
 			snprintf(v[k].id, sizeof(v[k].id), "%s", ids[i]);
 			v[k++].terminated_ms = sb.terminated_ms;
 		}
@@ -227,7 +227,7 @@ int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *er
 		sl_err e = { 0 };
 		if (record_load(ctx, ids[i], &sb, &e) < 0)
 			continue;
-		bool dead = !strcmp(sb.status, "terminated");
+		bool dead = sb.status == SL_ST_TERMINATED;
 		if (dead)
 			record_dead_add(ids[i]);
 		sl_deadline d = { .ephemeral = sb.ephemeral, .created_ms = sb.created_ms,
@@ -235,8 +235,8 @@ int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *er
 				  .init_pid = sb.init_pid, .init_start = sb.init_start };
 		snprintf(d.id, sizeof(d.id), "%s", sb.id);
 		snprintf(d.boot_id, sizeof(d.boot_id), "%s", sb.boot_id);
-		snprintf(d.status, sizeof(d.status), "%s", sb.status);
-		bool live = !dead && strcmp(sb.status, "pooled");
+		d.status = sb.status;
+		bool live = !dead && sb.status != SL_ST_POOLED;
 		sandbox_free(&sb);
 		pthread_mutex_lock(&seen.lock);
 		if ((r = seen_slot(ids[i]))) {
@@ -255,10 +255,10 @@ int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *er
 		if (!list[i].idle_ms)
 			continue;
 		sl_sandbox sb = { .init_pid = list[i].init_pid, .init_start = list[i].init_start };
-		snprintf(sb.status, sizeof(sb.status), "%s", list[i].status);
+		sb.status = list[i].status;
 		snprintf(sb.boot_id, sizeof(sb.boot_id), "%s", list[i].boot_id);
 		record_refresh_status(&sb, true);
-		snprintf(list[i].status, sizeof(list[i].status), "%s", sb.status);
+		list[i].status = sb.status;
 	}
 	*out = list;
 	*n = k;

@@ -9,6 +9,7 @@
 
 #include "ctx.h"
 #include "err.h"
+#include "record.h"
 
 /* How long a tombstone is kept. */
 #define TOMBSTONE_MS (24LL * 3600 * 1000)
@@ -22,7 +23,7 @@ int sandbox_collect_tombstones(sl_ctx *ctx, sl_err *err);
  * sandbox (not a tombstone, not pooled). */
 typedef struct sl_deadline {
 	char id[32];
-	char status[16];
+	enum sl_status status;
 	bool ephemeral;
 	int64_t created_ms;
 	uint64_t idle_ms;  /* 0: none */

@@ -873,7 +873,7 @@ static void test_lifecycle_routes(void **state)
 		sl_sandbox sb;
 		sl_err err = {0};
 		if (sandbox_get(&CTX, id3, &sb, &err) == 0) {
-			gone = !strcmp(sb.status, "terminated");
+			gone = sb.status == SL_ST_TERMINATED;
 			sandbox_free(&sb);
 		}
 	}
