@@ -26,7 +26,7 @@ static void activity_path(api_server *s, const char *id, char *buf, size_t len)
 void api_touch(api_server *s, const char *ref)
 {
 	/* Only ids (names would need a lookup on every request). */
-	if (strncmp(ref, "sbx_", 4) || strlen(ref) > 31 || strspn(ref, "abcdefghijklmnopqrstuvwxyz234567_") != strlen(ref))
+	if (!id_ok(ref, "sbx_"))
 		return;
 	char p[PATH_MAX];
 	activity_path(s, ref, p, sizeof(p));

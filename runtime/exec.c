@@ -51,18 +51,6 @@
 
 /* ---- names and paths ---- */
 
-/* Ids become path components: prefix + [a-z0-9], as sl_new_id makes them. */
-static bool id_ok(const char *s, const char *prefix)
-{
-	size_t pl = strlen(prefix), n = s ? strlen(s) : 0;
-	if (n <= pl || n >= 32 || strncmp(s, prefix, pl) != 0)
-		return false;
-	for (size_t i = pl; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
-			return false;
-	return true;
-}
-
 /* An id is taken as is; anything else is looked up as a sandbox name. */
 static int sandbox_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_err *err)
 {
@@ -1186,7 +1174,7 @@ void exec_watch_end(sl_ctx *ctx, sl_dirwatch *w)
 
 /* ---- JSON ---- */
 
-static const char *status_name(sl_exec_status s)
+const char *exec_status_name(sl_exec_status s)
 {
 	switch (s) {
 	case SL_EXEC_RUNNING:
@@ -1212,7 +1200,7 @@ cJSON *exec_to_json(const sl_exec *e)
 	cJSON_AddStringToObject(o, "sandboxId", e->sandbox_id);
 	cJSON_AddItemToObject(o, "command",
 			      e->command ? cJSON_Duplicate(e->command, 1) : cJSON_CreateArray());
-	cJSON_AddStringToObject(o, "status", status_name(e->status));
+	cJSON_AddStringToObject(o, "status", exec_status_name(e->status));
 	if (running || e->exit_code < 0)
 		cJSON_AddNullToObject(o, "exitCode");
 	else

@@ -24,6 +24,8 @@ typedef enum sl_exec_status {
 	SL_EXEC_TIMEOUT,   /* killed by its timeout */
 	SL_EXEC_CANCELLED, /* killed by a signal request (SIGKILL/SIGTERM via the API) */
 } sl_exec_status;
+/* "running", "completed", "failed", "timeout", "cancelled": the JSON's words. */
+const char *exec_status_name(sl_exec_status s);
 
 typedef struct sl_exec_spec {
 	char *const *argv;	/* argv; or NULL and `shell` set */

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 
 void sl_new_id(const char *prefix, char *out, size_t len)
@@ -17,4 +18,11 @@ void sl_new_id(const char *prefix, char *out, size_t len)
 		s[i] = b32[r[i] & 31];
 	s[20] = '\0';
 	snprintf(out, len, "%s%s", prefix, s);
+}
+
+bool id_ok(const char *s, const char *prefix)
+{
+	size_t pl = strlen(prefix), n = s ? strlen(s) : 0;
+	return n > pl && n < 32 && !strncmp(s, prefix, pl) &&
+	       strspn(s + pl, "abcdefghijklmnopqrstuvwxyz234567") == n - pl;
 }

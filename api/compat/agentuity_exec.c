@@ -103,13 +103,6 @@ void ag_stream_fields(api_req *r, cJSON *o, const char *sandbox_id, const char *
 	}
 }
 
-static bool id_ok(const char *s, const char *prefix)
-{
-	size_t n = strlen(s);
-	return n > strlen(prefix) && n < 32 && !strncmp(s, prefix, strlen(prefix)) &&
-	       strspn(s, "abcdefghijklmnopqrstuvwxyz234567_") == n;
-}
-
 enum MHD_Result ag_stream(api_req *r)
 {
 	char buf[256], *part[4], *save = NULL;

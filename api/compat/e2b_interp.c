@@ -62,7 +62,7 @@ static void ctx_dir(api_server *s, const char *sid, char *buf, size_t len)
 	snprintf(buf, len, "%s/e2b-contexts", run);
 }
 
-static bool id_ok(const char *id)
+static bool ctx_id_ok(const char *id)
 {
 	size_t n = strlen(id);
 	return n && n < 40 && strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
@@ -72,7 +72,7 @@ static int ctx_load(api_server *s, const char *sid, const char *ref, ctx_rec *ou
 {
 	char dir[PATH_MAX], p[PATH_MAX + 64], id[40];
 	snprintf(id, sizeof(id), "%s", ref); /* ref may be out->id */
-	if (!id_ok(ref) || strlen(ref) >= sizeof(id))
+	if (!ctx_id_ok(ref) || strlen(ref) >= sizeof(id))
 		return sl_fail(err, SL_NOTFOUND, 0, "context %s not found", id);
 	ctx_dir(s, sid, dir, sizeof(dir));
 	snprintf(p, sizeof(p), "%s/%s.json", dir, id);
