@@ -56,7 +56,7 @@ static int list_records(sl_ctx *ctx, bool tombstones, sl_sandbox **out, size_t *
 		record_refresh_status(&list[k], true);
 		k++;
 	}
-	record_free_ids(ids, nids);
+	state_free_names(ids, nids);
 	qsort(list, k, sizeof(*list), cmp_created);
 	*out = list;
 	*n = k;

@@ -399,33 +399,7 @@ int record_list_ids(const sl_ctx *ctx, char ***ids, size_t *n, sl_err *err)
 {
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/sandboxes", ctx->cfg.state_dir);
-	_cleanup_closedir_ DIR *d = opendir(p);
-	*ids = NULL;
-	*n = 0;
-	if (!d)
-		return errno == ENOENT ? 0 : sl_sysfail(err, "list %s", p);
-	size_t cap = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (strncmp(e->d_name, "sbx_", 4) != 0)
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 32;
-			char **nn = realloc(*ids, cap * sizeof(char *));
-			if (!nn)
-				return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
-			*ids = nn;
-		}
-		(*ids)[(*n)++] = strdup(e->d_name);
-	}
-	return 0;
-}
-
-void record_free_ids(char **ids, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(ids[i]);
-	free(ids);
+	return state_list_dir(p, "sbx_", "", ids, n, err);
 }
 
 /* The ids in <state>/sandboxes and a zeroed array of as many ELEM-byte entries. */
@@ -436,7 +410,7 @@ int record_ids_and_array(const sl_ctx *ctx, char ***ids, size_t *nids, size_t el
 	if (record_list_ids(ctx, ids, nids, err) < 0)
 		return -1;
 	if (!(*arr = calloc(*nids ? *nids : 1, elem))) {
-		record_free_ids(*ids, *nids);
+		state_free_names(*ids, *nids);
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
 	}
 	return 0;

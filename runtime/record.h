@@ -106,9 +106,8 @@ void record_refresh_status(sl_sandbox *sb, bool running);
 /* "K=V" strings as a JSON object (env, labels); FIELD names them in errors. */
 int record_kv_object(const char *field, const char *const *kv, cJSON **out, sl_err *err);
 
-/* The ids in <state>/sandboxes (record_free_ids frees them). */
+/* The ids in <state>/sandboxes (state_free_names frees them). */
 int record_list_ids(const sl_ctx *ctx, char ***ids, size_t *n, sl_err *err);
-void record_free_ids(char **ids, size_t n);
 /* The ids and a zeroed array of as many ELEM-byte entries. */
 int record_ids_and_array(const sl_ctx *ctx, char ***ids, size_t *nids, size_t elem, void **arr,
 			 sl_err *err);

@@ -719,7 +719,7 @@ int sandbox_finish_orphans(sl_ctx *ctx, sl_err *err)
 		if (e.kind)
 			sl_log(SL_LOG_WARN, "sandbox %s: %s", ids[i], e.msg);
 	}
-	record_free_ids(ids, nids);
+	state_free_names(ids, nids);
 	int layers = store_layers_collect(&ctx->cfg, has_record, ctx);
 	if (layers > 0)
 		sl_log(SL_LOG_INFO, "store: removed %d layer(s) a crash left without a record",
@@ -758,7 +758,7 @@ int sandbox_image_in_use(sl_ctx *ctx, const char *digest, bool *in_use, sl_err *
 			*in_use = sb.status == SL_ST_POOLED && !strcmp(sb.digest, digest);
 			sandbox_free(&sb);
 		}
-		record_free_ids(ids, nids);
+		state_free_names(ids, nids);
 	}
 	/* Snapshots are layered on their image: they hold it too. */
 	sl_snapshot *snaps;

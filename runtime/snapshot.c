@@ -199,24 +199,17 @@ int snapshot_list(sl_ctx *ctx, sl_snapshot **out, size_t *n, sl_err *err)
 	snap_dir(ctx, p, sizeof(p));
 	*out = NULL;
 	*n = 0;
-	_cleanup_closedir_ DIR *d = opendir(p);
-	if (!d)
-		return errno == ENOENT ? 0 : sl_sysfail(err, "list %s", p);
-	size_t cap = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		size_t len = strlen(e->d_name);
-		if (strncmp(e->d_name, "snp_", 4) || len < 6 || strcmp(e->d_name + len - 5, ".json"))
-			continue;
+	char **ids;
+	size_t nids;
+	if (state_list_dir(p, "snp_", ".json", &ids, &nids, err) < 0)
+		return -1;
+	if (nids && !(*out = calloc(nids, sizeof(**out)))) {
+		state_free_names(ids, nids);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "list snapshots");
+	}
+	for (size_t i = 0; i < nids; i++) {
 		char id[40];
-		snprintf(id, sizeof(id), "%.*s", (int)(len - 5), e->d_name);
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			sl_snapshot *nl = realloc(*out, cap * sizeof(**out));
-			if (!nl)
-				return sl_fail(err, SL_INTERNAL, ENOMEM, "list snapshots");
-			*out = nl;
-		}
+		snprintf(id, sizeof(id), "%s", ids[i]);
 		sl_err e2 = { 0 };
 		if (snap_load(ctx, id, &(*out)[*n], &e2) == 0) {
 			/* Only the newest snapshot with a name carries it (tags). */
@@ -228,6 +221,7 @@ int snapshot_list(sl_ctx *ctx, sl_snapshot **out, size_t *n, sl_err *err)
 			(*n)++;
 		}
 	}
+	state_free_names(ids, nids);
 	return 0;
 }
 

@@ -42,6 +42,13 @@ int state_private_dir(const char *path, mode_t mode, sl_err *err);
 /* The same for an existing directory only: a missing PATH is fine. */
 int state_restrict(const char *path, mode_t mode, sl_err *err);
 
+/* The names in DIR that start with PREFIX and end with SUFFIX (either may be ""; a name
+ * must be longer than the suffix, and not start with '.'), SUFFIX cut off, in readdir
+ * order. A missing DIR lists nothing. state_free_names frees the list. */
+int state_list_dir(const char *dir, const char *prefix, const char *suffix, char ***names,
+		   size_t *n, sl_err *err);
+void state_free_names(char **names, size_t n);
+
 void state_sandbox_dir(const sl_config *cfg, const char *id, char *buf, size_t len);
 void state_run_dir(const sl_config *cfg, const char *id, char *buf, size_t len);
 

@@ -17,6 +17,7 @@
 #include "idset.h"
 #include "log.h"
 #include "record.h"
+#include "state.h"
 
 /* ---- tombstone collection ----
  *
@@ -126,7 +127,7 @@ int sandbox_collect_tombstones(sl_ctx *ctx, sl_err *err)
 		    tombstone_collect_one(ctx, v[i].id))
 			removed++;
 	free(v);
-	record_free_ids(ids, nids);
+	state_free_names(ids, nids);
 	char p[PATH_MAX], buf[32];
 	tombstones_next_path(ctx, p, sizeof(p));
 	int n = snprintf(buf, sizeof(buf), "%zu\n", nids - removed + (size_t)tombstones_slack(ctx));
@@ -248,7 +249,7 @@ int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *er
 		if (live)
 			list[k++] = d;
 	}
-	record_free_ids(ids, nids);
+	state_free_names(ids, nids);
 	/* The status a record keeps may be stale (its init died): what an idle timeout acts
 	 * on, so it is looked at for those (a read of /proc/<pid>/stat each). */
 	for (size_t i = 0; i < k; i++) {

@@ -122,28 +122,22 @@ int volume_list(sl_ctx *ctx, sl_volume **out, size_t *n, sl_err *err)
 	snprintf(p, sizeof(p), "%s/volumes", ctx->cfg.state_dir);
 	*out = NULL;
 	*n = 0;
-	_cleanup_closedir_ DIR *d = opendir(p);
-	if (!d)
-		return errno == ENOENT ? 0 : sl_sysfail(err, "list %s", p);
-	size_t cap = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		size_t len = strlen(e->d_name);
-		if (len < 6 || strcmp(e->d_name + len - 5, ".json") || e->d_name[0] == '.')
-			continue;
+	char **names;
+	size_t nn;
+	if (state_list_dir(p, "", ".json", &names, &nn, err) < 0)
+		return -1;
+	if (nn && !(*out = calloc(nn, sizeof(**out)))) {
+		state_free_names(names, nn);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "list volumes");
+	}
+	for (size_t i = 0; i < nn; i++) {
 		char name[64];
-		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), e->d_name);
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			sl_volume *nl = realloc(*out, cap * sizeof(**out));
-			if (!nl)
-				return sl_fail(err, SL_INTERNAL, ENOMEM, "list volumes");
-			*out = nl;
-		}
+		snprintf(name, sizeof(name), "%s", names[i]);
 		sl_err e2 = { 0 };
 		if (volume_get(ctx, name, &(*out)[*n], &e2) == 0)
 			(*n)++;
 	}
+	state_free_names(names, nn);
 	return 0;
 }
 
