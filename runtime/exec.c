@@ -58,11 +58,10 @@ static int sandbox_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_er
 		snprintf(id, len, "%s", ref);
 		return 0;
 	}
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	if (sandbox_get(ctx, ref, &sb, err) < 0)
 		return -1;
 	snprintf(id, len, "%s", sb.id);
-	sandbox_free(&sb);
 	return 0;
 }
 
@@ -313,15 +312,13 @@ typedef struct sb_live {
 static bool sandbox_alive(sl_ctx *ctx, const char *sid, sb_live *live)
 {
 	if (live->state < 0) {
-		sl_sandbox sb;
+		_cleanup_sandbox_ sl_sandbox sb = {0};
 		sl_err e = {0};
-		if (sandbox_get(ctx, sid, &sb, &e) < 0) {
+		if (sandbox_get(ctx, sid, &sb, &e) < 0)
 			/* An unreadable record says nothing about init: assume it lives. */
 			live->state = e.kind == SL_NOTFOUND ? 0 : 1;
-		} else {
+		else
 			live->state = sb.status == SL_ST_RUNNING || sb.status == SL_ST_PAUSED;
-			sandbox_free(&sb);
-		}
 	}
 	return live->state == 1;
 }
@@ -503,11 +500,8 @@ int exec_list(sl_ctx *ctx, const char *sandbox_id, sl_exec **out, size_t *n, sl_
 		if (errno != ENOENT)
 			return sl_sysfail(err, "list %s", d);
 		/* No execution yet, or no sandbox: tell the two apart. */
-		sl_sandbox sb;
-		if (sandbox_get(ctx, sid, &sb, err) < 0)
-			return -1;
-		sandbox_free(&sb);
-		return 0;
+		_cleanup_sandbox_ sl_sandbox sb = {0};
+		return sandbox_get(ctx, sid, &sb, err) < 0 ? -1 : 0;
 	}
 	sl_exec *list = NULL;
 	size_t k = 0, cap = 0;
@@ -1077,7 +1071,7 @@ int exec_resize(int master, unsigned short rows, unsigned short cols, sl_err *er
  * shows the process as gone. */
 static int init_pidfd(sl_ctx *ctx, const char *sid)
 {
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	sl_err e = {0};
 	if (sandbox_get(ctx, sid, &sb, &e) < 0)
 		return -1;
@@ -1088,7 +1082,6 @@ static int init_pidfd(sl_ctx *ctx, const char *sid)
 		if (fd >= 0 && proc_start_time(sb.init_pid) != sb.init_start)
 			close(steal_fd(&fd));
 	}
-	sandbox_free(&sb);
 	return fd;
 }
 

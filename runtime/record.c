@@ -288,9 +288,8 @@ static int record_write(const sl_ctx *ctx, const sl_sandbox *sb, enum rec_write 
 {
 	char p[PATH_MAX];
 	record_path(ctx, sb->id, p);
-	cJSON *o = record_json(sb);
+	_cleanup_cjson_ cJSON *o = record_json(sb);
 	_cleanup_free_ char *s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
 	if (!s)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "serialise %s", sb->id);
 	if (how == REC_VOLATILE || !ctx->sync_soon)

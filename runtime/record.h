@@ -73,6 +73,9 @@ typedef struct sl_sandbox {
 } sl_sandbox;
 
 void sandbox_free(sl_sandbox *sb);
+/* A record freed at the end of its scope; initialise it ({0}): a failed load may leave
+ * it untouched. */
+#define _cleanup_sandbox_ __attribute__((cleanup(sandbox_free)))
 void sandbox_free_list(sl_sandbox *list, size_t n);
 /* The record as JSON (the API's Sandbox shape; internal fields omitted). */
 cJSON *sandbox_to_json(const sl_sandbox *sb);

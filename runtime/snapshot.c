@@ -141,11 +141,10 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 		return sl_fail(err, SL_INVALID, 0,
 			       "name \"%s\": use 1-63 lowercase letters, digits, '-', '.', '_'",
 			       name);
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	if (sandbox_get(ctx, sandbox_ref, &sb, err) < 0)
 		return -1;
 	if (sb.status == SL_ST_TERMINATED || sb.status == SL_ST_CREATING) {
-		sandbox_free(&sb);
 		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is %s; nothing to snapshot", sb.id,
 			       sandbox_status_name(sb.status));
 	}
@@ -162,7 +161,6 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 	/* Freeze a running sandbox so no write is half done at the instant of capture. */
 	bool froze = sb.status == SL_ST_RUNNING && cgroup_freeze(ctx->cg, cg, true, err) == 0;
 	if (sb.status == SL_ST_RUNNING && !froze) {
-		sandbox_free(&sb);
 		return -1;
 	}
 	int r = store_ensure(&ctx->cfg, err);
@@ -172,7 +170,6 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 		sl_err e2 = { 0 };
 		cgroup_freeze(ctx->cg, cg, false, &e2);
 	}
-	sandbox_free(&sb);
 	if (r < 0)
 		return -1;
 	if (snap_save(ctx, &s, err) < 0) {
