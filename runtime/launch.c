@@ -790,6 +790,7 @@ int launch_new_netns(sl_err *err)
 	return fd;
 }
 
+/* Over 120 lines: one launch's steps in their order, each undone on failure below it. */
 int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 {
 	char sock[PATH_MAX], logp[PATH_MAX];

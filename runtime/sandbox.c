@@ -406,6 +406,34 @@ int sandbox_lookup_image(sl_ctx *ctx, const char *image, sl_image *img, sl_err *
 	return image_lookup(ctx->cfg.state_dir, image, img, err);
 }
 
+/* The create's volumes checked (mount path, a source that resolves) and recorded in SB
+ * as [{name, mountPath, readOnly}]. */
+static int record_volumes(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *sb, sl_err *err)
+{
+	sb->volumes = cJSON_CreateArray();
+	for (size_t i = 0; i < o->nvolumes; i++) {
+		const sl_volume_spec *vs = &o->volumes[i];
+		const char *mp = vs->mount_path ? vs->mount_path : "";
+		if (mp[0] != '/' || !strcmp(mp, "/") || strstr(mp, "/..") || strstr(mp, "/./") ||
+		    strlen(mp) > 1024 || !vs->source || !*vs->source)
+			return sl_fail(err, SL_INVALID, 0,
+				       "volumes[%zu]: mountPath \"%s\" must be an absolute path "
+				       "other than / without . or .. (and a volume name or host dir)",
+				       i, mp);
+		if (o->nvolumes > SL_MAX_VOLUMES)
+			return sl_fail(err, SL_INVALID, 0, "volumes: at most %d", SL_MAX_VOLUMES);
+		char src[PATH_MAX];
+		if (volume_source(ctx, vs->source, src, sizeof(src), err) < 0)
+			return sl_wrap(err, "volumes[%zu]", i);
+		cJSON *m = cJSON_CreateObject();
+		cJSON_AddStringToObject(m, "name", vs->source);
+		cJSON_AddStringToObject(m, "mountPath", mp);
+		cJSON_AddBoolToObject(m, "readOnly", vs->readonly);
+		cJSON_AddItemToArray(sb->volumes, m);
+	}
+	return 0;
+}
+
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err)
 {
 	sl_sandbox sb = { 0 };
@@ -462,32 +490,9 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 		return sl_fail(err, SL_INVALID, 0,
 			       "network.allow and network.deny need network.enabled=true");
 	}
-	sb.volumes = cJSON_CreateArray();
-	for (size_t i = 0; i < o->nvolumes; i++) {
-		const sl_volume_spec *vs = &o->volumes[i];
-		const char *mp = vs->mount_path ? vs->mount_path : "";
-		if (mp[0] != '/' || !strcmp(mp, "/") || strstr(mp, "/..") || strstr(mp, "/./") ||
-		    strlen(mp) > 1024 || !vs->source || !*vs->source) {
-			sandbox_free(&sb);
-			return sl_fail(err, SL_INVALID, 0,
-				       "volumes[%zu]: mountPath \"%s\" must be an absolute path "
-				       "other than / without . or .. (and a volume name or host dir)",
-				       i, mp);
-		}
-		if (o->nvolumes > SL_MAX_VOLUMES) {
-			sandbox_free(&sb);
-			return sl_fail(err, SL_INVALID, 0, "volumes: at most %d", SL_MAX_VOLUMES);
-		}
-		char src[PATH_MAX];
-		if (volume_source(ctx, vs->source, src, sizeof(src), err) < 0) {
-			sandbox_free(&sb);
-			return sl_wrap(err, "volumes[%zu]", i);
-		}
-		cJSON *m = cJSON_CreateObject();
-		cJSON_AddStringToObject(m, "name", vs->source);
-		cJSON_AddStringToObject(m, "mountPath", mp);
-		cJSON_AddBoolToObject(m, "readOnly", vs->readonly);
-		cJSON_AddItemToArray(sb.volumes, m);
+	if (record_volumes(ctx, o, &sb, err) < 0) {
+		sandbox_free(&sb);
+		return -1;
 	}
 	if (snap.id[0])
 		base = snap;
