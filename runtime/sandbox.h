@@ -23,8 +23,6 @@
 #include "tombstone.h"
 #include "volume.h"
 
-
-
 typedef struct sl_create_opts {
 	const char *image; /* NULL: "default", else "busybox" when default is absent */
 	const char *snapshot; /* id or name: start with the snapshot's files (and image) */
@@ -55,7 +53,10 @@ typedef struct sl_create_opts {
 	struct sl_proc *first_proc;
 } sl_create_opts;
 
+/* Create and start a sandbox; a failed create leaves nothing. With packages, their layer
+ * comes from ctx->package_layer (packages.c, which sits above this file). */
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err);
+
 /* Kill everything, free every host resource, leave a tombstone (unless the sandbox
  * was still being created by a live process: then SL_CONFLICT). */
 int sandbox_destroy(sl_ctx *ctx, const char *ref, const char *reason, sl_err *err);
