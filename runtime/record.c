@@ -461,7 +461,8 @@ int record_kv_object(const char *field, const char *const *kv, cJSON **out, sl_e
 	return 0;
 }
 
-/* The sandbox's lock and record for a destroy; pooled ones only when ALLOW_POOLED. */
+/* The sandbox's lock and record for a destroy or a pool take; pooled ones only when
+ * ALLOW_POOLED. */
 int record_lock_load(sl_ctx *ctx, const char *id, bool allow_pooled, sl_sandbox *sb, int *lk,
 		     sl_err *err)
 {
@@ -473,6 +474,7 @@ int record_lock_load(sl_ctx *ctx, const char *id, bool allow_pooled, sl_sandbox 
 	return 0;
 }
 
+/* Half full: start the set afresh (ids of records other processes removed linger). */
 void record_dead_forget_if_full(void)
 {
 	if (idset_count(&dead_set) >= dead_set.cap / 2)
