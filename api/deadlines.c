@@ -69,7 +69,7 @@ void api_enforce_deadlines(api_server *s)
 	int64_t now = sl_now_ms();
 	for (size_t i = 0; i < n; i++) {
 		sl_deadline *sb = &list[i];
-		if (!strcmp(sb->status, "creating"))
+		if (sb->status == SL_ST_CREATING)
 			continue;
 		sl_err e = { 0 };
 		if (sb->expires_ms && now >= sb->expires_ms) {
@@ -78,7 +78,7 @@ void api_enforce_deadlines(api_server *s)
 				sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
 			continue;
 		}
-		if (!sb->idle_ms || strcmp(sb->status, "running"))
+		if (!sb->idle_ms || sb->status != SL_ST_RUNNING)
 			continue;
 		bool running;
 		int64_t last = last_activity(s, sb, now - (int64_t)sb->idle_ms, &running);

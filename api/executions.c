@@ -11,6 +11,7 @@
 
 #include "../runtime/cleanup.h"
 #include "../runtime/clock.h"
+#include "../runtime/processes.h"
 #include "http.h"
 
 #define OUTPUT_CAP    (1u << 20) /* bytes of each stream returned inline */
@@ -383,23 +384,6 @@ static int run_exit_code(const sl_exec *e)
 	return e->status == SL_EXEC_TIMEOUT ? 124 : e->exit_code;
 }
 
-static const char *status_name(sl_exec_status st)
-{
-	switch (st) {
-	case SL_EXEC_RUNNING:
-		return "running";
-	case SL_EXEC_COMPLETED:
-		return "completed";
-	case SL_EXEC_FAILED:
-		return "failed";
-	case SL_EXEC_TIMEOUT:
-		return "timeout";
-	case SL_EXEC_CANCELLED:
-		return "cancelled";
-	}
-	return "failed";
-}
-
 static int run_in(api_req *r, const sl_sandbox *sb, const cJSON *body, cJSON **out, sl_err *err)
 {
 	exec_body b = {0};
@@ -431,7 +415,7 @@ static int run_in(api_req *r, const sl_sandbox *sb, const cJSON *body, cJSON **o
 	}
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddNumberToObject(o, "exitCode", run_exit_code(&e));
-	cJSON_AddStringToObject(o, "status", status_name(e.status));
+	cJSON_AddStringToObject(o, "status", exec_status_name(e.status));
 	cJSON_AddNumberToObject(
 	    o, "durationMs",
 	    (double)(e.finished_ms > e.started_ms ? e.finished_ms - e.started_ms : 0));

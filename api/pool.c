@@ -28,6 +28,7 @@
 #include "../runtime/clock.h"
 #include "../runtime/idring.h"
 #include "../runtime/log.h"
+#include "../runtime/pool.h"
 #include "../runtime/release.h"
 #include "../runtime/snapshot.h"
 #include "http.h"

@@ -182,7 +182,7 @@ enum MHD_Result api_ports_get(api_req *r)
 				r->param[1]);
 	if (api_sandbox_for_call(r, &sb, &err) < 0)
 		return api_reply_error(r, &err);
-	bool running = !strcmp(sb.status, "running"), public_port = sandbox_port_public(&sb, port);
+	bool running = sb.status == SL_ST_RUNNING, public_port = sandbox_port_public(&sb, port);
 	char id[32], token[65];
 	snprintf(id, sizeof(id), "%s", sb.id);
 	int tr = sandbox_preview_token(r->srv->ctx, &sb, token, &err);
@@ -247,7 +247,7 @@ void api_ports_sweep(api_server *s, bool all)
 		sl_sandbox sb;
 		sl_err err = { 0 };
 		bool running = !all && sandbox_get(s->ctx, r->sandbox_id, &sb, &err) == 0 &&
-			       !strcmp(sb.status, "running");
+			       sb.status == SL_ST_RUNNING;
 		if (!all && err.kind == SL_OK)
 			sandbox_free(&sb);
 		if (!running) {

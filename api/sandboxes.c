@@ -46,7 +46,7 @@ cJSON *api_sandbox_json(api_server *s, const sl_sandbox *sb, bool detail)
 	char cg[64];
 	sl_err err = {0};
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
-	if (!strcmp(sb->status, "running") || !strcmp(sb->status, "paused"))
+	if (sb->status == SL_ST_RUNNING || sb->status == SL_ST_PAUSED)
 		cgroup_usage_basic(s->ctx->cg, cg, &u, &err);
 	cJSON *use = cJSON_AddObjectToObject(o, "usage");
 	cJSON_AddNumberToObject(use, "cpuSeconds", u.cpu_usage_ns / 1e9);
@@ -55,7 +55,7 @@ cJSON *api_sandbox_json(api_server *s, const sl_sandbox *sb, bool detail)
 	cJSON_AddNumberToObject(use, "pids", (double)u.pids_current);
 	size_t nex = 0;
 	sl_err e2 = {0};
-	if (strcmp(sb->status, "terminated"))
+	if (sb->status != SL_ST_TERMINATED)
 		exec_count(s->ctx, sb->id, &nex, &e2);
 	cJSON_AddNumberToObject(o, "executions", (double)nex);
 	return o;
@@ -72,7 +72,7 @@ static int live_of(api_server *s, const char *ref, sl_sandbox *sb, bool for_init
 			err->kind = SL_NOTFOUND;
 		return -1;
 	}
-	if (!strcmp(sb->status, "terminated")) {
+	if (sb->status == SL_ST_TERMINATED) {
 		sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed (%s)", sb->id,
 			sb->reason[0] ? sb->reason : "deleted");
 		sandbox_free(sb);
@@ -90,7 +90,7 @@ static int for_call_of(api_req *r, sl_sandbox *sb, bool for_init, sl_err *err)
 {
 	if (live_of(r->srv, r->param[0], sb, for_init, err) < 0)
 		return -1;
-	if (!strcmp(sb->status, "paused")) {
+	if (sb->status == SL_ST_PAUSED) {
 		bool resume = false;
 		if (api_query_bool(r, "autoResume", false, &resume, err) < 0) {
 			sandbox_free(sb);
@@ -465,10 +465,10 @@ static bool filter_match(const list_filter *f, const sl_sandbox *sb)
 	if (f->nstatus) {
 		bool ok = false;
 		for (int i = 0; i < f->nstatus; i++)
-			ok = ok || !strcmp(f->statuses[i], sb->status);
+			ok = ok || !strcmp(f->statuses[i], sandbox_status_name(sb->status));
 		if (!ok)
 			return false;
-	} else if (!strcmp(sb->status, "terminated")) {
+	} else if (sb->status == SL_ST_TERMINATED) {
 		return false; /* tombstones only when asked for */
 	}
 	for (int i = 0; i < f->nlabels; i++) {

@@ -78,7 +78,7 @@ enum MHD_Result api_metrics(api_req *r)
 	for (size_t s = 0; s < sizeof(statuses) / sizeof(statuses[0]); s++) {
 		size_t k = 0;
 		for (size_t i = 0; i < n; i++)
-			k += !strcmp(list[i].status, statuses[s]);
+			k += !strcmp(sandbox_status_name(list[i].status), statuses[s]);
 		tb_printf(&b, "sandlot_sandboxes{status=\"%s\"} %zu\n", statuses[s], k);
 	}
 	tb_printf(&b,
@@ -108,7 +108,7 @@ enum MHD_Result api_metrics(api_req *r)
 	tb_printf(&pids, "# HELP sandlot_sandbox_pids Processes in a sandbox.\n"
 			 "# TYPE sandlot_sandbox_pids gauge\n");
 	for (size_t i = 0; i < n; i++) {
-		if (strcmp(list[i].status, "running") && strcmp(list[i].status, "paused"))
+		if (list[i].status != SL_ST_RUNNING && list[i].status != SL_ST_PAUSED)
 			continue;
 		char cg[64];
 		sl_cgusage u;

@@ -29,7 +29,7 @@ cJSON *view_sandbox_json(const sl_sandbox *sb)
 		cJSON_AddStringToObject(o, "name", sb->name);
 	else
 		cJSON_AddNullToObject(o, "name");
-	cJSON_AddStringToObject(o, "status", sb->status);
+	cJSON_AddStringToObject(o, "status", sandbox_status_name(sb->status));
 	cJSON_AddStringToObject(o, "image", sb->image);
 	cJSON_AddStringToObject(o, "imageDigest", sb->digest);
 	sl_iso_time(sb->created_ms, t, sizeof(t));

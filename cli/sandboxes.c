@@ -29,7 +29,7 @@ int cmd_ls(sl_ctx *ctx, int argc, char **argv)
 	if (!json)
 		printf("%-24s  %-16s  %-10s  %-12s  %s\n", "ID", "NAME", "STATUS", "IMAGE", "CREATED");
 	for (size_t i = 0; i < n; i++) {
-		if (!all && !strcmp(list[i].status, "terminated"))
+		if (!all && list[i].status == SL_ST_TERMINATED)
 			continue;
 		if (json) {
 			cJSON_AddItemToArray(arr, view_sandbox_json(&list[i]));
@@ -41,7 +41,8 @@ int cmd_ls(sl_ctx *ctx, int argc, char **argv)
 		localtime_r(&t, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
 		printf("%-24s  %-16s  %-10s  %-12s  %s\n", list[i].id,
-		       list[i].name[0] ? list[i].name : "-", list[i].status, list[i].image, when);
+		       list[i].name[0] ? list[i].name : "-", sandbox_status_name(list[i].status),
+		       list[i].image, when);
 	}
 	if (json) {
 		char *s = cJSON_Print(arr);
@@ -65,7 +66,7 @@ int cmd_inspect(sl_ctx *ctx, int argc, char **argv)
 	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
 	sl_cgusage use;
-	if (!strcmp(sb.status, "running") && cgroup_usage(ctx->cg, cg, &use, &err) == 0) {
+	if (sb.status == SL_ST_RUNNING && cgroup_usage(ctx->cg, cg, &use, &err) == 0) {
 		cJSON *u = cJSON_AddObjectToObject(o, "usage");
 		cJSON_AddNumberToObject(u, "cpuSeconds", use.cpu_usage_ns / 1e9);
 		cJSON_AddNumberToObject(u, "memoryBytes", (double)use.memory_bytes);

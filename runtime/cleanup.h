@@ -1,5 +1,6 @@
-/* cleanup.h — scope-bound release of memory, fds, FILEs and DIRs
- * (__attribute__((cleanup))), and steal_* to hand ownership on. */
+/* cleanup.h — scope-bound release of memory, fds, FILEs, DIRs and cJSON trees
+ * (__attribute__((cleanup))), and steal_* to hand ownership on. A sandbox record's is
+ * _cleanup_sandbox_ (record.h). */
 #ifndef SANDLOT_CLEANUP_H
 #define SANDLOT_CLEANUP_H
 
@@ -8,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 static inline void sl_freep(void *p)
 {
@@ -31,11 +34,16 @@ static inline void sl_closedirp(DIR **d)
 	if (*d)
 		closedir(*d);
 }
+static inline void sl_cjson_deletep(cJSON **o)
+{
+	cJSON_Delete(*o);
+}
 
 #define _cleanup_free_ __attribute__((cleanup(sl_freep)))
 #define _cleanup_close_ __attribute__((cleanup(sl_closep)))
 #define _cleanup_fclose_ __attribute__((cleanup(sl_fclosep)))
 #define _cleanup_closedir_ __attribute__((cleanup(sl_closedirp)))
+#define _cleanup_cjson_ __attribute__((cleanup(sl_cjson_deletep)))
 
 #define steal_ptr(pp)                      \
 	({                                 \

@@ -45,3 +45,8 @@ void sl_iso_time(int64_t ms, char *buf, size_t len)
 	snprintf(buf, len, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ", (long long)y, m, d,
 		 (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60), (int)msr);
 }
+
+int64_t sl_deadline_after(int64_t from, uint64_t ms)
+{
+	return ms > (uint64_t)(INT64_MAX - from) ? INT64_MAX : from + (int64_t)ms;
+}

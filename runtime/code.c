@@ -16,6 +16,7 @@
 #include "cleanup.h"
 #include "exec.h"
 #include "fsutil.h"
+#include "id.h"
 #include "sbxfs.h"
 #include "state.h"
 

@@ -10,7 +10,8 @@
 #include <cjson/cJSON.h>
 
 #include "err.h"
-#include "sandbox.h"
+#include "ctx.h"
+#include "record.h"
 
 typedef struct sl_code_result {
 	bool success;

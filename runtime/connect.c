@@ -20,7 +20,7 @@
  * return exits with the connection, never serving anything else from there). */
 int sandbox_connect_port(const sl_sandbox *sb, uint16_t port)
 {
-	if (strcmp(sb->status, "running")) {
+	if (sb->status != SL_ST_RUNNING) {
 		errno = ESRCH;
 		return -1;
 	}

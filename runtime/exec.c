@@ -33,8 +33,11 @@
 #include "../init/proto.h"
 #include "cleanup.h"
 #include "clock.h"
+#include "execlogs.h"
 #include "fsutil.h"
+#include "id.h"
 #include "launch.h"
+#include "lookup.h"
 #include "log.h"
 #include "state.h"
 
@@ -48,18 +51,6 @@
 
 /* ---- names and paths ---- */
 
-/* Ids become path components: prefix + [a-z0-9], as sl_new_id makes them. */
-static bool id_ok(const char *s, const char *prefix)
-{
-	size_t pl = strlen(prefix), n = s ? strlen(s) : 0;
-	if (n <= pl || n >= 32 || strncmp(s, prefix, pl) != 0)
-		return false;
-	for (size_t i = pl; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
-			return false;
-	return true;
-}
-
 /* An id is taken as is; anything else is looked up as a sandbox name. */
 static int sandbox_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_err *err)
 {
@@ -67,11 +58,10 @@ static int sandbox_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_er
 		snprintf(id, len, "%s", ref);
 		return 0;
 	}
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	if (sandbox_get(ctx, ref, &sb, err) < 0)
 		return -1;
 	snprintf(id, len, "%s", sb.id);
-	sandbox_free(&sb);
 	return 0;
 }
 
@@ -86,17 +76,10 @@ static int exec_ref(sl_ctx *ctx, const char *sandbox_ref_, const char *exec_id, 
 	return 0;
 }
 
-static void execs_dir(const sl_ctx *ctx, const char *sid, char *buf, size_t len)
-{
-	char run[PATH_MAX];
-	state_run_dir(&ctx->cfg, sid, run, sizeof(run));
-	snprintf(buf, len, "%s/execs", run);
-}
-
 static void exec_dir(const sl_ctx *ctx, const char *sid, const char *eid, char *buf, size_t len)
 {
 	char d[PATH_MAX];
-	execs_dir(ctx, sid, d, sizeof(d));
+	execlogs_dir(ctx, sid, d, sizeof(d));
 	snprintf(buf, len, "%s/%s", d, eid);
 }
 
@@ -158,7 +141,7 @@ static double num(const cJSON *o, const char *key)
  * one and skips it either way, as a start in progress. What changes later (the pid, the
  * exit) goes into the exit record. No fsync: the run dir does not survive a host crash
  * anyway (tmpfs). */
-static int record_save(const char *dir, const cJSON *rec, sl_err *err)
+static int exec_record_save(const char *dir, const cJSON *rec, sl_err *err)
 {
 	char p[PATH_MAX];
 	path_in(dir, "exec.json", p, sizeof(p));
@@ -196,7 +179,7 @@ static int record_take(cJSON *o, const char *sid, const char *eid, sl_exec *e, e
 	return 0;
 }
 
-static int record_load(const char *dir, const char *sid, const char *eid, sl_exec *e, exec_facts *f,
+static int exec_record_load(const char *dir, const char *sid, const char *eid, sl_exec *e, exec_facts *f,
 		       sl_err *err)
 {
 	char p[PATH_MAX];
@@ -329,15 +312,13 @@ typedef struct sb_live {
 static bool sandbox_alive(sl_ctx *ctx, const char *sid, sb_live *live)
 {
 	if (live->state < 0) {
-		sl_sandbox sb;
+		_cleanup_sandbox_ sl_sandbox sb = {0};
 		sl_err e = {0};
-		if (sandbox_get(ctx, sid, &sb, &e) < 0) {
+		if (sandbox_get(ctx, sid, &sb, &e) < 0)
 			/* An unreadable record says nothing about init: assume it lives. */
 			live->state = e.kind == SL_NOTFOUND ? 0 : 1;
-		} else {
-			live->state = !strcmp(sb.status, "running") || !strcmp(sb.status, "paused");
-			sandbox_free(&sb);
-		}
+		else
+			live->state = sb.status == SL_ST_RUNNING || sb.status == SL_ST_PAUSED;
 	}
 	return live->state == 1;
 }
@@ -428,7 +409,7 @@ static int exec_load(sl_ctx *ctx, const char *sid, const char *eid, sl_exec *out
 {
 	char dir[PATH_MAX];
 	exec_dir(ctx, sid, eid, dir, sizeof(dir));
-	if (record_load(dir, sid, eid, out, f, err) < 0)
+	if (exec_record_load(dir, sid, eid, out, f, err) < 0)
 		return -1;
 	refresh(ctx, dir, -1, out, f, live);
 	return 0;
@@ -477,7 +458,7 @@ int exec_count(sl_ctx *ctx, const char *sandbox_id, size_t *n, sl_err *err)
 	*n = 0;
 	if (sandbox_ref(ctx, sandbox_id, sid, sizeof(sid), err) < 0)
 		return -1;
-	execs_dir(ctx, sid, d, sizeof(d));
+	execlogs_dir(ctx, sid, d, sizeof(d));
 	/* Its link count, where the file system keeps one per subdirectory (tmpfs, ext4 up
 	 * to 65000; btrfs and others say 1): every subdirectory of it is an execution's, and
 	 * the one of a start that fails is removed, so this counts as the scan below does
@@ -513,17 +494,14 @@ int exec_list(sl_ctx *ctx, const char *sandbox_id, sl_exec **out, size_t *n, sl_
 	*n = 0;
 	if (sandbox_ref(ctx, sandbox_id, sid, sizeof(sid), err) < 0)
 		return -1;
-	execs_dir(ctx, sid, d, sizeof(d));
+	execlogs_dir(ctx, sid, d, sizeof(d));
 	_cleanup_closedir_ DIR *dir = opendir(d);
 	if (!dir) {
 		if (errno != ENOENT)
 			return sl_sysfail(err, "list %s", d);
 		/* No execution yet, or no sandbox: tell the two apart. */
-		sl_sandbox sb;
-		if (sandbox_get(ctx, sid, &sb, err) < 0)
-			return -1;
-		sandbox_free(&sb);
-		return 0;
+		_cleanup_sandbox_ sl_sandbox sb = {0};
+		return sandbox_get(ctx, sid, &sb, err) < 0 ? -1 : 0;
 	}
 	sl_exec *list = NULL;
 	size_t k = 0, cap = 0;
@@ -678,56 +656,6 @@ static int devnull(void)
 	return f;
 }
 
-/* ---- the sandbox's log space ----
- *
- * Commands write their output straight into their logs, so the logs must be bounded by
- * something of the sandbox's own: on a tmpfs run dir every page of them was charged to
- * the sandbox's memory cgroup for good (300 MB of output left a 256Mi sandbox OOM-killing
- * every later command), and on a disk-backed one they filled the host's disk. The execs
- * dir is a tmpfs of its own, made at a sandbox's first execution (an idle sandbox has no
- * superblock more): a quarter of the sandbox's memory, 16 MiB to 1 GiB. Output past it
- * fails in the command with ENOSPC; a start that finds less than an eighth of it free
- * removes finished executions, oldest first, until a quarter is free. */
-#define LOGS_MIN    (16ULL << 20)
-#define LOGS_MAX    (1ULL << 30)
-/* Odd on purpose: with the size, it tells our tmpfs from a run dir's own in one statfs. */
-#define LOGS_INODES 65521
-
-static uint64_t logs_bytes(const sl_sandbox *sb)
-{
-	uint64_t b = sb->limits.memory_bytes ? sb->limits.memory_bytes / 4 : LOGS_MAX;
-	b = b < LOGS_MIN ? LOGS_MIN : b > LOGS_MAX ? LOGS_MAX : b;
-	return b & ~4095ULL;
-}
-
-static bool is_mount_root(const char *p)
-{
-	struct statx stx;
-	return statx(AT_FDCWD, p, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &stx) == 0 &&
-	       fs_stx_mount_root(&stx);
-}
-
-/* At least 1/PART of the space and of the inodes free. */
-static bool has_room(const struct statfs *f, unsigned part)
-{
-	return f->f_bavail >= f->f_blocks / part && f->f_ffree >= f->f_files / part;
-}
-
-/* An exclusive flock on the sandbox's run dir: who mounts or prunes its log space. */
-static int run_dir_lock(const sl_ctx *ctx, const char *sid, sl_err *err)
-{
-	char run[PATH_MAX];
-	state_run_dir(&ctx->cfg, sid, run, sizeof(run));
-	int fd = open(run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
-		sl_sysfail(err, "lock %s", run);
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* Finished executions go, oldest first, until a quarter of the space and of its inodes is
  * free (or none finished is left). Under the run dir's lock. */
 static void logs_prune(sl_ctx *ctx, const char *sid, const char *d)
@@ -739,7 +667,7 @@ static void logs_prune(sl_ctx *ctx, const char *sid, const char *d)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		struct statfs f;
-		if (statfs(d, &f) < 0 || has_room(&f, 4))
+		if (statfs(d, &f) < 0 || execlogs_has_room(&f, 4))
 			break;
 		if (list[i].status == SL_EXEC_RUNNING)
 			continue;
@@ -757,44 +685,11 @@ static void logs_prune(sl_ctx *ctx, const char *sid, const char *d)
 int exec_logs_ready(sl_ctx *ctx, const sl_sandbox *sb, sl_err *err)
 {
 	char d[PATH_MAX];
-	execs_dir(ctx, sb->id, d, sizeof(d));
-	uint64_t bytes = logs_bytes(sb);
-	struct statfs f;
-	/* One statfs, most of the time: our tmpfs, of this size and inode count, with room. */
-	bool ours = statfs(d, &f) == 0 && f.f_type == TMPFS_MAGIC && f.f_files == LOGS_INODES &&
-		    (uint64_t)f.f_blocks * (uint64_t)f.f_bsize == bytes;
-	if (ours && has_room(&f, 8))
-		return 0;
-	_cleanup_close_ int lk = run_dir_lock(ctx, sb->id, err);
-	if (lk < 0)
-		return -1;
-	if (!ours && is_mount_root(d)) {
-		/* Mounted with another size (a build that sized it otherwise): prune only when
-		 * it is short of room. */
-		ours = statfs(d, &f) == 0;
-		if (ours && has_room(&f, 8))
-			return 0;
-	}
-	if (!ours) {
-		char opts[96];
-		snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%d,mode=0700",
-			 (unsigned long long)bytes, LOGS_INODES);
-		if (mkdir(d, 0700) < 0 && errno != EEXIST)
-			return sl_sysfail(err, "create %s", d);
-		if (mount("sandlot-logs", d, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
-			return sl_sysfail(err, "mount the log space of sandbox %s", sb->id);
-		return 0;
-	}
-	logs_prune(ctx, sb->id, d);
-	return 0;
-}
-
-void exec_logs_unmount(const sl_ctx *ctx, const char *sid)
-{
-	char d[PATH_MAX];
-	execs_dir(ctx, sid, d, sizeof(d));
-	if (umount2(d, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
-		sl_log(SL_LOG_WARN, "sandbox %s: unmount %s: %s", sid, d, strerror(errno));
+	_cleanup_close_ int lk = -1;
+	int r = execlogs_ready(ctx, sb, d, &lk, err);
+	if (r == 1)
+		logs_prune(ctx, sb->id, d);
+	return r < 0 ? -1 : 0;
 }
 
 static int start_prepare(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec,
@@ -808,7 +703,7 @@ static int start_prepare(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *
 		return sl_sysfail(err, "create %s", s->dir);
 	s->made_dir = true;
 	s->rec = record_new(ctx, sb, spec, argv, eid);
-	if (record_save(s->dir, s->rec, err) < 0 ||
+	if (exec_record_save(s->dir, s->rec, err) < 0 ||
 	    open_new(s->dir, "stdout", O_WRONLY | O_APPEND, &s->out, err) < 0 ||
 	    open_new(s->dir, "stderr", O_WRONLY | O_APPEND, &s->errfd, err) < 0 ||
 	    /* Read back by us, appended to by init and us: see "the exit record". */
@@ -854,9 +749,9 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 {
 	memset(out, 0, sizeof(*out));
 	out->master = -1;
-	if (strcmp(sb->status, "running") != 0)
+	if (sb->status != SL_ST_RUNNING)
 		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is %s, not running", sb->id,
-			       sb->status);
+			       sandbox_status_name(sb->status));
 	if (check_spec(spec, err) < 0)
 		return -1;
 	char *shell_argv[] = {"/bin/sh", "-c", (char *)spec->shell, NULL};
@@ -1176,18 +1071,17 @@ int exec_resize(int master, unsigned short rows, unsigned short cols, sl_err *er
  * shows the process as gone. */
 static int init_pidfd(sl_ctx *ctx, const char *sid)
 {
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	sl_err e = {0};
 	if (sandbox_get(ctx, sid, &sb, &e) < 0)
 		return -1;
 	int fd = -1;
-	if ((!strcmp(sb.status, "running") || !strcmp(sb.status, "paused")) && sb.init_pid > 1) {
+	if ((sb.status == SL_ST_RUNNING || sb.status == SL_ST_PAUSED) && sb.init_pid > 1) {
 		fd = syscall(SYS_pidfd_open, sb.init_pid, 0);
 		/* Checked after the open: the pidfd is then surely that init's. */
 		if (fd >= 0 && proc_start_time(sb.init_pid) != sb.init_start)
 			close(steal_fd(&fd));
 	}
-	sandbox_free(&sb);
 	return fd;
 }
 
@@ -1273,7 +1167,7 @@ void exec_watch_end(sl_ctx *ctx, sl_dirwatch *w)
 
 /* ---- JSON ---- */
 
-static const char *status_name(sl_exec_status s)
+const char *exec_status_name(sl_exec_status s)
 {
 	switch (s) {
 	case SL_EXEC_RUNNING:
@@ -1290,7 +1184,6 @@ static const char *status_name(sl_exec_status s)
 	return "failed";
 }
 
-
 cJSON *exec_to_json(const sl_exec *e)
 {
 	char t[40];
@@ -1300,7 +1193,7 @@ cJSON *exec_to_json(const sl_exec *e)
 	cJSON_AddStringToObject(o, "sandboxId", e->sandbox_id);
 	cJSON_AddItemToObject(o, "command",
 			      e->command ? cJSON_Duplicate(e->command, 1) : cJSON_CreateArray());
-	cJSON_AddStringToObject(o, "status", status_name(e->status));
+	cJSON_AddStringToObject(o, "status", exec_status_name(e->status));
 	if (running || e->exit_code < 0)
 		cJSON_AddNullToObject(o, "exitCode");
 	else
@@ -1325,194 +1218,4 @@ cJSON *exec_to_json(const sl_exec *e)
 	if (e->pid > 0)
 		cJSON_AddNumberToObject(o, "pid", e->pid);
 	return o;
-}
-
-/* ---- processes ---- */
-
-/* The last value of a "Key:\tv1\tv2..." line of /proc/<pid>/status: the value as seen
- * in the innermost pid namespace. Returns the number of values, 0 if absent. */
-static int status_last(const char *status, const char *key, long *out)
-{
-	size_t kl = strlen(key);
-	for (const char *l = status; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		if (strncmp(l, key, kl) != 0 || l[kl] != ':')
-			continue;
-		int k = 0;
-		const char *p = l + kl + 1;
-		for (;;) {
-			char *end;
-			long v = strtol(p, &end, 10);
-			if (end == p)
-				break;
-			*out = v;
-			k++;
-			p = end;
-		}
-		return k;
-	}
-	return 0;
-}
-
-static int read_small(const char *path, char *buf, size_t len)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n;
-	while ((n = read(fd, buf, len - 1)) < 0 && errno == EINTR)
-		;
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return (int)n;
-}
-
-/* pid, pgid and session inside the sandbox of host pid H; false when H is gone or is
- * not in a nested pid namespace. */
-static bool proc_ids(pid_t h, long *pid, long *pgid, long *sid)
-{
-	char p[64], st[4096];
-	snprintf(p, sizeof(p), "/proc/%d/status", (int)h);
-	if (read_small(p, st, sizeof(st)) <= 0)
-		return false;
-	return status_last(st, "NSpid", pid) >= 2 && status_last(st, "NSpgid", pgid) >= 2 &&
-	       status_last(st, "NSsid", sid) >= 2;
-}
-
-static void proc_cmdline(pid_t h, char *buf, size_t len)
-{
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)h);
-	int n = read_small(p, buf, len);
-	if (n <= 0) {
-		/* Kernel threads and zombies have none: show [comm] as ps does. */
-		char comm[64];
-		snprintf(p, sizeof(p), "/proc/%d/comm", (int)h);
-		int c = read_small(p, comm, sizeof(comm));
-		if (c > 0 && comm[c - 1] == '\n')
-			comm[c - 1] = '\0';
-		snprintf(buf, len, "[%s]", c > 0 ? comm : "?");
-		return;
-	}
-	while (n > 0 && buf[n - 1] == '\0')
-		n--;
-	for (int i = 0; i < n; i++)
-		if (buf[i] == '\0' || buf[i] == '\n')
-			buf[i] = ' ';
-	buf[n] = '\0';
-}
-
-/* The sandbox's execution whose command leads SESSION (or GROUP): exec_start makes each
- * command a session leader, so its background children keep its session id. pid numbers
- * are reused, so among several records with that pid the latest started is the one. */
-static void match_exec(const sl_exec *execs, size_t n, long session, long group, char *out,
-		       size_t len)
-{
-	const sl_exec *best = NULL;
-	for (int pass = 0; pass < 2 && !best; pass++) {
-		long want = pass == 0 ? session : group;
-		for (size_t i = 0; i < n; i++)
-			if (execs[i].pid == want &&
-			    (!best || execs[i].started_ms > best->started_ms))
-				best = &execs[i];
-	}
-	snprintf(out, len, "%s", best ? best->id : "");
-}
-
-static int cmp_inner_pid(const void *a, const void *b)
-{
-	const sl_process *x = a, *y = b;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
-int sandbox_processes(sl_ctx *ctx, const sl_sandbox *sb, sl_process **out, size_t *n, sl_err *err)
-{
-	*out = NULL;
-	*n = 0;
-	char cg[64];
-	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
-	_cleanup_free_ pid_t *pids = NULL;
-	size_t np = 0;
-	if (cgroup_procs(ctx->cg, cg, &pids, &np, err) < 0)
-		return sl_wrap(err, "sandbox %s", sb->id);
-	sl_exec *execs = NULL;
-	size_t ne = 0;
-	sl_err e2 = {0};
-	if (exec_list(ctx, sb->id, &execs, &ne, &e2) < 0)
-		ne = 0; /* processes without their executions are still worth listing */
-	sl_process *list = calloc(np ? np : 1, sizeof(*list));
-	if (!list) {
-		exec_free_list(execs, ne);
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "list processes");
-	}
-	size_t k = 0;
-	for (size_t i = 0; i < np; i++) {
-		long pid, pgid, sid;
-		/* init (pid 1) is the sandbox itself, not a process a caller may manage. */
-		if (!proc_ids(pids[i], &pid, &pgid, &sid) || pid <= 1)
-			continue;
-		sl_process *p = &list[k++];
-		p->host_pid = pids[i];
-		p->pid = pid;
-		p->pgid = pgid;
-		proc_cmdline(pids[i], p->cmdline, sizeof(p->cmdline));
-		match_exec(execs, ne, sid, pgid, p->exec_id, sizeof(p->exec_id));
-	}
-	exec_free_list(execs, ne);
-	qsort(list, k, sizeof(*list), cmp_inner_pid);
-	*out = list;
-	*n = k;
-	return 0;
-}
-
-/* The pid inside its own namespace of the process a pidfd refers to (its fdinfo speaks
- * for that very process, whatever happened to the number since). */
-static long pidfd_inner_pid(int pidfd)
-{
-	char p[64], buf[1024];
-	snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", pidfd);
-	long v = -1;
-	if (read_small(p, buf, sizeof(buf)) <= 0 || status_last(buf, "NSpid", &v) < 2)
-		return -1;
-	return v;
-}
-
-int sandbox_kill_process(sl_ctx *ctx, const sl_sandbox *sb, pid_t pid, int sig, sl_err *err)
-{
-	if (pid == 1)
-		return sl_fail(err, SL_INVALID, 0,
-			       "pid 1 is the sandbox's init; stop or delete the sandbox instead");
-	if (pid < 1)
-		return sl_fail(err, SL_INVALID, 0, "pid %d: no such process", (int)pid);
-	if (sig < 1 || sig >= NSIG)
-		return sl_fail(err, SL_INVALID, 0, "signal %d: no such signal", sig);
-	char cg[64];
-	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
-	_cleanup_free_ pid_t *pids = NULL;
-	size_t np = 0;
-	if (cgroup_procs(ctx->cg, cg, &pids, &np, err) < 0)
-		return sl_wrap(err, "sandbox %s", sb->id);
-	pid_t host = 0;
-	for (size_t i = 0; i < np && !host; i++) {
-		long in, pg, sd;
-		if (proc_ids(pids[i], &in, &pg, &sd) && in == pid)
-			host = pids[i];
-	}
-	if (!host)
-		return sl_fail(err, SL_NOTFOUND, 0, "process %d not found in sandbox %s", (int)pid,
-			       sb->id);
-	/* A pidfd pins the process: if the number was reused after the scan, the fdinfo
-	 * check below sees the newcomer's pid and we refuse. */
-	_cleanup_close_ int pfd = syscall(SYS_pidfd_open, host, 0);
-	/* A zombie (exited, not yet reaped by init) is gone for the caller too. */
-	if (pfd < 0 || pidfd_inner_pid(pfd) != pid || proc_start_time(host) == 0)
-		return sl_fail(err, SL_NOTFOUND, 0,
-			       "process %d not found in sandbox %s (it exited)", (int)pid, sb->id);
-	if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0) {
-		if (errno == ESRCH)
-			return sl_fail(err, SL_NOTFOUND, 0, "process %d in sandbox %s exited",
-				       (int)pid, sb->id);
-		return sl_sysfail(err, "signal process %d in sandbox %s", (int)pid, sb->id);
-	}
-	return 0;
 }

@@ -14,7 +14,8 @@
 #include <cjson/cJSON.h>
 
 #include "err.h"
-#include "sandbox.h"
+#include "ctx.h"
+#include "record.h"
 
 typedef enum sl_exec_status {
 	SL_EXEC_RUNNING,
@@ -23,6 +24,8 @@ typedef enum sl_exec_status {
 	SL_EXEC_TIMEOUT,   /* killed by its timeout */
 	SL_EXEC_CANCELLED, /* killed by a signal request (SIGKILL/SIGTERM via the API) */
 } sl_exec_status;
+/* "running", "completed", "failed", "timeout", "cancelled": the JSON's words. */
+const char *exec_status_name(sl_exec_status s);
 
 typedef struct sl_exec_spec {
 	char *const *argv;	/* argv; or NULL and `shell` set */
@@ -77,11 +80,9 @@ int exec_list(sl_ctx *ctx, const char *sandbox_id, sl_exec **out, size_t *n, sl_
  * count: reading every record made a GET cost ~25 us per execution ever run). */
 int exec_count(sl_ctx *ctx, const char *sandbox_id, size_t *n, sl_err *err);
 void exec_free(sl_exec *e);
-/* A sandbox's log space: the tmpfs its executions' records and output live in (a quarter
- * of its memory, 16 MiB to 1 GiB). _ready mounts it if it is not yet (a start does, or the
- * pool ahead of one) and makes room for one more start; _unmount goes before the run dir. */
+/* A sandbox's log space (execlogs.h) mounted if it is not yet (a start does, or the pool
+ * ahead of one), with room made for one more start: finished executions removed. */
 int exec_logs_ready(sl_ctx *ctx, const sl_sandbox *sb, sl_err *err);
-void exec_logs_unmount(const sl_ctx *ctx, const char *sid);
 void exec_free_list(sl_exec *list, size_t n);
 /* The JSON shape of INTERFACE.md's Execution (without stdout/stderr). */
 cJSON *exec_to_json(const sl_exec *e);
@@ -108,18 +109,5 @@ int exec_signal_from_name(const char *name);
 void exec_signal_name(int sig, char *buf, size_t len);
 /* Resize the pty (tty executions, with the master held by the caller). */
 int exec_resize(int master, unsigned short rows, unsigned short cols, sl_err *err);
-
-/* Every process in the sandbox but its init (pid 1): host pid, pid inside, command line,
- * and the execution it belongs to when known (it is in the session, or else the process
- * group, that exec_start's command leads), sorted by pid inside. */
-typedef struct sl_process {
-	pid_t host_pid, pid, pgid;
-	char cmdline[512];
-	char exec_id[32]; /* "" when not known */
-} sl_process;
-int sandbox_processes(sl_ctx *ctx, const sl_sandbox *sb, sl_process **out, size_t *n, sl_err *err);
-/* Signal one process by its pid inside the sandbox (never init, pid 1: SL_INVALID);
- * SL_NOTFOUND when no such process is in the sandbox. */
-int sandbox_kill_process(sl_ctx *ctx, const sl_sandbox *sb, pid_t pid, int sig, sl_err *err);
 
 #endif

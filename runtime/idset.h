@@ -1,5 +1,5 @@
 /* idset.h — a bounded set of sandbox ids (open addressing, linear probing), for what a
- * process remembers about ids between listings: the daemon's dead set (sandbox.c). */
+ * process remembers about ids between listings: the daemon's dead set (record.c). */
 #ifndef SANDLOT_IDSET_H
 #define SANDLOT_IDSET_H
 
@@ -17,7 +17,7 @@ typedef struct sl_idset {
 
 #define SL_IDSET_INIT(slots) { PTHREAD_MUTEX_INITIALIZER, (slots), 0, NULL }
 
-/* FNV-1a of an id: the start of its probe here and of its uid slot (sandbox.c). */
+/* FNV-1a of an id: the start of its probe here and of its uid slot (sandbox.c, reserve). */
 uint64_t sl_id_hash(const char *id);
 bool idset_has(sl_idset *s, const char *id);
 /* false when ID is too long or the set is at cap / 2 (then it is not remembered). */

@@ -8,7 +8,8 @@
 
 #include "../init/proto.h"
 #include "err.h"
-#include "sandbox.h"
+#include "ctx.h"
+#include "record.h"
 
 typedef struct initctl_spawn {
 	char *const *argv;

@@ -1,5 +1,6 @@
-/* launch.c — the privileged half of starting a sandbox. The child is cloned into new
- * mount/pid/uts/ipc/net namespaces as host root, builds the root filesystem there,
+/* launch.c — the privileged half of starting a sandbox, and a launch from nothing (from a
+ * spare: launch_spare.c; the staging namespace: launch_stage.c). The child is cloned into
+ * new mount/pid/uts/ipc/net namespaces as host root, builds the root filesystem there,
  * and only then joins the sandbox's user namespace, so the namespaces it lives in are
  * owned by the initial user namespace and its root can never remount or reconfigure
  * them. Every path under the rootfs is opened without following symlinks. */
@@ -40,6 +41,7 @@
 
 #include "../init/proto.h"
 #include "cleanup.h"
+#include "launch_internal.h"
 #include "log.h"
 
 /* The container-default capability set: all a process running as root inside keeps. */
@@ -49,7 +51,7 @@ static const int keep_caps[] = {
 };
 
 /* What container runtimes hide or freeze in /proc and /sys. */
-static const char *const masked_paths[] = {
+const char *const launch_masked_paths[] = {
 	"proc/acpi",	  "proc/asound",	"proc/kcore",	"proc/keys",  "proc/latency_stats",
 	"proc/timer_list", "proc/timer_stats", "proc/sched_debug", "proc/scsi", "sys/firmware",
 	"sys/devices/virtual/powercap", "proc/interrupts", NULL,
@@ -93,7 +95,7 @@ uint64_t proc_self_start_time(void)
 	return t;
 }
 
-static void __attribute__((noreturn, format(printf, 3, 4)))
+void __attribute__((noreturn, format(printf, 3, 4)))
 child_fail(int errfd, int e, const char *fmt, ...)
 {
 	char buf[768];
@@ -113,7 +115,7 @@ child_fail(int errfd, int e, const char *fmt, ...)
 /* Open (creating if absent) a directory directly under dirfd, refusing symlinks: the
  * rootfs is the sandbox's to shape, and a planted "proc -> /etc" must not redirect
  * a mount onto the host. */
-static int open_mountpoint(int dirfd, const char *name, int is_dir)
+int launch_open_mountpoint(int dirfd, const char *name, int is_dir)
 {
 	struct open_how how = { .flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
 				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH |
@@ -137,10 +139,10 @@ static int mount_at_fd(int fd, const char *src, const char *type, unsigned long 
 	return mount(src, p, type, flags, data);
 }
 
-static void mount_in(int errfd, int rootfd, const char *name, const char *type,
-		     unsigned long flags, const char *data)
+static void mount_in(int errfd, int rootfd, const char *name, const char *type, unsigned long flags,
+		     const char *data)
 {
-	_cleanup_close_ int fd = open_mountpoint(rootfd, name, 1);
+	_cleanup_close_ int fd = launch_open_mountpoint(rootfd, name, 1);
 	if (fd < 0)
 		child_fail(errfd, errno, "mount point /%s in the image", name);
 	if (mount_at_fd(fd, type, type, flags, data) < 0)
@@ -191,10 +193,10 @@ static void mask_paths(int errfd, const char *root, const char *empty, bool sys_
 {
 	char p[PATH_MAX], devnull[PATH_MAX];
 	snprintf(devnull, sizeof(devnull), "%s/dev/null", root);
-	for (int i = 0; masked_paths[i]; i++) {
-		if (sys_masked && !strncmp(masked_paths[i], "sys/", 4))
+	for (int i = 0; launch_masked_paths[i]; i++) {
+		if (sys_masked && !strncmp(launch_masked_paths[i], "sys/", 4))
 			continue;
-		snprintf(p, sizeof(p), "%s/%s", root, masked_paths[i]);
+		snprintf(p, sizeof(p), "%s/%s", root, launch_masked_paths[i]);
 		struct stat st;
 		if (lstat(p, &st) < 0)
 			continue;
@@ -205,7 +207,7 @@ static void mask_paths(int errfd, const char *root, const char *empty, bool sys_
 				  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 				  NULL);
 		if (r < 0)
-			child_fail(errfd, errno, "mask /%s", masked_paths[i]);
+			child_fail(errfd, errno, "mask /%s", launch_masked_paths[i]);
 	}
 	for (int i = 0; readonly_paths[i]; i++) {
 		snprintf(p, sizeof(p), "%s/%s", root, readonly_paths[i]);
@@ -224,7 +226,7 @@ static void mask_paths(int errfd, const char *root, const char *empty, bool sys_
  * default, ping_group_range, cannot cover the sandboxes: it stops at gid 2^31 - 1, below
  * most of their host ids.) -1 with errno set, the step in *what. Safe in
  * the launch's child: no malloc, no lock. */
-static int netns_lo_up(const char **what)
+int launch_netns_lo_up(const char **what)
 {
 	*what = "bring lo up";
 	_cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -254,7 +256,7 @@ static int netns_ports(int proc, const char **what)
  * overlay's root): /proc (and through it the new network namespace's sysctl when
  * NEW_NET), a read-only /sys, the /dev tmpfs with its nodes owned by host uid BASE, and
  * the masks over /proc and /sys (EMPTY: the empty directory they bind). */
-static void kernel_fs(int errfd, int dirfd, const char *dir, const char *empty, uint32_t base,
+void launch_kernel_fs(int errfd, int dirfd, const char *dir, const char *empty, uint32_t base,
 		      bool new_net, bool proc_mounted, bool sys_shared)
 {
 	char opts[128];
@@ -320,7 +322,7 @@ static void drop_privileges(int errfd)
  * the sandbox planted (a link is replaced, not written through). */
 static void write_etc(int errfd, int rootfd, const char *name, const char *text, uint32_t base)
 {
-	_cleanup_close_ int etc = open_mountpoint(rootfd, "etc", 1);
+	_cleanup_close_ int etc = launch_open_mountpoint(rootfd, "etc", 1);
 	if (etc < 0)
 		child_fail(errfd, errno, "open /etc in the image");
 	int fd = openat(etc, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -335,12 +337,6 @@ static void write_etc(int errfd, int rootfd, const char *name, const char *text,
 		child_fail(errfd, errno, "write /etc/%s", name);
 	close(fd);
 }
-
-struct child_fds {
-	int err, userns, lower, root, listen, init, log, client, netns;
-	int stage; /* the staging mount namespace (stage_ns_open), or -1 */
-	int mounts[SL_MAX_VOLUMES];
-};
 
 /* mkdir -p of an absolute path under the rootfs, one component at a time, never
  * following a symlink the image or a snapshot planted; returns an O_PATH fd. */
@@ -359,7 +355,7 @@ static int make_target(int errfd, int rootfd, const char *path)
 			child_fail(errfd, EINVAL, "volume mount path %s", path);
 		memcpy(comp, p, n);
 		comp[n] = '\0';
-		int next = open_mountpoint(dir, comp, 1);
+		int next = launch_open_mountpoint(dir, comp, 1);
 		close(dir);
 		if (next < 0)
 			child_fail(errfd, errno, "volume mount path %s", path);
@@ -379,7 +375,7 @@ static int cmp_int(const void *a, const void *b)
  * copy keeps the lock's open file description alive, so a thread that held the
  * network lock and closed its fd would leave it held by this child, which waits for
  * its parent, which waits for that lock. */
-static void close_inherited(const sl_launch *l, const struct child_fds *f)
+void launch_close_inherited(const sl_launch *l, const struct child_fds *f)
 {
 	int keep[10 + SL_MAX_VOLUMES], n = 0;
 	int own[] = {f->err,  f->userns, f->lower,  f->root,  f->listen,
@@ -404,7 +400,7 @@ static void close_inherited(const sl_launch *l, const struct child_fds *f)
  * namespace (NETNS, or the clone's new one when -1, which gets lo up), with every mount
  * of ours a slave of the host's when SLAVE (a copy of the host's mount namespace; not
  * when the child is still in the host's, to enter the staging one). */
-static void child_enter(int errfd, const char *const *join, size_t njoin, int netns, bool slave)
+void child_enter(int errfd, const char *const *join, size_t njoin, int netns, bool slave)
 {
 	/* Sharing the parent's memory, we join our cgroups ourselves, first, so what the
 	 * mounts allocate is the sandbox's. */
@@ -419,7 +415,7 @@ static void child_enter(int errfd, const char *const *join, size_t njoin, int ne
 		child_fail(errfd, errno, "enter the sandbox's network namespace");
 	/* The clone's new one: lo now, its sysctl once the sandbox's /proc is mounted. */
 	const char *what;
-	if (netns < 0 && netns_lo_up(&what) < 0)
+	if (netns < 0 && launch_netns_lo_up(&what) < 0)
 		child_fail(errfd, errno, "%s", what);
 	if (slave && mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		child_fail(errfd, errno, "make mounts private");
@@ -428,7 +424,7 @@ static void child_enter(int errfd, const char *const *join, size_t njoin, int ne
 /* An overlay of LOWERDIR (a path) and the sandbox's writable layer, as a detached mount
  * (fsopen/fsmount): an fd, or -1 with errno set and the kernel's complaint, if it gave one,
  * in WHY. No allocation: the launch's child calls it too. */
-static int overlay_mount(const sl_launch *l, const char *lowerdir, char *why, size_t whylen)
+int launch_overlay_mount(const sl_launch *l, const char *lowerdir, char *why, size_t whylen)
 {
 	why[0] = '\0';
 	int fs = fsopen("overlay", FSOPEN_CLOEXEC);
@@ -456,7 +452,7 @@ static int overlay_mount(const sl_launch *l, const char *lowerdir, char *why, si
  * process: there, its last close would dissolve it, and freeing a detached mount tree
  * waits for an expedited RCU grace period (as an unmount does) on the create's path.
  * Attached here, it goes with this namespace's other mounts. */
-static void child_keep_lower(const struct child_fds *f, const char *dir)
+void child_keep_lower(const struct child_fds *f, const char *dir)
 {
 	if (move_mount(f->lower, "", AT_FDCWD, dir, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		child_fail(f->err, errno, "attach the id-mapped image layer");
@@ -472,7 +468,7 @@ static int child_root(const sl_launch *l, const struct child_fds *f, char root[P
 	snprintf(root, PATH_MAX, "%s/rootfs", l->run_dir);
 	snprintf(lower, sizeof(lower), "%s/lower", l->run_dir);
 	child_keep_lower(f, lower);
-	_cleanup_close_ int ovl = overlay_mount(l, lower, why, sizeof(why));
+	_cleanup_close_ int ovl = launch_overlay_mount(l, lower, why, sizeof(why));
 	if (ovl < 0)
 		child_fail(f->err, errno, "overlay of %s%s%s", l->upper, why[0] ? ": " : "", why);
 	if (move_mount(ovl, "", AT_FDCWD, root, MOVE_MOUNT_F_EMPTY_PATH) < 0)
@@ -486,7 +482,7 @@ static int child_root(const sl_launch *l, const struct child_fds *f, char root[P
 /* DIR, a mount, made this mount namespace's root, and the root it had (the host's tree)
  * detached. The detach waits for an expedited RCU grace period in the kernel
  * (namespace_unlock): 0.1-3 ms here, 0.3 ms median. */
-static void pivot_into(int errfd, const char *dir)
+void launch_pivot_into(int errfd, const char *dir)
 {
 	if (chdir(dir) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
 	    umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
@@ -496,7 +492,7 @@ static void pivot_into(int errfd, const char *dir)
 /* Volumes and /etc files in the sandbox's root (ROOTFD, the process's root by now),
  * then on as the sandbox's root with its capabilities and seccomp FILTER (the whole
  * profile, or a spare's last part of it) into sandlot-init. */
-static void __attribute__((noreturn))
+void __attribute__((noreturn))
 child_finish(const sl_launch *l, struct child_fds *f, int rootfd, const sl_bpf *filter)
 {
 	for (size_t i = 0; i < l->nmounts; i++) {
@@ -542,12 +538,10 @@ child_finish(const sl_launch *l, struct child_fds *f, int rootfd, const sl_bpf *
 	child_fail(f->err, errno, "execute sandlot-init");
 }
 
-static int child_root_staged(const sl_launch *l, const struct child_fds *f);
-
 static void __attribute__((noreturn)) child_main(const sl_launch *l, struct child_fds *f)
 {
 	char root[PATH_MAX];
-	close_inherited(l, f);
+	launch_close_inherited(l, f);
 	/* The sandbox runs at normal priority whoever launched it (the daemon's pool
 	 * filler runs niced, so it does not slow down requests). */
 	if (getpriority(PRIO_PROCESS, 0) != 0)
@@ -560,8 +554,8 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	_cleanup_close_ int rootfd = child_root(l, f, root);
 	char empty[PATH_MAX];
 	snprintf(empty, sizeof(empty), "%s/empty", l->run_dir);
-	kernel_fs(f->err, rootfd, root, empty, l->uid_base, !l->netns_ready, false, false);
-	pivot_into(f->err, root);
+	launch_kernel_fs(f->err, rootfd, root, empty, l->uid_base, !l->netns_ready, false, false);
+	launch_pivot_into(f->err, root);
 	child_finish(l, f, rootfd, l->seccomp);
 }
 
@@ -669,7 +663,7 @@ static int overlay_tree(const sl_launch *l, int lower, sl_err *err)
 {
 	char p[64], why[256];
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", lower);
-	int fd = overlay_mount(l, p, why, sizeof(why));
+	int fd = launch_overlay_mount(l, p, why, sizeof(why));
 	return fd < 0 ? sl_fail(err, SL_INTERNAL, errno, "sandbox %s: overlay of %s%s%s", l->id,
 				l->upper, why[0] ? ": " : "", why)
 		      : fd;
@@ -693,7 +687,7 @@ static int listen_socket(const char *path, sl_err *err)
 	return fd;
 }
 
-static int mkdir_in(const char *dir, const char *name, mode_t mode, sl_err *err)
+int launch_mkdir_in(const char *dir, const char *name, mode_t mode, sl_err *err)
 {
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
@@ -718,13 +712,12 @@ static int shared_main(void *p)
  * (docs/bench.md). A few are kept, for launches on several threads at once. A spare
  * init's stack comes from here too and goes back after its take: an munmap there was
  * 44 us of the create (the daemon's other CPU's TLB flushed). */
-#define LAUNCH_STACK (256 * 1024)
 #define LAUNCH_GUARD 4096
 static pthread_mutex_t stacks_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *stacks[4];
 static size_t nstacks;
 
-static char *stack_get(void)
+char *launch_stack_get(void)
 {
 	char *s = NULL;
 	pthread_mutex_lock(&stacks_lock);
@@ -741,7 +734,7 @@ static char *stack_get(void)
 	return s;
 }
 
-static void stack_put(char *s)
+void launch_stack_put(char *s)
 {
 	pthread_mutex_lock(&stacks_lock);
 	if (nstacks < sizeof(stacks) / sizeof(stacks[0])) {
@@ -760,7 +753,7 @@ static void stack_put(char *s)
  * (raw syscalls), nothing that takes a lock this thread could hold. */
 static pid_t clone_shared(const sl_launch *l, struct child_fds *f, int flags)
 {
-	char *stack = stack_get();
+	char *stack = launch_stack_get();
 	if (!stack)
 		return -1;
 	sigset_t all, old;
@@ -771,587 +764,9 @@ static pid_t clone_shared(const sl_launch *l, struct child_fds *f, int flags)
 	int e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	/* vfork: the child has exec'd or exited, and its stack is free again. */
-	stack_put(stack);
+	launch_stack_put(stack);
 	errno = e;
 	return pid;
-}
-
-/* ---- pid 1 made ahead (sl_launch_spare) ---- */
-
-/* The fds a take hands its spare, in this order; a first client's last, if any. */
-enum {
-	SPARE_LOWER,
-	SPARE_ROOT,
-	SPARE_LISTEN,
-	SPARE_INIT,
-	SPARE_LOG,
-	SPARE_USERNS,
-	SPARE_CLIENT,
-	SPARE_NFDS
-};
-
-/* The staged /dev made the sandbox's: its tmpfs root, nodes and /dev/shm owned by its
- * root (host uid BASE), and ptys made in its tty group. */
-static void spare_own_dev(int errfd, const char *dev, uint32_t base)
-{
-	static const char *const owned[] = { ".", "null", "zero", "full", "random",
-					     "urandom", "tty", "shm" };
-	_cleanup_close_ int devfd = open(dev, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (devfd < 0)
-		child_fail(errfd, errno, "open the staged /dev");
-	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
-		if (fchownat(devfd, owned[i], base, base, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) < 0)
-			child_fail(errfd, errno, "own /dev/%s", owned[i]);
-	char pts[PATH_MAX + 8], opts[128];
-	snprintf(pts, sizeof(pts), "%s/pts", dev);
-	snprintf(opts, sizeof(opts), "ptmxmode=0666,mode=0620,gid=%u", base + 5);
-	if (mount(NULL, pts, NULL, MS_REMOUNT | MS_NOSUID | MS_NOEXEC, opts) < 0)
-		child_fail(errfd, errno, "set the tty group of /dev/pts");
-}
-
-/* Into a copy of the staging mount namespace STAGE (stage_ns_open): one mount, the
- * staging root, made this process's root and working directory. */
-static void stage_enter(int errfd, int stage)
-{
-	if (setns(stage, CLONE_NEWNS) < 0 || unshare(CLONE_NEWNS) < 0 || chdir("/") < 0)
-		child_fail(errfd, errno, "enter a copy of the staging mount namespace");
-}
-
-/* The kernel's file systems on the staging root's /proc, /sys and /dev (kernel_fs), its
- * own empty directories: mounted by name, /proc first (kernel_fs mounts the rest through
- * /proc/self/fd). /sys is the staging namespace's own, read-only and masked already
- * (stage_helper_fn), unless OWN_SYS (a sandbox with a network, whose sysfs must show its
- * devices) or the namespace has none (made by an older build): then a sysfs of its own
- * is mounted over it. */
-static void stage_kernel_fs(int errfd, uint32_t base, bool new_net, bool own_sys)
-{
-	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-		child_fail(errfd, errno, "mount proc");
-	_cleanup_close_ int dirfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0)
-		child_fail(errfd, errno, "open the staging root");
-	struct statfs sfs;
-	bool shared = !own_sys && statfs("/sys", &sfs) == 0 && sfs.f_type == SYSFS_MAGIC;
-	kernel_fs(errfd, dirfd, "", "/empty", base, new_net, true, shared);
-}
-
-/* The spare's root while it waits: STAGE (<its run dir>/stage), empty directories
- * proc, sys, dev, newroot and lower, bound on itself with the sandbox's kernel file systems
- * mounted in it, made the root of the spare's mount namespace and then read-only. The
- * host's tree is detached here, ahead of any create, and so is the wait that detach
- * costs (pivot_into). EMPTY: what masks bind. */
-static void spare_stage(int errfd, const char *stage, const char *empty)
-{
-	if (mount(stage, stage, NULL, MS_BIND, NULL) < 0)
-		child_fail(errfd, errno, "bind %s", stage);
-	_cleanup_close_ int dirfd = open(stage, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (dirfd < 0)
-		child_fail(errfd, errno, "open %s", stage);
-	kernel_fs(errfd, dirfd, stage, empty, 0, true, false, false);
-	pivot_into(errfd, stage);
-	if (mount(NULL, "/", NULL,
-		  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-		child_fail(errfd, errno, "make the staging root read-only");
-}
-
-/* The take's root: the overlay (F->root, a detached mount) attached at /newroot, the
- * image layer at /lower, the staged /proc, /sys and /dev moved into the overlay, and it moved onto
- * "/" and chrooted into, as switch_root does. No unmount, so no RCU wait, on this path. Beneath it
- * stays only the stage's empty, read-only directories, and out of reach: ".." at the root of a
- * mount stacked on the namespace's root dentry stays there (choose_mountpoint), so even a chroot
- * escape by the sandbox's root (it has CAP_SYS_CHROOT) ends on the overlay. */
-static int spare_root(const struct child_fds *f)
-{
-	int errfd = f->err;
-	child_keep_lower(f, "/lower");
-	if (move_mount(f->root, "", AT_FDCWD, "/newroot", MOVE_MOUNT_F_EMPTY_PATH) < 0)
-		child_fail(errfd, errno, "attach the root file system");
-	int rootfd = open("/newroot", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (rootfd < 0)
-		child_fail(errfd, errno, "open the root file system");
-	static const char *const staged[] = {"proc", "sys", "dev"};
-	for (size_t i = 0; i < sizeof(staged) / sizeof(staged[0]); i++) {
-		_cleanup_close_ int from =
-		    openat(AT_FDCWD, staged[i], O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-		_cleanup_close_ int to = open_mountpoint(rootfd, staged[i], 1);
-		if (from < 0 || to < 0 ||
-		    move_mount(from, "", to, "",
-			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-			child_fail(errfd, errno, "move the staged /%s into the root", staged[i]);
-	}
-	if (chdir("/newroot") < 0 || mount(".", "/", NULL, MS_MOVE, NULL) < 0 || chroot(".") < 0 ||
-	    chdir("/") < 0)
-		child_fail(errfd, errno, "make the root file system the root");
-	return rootfd;
-}
-
-/* A launch from nothing in a copy of the staging mount namespace (stage_ns_open; F->stage)
- * rather than of the host's: the kernel's file systems staged at its /proc, /sys and /dev
- * as a spare stages them, then the root made as a spare's take makes it (spare_root: the
- * overlay, F->root, made by the parent). The host's mount table is neither copied nor,
- * after a pivot_root that visits every task on the host, detached again with an
- * expedited RCU grace period: this namespace never had it (docs/isolation.md). */
-static int child_root_staged(const sl_launch *l, const struct child_fds *f)
-{
-	stage_enter(f->err, f->stage);
-	stage_kernel_fs(f->err, l->uid_base, !l->netns_ready, l->network);
-	return spare_root(f);
-}
-
-/* Every call the take makes (spare_main after its recvmsg, spare_own_dev, spare_root,
- * child_finish) that the profile may deny must be here: the spare's filter is already in
- * place, and test_creates_take_spare_init fails on a take that hits it. */
-const char *const launch_take_calls[] = {"mount",   "move_mount", "sethostname",
-					 "unshare", "setns",	  NULL};
-
-/* The spare's child. Until its take it shares the daemon's memory (a clone with
- * CLONE_VM, not a vfork: the daemon goes on) and so, like the launch's child, makes raw
- * system calls only, on its own stack. It keeps one fd of the daemon's, its socket:
- * EOF there (the daemon gone, or dropping it) ends it. */
-static int spare_main(void *arg)
-{
-	sl_launch_spare *sp = arg;
-	int c = sp->child_sock, ns = sp->stage;
-	/* All but the socket and the staging namespace's fd (if any) closed. */
-	int keep[2] = {c < ns ? c : ns, c < ns ? ns : c}, lo = 3;
-	for (int i = ns >= 0 ? 0 : 1; i < 2; i++) {
-		if (keep[i] > lo)
-			syscall(SYS_close_range, (unsigned)lo, (unsigned)keep[i] - 1, 0);
-		lo = keep[i] + 1;
-	}
-	syscall(SYS_close_range, (unsigned)lo, ~0U, 0);
-	/* The cgroups are joined by their host paths, before the staging namespace. */
-	child_enter(c, sp->join, sp->njoin, -1, ns < 0);
-	if (ns >= 0) {
-		stage_enter(c, ns);
-		close(ns);
-		stage_kernel_fs(c, 0, true, false);
-	} else {
-		char stage[PATH_MAX + 8], empty[PATH_MAX + 8];
-		snprintf(stage, sizeof(stage), "%s/stage", sp->dir);
-		snprintf(empty, sizeof(empty), "%s/empty", sp->dir);
-		spare_stage(c, stage, empty);
-	}
-	/* The profile, less what the take still does (launch_take_calls): its ~150 us
-	 * install is then off the create's path, and the take's filter is a few
-	 * instructions. Privileged until the take, it needs no PR_SET_NO_NEW_PRIVS. */
-	sl_err err = {0};
-	if (sp->seccomp_ahead && seccomp_bpf_install(sp->seccomp_ahead, &err) < 0)
-		child_fail(c, 0, "%s", err.msg);
-	if (write(c, "R", 1) != 1)
-		_exit(1);
-
-	char byte;
-	struct iovec iov = { &byte, 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * SPARE_NFDS)];
-		struct cmsghdr align;
-	} u;
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			      .msg_controllen = sizeof(u.buf) };
-	ssize_t n;
-	while ((n = recvmsg(c, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-		;
-	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
-	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-		_exit(0); /* dropped, or the daemon is gone */
-	size_t nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-	int fds[SPARE_NFDS];
-	memcpy(fds, CMSG_DATA(cm), nfds * sizeof(int));
-	if (nfds < SPARE_CLIENT)
-		child_fail(c, EINVAL, "a take handed %zu fds", nfds);
-	const sl_launch *l = sp->l;
-	struct child_fds f = {.err = c,
-			      .userns = fds[SPARE_USERNS],
-			      .lower = fds[SPARE_LOWER],
-			      .root = fds[SPARE_ROOT],
-			      .listen = fds[SPARE_LISTEN],
-			      .init = fds[SPARE_INIT],
-			      .log = fds[SPARE_LOG],
-			      .client = nfds > SPARE_CLIENT ? fds[SPARE_CLIENT] : -1,
-			      .netns = -1,
-			      .stage = -1};
-	close_inherited(l, &f);
-	if (getpriority(PRIO_PROCESS, 0) != 0)
-		setpriority(PRIO_PROCESS, 0, 0);
-	spare_own_dev(c, "/dev", l->uid_base);
-	_cleanup_close_ int rootfd = spare_root(&f);
-	child_finish(l, &f, rootfd, sp->seccomp_ahead ? sp->seccomp_last : l->seccomp);
-}
-
-/* Whether overlayfs takes a detached mount as a layer (Linux 6.15+), as a spare's take
- * needs (overlay_tree): probed once, in DIR (a directory of ours, left as it was), with a
- * detached clone of an empty directory over a fresh upper and work. */
-static bool detached_layers(const char *dir)
-{
-	static _Atomic int known; /* 0 not yet, 1 yes, -1 no */
-	int k = atomic_load(&known);
-	if (k)
-		return k > 0;
-	char lo[PATH_MAX + 16], up[PATH_MAX + 16], wk[PATH_MAX + 16], wkw[PATH_MAX + 24];
-	snprintf(lo, sizeof(lo), "%s/probe-lower", dir);
-	snprintf(up, sizeof(up), "%s/probe-upper", dir);
-	snprintf(wk, sizeof(wk), "%s/probe-work", dir);
-	snprintf(wkw, sizeof(wkw), "%s/work", wk);
-	bool ok = false;
-	if (mkdir(lo, 0700) == 0 && mkdir(up, 0700) == 0 && mkdir(wk, 0700) == 0) {
-		_cleanup_close_ int l =
-		    open_tree(AT_FDCWD, lo, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-		sl_launch probe = {.upper = up, .work = wk};
-		char p[64], why[256];
-		snprintf(p, sizeof(p), "/proc/self/fd/%d", l);
-		int fd = l >= 0 ? overlay_mount(&probe, p, why, sizeof(why)) : -1;
-		ok = fd >= 0;
-		if (fd >= 0)
-			close(fd);
-	}
-	rmdir(wkw);
-	rmdir(wk);
-	rmdir(up);
-	rmdir(lo);
-	atomic_store(&known, ok ? 1 : -1);
-	return ok;
-}
-
-/* ---- the staging mount namespace (a launch from nothing) ---- */
-
-static int stage_ns_try(const char *ns)
-{
-	int fd = open(ns, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd >= 0 && ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNS) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
-}
-
-struct stage_helper {
-	const char *root;
-	int ready[2], hold[2];
-};
-
-/* Its mount namespace made the staging one: ROOT bound on itself, made the root, the host's
- * tree detached, and the rest read-only. It waits until the parent has bound the namespace
- * (or gone). Shares our memory (CLONE_VM): system calls only. */
-static int stage_helper_fn(void *arg)
-{
-	struct stage_helper *h = arg;
-	char c = 'R';
-	/* Our copy of the write end would keep the wait below from ever seeing EOF. */
-	syscall(SYS_close, h->hold[1]);
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount(h->root, h->root, NULL, MS_BIND, NULL) < 0 || chdir(h->root) < 0 ||
-	    syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
-		c = 'E';
-	/* One sysfs for every sandbox without a network: mounted in a network namespace of
-	 * its own (which it keeps alive), so its /sys/class/net shows a lo as theirs does;
-	 * read-only, masked as kernel_fs masks a sandbox's. A sysfs per sandbox was a
-	 * superblock each, and mounting one looks through every sysfs superblock on the host
-	 * for one to share. */
-	const char *what;
-	if (c == 'R' && (unshare(CLONE_NEWNET) < 0 || netns_lo_up(&what) < 0 ||
-			 mount("sysfs", "/sys", "sysfs",
-			       MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0))
-		c = 'E';
-	for (int i = 0; c == 'R' && masked_paths[i]; i++) {
-		char p[128];
-		struct stat st;
-		if (strncmp(masked_paths[i], "sys/", 4))
-			continue;
-		snprintf(p, sizeof(p), "/%s", masked_paths[i]);
-		if (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
-			continue;
-		if (mount("/empty", p, NULL, MS_BIND, NULL) < 0 ||
-		    mount(NULL, p, NULL,
-			  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-			  NULL) < 0)
-			c = 'E';
-	}
-	if (c == 'R' &&
-	    mount(NULL, "/", NULL,
-		  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-		c = 'E';
-	syscall(SYS_write, h->ready[1], &c, 1);
-	syscall(SYS_read, h->hold[0], &c, 1);
-	syscall(SYS_exit, 0);
-	return 0;
-}
-
-/* DIR (<run>/stage) a private mount of its own: a mount namespace's file cannot be bound
- * where the bind would propagate (EINVAL), and /run is often shared. */
-static int stage_dir_private(const char *dir)
-{
-	struct statx stx;
-	if (statx(AT_FDCWD, dir, AT_SYMLINK_NOFOLLOW, 0, &stx) < 0)
-		return -1;
-	if (!(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) &&
-	    mount(dir, dir, NULL, MS_BIND, NULL) < 0)
-		return -1;
-	return mount(NULL, dir, NULL, MS_PRIVATE, NULL);
-}
-
-static void stage_ns_make(const char *dir, const char *ns)
-{
-	static const char *const dirs[] = {"root",	   "root/proc",	 "root/sys",  "root/dev",
-					   "root/newroot", "root/lower", "root/empty"};
-	char root[PATH_MAX];
-	sl_err err = {0};
-	if (!detached_layers(dir)) {
-		/* Not probed again by every launch (a CLI's is a process of its own) until
-		 * another kernel runs. */
-		struct utsname u;
-		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "%s/unsupported", dir);
-		_cleanup_close_ int fd =
-		    open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd >= 0 && uname(&u) == 0 && write(fd, u.release, strlen(u.release)) < 0)
-			sl_log(SL_LOG_WARN, "%s: %s", p, strerror(errno));
-		return;
-	}
-	if (stage_dir_private(dir) < 0)
-		return;
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (mkdir_in(dir, dirs[i], i ? 0555 : 0700, &err) < 0)
-			return;
-	_cleanup_close_ int file = open(ns, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (file < 0)
-		return;
-	snprintf(root, sizeof(root), "%s/root", dir);
-	struct stage_helper h = {.root = root, .ready = {-1, -1}, .hold = {-1, -1}};
-	char *stack = stack_get();
-	if (!stack || pipe2(h.ready, O_CLOEXEC) < 0 || pipe2(h.hold, O_CLOEXEC) < 0)
-		goto out;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid_t pid =
-	    clone(stage_helper_fn, stack + LAUNCH_STACK, CLONE_VM | CLONE_NEWNS | SIGCHLD, &h);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (pid < 0)
-		goto out;
-	char c = 0, path[64];
-	while (read(h.ready[0], &c, 1) < 0 && errno == EINTR)
-		;
-	/* Its network namespace first, kept on DIR/net: the sysfs holds only a passive
-	 * reference, and with the namespace gone its /sys/class/net would be empty. */
-	char net[PATH_MAX];
-	snprintf(net, sizeof(net), "%s/net", dir);
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-	umount2(net, UMOUNT_NOFOLLOW); /* a namespace made before, if any */
-	int netfile = c == 'R' ? open(net, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
-	if (netfile >= 0)
-		close(netfile);
-	if (c == 'R' && (netfile < 0 || mount(path, net, NULL, MS_BIND, NULL) < 0)) {
-		sl_log(SL_LOG_WARN, "staging network namespace on %s: %s", net, strerror(errno));
-		c = 'E';
-	}
-	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
-	if (c == 'R' && mount(path, ns, NULL, MS_BIND, NULL) < 0) {
-		sl_log(SL_LOG_WARN, "staging mount namespace on %s: %s", ns, strerror(errno));
-		umount2(net, 0);
-	}
-	close(h.hold[1]);
-	h.hold[1] = -1;
-	while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
-		;
-out:
-	for (int i = 0; i < 2; i++) {
-		if (h.ready[i] >= 0)
-			close(h.ready[i]);
-		if (h.hold[i] >= 0)
-			close(h.hold[i]);
-	}
-	if (stack)
-		stack_put(stack);
-}
-
-/* This kernel's overlayfs takes no detached layer (stage_ns_make). */
-static bool stage_unsupported(const char *dir)
-{
-	char p[PATH_MAX], text[sizeof(((struct utsname *)0)->release)];
-	struct utsname u;
-	snprintf(p, sizeof(p), "%s/unsupported", dir);
-	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
-	if (n < 0 || uname(&u) < 0)
-		return false;
-	text[n] = '\0';
-	return strcmp(text, u.release) == 0;
-}
-
-int stage_ns_open(const char *dir)
-{
-	char ns[PATH_MAX], lock[PATH_MAX];
-	snprintf(ns, sizeof(ns), "%s/ns", dir);
-	int fd = stage_ns_try(ns);
-	if (fd >= 0 || stage_unsupported(dir))
-		return fd;
-	snprintf(lock, sizeof(lock), "%s/lock", dir);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return -1;
-	_cleanup_close_ int lk = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (lk < 0 || flock(lk, LOCK_EX) < 0)
-		return -1;
-	fd = stage_ns_try(ns);
-	if (fd < 0) {
-		stage_ns_make(dir, ns);
-		fd = stage_ns_try(ns);
-	}
-	return fd;
-}
-
-int launch_spare_make(sl_launch_spare *sp, sl_err *err)
-{
-	static const char *const dirs[] = {"stage/proc", "stage/sys", "stage/dev", "stage/newroot",
-					   "stage/lower"};
-	char stage[PATH_MAX + 8];
-	sp->pid = 0;
-	sp->sock = -1;
-	sp->l = NULL;
-	sp->stage = -1;
-	snprintf(stage, sizeof(stage), "%s/stage", sp->dir);
-	if (mkdir(sp->dir, 0700) < 0 && errno != EEXIST)
-		return sl_sysfail(err, "create %s", sp->dir);
-	if (!detached_layers(sp->dir))
-		return sl_fail(err, SL_NOTIMPL, 0,
-			       "spare inits need overlayfs to take a detached layer (Linux 6.15 or "
-			       "later): creates launch from nothing");
-	/* Made in a copy of the staging namespace (no stage of its own, no pivot_root, no
-	 * detach of the host's tree), or else in a stage of its run dir. */
-	_cleanup_close_ int ns = sp->stage_dir[0] ? stage_ns_open(sp->stage_dir) : -1;
-	sp->stage = ns;
-	if (ns < 0) {
-		if (mkdir(stage, 0555) < 0 && errno != EEXIST)
-			return sl_sysfail(err, "create %s", stage);
-		for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-			if (mkdir_in(sp->dir, dirs[i], 0555, err) < 0)
-				return -1;
-		if (mkdir_in(sp->dir, "empty", 0555, err) < 0)
-			return -1;
-	}
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return sl_sysfail(err, "socketpair");
-	sp->stack = stack_get();
-	if (!sp->stack) {
-		close(sv[0]);
-		close(sv[1]);
-		return sl_sysfail(err, "stack of a spare init");
-	}
-	sp->child_sock = sv[1];
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid_t pid = clone(spare_main, sp->stack + LAUNCH_STACK,
-			  CLONE_VM | (ns < 0 ? CLONE_NEWNS : 0) | CLONE_NEWPID | CLONE_NEWUTS |
-			      CLONE_NEWIPC | CLONE_NEWNET | SIGCHLD,
-			  sp);
-	int e = errno;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	close(sv[1]);
-	sp->sock = sv[0];
-	if (pid < 0) {
-		launch_spare_drop(sp);
-		return sl_fail(err, SL_INTERNAL, e, "clone a spare init");
-	}
-	sp->pid = pid;
-	char msg[800];
-	ssize_t n;
-	while ((n = read(sp->sock, msg, sizeof(msg) - 1)) < 0 && errno == EINTR)
-		;
-	if (n == 1 && msg[0] == 'R')
-		return 0;
-	msg[n > 0 ? n : 0] = '\0';
-	sl_fail(err, SL_INTERNAL, n < 0 ? errno : 0, "spare init: %s",
-		n > 0 ? msg : "ended before it was ready");
-	launch_spare_drop(sp);
-	return -1;
-}
-
-void launch_spare_drop(sl_launch_spare *sp)
-{
-	if (sp->sock >= 0)
-		close(steal_fd(&sp->sock)); /* EOF: it exits */
-	if (sp->pid > 0) {
-		kill(sp->pid, SIGKILL);
-		while (waitpid(sp->pid, NULL, __WALL) < 0 && errno == EINTR)
-			;
-		sp->pid = 0;
-	}
-	/* Not before it is gone: it ran on this stack, in our memory. */
-	if (sp->stack)
-		stack_put(sp->stack);
-	sp->stack = NULL;
-}
-
-/* Whether PID runs the file INIT (an open fd) now. An exec switches a process's memory
- * (and so its /proc/<pid>/exe) before it closes its close-on-exec fds; an exit drops its
- * memory (exe: ENOENT) before it closes its fds. So, once its end of a close-on-exec
- * socket is closed, this tells an exec of init from a death. */
-static bool runs_file(pid_t pid, int init)
-{
-	char path[64];
-	struct stat want, got;
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	return fstat(init, &want) == 0 && stat(path, &got) == 0 && got.st_dev == want.st_dev &&
-	       got.st_ino == want.st_ino;
-}
-
-/* The take: hand the spare its fds and wait until it has exec'd init (EOF on the
- * socket, whose end it holds closes on exec) or failed (its message). A spare killed
- * once it was handed them closes its end too: EOF with no init running is a failure. */
-static int spare_go(const sl_launch *l, const struct child_fds *f, sl_err *err)
-{
-	sl_launch_spare *sp = l->spare;
-	int fds[SPARE_NFDS] = {
-	    [SPARE_LOWER] = f->lower,  [SPARE_ROOT] = f->root, [SPARE_LISTEN] = f->listen,
-	    [SPARE_INIT] = f->init,    [SPARE_LOG] = f->log,   [SPARE_USERNS] = f->userns,
-	    [SPARE_CLIENT] = f->client};
-	size_t nfds = f->client >= 0 ? SPARE_NFDS : SPARE_CLIENT;
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * SPARE_NFDS)];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
-	char byte = 'G';
-	struct iovec iov = { &byte, 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			      .msg_controllen = CMSG_SPACE(sizeof(int) * nfds) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-	memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-	sp->l = l;
-	ssize_t n;
-	while ((n = sendmsg(sp->sock, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
-	if (n != 1) {
-		sl_sysfail(err, "hand sandbox %s to its spare init", l->id);
-		launch_spare_drop(sp);
-		return -1;
-	}
-	char text[800];
-	while ((n = read(sp->sock, text, sizeof(text) - 1)) < 0 && errno == EINTR)
-		;
-	if (n != 0 || !runs_file(sp->pid, f->init)) {
-		int e = n < 0 ? errno : 0;
-		text[n > 0 ? n : 0] = '\0';
-		if (n <= 0)
-			snprintf(text, sizeof(text), "%s",
-				 n ? "no answer from its spare init"
-				   : "its spare init ended before it ran init");
-		sl_fail(err, SL_INTERNAL, e, "start sandbox %s: %s", l->id, text);
-		launch_spare_drop(sp);
-		return -1;
-	}
-	/* Init runs in its own memory now: the stack is ours again, and the pid init's
-	 * (no longer the spare's to drop). */
-	close(steal_fd(&sp->sock));
-	stack_put(sp->stack);
-	sp->stack = NULL;
-	sp->pid = 0;
-	return 0;
 }
 
 int launch_new_netns(sl_err *err)
@@ -1364,7 +779,7 @@ int launch_new_netns(sl_err *err)
 	int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	int e = errno;
 	const char *what = "open the new network namespace";
-	if (fd >= 0 && (netns_lo_up(&what) < 0 || netns_ports(AT_FDCWD, &what) < 0)) {
+	if (fd >= 0 && (launch_netns_lo_up(&what) < 0 || netns_ports(AT_FDCWD, &what) < 0)) {
 		e = errno;
 		close(steal_fd(&fd));
 	}
@@ -1375,6 +790,7 @@ int launch_new_netns(sl_err *err)
 	return fd;
 }
 
+/* Over 120 lines: one launch's steps in their order, each undone on failure below it. */
 int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 {
 	char sock[PATH_MAX], logp[PATH_MAX];
@@ -1388,9 +804,9 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	_cleanup_close_ int stage = !l->spare && l->stage_dir ? stage_ns_open(l->stage_dir) : -1;
 	/* A spare's run dir has them (launch_spare_make); the staging root too. */
 	if (!l->spare && stage < 0 &&
-	    (mkdir_in(l->run_dir, "rootfs", 0700, err) < 0 ||
-	     mkdir_in(l->run_dir, "lower", 0700, err) < 0 ||
-	     mkdir_in(l->run_dir, "empty", 0555, err) < 0))
+	    (launch_mkdir_in(l->run_dir, "rootfs", 0700, err) < 0 ||
+	     launch_mkdir_in(l->run_dir, "lower", 0700, err) < 0 ||
+	     launch_mkdir_in(l->run_dir, "empty", 0555, err) < 0))
 		return -1;
 	snprintf(sock, sizeof(sock), "%s/init.sock", l->run_dir);
 	snprintf(logp, sizeof(logp), "%s/init.log", l->run_dir);
@@ -1435,7 +851,7 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	if (l->spare) {
 		/* Its namespaces are made: what it is handed is all it needs. */
 		pid_t spid = l->spare->pid;
-		if (spare_go(l, &f, err) < 0) {
+		if (launch_spare_go(l, &f, err) < 0) {
 			unlink(sock);
 			return -1;
 		}
@@ -1485,7 +901,7 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 		sl_fail(err, SL_INTERNAL, 0, "start sandbox %s: %s", l->id, msg);
 		goto kill_child;
 	}
-	if (!runs_file(pid, initfd)) { /* killed before its exec (a vfork returns then too) */
+	if (!launch_runs_file(pid, initfd)) { /* killed before its exec (a vfork returns then too) */
 		sl_fail(err, SL_INTERNAL, 0, "start sandbox %s: its child ended before it ran init",
 			l->id);
 		goto kill_child;
@@ -1499,3 +915,4 @@ kill_child:
 	unlink(sock);
 	return -1;
 }
+

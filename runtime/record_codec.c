@@ -11,12 +11,6 @@
 
 #include "cleanup.h"
 
-static void codec_cjson_deletep(cJSON **j)
-{
-	cJSON_Delete(*j);
-}
-#define _cleanup_cjson_ __attribute__((cleanup(codec_cjson_deletep)))
-
 static void get_str(char *dst, size_t len, const cJSON *o, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -39,7 +33,6 @@ static bool get_bool(const cJSON *o, const char *key)
 	{                                                                                        \
 		{"id", "id", sb->id, sizeof(sb->id)},                                            \
 		    {"name", "name", sb->name, sizeof(sb->name)},                                \
-		    {"status", "status", sb->status, sizeof(sb->status)},                        \
 		    {"image", "image", sb->image, sizeof(sb->image)},                            \
 		    {"image_digest", "imageDigest", sb->digest, sizeof(sb->digest)},             \
 		    {"user", "user", sb->user, sizeof(sb->user)},                                \
@@ -60,6 +53,7 @@ char *record_encode(const sl_sandbox *sb)
 	if (!o)
 		return NULL;
 	cJSON_AddNumberToObject(o, "schema", RECORD_SCHEMA);
+	cJSON_AddStringToObject(o, "status", sandbox_status_name(sb->status));
 	sl_sandbox *s = (sl_sandbox *)sb; /* STR_FIELDS takes the members' addresses */
 	const struct str_field strs[] = STR_FIELDS(s);
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
@@ -203,6 +197,8 @@ int record_decode(const char *text, const char *what, sl_sandbox *sb, sl_err *er
 	struct str_field strs[] = STR_FIELDS(sb);
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		get_str(strs[i].dst, strs[i].len, o, version == 1 ? strs[i].v1 : strs[i].v2);
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
+	sandbox_status_parse(cJSON_IsString(st) ? st->valuestring : "", &sb->status);
 	if (version == 1)
 		decode_v1(o, sb);
 	else

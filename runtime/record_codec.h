@@ -4,7 +4,7 @@
 #ifndef SANDLOT_RECORD_CODEC_H
 #define SANDLOT_RECORD_CODEC_H
 
-#include "sandbox.h"
+#include "record.h"
 
 #define RECORD_SCHEMA 2
 

@@ -12,15 +12,8 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "id.h"
 #include "state.h"
-
-/* PREFIX + [a-z0-9], as sl_new_id makes ids: safe as a path component. */
-static bool id_of(const char *s, const char *prefix)
-{
-	size_t p = strlen(prefix), n = strlen(s);
-	return n > p && n < 32 && !strncmp(s, prefix, p) &&
-	       strspn(s + p, "abcdefghijklmnopqrstuvwxyz0123456789") == n - p;
-}
 
 static void activity_path(const sl_config *cfg, const char *id, char *buf, size_t len)
 {
@@ -31,7 +24,7 @@ static void activity_path(const sl_config *cfg, const char *id, char *buf, size_
 
 void rundir_touch(const sl_config *cfg, const char *id)
 {
-	if (!id_of(id, "sbx_"))
+	if (!id_ok(id, "sbx_"))
 		return;
 	char p[PATH_MAX + 16];
 	activity_path(cfg, id, p, sizeof(p));
@@ -50,14 +43,14 @@ int64_t rundir_activity_ms(const sl_config *cfg, const char *id)
 
 int rundir_exec_sandbox(const sl_config *cfg, const char *eid, char sid[32], sl_err *err)
 {
-	if (!id_of(eid, "exe_"))
+	if (!id_ok(eid, "exe_"))
 		return sl_fail(err, SL_NOTFOUND, 0, "no execution %s", eid);
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s/sandboxes", cfg->run_dir);
 	_cleanup_closedir_ DIR *d = opendir(dir);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
-		if (!id_of(de->d_name, "sbx_"))
+		if (!id_ok(de->d_name, "sbx_"))
 			continue;
 		char p[PATH_MAX];
 		snprintf(p, sizeof(p), "%s/%s/execs/%s", dir, de->d_name, eid);
@@ -72,7 +65,7 @@ int rundir_exec_sandbox(const sl_config *cfg, const char *eid, char sid[32], sl_
 int rundir_facade_dir(const sl_config *cfg, const char *id, const char *facade, bool make,
 		      char *buf, size_t len, sl_err *err)
 {
-	if (!id_of(id, "sbx_") || !facade[0] || strchr(facade, '/') || facade[0] == '.')
+	if (!id_ok(id, "sbx_") || !facade[0] || strchr(facade, '/') || facade[0] == '.')
 		return sl_fail(err, SL_INVALID, 0, "sandbox %.40s: no directory %.40s", id, facade);
 	char run[PATH_MAX];
 	state_run_dir(cfg, id, run, sizeof(run));

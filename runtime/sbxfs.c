@@ -176,7 +176,7 @@ static const char *path_split(const char *path, char parent[PATH_MAX])
 static int not_running(const sl_sandbox *sb, sl_err *err)
 {
 	return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is not running (status %s)", sb->id,
-		       sb->status[0] ? sb->status : "unknown");
+		       sb->status != SL_ST_UNKNOWN ? sandbox_status_name(sb->status) : "unknown");
 }
 
 /* The sandbox's root as its init sees it. The start time is checked after the open

@@ -13,7 +13,8 @@
 #include <cjson/cJSON.h>
 
 #include "err.h"
-#include "sandbox.h"
+#include "ctx.h"
+#include "record.h"
 
 typedef struct sl_fileinfo {
 	char name[256];

@@ -28,13 +28,6 @@
 /* Bumped when the compiler's output for the same inputs changes, to retire old caches. */
 #define CACHE_FORMAT "sandlot-seccomp-cache-v1"
 
-static void sl_cjson_deletep(cJSON **j)
-{
-	if (*j)
-		cJSON_Delete(*j);
-}
-#define _cleanup_cjson_ __attribute__((cleanup(sl_cjson_deletep)))
-
 static void sl_seccomp_releasep(scmp_filter_ctx *ctx)
 {
 	if (*ctx)

@@ -23,11 +23,12 @@
 
 #include "archive_write.h"
 #include "cleanup.h"
+#include "lookup.h"
 #include "clock.h"
 #include "crash.h"
+#include "id.h"
 #include "image.h"
 #include "log.h"
-#include "sandbox.h"
 #include "state.h"
 #include "storage.h"
 
@@ -146,6 +147,21 @@ static bool snap_has_record(const sl_ctx *ctx, const char *snp_id)
 	return access(p, F_OK) == 0;
 }
 
+/* Thaw sandbox ID's cgroup if its record says running (what a maker that froze it and
+ * died left); a sandbox that is gone is no failure. */
+static int thaw_if_running(sl_ctx *ctx, const char *id, sl_err *err)
+{
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	if (sandbox_get_locked(ctx, id, &sb, &lk, err) < 0)
+		return err->kind == SL_NOTFOUND ? 0 : -1;
+	char cg[64];
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
+	int r = sb.status == SL_ST_RUNNING ? cgroup_freeze(ctx->cg, cg, false, err) : 0;
+	sandbox_free(&sb);
+	return r;
+}
+
 /* What the maker of SNP_ID (dead: its marker MFD is ours now) left behind. */
 static void making_undo(sl_ctx *ctx, const char *snp_id, int mfd)
 {
@@ -157,7 +173,7 @@ static void making_undo(sl_ctx *ctx, const char *snp_id, int mfd)
 	    store_snapshot_destroy(&ctx->cfg, snp_id, &e) < 0 && e.errnum != ENOENT)
 		sl_log(SL_LOG_WARN, "snapshot %s: remove the half-made subvolume: %s", snp_id,
 		       e.msg);
-	if (froze[0] && sandbox_thaw_if_running(ctx, froze, &e) < 0)
+	if (froze[0] && thaw_if_running(ctx, froze, &e) < 0)
 		sl_log(SL_LOG_WARN, "snapshot %s: thaw %s: %s", snp_id, froze, e.msg);
 	sl_log(SL_LOG_INFO, "snapshot %s: cleaned up after a maker that died%s%s", snp_id,
 	       froze[0] ? "; thawed " : "", froze);
@@ -227,12 +243,11 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 	 * the thaw. */
 	sl_sandbox sb;
 	_cleanup_close_ int lk = -1;
-	if (sandbox_load_locked(ctx, sandbox_ref, &sb, &lk, err) < 0)
+	if (sandbox_get_locked(ctx, sandbox_ref, &sb, &lk, err) < 0)
 		return -1;
-	if (!strcmp(sb.status, "terminated") || !strcmp(sb.status, "creating")) {
-		sandbox_free(&sb);
+	if (sb.status == SL_ST_TERMINATED || sb.status == SL_ST_CREATING) {
 		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is %s; nothing to snapshot", sb.id,
-			       sb.status);
+			       sandbox_status_name(sb.status));
 	}
 	sl_snapshot s = { 0 };
 	sl_new_id("snp_", s.id, sizeof(s.id));
@@ -244,7 +259,7 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 	s.created_ms = sl_now_ms();
 	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
-	bool running = !strcmp(sb.status, "running");
+	bool running = sb.status == SL_ST_RUNNING;
 	int mfd = making_begin(ctx, s.id, running ? sb.id : "", err);
 	if (mfd < 0) {
 		sandbox_free(&sb);
@@ -288,24 +303,17 @@ int snapshot_list(sl_ctx *ctx, sl_snapshot **out, size_t *n, sl_err *err)
 	snap_dir(ctx, p, sizeof(p));
 	*out = NULL;
 	*n = 0;
-	_cleanup_closedir_ DIR *d = opendir(p);
-	if (!d)
-		return errno == ENOENT ? 0 : sl_sysfail(err, "list %s", p);
-	size_t cap = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		size_t len = strlen(e->d_name);
-		if (strncmp(e->d_name, "snp_", 4) || len < 6 || strcmp(e->d_name + len - 5, ".json"))
-			continue;
+	char **ids;
+	size_t nids;
+	if (state_list_dir(p, "snp_", ".json", &ids, &nids, err) < 0)
+		return -1;
+	if (nids && !(*out = calloc(nids, sizeof(**out)))) {
+		state_free_names(ids, nids);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "list snapshots");
+	}
+	for (size_t i = 0; i < nids; i++) {
 		char id[40];
-		snprintf(id, sizeof(id), "%.*s", (int)(len - 5), e->d_name);
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			sl_snapshot *nl = realloc(*out, cap * sizeof(**out));
-			if (!nl)
-				return sl_fail(err, SL_INTERNAL, ENOMEM, "list snapshots");
-			*out = nl;
-		}
+		snprintf(id, sizeof(id), "%s", ids[i]);
 		sl_err e2 = { 0 };
 		if (snap_load(ctx, id, &(*out)[*n], &e2) == 0) {
 			/* Only the newest snapshot with a name carries it (tags). */
@@ -317,6 +325,7 @@ int snapshot_list(sl_ctx *ctx, sl_snapshot **out, size_t *n, sl_err *err)
 			(*n)++;
 		}
 	}
+	state_free_names(ids, nids);
 	return 0;
 }
 

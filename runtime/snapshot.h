@@ -9,7 +9,8 @@
 #include <cjson/cJSON.h>
 
 #include "err.h"
-#include "sandbox.h"
+#include "ctx.h"
+#include "record.h"
 
 typedef struct sl_snapshot {
 	char id[32]; /* snp_ + 20 base32 */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -315,4 +316,38 @@ void state_api_key_path(const sl_config *cfg, char *buf, size_t len)
 void state_run_dir(const sl_config *cfg, const char *id, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/sandboxes/%s", cfg->run_dir, id);
+}
+
+int state_list_dir(const char *dir, const char *prefix, const char *suffix, char ***names,
+		   size_t *n, sl_err *err)
+{
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	*names = NULL;
+	*n = 0;
+	if (!d)
+		return errno == ENOENT ? 0 : sl_sysfail(err, "list %s", dir);
+	size_t cap = 0, pl = strlen(prefix), sl = strlen(suffix);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (e->d_name[0] == '.' || len <= sl || strncmp(e->d_name, prefix, pl) ||
+		    strcmp(e->d_name + len - sl, suffix))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 32;
+			char **nn = realloc(*names, cap * sizeof(char *));
+			if (!nn)
+				return sl_fail(err, SL_INTERNAL, ENOMEM, "list %s", dir);
+			*names = nn;
+		}
+		(*names)[(*n)++] = strndup(e->d_name, len - sl);
+	}
+	return 0;
+}
+
+void state_free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
 }

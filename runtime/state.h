@@ -22,7 +22,7 @@ int state_write_record(const char *path, const char *data, size_t len, bool dura
 /* state_write_record without the fsyncs, durable after a later state_sync(path). Until
  * then a crash may leave the spare's older version under the name (the spare is
  * rewritten in place): only for records whose spare holds a state that reads right after
- * a crash (the daemon's sandbox records: sandbox.c, record_write). */
+ * a crash (the daemon's sandbox records: record.c, record_write). */
 int state_write_record_soon(const char *path, const char *data, size_t len, sl_err *err);
 /* fsync path and its directory: what state_write_record_soon left to do. */
 int state_sync(const char *path, sl_err *err);
@@ -41,6 +41,13 @@ int state_mkdirs(const char *path, mode_t mode, sl_err *err);
 int state_private_dir(const char *path, mode_t mode, sl_err *err);
 /* The same for an existing directory only: a missing PATH is fine. */
 int state_restrict(const char *path, mode_t mode, sl_err *err);
+
+/* The names in DIR that start with PREFIX and end with SUFFIX (either may be ""; a name
+ * must be longer than the suffix, and not start with '.'), SUFFIX cut off, in readdir
+ * order. A missing DIR lists nothing. state_free_names frees the list. */
+int state_list_dir(const char *dir, const char *prefix, const char *suffix, char ***names,
+		   size_t *n, sl_err *err);
+void state_free_names(char **names, size_t n);
 
 void state_sandbox_dir(const sl_config *cfg, const char *id, char *buf, size_t len);
 void state_run_dir(const sl_config *cfg, const char *id, char *buf, size_t len);

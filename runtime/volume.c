@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "lookup.h"
 #include "state.h"
 #include "storage.h"
 
@@ -30,7 +31,7 @@ static int valid_name(const char *n)
 	return 1;
 }
 
-static void record_path(const sl_ctx *ctx, const char *name, char *buf, size_t len)
+static void volume_record_path(const sl_ctx *ctx, const char *name, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/volumes/%s.json", ctx->cfg.state_dir, name);
 }
@@ -47,7 +48,7 @@ int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
 			       "volume name \"%s\": use 1-63 lowercase letters, digits, '-', '.', '_'",
 			       name);
 	char p[PATH_MAX];
-	record_path(ctx, name, p, sizeof(p));
+	volume_record_path(ctx, name, p, sizeof(p));
 	_cleanup_free_ char *data = NULL;
 	if (state_read_file(p, 65536, &data, NULL, err) < 0) {
 		if (err->kind == SL_NOTFOUND)
@@ -98,7 +99,7 @@ int volume_create(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
 	char rec[128];
 	snprintf(rec, sizeof(rec), "{\"schema\":2,\"name\":\"%s\",\"created_ms\":%lld}", name,
 		 (long long)out->created_ms);
-	record_path(ctx, name, p, sizeof(p));
+	volume_record_path(ctx, name, p, sizeof(p));
 	return state_write_atomic(p, rec, strlen(rec), err);
 }
 
@@ -108,28 +109,22 @@ int volume_list(sl_ctx *ctx, sl_volume **out, size_t *n, sl_err *err)
 	snprintf(p, sizeof(p), "%s/volumes", ctx->cfg.state_dir);
 	*out = NULL;
 	*n = 0;
-	_cleanup_closedir_ DIR *d = opendir(p);
-	if (!d)
-		return errno == ENOENT ? 0 : sl_sysfail(err, "list %s", p);
-	size_t cap = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		size_t len = strlen(e->d_name);
-		if (len < 6 || strcmp(e->d_name + len - 5, ".json") || e->d_name[0] == '.')
-			continue;
+	char **names;
+	size_t nn;
+	if (state_list_dir(p, "", ".json", &names, &nn, err) < 0)
+		return -1;
+	if (nn && !(*out = calloc(nn, sizeof(**out)))) {
+		state_free_names(names, nn);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "list volumes");
+	}
+	for (size_t i = 0; i < nn; i++) {
 		char name[64];
-		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), e->d_name);
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			sl_volume *nl = realloc(*out, cap * sizeof(**out));
-			if (!nl)
-				return sl_fail(err, SL_INTERNAL, ENOMEM, "list volumes");
-			*out = nl;
-		}
+		snprintf(name, sizeof(name), "%s", names[i]);
 		sl_err e2 = { 0 };
 		if (volume_get(ctx, name, &(*out)[*n], &e2) == 0)
 			(*n)++;
 	}
+	state_free_names(names, nn);
 	return 0;
 }
 
@@ -164,7 +159,7 @@ int volume_delete(sl_ctx *ctx, const char *name, sl_err *err)
 	snprintf(va.name, sizeof(va.name), "%s", name);
 	if (parent < 0 || (ioctl(parent, BTRFS_IOC_SNAP_DESTROY, &va) < 0 && errno != ENOENT))
 		return sl_sysfail(err, "delete volume %s", name);
-	record_path(ctx, name, p, sizeof(p));
+	volume_record_path(ctx, name, p, sizeof(p));
 	unlink(p);
 	return 0;
 }

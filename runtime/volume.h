@@ -10,8 +10,15 @@
 
 #include <cjson/cJSON.h>
 
+#include "ctx.h"
 #include "err.h"
-#include "sandbox.h"
+
+/* A mount a create asks for. */
+typedef struct sl_volume_spec {
+	const char *source; /* a volume name (made on first use) or an allowed host dir */
+	const char *mount_path;
+	bool readonly;
+} sl_volume_spec;
 
 typedef struct sl_volume {
 	char name[64];

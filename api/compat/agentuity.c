@@ -118,7 +118,7 @@ static void remember_exit(api_req *r, const sl_sandbox *sb, int code)
 static void sandbox_state(api_req *r, const sl_sandbox *sb, ag_state *st)
 {
 	memset(st, 0, sizeof(*st));
-	if (!strcmp(sb->status, "terminated")) {
+	if (sb->status == SL_ST_TERMINATED) {
 		st->status = !strcmp(sb->reason, "deleted") ? "deleted" : "terminated";
 		const char *code = label(sb, LABEL_EXIT);
 		if (code && is_oneshot(sb)) {
@@ -145,11 +145,11 @@ static void sandbox_state(api_req *r, const sl_sandbox *sb, ag_state *st)
 		}
 		exec_free_list(ex, n);
 	}
-	if (!strcmp(sb->status, "creating"))
+	if (sb->status == SL_ST_CREATING)
 		st->status = "creating";
-	else if (!strcmp(sb->status, "failed"))
+	else if (sb->status == SL_ST_FAILED)
 		st->status = "failed";
-	else if (!strcmp(sb->status, "paused") || !strcmp(sb->status, "stopped"))
+	else if (sb->status == SL_ST_PAUSED || sb->status == SL_ST_STOPPED)
 		st->status = "suspended";
 	else if (st->has_exit)
 		st->status = "terminated";
@@ -286,7 +286,7 @@ int ag_sandbox_for_call(api_req *r, sl_sandbox *sb, bool *resumed, sl_err *err)
 	api_touch(r->srv, r->param[0]);
 	if (api_sandbox_live(r->srv, r->param[0], sb, err) < 0)
 		return -1;
-	bool paused = !strcmp(sb->status, "paused"), stopped = !strcmp(sb->status, "stopped");
+	bool paused = sb->status == SL_ST_PAUSED, stopped = sb->status == SL_ST_STOPPED;
 	if (!paused && !stopped)
 		return 0;
 	/* Agentuity resumes a suspended sandbox on use (execute says autoResumed). */
@@ -590,7 +590,7 @@ static int sandbox_waited(api_req *r, bool include_deleted, sl_sandbox *sb, ag_s
 				err->kind = SL_NOTFOUND;
 			return -1;
 		}
-		if (!strcmp(sb->status, "terminated") && !include_deleted &&
+		if (sb->status == SL_ST_TERMINATED && !include_deleted &&
 		    !strcmp(sb->reason, "deleted")) {
 			sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed", sb->id);
 			sandbox_free(sb);
@@ -672,7 +672,7 @@ static enum MHD_Result sandbox_list_route(api_req *r)
 	long total = 0;
 	for (size_t k = 0; k < n; k++) {
 		sl_sandbox *sb = &list[asc ? k : n - 1 - k];
-		bool gone = !strcmp(sb->status, "terminated");
+		bool gone = sb->status == SL_ST_TERMINATED;
 		if ((gone && !want_gone) || (deleted_only && !gone))
 			continue;
 		if ((name && strcmp(name, sb->name)) ||
@@ -705,7 +705,7 @@ static enum MHD_Result sandbox_destroy_route(api_req *r)
 			err.kind = SL_NOTFOUND;
 		return ag_reply_error(r, &err, "SANDBOX_NOT_FOUND");
 	}
-	bool gone = !strcmp(sb.status, "terminated");
+	bool gone = sb.status == SL_ST_TERMINATED;
 	sandbox_free(&sb);
 	if (gone)
 		return ag_fail(r, SL_NOTFOUND, "sandbox %s was already destroyed", r->param[0]);
@@ -742,7 +742,7 @@ static enum MHD_Result sandbox_resume_route(api_req *r)
 			err.kind = SL_NOTFOUND;
 		return ag_reply_error(r, &err, "SANDBOX_NOT_FOUND");
 	}
-	bool suspended = !strcmp(sb.status, "paused") || !strcmp(sb.status, "stopped");
+	bool suspended = sb.status == SL_ST_PAUSED || sb.status == SL_ST_STOPPED;
 	sandbox_free(&sb);
 	if (!suspended)
 		return ag_fail(r, SL_CONFLICT, "sandbox %s is not suspended", r->param[0]);

@@ -104,13 +104,6 @@ void ag_stream_fields(api_req *r, cJSON *o, const char *sandbox_id, const char *
 	}
 }
 
-static bool id_ok(const char *s, const char *prefix)
-{
-	size_t n = strlen(s);
-	return n > strlen(prefix) && n < 32 && !strncmp(s, prefix, strlen(prefix)) &&
-	       strspn(s, "abcdefghijklmnopqrstuvwxyz234567_") == n;
-}
-
 enum MHD_Result ag_stream(api_req *r)
 {
 	char buf[256], *part[4], *save = NULL;
@@ -242,7 +235,7 @@ enum MHD_Result ag_execution_list(api_req *r)
 	sl_err err = {0};
 	sl_sandbox sb;
 	if (sandbox_get(r->srv->ctx, r->param[0], &sb, &err) < 0 ||
-	    !strcmp(sb.status, "terminated")) {
+	    sb.status == SL_ST_TERMINATED) {
 		if (!err.kind) {
 			sandbox_free(&sb);
 			sl_fail(&err, SL_NOTFOUND, 0, "sandbox %s was destroyed", r->param[0]);

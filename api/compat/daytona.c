@@ -62,9 +62,9 @@ int dt_sandbox(api_req *r, sl_sandbox *sb, sl_err *err)
 	if (api_sandbox_for_call(r, sb, err) < 0)
 		return -1;
 	api_touch(r->srv, sb->id);
-	if (strcmp(sb->status, "running")) {
+	if (sb->status != SL_ST_RUNNING) {
 		sl_fail(err, SL_CONFLICT, 0, "sandbox %s is %s; start it first", sb->id,
-			sb->status);
+			sandbox_status_name(sb->status));
 		sandbox_free(sb);
 		return -1;
 	}

@@ -60,13 +60,13 @@ static cJSON *sandbox_dto(api_req *r, const sl_sandbox *sb)
 	cJSON_AddNumberToObject(o, "gpu", 0);
 	cJSON_AddNumberToObject(o, "memory", mem / GIB);
 	cJSON_AddNumberToObject(o, "disk", disk / GIB);
-	const char *state = dt_state(sb->status);
+	const char *state = dt_state(sandbox_status_name(sb->status));
 	cJSON_AddStringToObject(o, "state", state);
 	cJSON_AddStringToObject(o, "desiredState",
 				!strcmp(state, "stopped") || !strcmp(state, "destroyed") ? state
 				: !strcmp(state, "paused")				 ? "paused"
 							   : "started");
-	if (!strcmp(sb->status, "failed"))
+	if (sb->status == SL_ST_FAILED)
 		cJSON_AddStringToObject(o, "errorReason", sb->reason[0] ? sb->reason : "failed");
 	cJSON_AddStringToObject(o, "backupState", "None");
 	cJSON_AddStringToObject(o, "daemonVersion", SANDLOT_VERSION);
@@ -402,12 +402,12 @@ static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind, const char *k
 
 static bool list_match(const list_query *q, const sl_sandbox *sb)
 {
-	if (!strcmp(sb->status, "terminated"))
+	if (sb->status == SL_ST_TERMINATED)
 		return false;
 	if (q->nstates) {
 		bool ok = false;
 		for (int i = 0; i < q->nstates; i++)
-			ok = ok || !strcmp(q->states[i], dt_state(sb->status));
+			ok = ok || !strcmp(q->states[i], dt_state(sandbox_status_name(sb->status)));
 		if (!ok)
 			return false;
 	}
@@ -500,7 +500,7 @@ enum MHD_Result dt_sandbox_start(api_req *r)
 		return dt_error(r, &err, NULL);
 	char id[32];
 	snprintf(id, sizeof(id), "%s", sb.id);
-	bool running = !strcmp(sb.status, "running"), paused = !strcmp(sb.status, "paused");
+	bool running = sb.status == SL_ST_RUNNING, paused = sb.status == SL_ST_PAUSED;
 	sandbox_free(&sb);
 	/* Starting a started sandbox is a no-op in Daytona; a paused one resumes. */
 	int rc = running  ? 0
@@ -520,7 +520,7 @@ enum MHD_Result dt_sandbox_stop(api_req *r)
 		return dt_error(r, &err, NULL);
 	char id[32];
 	snprintf(id, sizeof(id), "%s", sb.id);
-	bool stopped = !strcmp(sb.status, "stopped"), ephemeral = sb.ephemeral;
+	bool stopped = sb.status == SL_ST_STOPPED, ephemeral = sb.ephemeral;
 	sandbox_free(&sb);
 	/* autoDeleteInterval 0 (ephemeral): Daytona deletes such a sandbox when it stops. */
 	int rc = stopped     ? 0

@@ -117,7 +117,7 @@ static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_
 	}
 	int found = -1;
 	for (size_t i = 0; i < n && found < 0; i++)
-		if (!strcmp(all[i].status, "running") &&
+		if (all[i].status == SL_ST_RUNNING &&
 		    signature_matches(r->srv, r, all[i].id, sig))
 			found = (int)i;
 	char id[32] = "";
@@ -143,8 +143,9 @@ int e2b_plane_sandbox(api_req *r, bool traffic_ok, sl_sandbox *sb, enum MHD_Resu
 		*ret = e2b_reply_code(r, 502, "The sandbox %s was not found", id ? id : "");
 		return -1;
 	}
-	if (strcmp(sb->status, "running")) {
-		*ret = e2b_reply_code(r, 502, "The sandbox %s is %s", sb->id, sb->status);
+	if (sb->status != SL_ST_RUNNING) {
+		*ret = e2b_reply_code(r, 502, "The sandbox %s is %s", sb->id,
+				      sandbox_status_name(sb->status));
 		sandbox_free(sb);
 		return -1;
 	}
@@ -262,7 +263,7 @@ static cJSON *sandbox_e2b_json(const sl_sandbox *sb, bool detail)
 	sl_iso_time(sb->expires_ms ? sb->expires_ms : sb->created_ms + 100LL * 365 * 86400000, t,
 		 sizeof(t));
 	cJSON_AddStringToObject(o, "endAt", t);
-	cJSON_AddStringToObject(o, "state", strcmp(sb->status, "paused") ? "running" : "paused");
+	cJSON_AddStringToObject(o, "state", sb->status != SL_ST_PAUSED ? "running" : "paused");
 	uint64_t cpu = sb->limits.cpu_millicores;
 	cJSON_AddNumberToObject(o, "cpuCount", cpu ? (double)((cpu + 999) / 1000) : 1);
 	cJSON_AddNumberToObject(o, "memoryMB", (double)(sb->limits.memory_bytes >> 20));
@@ -305,9 +306,9 @@ static int path_sandbox(api_req *r, sl_sandbox *sb, enum MHD_Result *ret)
 		*ret = e2b_reply_code(r, 404, "sandbox \"%s\" not found", r->param[0]);
 		return -1;
 	}
-	if (!strcmp(sb->status, "terminated") || !strcmp(sb->status, "failed")) {
+	if (sb->status == SL_ST_TERMINATED || sb->status == SL_ST_FAILED) {
 		*ret = e2b_reply_code(r, 404, "sandbox \"%s\" not found (%s)", sb->id,
-				      sb->reason[0] ? sb->reason : sb->status);
+				      sb->reason[0] ? sb->reason : sandbox_status_name(sb->status));
 		sandbox_free(sb);
 		return -1;
 	}
@@ -486,8 +487,8 @@ static enum MHD_Result connect_sandbox(api_req *r)
 	unsigned status = 200;
 	char id[32];
 	snprintf(id, sizeof(id), "%s", sb.id);
-	if (!strcmp(sb.status, "paused") || !strcmp(sb.status, "stopped")) {
-		bool paused = !strcmp(sb.status, "paused");
+	if (sb.status == SL_ST_PAUSED || sb.status == SL_ST_STOPPED) {
+		bool paused = sb.status == SL_ST_PAUSED;
 		sandbox_free(&sb);
 		if ((paused ? sandbox_resume(r->srv->ctx, id, &sb, &err)
 			    : sandbox_start(r->srv->ctx, id, &sb, &err)) < 0)
@@ -538,7 +539,7 @@ static enum MHD_Result pause_sandbox(api_req *r)
 		return ret;
 	char id[32];
 	snprintf(id, sizeof(id), "%s", sb.id);
-	bool paused = !strcmp(sb.status, "paused");
+	bool paused = sb.status == SL_ST_PAUSED;
 	sandbox_free(&sb);
 	if (paused)
 		return e2b_reply_code(r, 409, "sandbox %s is already paused", id);
@@ -656,8 +657,8 @@ static bool metadata_match(const sl_sandbox *sb, const char *filter)
 
 static bool state_match(const sl_sandbox *sb, const char *states)
 {
-	const char *st = !strcmp(sb->status, "running")	 ? "running"
-			 : !strcmp(sb->status, "paused") ? "paused"
+	const char *st = sb->status == SL_ST_RUNNING	 ? "running"
+			 : sb->status == SL_ST_PAUSED ? "paused"
 							 : NULL;
 	if (!st)
 		return false;

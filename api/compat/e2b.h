@@ -4,13 +4,8 @@
 #ifndef SANDLOT_API_E2B_H
 #define SANDLOT_API_E2B_H
 
+#include "../../runtime/cleanup.h"
 #include "../http.h"
-
-static inline void e2b_cjson_freep(cJSON **p)
-{
-	cJSON_Delete(*p);
-}
-#define _cleanup_cjson_ __attribute__((cleanup(e2b_cjson_freep)))
 
 /* What the SDK is told envd is: it gates client features (octet-stream uploads need
  * 0.5.7, closeStdin 0.5.2, getMetrics 0.1.5; see docs/e2b.md). */

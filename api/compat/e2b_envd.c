@@ -976,7 +976,7 @@ static int watch_next(rpc_stream *st)
 		sl_sandbox now;
 		sl_err err = {0};
 		bool alive = sandbox_get(st->srv->ctx, ws->sb.id, &now, &err) == 0 &&
-			     (!strcmp(now.status, "running") || !strcmp(now.status, "paused"));
+			     (now.status == SL_ST_RUNNING || now.status == SL_ST_PAUSED);
 		if (err.kind == SL_OK)
 			sandbox_free(&now);
 		if (!alive)

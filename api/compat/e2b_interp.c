@@ -74,7 +74,7 @@ static void ctx_dir(api_server *s, const char *sid, char *buf, size_t len)
 	ctx_dir_of(s, sid, false, buf, len, &e);
 }
 
-static bool id_ok(const char *id)
+static bool ctx_id_ok(const char *id)
 {
 	size_t n = strlen(id);
 	return n && n < 40 && strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
@@ -84,7 +84,7 @@ static int ctx_load(api_server *s, const char *sid, const char *ref, ctx_rec *ou
 {
 	char dir[PATH_MAX], p[PATH_MAX + 64], id[40];
 	snprintf(id, sizeof(id), "%s", ref); /* ref may be out->id */
-	if (!id_ok(ref) || strlen(ref) >= sizeof(id))
+	if (!ctx_id_ok(ref) || strlen(ref) >= sizeof(id))
 		return sl_fail(err, SL_NOTFOUND, 0, "context %s not found", id);
 	ctx_dir(s, sid, dir, sizeof(dir));
 	snprintf(p, sizeof(p), "%s/%s.json", dir, id);

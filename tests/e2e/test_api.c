@@ -1048,7 +1048,7 @@ static void test_lifecycle_routes(void **state)
 		sl_sandbox sb;
 		sl_err err = {0};
 		if (sandbox_get(&CTX, id3, &sb, &err) == 0) {
-			gone = !strcmp(sb.status, "terminated");
+			gone = sb.status == SL_ST_TERMINATED;
 			sandbox_free(&sb);
 		}
 	}
@@ -1066,7 +1066,7 @@ static void test_lifecycle_routes(void **state)
 		sl_sandbox sb;
 		sl_err err = {0};
 		assert_int_equal(sandbox_get(&CTX, id4, &sb, &err), 0);
-		assert_string_equal(sb.status, "running"); /* nobody acted yet */
+		assert_int_equal(sb.status, SL_ST_RUNNING); /* nobody acted yet */
 		sandbox_free(&sb);
 	}
 	e2e_daemon_start(&D, D.sock, true, NULL);
@@ -3907,7 +3907,7 @@ static void test_orphaned_release(void **state)
 	sl_sandbox sb;
 	sl_err err = {0};
 	assert_int_equal(sandbox_get(&CTX, id, &sb, &err), 0);
-	assert_string_equal(sb.status, "terminated");
+	assert_int_equal(sb.status, SL_ST_TERMINATED);
 	assert_int_equal(sb.releaser_pid, pid);
 	sandbox_free(&sb);
 	/* Half done: its processes are gone, its cgroup is not. */

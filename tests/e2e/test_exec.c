@@ -18,6 +18,8 @@
 #include "common.h"
 #include "exec.h"
 #include "initctl.h"
+#include "lookup.h"
+#include "processes.h"
 #include "state.h"
 
 /* ---- helpers ---- */

@@ -375,7 +375,7 @@ static void test_v1_rollback(void **state)
 	cgroup_close(cg);
 }
 
-/* A spare's rename (sandbox.c, cgroup_create_or_take): every hierarchy or none. */
+/* A spare's rename (spares.c, spare_cgroup_create_or_take): every hierarchy or none. */
 static void test_v1_rename(void **state)
 {
 	fixture *fx = *state;

@@ -40,7 +40,7 @@ static void test_schema_1_reads_field_for_field(void **state)
 	load(V1_LIVE, &sb);
 	assert_string_equal(sb.id, "sbx_jzpkjfnp3364bofrvqce");
 	assert_string_equal(sb.name, "fixture-a");
-	assert_string_equal(sb.status, "stopped");
+	assert_int_equal(sb.status, SL_ST_STOPPED);
 	assert_string_equal(sb.image, "busybox");
 	assert_string_equal(sb.digest, "sha256:6482d71ea4f66a238b319b432ec886e8a2cace958b9c625103eee50523f0da29");
 	assert_string_equal(sb.user, "65534");
@@ -68,7 +68,7 @@ static void test_schema_1_reads_field_for_field(void **state)
 	sandbox_free(&sb);
 
 	load(V1_GONE, &sb);
-	assert_string_equal(sb.status, "terminated");
+	assert_int_equal(sb.status, SL_ST_TERMINATED);
 	assert_string_equal(sb.reason, "deleted");
 	assert_true(sb.terminated_ms > sb.created_ms);
 	sandbox_free(&sb);

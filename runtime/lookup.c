@@ -1,0 +1,172 @@
+/* lookup.c — finding sandboxes: by id or name (sandbox_get), every one (sandbox_list),
+ * and the live one using a thing (sandbox_find_user: images, snapshots, volumes). */
+#include "lookup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "claim.h"
+#include "clock.h"
+#include "state.h"
+#include "tombstone.h"
+
+static int cmp_created(const void *a, const void *b)
+{
+	const sl_sandbox *x = a, *y = b;
+	return x->created_ms < y->created_ms ? -1 : x->created_ms > y->created_ms;
+}
+
+/* Every record but the pooled (the daemon's, until a create takes one), by creation
+ * time, tombstones only when TOMBSTONES (then those older than TOMBSTONE_MS are removed
+ * on the way). Without them, the ids known as tombstones are not read at all. */
+static int list_records(sl_ctx *ctx, bool tombstones, sl_sandbox **out, size_t *n, sl_err *err)
+{
+	char **ids;
+	size_t nids;
+	sl_sandbox *list;
+	*out = NULL;
+	*n = 0;
+	if (record_ids_and_array(ctx, &ids, &nids, sizeof(*list), (void **)&list, err) < 0)
+		return -1;
+	size_t k = 0;
+	int64_t now = sl_now_ms();
+	for (size_t i = 0; i < nids; i++) {
+		sl_err e2 = { 0 };
+		if (!tombstones && record_dead_known(ids[i]))
+			continue;
+		if (record_load(ctx, ids[i], &list[k], &e2) < 0)
+			continue; /* a record being written for the first time */
+		bool dead = list[k].status == SL_ST_TERMINATED;
+		if (dead)
+			record_dead_add(ids[i]);
+		if (dead && tombstones && now - list[k].terminated_ms > TOMBSTONE_MS &&
+		    !list[k].releaser_pid)
+			tombstone_collect_one(ctx, ids[i]);
+		if ((dead && (!tombstones || now - list[k].terminated_ms > TOMBSTONE_MS)) ||
+		    list[k].status == SL_ST_POOLED) {
+			sandbox_free(&list[k]);
+			continue;
+		}
+		record_refresh_status(&list[k], true);
+		k++;
+	}
+	state_free_names(ids, nids);
+	qsort(list, k, sizeof(*list), cmp_created);
+	*out = list;
+	*n = k;
+	return 0;
+}
+
+int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
+{
+	return list_records(ctx, true, out, n, err);
+}
+
+int sandbox_list_live(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
+{
+	return list_records(ctx, false, out, n, err);
+}
+
+/* Resolve an id or a name to an id. */
+int sandbox_resolve_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_err *err)
+{
+	char p[PATH_MAX];
+	if (!ref || !*ref || strchr(ref, '/') || !strcmp(ref, ".") || !strcmp(ref, ".."))
+		return sl_fail(err, SL_INVALID, 0, "\"%s\" is not a sandbox id or name",
+			       ref ? ref : "");
+	if (!strncmp(ref, "sbx_", 4)) {
+		state_sandbox_dir(&ctx->cfg, ref, p, sizeof(p));
+		if (access(p, F_OK) == 0) {
+			snprintf(id, len, "%s", ref);
+			return 0;
+		}
+	}
+	/* A live sandbox's name is claimed in <state>/names/<name>, holding its id (every
+	 * create claims it): one read, not a scan of every record. */
+	claim_path(ctx, "names", ref, p, sizeof(p));
+	char owner[40];
+	if (claim_read(p, owner) > 4 && !strncmp(owner, "sbx_", 4)) {
+		sl_sandbox sb;
+		sl_err e = { 0 };
+		if (record_load(ctx, owner, &sb, &e) == 0) {
+			/* A claim outlives a tombstone until its release ends. */
+			bool live = !strcmp(sb.name, ref) && sb.status != SL_ST_TERMINATED &&
+				    sb.status != SL_ST_POOLED;
+			sandbox_free(&sb);
+			if (live) {
+				snprintf(id, len, "%s", owner);
+				return 0;
+			}
+		}
+	}
+	return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", ref);
+}
+
+static int get_of(sl_ctx *ctx, const char *ref, sl_sandbox *out, bool running, sl_err *err)
+{
+	char id[32];
+	/* An id is read straight away (resolve_ref's look for its directory is one path
+	 * walk more); only what that does not find is looked up as a name. */
+	bool loaded = false;
+	if (ref && !strncmp(ref, "sbx_", 4) && strlen(ref) < sizeof(id) && !strchr(ref, '/')) {
+		sl_err e = {0};
+		loaded = record_load_visible(ctx, ref, out, &e) == 0;
+		if (!loaded && e.kind != SL_NOTFOUND) {
+			*err = e;
+			return -1;
+		}
+	}
+	if (!loaded && (sandbox_resolve_ref(ctx, ref, id, sizeof(id), err) < 0 ||
+			record_load_visible(ctx, id, out, err) < 0))
+		return -1;
+	record_refresh_status(out, running);
+	return 0;
+}
+
+int sandbox_get(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
+{
+	return get_of(ctx, ref, out, true, err);
+}
+
+int sandbox_get_for_init(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
+{
+	return get_of(ctx, ref, out, false, err);
+}
+
+int sandbox_find_user(sl_ctx *ctx, bool (*uses)(const sl_sandbox *sb, const void *arg),
+		      const void *arg, char user[32], sl_err *err)
+{
+	sl_sandbox *list;
+	size_t n;
+	user[0] = '\0';
+	if (sandbox_list_live(ctx, &list, &n, err) < 0)
+		return -1;
+	for (size_t i = 0; i < n && !user[0]; i++)
+		if (list[i].status != SL_ST_TERMINATED && uses(&list[i], arg))
+			snprintf(user, 32, "%s", list[i].id);
+	sandbox_free_list(list, n);
+	return 0;
+}
+
+int sandbox_get_locked(sl_ctx *ctx, const char *ref, sl_sandbox *sb, int *lk, sl_err *err)
+{
+	char id[32];
+	*lk = -1;
+	if (sandbox_resolve_ref(ctx, ref, id, sizeof(id), err) < 0)
+		return -1;
+	*lk = record_lock(ctx, id, err);
+	if (*lk < 0 || record_load_visible(ctx, id, sb, err) < 0) {
+		if (*lk >= 0)
+			close(*lk);
+		*lk = -1;
+		return -1;
+	}
+	record_refresh_status(sb, true);
+	return 0;
+}

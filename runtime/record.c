@@ -1,0 +1,370 @@
+/* record.c — a sandbox's record on disk (<state>/sandboxes/<id>/sandbox.json): JSON in
+ * and out, load, save (durable or soon), the per-sandbox lock, and the status its
+ * processes give it. Everything above reads and writes sandboxes through here. */
+#include "record.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "clock.h"
+#include "fsutil.h"
+#include "idset.h"
+#include "launch.h"
+#include "quantity.h"
+#include "record_codec.h"
+#include "state.h"
+
+#define RECORD_MAX (1 << 20)
+
+static const char *const status_names[] = {
+	[SL_ST_UNKNOWN] = "",		[SL_ST_CREATING] = "creating",
+	[SL_ST_RUNNING] = "running",	[SL_ST_STOPPED] = "stopped",
+	[SL_ST_PAUSED] = "paused",	[SL_ST_TERMINATED] = "terminated",
+	[SL_ST_FAILED] = "failed",	[SL_ST_POOLED] = "pooled",
+};
+
+const char *sandbox_status_name(enum sl_status s)
+{
+	return (unsigned)s < sizeof(status_names) / sizeof(status_names[0]) ? status_names[s] : "";
+}
+
+int sandbox_status_parse(const char *name, enum sl_status *out)
+{
+	for (size_t i = SL_ST_UNKNOWN + 1; i < sizeof(status_names) / sizeof(status_names[0]); i++)
+		if (name && !strcmp(name, status_names[i])) {
+			*out = (enum sl_status)i;
+			return 0;
+		}
+	*out = SL_ST_UNKNOWN;
+	return -1;
+}
+
+void sandbox_free(sl_sandbox *sb)
+{
+	if (!sb)
+		return;
+	cJSON_Delete(sb->env);
+	cJSON_Delete(sb->labels);
+	cJSON_Delete(sb->volumes);
+	cJSON_Delete(sb->packages);
+	cJSON_Delete(sb->net_allow);
+	cJSON_Delete(sb->net_deny);
+	cJSON_Delete(sb->ports);
+	sb->env = sb->labels = sb->volumes = sb->packages = sb->net_allow = sb->net_deny = NULL;
+	sb->ports = NULL;
+}
+
+void sandbox_free_list(sl_sandbox *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sandbox_free(&list[i]);
+	free(list);
+}
+
+/* ---- records ---- */
+
+/* <state>/sandboxes/<id>/sandbox.json */
+void record_path(const sl_ctx *ctx, const char *id, char p[PATH_MAX])
+{
+	state_sandbox_dir(&ctx->cfg, id, p, PATH_MAX);
+	strcat(p, "/sandbox.json");
+}
+
+int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err)
+{
+	char p[PATH_MAX];
+	record_path(ctx, id, p);
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	if (state_read_record(p, RECORD_MAX, &data, &len, err) < 0) {
+		if (err->kind == SL_NOTFOUND)
+			sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", id);
+		return -1;
+	}
+	/* A record dir taken from the spares holds an empty record until its first
+	 * write: no record yet, as for a directory just made. So does one whose first
+	 * write a crash cut short: the daemon's writes are synced ~20 ms after they are
+	 * made (record_write), and the file's size can reach the disk before its blocks,
+	 * which then read as zeros. */
+	size_t at = 0;
+	while (at < len && (data[at] == '\0' || data[at] == ' ' || data[at] == '\n'))
+		at++;
+	if (at == len)
+		return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", id);
+	if (record_decode(data, p, sb, err) < 0)
+		return -1;
+	if (strcmp(sb->id, id) != 0) {
+		sandbox_free(sb);
+		return sl_fail(err, SL_INTERNAL, 0, "record %s names another sandbox", p);
+	}
+	return 0;
+}
+
+/* How a record goes to disk. */
+enum rec_write { REC_VOLATILE, REC_DURABLE };
+
+/* A durable record in the daemon is rewritten in its spare and exchanged in
+ * (state_write_record_soon), then made durable by the syncer ~20 ms later, not written
+ * to a temp file renamed over the old one: on this host's root ext4 (no journal,
+ * online discard) the rename's new inode, the writeback a rename over a file starts, and
+ * the freeing and discard of the old record's block were 0.35 ms of a 0.58 ms pool take,
+ * and 0.25-0.29 ms of a create's "running" record, which takes 0.08-0.09 through the
+ * spare (uprobes, docs/bench.md, session 16). A crash before the sync
+ * leaves, with a rename, the old record or the new one; with the spare, the new one or
+ * the spare's older version, or for a create a record dir as it came from the spares
+ * (an empty record) or a record whose blocks never reached the disk (zeros): both read
+ * "not found", and the claims are freed as for a create that died midway. Either way the call did not survive the crash; for a create or a pool take,
+ * nothing ran in the sandbox that a crash would not have ended. */
+static int record_write(const sl_ctx *ctx, const sl_sandbox *sb, enum rec_write how, sl_err *err)
+{
+	char p[PATH_MAX];
+	record_path(ctx, sb->id, p);
+	_cleanup_free_ char *s = record_encode(sb);
+	if (!s)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "serialise %s", sb->id);
+	if (how == REC_VOLATILE || !ctx->sync_soon)
+		return state_write_record(p, s, strlen(s), how != REC_VOLATILE, err);
+	/* The daemon's: answer now, durable ~20 ms later (api/pool.c, the syncer). */
+	if (state_write_record_soon(p, s, strlen(s), err) < 0)
+		return -1;
+	ctx->sync_soon(ctx->sync_soon_arg, sb->id);
+	return 0;
+}
+
+int record_save(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl_err *err)
+{
+	return record_write(ctx, sb, durable ? REC_DURABLE : REC_VOLATILE, err);
+}
+
+/* The sandbox's lock: a flock on its record dir (SL_NOTFOUND once it is gone). It
+ * serialises the record's writers (state_write_record) and the lifecycle calls. */
+int record_lock(const sl_ctx *ctx, const char *id, sl_err *err)
+{
+	char dir[PATH_MAX];
+	state_sandbox_dir(&ctx->cfg, id, dir, sizeof(dir));
+	return state_lock_dir(dir, err);
+}
+
+/* record_save from a create, which does not hold the sandbox's lock otherwise: a
+ * destroy may come meanwhile. */
+int record_save_creating(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl_err *err)
+{
+	_cleanup_close_ int lk = record_lock(ctx, sb->id, err);
+	if (lk < 0)
+		return -1;
+	return record_save(ctx, sb, durable, err);
+}
+
+int sandbox_sync_record(sl_ctx *ctx, const char *id, sl_err *err)
+{
+	char p[PATH_MAX];
+	record_path(ctx, id, p);
+	return state_sync(p, err);
+}
+
+/* A record the callers of the public calls may see: pooled sandboxes are the daemon's
+ * until a create takes one, so they are "not found" like ids that never existed. */
+int record_load_visible(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err)
+{
+	if (record_load(ctx, id, sb, err) < 0)
+		return -1;
+	if (sb->status != SL_ST_POOLED)
+		return 0;
+	sandbox_free(sb);
+	return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", id);
+}
+
+/* The kernel's boot id: a record written under another boot describes a sandbox
+ * whose processes a reboot ended (status "stopped", not "failed"). */
+static char boot_id_cache[40];
+static pthread_once_t boot_id_once = PTHREAD_ONCE_INIT;
+
+static void boot_id_read(void)
+{
+	char *buf = boot_id_cache;
+	size_t len = sizeof(boot_id_cache);
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+}
+
+/* Read once per process: it cannot change while we run. */
+void record_boot_id(char *buf, size_t len)
+{
+	pthread_once(&boot_id_once, boot_id_read);
+	snprintf(buf, len, "%s", boot_id_cache);
+}
+
+bool record_pid_alive(pid_t pid, uint64_t start)
+{
+	return pid > 0 && start && proc_start_time(pid) == start;
+}
+
+/* The truth behind a record: an init that died makes a running sandbox "failed";
+ * a create whose process died midway is "failed" too (rm cleans it up). RUNNING: look
+ * at the init of a "running" record too (else it is taken on its word). */
+void record_refresh_status(sl_sandbox *sb, bool running)
+{
+	bool is_running = sb->status == SL_ST_RUNNING;
+	if ((is_running && running) || sb->status == SL_ST_PAUSED ||
+	    sb->status == SL_ST_POOLED) {
+		char boot[64];
+		record_boot_id(boot, sizeof(boot));
+		if (sb->boot_id[0] && strcmp(boot, sb->boot_id) != 0)
+			sb->status = SL_ST_STOPPED;
+		else if (!record_pid_alive(sb->init_pid, sb->init_start))
+			sb->status = SL_ST_FAILED;
+	} else if (sb->status == SL_ST_CREATING) {
+		if (!record_pid_alive(sb->creator_pid, sb->creator_start))
+			sb->status = SL_ST_FAILED;
+	}
+}
+
+int record_list_ids(const sl_ctx *ctx, char ***ids, size_t *n, sl_err *err)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/sandboxes", ctx->cfg.state_dir);
+	return state_list_dir(p, "sbx_", "", ids, n, err);
+}
+
+/* The ids in <state>/sandboxes and a zeroed array of as many ELEM-byte entries. */
+int record_ids_and_array(const sl_ctx *ctx, char ***ids, size_t *nids, size_t elem, void **arr,
+			 sl_err *err)
+{
+	*arr = NULL;
+	if (record_list_ids(ctx, ids, nids, err) < 0)
+		return -1;
+	if (!(*arr = calloc(*nids ? *nids : 1, elem))) {
+		state_free_names(*ids, *nids);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
+	}
+	return 0;
+}
+
+/* Ids whose record was a tombstone when last read: a tombstone never comes back to
+ * life, so listings of live sandboxes (sandbox_list_deadlines: the daemon's
+ * once-a-second deadline sweep, the health count) need not read it again. Per process,
+ * bounded; a miss costs one read. An id leaves it with its record dir (record_remove_dir);
+ * records other processes removed stay until the set is full, when the next sweep starts
+ * it over. Until session 20 nothing ever left it: after 32768 tombstones in a daemon's
+ * life every sweep read every tombstone again (~2000 reads a second with 5000 kept, 13%
+ * of a CPU on an idle daemon). */
+static sl_idset dead_set = SL_IDSET_INIT(65536);
+
+void record_remove_dir(const sl_ctx *ctx, const char *id)
+{
+	char p[PATH_MAX];
+	state_sandbox_dir(&ctx->cfg, id, p, sizeof(p));
+	fs_remove_tree(p, NULL);
+	idset_del(&dead_set, id);
+}
+
+bool record_dead_known(const char *id)
+{
+	return idset_has(&dead_set, id);
+}
+
+void record_dead_add(const char *id)
+{
+	idset_add(&dead_set, id);
+}
+
+int record_kv_object(const char *field, const char *const *kv, cJSON **out, sl_err *err)
+{
+	cJSON *o = cJSON_CreateObject();
+	for (; kv && *kv; kv++) {
+		const char *eq = strchr(*kv, '=');
+		if (!eq || eq == *kv) {
+			cJSON_Delete(o);
+			return sl_fail(err, SL_INVALID, 0, "%s: \"%s\" is not KEY=VALUE", field, *kv);
+		}
+		char key[256];
+		if ((size_t)(eq - *kv) >= sizeof(key)) {
+			/* Cut, two long keys would have been one (and one value lost). */
+			cJSON_Delete(o);
+			return sl_fail(err, SL_INVALID, 0, "%s: key \"%.40s...\" is over %zu bytes",
+				       field, *kv, sizeof(key) - 1);
+		}
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - *kv), *kv);
+		cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+		cJSON_AddStringToObject(o, key, eq + 1);
+	}
+	*out = o;
+	return 0;
+}
+
+/* The sandbox's lock and record for a destroy or a pool take; pooled ones only when
+ * ALLOW_POOLED. */
+int record_lock_load(sl_ctx *ctx, const char *id, bool allow_pooled, sl_sandbox *sb, int *lk,
+		     sl_err *err)
+{
+	*lk = record_lock(ctx, id, err);
+	if (*lk < 0)
+		return -1;
+	if ((allow_pooled ? record_load(ctx, id, sb, err) : record_load_visible(ctx, id, sb, err)) < 0)
+		return -1;
+	return 0;
+}
+
+/* Half full: start the set afresh (ids of records other processes removed linger). */
+void record_dead_forget_if_full(void)
+{
+	if (idset_count(&dead_set) >= dead_set.cap / 2)
+		idset_clear(&dead_set);
+}
+
+/* ---- ports (docs/api.md, "Ports") ---- */
+
+void record_new_preview_token(char out[65])
+{
+	unsigned char r[32];
+	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+		abort(); /* no entropy: tokens could be guessed */
+	for (size_t i = 0; i < sizeof(r); i++)
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
+}
+
+int record_ports_apply(cJSON **ports, const sl_port_setting *set, size_t n, sl_err *err)
+{
+	if (n > SL_MAX_PORTS)
+		return sl_fail(err, SL_INVALID, 0, "ports: at most %d", SL_MAX_PORTS);
+	if (!*ports && !(*ports = cJSON_CreateObject()))
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "ports");
+	for (size_t i = 0; i < n; i++) {
+		if (set[i].port > 65535)
+			return sl_fail(err, SL_INVALID, 0, "ports.%u: not a port (1-65535)",
+				       set[i].port);
+		char key[8];
+		snprintf(key, sizeof(key), set[i].port == SL_PORT_ALL ? "*" : "%u", set[i].port);
+		cJSON_DeleteItemFromObjectCaseSensitive(*ports, key);
+		if (!set[i].public_port)
+			continue;
+		cJSON *v = cJSON_AddObjectToObject(*ports, key);
+		if (!v || !cJSON_AddBoolToObject(v, "public", true))
+			return sl_fail(err, SL_INTERNAL, ENOMEM, "ports.%s", key);
+	}
+	return 0;
+}
+
+bool sandbox_port_public(const sl_sandbox *sb, unsigned port)
+{
+	char key[8];
+	snprintf(key, sizeof(key), "%u", port);
+	const cJSON *all = cJSON_GetObjectItemCaseSensitive(sb->ports, "*");
+	const cJSON *one = cJSON_GetObjectItemCaseSensitive(sb->ports, key);
+	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(all, "public")) ||
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(one, "public"));
+}

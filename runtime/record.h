@@ -1,0 +1,142 @@
+/* record.h — a sandbox's record: the struct, its JSON (the API's Sandbox shape and the
+ * record on disk, <state>/sandboxes/<id>/sandbox.json), load/save/lock, the status a
+ * record's processes say it has, and the ids of every record. */
+#ifndef SANDLOT_RECORD_H
+#define SANDLOT_RECORD_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "cgroup.h"
+#include "ctx.h"
+#include "err.h"
+
+/* A sandbox's status. The record and the JSON keep its name (sandbox_status_name), the
+ * same strings as ever. */
+enum sl_status {
+	SL_ST_UNKNOWN, /* a record naming none of these (read as "") */
+	SL_ST_CREATING,
+	SL_ST_RUNNING,
+	SL_ST_STOPPED,
+	SL_ST_PAUSED,
+	SL_ST_TERMINATED,
+	SL_ST_FAILED,
+	SL_ST_POOLED, /* the daemon's, hidden until a create takes it */
+};
+/* "creating", "running", ...; "" for SL_ST_UNKNOWN. */
+const char *sandbox_status_name(enum sl_status s);
+/* The status NAME names: 0, or -1 (and *out SL_ST_UNKNOWN) when none. */
+int sandbox_status_parse(const char *name, enum sl_status *out);
+
+typedef struct sl_sandbox {
+	char id[32];
+	char name[64];
+	enum sl_status status;
+	char image[128];
+	char digest[72];
+	int64_t created_ms;
+	sl_limits limits;
+	uint64_t disk_bytes;
+	cJSON *env;    /* object K -> V */
+	cJSON *labels; /* object k -> v */
+	char user[64];
+	char workdir[256];
+	bool ephemeral;
+	uint32_t uid_base;
+	pid_t init_pid;
+	uint64_t init_start;
+	pid_t creator_pid;
+	uint64_t creator_start;
+	int64_t terminated_ms;
+	char reason[64];
+	char boot_id[40]; /* the boot its init was started in */
+	char snapshot[32]; /* the snapshot it was created from, or "" */
+	cJSON *volumes;	   /* array of {name, mountPath, readOnly} */
+	/* Timeouts in ms (0: none). expires_ms: the lifetime deadline (unix ms), kept
+	 * in the record so a daemon that was down when it passed acts on it at start. */
+	uint64_t idle_ms, lifetime_ms, exec_timeout_ms;
+	int64_t expires_ms;
+	cJSON *packages; /* array of {name, version?, manager} installed at create */
+	/* Network (docs/network.md): a lease kept from create to destroy (also while
+	 * stopped); allow/deny are arrays of normalised CIDR strings. */
+	bool net_enabled;
+	char net_addr[16], net_gateway[16], net_subnet[20];
+	cJSON *net_allow, *net_deny;
+	/* Ports (docs/api.md, "Ports"): {"8000": {"public": true}, "*": ...} for the ports
+	 * the relays and the preview proxy open to every local user; preview_token (64
+	 * hex chars, random, internal) is the credential for the others. */
+	cJSON *ports;
+	char preview_token[65];
+	/* A tombstone whose host resources are still being freed (sandbox_destroy_begin):
+	 * the process doing it. Its claims stay taken until it is done. */
+	pid_t releaser_pid;
+	uint64_t releaser_start;
+} sl_sandbox;
+
+/* One port's setting at create or PATCH: port 1-65535, or SL_PORT_ALL for every port. */
+#define SL_PORT_ALL  0
+#define SL_MAX_PORTS 64
+typedef struct sl_port_setting {
+	unsigned port;
+	bool public_port;
+} sl_port_setting;
+/* A new preview token: 32 random bytes in hex, derived from nothing. */
+void record_new_preview_token(char out[65]);
+/* Apply SET to the ports object *PORTS (made when absent): public ports get an entry,
+ * private ones (the default) lose theirs. */
+int record_ports_apply(cJSON **ports, const sl_port_setting *set, size_t n, sl_err *err);
+/* Is PORT of SB open to every local user? */
+bool sandbox_port_public(const sl_sandbox *sb, unsigned port);
+
+void sandbox_free(sl_sandbox *sb);
+/* A record freed at the end of its scope; initialise it ({0}): a failed load may leave
+ * it untouched. */
+#define _cleanup_sandbox_ __attribute__((cleanup(sandbox_free)))
+void sandbox_free_list(sl_sandbox *list, size_t n);
+/* Make sandbox ID's record durable (what ctx->sync_soon was handed). */
+int sandbox_sync_record(sl_ctx *ctx, const char *id, sl_err *err);
+
+/* ---- for the runtime's own modules ---- */
+
+/* <state>/sandboxes/<id>/sandbox.json */
+void record_path(const sl_ctx *ctx, const char *id, char p[PATH_MAX]);
+/* SL_NOTFOUND when there is no record (yet: an empty one reads so too). */
+int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err);
+/* The same, with pooled sandboxes (the daemon's) "not found". */
+int record_load_visible(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err);
+/* Write the record; DURABLE: fsynced (in a daemon, soon after: record_write). */
+int record_save(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl_err *err);
+/* record_save under the sandbox's lock, for a create (which does not hold it). */
+int record_save_creating(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl_err *err);
+/* The sandbox's lock: a flock on its record dir (SL_NOTFOUND once it is gone); the fd. */
+int record_lock(const sl_ctx *ctx, const char *id, sl_err *err);
+/* The lock (*lk) and the record of ID; pooled ones only when ALLOW_POOLED. */
+int record_lock_load(sl_ctx *ctx, const char *id, bool allow_pooled, sl_sandbox *sb, int *lk,
+		     sl_err *err);
+/* The kernel's boot id, read once per process. */
+void record_boot_id(char *buf, size_t len);
+/* Is the process a record names (pid and start time) still that process? */
+bool record_pid_alive(pid_t pid, uint64_t start);
+/* The status the record's processes give it (a dead init: "failed"; another boot:
+ * "stopped"). RUNNING: look at the init of a "running" record too. */
+void record_refresh_status(sl_sandbox *sb, bool running);
+/* "K=V" strings as a JSON object (env, labels); FIELD names them in errors. */
+int record_kv_object(const char *field, const char *const *kv, cJSON **out, sl_err *err);
+
+/* The ids in <state>/sandboxes (state_free_names frees them). */
+int record_list_ids(const sl_ctx *ctx, char ***ids, size_t *n, sl_err *err);
+/* The ids and a zeroed array of as many ELEM-byte entries. */
+int record_ids_and_array(const sl_ctx *ctx, char ***ids, size_t *nids, size_t elem, void **arr,
+			 sl_err *err);
+/* Remove ID's record dir (and forget it as a tombstone). */
+void record_remove_dir(const sl_ctx *ctx, const char *id);
+/* This process's memory of ids whose record was a tombstone (record.c, dead_set). */
+bool record_dead_known(const char *id);
+void record_dead_add(const char *id);
+void record_dead_forget_if_full(void);
+
+#endif

@@ -1,0 +1,180 @@
+/* sbxnet.c — a sandbox's network as its record has it: the allow/deny lists, the
+ * address lease (<state>/leases), the spec net.h is handed, and its /etc files. */
+#include "sbxnet.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "claim.h"
+#include "cleanup.h"
+#include "state.h"
+
+/* ---- network ---- */
+
+/* The allow/deny lists of o, parsed and normalised ("10.0.0.0/8") into arrays. */
+int sbxnet_lists(const sl_net_opts *o, cJSON **allow, cJSON **deny, sl_err *err)
+{
+	const char *const *lists[2] = { o->allow, o->deny };
+	const char *names[2] = { "network.allow", "network.deny" };
+	cJSON *out[2] = { NULL, NULL };
+	for (int k = 0; k < 2; k++) {
+		if (!lists[k])
+			continue;
+		out[k] = cJSON_CreateArray();
+		size_t i = 0;
+		for (const char *const *c = lists[k]; *c; c++, i++) {
+			char field[40], text[24];
+			sl_cidr cidr;
+			snprintf(field, sizeof(field), "%s[%zu]", names[k], i);
+			if (i >= SL_NET_MAX_RULES) {
+				sl_fail(err, SL_INVALID, 0, "%s: at most %d entries", names[k],
+					SL_NET_MAX_RULES);
+				goto fail;
+			}
+			if (cidr_parse(field, *c, &cidr, err) < 0)
+				goto fail;
+			cidr_format(&cidr, text, sizeof(text));
+			cJSON_AddItemToArray(out[k], cJSON_CreateString(text));
+		}
+	}
+	*allow = out[0];
+	*deny = out[1];
+	return 0;
+fail:
+	cJSON_Delete(out[0]);
+	cJSON_Delete(out[1]);
+	return -1;
+}
+
+static size_t cidrs_from(const cJSON *arr, sl_cidr *out)
+{
+	size_t n = 0;
+	const cJSON *it;
+	sl_err e = { 0 };
+	cJSON_ArrayForEach(it, arr) if (n < SL_NET_MAX_RULES && cJSON_IsString(it) &&
+					cidr_parse("rule", it->valuestring, &out[n], &e) == 0) n++;
+	return n;
+}
+
+/* What net.h needs from the record; allow/deny point into the caller's arrays. */
+int sbxnet_spec(const sl_sandbox *sb, sl_net_sandbox *ns, sl_cidr *allow, sl_cidr *deny,
+		sl_err *err)
+{
+	memset(ns, 0, sizeof(*ns));
+	ns->id = sb->id;
+	if (!ipv4_parse(sb->net_addr, &ns->addr) ||
+	    cidr_parse("subnet", sb->net_subnet, &ns->subnet, err) < 0)
+		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: bad network record", sb->id);
+	ns->allow = allow;
+	ns->nallow = cidrs_from(sb->net_allow, allow);
+	ns->deny = deny;
+	ns->ndeny = cidrs_from(sb->net_deny, deny);
+	return 0;
+}
+
+/* The lowest free address of the subnet, claimed like a uid slot: <state>/leases/<ip>
+ * holds the owner's id, so a lease outlives daemon restarts. Destroy removes its lease;
+ * stale ones (a crash) are looked for only once the subnet seems full, so a create does
+ * not read every other sandbox's record. */
+int sbxnet_lease_take(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+{
+	sl_cidr subnet;
+	char dir[PATH_MAX];
+	if (net_subnet(&ctx->cfg, &subnet, err) < 0)
+		return -1;
+	snprintf(dir, sizeof(dir), "%s/leases", ctx->cfg.state_dir);
+	if (state_mkdirs(dir, 0700, err) < 0)
+		return -1;
+	for (int pass = 0; pass < 8; pass++) {
+		bool sweep = pass > 0; /* the first pass trusts every claim file */
+		_cleanup_free_ uint32_t *taken = NULL;
+		size_t n = 0, cap = 0;
+		_cleanup_closedir_ DIR *d = opendir(dir);
+		if (!d)
+			return sl_sysfail(err, "list %s", dir);
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			uint32_t a;
+			char path[PATH_MAX];
+			if (!ipv4_parse(e->d_name, &a) || !cidr_contains(&subnet, a))
+				continue;
+			claim_path(ctx, "leases", e->d_name, path, sizeof(path));
+			if (sweep && claim_stale(ctx, path)) {
+				unlink(path);
+				continue;
+			}
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				uint32_t *nt = realloc(taken, cap * sizeof(*nt));
+				if (!nt)
+					return sl_fail(err, SL_INTERNAL, ENOMEM, "leases");
+				taken = nt;
+			}
+			taken[n++] = a;
+		}
+		for (int tries = 0; tries < 16; tries++) {
+			uint32_t a;
+			if (lease_pick(&subnet, taken, n, &a) < 0) {
+				if (!sweep)
+					break; /* look again, taking back stale leases */
+				return sl_fail(err, SL_EXHAUSTED, 0,
+					       "no free address left in the sandbox subnet");
+			}
+			char key[16];
+			ipv4_format(a, key, sizeof(key));
+			int r = claim_take(ctx, "leases", key, sb->id, false, err);
+			if (r < 0)
+				return -1;
+			if (r == 0) {
+				snprintf(sb->net_addr, sizeof(sb->net_addr), "%s", key);
+				ipv4_format(subnet_gateway(&subnet), sb->net_gateway,
+					    sizeof(sb->net_gateway));
+				cidr_format(&subnet, sb->net_subnet, sizeof(sb->net_subnet));
+				return 0;
+			}
+			/* lost a race for it: mark it and try the next */
+			uint32_t *nt = realloc(taken, (n + 1) * sizeof(*nt));
+			if (!nt)
+				return sl_fail(err, SL_INTERNAL, ENOMEM, "leases");
+			taken = nt;
+			taken[n++] = a;
+		}
+	}
+	return sl_fail(err, SL_EXHAUSTED, 0, "could not claim an address (too many races)");
+}
+
+/* /etc/hosts and /etc/resolv.conf for a sandbox with a network. The name servers:
+ * SANDLOT_NET_DNS, else the host's own that a sandbox can reach (not loopback). */
+void sbxnet_etc_files(const sl_ctx *ctx, const sl_sandbox *sb, char *hosts, size_t hlen,
+		      char *resolv, size_t rlen)
+{
+	const char *name = sb->name[0] ? sb->name : sb->id;
+	snprintf(hosts, hlen,
+		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s\t%s\n",
+		 sb->net_addr, name);
+	size_t n = snprintf(resolv, rlen, "# written by sandlot at start (docs/network.md)\n");
+	if (ctx->cfg.net_dns[0]) {
+		char buf[sizeof(ctx->cfg.net_dns)], *save = NULL;
+		snprintf(buf, sizeof(buf), "%s", ctx->cfg.net_dns);
+		for (char *t = strtok_r(buf, ", ", &save); t && n < rlen;
+		     t = strtok_r(NULL, ", ", &save))
+			n += snprintf(resolv + n, rlen - n, "nameserver %s\n", t);
+		return;
+	}
+	_cleanup_fclose_ FILE *f = fopen("/etc/resolv.conf", "re");
+	char line[512], ns[256];
+	while (f && fgets(line, sizeof(line), f) && n < rlen) {
+		if (sscanf(line, "nameserver %255s", ns) == 1) {
+			if (strncmp(ns, "127.", 4) && strcmp(ns, "::1"))
+				n += snprintf(resolv + n, rlen - n, "nameserver %s\n", ns);
+		} else if (!strncmp(line, "search ", 7) || !strncmp(line, "options ", 8)) {
+			n += snprintf(resolv + n, rlen - n, "%s", line);
+		}
+	}
+}
