@@ -479,6 +479,31 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* The main thread's loop: the sweeps (and a reap) once a second, a reap at each SIGCHLD
+ * (every create and delete), until SIGTERM or SIGINT (SET, blocked in every thread). */
+static void serve_until_stopped(api_server *srv, const sigset_t *set)
+{
+	int64_t sweep_at = sl_mono_ms() + 1000;
+	for (;;) {
+		siginfo_t si;
+		int64_t left = sweep_at - sl_mono_ms();
+		left = left < 0 ? 0 : left;
+		struct timespec ts = {left / 1000, left % 1000 * 1000000};
+		int sig = sigtimedwait(set, &si, &ts);
+		if (sig == SIGTERM || sig == SIGINT)
+			break;
+		if (sig == SIGCHLD)
+			inits_reap_dead();
+		if (sl_mono_ms() < sweep_at)
+			continue;
+		inits_reap_dead();
+		api_pty_sweep(srv, false);
+		api_enforce_deadlines(srv);
+		api_ports_sweep(srv, false);
+		sweep_at = sl_mono_ms() + 1000;
+	}
+}
+
 int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 {
 	api_server srv = {.ctx = ctx, .opt = *o, .preview_fd = -1};
@@ -548,27 +573,7 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 		sl_log(SL_LOG_INFO, "serve: listening on %s%s%s", ls[0].where,
 		       nl == 2 ? " and " : "", nl == 2 ? ls[1].where : "");
 		api_enforce_deadlines(&srv);
-		/* The sweeps (and a reap) once a second; a SIGCHLD (every create and delete)
-		 * only reaps. */
-		int64_t sweep_at = sl_mono_ms() + 1000;
-		for (;;) {
-			siginfo_t si;
-			int64_t left = sweep_at - sl_mono_ms();
-			left = left < 0 ? 0 : left;
-			struct timespec ts = {left / 1000, left % 1000 * 1000000};
-			int sig = sigtimedwait(&set, &si, &ts);
-			if (sig == SIGTERM || sig == SIGINT)
-				break;
-			if (sig == SIGCHLD)
-				inits_reap_dead();
-			if (sl_mono_ms() < sweep_at)
-				continue;
-			inits_reap_dead();
-			api_pty_sweep(&srv, false);
-			api_enforce_deadlines(&srv);
-			api_ports_sweep(&srv, false);
-			sweep_at = sl_mono_ms() + 1000;
-		}
+		serve_until_stopped(&srv, &set);
 		sl_log(SL_LOG_INFO, "serve: stopping");
 	} else {
 		started--;

@@ -81,7 +81,8 @@ static int parse_package(struct opts *o, const char *arg, sl_err *err)
 	return packages_validate(&o->pkgs[k], 1, err) < 0 ? sl_wrap(err, "--package %s", arg) : 0;
 }
 
-/* Returns the index of the first non-option argument, or -1 after printing. */
+/* Returns the index of the first non-option argument, or -1 after printing.
+ * Over 120 lines: one getopt switch, a case per option, each a line or two. */
 static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 {
 	enum { O_CPU = 256, O_MEM, O_DISK, O_PIDS, O_IMAGE, O_SNAPSHOT, O_NAME, O_LABEL,
@@ -291,6 +292,118 @@ static int exit_code(sl_ctx *ctx, sl_proc *p, int st)
 	return EXIT_SANDLOT;
 }
 
+/* The command's stdio: a terminal's size for a pty (-t), else our own fds handed over
+ * (zero-copy) except terminals, relayed through pipes (RELAYS, CHILD_ENDS): a sandbox
+ * must never hold the host's tty. -1 after saying why. */
+static int stdio_setup(const struct opts *o, int devnull, sl_spawn *sp, struct relay *relays,
+		       int *nrelays, int child_ends[3])
+{
+	if (o->tty) {
+		struct winsize ws;
+		if (ioctl(1, TIOCGWINSZ, &ws) == 0 || ioctl(0, TIOCGWINSZ, &ws) == 0) {
+			sp->rows = ws.ws_row;
+			sp->cols = ws.ws_col;
+		}
+	} else {
+		/* Hand over our own fds (zero-copy), except terminals: a sandbox must
+		 * never hold the host's tty. */
+		for (int i = 0; i < 3; i++) {
+			int fd = i;
+			if (i == 0 && !o->interactive) {
+				sp->fds[0] = devnull;
+				continue;
+			}
+			if (!isatty(fd)) {
+				sp->fds[i] = fd;
+				continue;
+			}
+			int pp[2];
+			if (pipe2(pp, O_CLOEXEC) < 0) {
+				sl_err e;
+				sl_sysfail(&e, "a pipe for the command's %s (a terminal here)",
+					   i == 0 ? "stdin" : i == 1 ? "stdout" : "stderr");
+				cli_fail(&e);
+				return -1;
+			}
+			if (i == 0) {
+				sp->fds[0] = child_ends[0] = pp[0];
+				relays[(*nrelays)++] = (struct relay){ 0, pp[1], true };
+			} else {
+				sp->fds[i] = child_ends[i] = pp[1];
+				relays[(*nrelays)++] = (struct relay){ pp[0], fd, false };
+			}
+		}
+	}
+	return 0;
+}
+
+/* Relay stdio and forward signals until the command ends (its exit status in the return,
+ * -1 when it cannot be known), killing it at TIMEOUT_MS (0: none). */
+static int foreground(sl_proc *p, int sfd, struct relay *relays, int nrelays, uint64_t timeout_ms,
+		      bool *timed_out)
+{
+	int64_t deadline = timeout_ms ? mono_ms() + (int64_t)timeout_ms : 0;
+	bool exited = false;
+	int st = 0, r;
+	sl_err err = {0};
+	while (!exited) {
+		struct pollfd pf[2 + 3];
+		int n = 0;
+		pf[n++] = (struct pollfd){ p->conn, POLLIN, 0 };
+		pf[n++] = (struct pollfd){ sfd, POLLIN, 0 };
+		for (int i = 0; i < nrelays; i++)
+			pf[n++] = (struct pollfd){ relays[i].from, relays[i].from >= 0 ? POLLIN : 0, 0 };
+		int wait = -1;
+		if (deadline && !*timed_out) {
+			int64_t left = deadline - mono_ms();
+			wait = left < 0 ? 0 : (int)left;
+		}
+		int pr = poll(pf, n, wait);
+		if (pr < 0 && errno != EINTR)
+			break;
+		if (pr == 0 && deadline && !*timed_out) {
+			*timed_out = true;
+			proc_signal(p, SIGKILL, true, &err);
+			/* Give the exit report a bounded time to arrive. */
+			deadline = mono_ms() + 10000;
+			continue;
+		}
+		if (pf[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGWINCH && p->master >= 0) {
+					struct winsize ws;
+					if (ioctl(1, TIOCGWINSZ, &ws) == 0)
+						ioctl(p->master, TIOCSWINSZ, &ws);
+				} else if (si.ssi_signo != SIGWINCH) {
+					proc_signal(p, si.ssi_signo, false, &err);
+				}
+			}
+		}
+		for (int i = 0; i < nrelays; i++) {
+			if (relays[i].from < 0 || !(pf[2 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (!relay_once(&relays[i])) {
+				if (relays[i].close_to)
+					close(relays[i].to);
+				if (relays[i].from != p->master && relays[i].from != 0)
+					close(relays[i].from);
+				relays[i].from = -1;
+			}
+		}
+		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			r = proc_wait(p, 0, &st, &err);
+			if (r < 0) {
+				fprintf(stderr, "sandlot: %s\n", err.msg);
+				st = -1;
+				break;
+			}
+			exited = r == 0;
+		}
+	}
+	return st;
+}
+
 /* Run CMD in SB, or with CREATE in a new sandbox made into *SB (sb->id stays empty if
  * that fails): its init starts the command as soon as it runs. */
 static int run_command(sl_ctx *ctx, sl_sandbox *sb, bool create, char **cmd, const struct opts *o)
@@ -308,40 +421,8 @@ static int run_command(sl_ctx *ctx, sl_sandbox *sb, bool create, char **cmd, con
 			/* init's own deadline is a backstop should this process die: ours
 			 * fires first and reports 124. */
 			.timeout_ms = o->timeout_ms ? o->timeout_ms + 2000 : 0 };
-	if (o->tty) {
-		struct winsize ws;
-		if (ioctl(1, TIOCGWINSZ, &ws) == 0 || ioctl(0, TIOCGWINSZ, &ws) == 0) {
-			sp.rows = ws.ws_row;
-			sp.cols = ws.ws_col;
-		}
-	} else {
-		/* Hand over our own fds (zero-copy), except terminals: a sandbox must
-		 * never hold the host's tty. */
-		for (int i = 0; i < 3; i++) {
-			int fd = i;
-			if (i == 0 && !o->interactive) {
-				sp.fds[0] = devnull;
-				continue;
-			}
-			if (!isatty(fd)) {
-				sp.fds[i] = fd;
-				continue;
-			}
-			int pp[2];
-			if (pipe2(pp, O_CLOEXEC) < 0) {
-				sl_err e;
-				sl_sysfail(&e, "pipe");
-				return cli_fail(&e);
-			}
-			if (i == 0) {
-				sp.fds[0] = child_ends[0] = pp[0];
-				relays[nrelays++] = (struct relay){ 0, pp[1], true };
-			} else {
-				sp.fds[i] = child_ends[i] = pp[1];
-				relays[nrelays++] = (struct relay){ pp[0], fd, false };
-			}
-		}
-	}
+	if (stdio_setup(o, devnull, &sp, relays, &nrelays, child_ends) < 0)
+		return EXIT_SANDLOT;
 	sigset_t mask;
 	sigemptyset(&mask);
 	int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
@@ -391,64 +472,8 @@ static int run_command(sl_ctx *ctx, sl_sandbox *sb, bool create, char **cmd, con
 			relays[nrelays++] = (struct relay){ 0, p.master, false };
 		relays[nrelays++] = (struct relay){ p.master, 1, false };
 	}
-	int64_t deadline = o->timeout_ms ? mono_ms() + (int64_t)o->timeout_ms : 0;
-	bool timed_out = false, exited = false;
-	int st = 0;
-	while (!exited) {
-		struct pollfd pf[2 + 3];
-		int n = 0;
-		pf[n++] = (struct pollfd){ p.conn, POLLIN, 0 };
-		pf[n++] = (struct pollfd){ sfd, POLLIN, 0 };
-		for (int i = 0; i < nrelays; i++)
-			pf[n++] = (struct pollfd){ relays[i].from, relays[i].from >= 0 ? POLLIN : 0, 0 };
-		int wait = -1;
-		if (deadline && !timed_out) {
-			int64_t left = deadline - mono_ms();
-			wait = left < 0 ? 0 : (int)left;
-		}
-		int pr = poll(pf, n, wait);
-		if (pr < 0 && errno != EINTR)
-			break;
-		if (pr == 0 && deadline && !timed_out) {
-			timed_out = true;
-			proc_signal(&p, SIGKILL, true, &err);
-			/* Give the exit report a bounded time to arrive. */
-			deadline = mono_ms() + 10000;
-			continue;
-		}
-		if (pf[1].revents & POLLIN) {
-			struct signalfd_siginfo si;
-			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-				if (si.ssi_signo == SIGWINCH && p.master >= 0) {
-					struct winsize ws;
-					if (ioctl(1, TIOCGWINSZ, &ws) == 0)
-						ioctl(p.master, TIOCSWINSZ, &ws);
-				} else if (si.ssi_signo != SIGWINCH) {
-					proc_signal(&p, si.ssi_signo, false, &err);
-				}
-			}
-		}
-		for (int i = 0; i < nrelays; i++) {
-			if (relays[i].from < 0 || !(pf[2 + i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			if (!relay_once(&relays[i])) {
-				if (relays[i].close_to)
-					close(relays[i].to);
-				if (relays[i].from != p.master && relays[i].from != 0)
-					close(relays[i].from);
-				relays[i].from = -1;
-			}
-		}
-		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-			r = proc_wait(&p, 0, &st, &err);
-			if (r < 0) {
-				fprintf(stderr, "sandlot: %s\n", err.msg);
-				st = -1;
-				break;
-			}
-			exited = r == 0;
-		}
-	}
+	bool timed_out = false;
+	int st = foreground(&p, sfd, relays, nrelays, o->timeout_ms, &timed_out);
 	/* Drain what the command wrote before it ended; don't wait for processes it
 	 * left in the background. */
 	for (int i = 0; i < nrelays; i++) {

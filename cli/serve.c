@@ -41,6 +41,7 @@ static int pool_parse(const char *spec, api_pool_spec *out, sl_err *err)
 	return 0;
 }
 
+/* Over 120 lines: one getopt switch, a case per option, and the usage text. */
 int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 {
 	enum { O_SOCKET = 256, O_LISTEN, O_REMOTE, O_STATE, O_MAXBODY, O_MAXUP, O_PREVIEW,
