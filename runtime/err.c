@@ -43,6 +43,17 @@ int sl_wrap(sl_err *err, const char *fmt, ...)
 	return -1;
 }
 
+int sl_wrap_obj(sl_err *err, const char *kind, const char *id, const char *step)
+{
+	if (!err)
+		return -1;
+	if (!err->kind)
+		err->kind = SL_INTERNAL;
+	if (id && *id && strstr(err->msg, id))
+		return -1;
+	return sl_wrap(err, "%s %s: %s", kind, id ? id : "?", step);
+}
+
 void sl_err_clear(sl_err *err)
 {
 	if (err) {

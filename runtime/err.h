@@ -31,6 +31,10 @@ int sl_fail(sl_err *err, sl_kind kind, int errnum, const char *fmt, ...)
 #define sl_sysfail(err, ...) sl_fail((err), SL_INTERNAL, errno, __VA_ARGS__)
 /* Prefix context to an existing failure ("sandbox sbx_x: " + msg). Returns -1. */
 int sl_wrap(sl_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* At a boundary (a launch, a talk with a sandbox's init): name KIND ID and STEP in the
+ * message ("sandbox sbx_x: launch its init: pipe: Too many open files"), unless the
+ * message names ID already. Returns -1. */
+int sl_wrap_obj(sl_err *err, const char *kind, const char *id, const char *step);
 /* The stable machine code for a kind ("NOT_FOUND", ...). */
 const char *sl_kind_code(sl_kind kind);
 void sl_err_clear(sl_err *err);

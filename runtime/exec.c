@@ -1038,7 +1038,7 @@ int exec_signal(sl_ctx *ctx, const char *sandbox_id, const char *exec_id, int si
 	struct sl_rep rep;
 	int passed = -1;
 	if (initctl_call(ctx, sid, &rq, sizeof(rq), NULL, 0, CONTROL_REPLY_MS, &rep, &passed, err) < 0)
-		return -1;
+		return sl_wrap_obj(err, "sandbox", sid, "signal an execution");
 	if (passed >= 0)
 		close(passed);
 	if (rep.hdr.type == SL_REP_ERROR) {
@@ -1060,7 +1060,7 @@ int exec_resize(int master, unsigned short rows, unsigned short cols, sl_err *er
 			       rows, cols);
 	struct winsize ws = {.ws_row = rows, .ws_col = cols};
 	if (ioctl(master, TIOCSWINSZ, &ws) < 0)
-		return sl_sysfail(err, "resize pty");
+		return sl_sysfail(err, "resize the execution's pty to %ux%u", rows, cols);
 	return 0;
 }
 

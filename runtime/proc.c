@@ -96,20 +96,20 @@ int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc
 		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is %s, not running", sb->id,
 			       sandbox_status_name(sb->status));
 	if (initctl_sock_path(ctx, sb->id, p->init_sock, sizeof(p->init_sock), err) < 0)
-		return -1;
+		return sl_wrap_obj(err, "sandbox", sb->id, "start a command");
 	_cleanup_close_ int fd = initctl_connect_path(p->init_sock, sb->id, err);
 	if (fd < 0)
-		return -1;
+		return sl_wrap_obj(err, "sandbox", sb->id, "start a command");
 	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
 	sl_err e2 = { 0 };
 	cgroup_oom_kills(ctx->cg, cg, &p->oom_before, &e2);
 	if (proc_send_spawn(fd, sb, sp, err) < 0)
-		return -1;
+		return sl_wrap_obj(err, "sandbox", sb->id, "start a command");
 	p->conn = steal_fd(&fd);
 	if (proc_started(p, sp->argv[0], err) < 0) {
 		proc_close(p);
-		return -1;
+		return sl_wrap_obj(err, "sandbox", sb->id, "start a command");
 	}
 	return 0;
 }
@@ -128,6 +128,8 @@ int proc_wait(sl_proc *p, int timeout_ms, int *wstatus, sl_err *err)
 		int r = initctl_recv(p->conn, &rep, &passed, left, err);
 		if (passed >= 0)
 			close(passed);
+		if (r < 0)
+			return sl_wrap_obj(err, "sandbox", p->sandbox_id, "wait for the command");
 		if (r != 0)
 			return r;
 		if (rep.hdr.type == SL_REP_EXITED && rep.pid == p->pid) {
@@ -146,16 +148,19 @@ int proc_signal(sl_proc *p, int sig, bool group, sl_err *err)
 	/* A separate connection, so the reply cannot mix with the exit report. */
 	_cleanup_close_ int fd = initctl_connect_path(p->init_sock, p->sandbox_id, err);
 	if (fd < 0)
-		return sl_wrap(err, "signal");
+		return sl_wrap_obj(err, "sandbox", p->sandbox_id, "signal a command");
 	if (send(fd, &rq, sizeof(rq), MSG_NOSIGNAL) != sizeof(rq))
-		return sl_sysfail(err, "send signal request");
+		return sl_sysfail(err, "sandbox %s: send a signal request to its init",
+				  p->sandbox_id);
 	struct sl_rep rep;
 	int passed = -1;
 	int r = initctl_recv(fd, &rep, &passed, 5000, err);
 	if (passed >= 0)
 		close(passed);
 	if (r != 0)
-		return r < 0 ? -1 : sl_fail(err, SL_TIMEOUT, 0, "signal: init did not answer");
+		return r < 0 ? sl_wrap_obj(err, "sandbox", p->sandbox_id, "signal a command")
+			     : sl_fail(err, SL_TIMEOUT, 0, "sandbox %s: signal: its init did not answer",
+				       p->sandbox_id);
 	if (rep.hdr.type == SL_REP_ERROR && rep.status != ESRCH)
 		return sl_fail(err, SL_INTERNAL, rep.status, "signal %d to pid %d", sig, p->pid);
 	return 0;

@@ -221,8 +221,10 @@ static int launch_fresh(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, const char *c
 		l->netns = &netns;
 		l->netns_ready = true;
 	}
-	if (launch_sandbox(l, &sb->init_pid, err) < 0)
+	if (launch_sandbox(l, &sb->init_pid, err) < 0) {
+		sl_wrap_obj(err, "sandbox", sb->id, "launch its init");
 		goto drop_cgroups;
+	}
 	return 0;
 drop_cgroups:;
 	sl_err e = { 0 };
@@ -238,6 +240,8 @@ static int launch_spared(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, sl_launch_sp
 {
 	l->spare = spare;
 	int r = launch_sandbox(l, &sb->init_pid, err);
+	if (r < 0)
+		sl_wrap_obj(err, "sandbox", sb->id, "take a spare init");
 	launch_spare_drop(spare); /* a no-op when it became init */
 	free(spare);
 	l->spare = NULL;
@@ -321,7 +325,8 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 		int sv[2];
 		proc_init(fp, sb->id);
 		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-			return sl_sysfail(err, "socketpair");
+			return sl_sysfail(err, "sandbox %s: a socket pair for its first command",
+					  sb->id);
 		mine = sv[0];
 		theirs = sv[1];
 		if (initctl_sock_path(ctx, sb->id, fp->init_sock, sizeof(fp->init_sock), err) < 0 ||
