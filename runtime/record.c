@@ -282,6 +282,29 @@ void record_dead_add(const char *id)
 	idset_add(&dead_set, id);
 }
 
+int record_kv_check(const char *field, const cJSON *o, sl_err *err)
+{
+	bool env = !strcmp(field, "env");
+	size_t max_n = env ? RECORD_ENV_MAX : RECORD_LABELS_MAX;
+	size_t max_bytes = env ? RECORD_ENV_BYTES : RECORD_LABELS_BYTES;
+	size_t n = 0, bytes = 0;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, o)
+	{
+		n++;
+		bytes += strlen(it->string) + (cJSON_IsString(it) ? strlen(it->valuestring) : 0);
+		if (strlen(it->string) > 255)
+			return sl_fail(err, SL_INVALID, 0, "%s: key \"%.40s...\" is over 255 bytes",
+				       field, it->string);
+	}
+	if (n > max_n)
+		return sl_fail(err, SL_INVALID, 0, "%s: %zu entries; at most %zu", field, n, max_n);
+	if (bytes > max_bytes)
+		return sl_fail(err, SL_INVALID, 0, "%s: %zu bytes of keys and values; at most %zu",
+			       field, bytes, max_bytes);
+	return 0;
+}
+
 int record_kv_object(const char *field, const char *const *kv, cJSON **out, sl_err *err)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -301,6 +324,10 @@ int record_kv_object(const char *field, const char *const *kv, cJSON **out, sl_e
 		snprintf(key, sizeof(key), "%.*s", (int)(eq - *kv), *kv);
 		cJSON_DeleteItemFromObjectCaseSensitive(o, key);
 		cJSON_AddStringToObject(o, key, eq + 1);
+	}
+	if (record_kv_check(field, o, err) < 0) {
+		cJSON_Delete(o);
+		return -1;
 	}
 	*out = o;
 	return 0;

@@ -125,6 +125,15 @@ bool record_pid_alive(pid_t pid, uint64_t start);
  * "stopped"). RUNNING: look at the init of a "running" record too. */
 void record_refresh_status(sl_sandbox *sb, bool running);
 /* "K=V" strings as a JSON object (env, labels); FIELD names them in errors. */
+/* What a record may hold of env and labels (a 400 above it, naming the field and the
+ * limit): far under the record's own cap (1 MiB), which a record must never pass or it
+ * could not be read back. */
+#define RECORD_ENV_MAX	     1024
+#define RECORD_ENV_BYTES     (256 * 1024)
+#define RECORD_LABELS_MAX   256
+#define RECORD_LABELS_BYTES (64 * 1024)
+/* ENV or LABELS object O within those limits ("env" or "labels" as FIELD). */
+int record_kv_check(const char *field, const cJSON *o, sl_err *err);
 int record_kv_object(const char *field, const char *const *kv, cJSON **out, sl_err *err);
 
 /* The ids in <state>/sandboxes (state_free_names frees them). */

@@ -899,6 +899,8 @@ int sandbox_set_labels(sl_ctx *ctx, const char *ref, const cJSON *labels, sl_san
 	const cJSON *it;
 	cJSON_ArrayForEach(it, labels) if (!cJSON_IsString(it)) return sl_fail(
 		err, SL_INVALID, 0, "labels.%s: must be a string", it->string);
+	if (record_kv_check("labels", labels, err) < 0)
+		return -1;
 	sl_sandbox sb;
 	_cleanup_close_ int lk = -1;
 	if (load_locked(ctx, ref, &sb, &lk, err) < 0)

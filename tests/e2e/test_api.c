@@ -4002,6 +4002,45 @@ static void test_tls_listener(void **state)
 	free(key);
 }
 
+/* Hardening fix 5 (part): env and labels are capped at create and PATCH, with a 400 that
+ * names the field and the limit. Before, 1 MiB of labels was accepted and the record could
+ * then not be read back: GET and DELETE failed and the sweeps skipped it. */
+static void test_record_fields_capped(void **state)
+{
+	size_t big = 300 * 1024;
+	char *val = malloc(big + 1);
+	memset(val, 'v', big);
+	val[big] = '\0';
+	char *body = e2e_printf("{\"image\":\"busybox\",\"env\":{\"BIG\":\"%s\"}}", val);
+	expect_call("POST", "/v1/sandboxes", body, 400, "INVALID_ARGUMENT", "at most 262144");
+	free(body);
+	/* 257 labels: one over the count. */
+	char *labels = strdup("{");
+	for (int i = 0; i < 257; i++) {
+		char *n = e2e_printf("%s%s\"k%d\":\"v\"", labels, i ? "," : "", i);
+		free(labels);
+		labels = n;
+	}
+	body = e2e_printf("{\"image\":\"busybox\",\"labels\":%s}}", labels);
+	expect_call("POST", "/v1/sandboxes", body, 400, "INVALID_ARGUMENT", "labels");
+	free(body);
+	char *id = sandbox_new(NULL);
+	char *p = e2e_printf("/v1/sandboxes/%s", id);
+	body = e2e_printf("{\"labels\":%s}}", labels);
+	expect_call("PATCH", p, body, 400, "INVALID_ARGUMENT", "at most 256");
+	free(body);
+	/* Within the limits, all is kept. */
+	expect_call("PATCH", p, "{\"labels\":{\"a\":\"b\"}}", 200, NULL, NULL);
+	resp r;
+	assert_int_equal(http(&r, "GET", p, NULL), 200);
+	assert_string_equal(jstr(jget(r.json, "labels"), "a"), "b");
+	resp_free(&r);
+	sandbox_del(id);
+	free(p);
+	free(labels);
+	free(val);
+}
+
 /* ---- nothing unauthenticated is read ---- */
 
 /* The daemon's resident memory, KiB. */
@@ -4217,6 +4256,7 @@ int main(void)
 	    E2E_TEST(test_listen_refusals),
 	    E2E_TEST(test_tls_listener),
 	    E2E_TEST(test_unauthenticated_bodies_are_not_read),
+	    E2E_TEST(test_record_fields_capped),
 	    E2E_TEST(test_lifecycle_routes),
 	    E2E_TEST(test_ports),
 	    E2E_TEST(test_ports_refuse_other_users),
