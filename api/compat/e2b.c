@@ -104,7 +104,23 @@ static bool signature_matches(api_server *s, api_req *r, const char *sid, const 
 static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_Result *ret)
 {
 	const char *exp = api_query(r, "signature_expiration");
-	if (exp && strtoll(exp, NULL, 10) * 1000 < sl_now_ms()) {
+	/* E2B's URLs without an expiry are good for the sandbox's life: sandlot's default is
+	 * safer (--provider-defaults gives E2B's). An expiry is unix seconds, bounded so that
+	 * its milliseconds cannot overflow. */
+	if (!exp && !r->srv->opt.provider_defaults) {
+		*ret = e2b_reply_code(r, 401,
+				      "a signed URL needs signature_expiration (useSignatureExpiration "
+				      "in the SDK), unless the daemon runs with --provider-defaults");
+		return -1;
+	}
+	char *end = NULL;
+	errno = 0;
+	long long secs = exp ? strtoll(exp, &end, 10) : 0;
+	if (exp && (!*exp || *end || errno || secs < 0 || secs > INT64_MAX / 1000)) {
+		*ret = e2b_reply_code(r, 400, "signature_expiration %.40s: not unix seconds", exp);
+		return -1;
+	}
+	if (exp && secs * 1000 < sl_now_ms()) {
 		*ret = e2b_reply_code(r, 401, "the signed URL expired");
 		return -1;
 	}

@@ -106,7 +106,11 @@ test('a recursive watch sees directories made after it started', async () => {
 });
 
 test('signed upload and download URLs work without headers', async () => {
-	const up = await sbx.uploadUrl('/tmp/signed/up.txt');
+	/* Without an expiry, refused: E2B's are good for the sandbox's life, sandlot's default
+	 * is not (the daemon's --provider-defaults gives E2B's). */
+	const forever = await sbx.uploadUrl('/tmp/signed/up.txt');
+	assert.equal((await fetch(forever, { method: 'POST', body: new FormData() })).status, 401);
+	const up = await sbx.uploadUrl('/tmp/signed/up.txt', { useSignatureExpiration: 60 });
 	const form = new FormData();
 	form.append('file', new Blob(['through a signed URL']), 'up.txt');
 	const res = await fetch(up, { method: 'POST', body: form });
