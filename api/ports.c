@@ -140,10 +140,17 @@ static void *relay_accept(void *arg)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			break; /* closed by api_ports_sweep */
+			break; /* shut down by api_ports_sweep */
 		}
 		spawn_conn(s, fd, r->sandbox_id, r->port, relay_conn);
 	}
+	/* This thread closes the listener, not the sweep: closed under a thread still in (or
+	 * about to call) accept4, its number could be reused by any open meanwhile, and this
+	 * loop would then accept on somebody else's socket. */
+	pthread_mutex_lock(&s->lock);
+	close(r->fd);
+	r->fd = -1;
+	pthread_mutex_unlock(&s->lock);
 	return NULL;
 }
 
@@ -251,8 +258,8 @@ void api_ports_sweep(api_server *s, bool all)
 		if (!all && err.kind == SL_OK)
 			sandbox_free(&sb);
 		if (!running) {
+			/* Wakes its accept thread, which closes it (relay_accept). */
 			shutdown(r->fd, SHUT_RDWR);
-			close(r->fd);
 			r->closed = true;
 		}
 	}
