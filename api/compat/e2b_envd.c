@@ -299,8 +299,11 @@ static long pid_of(const cJSON *msg)
 {
 	const cJSON *sel = cJSON_GetObjectItemCaseSensitive(msg, "process");
 	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(sel, "pid");
+	/* In range before the conversion: a double long cannot hold is undefined behaviour. */
 	if (cJSON_IsNumber(pid))
-		return (long)pid->valuedouble;
+		return pid->valuedouble >= 0 && pid->valuedouble <= INT32_MAX
+			   ? (long)pid->valuedouble
+			   : -1;
 	if (cJSON_IsString(pid))
 		return strtol(pid->valuestring, NULL, 10);
 	return -1;
