@@ -48,7 +48,8 @@ static void frames(reader *r)
 		bool fin;
 		unsigned char *pl = NULL;
 		uint64_t n = 0;
-		ssize_t used = api_ws_frame(r->in + at, r->len - at, r->max, &op, &fin, &pl, &n, &bad);
+		ssize_t used =
+		    api_ws_frame(r->in + at, r->len - at, r->max, &op, &fin, &pl, &n, &bad);
 		if (used < 0) {
 			if (bad != 1002 && bad != 1009)
 				abort();
