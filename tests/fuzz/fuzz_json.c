@@ -24,6 +24,18 @@ static void check_strv(const char *const *v)
 			abort(); /* env and labels are "k=v" */
 }
 
+/* What packages_validate promises: nothing a shell or an option parser could take for
+ * more (the installers get argv, but the names are also logged and recorded). */
+static void check_package_word(const char *s)
+{
+	if (s && s[0] == '-')
+		abort();
+	for (; s && *s; s++)
+		if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f ||
+		    strchr("'\"\\$`;&()", *s))
+			abort();
+}
+
 int __wrap_sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err)
 {
 	if (o->nvolumes > 16 || o->npackages > SL_MAX_PACKAGES)
@@ -34,6 +46,10 @@ int __wrap_sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out,
 	for (size_t i = 0; i < o->npackages; i++)
 		if (!o->packages[i].name || !o->packages[i].manager)
 			abort();
+	for (size_t i = 0; i < o->npackages; i++) {
+		check_package_word(o->packages[i].name);
+		check_package_word(o->packages[i].version);
+	}
 	check_strv(o->env);
 	check_strv(o->labels);
 	(void)strlen(o->image ? o->image : "");
