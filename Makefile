@@ -197,8 +197,10 @@ $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_DIR)/libsandlot
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Iapi -fsanitize=fuzzer -o $@ $< $(FUZZ_EXTRA) \
 		$(FUZZ_DIR)/libsandlot-fuzz.a $(FUZZ_LIBS)
 
-# The create parser runs up to the pool and sandbox_create, which the harness stands in for.
-$(FUZZ_DIR)/fuzz_json: FUZZ_EXTRA := -Wl,--wrap=sandbox_create -Wl,--wrap=api_pool_take
+# The create parser runs up to the pool and sandbox_create, which the harness stands in
+# for, as it does for the façades' snapshot look-up.
+$(FUZZ_DIR)/fuzz_json: FUZZ_EXTRA := -Wl,--wrap=sandbox_create -Wl,--wrap=api_pool_take \
+	-Wl,--wrap=snapshot_get
 
 .PHONY: fuzz fuzz-short fuzz-build
 fuzz-build: $(FUZZ_BIN)

@@ -1,16 +1,27 @@
 /* fuzz_json.c — the JSON request readers of api/ (api/json.c, the /v1 create body of
  * api/sandboxes.c, Agentuity's create body) on one body, the way the routes call them. */
 #include <signal.h>
+#include <stdio.h>
 
 #include "compat/agentuity.h"
+#include "compat/daytona.h"
+#include "compat/e2b.h"
 #include "fuzz.h"
 #include "http.h"
 #include "packages.h"
+#include "snapshot.h"
 
-/* Linked with -Wl,--wrap for both: the create parser runs to its end, and the first
- * call that would touch a sandbox checks what was parsed and stops there. */
+/* Linked with -Wl,--wrap for these: the create parser runs to its end, and the first
+ * call that would touch a sandbox checks what was parsed and stops there; no name is a
+ * snapshot (the façades then read it as an image). */
 int __wrap_api_pool_take(api_server *s, const sl_create_opts *o, sl_sandbox *out, sl_err *err);
 int __wrap_sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err);
+int __wrap_snapshot_get(sl_ctx *ctx, const char *ref, sl_snapshot *out, sl_err *err);
+
+int __wrap_snapshot_get(sl_ctx *ctx, const char *ref, sl_snapshot *out, sl_err *err)
+{
+	return sl_fail(err, SL_NOTFOUND, 0, "snapshot %s: not found", ref);
+}
 
 int __wrap_api_pool_take(api_server *s, const sl_create_opts *o, sl_sandbox *out, sl_err *err)
 {
@@ -70,6 +81,8 @@ static void create(const cJSON *body, bool ephemeral, bool run_body)
 	if (api_sandbox_create_from(&srv, body, ephemeral, run_body, &sb, &err) == 0)
 		abort(); /* the stub always fails */
 	must_fail_well(-1, &err);
+	if (getenv("FUZZ_VERBOSE"))
+		fprintf(stderr, "fuzz_json: create: %s\n", err.msg);
 }
 
 /* Every reader on KEY of O, as the routes do for their fields. */
@@ -142,6 +155,32 @@ static void utf8(const uint8_t *data, size_t size)
 	free(twice);
 }
 
+/* The Daytona and E2B create bodies, translated to /v1 and created from, with and
+ * without --provider-defaults. */
+static void facades(const cJSON *body)
+{
+	for (int defaults = 0; defaults < 2; defaults++) {
+		api_server srv = {.opt.provider_defaults = defaults};
+		api_req req = {.srv = &srv};
+		sl_err err = {0};
+		cJSON *v1 = cJSON_CreateObject();
+		int r = dt_v1_body(&req, body, v1, &err);
+		must_fail_well(r, &err);
+		if (getenv("FUZZ_VERBOSE") && r < 0)
+			fprintf(stderr, "fuzz_json: daytona: %s\n", err.msg);
+		if (r == 0)
+			create(v1, false, false);
+		cJSON_Delete(v1);
+		v1 = cJSON_CreateObject();
+		memset(&err, 0, sizeof(err));
+		r = e2b_network_body(body, v1, defaults, &err);
+		must_fail_well(r, &err);
+		if (r == 0)
+			create(v1, false, false);
+		cJSON_Delete(v1);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	sl_err err = {0};
@@ -162,6 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (cJSON_IsObject(it) || cJSON_IsArray(it))
 				cJSON_ArrayForEach(in, it) strings(in);
 		}
+		facades(body);
 		for (int oneshot = 0; oneshot < 2; oneshot++) {
 			sl_err aerr = {0};
 			cJSON *v1 = ag_v1_body(body, oneshot, &aerr);
