@@ -61,6 +61,11 @@ int __wrap_sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out,
 		check_package_word(o->packages[i].name);
 		check_package_word(o->packages[i].version);
 	}
+	if (o->nports > SL_MAX_PORTS)
+		abort();
+	for (size_t i = 0; i < o->nports; i++)
+		if (o->ports[i].port > 65535)
+			abort(); /* 1-65535, or SL_PORT_ALL (0) */
 	check_strv(o->env);
 	check_strv(o->labels);
 	(void)strlen(o->image ? o->image : "");
