@@ -171,7 +171,7 @@ clean:
 # runs each FUZZ_SHORT_SECONDS after replaying its committed corpus and crash inputs.
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
-FUZZ_SHORT_SECONDS ?= 4
+FUZZ_SHORT_SECONDS ?= 3
 FUZZ_DIR      := $(BUILD)/fuzz
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS   := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -std=gnu11 -Wall -Wextra -Werror \
