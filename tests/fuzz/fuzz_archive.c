@@ -1,8 +1,10 @@
 /* fuzz_archive.c — untrusted tar extraction (archive_extract_counted, runtime/
  * archive_extract.c) into a tmpfs of the harness's own mount namespace; nothing may leave it. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -19,7 +21,8 @@
  * file an escape would touch. After every input: the tmpfs root still lists exactly
  * box and outside, box lists x or nothing (nothing after a failure), the secret is
  * unchanged with one link, and the extracted tree holds no device node and no mount. */
-static char root[64], box[80], dest[96], outside[96], secret[128];
+static char root[PATH_MAX], box[PATH_MAX + 8], dest[PATH_MAX + 16], outside[PATH_MAX + 16],
+    secret[PATH_MAX + 32];
 static dev_t tmpfs_dev;
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
@@ -57,10 +60,19 @@ static void own_mount_namespace(void)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	/* Beside the binary (build/fuzz/fuzz_archive.tmpfs), mounted in this namespace only:
+	 * the host sees an empty directory under build/, and nothing else, however the
+	 * fuzzer exits. */
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		die("readlink /proc/self/exe");
+	exe[n] = '\0';
+	if (snprintf(root, sizeof(root), "%s.tmpfs", exe) >= (int)sizeof(root))
+		die("path too long");
+	if (mkdir(root, 0700) < 0 && errno != EEXIST)
+		die(root);
 	own_mount_namespace();
-	/* Over /tmp, in this namespace only: the host keeps its /tmp, and no directory is
-	 * left behind on it when the fuzzer exits, however it exits. */
-	snprintf(root, sizeof(root), "/tmp");
 	if (mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=0755") < 0)
 		die("mount tmpfs");
 	snprintf(box, sizeof(box), "%s/box", root);
