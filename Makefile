@@ -153,6 +153,7 @@ compat: all images
 
 test: all
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory fuzz-short
 	@$(MAKE) --no-print-directory e2e
 	@$(MAKE) --no-print-directory compat
 	@echo "make test: all suites passed"
@@ -162,6 +163,56 @@ format:
 
 clean:
 	rm -rf $(BUILD)
+
+# ---- fuzzing (tests/fuzz/, docs/testing.md) ----
+# libFuzzer harnesses, one per parser of outside input. Their own objects under
+# build/fuzz/ (clang, ASan + UBSan, fuzzer-instrumented), never the gcc ones above.
+# `make fuzz` runs each target FUZZ_SECONDS; `make fuzz-short` (part of `make test`)
+# runs each FUZZ_SHORT_SECONDS after replaying its committed corpus and crash inputs.
+FUZZ_CC       ?= clang
+FUZZ_SECONDS  ?= 60
+FUZZ_SHORT_SECONDS ?= 3
+FUZZ_DIR      := $(BUILD)/fuzz
+FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS   := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -std=gnu11 -Wall -Wextra -Werror \
+		 -Wno-unused-parameter -Wno-missing-field-initializers -D_GNU_SOURCE -Iruntime \
+		 $(shell pkg-config --cflags $(PKGS) libmicrohttpd)
+# Archive extraction is linked in directly (not archive_dl.c); networking stays out.
+FUZZ_LIB_SRC  := $(filter-out runtime/archive_dl.c $(NET_SRC),$(wildcard runtime/*.c)) \
+		 $(wildcard api/*.c api/compat/*.c)
+FUZZ_LIB_OBJ  := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_LIBS     := $(LDLIBS) $(ARCHIVE_LIBS) $(shell pkg-config --libs libmicrohttpd zlib)
+FUZZ_TARGETS  := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN      := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+
+$(FUZZ_DIR)/obj/%.o: %.c $(wildcard runtime/*.h api/*.h api/compat/*.h init/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+$(FUZZ_DIR)/obj/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl.js
+
+$(FUZZ_DIR)/libsandlot-fuzz.a: $(FUZZ_LIB_OBJ)
+	ar rcs $@ $^
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_DIR)/libsandlot-fuzz.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Iapi -fsanitize=fuzzer -o $@ $< $(FUZZ_EXTRA) \
+		$(FUZZ_DIR)/libsandlot-fuzz.a $(FUZZ_LIBS)
+
+# The create parser runs up to the pool and sandbox_create, which the harness stands in
+# for, as it does for the façades' snapshot look-up.
+$(FUZZ_DIR)/fuzz_json: FUZZ_EXTRA := -Wl,--wrap=sandbox_create -Wl,--wrap=api_pool_take \
+	-Wl,--wrap=snapshot_get
+
+.PHONY: fuzz fuzz-short fuzz-build
+fuzz-build: $(FUZZ_BIN)
+
+# Replay every committed input (corpus and crashes) as a plain run, then fuzz.
+fuzz: $(FUZZ_BIN)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(FUZZ_DIR) $$t; done
+
+fuzz-short: $(FUZZ_BIN)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		FUZZ_SECONDS=$(FUZZ_SHORT_SECONDS) bash tests/fuzz/run.sh $(FUZZ_DIR) $$t; done
 
 # `make bench` / `make bench-quick`: sandlot side by side with crun and bwrap (root; see
 # docs/bench.md). bench-driver times commands and HTTP requests, interleaved.

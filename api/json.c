@@ -103,8 +103,9 @@ int api_json_uint(const cJSON *o, const char *where, const char *key, uint64_t m
 	} else {
 		return wrong_type(where, key, v, "a whole number", err);
 	}
-	/* The range first: a cast of a double out of uint64_t's range (or NaN) is undefined. */
-	if (!(d >= (double)min && d <= (double)max) || d != (double)(uint64_t)d)
+	/* The range first: a cast of a double out of uint64_t's range (or NaN) is undefined;
+	 * MAX = UINT64_MAX is 2^64 as a double, itself out of range. */
+	if (!(d >= (double)min && d <= (double)max && d < 0x1p64) || d != (double)(uint64_t)d)
 		return sl_fail(err, SL_INVALID, 0,
 			       "%s%s: expected a whole number from %llu to %llu", where, key,
 			       (unsigned long long)min, (unsigned long long)max);

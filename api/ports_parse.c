@@ -98,7 +98,8 @@ static void put(char *buf, size_t *at, const char *s, size_t n)
 	*at += n;
 }
 
-/* The Cookie header's value without sandlot_token=..., its value recorded. */
+/* The Cookie header's value without sandlot_token=..., its value recorded; OUT holds
+ * 2 * LEN bytes. */
 static size_t cookie_strip(preview_req *r, const char *v, size_t len, char *out)
 {
 	size_t o = 0;
@@ -223,7 +224,9 @@ int preview_head_parse(const char *head, size_t len, preview_req *r)
 			l = nl + 1;
 			continue;
 		} else if (header_is(l, vl, "Cookie")) {
-			char *kept = malloc(vlen + 1);
+			/* Cookies are rejoined with "; ": "a;b" grows to "a; b", up to half
+			 * again as long as the value, never twice. */
+			char *kept = malloc(2 * vlen + 1);
 			size_t kl = kept ? cookie_strip(r, v, vlen, kept) : 0;
 			if (kl) {
 				put(r->head, &o, "Cookie: ", 8);

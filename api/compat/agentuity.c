@@ -339,8 +339,7 @@ static cJSON *package_list(const cJSON *names, const char *field, const char *ma
 	return out;
 }
 
-/* The /v1 create body for an Agentuity SandboxCreateRequest. */
-static cJSON *v1_body(const cJSON *in, bool oneshot, sl_err *err)
+cJSON *ag_v1_body(const cJSON *in, bool oneshot, sl_err *err)
 {
 	static const char *const fields[] = {
 	    "projectId", "runtime",	 "runtimeId", "name",	  "description", "resources",
@@ -492,7 +491,7 @@ static enum MHD_Result create_from(api_req *r, const cJSON *in)
 	bool oneshot;
 	cJSON *body = NULL;
 	if (parse_command(in, &argv, &cmd_files, &oneshot, &err) == 0)
-		body = v1_body(in, oneshot, &err);
+		body = ag_v1_body(in, oneshot, &err);
 	if (!body) {
 		api_strv_free(argv);
 		return ag_reply_error(r, &err, "SNAPSHOT_NOT_FOUND");

@@ -31,6 +31,10 @@ int ag_sandbox_for_call(api_req *r, sl_sandbox *sb, bool *resumed, sl_err *err);
  * code is remembered for after it is reclaimed. */
 bool ag_sandbox_ended(api_req *r, const sl_sandbox *sb);
 
+/* The /v1 create body for an Agentuity SandboxCreateRequest IN (ONESHOT: a command runs
+ * and ends it), or NULL (ERR). */
+cJSON *ag_v1_body(const cJSON *in, bool oneshot, sl_err *err);
+
 /* ---- executions and streams (agentuity_exec.c) ---- */
 
 /* The absolute, unguessable URL of an execution's "stdout" or "stderr", and its stream id

@@ -302,7 +302,7 @@ static int public_ports(const cJSON *body, cJSON *v1, sl_err *err)
 	return 0;
 }
 
-static int v1_body(api_req *r, const cJSON *body, cJSON *v1, sl_err *err)
+int dt_v1_body(api_req *r, const cJSON *body, cJSON *v1, sl_err *err)
 {
 	const char *name = NULL, *user = NULL;
 	int64_t stop = 0, del = -1, ttl = 0;
@@ -351,7 +351,7 @@ enum MHD_Result dt_sandbox_create(api_req *r)
 		return dt_error(r, &err, NULL);
 	cJSON *v1 = cJSON_CreateObject(), *empty = body ? NULL : cJSON_CreateObject();
 	sl_sandbox sb;
-	int rc = v1_body(r, body ? body : empty, v1, &err);
+	int rc = dt_v1_body(r, body ? body : empty, v1, &err);
 	if (rc == 0)
 		rc = api_sandbox_create_from(r->srv, v1, false, false, &sb, &err);
 	cJSON_Delete(v1);

@@ -358,7 +358,7 @@ static bool is_everything(const cJSON *c)
  * (denyOut 0.0.0.0/0, allowOut X) is /v1's allow [X]; other denyOut ranges are /v1's
  * deny, and allowOut without a deny-all admits no more than the default (everything).
  * Neither given: sandlot's default, no network; with --provider-defaults E2B's, on. */
-static int network_body(const cJSON *in, cJSON *body, bool provider_defaults, sl_err *err)
+int e2b_network_body(const cJSON *in, cJSON *body, bool provider_defaults, sl_err *err)
 {
 	const cJSON *inet = cJSON_GetObjectItemCaseSensitive(in, "allow_internet_access");
 	const cJSON *net = cJSON_GetObjectItemCaseSensitive(in, "network");
@@ -468,7 +468,7 @@ static enum MHD_Result create(api_req *r)
 	cJSON_AddStringToObject(labels, E2B_LABEL_TEMPLATE, tpl);
 	_cleanup_cjson_ cJSON *empty = in ? NULL : cJSON_CreateObject();
 	bool defaults = r->srv->opt.provider_defaults;
-	if (network_body(in ? in : empty, body, defaults, &err) < 0 ||
+	if (e2b_network_body(in ? in : empty, body, defaults, &err) < 0 ||
 	    public_body(in ? in : empty, body, defaults, &err) < 0)
 		return e2b_reply_err(r, &err);
 	char life[32];

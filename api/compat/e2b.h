@@ -43,9 +43,16 @@ void e2b_user_home(const sl_sandbox *sb, const char *user, char *home, size_t le
 /* A path the SDK gives, made absolute from the user's home (malloc'd; NULL + SL_INVALID). */
 char *e2b_path(const sl_sandbox *sb, const char *user, const char *path, sl_err *err);
 
+/* E2B's allow_internet_access and network {allowOut, denyOut} of a create IN as /v1's
+ * `network` object in BODY (e2b.c). */
+int e2b_network_body(const cJSON *in, cJSON *body, bool provider_defaults, sl_err *err);
+
 /* envd (e2b_envd.c) */
 enum MHD_Result e2b_envd_health(api_req *r);
 enum MHD_Result e2b_rpc(api_req *r);
+/* A Connect request's message: BODY (N bytes) is bare JSON (unary) or, when STREAMING, one
+ * uncompressed envelope (flag 0, 4-byte big-endian length, JSON). An object, or NULL. */
+cJSON *e2b_rpc_message_parse(const char *body, size_t n, bool streaming, sl_err *err);
 enum MHD_Result e2b_files_get(api_req *r);
 enum MHD_Result e2b_files_post(api_req *r);
 int e2b_files_post_begin(api_req *r, sl_err *err);

@@ -96,14 +96,10 @@ static int envelope_add(char **buf, size_t *len, uint8_t flag, cJSON *msg)
 	return 0;
 }
 
-/* The request message: a bare JSON body (unary), or one envelope (streaming). */
-static cJSON *rpc_message(api_req *r, bool *streaming, sl_err *err)
+cJSON *e2b_rpc_message_parse(const char *body, size_t n, bool streaming, sl_err *err)
 {
-	const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Type");
-	*streaming = ct && !strncasecmp(ct, "application/connect+json", 24);
-	const char *p = r->body ? r->body : "";
-	size_t n = r->body_len;
-	if (*streaming) {
+	const char *p = body;
+	if (streaming) {
 		if (n < 5 || p[0] != 0)
 			return sl_fail(err, SL_INVALID, 0, "expected one uncompressed envelope"),
 			       NULL;
@@ -123,6 +119,14 @@ static cJSON *rpc_message(api_req *r, bool *streaming, sl_err *err)
 		return NULL;
 	}
 	return o;
+}
+
+/* The request message: a bare JSON body (unary), or one envelope (streaming). */
+static cJSON *rpc_message(api_req *r, bool *streaming, sl_err *err)
+{
+	const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Type");
+	*streaming = ct && !strncasecmp(ct, "application/connect+json", 24);
+	return e2b_rpc_message_parse(r->body ? r->body : "", r->body_len, *streaming, err);
 }
 
 /* camelCase or the proto's snake_case name. */
@@ -295,8 +299,11 @@ static long pid_of(const cJSON *msg)
 {
 	const cJSON *sel = cJSON_GetObjectItemCaseSensitive(msg, "process");
 	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(sel, "pid");
+	/* In range before the conversion: a double long cannot hold is undefined behaviour. */
 	if (cJSON_IsNumber(pid))
-		return (long)pid->valuedouble;
+		return pid->valuedouble >= 0 && pid->valuedouble <= INT32_MAX
+			   ? (long)pid->valuedouble
+			   : -1;
 	if (cJSON_IsString(pid))
 		return strtol(pid->valuestring, NULL, 10);
 	return -1;
