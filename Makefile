@@ -32,6 +32,8 @@ UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 E2E_SRC     := $(wildcard tests/e2e/test_*.c)
 E2E_BIN     := $(E2E_SRC:tests/e2e/%.c=$(BUILD)/tests/e2e_%)
 E2E_COMMON  := $(wildcard tests/e2e/common.c)
+# The harness's HTTP client (common.c) is libcurl.
+E2E_LIBS    := $(shell pkg-config --libs libcurl)
 
 .PHONY: all test unit e2e images clean format
 all: $(BUILD)/sandlot $(BUILD)/sandlot-archive.so $(BUILD)/sandlot-api.so $(BUILD)/sandlot-init \
@@ -64,8 +66,6 @@ $(BUILD)/api/%.o: api/%.c $(wildcard runtime/*.h api/*.h init/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 $(BUILD)/cli/serve.o: $(wildcard api/*.h)
-# The API's end-to-end test talks HTTP with libcurl.
-$(BUILD)/tests/e2e_test_api: LDLIBS += $(shell pkg-config --libs libcurl)
 # The network test reads the nftables ruleset before and after.
 $(BUILD)/tests/e2e_test_net: LDLIBS += $(shell pkg-config --libs libnftables)
 
@@ -104,7 +104,8 @@ $(BUILD)/tests/test_ports_parse: tests/unit/test_ports_parse.c api/ports_parse.c
 
 $(BUILD)/tests/e2e_%: tests/e2e/%.c $(E2E_COMMON) tests/e2e/common.h $(BUILD)/libsandlot.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/e2e -o $@ $< $(E2E_COMMON) $(BUILD)/libsandlot.a $(LDLIBS) $(ARCHIVE_LIBS) -lcmocka
+	$(CC) $(CFLAGS) -Itests/e2e -o $@ $< $(E2E_COMMON) $(BUILD)/libsandlot.a $(LDLIBS) $(ARCHIVE_LIBS) \
+		$(E2E_LIBS) -lcmocka
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

@@ -1,5 +1,5 @@
 /* test_api.c — end-to-end tests of `sandlot serve`: the real daemon on a test socket and a
- * loopback port, driven over HTTP with libcurl: every route and error case, concurrency,
+ * loopback port, driven over HTTP (common.h's libcurl client): every route and error case, concurrency,
  * kill -9 restarts, files and hostile paths, WebSocket attach, and the spec check. */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -27,7 +27,6 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
 #include <nettle/base64.h>
 #include <nettle/sha1.h>
 
@@ -40,7 +39,6 @@
 static e2e_daemon D;	   /* the main daemon every test talks to */
 static char KEY[80];	   /* its API key */
 static char CAPTURES[256]; /* responses recorded for the spec check */
-static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
 
 
 static double now_s(void)
@@ -51,160 +49,7 @@ static double now_s(void)
 }
 
 
-/* ---- HTTP -------------------------------------------------------------------------------- */
-
-typedef struct resp {
-	long status;
-	char *body;
-	size_t len;
-	char ctype[128], allow[128];
-	cJSON *json;
-} resp;
-
-typedef struct req {
-	const char *method, *path;
-	const void *body;
-	size_t len;
-	bool chunked;	   /* send the body with Transfer-Encoding: chunked */
-	const e2e_daemon *d; /* NULL: the main daemon */
-	bool tcp;	   /* over its TCP listener */
-	const char *auth;  /* full header, e.g. "Authorization: Bearer ..." */
-	long timeout_ms;   /* 0: 120 s */
-} req;
-
-static size_t on_body(char *p, size_t sz, size_t n, void *ud)
-{
-	resp *r = ud;
-	char *b = realloc(r->body, r->len + sz * n + 1);
-	if (!b)
-		return 0;
-	memcpy(b + r->len, p, sz * n);
-	r->body = b;
-	r->len += sz * n;
-	r->body[r->len] = '\0';
-	return sz * n;
-}
-
-static size_t on_header(char *p, size_t sz, size_t n, void *ud)
-{
-	resp *r = ud;
-	size_t len = sz * n;
-	char line[256];
-	snprintf(line, sizeof(line), "%.*s", (int)(len < 255 ? len : 255), p);
-	line[strcspn(line, "\r\n")] = '\0';
-	if (!strncasecmp(line, "Content-Type: ", 14))
-		snprintf(r->ctype, sizeof(r->ctype), "%s", line + 14);
-	if (!strncasecmp(line, "Allow: ", 7))
-		snprintf(r->allow, sizeof(r->allow), "%s", line + 7);
-	return len;
-}
-
-typedef struct chunk_src {
-	const char *p;
-	size_t left;
-} chunk_src;
-
-static size_t on_read(char *buf, size_t sz, size_t n, void *ud)
-{
-	chunk_src *s = ud;
-	size_t k = sz * n < s->left ? sz * n : s->left;
-	if (k > 65536)
-		k = 65536;
-	memcpy(buf, s->p, k);
-	s->p += k;
-	s->left -= k;
-	return k;
-}
-
-/* Record a response for the spec check (JSON bodies in full). */
-static void capture(const req *q, const resp *r)
-{
-	if (!CAPTURES[0] || r->status == 0)
-		return;
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "method", q->method);
-	cJSON_AddStringToObject(o, "path", q->path);
-	cJSON_AddNumberToObject(o, "status", r->status);
-	cJSON_AddStringToObject(o, "contentType", r->ctype);
-	cJSON_AddItemToObject(o, "body",
-			      r->json ? cJSON_Duplicate(r->json, 1) : cJSON_CreateNull());
-	char *s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	pthread_mutex_lock(&cap_lock);
-	FILE *f = fopen(CAPTURES, "a");
-	if (f) {
-		fprintf(f, "%s\n", s);
-		fclose(f);
-	}
-	pthread_mutex_unlock(&cap_lock);
-	free(s);
-}
-
-/* One request; thread-safe (no cmocka calls). Returns the status, 0 on transport error. */
-static long http_q(resp *r, const req *q)
-{
-	memset(r, 0, sizeof(*r));
-	const e2e_daemon *d = q->d ? q->d : &D;
-	CURL *c = curl_easy_init();
-	if (!c)
-		return 0;
-	char url[1024];
-	if (q->tcp)
-		snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", d->port, q->path);
-	else
-		snprintf(url, sizeof(url), "http://sandlot%s", q->path);
-	struct curl_slist *h = curl_slist_append(NULL, "Expect:");
-	if (q->auth)
-		h = curl_slist_append(h, q->auth);
-	if (q->body && !q->chunked)
-		h = curl_slist_append(h, "Content-Type: application/json");
-	chunk_src src = {q->body, q->len};
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	if (!q->tcp)
-		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, d->sock);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, q->method);
-	if (q->chunked) {
-		h = curl_slist_append(h, "Transfer-Encoding: chunked");
-		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-		curl_easy_setopt(c, CURLOPT_READDATA, &src);
-	} else if (q->body) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, q->body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->len);
-	} else if (!strcmp(q->method, "GET")) {
-		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-	}
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, q->timeout_ms ? q->timeout_ms : 120000L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	if (!r->body)
-		r->body = calloc(1, 1);
-	if (strstr(r->ctype, "application/json"))
-		r->json = cJSON_Parse(r->body);
-	capture(q, r);
-	return r->status;
-}
-
-static void resp_free(resp *r)
-{
-	free(r->body);
-	cJSON_Delete(r->json);
-	memset(r, 0, sizeof(*r));
-}
-
-static long http(resp *r, const char *method, const char *path, const char *json)
-{
-	req q = {.method = method, .path = path, .body = json, .len = json ? strlen(json) : 0};
-	return http_q(r, &q);
-}
+/* ---- HTTP: common.h's client, the main daemon D when a request names none ---------- */
 
 static const char *jstr(const cJSON *o, const char *key)
 {
@@ -227,7 +72,7 @@ static const cJSON *jget(const cJSON *o, const char *key)
 
 /* Fail unless R has STATUS; on an error status, the error's code must be CODE and its
  * message must contain NEEDLE (when given). */
-static void expect(const resp *r, long status, const char *code, const char *needle)
+static void expect(const e2e_resp *r, long status, const char *code, const char *needle)
 {
 	if (r->status != status)
 		fail_msg("expected HTTP %ld, got %ld: %s", status, r->status, r->body);
@@ -246,22 +91,22 @@ static void expect(const resp *r, long status, const char *code, const char *nee
 /* A sandbox from the create body BODY (NULL: busybox, nothing else); returns its id. */
 static char *sandbox_new(const char *body)
 {
-	resp r;
-	http(&r, "POST", "/v1/sandboxes", body ? body : "{\"image\":\"busybox\"}");
+	e2e_resp r;
+	e2e_http(&r, "POST", "/v1/sandboxes", body ? body : "{\"image\":\"busybox\"}");
 	expect(&r, 201, NULL, NULL);
 	char *id = strdup(jstr(r.json, "id"));
 	assert_string_equal(jstr(r.json, "status"), "running");
-	resp_free(&r);
+	e2e_resp_free(&r);
 	return id;
 }
 
 static void sandbox_del(char *id)
 {
-	resp r;
+	e2e_resp r;
 	char *p = e2e_printf("/v1/sandboxes/%s", id);
-	http(&r, "DELETE", p, NULL);
+	e2e_http(&r, "DELETE", p, NULL);
 	expect(&r, 204, NULL, NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	free(id);
 }
@@ -269,14 +114,14 @@ static void sandbox_del(char *id)
 /* Run BODY (an ExecutionRequest) with ?wait=; the ended Execution (caller frees). */
 static cJSON *run_wait(const char *id, const char *body)
 {
-	resp r;
+	e2e_resp r;
 	char *p = e2e_printf("/v1/sandboxes/%s/executions?wait=60s", id);
-	http(&r, "POST", p, body);
+	e2e_http(&r, "POST", p, body);
 	free(p);
 	expect(&r, 201, NULL, NULL);
 	cJSON *o = r.json;
 	r.json = NULL;
-	resp_free(&r);
+	e2e_resp_free(&r);
 	if (!strcmp(jstr(o, "status"), "running"))
 		fail_msg("execution still running after the wait: %s", cJSON_PrintUnformatted(o));
 	return o;
@@ -285,27 +130,27 @@ static cJSON *run_wait(const char *id, const char *body)
 /* Start BODY without waiting; returns the execution id. */
 static char *exec_start_id(const char *id, const char *body)
 {
-	resp r;
+	e2e_resp r;
 	char *p = e2e_printf("/v1/sandboxes/%s/executions", id);
-	http(&r, "POST", p, body);
+	e2e_http(&r, "POST", p, body);
 	free(p);
 	expect(&r, 201, NULL, NULL);
 	char *eid = strdup(jstr(r.json, "id"));
-	resp_free(&r);
+	e2e_resp_free(&r);
 	return eid;
 }
 
 static cJSON *exec_get_wait(const char *id, const char *eid, const char *wait)
 {
-	resp r;
+	e2e_resp r;
 	char *p = wait ? e2e_printf("/v1/sandboxes/%s/executions/%s?wait=%s", id, eid, wait)
 		       : e2e_printf("/v1/sandboxes/%s/executions/%s", id, eid);
-	http(&r, "GET", p, NULL);
+	e2e_http(&r, "GET", p, NULL);
 	free(p);
 	expect(&r, 200, NULL, NULL);
 	cJSON *o = r.json;
 	r.json = NULL;
-	resp_free(&r);
+	e2e_resp_free(&r);
 	return o;
 }
 
@@ -327,12 +172,12 @@ static char *sh_ok(const char *id, const char *line)
 
 static char *get_raw(const char *path, long *status)
 {
-	resp r;
-	http(&r, "GET", path, NULL);
+	e2e_resp r;
+	e2e_http(&r, "GET", path, NULL);
 	*status = r.status;
 	char *b = r.body;
 	r.body = NULL;
-	resp_free(&r);
+	e2e_resp_free(&r);
 	return b;
 }
 
@@ -454,8 +299,8 @@ static void test_state_of_the_previous_version_loads(void **state)
 		free(rel);
 	}
 
-	resp r;
-	assert_int_equal(http(&r, "GET", "/v1/sandboxes/fixture-a", NULL), 200);
+	e2e_resp r;
+	assert_int_equal(e2e_http(&r, "GET", "/v1/sandboxes/fixture-a", NULL), 200);
 	assert_string_equal(jstr(r.json, "id"), FIXTURE_SB);
 	assert_string_equal(jstr(r.json, "status"), "stopped");
 	assert_string_equal(jstr(r.json, "image"), "busybox");
@@ -474,56 +319,56 @@ static void test_state_of_the_previous_version_loads(void **state)
 	const cJSON *vol = cJSON_GetArrayItem(jget(r.json, "volumes"), 0);
 	assert_string_equal(jstr(vol, "name"), "fixture-vol");
 	assert_string_equal(jstr(vol, "mountPath"), "/data");
-	resp_free(&r);
+	e2e_resp_free(&r);
 
-	assert_int_equal(http(&r, "GET", "/v1/sandboxes/" FIXTURE_GONE, NULL), 200);
+	assert_int_equal(e2e_http(&r, "GET", "/v1/sandboxes/" FIXTURE_GONE, NULL), 200);
 	assert_string_equal(jstr(r.json, "status"), "terminated");
 	assert_string_equal(jstr(r.json, "name"), "fixture-gone");
 	assert_non_null(jstr(r.json, "reason"));
-	resp_free(&r);
+	e2e_resp_free(&r);
 
-	assert_int_equal(http(&r, "GET", "/v1/sandboxes/fixture-a/executions/" FIXTURE_EXE, NULL),
+	assert_int_equal(e2e_http(&r, "GET", "/v1/sandboxes/fixture-a/executions/" FIXTURE_EXE, NULL),
 			 200);
 	assert_string_equal(jstr(r.json, "status"), "failed");
 	assert_int_equal((int)jnum(r.json, "exitCode"), 3);
-	resp_free(&r);
-	assert_int_equal(http(&r, "GET",
+	e2e_resp_free(&r);
+	assert_int_equal(e2e_http(&r, "GET",
 			      "/v1/sandboxes/fixture-a/executions/" FIXTURE_EXE "/stdout", NULL),
 			 200);
 	assert_string_equal(r.body, "fixture-out\n");
-	resp_free(&r);
+	e2e_resp_free(&r);
 
-	assert_int_equal(http(&r, "GET", "/v1/snapshots/fixture-snap", NULL), 200);
+	assert_int_equal(e2e_http(&r, "GET", "/v1/snapshots/fixture-snap", NULL), 200);
 	assert_string_equal(jstr(r.json, "id"), "snp_7k5acnmd3nfmichbvvfq");
 	assert_string_equal(jstr(r.json, "sandboxId"), FIXTURE_SB);
 	assert_string_equal(jstr(r.json, "image"), "busybox");
-	resp_free(&r);
-	assert_int_equal(http(&r, "GET", "/v1/volumes", NULL), 200);
+	e2e_resp_free(&r);
+	assert_int_equal(e2e_http(&r, "GET", "/v1/volumes", NULL), 200);
 	assert_true(e2e_contains(r.body, "\"fixture-vol\""));
-	resp_free(&r);
+	e2e_resp_free(&r);
 
 	/* The next save writes the runtime's own schema, and loses nothing. */
-	assert_int_equal(http(&r, "PATCH", "/v1/sandboxes/fixture-a",
+	assert_int_equal(e2e_http(&r, "PATCH", "/v1/sandboxes/fixture-a",
 			      "{\"labels\":{\"team\":\"core\",\"after\":\"upgrade\"}}"),
 			 200);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	char *rec = e2e_printf("%s/sandboxes/" FIXTURE_SB "/sandbox.json", sd);
 	char *text = e2e_read_file(rec);
 	assert_non_null(text);
 	assert_true(e2e_contains(text, "\"schema\":2"));
 	assert_false(e2e_contains(text, "\"internal\""));
 	free(text);
-	assert_int_equal(http(&r, "GET", "/v1/sandboxes/fixture-a", NULL), 200);
+	assert_int_equal(e2e_http(&r, "GET", "/v1/sandboxes/fixture-a", NULL), 200);
 	assert_string_equal(jstr(jget(r.json, "labels"), "after"), "upgrade");
 	assert_string_equal(jstr(jget(r.json, "env"), "GREETING"), "hello");
 	assert_string_equal(jstr(jget(r.json, "resources"), "memory"), "128Mi");
 	assert_int_equal((int)jnum(jget(r.json, "timeout"), "idle"), 3600000);
-	resp_free(&r);
+	e2e_resp_free(&r);
 
 	/* Gone again: the sandbox (no layer, no cgroup: nothing of it is on this host), and
 	 * the snapshot's and the volume's records (their subvolumes never were). */
-	assert_int_equal(http(&r, "DELETE", "/v1/sandboxes/fixture-a", NULL), 204);
-	resp_free(&r);
+	assert_int_equal(e2e_http(&r, "DELETE", "/v1/sandboxes/fixture-a", NULL), 204);
+	e2e_resp_free(&r);
 	char *p = e2e_printf("%s/snapshots/snp_7k5acnmd3nfmichbvvfq.json", sd);
 	unlink(p);
 	free(p);
@@ -550,11 +395,11 @@ static int group_setup(void **state)
 	sl_err err = {0};
 	if (ctx_open(&CTX, &err) < 0)
 		fail_msg("ctx_open: %s", err.msg);
-	curl_global_init(CURL_GLOBAL_ALL);
 	snprintf(CAPTURES, sizeof(CAPTURES), "%s/captures.jsonl", e2e_root());
 	char *sock = e2e_printf("%s/api.sock", e2e_root());
 	e2e_daemon_start(&D, sock, true, NULL);
 	free(sock);
+	e2e_http_use(&D, CAPTURES);
 	e2e_on_leak = print_daemon_warnings;
 	e2e_result r;
 	e2e_sandlot(&r, NULL, 0, "key", NULL);
@@ -572,7 +417,6 @@ static int group_teardown(void **state)
 	int st = e2e_daemon_halt(&D);
 	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		print_error("sandlot serve did not stop cleanly (wait status %d)\n", st);
-	curl_global_cleanup();
 	ctx_close(&CTX);
 	return e2e_group_teardown(state);
 }
@@ -581,13 +425,13 @@ static int group_teardown(void **state)
 
 static void test_health_and_auth(void **state)
 {
-	resp r;
-	http(&r, "GET", "/v1/health", NULL);
+	e2e_resp r;
+	e2e_http(&r, "GET", "/v1/health", NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "status"), "ok");
 	assert_true(strlen(jstr(r.json, "version")) > 0);
 	assert_true(jnum(r.json, "sandboxes") >= 0);
-	resp_free(&r);
+	e2e_resp_free(&r);
 
 	/* The key: 64 hex digits, mode 0600, what `sandlot key` prints. */
 	assert_int_equal(strlen(KEY), 64);
@@ -624,18 +468,18 @@ static void test_health_and_auth(void **state)
 	    {bearer, "/v1/no-such-route", 404},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		req q = {
+		e2e_req q = {
 		    .method = "GET", .path = cases[i].path, .tcp = true, .auth = cases[i].auth};
-		http_q(&r, &q);
+		e2e_http_q(&r, &q);
 		expect(&r, cases[i].status, cases[i].status == 401 ? "UNAUTHENTICATED" : NULL,
 		       NULL);
-		resp_free(&r);
+		e2e_resp_free(&r);
 	}
 
 	/* Metrics: Prometheus text with the promised families. */
 	char *id = sandbox_new(NULL);
 	free(sh_ok(id, "true"));
-	http(&r, "GET", "/metrics", NULL);
+	e2e_http(&r, "GET", "/metrics", NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_non_null(strstr(r.ctype, "text/plain"));
 	char *line = e2e_printf("sandlot_sandbox_cpu_seconds_total{sandbox=\"%s\"}", id);
@@ -648,21 +492,21 @@ static void test_health_and_auth(void **state)
 	const char *ex = strstr(r.body, "\nsandlot_executions_total ");
 	assert_non_null(ex);
 	assert_true(atoi(ex + strlen("\nsandlot_executions_total ")) >= 1);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	sandbox_del(id);
 }
 
 /* A counter or gauge from /metrics (-1 when absent). */
 static long long metric(const char *name)
 {
-	resp r;
-	http(&r, "GET", "/metrics", NULL);
+	e2e_resp r;
+	e2e_http(&r, "GET", "/metrics", NULL);
 	expect(&r, 200, NULL, NULL);
 	char *key = e2e_printf("\n%s ", name);
 	const char *at = strstr(r.body, key);
 	long long v = at ? atoll(at + strlen(key)) : -1;
 	free(key);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	return v;
 }
 
@@ -681,11 +525,11 @@ static void test_records_synced_after_answer(void **state)
 	free(body);
 	for (const char *const *verb = (const char *const[]){"pause", "resume", NULL}; *verb;
 	     verb++) {
-		resp r;
+		e2e_resp r;
 		char *p = e2e_printf("/v1/sandboxes/%s/%s", id, *verb);
-		http(&r, "POST", p, NULL);
+		e2e_http(&r, "POST", p, NULL);
 		expect(&r, 200, NULL, NULL);
-		resp_free(&r);
+		e2e_resp_free(&r);
 		free(p);
 	}
 	long long synced = 0, pending = 1;
@@ -708,29 +552,29 @@ static void test_records_synced_after_answer(void **state)
 static void expect_call(const char *method, const char *path, const char *body, long status,
 			const char *code, const char *needle)
 {
-	resp r;
-	http(&r, method, path, body);
+	e2e_resp r;
+	e2e_http(&r, method, path, body);
 	expect(&r, status, code, needle);
-	resp_free(&r);
+	e2e_resp_free(&r);
 }
 
 static void test_errors(void **state)
 {
-	resp r;
+	e2e_resp r;
 	/* Routes: unknown paths say so; known paths name the methods they take. */
-	http(&r, "GET", "/v1/nope", NULL);
+	e2e_http(&r, "GET", "/v1/nope", NULL);
 	expect(&r, 404, "NOT_FOUND", NULL);
 	assert_string_equal(jstr(jget(r.json, "error"), "route"), "unknown");
-	resp_free(&r);
+	e2e_resp_free(&r);
 	expect_call("GET", "/v1/sandboxes/a/b/c/d/e", NULL, 404, "NOT_FOUND", "no route");
-	http(&r, "PUT", "/v1/health", NULL);
+	e2e_http(&r, "PUT", "/v1/health", NULL);
 	expect(&r, 405, "METHOD_NOT_ALLOWED", NULL);
 	assert_string_equal(r.allow, "GET");
-	resp_free(&r);
-	http(&r, "PATCH", "/v1/sandboxes", "{}");
+	e2e_resp_free(&r);
+	e2e_http(&r, "PATCH", "/v1/sandboxes", "{}");
 	expect(&r, 405, "METHOD_NOT_ALLOWED", NULL);
 	assert_non_null(strstr(r.allow, "POST"));
-	resp_free(&r);
+	e2e_resp_free(&r);
 
 	/* Bodies: malformed JSON names the place; types and units name the field. */
 	expect_call("POST", "/v1/sandboxes", "{\"image\": \"busybox\",}", 400, "INVALID_ARGUMENT",
@@ -794,10 +638,10 @@ static void test_errors(void **state)
 	char *id = sandbox_new("{\"image\":\"busybox\",\"network\":{\"enabled\":false}}");
 
 	/* Unknown sandbox: 404 NOT_FOUND (not an unknown route). */
-	http(&r, "GET", "/v1/sandboxes/sbx_aaaaaaaaaaaaaaaaaaaa", NULL);
+	e2e_http(&r, "GET", "/v1/sandboxes/sbx_aaaaaaaaaaaaaaaaaaaa", NULL);
 	expect(&r, 404, "NOT_FOUND", NULL);
 	assert_null(jget(jget(r.json, "error"), "route"));
-	resp_free(&r);
+	e2e_resp_free(&r);
 	expect_call("POST", "/v1/sandboxes/sbx_aaaaaaaaaaaaaaaaaaaa/executions",
 		    "{\"command\":\"true\"}", 404, "NOT_FOUND", NULL);
 	expect_call("GET", "/v1/sandboxes/nosuchname/files?path=/etc/passwd", NULL, 404,
@@ -846,14 +690,14 @@ static void test_errors(void **state)
 	blob[big - 1] = '}';
 	blob[big] = '\0';
 	p = e2e_printf("/v1/sandboxes/%s/executions", id);
-	req q = {.method = "POST", .path = p, .body = blob, .len = big};
-	http_q(&r, &q);
+	e2e_req q = {.method = "POST", .path = p, .body = blob, .len = big};
+	e2e_http_q(&r, &q);
 	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	q.chunked = true;
-	http_q(&r, &q);
+	e2e_http_q(&r, &q);
 	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(blob);
 	free(p);
 
@@ -869,9 +713,9 @@ static void test_errors(void **state)
 	free(p);
 	/* autoResume resumes and answers. */
 	p = e2e_printf("/v1/sandboxes/%s/files?path=/etc/passwd&autoResume=1", id);
-	http(&r, "GET", p, NULL);
+	e2e_http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	free(sh_ok(id, "true"));
 	/* Wrong state for a lifecycle call: resuming a running sandbox. */
@@ -885,11 +729,11 @@ static void test_errors(void **state)
 	char *keep = strdup(id);
 	sandbox_del(id);
 	p = e2e_printf("/v1/sandboxes/%s", keep);
-	http(&r, "GET", p, NULL);
+	e2e_http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "status"), "terminated");
 	assert_string_equal(jstr(r.json, "reason"), "deleted");
-	resp_free(&r);
+	e2e_resp_free(&r);
 	expect_call("DELETE", p, NULL, 404, "NOT_FOUND", NULL);
 	free(p);
 	p = e2e_printf("/v1/sandboxes/%s/executions", keep);
@@ -905,15 +749,15 @@ static void assert_only_daemon_changed(const e2e_snapshot *before, pid_t old, pi
 /* A file written, the sandbox stopped and started: the file is still there. */
 static void stop_start_keeps_files(const char *id)
 {
-	resp r = {0};
+	e2e_resp r = {0};
 	free(sh_ok(id, "echo kept > /root/f"));
 	const char *steps[][2] = { { "stop", "stopped" }, { "start", "running" } };
 	for (int i = 0; i < 2; i++) {
 		char *p = e2e_printf("/v1/sandboxes/%s/%s", id, steps[i][0]);
-		http(&r, "POST", p, NULL);
+		e2e_http(&r, "POST", p, NULL);
 		expect(&r, 200, NULL, NULL);
 		assert_string_equal(jstr(r.json, "status"), steps[i][1]);
-		resp_free(&r);
+		e2e_resp_free(&r);
 		free(p);
 	}
 	char *out = sh_ok(id, "cat /root/f");
@@ -923,19 +767,19 @@ static void stop_start_keeps_files(const char *id)
 
 static void test_lifecycle_routes(void **state)
 {
-	resp r = {0};
+	e2e_resp r = {0};
 	char *id = sandbox_new("{\"image\":\"busybox\"}");
 	char *p = e2e_printf("/v1/sandboxes/%s/pause", id);
-	http(&r, "POST", p, NULL);
+	e2e_http(&r, "POST", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "status"), "paused");
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	p = e2e_printf("/v1/sandboxes/%s/resume", id);
-	http(&r, "POST", p, NULL);
+	e2e_http(&r, "POST", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "status"), "running");
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	stop_start_keeps_files(id);
 	/* An ephemeral sandbox's layer is mounted "volatile", whose marker overlay
@@ -945,9 +789,9 @@ static void test_lifecycle_routes(void **state)
 	char *out;
 	/* ... and so does a sandbox made from its snapshot (the layer is cloned). */
 	p = e2e_printf("/v1/sandboxes/%s/snapshots", eid);
-	http(&r, "POST", p, "{\"name\":\"eph-snap\"}");
+	e2e_http(&r, "POST", p, "{\"name\":\"eph-snap\"}");
 	expect(&r, 201, NULL, NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	char *eid2 = sandbox_new("{\"snapshot\":\"eph-snap\"}");
 	out = sh_ok(eid2, "cat /root/f");
@@ -966,10 +810,10 @@ static void test_lifecycle_routes(void **state)
 	assert_int_equal(waitpid(D.pid, NULL, 0), D.pid);
 	e2e_daemon_start(&D, D.sock, true, NULL);
 	p = e2e_printf("/v1/sandboxes/%s", id);
-	http(&r, "GET", p, NULL);
+	e2e_http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "status"), "paused");
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	p = e2e_printf("/v1/sandboxes/%s/resume", id);
 	expect_call("POST", p, NULL, 200, NULL, NULL);
@@ -980,18 +824,18 @@ static void test_lifecycle_routes(void **state)
 
 	/* Snapshots: create, get by name, a sandbox from it, delete refused while used. */
 	p = e2e_printf("/v1/sandboxes/%s/snapshots", id);
-	http(&r, "POST", p, "{\"name\":\"api-snap\"}");
+	e2e_http(&r, "POST", p, "{\"name\":\"api-snap\"}");
 	expect(&r, 201, NULL, NULL);
 	char *sid = strdup(jstr(r.json, "id"));
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
-	http(&r, "GET", "/v1/snapshots/api-snap", NULL);
+	e2e_http(&r, "GET", "/v1/snapshots/api-snap", NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "id"), sid);
-	resp_free(&r);
-	http(&r, "GET", "/v1/snapshots", NULL);
+	e2e_resp_free(&r);
+	e2e_http(&r, "GET", "/v1/snapshots", NULL);
 	expect(&r, 200, NULL, NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	char *id2 = sandbox_new("{\"snapshot\":\"api-snap\",\"volumes\":[{\"name\":\"apivol\","
 				"\"mountPath\":\"/vol\"}]}");
 	out = sh_ok(id2, "cat /root/f; echo v > /vol/x; cat /vol/x");
@@ -999,18 +843,18 @@ static void test_lifecycle_routes(void **state)
 	free(out);
 	expect_call("DELETE", "/v1/snapshots/api-snap", NULL, 409, "CONFLICT", "in use");
 	expect_call("DELETE", "/v1/volumes/apivol", NULL, 409, "CONFLICT", "mounted");
-	http(&r, "GET", "/v1/volumes", NULL);
+	e2e_http(&r, "GET", "/v1/volumes", NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_true(strstr(r.body, "apivol") != NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 
 	/* executeCode (busybox has sh only: the bash language falls back to it). */
 	p = e2e_printf("/v1/sandboxes/%s/code", id2);
-	http(&r, "POST", p, "{\"code\":\"echo hi; echo '{\\\"n\\\": 2}'\",\"language\":\"bash\"}");
+	e2e_http(&r, "POST", p, "{\"code\":\"echo hi; echo '{\\\"n\\\": 2}'\",\"language\":\"bash\"}");
 	expect(&r, 200, NULL, NULL);
 	assert_true(cJSON_IsTrue(jget(r.json, "success")));
 	assert_int_equal((int)jget(jget(r.json, "output"), "n")->valuedouble, 2);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	expect_call("POST", p, "{\"code\":\"true\",\"language\":\"cobol\"}", 400,
 		    "INVALID_ARGUMENT", "language");
 	free(p);
@@ -1021,19 +865,19 @@ static void test_lifecycle_routes(void **state)
 
 	/* Lifetime: PATCH sets it from now; the daemon destroys at the deadline. */
 	p = e2e_printf("/v1/sandboxes/%s", id);
-	http(&r, "PATCH", p, "{\"timeout\":{\"lifetime\":\"1s\"}}");
+	e2e_http(&r, "PATCH", p, "{\"timeout\":{\"lifetime\":\"1s\"}}");
 	expect(&r, 200, NULL, NULL);
 	assert_true(cJSON_IsString(jget(r.json, "expiresAt")));
-	resp_free(&r);
+	e2e_resp_free(&r);
 	int64_t t0 = e2e_now_ms();
 	bool gone = false;
 	while (!gone && e2e_now_ms() - t0 < 8000) {
 		usleep(200000);
-		http(&r, "GET", p, NULL);
+		e2e_http(&r, "GET", p, NULL);
 		gone = r.json && !strcmp(jstr(r.json, "status"), "terminated");
 		if (gone)
 			assert_string_equal(jstr(r.json, "reason"), "lifetime expired");
-		resp_free(&r);
+		e2e_resp_free(&r);
 	}
 	assert_true(gone);
 	free(p);
@@ -1073,11 +917,11 @@ static void test_lifecycle_routes(void **state)
 	p = e2e_printf("/v1/sandboxes/%s", id4);
 	gone = false;
 	for (int i = 0; i < 40 && !gone; i++) {
-		http(&r, "GET", p, NULL);
+		e2e_http(&r, "GET", p, NULL);
 		gone = r.json && !strcmp(jstr(r.json, "status"), "terminated");
 		if (gone)
 			assert_string_equal(jstr(r.json, "reason"), "lifetime expired");
-		resp_free(&r);
+		e2e_resp_free(&r);
 		if (!gone)
 			usleep(100000);
 	}
@@ -1117,7 +961,7 @@ static char *tcp_exchange(int port, const char *raw, size_t rawlen, bool half_cl
 
 static void test_ports(void **state)
 {
-	resp r = {0};
+	e2e_resp r = {0};
 	char *id = sandbox_new("{\"image\":\"busybox\"}");
 	/* A web server inside a sandbox whose network is off (only lo). */
 	free(sh_ok(id, "mkdir -p /www && echo hello-from-inside > /www/index.html && "
@@ -1126,7 +970,7 @@ static void test_ports(void **state)
 		       ">/dev/null 2>&1 &"));
 	usleep(300000);
 	char *p = e2e_printf("/v1/sandboxes/%s/ports/8080", id);
-	http(&r, "GET", p, NULL);
+	e2e_http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	const char *host = jstr(r.json, "host"), *url = jstr(r.json, "url");
 	assert_true(!strncmp(host, "127.0.0.1:", 10));
@@ -1135,7 +979,7 @@ static void test_ports(void **state)
 	snprintf(want, sizeof(want), "http://8080-%s.localhost:", id);
 	assert_true(!strncmp(url, want, strlen(want)));
 	int pp = atoi(url + strlen(want));
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	/* Through the relay: plain HTTP to host:port. */
 	const char *get = "GET / HTTP/1.0\r\nHost: x\r\n\r\n";
@@ -1194,9 +1038,9 @@ static void test_ports(void **state)
 	free(p);
 	/* Relays close when the sandbox stops. */
 	p = e2e_printf("/v1/sandboxes/%s/stop", id);
-	http(&r, "POST", p, NULL);
+	e2e_http(&r, "POST", p, NULL);
 	expect(&r, 200, NULL, NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	bool closed = false;
 	for (int i = 0; i < 40 && !closed; i++) {
@@ -1261,10 +1105,10 @@ static char *exchange_as_nobody(int port, const char *raw)
 static void port_endpoints(const e2e_daemon *d, const char *id, int port, int *hp, int *pp,
 			   char token[80])
 {
-	resp r = {0};
+	e2e_resp r = {0};
 	char *p = e2e_printf("/v1/sandboxes/%s/ports/%d", id, port);
-	req q = {.method = "GET", .path = p, .d = d};
-	http_q(&r, &q);
+	e2e_req q = {.method = "GET", .path = p, .d = d};
+	e2e_http_q(&r, &q);
 	expect(&r, 200, NULL, NULL);
 	*hp = atoi(jstr(r.json, "host") + strlen("127.0.0.1:"));
 	const char *url = jstr(r.json, "url");
@@ -1272,16 +1116,16 @@ static void port_endpoints(const e2e_daemon *d, const char *id, int port, int *h
 	const char *tok = jstr(r.json, "token");
 	assert_int_equal(strlen(tok), 64);
 	snprintf(token, 80, "%s", tok);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 }
 
 static void patch_public(const char *id, int port, bool pub)
 {
-	resp r = {0};
+	e2e_resp r = {0};
 	char *p = e2e_printf("/v1/sandboxes/%s", id);
 	char *body = e2e_printf("{\"ports\":{\"%d\":{\"public\":%s}}}", port, pub ? "true" : "false");
-	http(&r, "PATCH", p, body);
+	e2e_http(&r, "PATCH", p, body);
 	expect(&r, 200, NULL, NULL);
 	char key[8];
 	snprintf(key, sizeof(key), "%d", port);
@@ -1290,7 +1134,7 @@ static void patch_public(const char *id, int port, bool pub)
 		assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "public")));
 	else
 		assert_null(e);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(body);
 	free(p);
 }
@@ -1384,20 +1228,20 @@ static void test_ports_refuse_other_users(void **state)
 	expect_call("POST", "/v1/sandboxes", "{\"ports\":{\"http\":{\"public\":true}}}", 400,
 		    "INVALID_ARGUMENT", "ports.http");
 	/* At create: public ports are in the record and the sandbox; "*" is every port. */
-	resp r = {0};
-	http(&r, "POST", "/v1/sandboxes",
+	e2e_resp r = {0};
+	e2e_http(&r, "POST", "/v1/sandboxes",
 	     "{\"image\":\"busybox\",\"ports\":{\"*\":{\"public\":true},\"81\":{\"public\":false}}}");
 	expect(&r, 201, NULL, NULL);
 	char *id3 = strdup(jstr(r.json, "id"));
 	const cJSON *all = cJSON_GetObjectItemCaseSensitive(jget(r.json, "ports"), "*");
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(all, "public")));
 	assert_int_equal(cJSON_GetArraySize(jget(r.json, "ports")), 1);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	char *pp3 = e2e_printf("/v1/sandboxes/%s/ports/5000", id3);
-	http(&r, "GET", pp3, NULL);
+	e2e_http(&r, "GET", pp3, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_true(cJSON_IsTrue(jget(r.json, "public")));
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(pp3);
 	sandbox_del(id3);
 	/* A daemon started with --allow-uid 65534 lets nobody in without a token. */
@@ -1529,8 +1373,8 @@ static void test_early_answers_read_the_body(void **state)
 
 static void test_sandbox_crud(void **state)
 {
-	resp r;
-	http(&r, "POST", "/v1/sandboxes",
+	e2e_resp r;
+	e2e_http(&r, "POST", "/v1/sandboxes",
 	     "{\"image\":\"busybox\",\"name\":\"api-crud\",\"resources\":{\"cpu\":\"500m\","
 	     "\"memory\":\"128Mi\",\"disk\":\"512Mi\",\"pids\":64},\"env\":{\"GREETING\":\"hi\"},"
 	     "\"labels\":{\"team\":\"a\",\"tier\":\"x\"},\"user\":\"nobody\","
@@ -1549,7 +1393,7 @@ static void test_sandbox_crud(void **state)
 	assert_string_equal(jstr(r.json, "user"), "nobody");
 	assert_string_equal(jstr(r.json, "workingDirectory"), "/tmp");
 	assert_int_equal(jnum(jget(r.json, "timeout"), "execution"), 1500);
-	resp_free(&r);
+	e2e_resp_free(&r);
 
 	/* What the sandbox's commands see. */
 	char *out = sh_ok(id, "echo $GREETING; pwd; id -u");
@@ -1557,11 +1401,11 @@ static void test_sandbox_crud(void **state)
 	free(out);
 	/* Files written through the API belong to the sandbox's user. */
 	char *fp = e2e_printf("/v1/sandboxes/%s/files?path=/tmp/owned.txt", id);
-	req put = {.method = "PUT", .path = fp, .body = "mine", .len = 4};
-	resp pr;
-	http_q(&pr, &put);
+	e2e_req put = {.method = "PUT", .path = fp, .body = "mine", .len = 4};
+	e2e_resp pr;
+	e2e_http_q(&pr, &put);
 	expect(&pr, 204, NULL, NULL);
-	resp_free(&pr);
+	e2e_resp_free(&pr);
 	free(fp);
 	out = sh_ok(id, "stat -c '%U %a' /tmp/owned.txt; cat /tmp/owned.txt");
 	assert_string_equal(out, "nobody 644\nmine");
@@ -1573,7 +1417,7 @@ static void test_sandbox_crud(void **state)
 
 	/* GET: usage from the cgroup. */
 	char *p = e2e_printf("/v1/sandboxes/%s", id);
-	http(&r, "GET", p, NULL);
+	e2e_http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	const cJSON *u = jget(r.json, "usage");
 	assert_non_null(u);
@@ -1581,56 +1425,56 @@ static void test_sandbox_crud(void **state)
 	assert_true(jnum(u, "memoryBytes") > 0);
 	assert_true(jnum(u, "cpuSeconds") > 0);
 	assert_int_equal(jnum(r.json, "executions"), 3);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	/* By name too. */
-	http(&r, "GET", "/v1/sandboxes/api-crud", NULL);
+	e2e_http(&r, "GET", "/v1/sandboxes/api-crud", NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "id"), id);
-	resp_free(&r);
+	e2e_resp_free(&r);
 
 	/* List: filters, paging, total. */
 	char *id2 = sandbox_new("{\"image\":\"busybox\",\"labels\":{\"team\":\"b\"}}");
 	char *id3 =
 	    sandbox_new("{\"image\":\"busybox\",\"labels\":{\"team\":\"a\",\"tier\":\"y\"}}");
-	http(&r, "GET", "/v1/sandboxes?label=team%3Da", NULL);
+	e2e_http(&r, "GET", "/v1/sandboxes?label=team%3Da", NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_int_equal(jnum(r.json, "total"), 2);
-	resp_free(&r);
-	http(&r, "GET", "/v1/sandboxes?label=team%3Da&label=tier%3Dy", NULL);
+	e2e_resp_free(&r);
+	e2e_http(&r, "GET", "/v1/sandboxes?label=team%3Da&label=tier%3Dy", NULL);
 	assert_int_equal(jnum(r.json, "total"), 1);
 	assert_string_equal(jstr(cJSON_GetArrayItem(jget(r.json, "sandboxes"), 0), "id"), id3);
-	resp_free(&r);
-	http(&r, "GET", "/v1/sandboxes?status=running&limit=2&offset=1", NULL);
+	e2e_resp_free(&r);
+	e2e_http(&r, "GET", "/v1/sandboxes?status=running&limit=2&offset=1", NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_int_equal(jnum(r.json, "total"), 3);
 	assert_int_equal(cJSON_GetArraySize(jget(r.json, "sandboxes")), 2);
 	assert_string_equal(jstr(cJSON_GetArrayItem(jget(r.json, "sandboxes"), 0), "id"), id2);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	expect_call("GET", "/v1/sandboxes?status=sleeping", NULL, 400, "INVALID_ARGUMENT",
 		    "sleeping");
 	expect_call("GET", "/v1/sandboxes?label=novalue", NULL, 400, "INVALID_ARGUMENT", "label");
 	expect_call("GET", "/v1/sandboxes?limit=-1", NULL, 400, "INVALID_ARGUMENT", "limit");
 
 	/* PATCH labels replaces them. */
-	http(&r, "PATCH", p, "{\"labels\":{\"team\":\"c\"}}");
+	e2e_http(&r, "PATCH", p, "{\"labels\":{\"team\":\"c\"}}");
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(jget(r.json, "labels"), "team"), "c");
 	assert_null(jget(jget(r.json, "labels"), "tier"));
-	resp_free(&r);
-	http(&r, "GET", "/v1/sandboxes?label=team%3Dc", NULL);
+	e2e_resp_free(&r);
+	e2e_http(&r, "GET", "/v1/sandboxes?label=team%3Dc", NULL);
 	assert_int_equal(jnum(r.json, "total"), 1);
-	resp_free(&r);
+	e2e_resp_free(&r);
 
 	/* DELETE leaves a tombstone that only ?status=terminated lists. */
 	char *keep = strdup(id2);
 	sandbox_del(id2);
-	http(&r, "GET", "/v1/sandboxes", NULL);
+	e2e_http(&r, "GET", "/v1/sandboxes", NULL);
 	assert_int_equal(jnum(r.json, "total"), 2);
-	resp_free(&r);
-	http(&r, "GET", "/v1/sandboxes?status=terminated&label=team%3Db", NULL);
+	e2e_resp_free(&r);
+	e2e_http(&r, "GET", "/v1/sandboxes?status=terminated&label=team%3Db", NULL);
 	assert_int_equal(jnum(r.json, "total"), 1);
 	assert_string_equal(jstr(cJSON_GetArrayItem(jget(r.json, "sandboxes"), 0), "id"), keep);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(keep);
 	free(p);
 	sandbox_del(id);
@@ -1648,11 +1492,11 @@ static void test_create_failure_leaves_nothing(void **state)
 	expect_call("POST", "/v1/sandboxes", "{\"image\":\"no-such-image\"}", 404, "NOT_FOUND",
 		    "no-such-image");
 	/* Midway: the writable layer cannot hold the image's first writes. */
-	resp r;
-	http(&r, "POST", "/v1/sandboxes",
+	e2e_resp r;
+	e2e_http(&r, "POST", "/v1/sandboxes",
 	     "{\"image\":\"busybox\",\"name\":\"doomed\",\"resources\":{\"disk\":\"1Ki\"}}");
 	assert_true(r.status >= 400);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	/* A name taken already. */
 	char *id = sandbox_new("{\"image\":\"busybox\",\"name\":\"taken\"}");
 	int n1 = count_dir(sbdir);
@@ -1667,9 +1511,9 @@ static void test_create_failure_leaves_nothing(void **state)
 	assert_int_equal(count_dir(sbdir), n0 + 1);
 	assert_int_equal(count_dir(slots), s0);
 	assert_int_equal(count_dir(names), m0);
-	http(&r, "GET", "/v1/sandboxes?status=creating,failed", NULL);
+	e2e_http(&r, "GET", "/v1/sandboxes?status=creating,failed", NULL);
 	assert_int_equal(jnum(r.json, "total"), 0);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(sbdir);
 	free(slots);
 	free(names);
@@ -1728,11 +1572,11 @@ static void test_dead_init_reads_failed(void **state)
 	char *p = e2e_printf("/v1/sandboxes/%s", id);
 	bool failed = false;
 	for (int i = 0; i < 100 && !failed; i++) {
-		resp r;
-		http(&r, "GET", p, NULL);
+		e2e_resp r;
+		e2e_http(&r, "GET", p, NULL);
 		failed =
 		    r.json && jstr(r.json, "status") && !strcmp(jstr(r.json, "status"), "failed");
-		resp_free(&r);
+		e2e_resp_free(&r);
 		if (!failed)
 			usleep(20000);
 	}
@@ -1772,10 +1616,10 @@ static void test_deleted_init_dies_elsewhere(void **state)
 	assert_int_equal(fclose(f), 0);
 	assert_file_comes_to_hold(fz, "FROZEN");
 	char *p = e2e_printf("/v1/sandboxes/%s", id);
-	resp r;
-	http(&r, "DELETE", p, NULL);
+	e2e_resp r;
+	e2e_http(&r, "DELETE", p, NULL);
 	expect(&r, 204, NULL, NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	int there = kill(pid, 0); /* still there, frozen with the SIGKILL pending */
 	int got = sched_getaffinity(pid, sizeof(after), &after);
 	f = fopen(fz, "w"); /* thawed before any assert, so that a failure leaves nothing */
@@ -2062,11 +1906,11 @@ static char *chroot_escape(const char *id)
 	size_t len;
 	char *bytes = e2e_probe_bytes(&len);
 	char *p = e2e_printf("/v1/sandboxes/%s/files?path=/tmp/probe&mode=0755", id);
-	req q = {.method = "PUT", .path = p, .body = bytes, .len = len};
-	resp r;
-	http_q(&r, &q);
+	e2e_req q = {.method = "PUT", .path = p, .body = bytes, .len = len};
+	e2e_resp r;
+	e2e_http_q(&r, &q);
 	expect(&r, 204, NULL, NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	free(bytes);
 	char *out = sh_ok(id, "/tmp/probe --chroot-escape /tmp/esc");
@@ -2221,22 +2065,22 @@ static void test_code_keeps_other_executions(void **state)
 {
 	char *id = sandbox_new(NULL);
 	char *bg = exec_start_id(id, "{\"command\":[\"sh\",\"-c\",\"echo bg; sleep 30\"]}");
-	resp r;
+	e2e_resp r;
 	char *p = e2e_printf("/v1/sandboxes/%s/code", id);
-	http(&r, "POST", p, "{\"code\":\"echo hi\",\"language\":\"bash\"}");
+	e2e_http(&r, "POST", p, "{\"code\":\"echo hi\",\"language\":\"bash\"}");
 	expect(&r, 200, NULL, NULL);
 	assert_true(cJSON_IsTrue(jget(r.json, "success")));
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	cJSON *g = exec_get_wait(id, bg, NULL);
 	assert_string_equal(jstr(g, "status"), "running");
 	cJSON_Delete(g);
 	p = e2e_printf("/v1/sandboxes/%s/executions", id);
-	http(&r, "GET", p, NULL);
+	e2e_http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_true(strstr(r.body, bg) != NULL);
 	assert_int_equal(cJSON_GetArraySize(jget(r.json, "executions")), 1); /* the snippet's: gone */
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	free(bg);
 	sandbox_del(id);
@@ -2263,11 +2107,11 @@ static void test_output_bounded_by_log_space(void **state)
 	cJSON *hi = run_wait(id, "{\"command\":[\"echo\",\"hi\"]}");
 	assert_int_equal((int)jnum(hi, "exitCode"), 0);
 	assert_string_equal(jstr(hi, "stdout"), "hi\n");
-	resp r;
+	e2e_resp r;
 	char *p = e2e_printf("/v1/sandboxes/%s/executions/%s", id, jstr(big, "id"));
-	http(&r, "GET", p, NULL);
+	e2e_http(&r, "GET", p, NULL);
 	expect(&r, 404, NULL, NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	assert_int_equal(statfs(execs, &f), 0);
 	assert_true(f.f_bavail > f.f_blocks / 2);
 	free(p);
@@ -2329,12 +2173,12 @@ static void test_executions(void **state)
 	assert_true(cJSON_IsFalse(jget(e, "stderrTruncated")));
 	assert_int_equal(strlen(jstr(e, "stdout")), 1 << 20);
 	p = e2e_printf("/v1/sandboxes/%s/executions/%s/stdout", id, jstr(e, "id"));
-	resp r;
-	http(&r, "GET", p, NULL);
+	e2e_resp r;
+	e2e_http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_int_equal(r.len, 1500000);
 	assert_non_null(strstr(r.ctype, "application/octet-stream"));
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	p = e2e_printf("/v1/sandboxes/%s/executions/%s/stderr", id, jstr(e, "id"));
 	raw = get_raw(p, &st);
@@ -2364,12 +2208,12 @@ static void test_executions(void **state)
 
 	/* The list has them all, oldest first. */
 	p = e2e_printf("/v1/sandboxes/%s/executions", id);
-	http(&r, "GET", p, NULL);
+	e2e_http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	const cJSON *list = jget(r.json, "executions");
 	assert_int_equal(cJSON_GetArraySize(list), 9);
 	assert_string_equal(jstr(cJSON_GetArrayItem(list, 0), "id"), eid);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	free(eid);
 	free(e2);
@@ -2380,7 +2224,7 @@ static void test_executions(void **state)
 static void test_stdin_signal_processes(void **state)
 {
 	char *id = sandbox_new(NULL);
-	resp r;
+	e2e_resp r;
 	/* stdin: bodies appended in order, ?eof=1 closes. */
 	char *eid =
 	    exec_start_id(id, "{\"command\":[\"sh\",\"-c\",\"cat; echo done\"],\"stdin\":true}");
@@ -2420,7 +2264,7 @@ static void test_stdin_signal_processes(void **state)
 	for (int i = 0; i < 100 && !pid; i++) {
 		if (i)
 			usleep(20000);
-		http(&r, "GET", p, NULL);
+		e2e_http(&r, "GET", p, NULL);
 		expect(&r, 200, NULL, NULL);
 		const cJSON *it;
 		cJSON_ArrayForEach(it, jget(r.json, "processes"))
@@ -2429,7 +2273,7 @@ static void test_stdin_signal_processes(void **state)
 			if (!strcmp(jstr(it, "cmd"), "sleep 77"))
 				pid = jnum(it, "pid");
 		}
-		resp_free(&r);
+		e2e_resp_free(&r);
 	}
 	assert_true(pid > 1);
 	char *k = e2e_printf("/v1/sandboxes/%s/processes/%d?signal=KILL", id, pid);
@@ -2437,9 +2281,9 @@ static void test_stdin_signal_processes(void **state)
 	free(k);
 	bool gone = false;
 	for (int i = 0; i < 100 && !gone; i++) {
-		http(&r, "GET", p, NULL);
+		e2e_http(&r, "GET", p, NULL);
 		gone = !strstr(r.body, "sleep 77");
-		resp_free(&r);
+		e2e_resp_free(&r);
 		if (!gone)
 			usleep(20000);
 	}
@@ -2472,20 +2316,20 @@ typedef struct job {
 static void *job_main(void *p)
 {
 	job *j = p;
-	resp r;
+	e2e_resp r;
 	double t0 = now_s();
-	req q = {.method = j->method,
+	e2e_req q = {.method = j->method,
 		 .path = j->path,
 		 .body = j->body,
 		 .len = j->body ? strlen(j->body) : 0};
-	j->status = http_q(&r, &q);
+	j->status = e2e_http_q(&r, &q);
 	j->secs = now_s() - t0;
 	j->bytes = r.len;
 	if (r.json && cJSON_IsString(jget(r.json, "status")))
 		snprintf(j->estatus, sizeof(j->estatus), "%s", jstr(r.json, "status"));
 	j->data = r.body;
 	r.body = NULL;
-	resp_free(&r);
+	e2e_resp_free(&r);
 	return NULL;
 }
 
@@ -2526,18 +2370,18 @@ static void *runner_main(void *p)
 {
 	runner *w = p;
 	for (int i = 0; i < w->n && !w->bad; i++) {
-		resp r;
-		req q = {.method = "POST",
+		e2e_resp r;
+		e2e_req q = {.method = "POST",
 			 .path = "/v1/run",
 			 .body = "{\"image\":\"busybox\",\"command\":[\"true\"]}"};
 		q.len = strlen(q.body);
-		long st = http_q(&r, &q);
+		long st = e2e_http_q(&r, &q);
 		if (st != 200 || !r.json || jnum(r.json, "exitCode") != 0) {
 			w->bad = st;
 			snprintf(w->why, sizeof(w->why), "%.*s", (int)(r.len < 200 ? r.len : 200),
 				 r.body ? r.body : "");
 		}
-		resp_free(&r);
+		e2e_resp_free(&r);
 	}
 	return NULL;
 }
@@ -2699,12 +2543,12 @@ static void test_health_during_long_polls(void **state)
 	usleep(500000); /* let every long-poll reach the server */
 	double worst = 0;
 	for (int k = 0; k < 5; k++) {
-		resp r;
+		e2e_resp r;
 		double t0 = now_s();
-		http(&r, "GET", "/v1/health", NULL);
+		e2e_http(&r, "GET", "/v1/health", NULL);
 		double dt = now_s() - t0;
 		expect(&r, 200, NULL, NULL);
-		resp_free(&r);
+		e2e_resp_free(&r);
 		worst = dt > worst ? dt : worst;
 	}
 	/* Other work goes on too. */
@@ -2936,7 +2780,7 @@ static void test_restart_keeps_everything(void **state)
 static void test_files(void **state)
 {
 	char *id = sandbox_new("{\"image\":\"busybox\",\"workingDirectory\":\"/home\"}");
-	resp r;
+	e2e_resp r;
 	/* Written by a command (in /tmp, a tmpfs, too), read through the API. */
 	free(sh_ok(id, "mkdir -p /home/d && echo from-cmd > /home/d/a.txt && "
 		       "printf 'tmp\\000bytes' > /tmp/t.bin"));
@@ -2953,11 +2797,11 @@ static void test_files(void **state)
 	free(data);
 	free(p);
 	p = e2e_printf("/v1/sandboxes/%s/files?path=/tmp/t.bin", id);
-	http(&r, "GET", p, NULL);
+	e2e_http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_int_equal(r.len, 9);
 	assert_memory_equal(r.body, "tmp\0bytes", 9);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	p = e2e_printf("/v1/sandboxes/%s/files?path=/nope", id);
 	expect_call("GET", p, NULL, 404, "NOT_FOUND", NULL);
@@ -2969,29 +2813,29 @@ static void test_files(void **state)
 	for (size_t i = 0; i < big; i++)
 		blob[i] = (unsigned char)(i * 7 + (i >> 13));
 	p = e2e_printf("/v1/sandboxes/%s/files?path=/tmp/up/deep/blob.bin&mode=0600", id);
-	req q = {.method = "PUT", .path = p, .body = blob, .len = big, .chunked = true};
-	http_q(&r, &q);
+	e2e_req q = {.method = "PUT", .path = p, .body = blob, .len = big, .chunked = true};
+	e2e_http_q(&r, &q);
 	expect(&r, 204, NULL, NULL);
-	resp_free(&r);
-	http(&r, "GET", p, NULL);
+	e2e_resp_free(&r);
+	e2e_http(&r, "GET", p, NULL);
 	assert_int_equal(r.len, big);
 	assert_memory_equal(r.body, blob, big);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	free(blob);
 	char *out = sh_ok(id, "stat -c '%a %s %U' /tmp/up/deep/blob.bin; ls -A /tmp/up/deep");
 	assert_string_equal(out, "600 3145728 root\nblob.bin\n");
 	free(out);
 	p = e2e_printf("/v1/sandboxes/%s/files?path=/home/new.txt", id);
-	q = (req){.method = "PUT", .path = p, .body = "v1", .len = 2};
-	http_q(&r, &q);
+	q = (e2e_req){.method = "PUT", .path = p, .body = "v1", .len = 2};
+	e2e_http_q(&r, &q);
 	expect(&r, 204, NULL, NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	q.body = "version2";
 	q.len = 8;
-	http_q(&r, &q); /* replaces */
+	e2e_http_q(&r, &q); /* replaces */
 	expect(&r, 204, NULL, NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	out = sh_ok(id, "cat /home/new.txt; stat -c ' %a' /home/new.txt");
 	assert_string_equal(out, "version2 644\n");
@@ -2999,12 +2843,12 @@ static void test_files(void **state)
 
 	/* Batch: base64 contents, modes, relative paths. */
 	p = e2e_printf("/v1/sandboxes/%s/files", id);
-	http(&r, "POST", p,
+	e2e_http(&r, "POST", p,
 	     "{\"files\":[{\"path\":\"b/one.txt\",\"content\":\"b25lCg==\"},"
 	     "{\"path\":\"/opt/two.sh\",\"content\":\"ZWNobyB0d28K\",\"mode\":\"0755\"}]}");
 	expect(&r, 200, NULL, NULL);
 	assert_int_equal(jnum(r.json, "filesWritten"), 2);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	expect_call("POST", p, "{\"files\":[{\"path\":\"x\",\"content\":\"***\"}]}", 400,
 		    "INVALID_ARGUMENT", "files[0].content");
 	expect_call("POST", p, "{\"files\":[{\"content\":\"\"}]}", 400, "INVALID_ARGUMENT",
@@ -3020,11 +2864,11 @@ static void test_files(void **state)
 	expect_call("POST", p, "{\"path\":\"/srv/a/b\"}", 204, NULL, NULL);
 	free(p);
 	p = e2e_printf("/v1/sandboxes/%s/fs/stat?path=/srv/a", id);
-	http(&r, "GET", p, NULL);
+	e2e_http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "type"), "dir");
 	assert_string_equal(jstr(r.json, "name"), "a");
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	p = e2e_printf("/v1/sandboxes/%s/fs/stat?path=/srv/none", id);
 	expect_call("GET", p, NULL, 404, "NOT_FOUND", NULL);
@@ -3044,7 +2888,7 @@ static void test_files(void **state)
 		    "mode");
 	free(p);
 	p = e2e_printf("/v1/sandboxes/%s/fs/list?path=/srv/a/b", id);
-	http(&r, "GET", p, NULL);
+	e2e_http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	const cJSON *ents = jget(r.json, "entries");
 	assert_int_equal(cJSON_GetArraySize(ents), 1);
@@ -3053,15 +2897,15 @@ static void test_files(void **state)
 	assert_string_equal(jstr(f0, "type"), "file");
 	assert_int_equal(jnum(f0, "size"), 4);
 	assert_int_equal(jnum(f0, "mode"), 0640);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	out = sh_ok(id, "stat -c '%a %U' /srv/a/b/moved.txt");
 	assert_string_equal(out, "640 nobody\n");
 	free(out);
 	p = e2e_printf("/v1/sandboxes/%s/files?path=/srv/a", id);
-	http(&r, "DELETE", p, NULL);
+	e2e_http(&r, "DELETE", p, NULL);
 	assert_true(r.status >= 400); /* not empty, not recursive */
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	p = e2e_printf("/v1/sandboxes/%s/files?path=/srv/a&recursive=1", id);
 	expect_call("DELETE", p, NULL, 204, NULL, NULL);
@@ -3113,22 +2957,22 @@ static void test_hostile_paths(void **state)
 				 ? e2e_printf("%.*s%s", (int)rl - 1, reads[i], canary)
 				 : strdup(reads[i]);
 		char *u = e2e_printf("/v1/sandboxes/%s/files?path=%s", id, path);
-		resp r;
-		http(&r, "GET", u, NULL);
+		e2e_resp r;
+		e2e_http(&r, "GET", u, NULL);
 		if (strstr(r.body, "CANARY") || (shadow && r.len && !strcmp(r.body, shadow)))
 			fail_msg("GET %s returned a host file", path);
 		assert_true(r.status == 404 || r.status == 200 || r.status == 400);
-		resp_free(&r);
+		e2e_resp_free(&r);
 		free(u);
 		u = e2e_printf("/v1/sandboxes/%s/fs/list?path=%s", id, path);
-		http(&r, "GET", u, NULL);
+		e2e_http(&r, "GET", u, NULL);
 		const cJSON *ent;
 		cJSON_ArrayForEach(ent, jget(r.json, "entries"))
 		{
 			if (!strcmp(jstr(ent, "name"), "canary.txt"))
 				fail_msg("fs/list %s listed the host directory", path);
 		}
-		resp_free(&r);
+		e2e_resp_free(&r);
 		free(u);
 		free(path);
 	}
@@ -3136,32 +2980,32 @@ static void test_hostile_paths(void **state)
 	const char *targets[] = {"/h/abs", "/h/chain2", "/h/dirlink/canary.txt", "/h/rel"};
 	for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
 		char *u = e2e_printf("/v1/sandboxes/%s/files?path=%s", id, targets[i]);
-		resp r;
-		req q = {.method = "PUT", .path = u, .body = "pwned\n", .len = 6};
-		http_q(&r, &q);
-		resp_free(&r);
+		e2e_resp r;
+		e2e_req q = {.method = "PUT", .path = u, .body = "pwned\n", .len = 6};
+		e2e_http_q(&r, &q);
+		e2e_resp_free(&r);
 		free(u);
 		u = e2e_printf("/v1/sandboxes/%s/fs/chmod", id);
 		char *b = e2e_printf("{\"path\":\"%s\",\"mode\":\"0777\"}", targets[i]);
-		http(&r, "POST", u, b);
-		resp_free(&r);
+		e2e_http(&r, "POST", u, b);
+		e2e_resp_free(&r);
 		free(b);
 		free(u);
 	}
 	char *u = e2e_printf("/v1/sandboxes/%s/fs/move", id);
-	resp r;
+	e2e_resp r;
 	char *b = e2e_printf("{\"from\":\"/h/dirlink/canary.txt\",\"to\":\"/stolen\"}");
-	http(&r, "POST", u, b);
-	resp_free(&r);
+	e2e_http(&r, "POST", u, b);
+	e2e_resp_free(&r);
 	free(b);
 	free(u);
 	u = e2e_printf("/v1/sandboxes/%s/files?path=/h/dirlink/canary.txt", id);
-	http(&r, "DELETE", u, NULL);
-	resp_free(&r);
+	e2e_http(&r, "DELETE", u, NULL);
+	e2e_resp_free(&r);
 	free(u);
 	u = e2e_printf("/v1/sandboxes/%s/files?path=/h/dirlink&recursive=1", id);
-	http(&r, "DELETE", u, NULL); /* removes the link, not the host directory */
-	resp_free(&r);
+	e2e_http(&r, "DELETE", u, NULL); /* removes the link, not the host directory */
+	e2e_resp_free(&r);
 	free(u);
 
 	/* A symlink swapped back and forth while the API reads it. */
@@ -3173,11 +3017,11 @@ static void test_hostile_paths(void **state)
 	u = e2e_printf("/v1/sandboxes/%s/files?path=/h/race", id);
 	int innocent = 0;
 	for (int i = 0; i < 300; i++) {
-		http(&r, "GET", u, NULL);
+		e2e_http(&r, "GET", u, NULL);
 		if (strstr(r.body, "CANARY"))
 			fail_msg("the race read the canary (attempt %d)", i);
 		innocent += r.status == 200 && !strcmp(r.body, "innocent\n");
-		resp_free(&r);
+		e2e_resp_free(&r);
 	}
 	free(u);
 	print_message("symlink race: %d of 300 reads saw the sandbox's own file\n", innocent);
@@ -3416,39 +3260,39 @@ static void test_images(void **state)
 	size_t len;
 	char *blob = read_whole(tar, &len);
 	free(tar);
-	resp r;
-	req q = {.method = "POST",
+	e2e_resp r;
+	e2e_req q = {.method = "POST",
 		 .path = "/v1/images?name=apitest&user=nobody&workdir=/tmp",
 		 .body = blob,
 		 .len = len,
 		 .chunked = true};
-	http_q(&r, &q);
+	e2e_http_q(&r, &q);
 	expect(&r, 201, NULL, NULL);
 	assert_string_equal(jstr(r.json, "name"), "apitest");
 	assert_string_equal(jstr(r.json, "user"), "nobody");
 	assert_int_equal(strncmp(jstr(r.json, "digest"), "sha256:", 7), 0);
-	resp_free(&r);
-	http(&r, "GET", "/v1/images", NULL);
+	e2e_resp_free(&r);
+	e2e_http(&r, "GET", "/v1/images", NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_non_null(strstr(r.body, "\"apitest\""));
-	resp_free(&r);
+	e2e_resp_free(&r);
 	/* Bad input: no name, a bad name, not an archive. */
 	q.path = "/v1/images";
-	http_q(&r, &q);
+	e2e_http_q(&r, &q);
 	expect(&r, 400, "INVALID_ARGUMENT", "?name");
-	resp_free(&r);
-	q = (req){.method = "POST", .path = "/v1/images?name=Bad/Name", .body = "x", .len = 1};
-	http_q(&r, &q);
+	e2e_resp_free(&r);
+	q = (e2e_req){.method = "POST", .path = "/v1/images?name=Bad/Name", .body = "x", .len = 1};
+	e2e_http_q(&r, &q);
 	expect(&r, 400, "INVALID_ARGUMENT", NULL);
-	resp_free(&r);
-	q = (req){
+	e2e_resp_free(&r);
+	q = (e2e_req){
 	    .method = "POST", .path = "/v1/images?name=garbage", .body = "not a tar", .len = 9};
-	http_q(&r, &q);
+	e2e_http_q(&r, &q);
 	expect(&r, 400, "INVALID_ARGUMENT", NULL);
-	resp_free(&r);
-	http(&r, "GET", "/v1/images", NULL);
+	e2e_resp_free(&r);
+	e2e_http(&r, "GET", "/v1/images", NULL);
 	assert_null(strstr(r.body, "\"garbage\""));
-	resp_free(&r);
+	e2e_resp_free(&r);
 	/* In use: 409 until the sandbox is gone. */
 	char *id = sandbox_new("{\"image\":\"apitest\"}");
 	char *out = sh_ok(id, "id -un; pwd");
@@ -3463,11 +3307,11 @@ static void test_images(void **state)
 
 static void test_run_one_shot(void **state)
 {
-	resp r;
-	http(&r, "GET", "/v1/sandboxes", NULL);
+	e2e_resp r;
+	e2e_http(&r, "GET", "/v1/sandboxes", NULL);
 	int before = jnum(r.json, "total");
-	resp_free(&r);
-	http(&r, "POST", "/v1/run",
+	e2e_resp_free(&r);
+	e2e_http(&r, "POST", "/v1/run",
 	     "{\"image\":\"busybox\",\"command\":\"echo $FOO; cat /work/in.txt; echo warn >&2; "
 	     "exit 4\",\"env\":{\"FOO\":\"bar\"},\"files\":[{\"path\":\"/work/in.txt\","
 	     "\"content\":\"aGVsbG8K\"}],\"resources\":{\"memory\":\"64Mi\"},\"timeout\":\"30s\"}");
@@ -3477,16 +3321,16 @@ static void test_run_one_shot(void **state)
 	assert_string_equal(jstr(r.json, "stdout"), "bar\nhello\n");
 	assert_string_equal(jstr(r.json, "stderr"), "warn\n");
 	assert_true(jnum(r.json, "durationMs") >= 0);
-	resp_free(&r);
-	http(&r, "POST", "/v1/run", "{\"command\":[\"sleep\",\"30\"],\"timeout\":\"200ms\"}");
+	e2e_resp_free(&r);
+	e2e_http(&r, "POST", "/v1/run", "{\"command\":[\"sleep\",\"30\"],\"timeout\":\"200ms\"}");
 	expect(&r, 200, NULL, NULL);
 	assert_int_equal(jnum(r.json, "exitCode"), 124);
 	assert_string_equal(jstr(r.json, "status"), "timeout");
-	resp_free(&r);
-	http(&r, "POST", "/v1/run", "{\"command\":[\"no-such-thing\"]}");
+	e2e_resp_free(&r);
+	e2e_http(&r, "POST", "/v1/run", "{\"command\":[\"no-such-thing\"]}");
 	expect(&r, 200, NULL, NULL);
 	assert_int_equal(jnum(r.json, "exitCode"), 127);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	expect_call("POST", "/v1/run", "{\"command\":\"true\",\"image\":\"nope\"}", 404,
 		    "NOT_FOUND", NULL);
 	expect_call("POST", "/v1/run", "{\"command\":\"true\",\"name\":\"x\"}", 400,
@@ -3496,9 +3340,9 @@ static void test_run_one_shot(void **state)
 		    "\"content\":\"!!\"}]}",
 		    400, "INVALID_ARGUMENT", "files[0].content");
 	/* Every run's sandbox is gone (only tombstones remain). */
-	http(&r, "GET", "/v1/sandboxes", NULL);
+	e2e_http(&r, "GET", "/v1/sandboxes", NULL);
 	assert_int_equal(jnum(r.json, "total"), before);
-	resp_free(&r);
+	e2e_resp_free(&r);
 }
 
 /* ---- tombstones ----------------------------------------------------------------------------- */
@@ -3530,11 +3374,11 @@ static void wait_released(const char *id)
 
 static long get_status(const e2e_daemon *d, const char *id)
 {
-	resp r;
+	e2e_resp r;
 	char *p = e2e_printf("/v1/sandboxes/%s", id);
-	req q = {.method = "GET", .path = p, .d = d};
-	long st = http_q(&r, &q);
-	resp_free(&r);
+	e2e_req q = {.method = "GET", .path = p, .d = d};
+	long st = e2e_http_q(&r, &q);
+	e2e_resp_free(&r);
 	free(p);
 	return st;
 }
@@ -3573,18 +3417,18 @@ static void test_tombstones_collected(void **state)
 	assert_int_equal(get_status(&TOMB, keep), 404);
 	char *ids[8];
 	for (int i = 0; i < 8; i++) {
-		resp r;
-		req q = {.method = "POST", .path = "/v1/sandboxes", .body = "{\"image\":\"busybox\"}",
+		e2e_resp r;
+		e2e_req q = {.method = "POST", .path = "/v1/sandboxes", .body = "{\"image\":\"busybox\"}",
 			 .len = 20, .d = &TOMB};
-		http_q(&r, &q);
+		e2e_http_q(&r, &q);
 		expect(&r, 201, NULL, NULL);
 		ids[i] = strdup(jstr(r.json, "id"));
-		resp_free(&r);
+		e2e_resp_free(&r);
 		char *dp = e2e_printf("/v1/sandboxes/%s", ids[i]);
-		q = (req){.method = "DELETE", .path = dp, .d = &TOMB};
-		http_q(&r, &q);
+		q = (e2e_req){.method = "DELETE", .path = dp, .d = &TOMB};
+		e2e_http_q(&r, &q);
 		expect(&r, 204, NULL, NULL);
-		resp_free(&r);
+		e2e_resp_free(&r);
 		free(dp);
 		wait_released(ids[i]);
 	}
@@ -3616,10 +3460,10 @@ static int tombstones_teardown(void **state)
 static void *long_poll(void *p)
 {
 	job *j = p;
-	resp r;
-	req q = {.method = "GET", .path = j->path, .d = (const e2e_daemon *)j->data};
-	j->status = http_q(&r, &q);
-	resp_free(&r);
+	e2e_resp r;
+	e2e_req q = {.method = "GET", .path = j->path, .d = (const e2e_daemon *)j->data};
+	j->status = e2e_http_q(&r, &q);
+	e2e_resp_free(&r);
 	return NULL;
 }
 
@@ -3633,42 +3477,42 @@ static void test_caps_and_clean_stop(void **state)
 	size_t big = 2u << 20;
 	char *blob = malloc(big);
 	memset(blob, 'z', big);
-	resp r;
+	e2e_resp r;
 	char *p = e2e_printf("/v1/sandboxes/%s/files?path=/tmp/cap/big.bin", id);
-	req q = {.method = "PUT", .path = p, .body = blob, .len = big, .d = &SMALL};
-	http_q(&r, &q); /* Content-Length: refused up front */
+	e2e_req q = {.method = "PUT", .path = p, .body = blob, .len = big, .d = &SMALL};
+	e2e_http_q(&r, &q); /* Content-Length: refused up front */
 	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	q.chunked = true; /* counted while streaming */
-	http_q(&r, &q);
+	e2e_http_q(&r, &q);
 	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
-	resp_free(&r);
-	q = (req){
+	e2e_resp_free(&r);
+	q = (e2e_req){
 	    .method = "PUT", .path = p, .body = blob, .len = 1000000, .d = &SMALL, .chunked = true};
-	http_q(&r, &q); /* under the cap */
+	e2e_http_q(&r, &q); /* under the cap */
 	expect(&r, 204, NULL, NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	/* Nothing half-written is left next to the file. */
 	char *out = sh_ok(id, "ls -A /tmp/cap; wc -c < /tmp/cap/big.bin");
 	assert_string_equal(out, "big.bin\n1000000\n");
 	free(out);
-	q = (req){.method = "POST",
+	q = (e2e_req){.method = "POST",
 		  .path = "/v1/images?name=toobig",
 		  .body = blob,
 		  .len = big,
 		  .d = &SMALL};
-	http_q(&r, &q);
+	e2e_http_q(&r, &q);
 	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	memset(blob, ' ', 100000);
 	blob[0] = '{';
 	blob[99999] = '}';
 	p = e2e_printf("/v1/sandboxes/%s/executions", id);
-	q = (req){.method = "POST", .path = p, .body = blob, .len = 100000, .d = &SMALL};
-	http_q(&r, &q);
+	q = (e2e_req){.method = "POST", .path = p, .body = blob, .len = 100000, .d = &SMALL};
+	e2e_http_q(&r, &q);
 	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	free(blob);
 
@@ -3723,14 +3567,14 @@ static int pooled_ids(char ids[][32], int max)
 static void wait_pool_ready(const e2e_daemon *P, int ready)
 {
 	for (int i = 0; i < 200; i++) {
-		resp r;
-		req q = {.method = "GET", .path = "/v1/health", .d = P};
-		http_q(&r, &q);
+		e2e_resp r;
+		e2e_req q = {.method = "GET", .path = "/v1/health", .d = P};
+		e2e_http_q(&r, &q);
 		expect(&r, 200, NULL, NULL);
 		const cJSON *pool = cJSON_GetArrayItem(jget(r.json, "pool"), 0);
 		assert_non_null(pool);
 		int k = (int)jnum(pool, "ready");
-		resp_free(&r);
+		e2e_resp_free(&r);
 		if (k == ready)
 			return;
 		usleep(50000);
@@ -3760,37 +3604,37 @@ static void test_pool(void **state)
 	assert_int_equal(pooled_ids(before, 8), 2);
 
 	/* Its image cannot be deleted from under it. */
-	resp r;
-	req iq = {.method = "DELETE", .path = "/v1/images/busybox", .d = &P};
-	http_q(&r, &iq);
+	e2e_resp r;
+	e2e_req iq = {.method = "DELETE", .path = "/v1/images/busybox", .d = &P};
+	e2e_http_q(&r, &iq);
 	expect(&r, 409, "CONFLICT", "pool");
-	resp_free(&r);
+	e2e_resp_free(&r);
 
 	/* Invisible: get, delete, exec, list, the CLI. */
 	for (int i = 0; i < 2; i++) {
 		char *p = e2e_printf("/v1/sandboxes/%s", before[i]);
-		req q = {.method = "GET", .path = p, .d = &P};
-		http_q(&r, &q);
+		e2e_req q = {.method = "GET", .path = p, .d = &P};
+		e2e_http_q(&r, &q);
 		expect(&r, 404, "NOT_FOUND", NULL);
-		resp_free(&r);
+		e2e_resp_free(&r);
 		q.method = "DELETE";
-		http_q(&r, &q);
+		e2e_http_q(&r, &q);
 		expect(&r, 404, "NOT_FOUND", NULL);
-		resp_free(&r);
+		e2e_resp_free(&r);
 		free(p);
 		p = e2e_printf("/v1/sandboxes/%s/executions?wait=5s", before[i]);
-		q = (req){.method = "POST", .path = p, .body = "{\"command\":[\"true\"]}",
+		q = (e2e_req){.method = "POST", .path = p, .body = "{\"command\":[\"true\"]}",
 			  .len = 20, .d = &P};
-		http_q(&r, &q);
+		e2e_http_q(&r, &q);
 		expect(&r, 404, "NOT_FOUND", NULL);
-		resp_free(&r);
+		e2e_resp_free(&r);
 		free(p);
 	}
-	req lq = {.method = "GET", .path = "/v1/sandboxes", .d = &P};
-	http_q(&r, &lq);
+	e2e_req lq = {.method = "GET", .path = "/v1/sandboxes", .d = &P};
+	e2e_http_q(&r, &lq);
 	expect(&r, 200, NULL, NULL);
 	assert_false(e2e_contains(r.body, before[0]) || e2e_contains(r.body, before[1]));
-	resp_free(&r);
+	e2e_resp_free(&r);
 	char *ls = e2e_sandlot_ok("ls", NULL);
 	assert_false(e2e_contains(ls, before[0]) || e2e_contains(ls, before[1]));
 	free(ls);
@@ -3799,9 +3643,9 @@ static void test_pool(void **state)
 	const char *body = "{\"image\":\"busybox\",\"env\":{\"POOLED\":\"yes\"},"
 			   "\"labels\":{\"k\":\"v\"},\"user\":\"nobody\","
 			   "\"workingDirectory\":\"/tmp\"}";
-	req cq = {.method = "POST", .path = "/v1/sandboxes", .body = body, .len = strlen(body),
+	e2e_req cq = {.method = "POST", .path = "/v1/sandboxes", .body = body, .len = strlen(body),
 		  .d = &P};
-	http_q(&r, &cq);
+	e2e_http_q(&r, &cq);
 	expect(&r, 201, NULL, NULL);
 	char id[32];
 	snprintf(id, sizeof(id), "%s", jstr(r.json, "id"));
@@ -3810,28 +3654,28 @@ static void test_pool(void **state)
 	assert_string_equal(jstr(jget(r.json, "env"), "POOLED"), "yes");
 	assert_string_equal(jstr(jget(r.json, "labels"), "k"), "v");
 	assert_string_equal(jstr(r.json, "user"), "nobody");
-	resp_free(&r);
+	e2e_resp_free(&r);
 	char *p = e2e_printf("/v1/sandboxes/%s/executions?wait=30s", id);
 	const char *cmd = "{\"command\":[\"sh\",\"-c\",\"echo $POOLED; id -un; pwd; hostname\"]}";
-	req eq = {.method = "POST", .path = p, .body = cmd, .len = strlen(cmd), .d = &P};
-	http_q(&r, &eq);
+	e2e_req eq = {.method = "POST", .path = p, .body = cmd, .len = strlen(cmd), .d = &P};
+	e2e_http_q(&r, &eq);
 	expect(&r, 201, NULL, NULL);
 	char *want = e2e_printf("yes\nnobody\n/tmp\n%s\n", id);
 	assert_string_equal(jstr(r.json, "stdout"), want);
 	free(want);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 
 	/* What is fixed at start (a name is the hostname) is made cold, and works. */
 	const char *named = "{\"image\":\"busybox\",\"name\":\"pool-cold\"}";
 	cq.body = named;
 	cq.len = strlen(named);
-	http_q(&r, &cq);
+	e2e_http_q(&r, &cq);
 	expect(&r, 201, NULL, NULL);
 	char cold[32];
 	snprintf(cold, sizeof(cold), "%s", jstr(r.json, "id"));
 	assert_false(in_ids(before, 2, cold));
-	resp_free(&r);
+	e2e_resp_free(&r);
 
 	/* It refills with new sandboxes. */
 	wait_pool_ready(&P, 2);
@@ -3843,15 +3687,15 @@ static void test_pool(void **state)
 
 	/* DELETE answers at once with the tombstone; the release finishes behind it. */
 	char *dp = e2e_printf("/v1/sandboxes/%s", id);
-	req dq = {.method = "DELETE", .path = dp, .d = &P};
-	http_q(&r, &dq);
+	e2e_req dq = {.method = "DELETE", .path = dp, .d = &P};
+	e2e_http_q(&r, &dq);
 	expect(&r, 204, NULL, NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	dq.method = "GET";
-	http_q(&r, &dq);
+	e2e_http_q(&r, &dq);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "status"), "terminated");
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(dp);
 
 	/* kill -9: the pool is left behind; the next daemon (without a pool) removes it,
@@ -3868,15 +3712,15 @@ static void test_pool(void **state)
 		free(rp);
 	}
 	char *gp = e2e_printf("/v1/sandboxes/%s", cold);
-	req gq = {.method = "GET", .path = gp, .d = &P};
-	http_q(&r, &gq);
+	e2e_req gq = {.method = "GET", .path = gp, .d = &P};
+	e2e_http_q(&r, &gq);
 	expect(&r, 200, NULL, NULL);
 	assert_string_equal(jstr(r.json, "status"), "running");
-	resp_free(&r);
+	e2e_resp_free(&r);
 	gq.method = "DELETE";
-	http_q(&r, &gq);
+	e2e_http_q(&r, &gq);
 	expect(&r, 204, NULL, NULL);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(gp);
 	/* A clean stop finishes every release (the teardown's leak check proves it). */
 	e2e_daemon_stop(&P);
@@ -3944,32 +3788,17 @@ static void test_listen_refusals(void **state)
 	free(sock);
 }
 
-static size_t on_body_discard(char *p, size_t sz, size_t n, void *ud)
+/* GET /v1/health over T's TCP port with the key, verifying the server against CA (NULL:
+ * plain HTTP); the status, or 0 when no HTTP answer came. */
+static long health_over(const e2e_daemon *t, const char *ca)
 {
-	return sz * n;
-}
-
-/* GET /v1/health over TCP with the key, verifying the server against CA (NULL: plain
- * HTTP); the status, or 0 when no HTTP answer came. */
-static long health_over(const char *scheme, int port, const char *ca)
-{
-	CURL *c = curl_easy_init();
-	char *url = e2e_printf("%s://127.0.0.1:%d/v1/health", scheme, port);
 	char *auth = e2e_printf("Authorization: Bearer %s", KEY);
-	struct curl_slist *h = curl_slist_append(NULL, auth);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body_discard);
-	if (ca)
-		curl_easy_setopt(c, CURLOPT_CAINFO, ca);
-	long st = 0;
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
+	e2e_req q = {.method = "GET", .path = "/v1/health", .d = t, .tcp = true, .ca = ca,
+		     .auth = auth, .timeout_ms = 10000};
+	e2e_resp r;
+	long st = e2e_http_q(&r, &q);
+	e2e_resp_free(&r);
 	free(auth);
-	free(url);
 	return st;
 }
 
@@ -3991,8 +3820,8 @@ static void test_tls_listener(void **state)
 	char *out = e2e_read_file(t.out);
 	assert_non_null(strstr(out, "https://127.0.0.1:"));
 	free(out);
-	assert_int_equal(health_over("https", t.port, cert), 200);
-	assert_int_equal(health_over("http", t.port, NULL), 0); /* no plain HTTP there */
+	assert_int_equal(health_over(&t, cert), 200);
+	assert_int_equal(health_over(&t, NULL), 0); /* no plain HTTP there */
 	e2e_daemon_stop(&t);
 	unlink(cert);
 	unlink(key);
@@ -4027,10 +3856,10 @@ typedef struct unauth_upload {
 	long long sent;
 } unauth_upload;
 
-static size_t send_zeros(char *buf, size_t size, size_t n, void *ud)
+static size_t send_zeros(char *buf, size_t len, void *ud)
 {
 	unauth_upload *u = ud;
-	size_t want = size * n;
+	size_t want = len;
 	if (u->sent + (long long)want > HUGE_BODY)
 		want = (size_t)(HUGE_BODY - u->sent);
 	memset(buf, 0, want);
@@ -4039,31 +3868,23 @@ static size_t send_zeros(char *buf, size_t size, size_t n, void *ud)
 }
 
 /* POST a 1 GiB body of zeros to the E2B sandbox plane with a wrong access token, no
- * Expect: 100-continue (the body follows the headers at once, as an attacker sends it). */
+ * Expect: 100-continue (the body follows the headers at once, as an attacker sends it).
+ * Not a /v1 answer: kept out of the spec check's captures. */
 static void *unauth_upload_main(void *arg)
 {
 	unauth_upload *u = arg;
-	CURL *c = curl_easy_init();
-	char *url = e2e_printf("http://127.0.0.1:%d%s", D.port, u->path);
 	char *sid = e2e_printf("E2b-Sandbox-Id: %s", u->sandbox);
-	struct curl_slist *h = curl_slist_append(NULL, "Expect:");
-	h = curl_slist_append(h, sid);
-	h = curl_slist_append(h, "X-Access-Token: 00000000000000000000000000000000");
-	h = curl_slist_append(h, "Content-Type: application/octet-stream");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_POST, 1L);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)HUGE_BODY);
-	curl_easy_setopt(c, CURLOPT_READFUNCTION, send_zeros);
-	curl_easy_setopt(c, CURLOPT_READDATA, u);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body_discard);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 60000L);
-	curl_easy_perform(c); /* a send error once the daemon stops reading is expected */
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &u->status);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
+	const char *headers[] = {sid, "X-Access-Token: 00000000000000000000000000000000",
+				 "Content-Type: application/octet-stream", NULL};
+	e2e_req q = {.method = "POST", .path = u->path, .tcp = true, .headers = headers,
+		     .stream = send_zeros, .stream_ud = u, .stream_len = HUGE_BODY,
+		     .timeout_ms = 60000, .no_capture = true};
+	e2e_resp r;
+	/* A send error once the daemon stops reading is expected: the status is kept. */
+	e2e_http_q(&r, &q);
+	u->status = r.status;
+	e2e_resp_free(&r);
 	free(sid);
-	free(url);
 	return NULL;
 }
 
@@ -4150,14 +3971,14 @@ static void test_preview_websocket(void **state)
 			 0);
 	e2e_result_free(&er);
 	free(sh_ok(id, "(python3 /tmp/ws.py >/dev/null 2>&1 &); sleep 0.5"));
-	resp r = {0};
+	e2e_resp r = {0};
 	char *p = e2e_printf("/v1/sandboxes/%s/ports/9001", id);
-	http(&r, "GET", p, NULL);
+	e2e_http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	const char *url = jstr(r.json, "url");
 	const char *colon = strrchr(url, ':');
 	int pp = atoi(colon + 1);
-	resp_free(&r);
+	e2e_resp_free(&r);
 	free(p);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(pp),
