@@ -104,8 +104,13 @@ $(BUILD)/tests/test_ports_parse: tests/unit/test_ports_parse.c api/ports_parse.c
 
 $(BUILD)/tests/e2e_%: tests/e2e/%.c $(E2E_COMMON) tests/e2e/common.h $(BUILD)/libsandlot.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/e2e -o $@ $< $(E2E_COMMON) $(BUILD)/libsandlot.a $(LDLIBS) $(ARCHIVE_LIBS) \
+	$(CC) $(CFLAGS) -Itests/e2e -o $@ $< $(E2E_COMMON) $(E2E_EXTRA) $(BUILD)/libsandlot.a $(LDLIBS) $(ARCHIVE_LIBS) \
 		$(E2E_LIBS) -lcmocka
+
+# The test_api_*.c programs (one per route group of the API) share api_common.c.
+E2E_API_BIN := $(filter $(BUILD)/tests/e2e_test_api_%,$(E2E_BIN))
+$(E2E_API_BIN): tests/e2e/api_common.c tests/e2e/api_common.h
+$(E2E_API_BIN): E2E_EXTRA := tests/e2e/api_common.c
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
