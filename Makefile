@@ -66,6 +66,16 @@ $(BUILD)/api/%.o: api/%.c $(wildcard runtime/*.h api/*.h init/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 $(BUILD)/cli/serve.o: $(wildcard api/*.h)
+$(BUILD)/api/compat/%.o: $(wildcard api/compat/*.h)
+$(BUILD)/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl.js
+
+# The same sources as sandlot-api.so, as an archive for unit tests of api/'s parsers.
+API_LIB_OBJ := $(API_SRC:%.c=$(BUILD)/%.o)
+API_LIBS    := $(shell pkg-config --libs libmicrohttpd zlib nettle)
+$(BUILD)/libsandlot-api.a: $(API_LIB_OBJ)
+	ar rcs $@ $^
+$(BUILD)/tests/test_api_parse: $(BUILD)/libsandlot-api.a $(API_OBJ)
+$(BUILD)/tests/test_api_parse: UNIT_EXTRA := $(BUILD)/libsandlot-api.a $(API_OBJ) $(API_LIBS)
 # The network test reads the nftables ruleset before and after.
 $(BUILD)/tests/e2e_test_net: LDLIBS += $(shell pkg-config --libs libnftables)
 
@@ -94,7 +104,8 @@ $(BUILD)/probe: tests/probe/probe.c
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libsandlot.a $(ARCHIVE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(ARCHIVE_OBJ) $(BUILD)/libsandlot.a $(LDLIBS) $(ARCHIVE_LIBS) -lcmocka -lcrypto
+	$(CC) $(CFLAGS) -o $@ $< $(UNIT_EXTRA) $(ARCHIVE_OBJ) $(BUILD)/libsandlot.a $(LDLIBS) \
+		$(ARCHIVE_LIBS) -lcmocka -lcrypto
 
 # The preview proxy's parsers are api/ code with no HTTP library: linked in directly.
 $(BUILD)/tests/test_ports_parse: tests/unit/test_ports_parse.c api/ports_parse.c api/ports_parse.h \
