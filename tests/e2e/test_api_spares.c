@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,9 +50,12 @@ static int daemon_netns_fds(unsigned long *out, int max)
 {
 	unsigned long host = netns_ino("/proc/self/ns/net");
 	char *dir = e2e_printf("/proc/%d/fd", (int)D.pid);
-	DIR *d = opendir(dir);
-	assert_non_null(d);
+	DIR *d = opendir(dir); /* no assert: sample_spares calls this on a thread */
 	int n = 0;
+	if (!d) {
+		free(dir);
+		return 0;
+	}
 	struct dirent *de;
 	while ((de = readdir(d)) && n < max) {
 		char *l = e2e_printf("%s/%s", dir, de->d_name);
@@ -440,24 +444,102 @@ static void *runner_main(void *p)
 	return NULL;
 }
 
+/* The spares of D seen while clients take them, by kind and inode: network namespaces,
+ * and on cgroup v1 cgroups and inits (by run dir). Only a take ends a spare while the
+ * daemon runs, so one seen and gone by the end was taken (an inode the kernel reuses
+ * hides a take, never adds one). */
+enum { SPARE_NETNS, SPARE_CGROUP, SPARE_INIT, SPARE_KINDS };
+static const char *const spare_kind[] = {"network namespaces", "cgroups", "inits"};
+
+typedef struct spares_seen {
+	unsigned long ino[SPARE_KINDS][2048];
+	int n[SPARE_KINDS];
+	atomic_bool stop;
+} spares_seen;
+
+static void spares_add(spares_seen *s, int kind, const unsigned long *ino, int n)
+{
+	for (int i = 0; i < n; i++) {
+		bool known = false;
+		for (int k = 0; k < s->n[kind] && !known; k++)
+			known = s->ino[kind][k] == ino[i];
+		if (!known && s->n[kind] < 2048)
+			s->ino[kind][s->n[kind]++] = ino[i];
+	}
+}
+
+/* Lists of the spares of each kind now; no cmocka calls (it runs on a thread). */
+static int spares_now(int kind, unsigned long *out, int max)
+{
+	if (kind == SPARE_NETNS)
+		return daemon_netns_fds(out, max);
+	if (access("/sys/fs/cgroup/memory", F_OK) != 0)
+		return 0; /* cgroup v2: neither spare cgroups nor spare inits */
+	return kind == SPARE_CGROUP ? spare_cgroups(out, max) : spare_init_dirs(out, max);
+}
+
+static void *spares_sample(void *p)
+{
+	spares_seen *s = p;
+	while (!atomic_load(&s->stop)) {
+		for (int kind = 0; kind < SPARE_KINDS; kind++) {
+			unsigned long now[16];
+			spares_add(s, kind, now, spares_now(kind, now, 16));
+		}
+		usleep(1000);
+	}
+	return NULL;
+}
+
+/* How many of the spares of KIND seen are gone now: taken. */
+static int spares_taken(const spares_seen *s, int kind)
+{
+	unsigned long now[16];
+	int n = spares_now(kind, now, 16), gone = 0;
+	for (int k = 0; k < s->n[kind]; k++) {
+		bool left = false;
+		for (int i = 0; i < n && !left; i++)
+			left = now[i] == s->ino[kind][k];
+		gone += !left;
+	}
+	return gone;
+}
+
 /* Eight clients creating at once, while the daemon's syncer makes the spares they take
  * (network namespaces, cgroups, layers, record dirs): every one succeeds. A take racing
  * the make of a spare cgroup once left a half-renamed cgroup behind and the create
- * failed with "already exists" (runtime/sandbox.c, cgroup_create_or_take). */
+ * failed with "already exists" (runtime/sandbox.c, cgroup_create_or_take). And spares
+ * were taken, or none of that was tried: of each kind the daemon keeps (on cgroup v1,
+ * eight clients are more than two spare inits, so creates take spare cgroups and network
+ * namespaces too). */
 static void test_parallel_creates_take_spares(void **state)
 {
 	enum { N = 8 };
 	runner w[N];
-	pthread_t th[N];
+	pthread_t th[N], sampler;
+	spares_seen *seen = calloc(1, sizeof(*seen));
+	assert_non_null(seen);
+	assert_int_equal(pthread_create(&sampler, NULL, spares_sample, seen), 0);
 	for (int i = 0; i < N; i++) {
 		w[i] = (runner){.n = 40};
 		pthread_create(&th[i], NULL, runner_main, &w[i]);
 	}
 	for (int i = 0; i < N; i++)
 		pthread_join(th[i], NULL);
+	atomic_store(&seen->stop, true);
+	pthread_join(sampler, NULL);
 	for (int i = 0; i < N; i++)
 		if (w[i].bad)
 			fail_msg("client %d: status %ld: %s", i, w[i].bad, w[i].why);
+	bool v1 = access("/sys/fs/cgroup/memory", F_OK) == 0;
+	for (int kind = 0; kind < (v1 ? SPARE_KINDS : 1); kind++) {
+		int taken = spares_taken(seen, kind);
+		print_message("spare %s: %d seen, %d taken\n", spare_kind[kind], seen->n[kind],
+			      taken);
+		if (taken < 1)
+			fail_msg("%d clients x 40 one-shots took no spare %s", N, spare_kind[kind]);
+	}
+	free(seen);
 }
 
 /* Stop the tracee PID at its next system call's exit that returns a message from
