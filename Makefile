@@ -187,8 +187,14 @@ $(BUILD)/bench-driver: bench/driver.c runtime/cleanup.h
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) -o $@ bench/driver.c $(shell pkg-config --libs libcjson) -lm
 
-bench: all images $(BUILD)/bench-driver
+# The runtime's own exec cost (exec_start, + exec_wait), linked to the library.
+$(BUILD)/bench-exec-latency: bench/exec_latency.c $(BUILD)/libsandlot.a $(ARCHIVE_OBJ)
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS) -o $@ bench/exec_latency.c $(ARCHIVE_OBJ) $(BUILD)/libsandlot.a $(LDLIBS) \
+		$(ARCHIVE_LIBS) -lm
+
+bench: all images $(BUILD)/bench-driver $(BUILD)/bench-exec-latency
 	$(LOCK) bash bench/run.sh full
 
-bench-quick: all images $(BUILD)/bench-driver
+bench-quick: all images $(BUILD)/bench-driver $(BUILD)/bench-exec-latency
 	$(LOCK) bash bench/run.sh quick
