@@ -38,8 +38,8 @@ static void print_stats(const char *name, double *a, size_t n)
 		sum += a[i];
 	double med = n % 2 ? a[n / 2] : (a[n / 2 - 1] + a[n / 2]) / 2;
 	size_t r99 = (size_t)ceil(0.99 * (double)n);
-	printf("%s\t%zu\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.2f\n", name, n, med,
-	       a[r99 ? r99 - 1 : 0], sum / (double)n, a[0], a[n - 1], 1000.0 * (double)n / sum);
+	printf("%s\t%zu\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.2f\n", name, n, med, a[r99 ? r99 - 1 : 0],
+	       sum / (double)n, a[0], a[n - 1], 1000.0 * (double)n / sum);
 }
 
 int main(int argc, char **argv)
@@ -78,7 +78,8 @@ int main(int argc, char **argv)
 			break;
 		}
 		double b = now_ms();
-		if (exec_wait(&ctx, id, e.id, 10000, &w, &err) < 0 || w.status != SL_EXEC_COMPLETED) {
+		if (exec_wait(&ctx, id, e.id, 10000, &w, &err) < 0 ||
+		    w.status != SL_EXEC_COMPLETED) {
 			fprintf(stderr, "bench-exec-latency: exec_wait %s: %s\n", e.id,
 				err.msg[0] ? err.msg : "did not complete in 10 s");
 			rc = 1;

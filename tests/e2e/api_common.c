@@ -98,7 +98,6 @@ double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-
 /* ---- HTTP: common.h's client, to D when a request names no daemon ------------------------ */
 
 const char *jstr(const cJSON *o, const char *key)
@@ -232,7 +231,7 @@ char *get_raw(const char *path, long *status)
 }
 
 void expect_call(const char *method, const char *path, const char *body, long status,
-			const char *code, const char *needle)
+		 const char *code, const char *needle)
 {
 	e2e_resp r;
 	e2e_http(&r, method, path, body);
@@ -284,8 +283,8 @@ void assert_reaped(pid_t pid)
 
 /* Inodes of the entries of DIR whose names start with PREFIX (and do not hold SKIP, when
  * given), up to MAX: a renamed directory keeps its own. */
-int prefixed_inodes(const char *dir, const char *prefix, const char *skip,
-			   unsigned long *out, int max)
+int prefixed_inodes(const char *dir, const char *prefix, const char *skip, unsigned long *out,
+		    int max)
 {
 	DIR *d = opendir(dir);
 	int n = 0;
@@ -324,9 +323,9 @@ void *job_main(void *p)
 	e2e_resp r;
 	double t0 = now_s();
 	e2e_req q = {.method = j->method,
-		 .path = j->path,
-		 .body = j->body,
-		 .len = j->body ? strlen(j->body) : 0};
+		     .path = j->path,
+		     .body = j->body,
+		     .len = j->body ? strlen(j->body) : 0};
 	j->status = e2e_http_q(&r, &q);
 	j->secs = now_s() - t0;
 	j->bytes = r.len;
@@ -380,8 +379,7 @@ void assert_only_daemon_changed(const e2e_snapshot *before, pid_t old, pid_t neu
 
 /* The client half of the opening handshake on connected FD, for HOST and PATH; the
  * HTTP status, with the status line in STATUS_LINE and Sec-WebSocket-Accept checked. */
-int ws_handshake(ws *w, int fd, const char *host, const char *path, char *status_line,
-			size_t sl)
+int ws_handshake(ws *w, int fd, const char *host, const char *path, char *status_line, size_t sl)
 {
 	memset(w, 0, sizeof(*w));
 	w->fd = fd;
@@ -399,9 +397,9 @@ int ws_handshake(ws *w, int fd, const char *host, const char *path, char *status
 	base64_encode_raw(accept_want, sizeof(dg), dg);
 	accept_want[28] = '\0';
 	char *rq = e2e_printf("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\n"
-			   "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
-			   "Sec-WebSocket-Version: 13\r\n\r\n",
-			   path, host, key);
+			      "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+			      "Sec-WebSocket-Version: 13\r\n\r\n",
+			      path, host, key);
 	assert_int_equal(write(w->fd, rq, strlen(rq)), (ssize_t)strlen(rq));
 	free(rq);
 	char *end = NULL;
@@ -511,9 +509,10 @@ bool ws_until(ws *w, char *out, size_t cap, const char *needle, int *close, int 
  * every response this program's tests recorded (tests/api/spec_check.py). */
 void test_zz_spec(void **state)
 {
-	char *cmd = e2e_printf("/usr/bin/python3 tests/api/spec_check.py --spec api/openapi.yaml --sources api "
-			    "--socket %s --captures %s 2>&1",
-			    D.sock, CAPTURES);
+	char *cmd = e2e_printf(
+	    "/usr/bin/python3 tests/api/spec_check.py --spec api/openapi.yaml --sources api "
+	    "--socket %s --captures %s 2>&1",
+	    D.sock, CAPTURES);
 	FILE *f = popen(cmd, "r");
 	char buf[4096];
 	size_t n = fread(buf, 1, sizeof(buf) - 1, f);

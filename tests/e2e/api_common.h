@@ -29,9 +29,9 @@ void test_zz_spec(void **state);
 
 /* ---- requests to D ----------------------------------------------------------------------- */
 
-double now_s(void); /* CLOCK_MONOTONIC, in seconds */
+double now_s(void);				   /* CLOCK_MONOTONIC, in seconds */
 const char *jstr(const cJSON *o, const char *key); /* NULL unless a string */
-double jnum(const cJSON *o, const char *key);	    /* fails the test unless a number */
+double jnum(const cJSON *o, const char *key);	   /* fails the test unless a number */
 const cJSON *jget(const cJSON *o, const char *key);
 /* Fail unless R has STATUS; on an error status, the error's code must be CODE and its
  * message must contain NEEDLE (when given). */
@@ -94,8 +94,7 @@ typedef struct ws {
 
 /* The client half of the opening handshake on connected FD, for HOST and PATH; the
  * HTTP status, with the status line in STATUS_LINE and Sec-WebSocket-Accept checked. */
-int ws_handshake(ws *w, int fd, const char *host, const char *path, char *status_line,
-		 size_t sl);
+int ws_handshake(ws *w, int fd, const char *host, const char *path, char *status_line, size_t sl);
 /* A WebSocket on D's unix socket. */
 int ws_connect(ws *w, const char *path, char *status_line, size_t sl);
 /* One masked frame of opcode OP. */

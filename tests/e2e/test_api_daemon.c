@@ -350,8 +350,11 @@ static void test_tombstones_collected(void **state)
 	char *ids[8];
 	for (int i = 0; i < 8; i++) {
 		e2e_resp r;
-		e2e_req q = {.method = "POST", .path = "/v1/sandboxes", .body = "{\"image\":\"busybox\"}",
-			 .len = 20, .d = &TOMB};
+		e2e_req q = {.method = "POST",
+			     .path = "/v1/sandboxes",
+			     .body = "{\"image\":\"busybox\"}",
+			     .len = 20,
+			     .d = &TOMB};
 		e2e_http_q(&r, &q);
 		expect(&r, 201, NULL, NULL);
 		ids[i] = strdup(jstr(r.json, "id"));
@@ -439,10 +442,10 @@ static void test_caps_and_clean_stop(void **state)
 	assert_string_equal(out, "big.bin\n1000000\n");
 	free(out);
 	q = (e2e_req){.method = "POST",
-		  .path = "/v1/images?name=toobig",
-		  .body = blob,
-		  .len = big,
-		  .d = &SMALL};
+		      .path = "/v1/images?name=toobig",
+		      .body = blob,
+		      .len = big,
+		      .d = &SMALL};
 	e2e_http_q(&r, &q);
 	expect(&r, 413, "PAYLOAD_TOO_LARGE", NULL);
 	e2e_resp_free(&r);
@@ -564,8 +567,11 @@ static void test_pool(void **state)
 		e2e_resp_free(&r);
 		free(p);
 		p = e2e_printf("/v1/sandboxes/%s/executions?wait=5s", before[i]);
-		q = (e2e_req){.method = "POST", .path = p, .body = "{\"command\":[\"true\"]}",
-			  .len = 20, .d = &P};
+		q = (e2e_req){.method = "POST",
+			      .path = p,
+			      .body = "{\"command\":[\"true\"]}",
+			      .len = 20,
+			      .d = &P};
 		e2e_http_q(&r, &q);
 		expect(&r, 404, "NOT_FOUND", NULL);
 		e2e_resp_free(&r);
@@ -584,8 +590,8 @@ static void test_pool(void **state)
 	const char *body = "{\"image\":\"busybox\",\"env\":{\"POOLED\":\"yes\"},"
 			   "\"labels\":{\"k\":\"v\"},\"user\":\"nobody\","
 			   "\"workingDirectory\":\"/tmp\"}";
-	e2e_req cq = {.method = "POST", .path = "/v1/sandboxes", .body = body, .len = strlen(body),
-		  .d = &P};
+	e2e_req cq = {
+	    .method = "POST", .path = "/v1/sandboxes", .body = body, .len = strlen(body), .d = &P};
 	e2e_http_q(&r, &cq);
 	expect(&r, 201, NULL, NULL);
 	char id[32];
@@ -708,9 +714,9 @@ static void test_orphaned_release(void **state)
 
 /* ---- a state written by the previous version ------------------------------------------- */
 
-#define FIXTURE_SB "sbx_jzpkjfnp3364bofrvqce"
+#define FIXTURE_SB   "sbx_jzpkjfnp3364bofrvqce"
 #define FIXTURE_GONE "sbx_cakjobdq4i37uzikd5co"
-#define FIXTURE_EXE "exe_isixd3szdkotrrf6hljb"
+#define FIXTURE_EXE  "exe_isixd3szdkotrrf6hljb"
 
 /* Copy tests/fixtures/state-v1/{state,run}/REL to ROOT/REL (ROOT: the state or run dir),
  * refusing to replace anything there. FIX edits a record's JSON on the way (its clock
@@ -825,14 +831,14 @@ static void test_state_of_the_previous_version_loads(void **state)
 	assert_non_null(jstr(r.json, "reason"));
 	e2e_resp_free(&r);
 
-	assert_int_equal(e2e_http(&r, "GET", "/v1/sandboxes/fixture-a/executions/" FIXTURE_EXE, NULL),
-			 200);
+	assert_int_equal(
+	    e2e_http(&r, "GET", "/v1/sandboxes/fixture-a/executions/" FIXTURE_EXE, NULL), 200);
 	assert_string_equal(jstr(r.json, "status"), "failed");
 	assert_int_equal((int)jnum(r.json, "exitCode"), 3);
 	e2e_resp_free(&r);
-	assert_int_equal(e2e_http(&r, "GET",
-			      "/v1/sandboxes/fixture-a/executions/" FIXTURE_EXE "/stdout", NULL),
-			 200);
+	assert_int_equal(
+	    e2e_http(&r, "GET", "/v1/sandboxes/fixture-a/executions/" FIXTURE_EXE "/stdout", NULL),
+	    200);
 	assert_string_equal(r.body, "fixture-out\n");
 	e2e_resp_free(&r);
 
@@ -847,7 +853,7 @@ static void test_state_of_the_previous_version_loads(void **state)
 
 	/* The next save writes the runtime's own schema, and loses nothing. */
 	assert_int_equal(e2e_http(&r, "PATCH", "/v1/sandboxes/fixture-a",
-			      "{\"labels\":{\"team\":\"core\",\"after\":\"upgrade\"}}"),
+				  "{\"labels\":{\"team\":\"core\",\"after\":\"upgrade\"}}"),
 			 200);
 	e2e_resp_free(&r);
 	char *rec = e2e_printf("%s/sandboxes/" FIXTURE_SB "/sandbox.json", sd);
@@ -910,8 +916,13 @@ static void test_listen_refusals(void **state)
 static long health_over(const e2e_daemon *t, const char *ca)
 {
 	char *auth = e2e_printf("Authorization: Bearer %s", KEY);
-	e2e_req q = {.method = "GET", .path = "/v1/health", .d = t, .tcp = true, .ca = ca,
-		     .auth = auth, .timeout_ms = 10000};
+	e2e_req q = {.method = "GET",
+		     .path = "/v1/health",
+		     .d = t,
+		     .tcp = true,
+		     .ca = ca,
+		     .auth = auth,
+		     .timeout_ms = 10000};
 	e2e_resp r;
 	long st = e2e_http_q(&r, &q);
 	e2e_resp_free(&r);
@@ -993,9 +1004,15 @@ static void *unauth_upload_main(void *arg)
 	char *sid = e2e_printf("E2b-Sandbox-Id: %s", u->sandbox);
 	const char *headers[] = {sid, "X-Access-Token: 00000000000000000000000000000000",
 				 "Content-Type: application/octet-stream", NULL};
-	e2e_req q = {.method = "POST", .path = u->path, .tcp = true, .headers = headers,
-		     .stream = send_zeros, .stream_ud = u, .stream_len = HUGE_BODY,
-		     .timeout_ms = 60000, .no_capture = true};
+	e2e_req q = {.method = "POST",
+		     .path = u->path,
+		     .tcp = true,
+		     .headers = headers,
+		     .stream = send_zeros,
+		     .stream_ud = u,
+		     .stream_len = HUGE_BODY,
+		     .timeout_ms = 60000,
+		     .no_capture = true};
 	e2e_resp r;
 	/* A send error once the daemon stops reading is expected: the status is kept. */
 	e2e_http_q(&r, &q);
@@ -1024,15 +1041,15 @@ static void test_unauthenticated_bodies_are_not_read(void **state)
 	for (int i = 0; i < 8; i++)
 		pthread_join(up[i].t, NULL);
 	long after = daemon_rss_kib(D.pid);
-	print_message("unauthenticated 1 GiB uploads: daemon RSS %ld -> %ld KiB\n", before,
-		      after);
+	print_message("unauthenticated 1 GiB uploads: daemon RSS %ld -> %ld KiB\n", before, after);
 	for (int i = 0; i < 8; i++) {
 		if (up[i].status != 401)
 			fail_msg("%s: status %ld, want 401", up[i].path, up[i].status);
 		if (up[i].sent > (64ll << 20))
-			fail_msg("%s: the client sent %lld bytes before its 401: the daemon read the "
-				 "body",
-				 up[i].path, up[i].sent);
+			fail_msg(
+			    "%s: the client sent %lld bytes before its 401: the daemon read the "
+			    "body",
+			    up[i].path, up[i].sent);
 	}
 	assert_true(after - before < 64 * 1024);
 	sandbox_del(id);

@@ -50,7 +50,8 @@ static void test_code_keeps_other_executions(void **state)
 	e2e_http(&r, "GET", p, NULL);
 	expect(&r, 200, NULL, NULL);
 	assert_true(strstr(r.body, bg) != NULL);
-	assert_int_equal(cJSON_GetArraySize(jget(r.json, "executions")), 1); /* the snippet's: gone */
+	assert_int_equal(cJSON_GetArraySize(jget(r.json, "executions")),
+			 1); /* the snippet's: gone */
 	e2e_resp_free(&r);
 	free(p);
 	free(bg);

@@ -97,8 +97,8 @@ static void test_files(void **state)
 	/* Batch: base64 contents, modes, relative paths. */
 	p = e2e_printf("/v1/sandboxes/%s/files", id);
 	e2e_http(&r, "POST", p,
-	     "{\"files\":[{\"path\":\"b/one.txt\",\"content\":\"b25lCg==\"},"
-	     "{\"path\":\"/opt/two.sh\",\"content\":\"ZWNobyB0d28K\",\"mode\":\"0755\"}]}");
+		 "{\"files\":[{\"path\":\"b/one.txt\",\"content\":\"b25lCg==\"},"
+		 "{\"path\":\"/opt/two.sh\",\"content\":\"ZWNobyB0d28K\",\"mode\":\"0755\"}]}");
 	expect(&r, 200, NULL, NULL);
 	assert_int_equal(jnum(r.json, "filesWritten"), 2);
 	e2e_resp_free(&r);
@@ -263,8 +263,8 @@ static void test_hostile_paths(void **state)
 
 	/* A symlink swapped back and forth while the API reads it. */
 	char *swap = e2e_printf("{\"command\":\"cd /h; while true; do ln -sfn %s race; "
-			     "echo innocent > race.f; mv -f race.f race; done\"}",
-			     canary);
+				"echo innocent > race.f; mv -f race.f race; done\"}",
+				canary);
 	char *loop = exec_start_id(id, swap);
 	free(swap);
 	u = e2e_printf("/v1/sandboxes/%s/files?path=/h/race", id);

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -14,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <grp.h>
 #include <sys/ptrace.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -90,8 +90,8 @@ static void test_errors(void **state)
 		    "{\"packages\":[{\"name\":\"rails\",\"manager\":\"gem\"}]}", 400,
 		    "INVALID_ARGUMENT", "packages[0].manager");
 	expect_call("POST", "/v1/sandboxes",
-		    "{\"packages\":[{\"name\":\"--index-url=http://x\",\"manager\":\"pip\"}]}",
-		    400, "INVALID_ARGUMENT", "packages[0].name");
+		    "{\"packages\":[{\"name\":\"--index-url=http://x\",\"manager\":\"pip\"}]}", 400,
+		    "INVALID_ARGUMENT", "packages[0].name");
 	expect_call("POST", "/v1/sandboxes",
 		    "{\"packages\":[{\"name\":\"curl\",\"version\":\"1;id\",\"manager\":"
 		    "\"apt\"}]}",
@@ -223,7 +223,7 @@ static void stop_start_keeps_files(const char *id)
 {
 	e2e_resp r = {0};
 	free(sh_ok(id, "echo kept > /root/f"));
-	const char *steps[][2] = { { "stop", "stopped" }, { "start", "running" } };
+	const char *steps[][2] = {{"stop", "stopped"}, {"start", "running"}};
 	for (int i = 0; i < 2; i++) {
 		char *p = e2e_printf("/v1/sandboxes/%s/%s", id, steps[i][0]);
 		e2e_http(&r, "POST", p, NULL);
@@ -322,7 +322,8 @@ static void test_lifecycle_routes(void **state)
 
 	/* executeCode (busybox has sh only: the bash language falls back to it). */
 	p = e2e_printf("/v1/sandboxes/%s/code", id2);
-	e2e_http(&r, "POST", p, "{\"code\":\"echo hi; echo '{\\\"n\\\": 2}'\",\"language\":\"bash\"}");
+	e2e_http(&r, "POST", p,
+		 "{\"code\":\"echo hi; echo '{\\\"n\\\": 2}'\",\"language\":\"bash\"}");
 	expect(&r, 200, NULL, NULL);
 	assert_true(cJSON_IsTrue(jget(r.json, "success")));
 	assert_int_equal((int)jget(jget(r.json, "output"), "n")->valuedouble, 2);
@@ -412,7 +413,8 @@ static void test_lifecycle_routes(void **state)
 static char *tcp_exchange(int port, const char *raw, size_t rawlen, bool half_close)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	assert_int_equal(send(fd, raw, rawlen, MSG_NOSIGNAL), (ssize_t)rawlen);
@@ -459,8 +461,8 @@ static void test_ports(void **state)
 	assert_true(e2e_contains(out, "hello-from-inside"));
 	free(out);
 	/* Through the preview proxy, routed by the Host header (no API key). */
-	char *head = e2e_printf("GET /index.html HTTP/1.0\r\nHost: 8080-%s.localhost:%d\r\n\r\n", id,
-			    pp);
+	char *head =
+	    e2e_printf("GET /index.html HTTP/1.0\r\nHost: 8080-%s.localhost:%d\r\n\r\n", id, pp);
 	out = tcp_exchange(pp, head, strlen(head), false);
 	assert_true(e2e_contains(out, "200 OK"));
 	assert_true(e2e_contains(out, "hello-from-inside"));
@@ -470,9 +472,18 @@ static void test_ports(void **state)
 	char *page = e2e_printf("http://8080-%s.localhost:%d/", id, pp);
 	char *profile = e2e_printf("%s/chromium-profile", e2e_root());
 	char *udd = e2e_printf("--user-data-dir=%s", profile);
-	char *cargv[] = {"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
-			 "--disable-quic", "--no-first-run", "--disable-background-networking",
-			 "--disable-component-update", "--disable-sync", udd, "--dump-dom", page,
+	char *cargv[] = {"/usr/bin/chromium",
+			 "--headless",
+			 "--no-sandbox",
+			 "--disable-gpu",
+			 "--disable-quic",
+			 "--no-first-run",
+			 "--disable-background-networking",
+			 "--disable-component-update",
+			 "--disable-sync",
+			 udd,
+			 "--dump-dom",
+			 page,
 			 NULL};
 	e2e_result cr;
 	e2e_run(&cr, NULL, 0, 60000, cargv);
@@ -488,15 +499,16 @@ static void test_ports(void **state)
 	free(page);
 	/* An upgrade: after the head, bytes flow both ways untouched (an echo server). */
 	head = e2e_printf("GET /ws HTTP/1.1\r\nHost: 9000-%s.localhost\r\nUpgrade: websocket\r\n"
-		      "Connection: Upgrade\r\n\r\n\x81\x05hello",
-		      id);
+			  "Connection: Upgrade\r\n\r\n\x81\x05hello",
+			  id);
 	out = tcp_exchange(pp, head, strlen(head), true);
 	assert_true(e2e_contains(out, "Upgrade: websocket"));
 	assert_true(e2e_contains(out, "\x81\x05hello"));
 	free(out);
 	free(head);
 	/* Unknown sandbox or a bad host: clear errors. */
-	head = e2e_printf("GET / HTTP/1.0\r\nHost: 8080-sbx_aaaaaaaaaaaaaaaaaaaa.localhost\r\n\r\n");
+	head =
+	    e2e_printf("GET / HTTP/1.0\r\nHost: 8080-sbx_aaaaaaaaaaaaaaaaaaaa.localhost\r\n\r\n");
 	out = tcp_exchange(pp, head, strlen(head), false);
 	assert_true(e2e_contains(out, "502"));
 	free(out);
@@ -518,7 +530,8 @@ static void test_ports(void **state)
 	for (int i = 0; i < 40 && !closed; i++) {
 		usleep(100000);
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(hp),
+		struct sockaddr_in sa = {.sin_family = AF_INET,
+					 .sin_port = htons(hp),
 					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 		closed = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0;
 		close(fd);
@@ -547,7 +560,8 @@ static int count_dir(const char *dir)
 static int tcp_to(int port)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	return fd;
@@ -629,11 +643,12 @@ static void test_early_answers_read_the_body(void **state)
 static void test_sandbox_crud(void **state)
 {
 	e2e_resp r;
-	e2e_http(&r, "POST", "/v1/sandboxes",
-	     "{\"image\":\"busybox\",\"name\":\"api-crud\",\"resources\":{\"cpu\":\"500m\","
-	     "\"memory\":\"128Mi\",\"disk\":\"512Mi\",\"pids\":64},\"env\":{\"GREETING\":\"hi\"},"
-	     "\"labels\":{\"team\":\"a\",\"tier\":\"x\"},\"user\":\"nobody\","
-	     "\"workingDirectory\":\"/tmp\",\"timeout\":{\"execution\":\"1500ms\"}}");
+	e2e_http(
+	    &r, "POST", "/v1/sandboxes",
+	    "{\"image\":\"busybox\",\"name\":\"api-crud\",\"resources\":{\"cpu\":\"500m\","
+	    "\"memory\":\"128Mi\",\"disk\":\"512Mi\",\"pids\":64},\"env\":{\"GREETING\":\"hi\"},"
+	    "\"labels\":{\"team\":\"a\",\"tier\":\"x\"},\"user\":\"nobody\","
+	    "\"workingDirectory\":\"/tmp\",\"timeout\":{\"execution\":\"1500ms\"}}");
 	expect(&r, 201, NULL, NULL);
 	char *id = strdup(jstr(r.json, "id"));
 	assert_int_equal(strncmp(id, "sbx_", 4), 0);
@@ -749,7 +764,7 @@ static void test_create_failure_leaves_nothing(void **state)
 	/* Midway: the writable layer cannot hold the image's first writes. */
 	e2e_resp r;
 	e2e_http(&r, "POST", "/v1/sandboxes",
-	     "{\"image\":\"busybox\",\"name\":\"doomed\",\"resources\":{\"disk\":\"1Ki\"}}");
+		 "{\"image\":\"busybox\",\"name\":\"doomed\",\"resources\":{\"disk\":\"1Ki\"}}");
 	assert_true(r.status >= 400);
 	e2e_resp_free(&r);
 	/* A name taken already. */
@@ -877,10 +892,10 @@ static void test_images(void **state)
 	free(tar);
 	e2e_resp r;
 	e2e_req q = {.method = "POST",
-		 .path = "/v1/images?name=apitest&user=nobody&workdir=/tmp",
-		 .body = blob,
-		 .len = len,
-		 .chunked = true};
+		     .path = "/v1/images?name=apitest&user=nobody&workdir=/tmp",
+		     .body = blob,
+		     .len = len,
+		     .chunked = true};
 	e2e_http_q(&r, &q);
 	expect(&r, 201, NULL, NULL);
 	assert_string_equal(jstr(r.json, "name"), "apitest");
@@ -926,10 +941,11 @@ static void test_run_one_shot(void **state)
 	e2e_http(&r, "GET", "/v1/sandboxes", NULL);
 	int before = jnum(r.json, "total");
 	e2e_resp_free(&r);
-	e2e_http(&r, "POST", "/v1/run",
-	     "{\"image\":\"busybox\",\"command\":\"echo $FOO; cat /work/in.txt; echo warn >&2; "
-	     "exit 4\",\"env\":{\"FOO\":\"bar\"},\"files\":[{\"path\":\"/work/in.txt\","
-	     "\"content\":\"aGVsbG8K\"}],\"resources\":{\"memory\":\"64Mi\"},\"timeout\":\"30s\"}");
+	e2e_http(
+	    &r, "POST", "/v1/run",
+	    "{\"image\":\"busybox\",\"command\":\"echo $FOO; cat /work/in.txt; echo warn >&2; "
+	    "exit 4\",\"env\":{\"FOO\":\"bar\"},\"files\":[{\"path\":\"/work/in.txt\","
+	    "\"content\":\"aGVsbG8K\"}],\"resources\":{\"memory\":\"64Mi\"},\"timeout\":\"30s\"}");
 	expect(&r, 200, NULL, NULL);
 	assert_int_equal(jnum(r.json, "exitCode"), 4);
 	assert_string_equal(jstr(r.json, "status"), "failed");
@@ -974,7 +990,8 @@ static char *exchange_as_nobody(int port, const char *raw)
 		    getuid() != 65534)
 			_exit(2);
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+		struct sockaddr_in sa = {.sin_family = AF_INET,
+					 .sin_port = htons(port),
 					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 			_exit(3);
@@ -1028,7 +1045,8 @@ static void patch_public(const char *id, int port, bool pub)
 {
 	e2e_resp r = {0};
 	char *p = e2e_printf("/v1/sandboxes/%s", id);
-	char *body = e2e_printf("{\"ports\":{\"%d\":{\"public\":%s}}}", port, pub ? "true" : "false");
+	char *body =
+	    e2e_printf("{\"ports\":{\"%d\":{\"public\":%s}}}", port, pub ? "true" : "false");
 	e2e_http(&r, "PATCH", p, body);
 	expect(&r, 200, NULL, NULL);
 	char key[8];
@@ -1063,7 +1081,8 @@ static void test_ports_refuse_other_users(void **state)
 	char *wrong = e2e_printf("GET /index.html HTTP/1.0\r\nHost: %s\r\n"
 				 "X-Sandlot-Preview-Token: %064d\r\n\r\n",
 				 host, 7);
-	char *unknown = e2e_printf("GET / HTTP/1.0\r\nHost: 8080-sbx_aaaaaaaaaaaaaaaaaaaa.localhost\r\n\r\n");
+	char *unknown =
+	    e2e_printf("GET / HTTP/1.0\r\nHost: 8080-sbx_aaaaaaaaaaaaaaaaaaaa.localhost\r\n\r\n");
 	/* Root gets through both. */
 	char *out = tcp_exchange(hp, get, strlen(get), false);
 	assert_true(e2e_contains(out, "hello-from-inside"));
@@ -1134,7 +1153,8 @@ static void test_ports_refuse_other_users(void **state)
 	/* At create: public ports are in the record and the sandbox; "*" is every port. */
 	e2e_resp r = {0};
 	e2e_http(&r, "POST", "/v1/sandboxes",
-	     "{\"image\":\"busybox\",\"ports\":{\"*\":{\"public\":true},\"81\":{\"public\":false}}}");
+		 "{\"image\":\"busybox\",\"ports\":{\"*\":{\"public\":true},\"81\":{\"public\":"
+		 "false}}}");
 	expect(&r, 201, NULL, NULL);
 	char *id3 = strdup(jstr(r.json, "id"));
 	const cJSON *all = cJSON_GetObjectItemCaseSensitive(jget(r.json, "ports"), "*");
@@ -1160,8 +1180,8 @@ static void test_ports_refuse_other_users(void **state)
 	out = exchange_as_nobody(hp2, get);
 	assert_true(e2e_contains(out, "hello-from-inside"));
 	free(out);
-	char *plain2 = e2e_printf("GET /index.html HTTP/1.0\r\nHost: 8080-%s.localhost:%d\r\n\r\n",
-				  id, pp2);
+	char *plain2 =
+	    e2e_printf("GET /index.html HTTP/1.0\r\nHost: 8080-%s.localhost:%d\r\n\r\n", id, pp2);
 	out = exchange_as_nobody(pp2, plain2);
 	assert_true(e2e_contains(out, "hello-from-inside"));
 	free(out);
@@ -1181,21 +1201,21 @@ static void test_ports_refuse_other_users(void **state)
 /* A real WebSocket echo server in a sandbox (Python, default image), reached through
  * the preview URL: handshake, then a masked text frame echoed back. */
 static const char ws_echo_py[] =
-	"import socket, hashlib, base64\n"
-	"s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
-	"s.bind(('127.0.0.1', 9001)); s.listen(5)\n"
-	"while True:\n"
-	"    c, _ = s.accept(); d = b''\n"
-	"    while b'\\r\\n\\r\\n' not in d: d += c.recv(4096)\n"
-	"    k = [l.split(b':', 1)[1].strip() for l in d.split(b'\\r\\n')\n"
-	"         if l.lower().startswith(b'sec-websocket-key')][0]\n"
-	"    a = base64.b64encode(hashlib.sha1(k + b'258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest())\n"
-	"    c.sendall(b'HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\n'\n"
-	"              b'Connection: Upgrade\\r\\nSec-WebSocket-Accept: ' + a + b'\\r\\n\\r\\n')\n"
-	"    h = c.recv(2); n = h[1] & 127; m = c.recv(4); p = b''\n"
-	"    while len(p) < n: p += c.recv(n - len(p))\n"
-	"    p = bytes(b ^ m[i % 4] for i, b in enumerate(p))\n"
-	"    c.sendall(bytes([0x80 | (h[0] & 15), len(p)]) + p); c.close()\n";
+    "import socket, hashlib, base64\n"
+    "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+    "s.bind(('127.0.0.1', 9001)); s.listen(5)\n"
+    "while True:\n"
+    "    c, _ = s.accept(); d = b''\n"
+    "    while b'\\r\\n\\r\\n' not in d: d += c.recv(4096)\n"
+    "    k = [l.split(b':', 1)[1].strip() for l in d.split(b'\\r\\n')\n"
+    "         if l.lower().startswith(b'sec-websocket-key')][0]\n"
+    "    a = base64.b64encode(hashlib.sha1(k + b'258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest())\n"
+    "    c.sendall(b'HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\n'\n"
+    "              b'Connection: Upgrade\\r\\nSec-WebSocket-Accept: ' + a + b'\\r\\n\\r\\n')\n"
+    "    h = c.recv(2); n = h[1] & 127; m = c.recv(4); p = b''\n"
+    "    while len(p) < n: p += c.recv(n - len(p))\n"
+    "    p = bytes(b ^ m[i % 4] for i, b in enumerate(p))\n"
+    "    c.sendall(bytes([0x80 | (h[0] & 15), len(p)]) + p); c.close()\n";
 
 static void test_preview_websocket(void **state)
 {
@@ -1219,7 +1239,8 @@ static void test_preview_websocket(void **state)
 	e2e_resp_free(&r);
 	free(p);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(pp),
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons(pp),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	char *host = e2e_printf("9001-%s.localhost:%d", id, pp);

@@ -164,8 +164,8 @@ static void assert_in_cgroups(pid_t pid, const char *id)
 	char *cg = e2e_read_file(f);
 	free(f);
 	assert_non_null(cg);
-	static const char *const ctrls[] = {":cpu:", ":cpuacct:", ":memory:", ":pids:",
-					    ":freezer:"};
+	static const char *const ctrls[] = {
+	    ":cpu:", ":cpuacct:", ":memory:", ":pids:", ":freezer:"};
 	for (size_t i = 0; i < sizeof(ctrls) / sizeof(ctrls[0]); i++) {
 		char *want = e2e_printf("%s/sandlot/%s\n", ctrls[i], id);
 		if (!strstr(cg, want))
@@ -246,8 +246,8 @@ static int spare_init_pids(pid_t *out, int max)
 		free(stat);
 		int ppid = 0;
 		char comm[64] = "";
-		if (text && sscanf(text, "%*d (%63[^)]) %*c %d", comm, &ppid) == 2 && ppid == D.pid &&
-		    strcmp(comm, "sandlot-init")) {
+		if (text && sscanf(text, "%*d (%63[^)]) %*c %d", comm, &ppid) == 2 &&
+		    ppid == D.pid && strcmp(comm, "sandlot-init")) {
 			char *ns = e2e_printf("/proc/%d/ns/mnt", pid), buf[64] = "";
 			if (readlink(ns, buf, sizeof(buf) - 1) > 0 && strcmp(buf, dns))
 				out[n++] = pid;
@@ -353,13 +353,14 @@ static void test_creates_take_spare_init(void **state)
 	assert_true(base >= 65536);
 	wait_replaced(spare_init_dirs, ia, now);
 
-	char *out = sh_ok(a, "hostname; ls -ldn /dev /dev/null /dev/tty /dev/shm | "
-			     "awk '{print $3\":\"$4}' | sort -u; ls /sys/firmware | wc -l; "
-			     "echo x > /proc/sys/kernel/domainname 2>/dev/null || echo ro; "
-			     "ls /sys/class/net; cat /proc/sys/net/ipv4/ip_unprivileged_port_start; "
-			     "grep -o ' devpts devpts .*gid=[0-9]*' /proc/self/mountinfo | "
-			     "sed 's/.*gid=//'; echo s > /dev/shm/x && cat /dev/shm/x; "
-			     "cat /proc/1/comm");
+	char *out =
+	    sh_ok(a, "hostname; ls -ldn /dev /dev/null /dev/tty /dev/shm | "
+		     "awk '{print $3\":\"$4}' | sort -u; ls /sys/firmware | wc -l; "
+		     "echo x > /proc/sys/kernel/domainname 2>/dev/null || echo ro; "
+		     "ls /sys/class/net; cat /proc/sys/net/ipv4/ip_unprivileged_port_start; "
+		     "grep -o ' devpts devpts .*gid=[0-9]*' /proc/self/mountinfo | "
+		     "sed 's/.*gid=//'; echo s > /dev/shm/x && cat /dev/shm/x; "
+		     "cat /proc/1/comm");
 	char *want = e2e_printf("%s\n0:0\n0\nro\nlo\n0\n%u\ns\nsandlot-init\n", a, base + 5);
 	assert_string_equal(out, want);
 	free(want);
@@ -430,8 +431,8 @@ static void *runner_main(void *p)
 	for (int i = 0; i < w->n && !w->bad; i++) {
 		e2e_resp r;
 		e2e_req q = {.method = "POST",
-			 .path = "/v1/run",
-			 .body = "{\"image\":\"busybox\",\"command\":[\"true\"]}"};
+			     .path = "/v1/run",
+			     .body = "{\"image\":\"busybox\",\"command\":[\"true\"]}"};
 		q.len = strlen(q.body);
 		long st = e2e_http_q(&r, &q);
 		if (st != 200 || !r.json || jnum(r.json, "exitCode") != 0) {

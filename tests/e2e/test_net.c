@@ -259,8 +259,12 @@ static cJSON *api(const e2e_daemon *d, const char *method, const char *path, con
 		  long want)
 {
 	e2e_resp r;
-	e2e_req q = {.method = method, .path = path, .body = body, .len = body ? strlen(body) : 0,
-		     .d = d, .timeout_ms = 60000};
+	e2e_req q = {.method = method,
+		     .path = path,
+		     .body = body,
+		     .len = body ? strlen(body) : 0,
+		     .d = d,
+		     .timeout_ms = 60000};
 	if (e2e_http_q(&r, &q) != want)
 		fail_msg("%s %s: HTTP %ld, not %ld: %s", method, path, r.status, want, r.body);
 	cJSON *j = r.json;

@@ -247,8 +247,8 @@ static long api(const e2e_daemon *d, const char *method, const char *path, const
 		char **body)
 {
 	e2e_resp r;
-	e2e_req q = {.method = method, .path = path, .body = json, .len = json ? strlen(json) : 0,
-		     .d = d};
+	e2e_req q = {
+	    .method = method, .path = path, .body = json, .len = json ? strlen(json) : 0, .d = d};
 	long code = e2e_http_q(&r, &q);
 	*body = r.body;
 	r.body = NULL;
@@ -278,9 +278,9 @@ static void test_api_create_with_packages_from_serve_flags(void **state)
 	free(env);
 	char *body;
 	long code = api(&d, "POST", "/v1/sandboxes",
-		       "{\"packages\":[{\"name\":\"sandlot-tiny\",\"version\":\"1.0\","
-		       "\"manager\":\"pip\"},{\"name\":\"sandlot_tiny\",\"manager\":\"pip\"}]}",
-		       &body);
+			"{\"packages\":[{\"name\":\"sandlot-tiny\",\"version\":\"1.0\","
+			"\"manager\":\"pip\"},{\"name\":\"sandlot_tiny\",\"manager\":\"pip\"}]}",
+			&body);
 	if (code != 201)
 		fail_msg("create: %ld %s", code, body);
 	assert_true(e2e_contains(body, "\"packages\":[{\"name\":\"sandlot-tiny\""));
