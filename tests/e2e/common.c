@@ -1468,11 +1468,15 @@ int e2e_daemon_halt(e2e_daemon *d)
 /* kill -9 and reap: what the daemon leaves behind (its socket, spares, pool) stays. */
 void e2e_daemon_kill(e2e_daemon *d)
 {
-	if (d->pid <= 0)
+	pid_t pid = d->pid, w;
+	if (pid <= 0)
 		return;
-	kill(d->pid, SIGKILL);
-	waitpid(d->pid, NULL, 0);
-	d->pid = 0;
+	d->pid = 0; /* no later halt signals a pid the kernel may have reused */
+	kill(pid, SIGKILL);
+	while ((w = waitpid(pid, NULL, 0)) < 0 && errno == EINTR)
+		;
+	if (w != pid)
+		fail_msg("e2e: waitpid of the daemon %d: %s", (int)pid, strerror(errno));
 }
 
 /* A clean stop: exit 0 soon after SIGTERM, socket removed. */

@@ -174,8 +174,7 @@ static void test_start_collects_layers_without_records(void **state)
 			       orphan, half, fresh, half);
 	assert_int_equal(system(cmd), 0);
 	pid_t old = D.pid;
-	kill(D.pid, SIGKILL);
-	assert_int_equal(waitpid(D.pid, NULL, 0), D.pid);
+	e2e_daemon_kill(&D);
 	e2e_daemon_start(&D, D.sock, true, NULL);
 	int gone = access(orphan, F_OK), half_gone = access(half, F_OK);
 	int fresh_there = access(fresh, F_OK), kept_there = access(kept, F_OK);
@@ -223,8 +222,7 @@ static void test_restart_keeps_everything(void **state)
 
 	/* kill -9 mid-flight; the quitter ends while no daemon runs. */
 	pid_t old = D.pid;
-	kill(D.pid, SIGKILL);
-	assert_int_equal(waitpid(D.pid, NULL, 0), D.pid);
+	e2e_daemon_kill(&D);
 	sleep(2);
 	e2e_daemon_start(&D, D.sock, true, NULL);
 	/* Its spare inits ended with it (EOF on their sockets); the new daemon removed their
@@ -647,8 +645,7 @@ static void test_pool(void **state)
 
 	/* kill -9: the pool is left behind; the next daemon (without a pool) removes it,
 	 * and a sandbox the killed one made for a caller stays. */
-	kill(P.pid, SIGKILL);
-	waitpid(P.pid, NULL, 0);
+	e2e_daemon_kill(&P);
 	char left[8][32];
 	assert_int_equal(pooled_ids(left, 8), 2);
 	e2e_daemon_start(&P, sock, false, NULL);

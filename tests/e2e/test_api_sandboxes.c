@@ -278,8 +278,7 @@ static void test_lifecycle_routes(void **state)
 	expect_call("POST", p, NULL, 200, NULL, NULL);
 	free(p);
 	pid_t old_daemon = D.pid;
-	kill(D.pid, SIGKILL);
-	assert_int_equal(waitpid(D.pid, NULL, 0), D.pid);
+	e2e_daemon_kill(&D);
 	e2e_daemon_start(&D, D.sock, true, NULL);
 	p = e2e_printf("/v1/sandboxes/%s", id);
 	e2e_http(&r, "GET", p, NULL);
@@ -376,8 +375,7 @@ static void test_lifecycle_routes(void **state)
 	free(id);
 	/* A lifetime that runs out while no daemon runs is acted on at start. */
 	char *id4 = sandbox_new("{\"image\":\"busybox\",\"timeout\":{\"lifetime\":\"2s\"}}");
-	kill(D.pid, SIGKILL);
-	assert_int_equal(waitpid(D.pid, NULL, 0), D.pid);
+	e2e_daemon_kill(&D);
 	sleep(3);
 	{
 		sl_sandbox sb;
