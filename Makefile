@@ -66,11 +66,11 @@ $(BUILD)/api/%.o: api/%.c $(wildcard runtime/*.h api/*.h init/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 $(BUILD)/cli/serve.o: $(wildcard api/*.h)
-$(BUILD)/api/compat/%.o: $(wildcard api/compat/*.h)
-$(BUILD)/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl.js
 
 # The same sources as sandlot-api.so, as an archive for unit tests of api/'s parsers.
 API_LIB_OBJ := $(API_SRC:%.c=$(BUILD)/%.o)
+$(filter $(BUILD)/api/compat/%,$(API_LIB_OBJ)): $(wildcard api/compat/*.h)
+$(BUILD)/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl.js
 API_LIBS    := $(shell pkg-config --libs libmicrohttpd zlib nettle)
 $(BUILD)/libsandlot-api.a: $(API_LIB_OBJ)
 	ar rcs $@ $^
