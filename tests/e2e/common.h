@@ -146,11 +146,11 @@ typedef struct e2e_req {
 	const char *method, *path;
 	const void *body; /* sent as application/json unless chunked */
 	size_t len;
-	bool chunked;	     /* send the body with Transfer-Encoding: chunked */
-	const e2e_daemon *d; /* NULL: the daemon given to e2e_http_use */
-	bool tcp;	     /* over its TCP listener instead of its socket */
-	const char *ca;	     /* with tcp: HTTPS, the server verified against this CA file */
-	const char *auth;    /* a full header, e.g. "Authorization: Bearer ..." */
+	bool chunked;		    /* send the body with Transfer-Encoding: chunked */
+	const e2e_daemon *d;	    /* NULL: the daemon given to e2e_http_use */
+	bool tcp;		    /* over its TCP listener instead of its socket */
+	const char *ca;		    /* with tcp: HTTPS, the server verified against this CA file */
+	const char *auth;	    /* a full header, e.g. "Authorization: Bearer ..." */
 	const char *const *headers; /* more header lines, NULL-terminated */
 	long timeout_ms;	    /* 0: 120 s */
 	/* A body of stream_len bytes made as it is sent (Content-Length, no chunks): STREAM
