@@ -356,7 +356,7 @@ void assert_only_daemon_changed(const e2e_snapshot *before, pid_t old, pid_t neu
 		e2e_snapshot_free(now);
 		bool other = false;
 		/* Besides its process, a daemon's spare cgroups are its own (they carry its
-		 * pid: runtime/sandbox.c). */
+		 * pid: runtime/spares.c). */
 		for (char *l = diff; l && *l;
 		     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
 			size_t len = strcspn(l, "\n");

@@ -112,7 +112,7 @@ static void wait_replaced(int (*list)(unsigned long *, int), unsigned long taken
 
 /* A create with the network off takes a network namespace the daemon made ahead (lo up,
  * nothing else) instead of cloning one, and the daemon makes another; no two sandboxes
- * share one, nor does any the host's (runtime/sandbox.c, netns_spare_take). Limits other
+ * share one, nor does any the host's (runtime/spares.c, spare_netns_take). Limits other
  * than the defaults, so that no spare init (which brings its own) is taken. */
 #define OTHER_LIMITS "{\"image\":\"busybox\",\"resources\":{\"memory\":\"256Mi\"}}"
 static void test_creates_take_spare_netns(void **state)
@@ -176,7 +176,7 @@ static void assert_in_cgroups(pid_t pid, const char *id)
 }
 
 /* On cgroup v1 the daemon keeps two cgroups of the default limits made, and a create with
- * those limits renames one to its own (runtime/sandbox.c, cgroup_create_or_take); one with
+ * those limits renames one to its own (runtime/spares.c, spare_cgroup_create_or_take); one with
  * other limits makes its own. They go when the daemon stops (the group's leak check). A
  * volume keeps the first create off the spare inits, which bring cgroups of their own. */
 static void test_creates_take_spare_cgroups(void **state)
@@ -509,7 +509,7 @@ static int spares_taken(const spares_seen *s, int kind)
 /* Eight clients creating at once, while the daemon's syncer makes the spares they take
  * (network namespaces, cgroups, layers, record dirs): every one succeeds. A take racing
  * the make of a spare cgroup once left a half-renamed cgroup behind and the create
- * failed with "already exists" (runtime/sandbox.c, cgroup_create_or_take). And spares
+ * failed with "already exists" (runtime/spares.c, spare_cgroup_create_or_take). And spares
  * were taken, or none of that was tried: of each kind the daemon keeps (on cgroup v1,
  * eight clients are more than two spare inits, so creates take spare cgroups and network
  * namespaces too). */
