@@ -32,6 +32,8 @@ UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 E2E_SRC     := $(wildcard tests/e2e/test_*.c)
 E2E_BIN     := $(E2E_SRC:tests/e2e/%.c=$(BUILD)/tests/e2e_%)
 E2E_COMMON  := $(wildcard tests/e2e/common.c)
+# The harness's HTTP client (common.c) is libcurl.
+E2E_LIBS    := $(shell pkg-config --libs libcurl)
 
 .PHONY: all test unit e2e images clean format
 all: $(BUILD)/sandlot $(BUILD)/sandlot-archive.so $(BUILD)/sandlot-api.so $(BUILD)/sandlot-init \
@@ -64,8 +66,16 @@ $(BUILD)/api/%.o: api/%.c $(wildcard runtime/*.h api/*.h init/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 $(BUILD)/cli/serve.o: $(wildcard api/*.h)
-# The API's end-to-end test talks HTTP with libcurl.
-$(BUILD)/tests/e2e_test_api: LDLIBS += $(shell pkg-config --libs libcurl)
+
+# The same sources as sandlot-api.so, as an archive for unit tests of api/'s parsers.
+API_LIB_OBJ := $(API_SRC:%.c=$(BUILD)/%.o)
+$(filter $(BUILD)/api/compat/%,$(API_LIB_OBJ)): $(wildcard api/compat/*.h)
+$(BUILD)/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl.js
+API_LIBS    := $(shell pkg-config --libs libmicrohttpd zlib nettle)
+$(BUILD)/libsandlot-api.a: $(API_LIB_OBJ)
+	ar rcs $@ $^
+$(BUILD)/tests/test_api_parse: $(BUILD)/libsandlot-api.a $(API_OBJ)
+$(BUILD)/tests/test_api_parse: UNIT_EXTRA := $(BUILD)/libsandlot-api.a $(API_OBJ) $(API_LIBS)
 # The network test reads the nftables ruleset before and after.
 $(BUILD)/tests/e2e_test_net: LDLIBS += $(shell pkg-config --libs libnftables)
 
@@ -94,7 +104,8 @@ $(BUILD)/probe: tests/probe/probe.c
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libsandlot.a $(ARCHIVE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(ARCHIVE_OBJ) $(BUILD)/libsandlot.a $(LDLIBS) $(ARCHIVE_LIBS) -lcmocka -lcrypto
+	$(CC) $(CFLAGS) -o $@ $< $(UNIT_EXTRA) $(ARCHIVE_OBJ) $(BUILD)/libsandlot.a $(LDLIBS) \
+		$(ARCHIVE_LIBS) -lcmocka -lcrypto
 
 # The preview proxy's parsers are api/ code with no HTTP library: linked in directly.
 $(BUILD)/tests/test_ports_parse: tests/unit/test_ports_parse.c api/ports_parse.c api/ports_parse.h \
@@ -104,7 +115,13 @@ $(BUILD)/tests/test_ports_parse: tests/unit/test_ports_parse.c api/ports_parse.c
 
 $(BUILD)/tests/e2e_%: tests/e2e/%.c $(E2E_COMMON) tests/e2e/common.h $(BUILD)/libsandlot.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/e2e -o $@ $< $(E2E_COMMON) $(BUILD)/libsandlot.a $(LDLIBS) $(ARCHIVE_LIBS) -lcmocka
+	$(CC) $(CFLAGS) -Itests/e2e -o $@ $< $(E2E_COMMON) $(E2E_EXTRA) $(BUILD)/libsandlot.a $(LDLIBS) $(ARCHIVE_LIBS) \
+		$(E2E_LIBS) -lcmocka
+
+# The test_api_*.c programs (one per route group of the API) share api_common.c.
+E2E_API_BIN := $(filter $(BUILD)/tests/e2e_test_api_%,$(E2E_BIN))
+$(E2E_API_BIN): tests/e2e/api_common.c tests/e2e/api_common.h
+$(E2E_API_BIN): E2E_EXTRA := tests/e2e/api_common.c
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -221,8 +238,14 @@ $(BUILD)/bench-driver: bench/driver.c runtime/cleanup.h
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) -o $@ bench/driver.c $(shell pkg-config --libs libcjson) -lm
 
-bench: all images $(BUILD)/bench-driver
+# The runtime's own exec cost (exec_start, + exec_wait), linked to the library.
+$(BUILD)/bench-exec-latency: bench/exec_latency.c $(BUILD)/libsandlot.a $(ARCHIVE_OBJ)
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS) -o $@ bench/exec_latency.c $(ARCHIVE_OBJ) $(BUILD)/libsandlot.a $(LDLIBS) \
+		$(ARCHIVE_LIBS) -lm
+
+bench: all images $(BUILD)/bench-driver $(BUILD)/bench-exec-latency
 	$(LOCK) bash bench/run.sh full
 
-bench-quick: all images $(BUILD)/bench-driver
+bench-quick: all images $(BUILD)/bench-driver $(BUILD)/bench-exec-latency
 	$(LOCK) bash bench/run.sh quick

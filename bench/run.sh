@@ -360,8 +360,17 @@ bench_exec() {
 		-v sandlot "$SL" exec "$SBX" -- /bin/true \; \
 		-v crun-exec "${CRUN[@]}" exec "$CID-exec" /bin/true \; \
 		-v nsenter nsenter -a -t "$CPID" /bin/true \;)
-	stop_exec_targets
 	time_rows exec-cli "CLI exec round trip (/bin/true)" "$out" crun-exec - nsenter -
+	# The runtime's own share of it, in one process: no CLI start, no HTTP.
+	local lib
+	if lib=$("$BUILD/bench-exec-latency" "$SBX" "$RUNS"); then
+		solo_row exec-lib-start "exec_start of /bin/true (runtime, in-process)" "$lib" exec-start -
+		solo_row exec-lib-wait "exec_start + exec_wait of /bin/true (runtime, in-process)" \
+			"$lib" exec-start-wait -
+	else
+		SKIPPED+=("exec-lib: bench-exec-latency failed (its message above)")
+	fi
+	stop_exec_targets
 }
 
 # Throughput: P clients loop for a few seconds; ratio = peer rate / sandlot rate, so that

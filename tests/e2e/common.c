@@ -1,17 +1,21 @@
 /* common.c — the end-to-end harness behind common.h: environment set-up and forced
- * clean-up, a poll-driven command runner, and host snapshots for leak checks. */
+ * clean-up, a poll-driven command runner, host snapshots for leak checks, and the one
+ * way tests start a daemon and talk HTTP to it. */
 #include "common.h"
 
 #include <cjson/cJSON.h>
+#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -1262,6 +1266,8 @@ void e2e_env_teardown(void)
 	cleanup_root(root);
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
 	unsetenv("SANDLOT_E2E_ROOT");
+	e2e_http_use(NULL, NULL);
+	curl_global_cleanup();
 	/* The runtime's parent cgroup ("sandlot" in each hierarchy) outlives sandboxes;
 	 * remove it when empty, so a test run leaves no cgroup directory behind. rmdir
 	 * fails harmlessly while any sandbox (anyone's) still has a cgroup under it. */
@@ -1315,6 +1321,8 @@ void e2e_env_setup_opts(bool import_busybox)
 		fail_msg("e2e: mkdir %s: %s", root, strerror(errno));
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
 		fail_msg("e2e: PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+	/* Here, before any thread: curl_global_init is not thread-safe. */
+	curl_global_init(CURL_GLOBAL_ALL);
 	if (!import_busybox)
 		return;
 	/* cmocka skips the group teardown when set-up fails: clean up here before failing. */
@@ -1457,6 +1465,20 @@ int e2e_daemon_halt(e2e_daemon *d)
 	return st;
 }
 
+/* kill -9 and reap: what the daemon leaves behind (its socket, spares, pool) stays. */
+void e2e_daemon_kill(e2e_daemon *d)
+{
+	pid_t pid = d->pid, w;
+	if (pid <= 0)
+		return;
+	d->pid = 0; /* no later halt signals a pid the kernel may have reused */
+	kill(pid, SIGKILL);
+	while ((w = waitpid(pid, NULL, 0)) < 0 && errno == EINTR)
+		;
+	if (w != pid)
+		fail_msg("e2e: waitpid of the daemon %d: %s", (int)pid, strerror(errno));
+}
+
 /* A clean stop: exit 0 soon after SIGTERM, socket removed. */
 void e2e_daemon_stop(e2e_daemon *d)
 {
@@ -1466,4 +1488,179 @@ void e2e_daemon_stop(e2e_daemon *d)
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	assert_int_equal(access(d->sock, F_OK), -1); /* it removed its socket */
+}
+
+/* ---- HTTP -------------------------------------------------------------------------------- */
+
+static const e2e_daemon *http_daemon; /* the daemon of requests that name none */
+static char http_captures[512];	      /* where responses are recorded, or "" */
+static pthread_mutex_t http_capture_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void e2e_http_use(const e2e_daemon *d, const char *captures)
+{
+	http_daemon = d;
+	snprintf(http_captures, sizeof(http_captures), "%s", captures ? captures : "");
+}
+
+static size_t http_on_body(char *p, size_t sz, size_t n, void *ud)
+{
+	e2e_resp *r = ud;
+	char *b = realloc(r->body, r->len + sz * n + 1);
+	if (!b)
+		return 0;
+	memcpy(b + r->len, p, sz * n);
+	r->body = b;
+	r->len += sz * n;
+	r->body[r->len] = '\0';
+	return sz * n;
+}
+
+/* Every header line goes to r->headers; Content-Type and Allow to their own fields too. */
+static size_t http_on_header(char *p, size_t sz, size_t n, void *ud)
+{
+	e2e_resp *r = ud;
+	size_t len = sz * n;
+	char *h = realloc(r->headers, r->headers_len + len + 1);
+	if (!h)
+		return 0;
+	memcpy(h + r->headers_len, p, len);
+	r->headers = h;
+	r->headers_len += len;
+	r->headers[r->headers_len] = '\0';
+	char line[256];
+	snprintf(line, sizeof(line), "%.*s", (int)(len < 255 ? len : 255), p);
+	line[strcspn(line, "\r\n")] = '\0';
+	if (!strncasecmp(line, "Content-Type: ", 14))
+		snprintf(r->ctype, sizeof(r->ctype), "%s", line + 14);
+	if (!strncasecmp(line, "Allow: ", 7))
+		snprintf(r->allow, sizeof(r->allow), "%s", line + 7);
+	return len;
+}
+
+typedef struct http_chunks {
+	const char *p;
+	size_t left;
+} http_chunks;
+
+static size_t http_on_read(char *buf, size_t sz, size_t n, void *ud)
+{
+	http_chunks *s = ud;
+	size_t k = sz * n < s->left ? sz * n : s->left;
+	if (k > 65536)
+		k = 65536;
+	memcpy(buf, s->p, k);
+	s->p += k;
+	s->left -= k;
+	return k;
+}
+
+static size_t http_on_stream(char *buf, size_t sz, size_t n, void *ud)
+{
+	const e2e_req *q = ud;
+	return q->stream(buf, sz * n, q->stream_ud);
+}
+
+/* Record a response for the spec check (tests/api/spec_check.py): one JSON line of
+ * method, path, status, content type and the JSON body. */
+static void http_capture(const e2e_req *q, const e2e_resp *r)
+{
+	if (!http_captures[0] || r->status == 0 || q->no_capture)
+		return;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "method", q->method);
+	cJSON_AddStringToObject(o, "path", q->path);
+	cJSON_AddNumberToObject(o, "status", r->status);
+	cJSON_AddStringToObject(o, "contentType", r->ctype);
+	cJSON_AddItemToObject(o, "body",
+			      r->json ? cJSON_Duplicate(r->json, 1) : cJSON_CreateNull());
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	pthread_mutex_lock(&http_capture_lock);
+	FILE *f = fopen(http_captures, "a");
+	if (f) {
+		fprintf(f, "%s\n", s);
+		fclose(f);
+	}
+	pthread_mutex_unlock(&http_capture_lock);
+	free(s);
+}
+
+long e2e_http_q(e2e_resp *r, const e2e_req *q)
+{
+	memset(r, 0, sizeof(*r));
+	const e2e_daemon *d = q->d ? q->d : http_daemon;
+	CURL *c = d ? curl_easy_init() : NULL;
+	if (!c)
+		return 0;
+	char url[1024];
+	if (q->tcp)
+		snprintf(url, sizeof(url), "%s://127.0.0.1:%d%s", q->ca ? "https" : "http", d->port,
+			 q->path);
+	else
+		snprintf(url, sizeof(url), "http://sandlot%s", q->path);
+	struct curl_slist *h = curl_slist_append(NULL, "Expect:");
+	if (q->auth)
+		h = curl_slist_append(h, q->auth);
+	if (q->body && !q->chunked)
+		h = curl_slist_append(h, "Content-Type: application/json");
+	for (const char *const *x = q->headers; x && *x; x++)
+		h = curl_slist_append(h, *x);
+	http_chunks src = {q->body, q->len};
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	if (!q->tcp)
+		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, d->sock);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, q->method);
+	if (q->stream) {
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->stream_len);
+		curl_easy_setopt(c, CURLOPT_READFUNCTION, http_on_stream);
+		curl_easy_setopt(c, CURLOPT_READDATA, (void *)q);
+	} else if (q->chunked) {
+		h = curl_slist_append(h, "Transfer-Encoding: chunked");
+		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(c, CURLOPT_READFUNCTION, http_on_read);
+		curl_easy_setopt(c, CURLOPT_READDATA, &src);
+	} else if (q->body) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, q->body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->len);
+	} else if (!strcmp(q->method, "GET")) {
+		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	}
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, http_on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, http_on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, q->timeout_ms ? q->timeout_ms : 120000L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	if (q->ca)
+		curl_easy_setopt(c, CURLOPT_CAINFO, q->ca);
+	/* The status of an answer that came, also when the transfer failed after it (a
+	 * request whose body the server stopped reading); 0 when none came. */
+	curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	if (!r->body)
+		r->body = calloc(1, 1);
+	if (!r->headers)
+		r->headers = calloc(1, 1);
+	if (strstr(r->ctype, "application/json"))
+		r->json = cJSON_Parse(r->body);
+	http_capture(q, r);
+	return r->status;
+}
+
+long e2e_http(e2e_resp *r, const char *method, const char *path, const char *json)
+{
+	e2e_req q = {.method = method, .path = path, .body = json, .len = json ? strlen(json) : 0};
+	return e2e_http_q(r, &q);
+}
+
+void e2e_resp_free(e2e_resp *r)
+{
+	free(r->body);
+	free(r->headers);
+	cJSON_Delete(r->json);
+	memset(r, 0, sizeof(*r));
 }

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include <cjson/cJSON.h>
+
 /* ---- environment ------------------------------------------------------------------------
  * The environment lives in the process environment, which every sandlot child inherits:
  *   SANDLOT_E2E_ROOT   /var/tmp/sandlot-e2e-<pid>
@@ -122,8 +124,52 @@ void e2e_daemon_start(e2e_daemon *d, const char *sock, bool tcp, const char *con
 int e2e_daemon_wait(e2e_daemon *d, int ms);
 /* SIGTERM, then (after 10 s) SIGKILL; the wait status, -1 if it had to be killed. */
 int e2e_daemon_halt(e2e_daemon *d);
+/* SIGKILL and reap; what it leaves behind (its socket, spares, pool) stays. */
+void e2e_daemon_kill(e2e_daemon *d);
 /* A clean stop: exit 0 soon after SIGTERM, socket removed (fails the test otherwise). */
 void e2e_daemon_stop(e2e_daemon *d);
+
+/* ---- HTTP ------------------------------------------------------------------------------------
+ * The one client of the tests: libcurl to a daemon's unix socket or loopback TCP port. */
+
+typedef struct e2e_resp {
+	long status; /* 0: no answer came */
+	char *body;  /* always NUL-terminated (also when empty) */
+	size_t len;
+	char *headers; /* every header line as received ("Name: value\r\n"...) */
+	size_t headers_len;
+	char ctype[128], allow[128]; /* Content-Type, Allow */
+	cJSON *json;		     /* the body parsed, when it is application/json */
+} e2e_resp;
+
+typedef struct e2e_req {
+	const char *method, *path;
+	const void *body; /* sent as application/json unless chunked */
+	size_t len;
+	bool chunked;		    /* send the body with Transfer-Encoding: chunked */
+	const e2e_daemon *d;	    /* NULL: the daemon given to e2e_http_use */
+	bool tcp;		    /* over its TCP listener instead of its socket */
+	const char *ca;		    /* with tcp: HTTPS, the server verified against this CA file */
+	const char *auth;	    /* a full header, e.g. "Authorization: Bearer ..." */
+	const char *const *headers; /* more header lines, NULL-terminated */
+	long timeout_ms;	    /* 0: 120 s */
+	/* A body of stream_len bytes made as it is sent (Content-Length, no chunks): STREAM
+	 * fills up to LEN bytes of BUF and returns how many (0: no more, the request fails). */
+	size_t (*stream)(char *buf, size_t len, void *ud);
+	void *stream_ud;
+	long long stream_len;
+	bool no_capture; /* keep the response out of the spec check's captures */
+} e2e_req;
+
+/* The daemon of requests that name none, and the file (JSON lines) every response is
+ * appended to for tests/api/spec_check.py (NULL: none). Teardown resets both. */
+void e2e_http_use(const e2e_daemon *d, const char *captures);
+/* One request; thread-safe (no cmocka calls). Returns r->status: the answer's, also when
+ * the transfer failed after it came, 0 when none came; free R with e2e_resp_free. */
+long e2e_http_q(e2e_resp *r, const e2e_req *q);
+/* METHOD PATH to the e2e_http_use daemon's socket, with JSON (NULL: no body). */
+long e2e_http(e2e_resp *r, const char *method, const char *path, const char *json);
+void e2e_resp_free(e2e_resp *r);
 
 /* ---- small helpers ---------------------------------------------------------------------- */
 

@@ -973,38 +973,6 @@ static void test_last_spawn_closes_the_connection(void **state)
 	ctx_free(ctx);
 }
 
-/* Not a check: how long a start and a wake-up take (printed for the report). */
-static void test_latency(void **state)
-{
-	sl_ctx *ctx = ctx_new();
-	char *id = sandbox_new(NULL);
-	sl_sandbox sb;
-	get_sandbox(ctx, id, &sb);
-	enum { N = 20 };
-	int64_t start_us = 0, total_us = 0;
-	char *argv[] = {"true", NULL};
-	for (int i = 0; i < N; i++) {
-		struct timespec a, b, c;
-		sl_exec e, w;
-		sl_err err = {0};
-		clock_gettime(CLOCK_MONOTONIC, &a);
-		assert_int_equal(exec_start(ctx, &sb, &(sl_exec_spec){.argv = argv}, &e, &err), 0);
-		clock_gettime(CLOCK_MONOTONIC, &b);
-		assert_int_equal(exec_wait(ctx, id, e.id, 10000, &w, &err), 0);
-		clock_gettime(CLOCK_MONOTONIC, &c);
-		assert_int_equal(w.status, SL_EXEC_COMPLETED);
-		start_us += (b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000;
-		total_us += (c.tv_sec - a.tv_sec) * 1000000 + (c.tv_nsec - a.tv_nsec) / 1000;
-		exec_free(&e);
-		exec_free(&w);
-	}
-	print_message("exec_start: %lld us mean; start + wait for `true`: %lld us mean\n",
-		      (long long)(start_us / N), (long long)(total_us / N));
-	sandbox_free(&sb);
-	sandbox_rm(id);
-	ctx_free(ctx);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1022,7 +990,6 @@ int main(void)
 	    E2E_TEST(test_dead_init_and_destroyed_sandbox),
 	    E2E_TEST(test_pid_in_the_exit_record),
 	    E2E_TEST(test_last_spawn_closes_the_connection),
-	    E2E_TEST(test_latency),
 	};
 	return e2e_run_tests(tests);
 }

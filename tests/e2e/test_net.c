@@ -252,96 +252,43 @@ static char *net_field(const char *id, const char *key)
 	return s;
 }
 
-/* ---- the daemon, driven with curl over its socket ------------------------------------- */
+/* ---- the daemon, driven with common.h's HTTP client ---------------------------------- */
 
-typedef struct daemon {
-	pid_t pid;
-	char sock[256], out[256];
-	int port, preview;
-} daemon_t;
-
-static char *curl_sock(const daemon_t *d, const char *method, const char *path,
-		       const char *body, int *status)
+/* METHOD PATH (with BODY) to D; fails unless the status is WANT; the parsed body. */
+static cJSON *api(const e2e_daemon *d, const char *method, const char *path, const char *body,
+		  long want)
 {
-	char *url = e2e_printf("http://sandlot%s", path);
-	char *argv[16] = {"/usr/bin/curl", "-sS", "--unix-socket", (char *)d->sock, "-X",
-			  (char *)method, "-H", "Content-Type: application/json", "-w",
-			  "\n%{http_code}"};
-	int n = 10;
-	if (body) {
-		argv[n++] = "--data-binary";
-		argv[n++] = (char *)body;
-	}
-	argv[n++] = url;
-	e2e_result r;
-	e2e_run(&r, NULL, 0, 60000, argv);
-	free(url);
-	char *nl = strrchr(r.out, '\n');
-	*status = nl ? atoi(nl + 1) : 0;
-	if (nl)
-		*nl = '\0';
-	char *out = strdup(r.out);
-	e2e_result_free(&r);
-	return out;
-}
-
-static cJSON *api(const daemon_t *d, const char *method, const char *path, const char *body,
-		  int want)
-{
-	int st;
-	char *out = curl_sock(d, method, path, body, &st);
-	if (st != want)
-		fail_msg("%s %s: HTTP %d, not %d: %s", method, path, st, want, out);
-	cJSON *j = cJSON_Parse(out);
-	free(out);
+	e2e_resp r;
+	e2e_req q = {.method = method,
+		     .path = path,
+		     .body = body,
+		     .len = body ? strlen(body) : 0,
+		     .d = d,
+		     .timeout_ms = 60000};
+	if (e2e_http_q(&r, &q) != want)
+		fail_msg("%s %s: HTTP %ld, not %ld: %s", method, path, r.status, want, r.body);
+	cJSON *j = r.json;
+	r.json = NULL;
+	e2e_resp_free(&r);
 	return j;
 }
 
-static void daemon_start(daemon_t *d)
+static void daemon_start(e2e_daemon *d)
 {
-	memset(d, 0, sizeof(*d));
-	snprintf(d->sock, sizeof(d->sock), "%s/api.sock", e2e_root());
-	snprintf(d->out, sizeof(d->out), "%s/serve.out", e2e_root());
-	char *bin = e2e_build_path("sandlot");
-	/* Emptied here, not in the child: a restart must not read the address the last
-	 * daemon wrote there (the child may not have run yet). */
-	int fd = open(d->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	assert_true(fd >= 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		if (dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-			_exit(126);
-		execl(bin, bin, "serve", "--socket", d->sock, "--listen", "127.0.0.1:0",
-		      "--preview-port", "0", (char *)NULL);
-		_exit(127);
-	}
-	close(fd);
-	free(bin);
-	d->pid = pid;
-	for (int i = 0; i < 1000 && !d->port; i++) {
-		char *text = e2e_read_file(d->out);
-		const char *h = text ? strstr(text, "http://127.0.0.1:") : NULL;
-		if (h)
-			d->port = atoi(h + strlen("http://127.0.0.1:"));
-		free(text);
-		if (!d->port)
-			usleep(10000);
-	}
-	assert_true(d->port > 0);
+	char *sock = e2e_printf("%s/api.sock", e2e_root());
+	e2e_daemon_start(d, sock, true, NULL);
+	free(sock);
+}
+
+/* The daemon's preview port, from its health. */
+static int preview_port(const e2e_daemon *d)
+{
 	cJSON *h = api(d, "GET", "/v1/health", NULL, 200);
 	const cJSON *pp = cJSON_GetObjectItemCaseSensitive(h, "previewPort");
 	assert_true(cJSON_IsNumber(pp));
-	d->preview = pp->valueint;
+	int port = pp->valueint;
 	cJSON_Delete(h);
-}
-
-static void daemon_kill(daemon_t *d, int sig)
-{
-	kill(d->pid, sig);
-	waitpid(d->pid, NULL, 0);
-	d->pid = 0;
-	unlink(d->sock);
+	return port;
 }
 
 static const char *jaddr(const cJSON *sb)
@@ -428,7 +375,7 @@ static void test_net_isolation(void **state)
 	/* Host services: a listener on the gateway address and one on 0.0.0.0. */
 	pid_t s1 = host_server(gw, 9101, "hostsvc");
 	pid_t s2 = host_server("0.0.0.0", 9102, "hostsvc");
-	daemon_t d;
+	e2e_daemon d;
 	daemon_start(&d);
 	/* Control: the host itself reaches them all, and the "metadata" address. */
 	char *line = e2e_printf("busybox nc -w 3 %s 9101 </dev/null; busybox nc -w 3 127.0.0.1 "
@@ -446,7 +393,7 @@ static void test_net_isolation(void **state)
 	assert_false(reaches(a, gw, 9102, "hostsvc"));
 	assert_false(reaches(a, INET_HOST, 9102, "hostsvc"));
 	assert_false(reaches(a, META, INET_PORT, "internet"));
-	char *o1 = dial(a, gw, d.port), *o2 = dial(a, gw, d.preview);
+	char *o1 = dial(a, gw, d.port), *o2 = dial(a, gw, preview_port(&d));
 	char *o3 = dial(a, "127.0.0.1", d.port);
 	assert_false(e2e_contains(o1, "HTTP"));
 	assert_false(e2e_contains(o2, "HTTP"));
@@ -454,7 +401,7 @@ static void test_net_isolation(void **state)
 	/* ... but the internet, yes. */
 	assert_true(reaches(a, INET_A, INET_PORT, "internet"));
 	free(o1), free(o2), free(o3);
-	daemon_kill(&d, SIGTERM);
+	e2e_daemon_halt(&d);
 	child_kill(s1);
 	child_kill(s2);
 	rm(a), rm(b);
@@ -474,7 +421,7 @@ static void test_net_allow_deny_patch(void **state)
 	expect_reach(c, true, false);
 	rm(c);
 	free(c);
-	daemon_t d;
+	e2e_daemon d;
 	daemon_start(&d);
 	cJSON *sb = api(&d, "POST", "/v1/sandboxes",
 			"{\"image\":\"busybox\",\"network\":{\"enabled\":true,"
@@ -502,11 +449,8 @@ static void test_net_allow_deny_patch(void **state)
 	cJSON_Delete(sb);
 	expect_reach(id, true, false);
 	/* Bad input changes nothing. */
-	int st;
-	free(curl_sock(&d, "PATCH", path, "{\"network\":{\"allow\":[\"nope\"]}}", &st));
-	assert_int_equal(st, 400);
-	free(curl_sock(&d, "PATCH", path, "{\"network\":{\"enabled\":false}}", &st));
-	assert_int_equal(st, 400);
+	cJSON_Delete(api(&d, "PATCH", path, "{\"network\":{\"allow\":[\"nope\"]}}", 400));
+	cJSON_Delete(api(&d, "PATCH", path, "{\"network\":{\"enabled\":false}}", 400));
 	expect_reach(id, true, false);
 	/* Stop keeps the lease and the rules; start applies them again. */
 	char *addr = net_field(id, "address");
@@ -517,7 +461,7 @@ static void test_net_allow_deny_patch(void **state)
 	expect_reach(id, true, false);
 	free(addr), free(addr2);
 	cJSON_Delete(api(&d, "DELETE", path, NULL, 204));
-	daemon_kill(&d, SIGTERM);
+	e2e_daemon_halt(&d);
 	free(path), free(id);
 }
 
@@ -567,9 +511,9 @@ static void test_net_many_distinct_and_restart(void **state)
 	assert_true(reaches(ids[0], INET_A, INET_PORT, "internet"));
 	assert_true(reaches(ids[MANY - 1], INET_B, INET_PORT, "internet"));
 	/* A daemon killed and restarted keeps every lease: a new sandbox gets a new one. */
-	daemon_t d;
+	e2e_daemon d;
 	daemon_start(&d);
-	daemon_kill(&d, SIGKILL);
+	e2e_daemon_kill(&d);
 	daemon_start(&d);
 	char *p0 = e2e_printf("/v1/sandboxes/%s", ids[0]);
 	cJSON *sb = api(&d, "GET", p0, NULL, 200);
@@ -584,7 +528,7 @@ static void test_net_many_distinct_and_restart(void **state)
 	char *pn = e2e_printf("/v1/sandboxes/%s", cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring);
 	cJSON_Delete(sb);
 	cJSON_Delete(api(&d, "DELETE", pn, NULL, 204));
-	daemon_kill(&d, SIGTERM);
+	e2e_daemon_halt(&d);
 	for (int i = 0; i < MANY; i++) {
 		rm(ids[i]);
 		free(ids[i]), free(addrs[i]);
@@ -597,7 +541,7 @@ static void test_net_many_distinct_and_restart(void **state)
  * a copy of the lock's fd inherited at clone: a deadlock, so a hang fails here). */
 static void test_net_create_delete_cycles(void **state)
 {
-	daemon_t d;
+	e2e_daemon d;
 	daemon_start(&d);
 	for (int i = 0; i < 15; i++) {
 		cJSON *sb = api(&d, "POST", "/v1/sandboxes",
@@ -614,7 +558,7 @@ static void test_net_create_delete_cycles(void **state)
 		free(p);
 		cJSON_Delete(sb);
 	}
-	daemon_kill(&d, SIGTERM);
+	e2e_daemon_halt(&d);
 }
 
 /* The bridge of this state dir's networks (SANDLOT_NET_BRIDGE, else sandlot0). */
@@ -694,7 +638,7 @@ static void wait_bridge_empty(void)
 static void test_net_daemon_holds_host_side(void **state)
 {
 	net_state *s = *state;
-	daemon_t d;
+	e2e_daemon d;
 	daemon_start(&d);
 	for (int i = 0; i < 2; i++) {
 		cJSON *sb = api(&d, "POST", "/v1/sandboxes",
@@ -717,14 +661,14 @@ static void test_net_daemon_holds_host_side(void **state)
 		usleep(20000);
 	assert_int_equal(leases_count(), s->leases);
 	assert_true(bridge_up());
-	daemon_kill(&d, SIGTERM);
+	e2e_daemon_halt(&d);
 	assert_false(bridge_up());
 	char *nft = nft_ruleset();
 	assert_string_equal(nft, s->nft);
 	free(nft);
 	/* A daemon killed with -9: its hold is void, the CLI's last network takes it down. */
 	daemon_start(&d);
-	daemon_kill(&d, SIGKILL);
+	e2e_daemon_kill(&d);
 	free(e2e_sandlot_ok("run", "--network", "--image", "busybox", "--", "true", NULL));
 	assert_true(bridge_gone());
 }
@@ -733,7 +677,7 @@ static void test_net_daemon_holds_host_side(void **state)
  * if someone removes the table behind its back, the next create makes it again. */
 static void test_net_daemon_table_removed_behind_its_back(void **state)
 {
-	daemon_t d;
+	e2e_daemon d;
 	daemon_start(&d);
 	const char *body = "{\"image\":\"busybox\",\"network\":{\"enabled\":true}}";
 	cJSON *a = api(&d, "POST", "/v1/sandboxes", body, 201);
@@ -754,7 +698,7 @@ static void test_net_daemon_table_removed_behind_its_back(void **state)
 		cJSON_Delete(sbs[i]);
 	}
 	wait_bridge_empty();
-	daemon_kill(&d, SIGTERM);
+	e2e_daemon_halt(&d);
 	assert_false(bridge_up());
 }
 

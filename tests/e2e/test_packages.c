@@ -242,38 +242,24 @@ static void test_invalid_package_specs_are_refused(void **state)
 	assert_int_equal(sandbox_dirs(), sbx);
 }
 
-/* curl over the daemon's unix socket; returns the HTTP status, the body in *body. */
-static int api(const char *sock, const char *method, const char *path, const char *json,
-	       char **body)
+/* METHOD PATH (with JSON) to D; returns the HTTP status, the body in *body. */
+static long api(const e2e_daemon *d, const char *method, const char *path, const char *json,
+		char **body)
 {
-	char url[256];
-	snprintf(url, sizeof(url), "http://sandlot%s", path);
-	char *full[16] = {"/usr/bin/env", "curl",	  "-s", "--unix-socket", (char *)sock,
-			  "-X",		  (char *)method, "-w", "\n%{http_code}"};
-	int n = 9;
-	if (json) {
-		full[n++] = "-H";
-		full[n++] = "Content-Type: application/json";
-		full[n++] = "-d";
-		full[n++] = (char *)json;
-	}
-	full[n++] = url;
-	e2e_result r;
-	e2e_run(&r, NULL, 0, 120000, full);
-	char *nl = strrchr(r.out, '\n');
-	int code = nl ? atoi(nl + 1) : 0;
-	if (nl)
-		*nl = '\0';
-	*body = strdup(r.out);
-	e2e_result_free(&r);
+	e2e_resp r;
+	e2e_req q = {
+	    .method = method, .path = path, .body = json, .len = json ? strlen(json) : 0, .d = d};
+	long code = e2e_http_q(&r, &q);
+	*body = r.body;
+	r.body = NULL;
+	e2e_resp_free(&r);
 	return code;
 }
 
 static void test_api_create_with_packages_from_serve_flags(void **state)
 {
-	char sock[600], out[600], wheels[600];
+	char sock[600], wheels[600];
 	snprintf(sock, sizeof(sock), "%s/pkg.sock", e2e_root());
-	snprintf(out, sizeof(out), "%s/pkg-serve.out", e2e_root());
 	snprintf(wheels, sizeof(wheels), "%s/wheels", fx);
 	/* A wheel directory that is not one is refused at start. */
 	e2e_result r;
@@ -282,35 +268,21 @@ static void test_api_create_with_packages_from_serve_flags(void **state)
 			 125);
 	assert_true(e2e_contains(r.err, "pip wheel directory"));
 	e2e_result_free(&r);
-	char *bin = e2e_build_path("sandlot");
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* The flag, not the environment, gives the daemon its source. */
-		unsetenv("SANDLOT_PIP_WHEELS");
-		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl(bin, bin, "serve", "--socket", sock, "--preview-port", "0", "--pip-wheels",
-		      wheels, (char *)NULL);
-		_exit(127);
-	}
-	free(bin);
-	bool up = false;
-	for (int i = 0; i < 500 && !up; i++) {
-		char *t = e2e_read_file(out);
-		up = t && strstr(t, "serving the API");
-		free(t);
-		if (!up)
-			usleep(20000);
-	}
-	assert_true(up);
+	/* The flag, not the environment, gives the daemon its source. */
+	char *env = getenv("SANDLOT_PIP_WHEELS") ? strdup(getenv("SANDLOT_PIP_WHEELS")) : NULL;
+	unsetenv("SANDLOT_PIP_WHEELS");
+	e2e_daemon d;
+	e2e_daemon_start(&d, sock, false, (const char *const[]){"--pip-wheels", wheels, NULL});
+	if (env)
+		setenv("SANDLOT_PIP_WHEELS", env, 1);
+	free(env);
 	char *body;
-	int code = api(sock, "POST", "/v1/sandboxes",
-		       "{\"packages\":[{\"name\":\"sandlot-tiny\",\"version\":\"1.0\","
-		       "\"manager\":\"pip\"},{\"name\":\"sandlot_tiny\",\"manager\":\"pip\"}]}",
-		       &body);
+	long code = api(&d, "POST", "/v1/sandboxes",
+			"{\"packages\":[{\"name\":\"sandlot-tiny\",\"version\":\"1.0\","
+			"\"manager\":\"pip\"},{\"name\":\"sandlot_tiny\",\"manager\":\"pip\"}]}",
+			&body);
 	if (code != 201)
-		fail_msg("create: %d %s", code, body);
+		fail_msg("create: %ld %s", code, body);
 	assert_true(e2e_contains(body, "\"packages\":[{\"name\":\"sandlot-tiny\""));
 	char id[32] = "";
 	const char *p = strstr(body, "\"id\":\"");
@@ -322,7 +294,7 @@ static void test_api_create_with_packages_from_serve_flags(void **state)
 	free(o);
 	/* A failed install: 400 with pip's words, no sandbox left. */
 	int sbx = sandbox_dirs();
-	code = api(sock, "POST", "/v1/sandboxes",
+	code = api(&d, "POST", "/v1/sandboxes",
 		   "{\"packages\":[{\"name\":\"sandlot-tiny\",\"version\":\"9.9\","
 		   "\"manager\":\"pip\"}]}",
 		   &body);
@@ -334,10 +306,9 @@ static void test_api_create_with_packages_from_serve_flags(void **state)
 	assert_int_equal(sandbox_dirs(), sbx);
 	char path[64];
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
-	assert_int_equal(api(sock, "DELETE", path, NULL, &body), 204);
+	assert_int_equal(api(&d, "DELETE", path, NULL, &body), 204);
 	free(body);
-	kill(pid, SIGTERM);
-	waitpid(pid, NULL, 0);
+	e2e_daemon_halt(&d);
 }
 
 /* An image whose "python3" only records its arguments: busybox plus a script. */
