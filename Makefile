@@ -6,7 +6,7 @@ BUILD   := build
 PKGS    := libcjson libseccomp nettle
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wshadow -Wformat=2 -Wno-format-truncation \
-           -fstack-protector-strong -D_FORTIFY_SOURCE=2 -D_GNU_SOURCE -Iruntime \
+           -fstack-protector-strong -D_FORTIFY_SOURCE=2 -D_GNU_SOURCE -Iruntime -Iapi -Iinit \
            $(shell pkg-config --cflags $(PKGS) libmicrohttpd)
 LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lpthread -ldl
 ARCHIVE_LIBS := $(shell pkg-config --libs libarchive)
@@ -192,7 +192,7 @@ FUZZ_SHORT_SECONDS ?= 3
 FUZZ_DIR      := $(BUILD)/fuzz
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS   := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -std=gnu11 -Wall -Wextra -Werror \
-		 -Wno-unused-parameter -Wno-missing-field-initializers -D_GNU_SOURCE -Iruntime \
+		 -Wno-unused-parameter -Wno-missing-field-initializers -D_GNU_SOURCE -Iruntime -Iapi -Iinit \
 		 $(shell pkg-config --cflags $(PKGS) libmicrohttpd)
 # Archive extraction is linked in directly (not archive_dl.c); networking stays out.
 FUZZ_LIB_SRC  := $(filter-out runtime/archive_dl.c $(NET_SRC),$(wildcard runtime/*.c)) \

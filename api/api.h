@@ -6,10 +6,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../runtime/config.h"
-#include "../runtime/err.h"
-#include "../runtime/peer.h"
-#include "../runtime/sandbox.h"
+#include "config.h"
+#include "err.h"
+#include "peer.h"
+#include "sandbox.h"
 
 #ifndef SANDLOT_VERSION
 #define SANDLOT_VERSION "0.1.0-dev"

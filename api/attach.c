@@ -17,8 +17,8 @@
 #include <nettle/base64.h>
 #include <nettle/sha1.h>
 
-#include "../runtime/clock.h"
-#include "../runtime/state.h"
+#include "clock.h"
+#include "state.h"
 #include "http.h"
 
 #define WS_GUID	       "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"

@@ -10,10 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../runtime/clock.h"
-#include "../runtime/log.h"
-#include "../runtime/rundir.h"
-#include "../runtime/state.h"
+#include "clock.h"
+#include "log.h"
+#include "rundir.h"
+#include "state.h"
 #include "http.h"
 
 

@@ -9,9 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../runtime/cleanup.h"
-#include "../runtime/clock.h"
-#include "../runtime/processes.h"
+#include "cleanup.h"
+#include "clock.h"
+#include "processes.h"
 #include "http.h"
 
 #define OUTPUT_CAP    (1u << 20) /* bytes of each stream returned inline */

@@ -7,8 +7,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "../runtime/cleanup.h"
-#include "../runtime/sbxfs.h"
+#include "cleanup.h"
+#include "sbxfs.h"
 #include "http.h"
 
 /* The sandbox and the ?path= of a file call; *path is malloc'd. */

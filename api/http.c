@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../runtime/quantity.h"
+#include "quantity.h"
 #include "http.h"
 
 enum MHD_Result api_reply(api_req *r, unsigned status, struct MHD_Response *resp)

@@ -11,8 +11,8 @@
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
 
-#include "../runtime/exec.h"
-#include "../runtime/sandbox.h"
+#include "exec.h"
+#include "sandbox.h"
 #include "api.h"
 
 /* A pty master the daemon holds for an interactive execution until it ends: the one

@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../runtime/image.h"
+#include "image.h"
 #include "http.h"
 
 static cJSON *image_json(const sl_image *img)

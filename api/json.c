@@ -9,7 +9,7 @@
 
 #include <nettle/base64.h>
 
-#include "../runtime/quantity.h"
+#include "quantity.h"
 #include "http.h"
 
 static const char *type_name(const cJSON *v)

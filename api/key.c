@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../runtime/cleanup.h"
-#include "../runtime/state.h"
+#include "cleanup.h"
+#include "state.h"
 #include "http.h"
 
 static bool key_valid(const char *k)

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/code.h"
-#include "../runtime/snapshot.h"
-#include "../runtime/volume.h"
+#include "code.h"
+#include "snapshot.h"
+#include "volume.h"
 #include "http.h"
 #include "view.h"
 

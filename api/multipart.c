@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../runtime/cleanup.h"
+#include "cleanup.h"
 
 enum { MP_BODY, MP_AFTER_DELIM, MP_HEADERS, MP_DONE };
 

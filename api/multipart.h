@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../runtime/err.h"
+#include "err.h"
 
 /* The most a part's header block (or a delimiter line's padding) may take. */
 #define API_MULTIPART_HEADER_MAX 16384

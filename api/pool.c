@@ -25,12 +25,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../runtime/clock.h"
-#include "../runtime/idring.h"
-#include "../runtime/log.h"
-#include "../runtime/pool.h"
-#include "../runtime/release.h"
-#include "../runtime/snapshot.h"
+#include "clock.h"
+#include "idring.h"
+#include "log.h"
+#include "pool.h"
+#include "release.h"
+#include "snapshot.h"
 #include "http.h"
 
 #define POOL_MAX_IMAGES 8

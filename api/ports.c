@@ -19,11 +19,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../runtime/connect.h"
-#include "../runtime/launch.h"
-#include "../runtime/log.h"
-#include "../runtime/peer.h"
-#include "../runtime/state.h"
+#include "connect.h"
+#include "launch.h"
+#include "log.h"
+#include "peer.h"
+#include "state.h"
 #include "compat/e2b.h"
 #include "http.h"
 #include "ports_parse.h"

@@ -9,8 +9,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "../runtime/err.h"
-#include "../runtime/sandbox.h"
+#include "err.h"
+#include "sandbox.h"
 
 /* {"8000": {"public": true}, "*": {"public": false}} into SET (at most SL_MAX_PORTS);
  * absent or null: *n = 0. Messages name the field ("ports.8000.public"). */

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/cleanup.h"
-#include "../runtime/packages.h"
-#include "../runtime/net.h"
-#include "../runtime/quantity.h"
+#include "cleanup.h"
+#include "packages.h"
+#include "net.h"
+#include "quantity.h"
 #include "http.h"
 #include "ports_parse.h"
 #include "view.h"

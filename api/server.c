@@ -18,12 +18,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../runtime/cleanup.h"
-#include "../runtime/clock.h"
-#include "../runtime/log.h"
-#include "../runtime/reap.h"
-#include "../runtime/net.h"
-#include "../runtime/state.h"
+#include "cleanup.h"
+#include "clock.h"
+#include "log.h"
+#include "reap.h"
+#include "net.h"
+#include "state.h"
 #include "http.h"
 
 /* How far a body is read (and dropped) so the client still gets its error: past the cap

@@ -9,7 +9,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "../runtime/state.h"
+#include "state.h"
 #include "http.h"
 
 #define BLOCK	   (64 * 1024)

@@ -3,8 +3,8 @@
  * binary too (like key.c): `sandlot ls --format json` and `inspect` print the same shape. */
 #include "view.h"
 
-#include "../runtime/clock.h"
-#include "../runtime/quantity.h"
+#include "clock.h"
+#include "quantity.h"
 
 static cJSON *resources_json(const sl_sandbox *sb)
 {

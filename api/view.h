@@ -5,9 +5,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "../runtime/sandbox.h"
-#include "../runtime/snapshot.h"
-#include "../runtime/volume.h"
+#include "sandbox.h"
+#include "snapshot.h"
+#include "volume.h"
 
 /* The API's Sandbox (internal fields omitted). */
 cJSON *view_sandbox_json(const sl_sandbox *sb);

@@ -5,7 +5,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "../api/view.h"
+#include "view.h"
 
 int cmd_ls(sl_ctx *ctx, int argc, char **argv)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../api/api.h"
+#include "api.h"
 #include "dl.h"
 #include "cli.h"
 #include "packages.h"

@@ -7,7 +7,7 @@
 
 #include "cli.h"
 #include "snapshot.h"
-#include "../api/view.h"
+#include "view.h"
 
 int cmd_snapshot(sl_ctx *ctx, int argc, char **argv)
 {

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../init/proto.h"
+#include "proto.h"
 #include "cleanup.h"
 #include "clock.h"
 #include "execlogs.h"

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../init/proto.h"
+#include "proto.h"
 #include "err.h"
 #include "ctx.h"
 #include "record.h"

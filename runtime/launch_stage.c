@@ -36,7 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../init/proto.h"
+#include "proto.h"
 #include "cleanup.h"
 #include "launch_internal.h"
 #include "log.h"

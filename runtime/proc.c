@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../init/proto.h"
+#include "proto.h"
 #include "cleanup.h"
 #include "clock.h"
 #include "initctl.h"

@@ -8,11 +8,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../runtime/cleanup.h"
-#include "../../runtime/clock.h"
-#include "../../runtime/snapshot.h"
+#include "cleanup.h"
+#include "clock.h"
+#include "snapshot.h"
 #include "agentuity.h"
-#include "../view.h"
+#include "view.h"
 
 /* A oneshot sandbox outlives its command this long without a call on it (for the
  * client's stream reads and polls), then the idle timer destroys it. */

@@ -4,7 +4,7 @@
 #ifndef SANDLOT_API_COMPAT_AGENTUITY_H
 #define SANDLOT_API_COMPAT_AGENTUITY_H
 
-#include "../http.h"
+#include "http.h"
 
 #define AG_PREFIX "/agentuity"
 

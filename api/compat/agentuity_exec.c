@@ -13,9 +13,9 @@
 #include <nettle/hmac.h>
 #include <nettle/memops.h>
 
-#include "../../runtime/cleanup.h"
-#include "../../runtime/clock.h"
-#include "../../runtime/rundir.h"
+#include "cleanup.h"
+#include "clock.h"
+#include "rundir.h"
 #include "agentuity.h"
 
 #define WAIT_MAX_MS (5 * 60 * 1000)

@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../runtime/cleanup.h"
-#include "../../runtime/sbxfs.h"
+#include "cleanup.h"
+#include "sbxfs.h"
 #include "agentuity.h"
 
 #define ARCHIVE_WAIT_MS (10 * 60 * 1000)

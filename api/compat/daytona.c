@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../runtime/cleanup.h"
+#include "cleanup.h"
 #include "daytona.h"
 
 /* ---- errors ---- */

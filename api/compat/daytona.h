@@ -4,7 +4,7 @@
 #ifndef SANDLOT_API_COMPAT_DAYTONA_H
 #define SANDLOT_API_COMPAT_DAYTONA_H
 
-#include "../http.h"
+#include "http.h"
 
 /* Errors as the SDK maps them: {statusCode, message, code, source}. With DAEMON_CODE the
  * source is "DAYTONA_DAEMON" and the code that one (FILE_NOT_FOUND, SESSION_ENDED...), so

@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "../../runtime/clock.h"
+#include "clock.h"
 #include "daytona.h"
 
 #define PING_MS	    25000

@@ -10,9 +10,9 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "../../runtime/cleanup.h"
-#include "../../runtime/sbxfs.h"
-#include "../multipart.h"
+#include "cleanup.h"
+#include "sbxfs.h"
+#include "multipart.h"
 #include "daytona.h"
 
 #define BOUNDARY   "DAYTONA-FILE-BOUNDARY"

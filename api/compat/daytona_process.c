@@ -25,13 +25,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../runtime/cleanup.h"
-#include "../../runtime/clock.h"
-#include "../../runtime/code.h"
-#include "../../runtime/fsutil.h"
-#include "../../runtime/rundir.h"
-#include "../../runtime/sbxfs.h"
-#include "../../runtime/state.h"
+#include "cleanup.h"
+#include "clock.h"
+#include "code.h"
+#include "fsutil.h"
+#include "rundir.h"
+#include "sbxfs.h"
+#include "state.h"
 #include "daytona.h"
 
 #define OUTPUT_CAP   (8u << 20)

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../runtime/cleanup.h"
-#include "../../runtime/snapshot.h"
+#include "cleanup.h"
+#include "snapshot.h"
 #include "daytona.h"
 
 #define GIB	     1073741824.0

@@ -13,9 +13,9 @@
 #include <nettle/hmac.h>
 #include <nettle/sha2.h>
 
-#include "../../runtime/cleanup.h"
-#include "../../runtime/clock.h"
-#include "../../runtime/snapshot.h"
+#include "cleanup.h"
+#include "clock.h"
+#include "snapshot.h"
 #include "e2b.h"
 
 #define DEFAULT_TIMEOUT_S 300

@@ -4,8 +4,8 @@
 #ifndef SANDLOT_API_E2B_H
 #define SANDLOT_API_E2B_H
 
-#include "../../runtime/cleanup.h"
-#include "../http.h"
+#include "cleanup.h"
+#include "http.h"
 
 /* What the SDK is told envd is: it gates client features (octet-stream uploads need
  * 0.5.7, closeStdin 0.5.2, getMetrics 0.1.5; see docs/e2b.md). */

@@ -17,10 +17,10 @@
 
 #include <nettle/base64.h>
 
-#include "../../runtime/cleanup.h"
-#include "../../runtime/clock.h"
-#include "../../runtime/sbxfs.h"
-#include "../../runtime/state.h"
+#include "cleanup.h"
+#include "clock.h"
+#include "sbxfs.h"
+#include "state.h"
 #include "e2b.h"
 
 #define READ_BLOCK    (32 * 1024)

@@ -10,9 +10,9 @@
 
 #include <zlib.h>
 
-#include "../../runtime/cleanup.h"
-#include "../../runtime/sbxfs.h"
-#include "../multipart.h"
+#include "cleanup.h"
+#include "sbxfs.h"
+#include "multipart.h"
 #include "e2b.h"
 
 enum MHD_Result e2b_envd_health(api_req *r)

@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../runtime/cleanup.h"
-#include "../../runtime/rundir.h"
-#include "../../runtime/state.h"
+#include "cleanup.h"
+#include "rundir.h"
+#include "state.h"
 #include "e2b.h"
 
 /* The REPL sources, compiled in (paths from the top of the tree, where make runs). */

@@ -1,7 +1,7 @@
 /* test_ports_parse.c — the `ports` object of create/PATCH, and the preview proxy's reading
  * of a request head: routing by Host, credentials from headers, cookie and query, and the
  * forwarded head with every credential cut out. */
-#include "../../api/ports_parse.h"
+#include "ports_parse.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
