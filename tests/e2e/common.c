@@ -3,6 +3,8 @@
  * way tests start a daemon and talk HTTP to it. */
 #include "common.h"
 
+#include <archive.h>
+
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <dirent.h>
@@ -1663,4 +1665,16 @@ void e2e_resp_free(e2e_resp *r)
 	free(r->headers);
 	cJSON_Delete(r->json);
 	memset(r, 0, sizeof(*r));
+}
+
+char *e2e_write_archive(const char *name, void (*fill)(struct archive *))
+{
+	char *path = e2e_printf("%s/%s", e2e_root(), name);
+	struct archive *a = archive_write_new();
+	archive_write_set_format_pax_restricted(a);
+	assert_int_equal(archive_write_open_filename(a, path), ARCHIVE_OK);
+	fill(a);
+	archive_write_close(a);
+	archive_write_free(a);
+	return path;
 }

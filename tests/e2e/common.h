@@ -184,4 +184,8 @@ char *e2e_probe_bytes(size_t *len);
 /* The value of probe output line "<name> <value>" ("ok", "errno=EPERM"), or NULL. */
 char *e2e_probe_field(const char *probe_out, const char *name);
 
+/* A pax archive <root>/NAME that FILL writes entries into; its path (caller frees). */
+struct archive;
+char *e2e_write_archive(const char *name, void (*fill)(struct archive *));
+
 #endif

@@ -1316,19 +1316,6 @@ static void test_run_release_outlives_its_process_group(void **state)
 
 /* ---- hostile archives ---- */
 
-static char *write_archive(const char *name, void (*fill)(struct archive *))
-{
-	char *path;
-	assert_true(asprintf(&path, "%s/%s", e2e_root(), name) > 0);
-	struct archive *a = archive_write_new();
-	archive_write_set_format_pax_restricted(a);
-	assert_int_equal(archive_write_open_filename(a, path), ARCHIVE_OK);
-	fill(a);
-	archive_write_close(a);
-	archive_write_free(a);
-	return path;
-}
-
 static void add(struct archive *a, const char *path, mode_t type, const char *target,
 		const char *data)
 {
@@ -1384,7 +1371,7 @@ static void fill_planted_proc(struct archive *a)
  * cgroup or record (the teardown's leak check). The next create works. */
 static void test_launch_failure_leaves_nothing(void **state)
 {
-	char *path = write_archive("planted.tar", fill_planted_proc);
+	char *path = e2e_write_archive("planted.tar", fill_planted_proc);
 	free(e2e_sandlot_ok("image", "import", "planted", path, NULL));
 	unlink(path);
 	free(path);
@@ -1423,7 +1410,7 @@ static void test_hostile_archives_refused(void **state)
 	assert_true(asprintf(&layers, "%s/images/layers", getenv("SANDLOT_STATE_DIR")) > 0);
 	char *before_ls = e2e_sandlot_ok("image", "ls", NULL);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char *path = write_archive(cases[i].name, cases[i].fill);
+		char *path = e2e_write_archive(cases[i].name, cases[i].fill);
 		e2e_result r;
 		int st = e2e_sandlot(&r, NULL, 0, "image", "import", "evil", path, NULL);
 		if (st != 125)

@@ -67,18 +67,6 @@ static void fill_setuid(struct archive *a)
 	free(bytes);
 }
 
-static char *write_setuid_image(void)
-{
-	char *path = e2e_printf("%s/setuid.tar", e2e_root());
-	struct archive *a = archive_write_new();
-	archive_write_set_format_pax_restricted(a);
-	assert_int_equal(archive_write_open_filename(a, path), ARCHIVE_OK);
-	fill_setuid(a);
-	archive_write_close(a);
-	archive_write_free(a);
-	return path;
-}
-
 /* The layer's path: <state>/images/layers/<hex of the digest `image import` printed>. */
 static char *layer_file(const char *import_out, const char *file)
 {
@@ -119,7 +107,7 @@ static int run_rootme(void *arg)
  * and its mount honours no set-id bit even for whoever reaches it. */
 static void test_setuid_file_of_an_image_is_no_way_to_root(void **state)
 {
-	char *tar = write_setuid_image();
+	char *tar = e2e_write_archive("setuid.tar", fill_setuid);
 	char *out = e2e_sandlot_ok("image", "import", "setuid", tar, NULL);
 	char *rootme = layer_file(out, "bin/rootme");
 	struct stat st;
