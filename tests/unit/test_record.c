@@ -83,6 +83,7 @@ static void test_schema_2_round_trip(void **state)
 	snprintf(a.net_addr, sizeof(a.net_addr), "10.88.0.7");
 	snprintf(a.net_gateway, sizeof(a.net_gateway), "10.88.0.1");
 	snprintf(a.net_subnet, sizeof(a.net_subnet), "10.88.0.4/30");
+	cJSON_Delete(a.net_allow);
 	a.net_allow = cJSON_CreateArray();
 	cJSON_AddItemToArray(a.net_allow, cJSON_CreateString("203.0.113.0/24"));
 	a.releaser_pid = 4242;
