@@ -122,6 +122,9 @@ $(BUILD)/tests/e2e_%: tests/e2e/%.c $(E2E_COMMON) tests/e2e/common.h $(BUILD)/li
 E2E_API_BIN := $(filter $(BUILD)/tests/e2e_test_api_%,$(E2E_BIN))
 $(E2E_API_BIN): tests/e2e/api_common.c tests/e2e/api_common.h
 $(E2E_API_BIN): E2E_EXTRA := tests/e2e/api_common.c
+# test_exec reads executions in the API's shape (api/view.c, in the binary beside key.c).
+$(BUILD)/tests/e2e_test_exec: E2E_EXTRA := $(BUILD)/api/view.o
+$(BUILD)/tests/e2e_test_exec: $(BUILD)/api/view.o
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "processes.h"
 #include "http.h"
+#include "view.h"
 
 #define OUTPUT_CAP    (1u << 20) /* bytes of each stream returned inline */
 #define WAIT_MAX_MS   (5 * 60 * 1000)
@@ -85,7 +86,7 @@ int api_exec_read_output(api_server *s, const char *sandbox_id, const char *exec
 /* The Execution shape; with OUTPUT and a finished command, stdout/stderr inline. */
 static cJSON *exec_json(api_server *s, const sl_exec *e, bool output)
 {
-	cJSON *o = exec_to_json(e);
+	cJSON *o = view_exec_json(e);
 	if (!o || !output || e->status == SL_EXEC_RUNNING)
 		return o;
 	static const char *const streams[] = {"stdout", "stderr"};

@@ -1,9 +1,10 @@
-/* view.c — the API's shapes of the runtime's objects (Sandbox, Snapshot, Volume), built
- * from the records: the wire format is api/'s, the files are runtime/'s. Linked into the
+/* view.c — the API's shapes of the runtime's objects (Sandbox, Snapshot, Volume,
+ * Execution), built from the records: the wire format is api/'s, the files are runtime/'s. Linked into the
  * binary too (like key.c): `sandlot ls --format json` and `inspect` print the same shape. */
 #include "view.h"
 
 #include "clock.h"
+#include "exec.h"
 #include "quantity.h"
 
 static cJSON *resources_json(const sl_sandbox *sb)
@@ -115,5 +116,42 @@ cJSON *view_volume_json(const sl_volume *v)
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "name", v->name);
 	cJSON_AddStringToObject(o, "createdAt", t);
+	return o;
+}
+
+/* The API's Execution. */
+cJSON *view_exec_json(const sl_exec *e)
+{
+	char t[40];
+	bool running = e->status == SL_EXEC_RUNNING;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", e->id);
+	cJSON_AddStringToObject(o, "sandboxId", e->sandbox_id);
+	cJSON_AddItemToObject(o, "command",
+			      e->command ? cJSON_Duplicate(e->command, 1) : cJSON_CreateArray());
+	cJSON_AddStringToObject(o, "status", exec_status_name(e->status));
+	if (running || e->exit_code < 0)
+		cJSON_AddNullToObject(o, "exitCode");
+	else
+		cJSON_AddNumberToObject(o, "exitCode", e->exit_code);
+	if (e->signal) {
+		exec_signal_name(e->signal, t, sizeof(t));
+		cJSON_AddStringToObject(o, "signal", t);
+	} else {
+		cJSON_AddNullToObject(o, "signal");
+	}
+	cJSON_AddBoolToObject(o, "oomKilled", e->oom_killed);
+	sl_iso_time(e->started_ms, t, sizeof(t));
+	cJSON_AddStringToObject(o, "startedAt", t);
+	if (running) {
+		cJSON_AddNullToObject(o, "finishedAt");
+		cJSON_AddNullToObject(o, "durationMs");
+	} else {
+		sl_iso_time(e->finished_ms, t, sizeof(t));
+		cJSON_AddStringToObject(o, "finishedAt", t);
+		cJSON_AddNumberToObject(o, "durationMs", (double)(e->finished_ms - e->started_ms));
+	}
+	if (e->pid > 0)
+		cJSON_AddNumberToObject(o, "pid", e->pid);
 	return o;
 }

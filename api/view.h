@@ -7,11 +7,13 @@
 
 #include "sandbox.h"
 #include "snapshot.h"
+#include "exec.h"
 #include "volume.h"
 
 /* The API's Sandbox (internal fields omitted). */
 cJSON *view_sandbox_json(const sl_sandbox *sb);
 cJSON *view_snapshot_json(const sl_snapshot *s);
 cJSON *view_volume_json(const sl_volume *v);
+cJSON *view_exec_json(const sl_exec *e);
 
 #endif

@@ -1184,38 +1184,3 @@ const char *exec_status_name(sl_exec_status s)
 	return "failed";
 }
 
-cJSON *exec_to_json(const sl_exec *e)
-{
-	char t[40];
-	bool running = e->status == SL_EXEC_RUNNING;
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "id", e->id);
-	cJSON_AddStringToObject(o, "sandboxId", e->sandbox_id);
-	cJSON_AddItemToObject(o, "command",
-			      e->command ? cJSON_Duplicate(e->command, 1) : cJSON_CreateArray());
-	cJSON_AddStringToObject(o, "status", exec_status_name(e->status));
-	if (running || e->exit_code < 0)
-		cJSON_AddNullToObject(o, "exitCode");
-	else
-		cJSON_AddNumberToObject(o, "exitCode", e->exit_code);
-	if (e->signal) {
-		exec_signal_name(e->signal, t, sizeof(t));
-		cJSON_AddStringToObject(o, "signal", t);
-	} else {
-		cJSON_AddNullToObject(o, "signal");
-	}
-	cJSON_AddBoolToObject(o, "oomKilled", e->oom_killed);
-	sl_iso_time(e->started_ms, t, sizeof(t));
-	cJSON_AddStringToObject(o, "startedAt", t);
-	if (running) {
-		cJSON_AddNullToObject(o, "finishedAt");
-		cJSON_AddNullToObject(o, "durationMs");
-	} else {
-		sl_iso_time(e->finished_ms, t, sizeof(t));
-		cJSON_AddStringToObject(o, "finishedAt", t);
-		cJSON_AddNumberToObject(o, "durationMs", (double)(e->finished_ms - e->started_ms));
-	}
-	if (e->pid > 0)
-		cJSON_AddNumberToObject(o, "pid", e->pid);
-	return o;
-}

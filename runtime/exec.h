@@ -84,8 +84,6 @@ void exec_free(sl_exec *e);
  * ahead of one), with room made for one more start: finished executions removed. */
 int exec_logs_ready(sl_ctx *ctx, const sl_sandbox *sb, sl_err *err);
 void exec_free_list(sl_exec *list, size_t n);
-/* The JSON shape of INTERFACE.md's Execution (without stdout/stderr). */
-cJSON *exec_to_json(const sl_exec *e);
 /* Watch execution EXEC_ID's directory for MASK (its logs grow, its exit is written) on
  * one of ctx's reused inotify instances (dirwatch.h: closing one would wait ~2-15 ms).
  * On failure W->fd is -1, and the caller polls instead. End with exec_watch_end. */

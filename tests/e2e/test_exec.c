@@ -21,6 +21,7 @@
 #include "lookup.h"
 #include "processes.h"
 #include "state.h"
+#include "view.h"
 
 /* ---- helpers ---- */
 
@@ -155,7 +156,7 @@ static void test_exit_codes_and_separate_logs(void **state)
 	assert_log(ctx, id, e.id, "stdout", "out\n");
 	assert_log(ctx, id, e.id, "stderr", "err\n");
 
-	cJSON *j = exec_to_json(&w);
+	cJSON *j = view_exec_json(&w);
 	assert_string_equal(json_str(j, "id"), e.id);
 	assert_string_equal(json_str(j, "sandboxId"), id);
 	assert_string_equal(json_str(j, "status"), "failed");
@@ -194,7 +195,7 @@ static void test_exit_codes_and_separate_logs(void **state)
 	assert_int_equal(w.signal, SIGKILL);
 	assert_int_equal(w.exit_code, 137);
 	assert_false(w.oom_killed);
-	j = exec_to_json(&w);
+	j = view_exec_json(&w);
 	assert_string_equal(json_str(j, "signal"), "SIGKILL");
 	cJSON_Delete(j);
 	exec_free(&e);
@@ -204,7 +205,7 @@ static void test_exit_codes_and_separate_logs(void **state)
 	start_sh(ctx, id, "sleep 30", &e);
 	assert_int_equal(e.status, SL_EXEC_RUNNING);
 	assert_true(e.pid > 1);
-	j = exec_to_json(&e);
+	j = view_exec_json(&e);
 	assert_string_equal(json_str(j, "status"), "running");
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "exitCode")));
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "finishedAt")));
@@ -327,7 +328,7 @@ static void test_timeout_enforced_by_init_without_starter(void **state)
 	assert_true(ran >= 280);
 	assert_true(ran < 2000);
 	assert_true(elapsed < 4000);
-	cJSON *j = exec_to_json(&w);
+	cJSON *j = view_exec_json(&w);
 	assert_string_equal(json_str(j, "status"), "timeout");
 	cJSON_Delete(j);
 	exec_free(&w);
@@ -485,7 +486,7 @@ static void test_signal_cancels(void **state)
 	assert_int_equal(w.status, SL_EXEC_CANCELLED);
 	assert_int_equal(w.signal, SIGTERM);
 	assert_int_equal(w.exit_code, 143);
-	cJSON *j = exec_to_json(&w);
+	cJSON *j = view_exec_json(&w);
 	assert_string_equal(json_str(j, "status"), "cancelled");
 	assert_string_equal(json_str(j, "signal"), "SIGTERM");
 	cJSON_Delete(j);
@@ -534,7 +535,7 @@ static void test_oom_killed(void **state)
 	assert_int_equal(w.signal, SIGKILL);
 	assert_int_equal(w.status, SL_EXEC_FAILED);
 	assert_true(w.oom_killed);
-	cJSON *j = exec_to_json(&w);
+	cJSON *j = view_exec_json(&w);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "oomKilled")));
 	cJSON_Delete(j);
 	exec_free(&e);
