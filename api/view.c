@@ -1,6 +1,7 @@
 /* view.c — the API's shapes of the runtime's objects (Sandbox, Snapshot, Volume,
- * Execution), built from the records: the wire format is api/'s, the files are runtime/'s. Linked into the
- * binary too (like key.c): `sandlot ls --format json` and `inspect` print the same shape. */
+ * Execution), built from their records: the wire format is api/'s, the files are
+ * runtime/'s. Linked into the binary too (like key.c): `sandlot ls --format json` and
+ * `inspect` print the same shape. */
 #include "view.h"
 
 #include "clock.h"
