@@ -188,10 +188,11 @@ clean:
 # libFuzzer harnesses, one per parser of outside input. Their own objects under
 # build/fuzz/ (clang, ASan + UBSan, fuzzer-instrumented), never the gcc ones above.
 # `make fuzz` runs each target FUZZ_SECONDS; `make fuzz-short` (part of `make test`)
-# runs each FUZZ_SHORT_SECONDS after replaying its committed corpus and crash inputs.
+# replays its committed corpus and crash inputs, then FUZZ_SHORT_RUNS inputs drawn from a
+# fixed seed (the same on every machine: tests/fuzz/run.sh).
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
-FUZZ_SHORT_SECONDS ?= 3
+FUZZ_SHORT_RUNS ?= 5000
 FUZZ_DIR      := $(BUILD)/fuzz
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS   := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -std=gnu11 -Wall -Wextra -Werror \
@@ -232,7 +233,7 @@ fuzz: $(FUZZ_BIN)
 
 fuzz-short: $(FUZZ_BIN)
 	@set -e; for t in $(FUZZ_TARGETS); do \
-		FUZZ_SECONDS=$(FUZZ_SHORT_SECONDS) bash tests/fuzz/run.sh $(FUZZ_DIR) $$t; done
+		FUZZ_RUNS=$(FUZZ_SHORT_RUNS) bash tests/fuzz/run.sh $(FUZZ_DIR) $$t; done
 
 # `make bench` / `make bench-quick`: sandlot side by side with crun and bwrap (root; see
 # docs/bench.md). bench-driver times commands and HTTP requests, interleaved.

@@ -4,8 +4,8 @@
 #include "fuzz.h"
 
 /* Input: <mode byte> <body>; mode bit 0 = application/connect+json (an envelope). A
- * message that parses must be an object, and parse again, equal, from the envelope
- * made of its printed form. */
+ * message that parses must be an object, and parse again from the envelope made of its
+ * printed form, printing the same. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fuzz_in in = {data, size};
@@ -34,8 +34,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	env[4] = (char)n;
 	memcpy(env + 5, text, n);
 	cJSON *again = e2b_rpc_message_parse(env, n + 5, true, &err);
-	if (!again || !cJSON_Compare(msg, again, true))
+	/* Compared as printed: cJSON_Compare looks keys up by name, so an object with a
+	 * key twice ({"": 1, "": 2}) would differ from itself. */
+	char *text2 = again ? cJSON_PrintUnformatted(again) : NULL;
+	if (!text2 || strcmp(text, text2))
 		abort();
+	free(text2);
 	cJSON_Delete(again);
 	cJSON_Delete(msg);
 	free(env);
