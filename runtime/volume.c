@@ -41,7 +41,7 @@ static void subvol_path(const sl_ctx *ctx, const char *name, char *buf, size_t l
 	snprintf(buf, len, "%s/store/volumes/%s", ctx->cfg.state_dir, name);
 }
 
-int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
+static int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
 {
 	if (!valid_name(name))
 		return sl_fail(err, SL_INVALID, 0,

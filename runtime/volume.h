@@ -26,7 +26,6 @@ typedef struct sl_volume {
 } sl_volume;
 
 int volume_create(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err);
-int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err);
 int volume_list(sl_ctx *ctx, sl_volume **out, size_t *n, sl_err *err);
 /* SL_CONFLICT while a live sandbox mounts it. */
 int volume_delete(sl_ctx *ctx, const char *name, sl_err *err);

@@ -57,9 +57,6 @@ enum MHD_Result e2b_files_get(api_req *r);
 enum MHD_Result e2b_files_post(api_req *r);
 int e2b_files_post_begin(api_req *r, sl_err *err);
 int e2b_files_post_chunk(api_req *r, const char *data, size_t len, sl_err *err);
-/* Is this execution one of the façade's own (a code-interpreter context)? Hidden from
- * Process.List. */
-bool e2b_exec_is_context(const sl_exec *e);
 
 /* code interpreter (e2b_interp.c) */
 #define E2B_CONTEXT_MARK "--sandlot-e2b-context"

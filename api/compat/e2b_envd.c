@@ -23,6 +23,8 @@
 #include "state.h"
 #include "e2b.h"
 
+static bool e2b_exec_is_context(const sl_exec *e);
+
 #define READ_BLOCK    (32 * 1024)
 #define KEEPALIVE_MS  50000
 #define WAIT_SLICE_MS 250
@@ -285,7 +287,9 @@ static int exec_by_pid(api_server *s, const char *sid, long pid, sl_exec *out, s
 	return 0;
 }
 
-bool e2b_exec_is_context(const sl_exec *e)
+/* Is this execution one of the façade's own (a code-interpreter context)? Hidden from
+ * Process.List. */
+static bool e2b_exec_is_context(const sl_exec *e)
 {
 	const cJSON *last = NULL, *it;
 	cJSON_ArrayForEach(it, e->command)
