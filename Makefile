@@ -74,8 +74,10 @@ $(BUILD)/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl.js
 API_LIBS    := $(shell pkg-config --libs libmicrohttpd zlib nettle)
 $(BUILD)/libsandlot-api.a: $(API_LIB_OBJ)
 	ar rcs $@ $^
-$(BUILD)/tests/test_api_parse: $(BUILD)/libsandlot-api.a $(API_OBJ)
-$(BUILD)/tests/test_api_parse: UNIT_EXTRA := $(BUILD)/libsandlot-api.a $(API_OBJ) $(API_LIBS)
+# The unit tests of api/ code link it from there, as test_<x> links the runtime.
+API_UNIT_BIN := $(BUILD)/tests/test_api_parse $(BUILD)/tests/test_ports_parse
+$(API_UNIT_BIN): $(BUILD)/libsandlot-api.a $(API_OBJ)
+$(API_UNIT_BIN): UNIT_EXTRA := $(BUILD)/libsandlot-api.a $(API_OBJ) $(API_LIBS)
 # The network test reads the nftables ruleset before and after.
 $(BUILD)/tests/e2e_test_net: LDLIBS += $(shell pkg-config --libs libnftables)
 
@@ -106,12 +108,6 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libsandlot.a $(ARCHIVE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(UNIT_EXTRA) $(ARCHIVE_OBJ) $(BUILD)/libsandlot.a $(LDLIBS) \
 		$(ARCHIVE_LIBS) -lcmocka -lcrypto
-
-# The preview proxy's parsers are api/ code with no HTTP library: linked in directly.
-$(BUILD)/tests/test_ports_parse: tests/unit/test_ports_parse.c api/ports_parse.c api/ports_parse.h \
-		$(BUILD)/libsandlot.a
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< api/ports_parse.c $(BUILD)/libsandlot.a $(LDLIBS) -lcmocka
 
 $(BUILD)/tests/e2e_%: tests/e2e/%.c $(E2E_COMMON) tests/e2e/common.h $(BUILD)/libsandlot.a
 	@mkdir -p $(dir $@)
