@@ -633,9 +633,9 @@ static bool metadata_match(const sl_sandbox *sb, const char *filter)
 
 static bool state_match(const sl_sandbox *sb, const char *states)
 {
-	const char *st = sb->status == SL_ST_RUNNING	 ? "running"
+	const char *st = sb->status == SL_ST_RUNNING  ? "running"
 			 : sb->status == SL_ST_PAUSED ? "paused"
-							 : NULL;
+						      : NULL;
 	if (!st)
 		return false;
 	if (!states || !*states)
