@@ -219,8 +219,7 @@ bool record_pid_alive(pid_t pid, uint64_t start)
 void record_refresh_status(sl_sandbox *sb, bool running)
 {
 	bool is_running = sb->status == SL_ST_RUNNING;
-	if ((is_running && running) || sb->status == SL_ST_PAUSED ||
-	    sb->status == SL_ST_POOLED) {
+	if ((is_running && running) || sb->status == SL_ST_PAUSED || sb->status == SL_ST_POOLED) {
 		char boot[64];
 		record_boot_id(boot, sizeof(boot));
 		if (sb->boot_id[0] && strcmp(boot, sb->boot_id) != 0)

@@ -792,8 +792,7 @@ static int load_locked(sl_ctx *ctx, const char *ref, sl_sandbox *sb, int *lk, sl
 	return sandbox_get_locked(ctx, ref, sb, lk, err);
 }
 
-static int want_status(const sl_sandbox *sb, enum sl_status want, const char *verb,
-		       sl_err *err)
+static int want_status(const sl_sandbox *sb, enum sl_status want, const char *verb, sl_err *err)
 {
 	if (sb->status == want)
 		return 0;
@@ -842,8 +841,7 @@ int sandbox_stop(sl_ctx *ctx, const char *ref, int grace_ms, sl_sandbox *out, sl
 	_cleanup_close_ int lk = -1;
 	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
 		return -1;
-	if (sb.status != SL_ST_RUNNING && sb.status != SL_ST_PAUSED &&
-	    sb.status != SL_ST_FAILED) {
+	if (sb.status != SL_ST_RUNNING && sb.status != SL_ST_PAUSED && sb.status != SL_ST_FAILED) {
 		int r = want_status(&sb, SL_ST_RUNNING, "stopped", err);
 		sandbox_free(&sb);
 		return r;
@@ -978,8 +976,7 @@ int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl
 	cJSON_Delete(allow);
 	cJSON_Delete(deny);
 	/* A running (or paused) sandbox's chain changes now; a stopped one's at start. */
-	if (r == 0 && sb.net_enabled &&
-	    (sb.status == SL_ST_RUNNING || sb.status == SL_ST_PAUSED)) {
+	if (r == 0 && sb.net_enabled && (sb.status == SL_ST_RUNNING || sb.status == SL_ST_PAUSED)) {
 		sl_net_sandbox ns;
 		sl_cidr al[SL_NET_MAX_RULES], de[SL_NET_MAX_RULES];
 		r = sbxnet_spec(&sb, &ns, al, de, err);

@@ -234,8 +234,7 @@ enum MHD_Result ag_execution_list(api_req *r)
 {
 	sl_err err = {0};
 	sl_sandbox sb;
-	if (sandbox_get(r->srv->ctx, r->param[0], &sb, &err) < 0 ||
-	    sb.status == SL_ST_TERMINATED) {
+	if (sandbox_get(r->srv->ctx, r->param[0], &sb, &err) < 0 || sb.status == SL_ST_TERMINATED) {
 		if (!err.kind) {
 			sandbox_free(&sb);
 			sl_fail(&err, SL_NOTFOUND, 0, "sandbox %s was destroyed", r->param[0]);

@@ -133,8 +133,7 @@ static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_
 	}
 	int found = -1;
 	for (size_t i = 0; i < n && found < 0; i++)
-		if (all[i].status == SL_ST_RUNNING &&
-		    signature_matches(r->srv, r, all[i].id, sig))
+		if (all[i].status == SL_ST_RUNNING && signature_matches(r->srv, r, all[i].id, sig))
 			found = (int)i;
 	char id[32] = "";
 	if (found >= 0)
@@ -673,9 +672,9 @@ static bool metadata_match(const sl_sandbox *sb, const char *filter)
 
 static bool state_match(const sl_sandbox *sb, const char *states)
 {
-	const char *st = sb->status == SL_ST_RUNNING	 ? "running"
+	const char *st = sb->status == SL_ST_RUNNING  ? "running"
 			 : sb->status == SL_ST_PAUSED ? "paused"
-							 : NULL;
+						      : NULL;
 	if (!st)
 		return false;
 	if (!states || !*states)
