@@ -784,6 +784,19 @@ int sandbox_image_in_use(sl_ctx *ctx, const char *digest, bool *in_use, sl_err *
 	return 0;
 }
 
+/* The end of a change to a record loaded under its lock: saved (durably) when R, the
+ * change's result, is 0; handed to OUT when asked for, freed otherwise. */
+static int save_change(sl_ctx *ctx, sl_sandbox *sb, int r, sl_sandbox *out, sl_err *err)
+{
+	if (r == 0)
+		r = record_save(ctx, sb, true, err);
+	if (r == 0 && out)
+		*out = *sb;
+	else
+		sandbox_free(sb);
+	return r;
+}
+
 /* ---- lifecycle ---- */
 
 /* Load under the sandbox's lock; the caller unlocks by closing *lk. */
@@ -854,12 +867,7 @@ int sandbox_stop(sl_ctx *ctx, const char *ref, int grace_ms, sl_sandbox *out, sl
 	sb.status = SL_ST_STOPPED;
 	sb.init_pid = 0;
 	sb.init_start = 0;
-	int r = record_save(ctx, &sb, true, err);
-	if (r == 0 && out)
-		*out = sb;
-	else
-		sandbox_free(&sb);
-	return r;
+	return save_change(ctx, &sb, 0, out, err);
 }
 
 int sandbox_start(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
@@ -909,12 +917,7 @@ int sandbox_set_labels(sl_ctx *ctx, const char *ref, const cJSON *labels, sl_san
 	}
 	cJSON_Delete(sb.labels);
 	sb.labels = cJSON_Duplicate(labels, 1);
-	int r = record_save(ctx, &sb, true, err);
-	if (r == 0 && out)
-		*out = sb;
-	else
-		sandbox_free(&sb);
-	return r;
+	return save_change(ctx, &sb, 0, out, err);
 }
 
 int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int64_t idle_ms,
@@ -936,12 +939,7 @@ int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int6
 		sb.idle_ms = idle_ms;
 	if (exec_ms >= 0)
 		sb.exec_timeout_ms = exec_ms;
-	int r = record_save(ctx, &sb, true, err);
-	if (r == 0 && out)
-		*out = sb;
-	else
-		sandbox_free(&sb);
-	return r;
+	return save_change(ctx, &sb, 0, out, err);
 }
 
 int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl_sandbox *out,
@@ -983,13 +981,7 @@ int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl
 		if (r == 0)
 			r = net_set_rules(&ctx->cfg, &ns, err);
 	}
-	if (r == 0)
-		r = record_save(ctx, &sb, true, err);
-	if (r == 0 && out)
-		*out = sb;
-	else
-		sandbox_free(&sb);
-	return r;
+	return save_change(ctx, &sb, r, out, err);
 }
 
 int sandbox_set_ports(sl_ctx *ctx, const char *ref, const sl_port_setting *set, size_t n,
@@ -1004,13 +996,7 @@ int sandbox_set_ports(sl_ctx *ctx, const char *ref, const sl_port_setting *set, 
 		r = sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed", sb.id);
 	if (r == 0)
 		r = record_ports_apply(&sb.ports, set, n, err);
-	if (r == 0)
-		r = record_save(ctx, &sb, true, err);
-	if (r == 0 && out)
-		*out = sb;
-	else
-		sandbox_free(&sb);
-	return r;
+	return save_change(ctx, &sb, r, out, err);
 }
 
 int sandbox_preview_token(sl_ctx *ctx, const sl_sandbox *sb, char token[65], sl_err *err)
