@@ -300,33 +300,9 @@ static bool parse_id(const char *s, size_t len, uint32_t *id)
 	return true;
 }
 
-/* Find an entry of /etc/passwd (uid in field 3, gid in 4) or /etc/group (gid in 3) by
- * name, or by id when name is NULL. The file is the sandbox's, hence hostile: bounded
- * read, fields checked, malformed lines skipped. 0 found, 1 not found, -1 error. */
-static int userdb_find(const struct sbx_root *r, bool passwd, const char *name, uint32_t want,
-		       uint32_t *id, uint32_t *gid, sl_err *err)
+int sbxfs_userdb_scan(char *buf, bool passwd, const char *name, uint32_t want, uint32_t *id,
+		      uint32_t *gid)
 {
-	const char *file = passwd ? "/etc/passwd" : "/etc/group";
-	struct stat st;
-	sl_err e = {0};
-	_cleanup_close_ int fd = open_regular(r, file, O_RDONLY, "read", &st, &e);
-	if (fd < 0)
-		return e.kind == SL_NOTFOUND ? 1 : (*err = e, -1);
-	_cleanup_free_ char *buf = malloc(USERDB_MAX + 1);
-	if (!buf)
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "read %s", file);
-	size_t len = 0;
-	while (len < USERDB_MAX) {
-		ssize_t n = read(fd, buf + len, USERDB_MAX - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return sbxfs_io_fail(r->sb, "read", file, errno, err);
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
 	for (char *line = buf; line && *line;) {
 		char *next = strchr(line, '\n');
 		if (next)
@@ -357,6 +333,35 @@ static int userdb_find(const struct sbx_root *r, bool passwd, const char *name, 
 		line = next;
 	}
 	return 1;
+}
+
+/* Find an entry of the sandbox's /etc/passwd or /etc/group (sbxfs_userdb_scan): the file
+ * is the sandbox's, hence hostile: bounded read. 0 found, 1 not found, -1 error. */
+static int userdb_find(const struct sbx_root *r, bool passwd, const char *name, uint32_t want,
+		       uint32_t *id, uint32_t *gid, sl_err *err)
+{
+	const char *file = passwd ? "/etc/passwd" : "/etc/group";
+	struct stat st;
+	sl_err e = {0};
+	_cleanup_close_ int fd = open_regular(r, file, O_RDONLY, "read", &st, &e);
+	if (fd < 0)
+		return e.kind == SL_NOTFOUND ? 1 : (*err = e, -1);
+	_cleanup_free_ char *buf = malloc(USERDB_MAX + 1);
+	if (!buf)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "read %s", file);
+	size_t len = 0;
+	while (len < USERDB_MAX) {
+		ssize_t n = read(fd, buf + len, USERDB_MAX - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return sbxfs_io_fail(r->sb, "read", file, errno, err);
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	return sbxfs_userdb_scan(buf, passwd, name, want, id, gid);
 }
 
 /* "name" or "id" of a user (gid_out: the passwd primary group, NULL if not wanted). */

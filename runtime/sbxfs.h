@@ -73,6 +73,12 @@ int sbxfs_write_all(const sl_sandbox *sb, int fd, const char *path, const void *
  * descriptor, or -1 (SL_EXHAUSTED when the host's watch limit is reached). */
 int sbxfs_watch_dir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, int ino, uint32_t mask,
 		    sl_err *err);
+/* Find a line of /etc/passwd (uid in field 3, gid in 4) or /etc/group (gid in 3), the
+ * NUL-terminated BUF (cut into lines in place), by NAME, or by id WANT when NAME is NULL.
+ * Malformed lines and ids from 65536 up are skipped. 0 found (*ID, and *GID from passwd
+ * when GID is not NULL), 1 not found. */
+int sbxfs_userdb_scan(char *buf, bool passwd, const char *name, uint32_t want, uint32_t *id,
+		      uint32_t *gid);
 /* The permission bits as text, "rwxr-xr-x" with s/S and t/T, NUL-terminated. */
 void fileinfo_permissions(uint32_t mode, char out[10]);
 
