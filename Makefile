@@ -211,7 +211,7 @@ $(FUZZ_DIR)/libsandlot-fuzz.a: $(FUZZ_LIB_OBJ)
 	ar rcs $@ $^
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_DIR)/libsandlot-fuzz.a
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -Iapi -fsanitize=fuzzer -o $@ $< $(FUZZ_EXTRA) \
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_EXTRA) \
 		$(FUZZ_DIR)/libsandlot-fuzz.a $(FUZZ_LIBS)
 
 # The create parser runs up to the pool and sandbox_create, which the harness stands in
