@@ -26,16 +26,13 @@ static enum MHD_Result lifecycle(api_req *r, int (*fn)(sl_ctx *, const char *, s
 						       sl_err *))
 {
 	sl_err err = { 0 };
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	if (fn(r->srv->ctx, r->param[0], &sb, &err) < 0) {
 		if (err.kind == SL_INVALID)
 			err.kind = SL_NOTFOUND;
 		return api_reply_error(r, &err);
 	}
-	char id[32];
-	snprintf(id, sizeof(id), "%s", sb.id);
-	sandbox_free(&sb);
-	return reply_sandbox(r, id);
+	return reply_sandbox(r, sb.id);
 }
 
 static int stop_10s(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)

@@ -481,13 +481,10 @@ enum MHD_Result dt_sandbox_list(api_req *r)
 enum MHD_Result dt_sandbox_delete(api_req *r)
 {
 	sl_err err = {0};
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	if (lookup(r, &sb, &err) < 0)
 		return dt_error(r, &err, NULL);
-	char id[32];
-	snprintf(id, sizeof(id), "%s", sb.id);
-	sandbox_free(&sb);
-	if (api_destroy(r->srv, id, "deleted", &err) < 0)
+	if (api_destroy(r->srv, sb.id, "deleted", &err) < 0)
 		return dt_error(r, &err, NULL);
 	return api_reply_empty(r, 200);
 }
@@ -495,40 +492,34 @@ enum MHD_Result dt_sandbox_delete(api_req *r)
 enum MHD_Result dt_sandbox_start(api_req *r)
 {
 	sl_err err = {0};
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	if (lookup(r, &sb, &err) < 0)
 		return dt_error(r, &err, NULL);
-	char id[32];
-	snprintf(id, sizeof(id), "%s", sb.id);
 	bool running = sb.status == SL_ST_RUNNING, paused = sb.status == SL_ST_PAUSED;
-	sandbox_free(&sb);
 	/* Starting a started sandbox is a no-op in Daytona; a paused one resumes. */
 	int rc = running  ? 0
-		 : paused ? sandbox_resume(r->srv->ctx, id, NULL, &err)
-			  : sandbox_start(r->srv->ctx, id, NULL, &err);
+		 : paused ? sandbox_resume(r->srv->ctx, sb.id, NULL, &err)
+			  : sandbox_start(r->srv->ctx, sb.id, NULL, &err);
 	if (rc < 0)
 		return dt_error(r, &err, NULL);
-	return reply_dto(r, id, 200);
+	return reply_dto(r, sb.id, 200);
 }
 
 enum MHD_Result dt_sandbox_stop(api_req *r)
 {
 	sl_err err = {0};
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	bool force = false;
 	if (api_query_bool(r, "force", false, &force, &err) < 0 || lookup(r, &sb, &err) < 0)
 		return dt_error(r, &err, NULL);
-	char id[32];
-	snprintf(id, sizeof(id), "%s", sb.id);
 	bool stopped = sb.status == SL_ST_STOPPED, ephemeral = sb.ephemeral;
-	sandbox_free(&sb);
 	/* autoDeleteInterval 0 (ephemeral): Daytona deletes such a sandbox when it stops. */
 	int rc = stopped     ? 0
-		 : ephemeral ? api_destroy(r->srv, id, "stopped (ephemeral)", &err)
-			     : sandbox_stop(r->srv->ctx, id, force ? 0 : 10000, NULL, &err);
+		 : ephemeral ? api_destroy(r->srv, sb.id, "stopped (ephemeral)", &err)
+			     : sandbox_stop(r->srv->ctx, sb.id, force ? 0 : 10000, NULL, &err);
 	if (rc < 0)
 		return dt_error(r, &err, NULL);
-	return ephemeral && !stopped ? api_reply_empty(r, 200) : reply_dto(r, id, 200);
+	return ephemeral && !stopped ? api_reply_empty(r, 200) : reply_dto(r, sb.id, 200);
 }
 
 enum MHD_Result dt_sandbox_labels(api_req *r)
@@ -575,14 +566,11 @@ static enum MHD_Result set_timeout(api_req *r, bool idle)
 {
 	sl_err err = {0};
 	int64_t n = 0;
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	if (interval(r, &n, &err) < 0 || lookup(r, &sb, &err) < 0)
 		return dt_error(r, &err, NULL);
-	char id[32];
-	snprintf(id, sizeof(id), "%s", sb.id);
-	sandbox_free(&sb);
-	int rc = idle ? sandbox_set_timeouts(r->srv->ctx, id, -1, n * 60000, -1, NULL, &err)
-		      : sandbox_set_timeouts(r->srv->ctx, id, n * 60000, -1, -1, NULL, &err);
+	int rc = idle ? sandbox_set_timeouts(r->srv->ctx, sb.id, -1, n * 60000, -1, NULL, &err)
+		      : sandbox_set_timeouts(r->srv->ctx, sb.id, n * 60000, -1, -1, NULL, &err);
 	return rc < 0 ? dt_error(r, &err, NULL) : api_reply_empty(r, 200);
 }
 

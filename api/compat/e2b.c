@@ -528,7 +528,7 @@ static enum MHD_Result set_timeout(api_req *r)
 	const cJSON *in;
 	sl_err err = {0};
 	int64_t tmo = -1;
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	enum MHD_Result ret;
 	if (api_body_object(r, false, &in, &err) < 0 || timeout_field(in, &tmo, &err) < 0)
 		return e2b_reply_err(r, &err);
@@ -536,47 +536,38 @@ static enum MHD_Result set_timeout(api_req *r)
 		return e2b_reply_code(r, 400, "timeout: required (seconds)");
 	if (path_sandbox(r, &sb, &ret) < 0)
 		return ret;
-	char id[32];
-	snprintf(id, sizeof(id), "%s", sb.id);
-	sandbox_free(&sb);
 	/* 0 would mean "no deadline" to the runtime; E2B means "now". */
-	if (sandbox_set_timeouts(r->srv->ctx, id, tmo ? tmo : 1, -1, -1, NULL, &err) < 0)
+	if (sandbox_set_timeouts(r->srv->ctx, sb.id, tmo ? tmo : 1, -1, -1, NULL, &err) < 0)
 		return e2b_reply_err(r, &err);
 	return api_reply_empty(r, 204);
 }
 
 static enum MHD_Result pause_sandbox(api_req *r)
 {
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	sl_err err = {0};
 	enum MHD_Result ret;
 	if (path_sandbox(r, &sb, &ret) < 0)
 		return ret;
-	char id[32];
-	snprintf(id, sizeof(id), "%s", sb.id);
 	bool paused = sb.status == SL_ST_PAUSED;
-	sandbox_free(&sb);
 	if (paused)
-		return e2b_reply_code(r, 409, "sandbox %s is already paused", id);
+		return e2b_reply_code(r, 409, "sandbox %s is already paused", sb.id);
 	/* A paused E2B sandbox keeps until resumed or killed: no deadline while paused
 	 * (connect sets a new one). */
-	if (sandbox_pause(r->srv->ctx, id, NULL, &err) < 0 ||
-	    sandbox_set_timeouts(r->srv->ctx, id, 0, -1, -1, NULL, &err) < 0)
+	if (sandbox_pause(r->srv->ctx, sb.id, NULL, &err) < 0 ||
+	    sandbox_set_timeouts(r->srv->ctx, sb.id, 0, -1, -1, NULL, &err) < 0)
 		return e2b_reply_err(r, &err);
 	return api_reply_empty(r, 204);
 }
 
 static enum MHD_Result kill_sandbox(api_req *r)
 {
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	sl_err err = {0};
 	enum MHD_Result ret;
 	if (path_sandbox(r, &sb, &ret) < 0)
 		return ret;
-	char id[32];
-	snprintf(id, sizeof(id), "%s", sb.id);
-	sandbox_free(&sb);
-	if (api_destroy(r->srv, id, "deleted", &err) < 0)
+	if (api_destroy(r->srv, sb.id, "deleted", &err) < 0)
 		return e2b_reply_err(r, &err);
 	return api_reply_empty(r, 204);
 }
