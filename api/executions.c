@@ -239,15 +239,12 @@ enum MHD_Result api_exec_get(api_req *r)
 {
 	sl_err err = {0};
 	int64_t wait_ms;
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	if (wait_param(r, &wait_ms, &err) < 0 || api_sandbox_for_call(r, &sb, &err) < 0)
 		return api_reply_error(r, &err);
-	char sid[32];
-	snprintf(sid, sizeof(sid), "%s", sb.id);
-	sandbox_free(&sb);
 	sl_exec e;
-	int rc = wait_ms >= 0 ? api_exec_wait(r, sid, r->param[1], wait_ms, &e, &err)
-			      : exec_get(r->srv->ctx, sid, r->param[1], &e, &err);
+	int rc = wait_ms >= 0 ? api_exec_wait(r, sb.id, r->param[1], wait_ms, &e, &err)
+			      : exec_get(r->srv->ctx, sb.id, r->param[1], &e, &err);
 	if (rc < 0)
 		return api_reply_error(r, &err);
 	cJSON *o = exec_json(r->srv, &e, wait_ms >= 0);

@@ -181,7 +181,7 @@ void api_preview_url(api_server *s, const char *id, unsigned port, char *buf, si
 enum MHD_Result api_ports_get(api_req *r)
 {
 	sl_err err = { 0 };
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	char *end;
 	unsigned long port = strtoul(r->param[1], &end, 10);
 	if (*end || port < 1 || port > 65535)
@@ -190,18 +190,16 @@ enum MHD_Result api_ports_get(api_req *r)
 	if (api_sandbox_for_call(r, &sb, &err) < 0)
 		return api_reply_error(r, &err);
 	bool running = sb.status == SL_ST_RUNNING, public_port = sandbox_port_public(&sb, port);
-	char id[32], token[65];
-	snprintf(id, sizeof(id), "%s", sb.id);
+	char token[65];
 	int tr = sandbox_preview_token(r->srv->ctx, &sb, token, &err);
-	sandbox_free(&sb);
 	if (tr < 0)
 		return api_reply_error(r, &err);
 	if (!running)
-		return api_fail(r, SL_CONFLICT, "sandbox %s is not running; start it first", id);
+		return api_fail(r, SL_CONFLICT, "sandbox %s is not running; start it first", sb.id);
 	api_server *s = r->srv;
 	pthread_mutex_lock(&s->lock);
 	struct api_relay *rel = s->relays;
-	while (rel && (rel->closed || rel->port != port || strcmp(rel->sandbox_id, id)))
+	while (rel && (rel->closed || rel->port != port || strcmp(rel->sandbox_id, sb.id)))
 		rel = rel->next;
 	if (!rel) {
 		rel = calloc(1, sizeof(*rel));
@@ -213,7 +211,7 @@ enum MHD_Result api_ports_get(api_req *r)
 			rel->fd = fd;
 			rel->port = port;
 			rel->host_port = hp;
-			snprintf(rel->sandbox_id, sizeof(rel->sandbox_id), "%s", id);
+			snprintf(rel->sandbox_id, sizeof(rel->sandbox_id), "%s", sb.id);
 			if (pthread_create(&t, NULL, relay_accept, rel) == 0) {
 				pthread_detach(t);
 				rel->next = s->relays;
@@ -236,7 +234,7 @@ enum MHD_Result api_ports_get(api_req *r)
 	char buf[160];
 	snprintf(buf, sizeof(buf), "127.0.0.1:%u", hp);
 	cJSON_AddStringToObject(o, "host", buf);
-	api_preview_url(s, id, port, buf, sizeof(buf));
+	api_preview_url(s, sb.id, port, buf, sizeof(buf));
 	cJSON_AddStringToObject(o, "url", buf);
 	cJSON_AddNumberToObject(o, "port", (double)port);
 	cJSON_AddStringToObject(o, "token", token);

@@ -538,7 +538,7 @@ enum MHD_Result api_sandboxes_patch(api_req *r)
 	static const char *const fields[] = {"labels", "timeout", "network", "ports", NULL};
 	const cJSON *body;
 	sl_err err = {0};
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0}, now = {0};
 	if (api_body_object(r, false, &body, &err) < 0 ||
 	    api_json_fields(body, "", fields, &err) < 0)
 		return api_reply_error(r, &err);
@@ -580,14 +580,10 @@ enum MHD_Result api_sandboxes_patch(api_req *r)
 		rc = sandbox_set_ports(r->srv->ctx, sb.id, ports, nports, NULL, &err);
 	if (rc == 0 && (tmo[0] >= 0 || tmo[1] >= 0 || tmo[2] >= 0))
 		rc = sandbox_set_timeouts(r->srv->ctx, sb.id, tmo[1], tmo[0], tmo[2], NULL, &err);
-	char id[32];
-	snprintf(id, sizeof(id), "%s", sb.id);
-	sandbox_free(&sb);
-	if (rc < 0 || sandbox_get(r->srv->ctx, id, &sb, &err) < 0)
+	/* The sandbox as the changes left it. */
+	if (rc < 0 || sandbox_get(r->srv->ctx, sb.id, &now, &err) < 0)
 		return api_reply_error(r, &err);
-	cJSON *o = api_sandbox_json(r->srv, &sb, true);
-	sandbox_free(&sb);
-	return api_reply_json(r, 200, o);
+	return api_reply_json(r, 200, api_sandbox_json(r->srv, &now, true));
 }
 
 enum MHD_Result api_sandboxes_delete(api_req *r)

@@ -92,7 +92,7 @@ enum MHD_Result dt_execute(api_req *r)
 		api_strv_free(env);
 		return dt_fail(r, SL_INVALID, NULL, "command: required (a shell command line)");
 	}
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
 	if (dt_sandbox(r, &sb, &err) < 0) {
 		api_strv_free(env);
 		return dt_error(r, &err, NULL);
@@ -110,9 +110,6 @@ enum MHD_Result dt_execute(api_req *r)
 	if (!line && !err.kind)
 		sl_fail(&err, SL_INTERNAL, ENOMEM, "execute");
 	api_strv_free(env);
-	char sid[32];
-	snprintf(sid, sizeof(sid), "%s", sb.id);
-	sandbox_free(&sb);
 	if (rc < 0)
 		return dt_error(r, &err, NULL);
 	char eid[32];
@@ -129,8 +126,8 @@ enum MHD_Result dt_execute(api_req *r)
 	/* stderr holds only why a command could not start (the shell's own goes to stdout). */
 	_cleanup_free_ char *out = NULL, *errout = NULL;
 	bool trunc;
-	if (api_exec_read_output(r->srv, sid, eid, "stdout", OUTPUT_CAP, &out, &trunc, &err) < 0 ||
-	    api_exec_read_output(r->srv, sid, eid, "stderr", OUTPUT_CAP, &errout, &trunc, &err) < 0)
+	if (api_exec_read_output(r->srv, sb.id, eid, "stdout", OUTPUT_CAP, &out, &trunc, &err) < 0 ||
+	    api_exec_read_output(r->srv, sb.id, eid, "stderr", OUTPUT_CAP, &errout, &trunc, &err) < 0)
 		return dt_error(r, &err, NULL);
 	_cleanup_free_ char *result = concat(out, errout);
 	cJSON *o = cJSON_CreateObject();

@@ -534,18 +534,14 @@ enum MHD_Result dt_sandbox_labels(api_req *r)
 	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(body, "labels");
 	if (!cJSON_IsObject(labels))
 		return dt_fail(r, SL_INVALID, NULL, "labels: required (an object of strings)");
-	sl_sandbox sb;
+	_cleanup_sandbox_ sl_sandbox sb = {0}, now = {0};
 	if (lookup(r, &sb, &err) < 0)
 		return dt_error(r, &err, NULL);
-	char id[32];
-	snprintf(id, sizeof(id), "%s", sb.id);
-	sandbox_free(&sb);
-	if (sandbox_set_labels(r->srv->ctx, id, labels, &sb, &err) < 0)
+	if (sandbox_set_labels(r->srv->ctx, sb.id, labels, &now, &err) < 0)
 		return dt_error(r, &err, NULL);
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddItemToObject(o, "labels",
-			      sb.labels ? cJSON_Duplicate(sb.labels, 1) : cJSON_CreateObject());
-	sandbox_free(&sb);
+			      now.labels ? cJSON_Duplicate(now.labels, 1) : cJSON_CreateObject());
 	return api_reply_json(r, 200, o);
 }
 
