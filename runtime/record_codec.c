@@ -1,51 +1,114 @@
 /* record_codec.c — sandbox records on disk (record_codec.h). Version 2 names each field
  * after the struct member it stores, in snake case, flat; the API's shape is api/'s to
  * build (api/view.c), so renaming an API field never changes a file. Version 1 (every
- * record before this one) is read field by field and written back as 2 on its next save. */
+ * record before this one) is read field by field and written back as 2 on its next save.
+ * One table says both: each member, its key in version 2, and where version 1 kept it. */
 #include "record_codec.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cleanup.h"
 
-static void get_str(char *dst, size_t len, const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	snprintf(dst, len, "%s", cJSON_IsString(v) ? v->valuestring : "");
-}
+enum field_type { F_STR, F_I64, F_U64, F_U32, F_PID, F_BOOL, F_OBJECT, F_ARRAY };
 
-static double get_num(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
-
-static bool get_bool(const cJSON *o, const char *key)
-{
-	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
-}
-
-/* The string fields, with their names in each version. */
-#define STR_FIELDS(sb)                                                                           \
-	{                                                                                        \
-		{"id", "id", sb->id, sizeof(sb->id)},                                            \
-		    {"name", "name", sb->name, sizeof(sb->name)},                                \
-		    {"image", "image", sb->image, sizeof(sb->image)},                            \
-		    {"image_digest", "imageDigest", sb->digest, sizeof(sb->digest)},             \
-		    {"user", "user", sb->user, sizeof(sb->user)},                                \
-		    {"workdir", "workingDirectory", sb->workdir, sizeof(sb->workdir)},           \
-		    {"reason", "reason", sb->reason, sizeof(sb->reason)},                        \
-		    {"snapshot", "snapshot", sb->snapshot, sizeof(sb->snapshot)},                \
-	}
-
-struct str_field {
-	const char *v2, *v1;
-	char *dst;
-	size_t len;
+struct field {
+	enum field_type type;
+	size_t off, len; /* the member; len: a string's buffer */
+	const char *v2;	 /* its key in version 2 */
+	const char *v1_in, *v1; /* version 1: the object that held it ("" the top), its key */
 };
+
+#define M(member) offsetof(sl_sandbox, member)
+#define S(member) M(member), sizeof(((sl_sandbox *)0)->member)
+
+/* Every member a record keeps, but its status (a name, record.c's table). Version 1 had
+ * no net_subnet outside "internal", no ports or preview token: NULL there. */
+static const struct field fields[] = {
+    {F_STR, S(id), "id", "", "id"},
+    {F_STR, S(name), "name", "", "name"},
+    {F_STR, S(image), "image", "", "image"},
+    {F_STR, S(digest), "image_digest", "", "imageDigest"},
+    {F_STR, S(user), "user", "", "user"},
+    {F_STR, S(workdir), "workdir", "", "workingDirectory"},
+    {F_STR, S(reason), "reason", "", "reason"},
+    {F_STR, S(snapshot), "snapshot", "", "snapshot"},
+    {F_I64, M(created_ms), 0, "created_ms", "internal", "createdMs"},
+    {F_I64, M(terminated_ms), 0, "terminated_ms", "internal", "terminatedMs"},
+    {F_I64, M(expires_ms), 0, "expires_ms", "internal", "expiresMs"},
+    {F_U64, M(limits.cpu_millicores), 0, "cpu_millicores", "internal", "cpuMillis"},
+    {F_U64, M(limits.memory_bytes), 0, "memory_bytes", "internal", "memoryBytes"},
+    {F_U64, M(limits.pids_max), 0, "pids_max", "resources", "pids"},
+    {F_U64, M(disk_bytes), 0, "disk_bytes", "internal", "diskBytes"},
+    {F_U64, M(idle_ms), 0, "idle_ms", "timeout", "idle"},
+    {F_U64, M(lifetime_ms), 0, "lifetime_ms", "timeout", "lifetime"},
+    {F_U64, M(exec_timeout_ms), 0, "exec_timeout_ms", "timeout", "execution"},
+    {F_U32, M(uid_base), 0, "uid_base", "internal", "uidBase"},
+    {F_PID, M(init_pid), 0, "init_pid", "internal", "initPid"},
+    {F_U64, M(init_start), 0, "init_start", "internal", "initStart"},
+    {F_PID, M(creator_pid), 0, "creator_pid", "internal", "creatorPid"},
+    {F_U64, M(creator_start), 0, "creator_start", "internal", "creatorStart"},
+    {F_PID, M(releaser_pid), 0, "releaser_pid", "internal", "releaserPid"},
+    {F_U64, M(releaser_start), 0, "releaser_start", "internal", "releaserStart"},
+    {F_BOOL, M(ephemeral), 0, "ephemeral", "", "ephemeral"},
+    {F_STR, S(boot_id), "boot_id", "internal", "bootId"},
+    {F_BOOL, M(net_enabled), 0, "net_enabled", "network", "enabled"},
+    {F_STR, S(net_addr), "net_address", "network", "address"},
+    {F_STR, S(net_gateway), "net_gateway", "network", "gateway"},
+    {F_STR, S(net_subnet), "net_subnet", "internal", "netSubnet"},
+    {F_STR, S(preview_token), "preview_token", NULL, NULL},
+    {F_OBJECT, M(env), 0, "env", "", "env"},
+    {F_OBJECT, M(labels), 0, "labels", "", "labels"},
+    {F_ARRAY, M(volumes), 0, "volumes", "", "volumes"},
+    {F_ARRAY, M(packages), 0, "packages", "", "packages"},
+    {F_ARRAY, M(net_allow), 0, "net_allow", "network", "allow"},
+    {F_ARRAY, M(net_deny), 0, "net_deny", "network", "deny"},
+    {F_OBJECT, M(ports), 0, "ports", NULL, NULL},
+};
+
+static double num_of(const sl_sandbox *sb, const struct field *f)
+{
+	const char *p = (const char *)sb + f->off;
+	switch (f->type) {
+	case F_I64:
+		return (double)*(const int64_t *)p;
+	case F_U64:
+		return (double)*(const uint64_t *)p;
+	case F_U32:
+		return (double)*(const uint32_t *)p;
+	case F_PID:
+		return (double)*(const pid_t *)p;
+	default:
+		return 0;
+	}
+}
+
+/* A number out of its member's range (a damaged record) reads as 0: a cast of it would
+ * be undefined. */
+static void set_num(sl_sandbox *sb, const struct field *f, double v)
+{
+	char *p = (char *)sb + f->off;
+	switch (f->type) {
+	case F_I64:
+		*(int64_t *)p = v >= -9.2e18 && v <= 9.2e18 ? (int64_t)v : 0;
+		break;
+	case F_U64:
+		*(uint64_t *)p = v >= 0 && v < 1.8e19 ? (uint64_t)v : 0;
+		break;
+	case F_U32:
+		*(uint32_t *)p = v >= 0 && v <= (double)UINT32_MAX ? (uint32_t)v : 0;
+		break;
+	case F_PID:
+		*(pid_t *)p = v >= 0 && v <= (double)INT32_MAX ? (pid_t)v : 0;
+		break;
+	default:
+		break;
+	}
+}
 
 char *record_encode(const sl_sandbox *sb)
 {
@@ -54,131 +117,42 @@ char *record_encode(const sl_sandbox *sb)
 		return NULL;
 	cJSON_AddNumberToObject(o, "schema", RECORD_SCHEMA);
 	cJSON_AddStringToObject(o, "status", sandbox_status_name(sb->status));
-	sl_sandbox *s = (sl_sandbox *)sb; /* STR_FIELDS takes the members' addresses */
-	const struct str_field strs[] = STR_FIELDS(s);
-	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
-		cJSON_AddStringToObject(o, strs[i].v2, strs[i].dst);
-	const struct {
-		const char *key;
-		double v;
-	} nums[] = {
-	    {"created_ms", (double)sb->created_ms},
-	    {"terminated_ms", (double)sb->terminated_ms},
-	    {"expires_ms", (double)sb->expires_ms},
-	    {"cpu_millicores", (double)sb->limits.cpu_millicores},
-	    {"memory_bytes", (double)sb->limits.memory_bytes},
-	    {"pids_max", (double)sb->limits.pids_max},
-	    {"disk_bytes", (double)sb->disk_bytes},
-	    {"idle_ms", (double)sb->idle_ms},
-	    {"lifetime_ms", (double)sb->lifetime_ms},
-	    {"exec_timeout_ms", (double)sb->exec_timeout_ms},
-	    {"uid_base", sb->uid_base},
-	    {"init_pid", sb->init_pid},
-	    {"init_start", (double)sb->init_start},
-	    {"creator_pid", sb->creator_pid},
-	    {"creator_start", (double)sb->creator_start},
-	    {"releaser_pid", sb->releaser_pid},
-	    {"releaser_start", (double)sb->releaser_start},
-	};
-	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
-		cJSON_AddNumberToObject(o, nums[i].key, nums[i].v);
-	cJSON_AddBoolToObject(o, "ephemeral", sb->ephemeral);
-	cJSON_AddStringToObject(o, "boot_id", sb->boot_id);
-	cJSON_AddBoolToObject(o, "net_enabled", sb->net_enabled);
-	cJSON_AddStringToObject(o, "net_address", sb->net_addr);
-	cJSON_AddStringToObject(o, "net_gateway", sb->net_gateway);
-	cJSON_AddStringToObject(o, "net_subnet", sb->net_subnet);
-	cJSON_AddStringToObject(o, "preview_token", sb->preview_token);
-	const struct {
-		const char *key;
-		const cJSON *v;
-		bool object;
-	} items[] = {
-	    {"env", sb->env, true},		{"labels", sb->labels, true},
-	    {"volumes", sb->volumes, false},	{"packages", sb->packages, false},
-	    {"net_allow", sb->net_allow, false}, {"net_deny", sb->net_deny, false},
-	    {"ports", sb->ports, true},
-	};
-	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++)
-		cJSON_AddItemToObject(o, items[i].key,
-				      items[i].v	? cJSON_Duplicate(items[i].v, 1)
-				      : items[i].object ? cJSON_CreateObject()
-							: cJSON_CreateArray());
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		const struct field *f = &fields[i];
+		const char *p = (const char *)sb + f->off;
+		const cJSON *j;
+		switch (f->type) {
+		case F_STR:
+			cJSON_AddStringToObject(o, f->v2, p);
+			break;
+		case F_BOOL:
+			cJSON_AddBoolToObject(o, f->v2, *(const bool *)p);
+			break;
+		case F_OBJECT:
+		case F_ARRAY:
+			j = *(cJSON *const *)(const void *)p;
+			cJSON_AddItemToObject(o, f->v2,
+					      j ? cJSON_Duplicate(j, 1)
+					      : f->type == F_OBJECT ? cJSON_CreateObject()
+								    : cJSON_CreateArray());
+			break;
+		default:
+			cJSON_AddNumberToObject(o, f->v2, num_of(sb, f));
+		}
+	}
 	return cJSON_PrintUnformatted(o);
 }
 
-/* Version 2: the struct's members by name. */
-static void decode_v2(cJSON *o, sl_sandbox *sb)
+/* FIELD's value in O, a record of VERSION (NULL when that version has none). Version 1's
+ * values sit in the object the table names. */
+static cJSON *value_of(cJSON *o, int version, const struct field *f)
 {
-	sb->created_ms = get_num(o, "created_ms");
-	sb->terminated_ms = get_num(o, "terminated_ms");
-	sb->expires_ms = get_num(o, "expires_ms");
-	sb->limits.cpu_millicores = get_num(o, "cpu_millicores");
-	sb->limits.memory_bytes = get_num(o, "memory_bytes");
-	sb->limits.pids_max = get_num(o, "pids_max");
-	sb->disk_bytes = get_num(o, "disk_bytes");
-	sb->idle_ms = get_num(o, "idle_ms");
-	sb->lifetime_ms = get_num(o, "lifetime_ms");
-	sb->exec_timeout_ms = get_num(o, "exec_timeout_ms");
-	sb->uid_base = get_num(o, "uid_base");
-	sb->init_pid = get_num(o, "init_pid");
-	sb->init_start = get_num(o, "init_start");
-	sb->creator_pid = get_num(o, "creator_pid");
-	sb->creator_start = get_num(o, "creator_start");
-	sb->releaser_pid = get_num(o, "releaser_pid");
-	sb->releaser_start = get_num(o, "releaser_start");
-	sb->ephemeral = get_bool(o, "ephemeral");
-	get_str(sb->boot_id, sizeof(sb->boot_id), o, "boot_id");
-	sb->net_enabled = get_bool(o, "net_enabled");
-	get_str(sb->net_addr, sizeof(sb->net_addr), o, "net_address");
-	get_str(sb->net_gateway, sizeof(sb->net_gateway), o, "net_gateway");
-	get_str(sb->net_subnet, sizeof(sb->net_subnet), o, "net_subnet");
-	sb->env = cJSON_DetachItemFromObjectCaseSensitive(o, "env");
-	sb->labels = cJSON_DetachItemFromObjectCaseSensitive(o, "labels");
-	sb->volumes = cJSON_DetachItemFromObjectCaseSensitive(o, "volumes");
-	sb->packages = cJSON_DetachItemFromObjectCaseSensitive(o, "packages");
-	sb->net_allow = cJSON_DetachItemFromObjectCaseSensitive(o, "net_allow");
-	sb->net_deny = cJSON_DetachItemFromObjectCaseSensitive(o, "net_deny");
-	sb->ports = cJSON_DetachItemFromObjectCaseSensitive(o, "ports");
-	get_str(sb->preview_token, sizeof(sb->preview_token), o, "preview_token");
-}
-
-/* Version 1: the /v1 shape of the sandbox, with what the API does not show under
- * "internal" (runtime/sandbox.c before the schema had a number). */
-static void decode_v1(cJSON *o, sl_sandbox *sb)
-{
-	sb->ephemeral = get_bool(o, "ephemeral");
-	sb->env = cJSON_DetachItemFromObjectCaseSensitive(o, "env");
-	sb->labels = cJSON_DetachItemFromObjectCaseSensitive(o, "labels");
-	sb->volumes = cJSON_DetachItemFromObjectCaseSensitive(o, "volumes");
-	sb->packages = cJSON_DetachItemFromObjectCaseSensitive(o, "packages");
-	const cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "internal");
-	sb->created_ms = get_num(in, "createdMs");
-	sb->terminated_ms = get_num(in, "terminatedMs");
-	sb->limits.cpu_millicores = get_num(in, "cpuMillis");
-	sb->limits.memory_bytes = get_num(in, "memoryBytes");
-	sb->limits.pids_max = get_num(cJSON_GetObjectItemCaseSensitive(o, "resources"), "pids");
-	sb->disk_bytes = get_num(in, "diskBytes");
-	sb->uid_base = get_num(in, "uidBase");
-	sb->init_pid = get_num(in, "initPid");
-	sb->init_start = get_num(in, "initStart");
-	sb->creator_pid = get_num(in, "creatorPid");
-	sb->creator_start = get_num(in, "creatorStart");
-	get_str(sb->boot_id, sizeof(sb->boot_id), in, "bootId");
-	sb->expires_ms = get_num(in, "expiresMs");
-	get_str(sb->net_subnet, sizeof(sb->net_subnet), in, "netSubnet");
-	sb->releaser_pid = get_num(in, "releaserPid");
-	sb->releaser_start = get_num(in, "releaserStart");
-	cJSON *net = cJSON_GetObjectItemCaseSensitive(o, "network");
-	sb->net_enabled = get_bool(net, "enabled");
-	get_str(sb->net_addr, sizeof(sb->net_addr), net, "address");
-	get_str(sb->net_gateway, sizeof(sb->net_gateway), net, "gateway");
-	sb->net_allow = cJSON_DetachItemFromObjectCaseSensitive(net, "allow");
-	sb->net_deny = cJSON_DetachItemFromObjectCaseSensitive(net, "deny");
-	const cJSON *to = cJSON_GetObjectItemCaseSensitive(o, "timeout");
-	sb->idle_ms = get_num(to, "idle");
-	sb->lifetime_ms = get_num(to, "lifetime");
-	sb->exec_timeout_ms = get_num(to, "execution");
+	if (version != 1)
+		return cJSON_GetObjectItemCaseSensitive(o, f->v2);
+	if (!f->v1)
+		return NULL;
+	cJSON *in = *f->v1_in ? cJSON_GetObjectItemCaseSensitive(o, f->v1_in) : o;
+	return cJSON_GetObjectItemCaseSensitive(in, f->v1);
 }
 
 int record_decode(const char *text, const char *what, sl_sandbox *sb, sl_err *err)
@@ -194,14 +168,32 @@ int record_decode(const char *text, const char *what, sl_sandbox *sb, sl_err *er
 			       "newer than this binary?)",
 			       what, version, RECORD_SCHEMA);
 	memset(sb, 0, sizeof(*sb));
-	struct str_field strs[] = STR_FIELDS(sb);
-	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
-		get_str(strs[i].dst, strs[i].len, o, version == 1 ? strs[i].v1 : strs[i].v2);
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
 	sandbox_status_parse(cJSON_IsString(st) ? st->valuestring : "", &sb->status);
-	if (version == 1)
-		decode_v1(o, sb);
-	else
-		decode_v2(o, sb);
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		const struct field *f = &fields[i];
+		char *p = (char *)sb + f->off;
+		cJSON *v = value_of(o, version, f);
+		switch (f->type) {
+		case F_STR:
+			snprintf(p, f->len, "%s", cJSON_IsString(v) ? v->valuestring : "");
+			break;
+		case F_BOOL:
+			*(bool *)p = cJSON_IsTrue(v);
+			break;
+		case F_OBJECT:
+		case F_ARRAY:
+			/* Taken out of the parsed tree (which then frees the rest). */
+			if (v && (f->type == F_OBJECT ? cJSON_IsObject(v) : cJSON_IsArray(v)))
+				*(cJSON **)(void *)p = cJSON_DetachItemViaPointer(
+				    version == 1 && *f->v1_in
+					? cJSON_GetObjectItemCaseSensitive(o, f->v1_in)
+					: o,
+				    v);
+			break;
+		default:
+			set_num(sb, f, cJSON_IsNumber(v) ? v->valuedouble : 0);
+		}
+	}
 	return 0;
 }
