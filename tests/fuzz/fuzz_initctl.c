@@ -25,28 +25,14 @@ static int open_fds(void)
 	return n;
 }
 
+/* What init sends, as the daemon's own sender sends to init (initctl_send). */
 static void send_reply(int sock, const uint8_t *p, size_t n, int nfds)
 {
 	int fds[3];
-	union {
-		char b[CMSG_SPACE(sizeof(fds))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {(void *)p, n};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 	for (int i = 0; i < nfds; i++)
 		if ((fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
 			abort();
-	if (nfds) {
-		mh.msg_control = u.b;
-		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-	}
-	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
+	if (initctl_send(sock, p, n, fds, nfds) < 0)
 		abort();
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
