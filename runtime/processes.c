@@ -112,16 +112,23 @@ static int cmp_inner_pid(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/* The host pids of SB's processes (its cgroup's, sorted; *PIDS malloc'd). */
+static int host_pids(sl_ctx *ctx, const sl_sandbox *sb, pid_t **pids, size_t *np, sl_err *err)
+{
+	char cg[64];
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
+	return cgroup_procs(ctx->cg, cg, pids, np, err) < 0 ? sl_wrap(err, "sandbox %s", sb->id)
+							    : 0;
+}
+
 int sandbox_processes(sl_ctx *ctx, const sl_sandbox *sb, sl_process **out, size_t *n, sl_err *err)
 {
 	*out = NULL;
 	*n = 0;
-	char cg[64];
-	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
 	_cleanup_free_ pid_t *pids = NULL;
 	size_t np = 0;
-	if (cgroup_procs(ctx->cg, cg, &pids, &np, err) < 0)
-		return sl_wrap(err, "sandbox %s", sb->id);
+	if (host_pids(ctx, sb, &pids, &np, err) < 0)
+		return -1;
 	sl_exec *execs = NULL;
 	size_t ne = 0;
 	sl_err e2 = {0};
@@ -173,12 +180,10 @@ int sandbox_kill_process(sl_ctx *ctx, const sl_sandbox *sb, pid_t pid, int sig, 
 		return sl_fail(err, SL_INVALID, 0, "pid %d: no such process", (int)pid);
 	if (sig < 1 || sig >= NSIG)
 		return sl_fail(err, SL_INVALID, 0, "signal %d: no such signal", sig);
-	char cg[64];
-	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
 	_cleanup_free_ pid_t *pids = NULL;
 	size_t np = 0;
-	if (cgroup_procs(ctx->cg, cg, &pids, &np, err) < 0)
-		return sl_wrap(err, "sandbox %s", sb->id);
+	if (host_pids(ctx, sb, &pids, &np, err) < 0)
+		return -1;
 	pid_t host = 0;
 	for (size_t i = 0; i < np && !host; i++) {
 		long in, pg, sd;
