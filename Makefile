@@ -5,8 +5,17 @@ MUSLCC  ?= musl-gcc
 BUILD   := build
 PKGS    := libcjson libseccomp nettle
 CFLAGS  ?= -O2 -g
+# `make ... SAN=1`: everything but the static musl programs (sandlot-init, probe) built
+# with ASan + UBSan into build-san/ (a sibling of build/, so the binary finds seccomp/ as
+# ../seccomp as build/sandlot does); docs/testing.md, "Sanitizers".
+FORTIFY := -D_FORTIFY_SOURCE=2
+ifeq ($(SAN),1)
+FORTIFY :=
+BUILD   := build-san
+CFLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+endif
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wshadow -Wformat=2 -Wno-format-truncation \
-           -fstack-protector-strong -D_FORTIFY_SOURCE=2 -D_GNU_SOURCE -Iruntime -Iapi -Iinit \
+           -fstack-protector-strong $(FORTIFY) -D_GNU_SOURCE -Iruntime -Iapi -Iinit \
            $(shell pkg-config --cflags $(PKGS) libmicrohttpd)
 LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lpthread -ldl
 ARCHIVE_LIBS := $(shell pkg-config --libs libarchive)
@@ -125,9 +134,18 @@ $(BUILD)/tests/e2e_test_exec: $(BUILD)/api/view.o
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
-images: $(BUILD)/images/busybox.tar
+# The image tarballs are the same for every build: build/images, also under SAN=1
+# (build-san/images is a link to it, where the tests look beside the binary).
+IMG := build/images
+images: $(IMG)/busybox.tar
+ifeq ($(SAN),1)
+images: $(BUILD)/images
+$(BUILD)/images:
+	@mkdir -p $(BUILD) $(IMG)
+	ln -sfn ../$(IMG) $@
+endif
 
-$(BUILD)/images/busybox.tar: images/busybox/build.sh
+$(IMG)/busybox.tar: images/busybox/build.sh
 	@mkdir -p $(dir $@)
 	sh images/busybox/build.sh $@
 
@@ -136,18 +154,18 @@ $(BUILD)/images/busybox.tar: images/busybox/build.sh
 IMAGES ?= busybox default
 .PHONY: images-busybox images-default
 images: $(IMAGES:%=images-%)
-images-busybox: $(BUILD)/images/busybox.tar
+images-busybox: $(IMG)/busybox.tar
 
 # build.sh skips the build when the tarball's recipe hash is current (docs/default-image.md).
 # `make images` only builds tarballs (tests import them into their own state roots);
 # `make install-images` imports them into $SANDLOT_STATE_DIR (default /var/lib/sandlot),
 # skipping an image that already has these bytes.
 images-default:
-	@bash images/default/build.sh $(BUILD)/images/default.tar.zst
+	@bash images/default/build.sh $(IMG)/default.tar.zst
 
 .PHONY: install-images
 install-images: all images
-	@for img in busybox:$(BUILD)/images/busybox.tar default:$(BUILD)/images/default.tar.zst; do \
+	@for img in busybox:$(IMG)/busybox.tar default:$(IMG)/default.tar.zst; do \
 		n=$${img%%:*}; f=$${img#*:}; [ -f "$$f" ] || continue; \
 		d=$$(sha256sum "$$f" | cut -c1-12); \
 		$(BUILD)/sandlot image ls 2>/dev/null | grep -q "^$$n  *sha256:$$d" || \
@@ -159,18 +177,32 @@ LOCK ?= flock /tmp/sandlot-test.lock
 
 e2e: all images $(E2E_BIN)
 	@set -e; for t in $(E2E_BIN); do echo "== $$t"; \
-		LOCK="$(LOCK)" LOGS=$(BUILD)/logs bash tests/e2e/run-suite.sh $$t; done
+		SANDLOT_BUILD=$(BUILD) LOCK="$(LOCK)" LOGS=$(BUILD)/logs bash tests/e2e/run-suite.sh $$t; done
+
+# The sanitizers' short pass, part of `make test`: the unit suite and the API end-to-end
+# suites built with ASan + UBSan (build-san/). `make test SAN=1` runs every suite so.
+SAN_E2E := sandboxes exec files spares daemon
+.PHONY: san-short e2e-api
+e2e-api: all images $(SAN_E2E:%=$(BUILD)/tests/e2e_test_api_%)
+	@set -e; for t in $(SAN_E2E:%=$(BUILD)/tests/e2e_test_api_%); do echo "== $$t"; \
+		SANDLOT_BUILD=$(BUILD) LOCK="$(LOCK)" LOGS=$(BUILD)/logs bash tests/e2e/run-suite.sh $$t; done
+san-short:
+	@$(MAKE) --no-print-directory SAN=1 unit
+	@$(MAKE) --no-print-directory SAN=1 e2e-api
 
 # Compatibility suites: the real SDKs (npm, committed lockfiles) against a real daemon.
 COMPAT_DIRS := $(patsubst %/package.json,%,$(wildcard tests/compat/*/package.json))
 .PHONY: compat
 compat: all images
-	@set -e; for d in $(COMPAT_DIRS); do $(LOCK) bash tests/compat/run-suite.sh $$d; done
+	@set -e; for d in $(COMPAT_DIRS); do SANDLOT_BUILD=$(abspath $(BUILD)) $(LOCK) bash tests/compat/run-suite.sh $$d; done
 
 test: all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory fuzz-short
 	@$(MAKE) --no-print-directory e2e
+ifneq ($(SAN),1)
+	@$(MAKE) --no-print-directory san-short
+endif
 	@$(MAKE) --no-print-directory compat
 	@echo "make test: all suites passed"
 

@@ -44,6 +44,20 @@ int cli_usage(const char *fmt, ...)
 	return EXIT_SANDLOT;
 }
 
+#ifdef __SANITIZE_ADDRESS__
+/* make SAN=1 only. ASan calls this before every noreturn call to unpoison the rest of
+ * the stack, and warns once ("ignoring requested __asan_handle_no_return") when the stack
+ * is not the thread's: a launch child runs on its own stack (runtime/launch.c), so the
+ * warning landed in the sandbox's stderr. The unpoisoning matters only where a stack
+ * lives on after a noreturn call (longjmp, swapcontext), which sandlot never does; the
+ * launch stacks are unpoisoned when they are put back (launch_stack_put). This
+ * definition in the executable comes before libasan's for every caller. */
+void __asan_handle_no_return(void);
+void __asan_handle_no_return(void)
+{
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	static const struct {

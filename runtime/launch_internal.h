@@ -17,6 +17,14 @@
 /* A launch's clone stack (launch_stack_get; launch.c says why they are kept). */
 #define LAUNCH_STACK (256 * 1024)
 
+/* ASan's shadow of a stack a CLONE_VM child ran on (make SAN=1); nothing otherwise. */
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#define asan_unpoison(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define asan_unpoison(p, n) ((void)(p), (void)(n))
+#endif
+
 /* What container runtimes hide in /proc and /sys (NULL-terminated). */
 extern const char *const launch_masked_paths[];
 

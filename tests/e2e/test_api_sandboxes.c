@@ -511,7 +511,8 @@ static void test_ports(void **state)
 	assert_true(e2e_contains(out, "502"));
 	free(out);
 	free(head);
-	out = tcp_exchange(pp, "GET / HTTP/1.0\r\nHost: example.com\r\n\r\n", 40, false);
+	const char *bad_host = "GET / HTTP/1.0\r\nHost: example.com\r\n\r\n";
+	out = tcp_exchange(pp, bad_host, strlen(bad_host), false);
 	assert_true(e2e_contains(out, "404"));
 	free(out);
 	/* Bad port numbers. */
