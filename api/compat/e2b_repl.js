@@ -23,7 +23,7 @@ let count = 0;
 const TEXT_MAX = 256 << 10;
 const emit = (o) => {
 	for (const k of ['text', 'value', 'traceback'])
-		if (typeof o[k] === 'string' && o[k].length > TEXT_MAX)
+		if (typeof o[k] === 'string' && o[k].length > TEXT_MAX + 64) // room for a marker
 			o[k] = o[k].slice(0, TEXT_MAX) +
 				`\u2026[cut: ${Buffer.byteLength(o[k].slice(TEXT_MAX))} bytes]`;
 	o._req = cur;

@@ -18,8 +18,10 @@ _cur = [None]
 
 
 # The longest text of one event, in characters; the rest is cut with a marker (the
-# façade refuses lines much longer: docs/e2b.md, "Long output").
+# façade refuses lines much longer: docs/e2b.md, "Long output"). _MARK_ROOM: a text
+# already cut by _Stream is that long at most, with its marker.
 _TEXT_MAX = 256 << 10
+_MARK_ROOM = 64
 
 
 def _nbytes(s, a, b):
@@ -32,7 +34,7 @@ def _nbytes(s, a, b):
 def _emit(obj):
     for k in ("text", "value", "traceback"):
         v = obj.get(k)
-        if isinstance(v, str) and len(v) > _TEXT_MAX:
+        if isinstance(v, str) and len(v) > _TEXT_MAX + _MARK_ROOM:
             obj[k] = v[:_TEXT_MAX] + "\u2026[cut: %d bytes]" % _nbytes(v, _TEXT_MAX, len(v))
     obj["_req"] = _cur[0]
     line = json.dumps(obj)

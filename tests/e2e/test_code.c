@@ -280,8 +280,9 @@ static void test_e2b_interpreter_cuts_long_lines(void **state)
 {
 	char *sock = e2e_printf("%s/interp.sock", e2e_root());
 	e2e_daemon d;
-	/* Room for the cells' 700 MiB strings, and a 1 GiB log space (a quarter). */
-	setenv("SANDLOT_DEFAULT_MEMORY", "4Gi", 1);
+	/* Room for the cells' 700 MiB strings (several copies before the fix), and a
+	 * 1 GiB log space (a quarter, at most). */
+	setenv("SANDLOT_DEFAULT_MEMORY", "6Gi", 1);
 	e2e_daemon_start(&d, sock, false, NULL);
 	unsetenv("SANDLOT_DEFAULT_MEMORY");
 	e2e_resp r;
