@@ -229,6 +229,11 @@ enum MHD_Result api_files_delete(api_req *r)
 	return rc < 0 ? api_reply_error(r, &err) : api_reply_empty(r, 204);
 }
 
+static int list_entry(void *arg, const sl_fileinfo *fi, sl_err *err)
+{
+	return api_json_list_add(arg, fileinfo_to_json(fi), err);
+}
+
 enum MHD_Result api_fs_list(api_req *r)
 {
 	sl_sandbox sb;
@@ -236,18 +241,14 @@ enum MHD_Result api_fs_list(api_req *r)
 	sl_err err = {0};
 	if (file_target(r, &sb, &path, &err) < 0)
 		return api_reply_error(r, &err);
-	sl_fileinfo *list;
-	size_t n;
-	int rc = sbxfs_list(r->srv->ctx, &sb, path, &list, &n, &err);
+	api_json_list l = {0};
+	int rc = sbxfs_list(r->srv->ctx, &sb, path, list_entry, &l, &err);
 	sandbox_free(&sb);
-	if (rc < 0)
+	if (rc < 0) {
+		api_json_list_free(&l);
 		return api_reply_error(r, &err);
-	cJSON *o = cJSON_CreateObject();
-	cJSON *arr = cJSON_AddArrayToObject(o, "entries");
-	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(arr, fileinfo_to_json(&list[i]));
-	free(list);
-	return api_reply_json(r, 200, o);
+	}
+	return api_reply_json_list(r, 200, &l, "{\"entries\":", "}");
 }
 
 enum MHD_Result api_fs_stat(api_req *r)

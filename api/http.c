@@ -61,6 +61,77 @@ enum MHD_Result api_reply_json(api_req *r, unsigned status, cJSON *body)
 	return api_reply(r, status, json_response(body));
 }
 
+static int json_list_put(api_json_list *l, const char *s, size_t n, sl_err *err)
+{
+	if (l->len + n + 1 > API_JSON_LIST_MAX)
+		return sl_fail(err, SL_TOOLARGE, 0,
+			       "the answer would pass %u MiB of JSON after %zu entries; ask for less",
+			       API_JSON_LIST_MAX >> 20, l->count);
+	if (l->len + n + 1 > l->cap) {
+		size_t cap = l->cap ? l->cap : 4096;
+		while (cap < l->len + n + 1)
+			cap *= 2;
+		char *b = realloc(l->buf, cap);
+		if (!b)
+			return sl_fail(err, SL_INTERNAL, ENOMEM, "a listing's answer");
+		l->buf = b;
+		l->cap = cap;
+	}
+	memcpy(l->buf + l->len, s, n);
+	l->len += n;
+	l->buf[l->len] = '\0';
+	return 0;
+}
+
+int api_json_list_add(api_json_list *l, cJSON *item, sl_err *err)
+{
+	char *s = item ? cJSON_PrintUnformatted(item) : NULL;
+	cJSON_Delete(item);
+	if (!s)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "a listing's answer");
+	int rc = json_list_put(l, l->count ? "," : "[", 1, err);
+	if (rc == 0)
+		rc = json_list_put(l, s, strlen(s), err);
+	free(s);
+	if (rc == 0)
+		l->count++;
+	return rc;
+}
+
+enum MHD_Result api_reply_json_list(api_req *r, unsigned status, api_json_list *l,
+				    const char *before, const char *after)
+{
+	size_t nb = strlen(before), na = strlen(after);
+	char *t = malloc(nb + (l->len ? l->len : 1) + 1 + na + 2);
+	if (!t)
+		return MHD_NO;
+	size_t n = 0;
+	memcpy(t, before, nb);
+	n += nb;
+	memcpy(t + n, l->len ? l->buf : "[", l->len ? l->len : 1);
+	n += l->len ? l->len : 1;
+	t[n++] = ']';
+	memcpy(t + n, after, na);
+	n += na;
+	t[n++] = '\n';
+	t[n] = '\0';
+	api_json_list_free(l);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(n, t, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(t);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	return api_reply(r, status, resp);
+}
+
+void api_json_list_free(api_json_list *l)
+{
+	free(l->buf);
+	l->buf = NULL;
+	l->len = l->cap = l->count = 0;
+}
+
 enum MHD_Result api_reply_empty(api_req *r, unsigned status)
 {
 	return api_reply(r, status,

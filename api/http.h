@@ -142,6 +142,20 @@ enum MHD_Result api_reply(api_req *r, unsigned status, struct MHD_Response *resp
 /* Takes BODY. */
 enum MHD_Result api_reply_json(api_req *r, unsigned status, cJSON *body);
 enum MHD_Result api_reply_empty(api_req *r, unsigned status);
+
+/* A JSON array written an item at a time, each printed as it comes and freed: a reply
+ * of N entries costs their text, not a tree of them, and at most API_JSON_LIST_MAX. */
+#define API_JSON_LIST_MAX (32u << 20)
+typedef struct api_json_list {
+	char *buf;
+	size_t len, cap, count;
+} api_json_list;
+/* Takes ITEM. SL_TOOLARGE once the text would pass API_JSON_LIST_MAX. */
+int api_json_list_add(api_json_list *l, cJSON *item, sl_err *err);
+/* Answers BEFORE, the array, AFTER (e.g. "{\"entries\":" and "}"); takes L's text. */
+enum MHD_Result api_reply_json_list(api_req *r, unsigned status, api_json_list *l,
+				    const char *before, const char *after);
+void api_json_list_free(api_json_list *l);
 /* The HTTP status of ERR: its kind's, but 507 for a full sandbox disk (every shape uses it). */
 unsigned api_err_status(const sl_err *err);
 enum MHD_Result api_reply_error(api_req *r, const sl_err *err);

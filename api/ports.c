@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "connect.h"
+#include "crash.h"
 #include "launch.h"
 #include "log.h"
 #include "peer.h"
@@ -143,6 +144,7 @@ static void *relay_accept(void *arg)
 			break; /* shut down by api_ports_sweep */
 		}
 		spawn_conn(s, fd, r->sandbox_id, r->port, relay_conn);
+		sl_delay_point("relay-accepted"); /* test_relay_listener_not_reused */
 	}
 	/* This thread closes the listener, not the sweep: closed under a thread still in (or
 	 * about to call) accept4, its number could be reused by any open meanwhile, and this

@@ -209,6 +209,22 @@ static int out_file(struct cp *c, const sl_fileinfo *fi, int hdir, const char *n
 	return 0;
 }
 
+/* A directory being copied out: its host fd and path, its children's depth. */
+struct out_level {
+	struct cp *c;
+	int dfd;
+	const char *hpath;
+	int depth;
+};
+
+static int out_child(void *arg, const sl_fileinfo *fi, sl_err *err)
+{
+	struct out_level *lv = arg;
+	_cleanup_free_ char *hp = join(lv->hpath, fi->name);
+	return hp ? out_entry(lv->c, fi, lv->dfd, fi->name, hp, lv->depth)
+		  : sl_fail(err, SL_INTERNAL, ENOMEM, "copy %s", fi->path);
+}
+
 static int out_dir(struct cp *c, const sl_fileinfo *fi, int hdir, const char *name,
 		   const char *hpath, int depth)
 {
@@ -232,17 +248,8 @@ static int out_dir(struct cp *c, const sl_fileinfo *fi, int hdir, const char *na
 			fi->path);
 		return 0;
 	}
-	sl_fileinfo *list;
-	size_t n;
-	if (sbxfs_list(c->ctx, &c->sb, fi->path, &list, &n, &c->err) < 0)
-		return -1;
-	int r = 0;
-	for (size_t i = 0; i < n && r == 0; i++) {
-		_cleanup_free_ char *hp = join(hpath, list[i].name);
-		r = hp ? out_entry(c, &list[i], dfd, list[i].name, hp, depth + 1)
-		       : sl_fail(&c->err, SL_INTERNAL, ENOMEM, "copy %s", fi->path);
-	}
-	free(list);
+	struct out_level lv = {c, dfd, hpath, depth + 1};
+	int r = sbxfs_list(c->ctx, &c->sb, fi->path, out_child, &lv, &c->err);
 	if (r == 0 && fchmod(dfd, fi->mode & 01777) < 0)
 		return host_fail(c, "chmod", hpath, errno);
 	return r;

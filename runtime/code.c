@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -22,7 +23,9 @@
 
 #define CODE_DEFAULT_TIMEOUT_MS (5 * 60 * 1000)
 #define CODE_FIRST_WAIT_MS	1000 /* exec_start waits this long on init's connection */
-#define CODE_OUTPUT_MAX (16u << 20)
+/* Each stream's output kept in the result; the rest is cut, "…[cut: N bytes]" marking
+ * the place (docs/executions.md, "Code"). JSON-escaped it may grow sixfold in a reply. */
+#define CODE_OUTPUT_MAX (1u << 20)
 
 /* Runs SRC as __main__; an uncaught exception goes to stderr as a traceback (without
  * this wrapper's frame) and to ERRF as {name, message, traceback}. */
@@ -146,6 +149,16 @@ static char *read_log(sl_ctx *ctx, const sl_sandbox *sb, const char *eid, const 
 	if (exec_open_log(ctx, sb->id, eid, stream, &fd, &e) < 0)
 		return strdup("");
 	char *s = read_fd_capped(fd, CODE_OUTPUT_MAX);
+	struct stat st;
+	size_t len = s ? strlen(s) : 0;
+	if (s && fstat(fd, &st) == 0 && (uint64_t)st.st_size > len) {
+		char *t = NULL;
+		if (asprintf(&t, "%s\u2026[cut: %llu bytes]", s,
+			     (unsigned long long)((uint64_t)st.st_size - len)) >= 0) {
+			free(s);
+			s = t;
+		}
+	}
 	close(fd);
 	return s ? s : strdup("");
 }

@@ -27,7 +27,7 @@
  * times and then report the race rather than loop forever. */
 #define RESOLVE_TRIES	128
 #define USERDB_MAX	(1 << 20) /* /etc/passwd and /etc/group: read at most 1 MiB */
-#define LIST_MAX	16384	  /* entries per sbxfs_list (each sl_fileinfo is ~8.5 KiB) */
+#define LIST_MAX	16384	  /* entries per sbxfs_list (their names are held, ~4 MiB at most) */
 #define IDS_PER_SANDBOX 65536
 
 /* One call's view of the sandbox: its root, and its user's host ids (looked up when
@@ -786,14 +786,25 @@ int sbxfs_stat_follow(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_fi
 	return stat_at(&r, p, true, out, err);
 }
 
-static int cmp_info(const void *a, const void *b)
+static int cmp_name(const void *a, const void *b)
 {
-	return strcmp(((const sl_fileinfo *)a)->name, ((const sl_fileinfo *)b)->name);
+	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Entries of the directory open at dfd, each stat'ed as itself (links not followed). */
-static int list_dir(const struct sbx_root *r, int dfd, const char *p, sl_fileinfo **out, size_t *n,
-		    sl_err *err)
+typedef struct names {
+	char **v;
+	size_t n, cap;
+} names;
+
+static void names_free(names *ns)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		free(ns->v[i]);
+	free(ns->v);
+}
+
+/* The names in the directory open at DFD (not . and ..), sorted; at most LIST_MAX. */
+static int list_names(const struct sbx_root *r, int dfd, const char *p, names *ns, sl_err *err)
 {
 	int dup = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
 	if (dup < 0)
@@ -803,9 +814,6 @@ static int list_dir(const struct sbx_root *r, int dfd, const char *p, sl_fileinf
 		close(dup);
 		return path_fail(err, r->sb, "list", p, errno);
 	}
-	_cleanup_free_ sl_fileinfo *v = NULL;
-	size_t k = 0, cap = 0;
-	bool root = !strcmp(p, "/");
 	for (;;) {
 		errno = 0;
 		struct dirent *de = readdir(d);
@@ -816,49 +824,64 @@ static int list_dir(const struct sbx_root *r, int dfd, const char *p, sl_fileinf
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		struct stat st;
-		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue; /* removed since readdir */
-		if (k == LIST_MAX)
+		if (ns->n == LIST_MAX)
 			return sl_fail(err, SL_TOOLARGE, 0,
 				       "list %s in sandbox %s: more than %d entries", p, r->sb->id,
 				       LIST_MAX);
-		if (k == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			sl_fileinfo *nv = realloc(v, nc * sizeof(*v));
+		if (ns->n == ns->cap) {
+			size_t nc = ns->cap ? ns->cap * 2 : 16;
+			char **nv = realloc(ns->v, nc * sizeof(*nv));
 			if (!nv)
 				return sl_fail(err, SL_INTERNAL, ENOMEM, "list %s", p);
-			v = nv;
-			cap = nc;
+			ns->v = nv;
+			ns->cap = nc;
 		}
-		char ep[PATH_MAX + NAME_MAX + 2];
-		snprintf(ep, sizeof(ep), "%s/%s", root ? "" : p, de->d_name);
-		info_fill(r->sb, ep, de->d_name, &st, &v[k]);
-		if (S_ISLNK(st.st_mode))
-			info_target(dfd, de->d_name, &v[k]);
-		k++;
+		if (!(ns->v[ns->n] = strdup(de->d_name)))
+			return sl_fail(err, SL_INTERNAL, ENOMEM, "list %s", p);
+		ns->n++;
 	}
-	if (k)
-		qsort(v, k, sizeof(*v), cmp_info);
-	*out = steal_ptr(&v);
-	*n = k;
+	if (ns->n)
+		qsort(ns->v, ns->n, sizeof(*ns->v), cmp_name);
 	return 0;
 }
 
-int sbxfs_list(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_fileinfo **out, size_t *n,
+/* Entries of the directory open at dfd, each stat'ed as itself (links not followed) and
+ * given to FN in name order. Only the names are held (a listing costs what it lists), and
+ * one sl_fileinfo, on the heap: FN may list again, a level deeper. */
+static int list_dir(const struct sbx_root *r, int dfd, const char *p, sbxfs_entry_fn fn,
+		    void *arg, sl_err *err)
+{
+	names ns = {0};
+	_cleanup_free_ sl_fileinfo *fi = malloc(sizeof(*fi));
+	int rc = fi ? list_names(r, dfd, p, &ns, err) : sl_fail(err, SL_INTERNAL, ENOMEM, "list %s", p);
+	bool root = !strcmp(p, "/");
+	for (size_t i = 0; rc == 0 && i < ns.n; i++) {
+		struct stat st;
+		if (fstatat(dfd, ns.v[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue; /* removed since readdir */
+		char ep[PATH_MAX + NAME_MAX + 2];
+		snprintf(ep, sizeof(ep), "%s/%s", root ? "" : p, ns.v[i]);
+		info_fill(r->sb, ep, ns.v[i], &st, fi);
+		if (S_ISLNK(st.st_mode))
+			info_target(dfd, ns.v[i], fi);
+		rc = fn(arg, fi, err);
+	}
+	names_free(&ns);
+	return rc;
+}
+
+int sbxfs_list(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sbxfs_entry_fn fn, void *arg,
 	       sl_err *err)
 {
 	char p[PATH_MAX];
 	_cleanup_root_ struct sbx_root r = {.fd = -1};
-	*out = NULL;
-	*n = 0;
 	if (path_norm(sb, path, p, err) < 0 || root_open(sb, &r, err) < 0)
 		return -1;
 	/* The directory named is followed if it is a symlink, as `ls link/` would. */
 	_cleanup_close_ int dfd = resolve(&r, p, O_RDONLY | O_DIRECTORY, 0);
 	if (dfd < 0)
 		return path_fail(err, sb, "list", p, errno);
-	return list_dir(&r, dfd, p, out, n, err);
+	return list_dir(&r, dfd, p, fn, arg, err);
 }
 
 int sbxfs_watch_dir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, int ino, uint32_t mask,

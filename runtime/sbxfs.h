@@ -37,8 +37,12 @@ int sbxfs_open_read(sl_ctx *ctx, const sl_sandbox *sb, const char *path, int *fd
 int sbxfs_open_write(sl_ctx *ctx, const sl_sandbox *sb, const char *path, uint32_t mode, int *fd,
 		     sl_err *err);
 int sbxfs_stat(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_fileinfo *out, sl_err *err);
-/* Entries of a directory, sorted by name. */
-int sbxfs_list(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_fileinfo **out, size_t *n,
+/* One entry of a listing (valid during the call); a nonzero return stops the listing,
+ * and is its result. */
+typedef int (*sbxfs_entry_fn)(void *arg, const sl_fileinfo *fi, sl_err *err);
+/* The entries of a directory, given to FN one at a time in name order (at most 16384,
+ * SL_TOOLARGE beyond). Only their names are held meanwhile, so FN may list again. */
+int sbxfs_list(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sbxfs_entry_fn fn, void *arg,
 	       sl_err *err);
 int sbxfs_mkdir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_err *err); /* -p */
 int sbxfs_remove(sl_ctx *ctx, const sl_sandbox *sb, const char *path, bool recursive, sl_err *err);

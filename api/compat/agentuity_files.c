@@ -70,6 +70,28 @@ enum MHD_Result ag_fs_write(api_req *r)
 	return ag_reply_data(r, 200, d);
 }
 
+/* One entry of a listing, in the SDK's shape, into the array ARG. */
+static int list_entry(void *arg, const sl_fileinfo *fi, sl_err *err)
+{
+	cJSON *o = cJSON_CreateObject();
+	char mode[8], t[40];
+	cJSON_AddStringToObject(o, "path", fi->name);
+	cJSON_AddNumberToObject(o, "size", (double)fi->size);
+	cJSON_AddBoolToObject(o, "isDir", !strcmp(fi->type, "dir"));
+	cJSON_AddBoolToObject(o, "isSymlink", !strcmp(fi->type, "symlink"));
+	if (!strcmp(fi->type, "symlink"))
+		cJSON_AddStringToObject(o, "linkTarget", fi->target);
+	snprintf(mode, sizeof(mode), "%04o", fi->mode & 07777);
+	cJSON_AddStringToObject(o, "mode", mode);
+	time_t s = (time_t)(fi->mtime_ms / 1000);
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	cJSON_AddStringToObject(o, "modTime", t);
+	cJSON_AddItemToArray(arg, o);
+	return 0;
+}
+
 enum MHD_Result ag_fs_read(api_req *r)
 {
 	sl_sandbox sb;
@@ -93,34 +115,14 @@ enum MHD_Result ag_fs_list(api_req *r)
 	const char *given = api_query(r, "path");
 	if (target(r, given && *given ? given : ".", "?path", &sb, &path, &err) < 0)
 		return ag_reply_error(r, &err, "SANDBOX_NOT_FOUND");
-	sl_fileinfo *list;
-	size_t n;
-	int rc = sbxfs_list(r->srv->ctx, &sb, path, &list, &n, &err);
-	sandbox_free(&sb);
-	if (rc < 0)
-		return ag_reply_error(r, &err, "FILE_NOT_FOUND");
 	cJSON *d = cJSON_CreateObject();
 	cJSON *arr = cJSON_AddArrayToObject(d, "files");
-	for (size_t i = 0; i < n; i++) {
-		const sl_fileinfo *fi = &list[i];
-		cJSON *o = cJSON_CreateObject();
-		char mode[8], t[40];
-		cJSON_AddStringToObject(o, "path", fi->name);
-		cJSON_AddNumberToObject(o, "size", (double)fi->size);
-		cJSON_AddBoolToObject(o, "isDir", !strcmp(fi->type, "dir"));
-		cJSON_AddBoolToObject(o, "isSymlink", !strcmp(fi->type, "symlink"));
-		if (!strcmp(fi->type, "symlink"))
-			cJSON_AddStringToObject(o, "linkTarget", fi->target);
-		snprintf(mode, sizeof(mode), "%04o", fi->mode & 07777);
-		cJSON_AddStringToObject(o, "mode", mode);
-		time_t s = (time_t)(fi->mtime_ms / 1000);
-		struct tm tm;
-		gmtime_r(&s, &tm);
-		strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		cJSON_AddStringToObject(o, "modTime", t);
-		cJSON_AddItemToArray(arr, o);
+	int rc = sbxfs_list(r->srv->ctx, &sb, path, list_entry, arr, &err);
+	sandbox_free(&sb);
+	if (rc < 0) {
+		cJSON_Delete(d);
+		return ag_reply_error(r, &err, "FILE_NOT_FOUND");
 	}
-	free(list);
 	return ag_reply_data(r, 200, d);
 }
 

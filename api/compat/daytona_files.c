@@ -71,25 +71,50 @@ static enum MHD_Result target_error(api_req *r, const sl_err *err)
 	return err->kind == SL_INVALID ? dt_file_error(r, err) : dt_error(r, err, NULL);
 }
 
-#define LIST_MAX_ENTRIES 100000
+#define LIST_MAX_ENTRIES 100000 /* a recursive listing stops there (a cut, as before) */
 
-/* Entries of PATH into ARR, and with DEPTH > 1 their children's (full paths; symlinks
- * are not followed). Only the top directory's errors count. */
-static int list_into(api_req *r, const sl_sandbox *sb, const char *path, int depth, cJSON *arr,
-		     sl_err *err)
+/* A recursive listing under way: its answer, and how deep it may still go. */
+struct list_walk {
+	api_req *r;
+	const sl_sandbox *sb;
+	api_json_list out;
+	int depth;
+	bool full; /* the answer reached API_JSON_LIST_MAX: the listing fails */
+};
+
+static int list_into(struct list_walk *w, const char *path, int depth, sl_err *err);
+
+/* One entry, then (a directory, DEPTH left) its children: 1 stops the walk (enough
+ * entries), -1 fails it (the answer too large); a child that cannot be listed is
+ * skipped. */
+static int list_entry(void *arg, const sl_fileinfo *fi, sl_err *err)
 {
-	sl_fileinfo *list;
-	size_t n;
-	if (sbxfs_list(r->srv->ctx, sb, path, &list, &n, err) < 0)
+	struct list_walk *w = arg;
+	if (w->out.count >= LIST_MAX_ENTRIES)
+		return 1;
+	if (api_json_list_add(&w->out, file_info(fi), err) < 0) {
+		w->full = true;
 		return -1;
-	for (size_t i = 0; i < n && cJSON_GetArraySize(arr) < LIST_MAX_ENTRIES; i++) {
-		cJSON_AddItemToArray(arr, file_info(&list[i]));
-		sl_err e2 = {0};
-		if (depth > 1 && !strcmp(list[i].type, "dir"))
-			list_into(r, sb, list[i].path, depth - 1, arr, &e2);
 	}
-	free(list);
-	return 0;
+	if (w->depth <= 1 || strcmp(fi->type, "dir"))
+		return 0;
+	sl_err sub = {0};
+	int rc = list_into(w, fi->path, w->depth - 1, &sub);
+	if (rc < 0 && w->full)
+		*err = sub;
+	return rc > 0 || (rc < 0 && w->full) ? rc : 0;
+}
+
+/* Entries of PATH, and with DEPTH > 1 their children's, depth-first (full paths;
+ * symlinks are not followed). Only the top directory's errors count. Each level holds
+ * its entries' names only; the answer is text as it grows. */
+static int list_into(struct list_walk *w, const char *path, int depth, sl_err *err)
+{
+	int saved = w->depth;
+	w->depth = depth;
+	int rc = sbxfs_list(w->r->srv->ctx, w->sb, path, list_entry, w, err);
+	w->depth = saved;
+	return rc;
 }
 
 enum MHD_Result dt_files_list(api_req *r)
@@ -104,14 +129,14 @@ enum MHD_Result dt_files_list(api_req *r)
 		return dt_fail(r, SL_INVALID, NULL, "?depth=%s: expected a whole number 1-64", d);
 	if (target(r, "path", true, &sb, &path, &err) < 0)
 		return target_error(r, &err);
-	cJSON *arr = cJSON_CreateArray();
-	int rc = list_into(r, &sb, path, (int)depth, arr, &err);
+	struct list_walk w = {.r = r, .sb = &sb};
+	int rc = list_into(&w, path, (int)depth, &err);
 	sandbox_free(&sb);
 	if (rc < 0) {
-		cJSON_Delete(arr);
+		api_json_list_free(&w.out);
 		return dt_file_error(r, &err);
 	}
-	return api_reply_json(r, 200, arr);
+	return api_reply_json_list(r, 200, &w.out, "", "");
 }
 
 enum MHD_Result dt_files_info(api_req *r)

@@ -344,6 +344,21 @@ static cJSON *command_json(api_req *r, const sl_sandbox *sb, const char *session
 	return o;
 }
 
+struct session_walk {
+	api_req *r;
+	const sl_sandbox *sb;
+	const char *session;
+	cJSON *cmds;
+};
+
+static int session_command(void *arg, const sl_fileinfo *fi, sl_err *err)
+{
+	struct session_walk *w = arg;
+	if (!strcmp(fi->type, "dir") && name_ok(fi->name))
+		cJSON_AddItemToArray(w->cmds, command_json(w->r, w->sb, w->session, fi->name));
+	return 0;
+}
+
 /* {sessionId, commands: [...]}, commands oldest first (their ids sort by time). */
 static cJSON *session_json(api_req *r, const sl_sandbox *sb, const char *session)
 {
@@ -352,15 +367,9 @@ static cJSON *session_json(api_req *r, const sl_sandbox *sb, const char *session
 	cJSON *cmds = cJSON_AddArrayToObject(o, "commands");
 	char dir[512];
 	cmd_path(session, NULL, NULL, dir, sizeof(dir));
-	sl_fileinfo *list = NULL;
-	size_t n = 0;
+	struct session_walk w = {r, sb, session, cmds};
 	sl_err err = {0};
-	if (sbxfs_list(r->srv->ctx, sb, dir, &list, &n, &err) < 0)
-		return o;
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(list[i].type, "dir") && name_ok(list[i].name))
-			cJSON_AddItemToArray(cmds, command_json(r, sb, session, list[i].name));
-	free(list);
+	sbxfs_list(r->srv->ctx, sb, dir, session_command, &w, &err);
 	return o;
 }
 

@@ -757,23 +757,41 @@ static enum MHD_Result reply_entry(api_req *r, const sl_sandbox *sb, const char 
 	return api_reply_json(r, 200, o);
 }
 
-/* Entries below DIR down to DEPTH levels, depth-first. */
-static int list_into(api_server *s, const sl_sandbox *sb, const char *dir, int depth, cJSON *arr,
-		     sl_err *err)
+/* A ListDir under way: its answer (text as it grows), how deep it may still go. */
+struct list_walk {
+	const sl_sandbox *sb;
+	sl_ctx *ctx;
+	api_json_list out;
+	int depth;
+	bool full; /* the answer reached API_JSON_LIST_MAX: the call fails */
+};
+
+static int list_into(struct list_walk *w, const char *dir, int depth, sl_err *err);
+
+static int list_entry(void *arg, const sl_fileinfo *fi, sl_err *err)
 {
-	sl_fileinfo *v;
-	size_t n;
-	if (sbxfs_list(s->ctx, sb, dir, &v, &n, err) < 0)
+	struct list_walk *w = arg;
+	if (api_json_list_add(&w->out, entry_json(w->sb, fi), err) < 0) {
+		w->full = true;
 		return -1;
-	int rc = 0;
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		cJSON_AddItemToArray(arr, entry_json(sb, &v[i]));
-		if (depth > 1 && !strcmp(v[i].type, "dir")) {
-			sl_err sub = {0};
-			list_into(s, sb, v[i].path, depth - 1, arr, &sub); /* unreadable: skip */
-		}
 	}
-	free(v);
+	if (w->depth <= 1 || strcmp(fi->type, "dir"))
+		return 0;
+	sl_err sub = {0};
+	if (list_into(w, fi->path, w->depth - 1, &sub) < 0 && w->full) {
+		*err = sub;
+		return -1;
+	}
+	return 0; /* unreadable: skip */
+}
+
+/* Entries below DIR down to DEPTH levels, depth-first; each level holds names only. */
+static int list_into(struct list_walk *w, const char *dir, int depth, sl_err *err)
+{
+	int saved = w->depth;
+	w->depth = depth;
+	int rc = sbxfs_list(w->ctx, w->sb, dir, list_entry, w, err);
+	w->depth = saved;
 	return rc;
 }
 
@@ -818,12 +836,12 @@ static enum MHD_Result fs_unary(api_req *r, const sl_sandbox *sb, const char *m,
 		return rpc_fail(r, &err);
 	if (strcmp(fi.type, "dir"))
 		return rpc_fail_code(r, 400, "invalid_argument", "path is not a directory");
-	cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "entries");
-	if (list_into(r->srv, sb, path, depth > 64 ? 64 : depth, arr, &err) < 0) {
-		cJSON_Delete(o);
+	struct list_walk w = {.sb = sb, .ctx = r->srv->ctx};
+	if (list_into(&w, path, depth > 64 ? 64 : depth, &err) < 0) {
+		api_json_list_free(&w.out);
 		return rpc_fail(r, &err);
 	}
-	return api_reply_json(r, 200, o);
+	return api_reply_json_list(r, 200, &w.out, "{\"entries\":", "}");
 }
 
 /* WatchDir: inotify on the directory (and with recursive, every directory below it,
@@ -862,6 +880,29 @@ static void watch_release(rpc_stream *st)
 	sandbox_free(&ws->sb);
 }
 
+static int watch_add(watch_stream *ws, api_server *s, const char *rel, sl_err *err);
+
+/* A directory whose children are being watched, as the listing goes. */
+struct watch_level {
+	watch_stream *ws;
+	api_server *s;
+	const char *rel;
+	bool failed; /* a child's watch failed (not the listing) */
+};
+
+static int watch_child(void *arg, const sl_fileinfo *fi, sl_err *err)
+{
+	struct watch_level *lv = arg;
+	if (strcmp(fi->type, "dir"))
+		return 0;
+	_cleanup_free_ char *child = NULL;
+	int rc = asprintf(&child, "%s%s%s", lv->rel, *lv->rel ? "/" : "", fi->name) < 0
+		     ? sl_fail(err, SL_INTERNAL, ENOMEM, "watch")
+		     : watch_add(lv->ws, lv->s, child, err);
+	lv->failed = rc < 0;
+	return rc;
+}
+
 /* Watch ROOT/REL (and with recursive, what is below it). */
 static int watch_add(watch_stream *ws, api_server *s, const char *rel, sl_err *err)
 {
@@ -883,23 +924,13 @@ static int watch_add(watch_stream *ws, api_server *s, const char *rel, sl_err *e
 	ws->ndirs++;
 	if (!ws->recursive)
 		return 0;
-	sl_fileinfo *list;
-	size_t n;
+	struct watch_level lv = {ws, s, rel, 0};
 	sl_err sub = {0};
-	if (sbxfs_list(s->ctx, &ws->sb, path, &list, &n, &sub) < 0)
-		return 0; /* gone meanwhile */
-	int rc = 0;
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		if (strcmp(list[i].type, "dir"))
-			continue;
-		_cleanup_free_ char *child = NULL;
-		if (asprintf(&child, "%s%s%s", rel, *rel ? "/" : "", list[i].name) < 0)
-			rc = sl_fail(err, SL_INTERNAL, ENOMEM, "watch");
-		else
-			rc = watch_add(ws, s, child, err);
+	if (sbxfs_list(s->ctx, &ws->sb, path, watch_child, &lv, &sub) < 0 && lv.failed) {
+		*err = sub;
+		return -1;
 	}
-	free(list);
-	return rc;
+	return 0; /* a directory gone meanwhile is not watched */
 }
 
 static const char *watch_rel(const watch_stream *ws, int wd)

@@ -36,6 +36,12 @@ extern const char e2b_repl_py_text[] __attribute__((visibility("hidden")));
 extern const char e2b_repl_js_text[] __attribute__((visibility("hidden")));
 
 #define WAIT_SLICE_MS 250
+/* The longest REPL line taken whole: the REPLs cut a text event at 256 Ki characters
+ * (at most 12 bytes each once JSON-escaped), so only output written around them (raw
+ * writes to the protocol's fd) is longer. Past it a line is dropped as it is read, and
+ * its request gets a marker event instead (docs/e2b.md, "Long output"). */
+#define LINE_MAX_BYTES (4u << 20)
+#define LINE_TAIL      128 /* the end of a cut line kept: its "_req" names the request */
 
 typedef struct ctx_rec {
 	char id[40];
@@ -212,6 +218,9 @@ typedef struct exec_stream {
 	size_t request_len;
 	char *line;
 	size_t line_len, line_cap;
+	uint64_t line_cut; /* bytes of the current line beyond LINE_MAX_BYTES, dropped */
+	char tail[LINE_TAIL];
+	size_t tail_len;
 	char *out;
 	size_t out_len, out_pos;
 	bool done, accepted, resent;
@@ -263,6 +272,74 @@ static void take_line(exec_stream *x, const char *line)
 		x->done = true;
 }
 
+/* The part of the current line in S (N bytes, no newline): kept up to LINE_MAX_BYTES,
+ * the rest counted, its last LINE_TAIL bytes kept in x->tail. */
+static int line_add(exec_stream *x, const char *s, size_t n)
+{
+	size_t take = x->line_len < LINE_MAX_BYTES ? LINE_MAX_BYTES - x->line_len : 0;
+	take = take < n ? take : n;
+	if (take && x->line_len + take + 1 > x->line_cap) {
+		size_t cap = x->line_cap ? x->line_cap : 4096;
+		while (cap < x->line_len + take + 1)
+			cap *= 2;
+		char *l = realloc(x->line, cap);
+		if (!l)
+			return -1;
+		x->line = l;
+		x->line_cap = cap;
+	}
+	memcpy(x->line + x->line_len, s, take);
+	x->line_len += take;
+	size_t rest = n - take;
+	if (!rest)
+		return 0;
+	x->line_cut += rest;
+	s += take;
+	if (rest >= LINE_TAIL) {
+		memcpy(x->tail, s + rest - LINE_TAIL, LINE_TAIL);
+		x->tail_len = LINE_TAIL;
+		return 0;
+	}
+	size_t keep = x->tail_len + rest > LINE_TAIL ? LINE_TAIL - rest : x->tail_len;
+	memmove(x->tail, x->tail + x->tail_len - keep, keep);
+	memcpy(x->tail + keep, s, rest);
+	x->tail_len = keep + rest;
+	return 0;
+}
+
+/* A line too long to take: when its end names this request, the request gets a marker
+ * in its place, on the stream its start names (stdout unless stderr). */
+static void take_cut_line(exec_stream *x)
+{
+	if (!memmem(x->tail, x->tail_len, x->req, strlen(x->req)))
+		return;
+	size_t head = x->line_len < 64 ? x->line_len : 64;
+	bool err = memmem(x->line, head, "\"stderr\"", 8) != NULL;
+	char ev[160];
+	snprintf(ev, sizeof(ev), "{\"type\":\"%s\",\"text\":\"\u2026[cut: %llu bytes]\\n\"}",
+		 err ? "stderr" : "stdout",
+		 (unsigned long long)(x->line_len + x->line_cut));
+	out_add(x, ev);
+}
+
+static void line_end(exec_stream *x)
+{
+	if (x->line_cut)
+		take_cut_line(x);
+	else if (x->line_len) {
+		x->line[x->line_len] = '\0';
+		take_line(x, x->line);
+	}
+	x->line_len = x->tail_len = 0;
+	x->line_cut = 0;
+	/* A long line's buffer is not kept for the next, short ones. */
+	if (x->line_cap > 65536) {
+		free(x->line);
+		x->line = NULL;
+		x->line_cap = 0;
+	}
+}
+
 static int exec_pull(exec_stream *x)
 {
 	char buf[16384];
@@ -273,24 +350,14 @@ static int exec_pull(exec_stream *x)
 	if (n <= 0)
 		return 0;
 	x->off += (uint64_t)n;
-	for (ssize_t i = 0; i < n; i++) {
-		if (buf[i] == '\n') {
-			if (x->line_len) {
-				x->line[x->line_len] = '\0';
-				take_line(x, x->line);
-			}
-			x->line_len = 0;
-			continue;
-		}
-		if (x->line_len + 2 > x->line_cap) {
-			size_t cap = x->line_cap ? x->line_cap * 2 : 4096;
-			char *l = realloc(x->line, cap);
-			if (!l)
-				return -1;
-			x->line = l;
-			x->line_cap = cap;
-		}
-		x->line[x->line_len++] = buf[i];
+	for (const char *p = buf, *end = buf + n; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (line_add(x, p, (size_t)((nl ? nl : end) - p)) < 0)
+			return -1;
+		if (!nl)
+			break;
+		line_end(x);
+		p = nl + 1;
 	}
 	return 1;
 }
@@ -304,7 +371,8 @@ static int stream_attach(exec_stream *x, sl_err *err)
 	if (x->log >= 0)
 		close(x->log);
 	exec_watch_end(ctx, &x->ino);
-	x->line_len = 0;
+	x->line_len = x->tail_len = 0;
+	x->line_cut = 0;
 	if (exec_open_log(ctx, x->sid, x->eid, "stdout", &x->log, err) < 0)
 		return -1;
 	if (fstat(x->log, &st) < 0)

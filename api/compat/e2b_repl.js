@@ -18,7 +18,14 @@ const ts = process.env.SANDLOT_E2B_LANGUAGE === 'typescript';
 delete process.env.SANDLOT_E2B_LANGUAGE;
 let cur = null;
 let count = 0;
+// The longest text of one event, in characters; the rest is cut with a marker (the
+// façade refuses lines much longer: docs/e2b.md, "Long output").
+const TEXT_MAX = 256 << 10;
 const emit = (o) => {
+	for (const k of ['text', 'value', 'traceback'])
+		if (typeof o[k] === 'string' && o[k].length > TEXT_MAX + 64) // room for a marker
+			o[k] = o[k].slice(0, TEXT_MAX) +
+				`\u2026[cut: ${Buffer.byteLength(o[k].slice(TEXT_MAX))} bytes]`;
 	o._req = cur;
 	fs.writeSync(4, JSON.stringify(o) + '\n');
 };

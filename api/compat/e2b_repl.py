@@ -17,7 +17,25 @@ _lock = threading.Lock()
 _cur = [None]
 
 
+# The longest text of one event, in characters; the rest is cut with a marker (the
+# façade refuses lines much longer: docs/e2b.md, "Long output"). _MARK_ROOM: a text
+# already cut by _Stream is that long at most, with its marker.
+_TEXT_MAX = 256 << 10
+_MARK_ROOM = 64
+
+
+def _nbytes(s, a, b):
+    """UTF-8 length of s[a:b], without copying a long slice at once."""
+    if s.isascii():
+        return max(0, b - a)
+    return sum(len(s[j : min(b, j + 65536)].encode("utf-8", "replace")) for j in range(a, b, 65536))
+
+
 def _emit(obj):
+    for k in ("text", "value", "traceback"):
+        v = obj.get(k)
+        if isinstance(v, str) and len(v) > _TEXT_MAX + _MARK_ROOM:
+            obj[k] = v[:_TEXT_MAX] + "\u2026[cut: %d bytes]" % _nbytes(v, _TEXT_MAX, len(v))
     obj["_req"] = _cur[0]
     line = json.dumps(obj)
     with _lock:
@@ -26,25 +44,38 @@ def _emit(obj):
 
 
 class _Stream:
-    """sys.stdout/sys.stderr: whole lines become events; the rest at the end of the cell."""
+    """sys.stdout/sys.stderr: whole lines become events; the rest at the end of the cell.
+    An event's text is cut at _TEXT_MAX characters, "…[cut: N bytes]" marking the place."""
 
     def __init__(self, kind):
-        self.kind, self.buf = kind, ""
+        self.kind, self.buf, self.cut = kind, "", 0
         self.encoding, self.errors = "utf-8", "replace"
+
+    def _keep(self, s, a, b):
+        take = max(0, min(_TEXT_MAX - len(self.buf), b - a))
+        if take:
+            self.buf += s[a : a + take]
+        self.cut += _nbytes(s, a + take, b)
+
+    def _send(self, end):
+        text = self.buf + ("\u2026[cut: %d bytes]" % self.cut if self.cut else "") + end
+        self.buf, self.cut = "", 0
+        if text:
+            _emit({"type": self.kind, "text": text})
 
     def write(self, s):
         s = str(s)
-        self.buf += s
-        i = self.buf.rfind("\n")
-        if i >= 0:
-            _emit({"type": self.kind, "text": self.buf[: i + 1]})
-            self.buf = self.buf[i + 1 :]
+        i = s.rfind("\n")
+        if i < 0:
+            self._keep(s, 0, len(s))
+        else:
+            self._keep(s, 0, i)
+            self._send("\n")
+            self._keep(s, i + 1, len(s))
         return len(s)
 
     def flush(self):
-        if self.buf:
-            _emit({"type": self.kind, "text": self.buf})
-            self.buf = ""
+        self._send("")
 
     def isatty(self):
         return False

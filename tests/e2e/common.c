@@ -85,6 +85,31 @@ bool e2e_contains(const char *haystack, const char *needle)
 	return haystack && needle && strstr(haystack, needle) != NULL;
 }
 
+long e2e_proc_kib(pid_t pid, const char *field)
+{
+	char *p = e2e_printf("/proc/%d/status", (int)pid);
+	char *st = e2e_read_file(p);
+	if (!st)
+		fail_msg("%s: %s", p, strerror(errno));
+	const char *v = strstr(st, field);
+	if (!v)
+		fail_msg("%s: no %s", p, field);
+	long kib = atol(v + strlen(field));
+	free(st);
+	free(p);
+	return kib;
+}
+
+void e2e_proc_hwm_reset(pid_t pid)
+{
+	char *p = e2e_printf("/proc/%d/clear_refs", (int)pid);
+	int fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "5", 1) != 1)
+		fail_msg("%s: %s", p, strerror(errno));
+	close(fd);
+	free(p);
+}
+
 char *e2e_read_file(const char *path)
 {
 	return e2e_read_file_len(path, NULL);

@@ -178,6 +178,11 @@ char *e2e_read_file(const char *path);
 /* The same, its length (NULs included) in *len. */
 char *e2e_read_file_len(const char *path, size_t *len);
 bool e2e_contains(const char *haystack, const char *needle);
+/* A memory figure of process PID in KiB (FIELD: "VmRSS:", "VmHWM:"...); fails the test
+ * when it cannot be read. */
+long e2e_proc_kib(pid_t pid, const char *field);
+/* Reset PID's peak resident size (VmHWM) to its current one (clear_refs 5). */
+void e2e_proc_hwm_reset(pid_t pid);
 int64_t e2e_now_ms(void);
 /* build/probe's bytes (tests/probe), their count in *len; fails the test if unreadable. */
 char *e2e_probe_bytes(size_t *len);

@@ -299,11 +299,137 @@ static void test_hostile_paths(void **state)
 	free(shadow);
 }
 
+/* ---- hostile sandboxes: what a listing or an upload costs the daemon ------------------- */
+
+/* GET PATH on D (no capture: a façade's shape, or a large answer); the daemon's peak
+ * resident growth over it, KiB, in *grew. */
+static void get_measured(e2e_resp *r, const char *path, long *grew)
+{
+	e2e_proc_hwm_reset(D.pid);
+	long before = e2e_proc_kib(D.pid, "VmRSS:");
+	e2e_http_q(r, &(e2e_req){.method = "GET", .path = path, .no_capture = true});
+	*grew = e2e_proc_kib(D.pid, "VmHWM:") - before;
+}
+
+#define BIG_DIR_ENTRIES 16000
+
+/* Hardening fix 6: a listing held a sl_fileinfo of ~8.5 KiB per entry (16,000 entries:
+ * 136 MB) and the Daytona recursive list a cJSON tree of the whole answer, every level's
+ * listing alive, and an O(n²) count. A directory of 16,000 entries with 240-character
+ * names, through /v1 fs/list and Daytona's depth-2 list: each answer complete, and the
+ * daemon's peak resident size grows by less than 64 MiB. */
+static void test_large_listings_are_bounded(void **state)
+{
+	char *id = sandbox_new("{\"image\":\"busybox\"}");
+	char name[241];
+	memset(name, 'n', 235);
+	name[235] = '\0';
+	char *mk = e2e_printf("mkdir -p /tmp/big/sub && cd /tmp/big && seq %d | sed 's/^/%s/' | "
+			      "xargs touch && ls | wc -l",
+			      BIG_DIR_ENTRIES - 1, name);
+	char *n = sh_ok(id, mk);
+	assert_int_equal(atoi(n), BIG_DIR_ENTRIES);
+	free(n);
+	free(mk);
+
+	e2e_resp r;
+	long grew;
+	char *p = e2e_printf("/v1/sandboxes/%s/fs/list?path=/tmp/big", id);
+	get_measured(&r, p, &grew);
+	print_message("/v1 fs/list of %d entries: daemon peak RSS +%ld KiB, answer %zu bytes\n",
+		      BIG_DIR_ENTRIES, grew, r.len);
+	expect(&r, 200, NULL, NULL);
+	const cJSON *ents = jget(r.json, "entries");
+	assert_int_equal(cJSON_GetArraySize(ents), BIG_DIR_ENTRIES);
+	const char *first = jstr(cJSON_GetArrayItem(ents, 0), "name");
+	assert_non_null(first);
+	assert_int_equal(strlen(first), 236); /* "nnn...n1", sorted first */
+	assert_true(grew < 64 * 1024);
+	e2e_resp_free(&r);
+	free(p);
+
+	p = e2e_printf("/toolbox/%s/files?path=/tmp&depth=3", id);
+	get_measured(&r, p, &grew);
+	print_message("Daytona depth-3 list of %d entries: daemon peak RSS +%ld KiB, answer %zu "
+		      "bytes\n",
+		      BIG_DIR_ENTRIES, grew, r.len);
+	if (r.status != 200)
+		fail_msg("Daytona list: %ld %.300s", r.status, r.body);
+	int big = 0;
+	const cJSON *e;
+	cJSON_ArrayForEach(e, r.json)
+	{
+		const char *path = jstr(e, "path");
+		big += path && !strncmp(path, "/tmp/big/", 9);
+	}
+	assert_int_equal(big, BIG_DIR_ENTRIES);
+	assert_true(grew < 64 * 1024);
+	e2e_resp_free(&r);
+	free(p);
+	sandbox_del(id);
+}
+
+typedef struct huge_part {
+	long long sent, len;
+	const char *head;
+} huge_part;
+
+/* The multipart body: HEAD, then 'a's (no CRLF) up to LEN bytes. */
+static size_t send_huge_part(char *buf, size_t len, void *ud)
+{
+	huge_part *h = ud;
+	size_t want = len, hl = strlen(h->head), n = 0;
+	if (h->sent + (long long)want > h->len)
+		want = (size_t)(h->len - h->sent);
+	for (; n < want && h->sent < (long long)hl; n++)
+		buf[n] = h->head[h->sent++];
+	memset(buf + n, 'a', want - n);
+	h->sent += (long long)(want - n);
+	return want;
+}
+
+/* Hardening fix 6: Daytona's bulk upload waited for the CRLF of a part's header line (and
+ * of a delimiter line's padding) without a limit, keeping what came. 256 MiB without a
+ * CRLF after each: a 400 naming the limit, and the daemon's peak resident size grows by
+ * less than 64 MiB. */
+static void test_multipart_header_line_is_bounded(void **state)
+{
+	char *id = sandbox_new("{\"image\":\"busybox\"}");
+	char *path = e2e_printf("/toolbox/%s/files/bulk-upload", id);
+	static const char *const heads[] = {
+	    "--XyZ\r\nContent-Disposition: form-data; name=\"files[0].path\"; x=",
+	    "--XyZ",
+	};
+	const char *headers[] = {"Content-Type: multipart/form-data; boundary=XyZ", NULL};
+	for (int i = 0; i < 2; i++) {
+		huge_part h = {.len = 256ll << 20, .head = heads[i]};
+		e2e_proc_hwm_reset(D.pid);
+		long before = e2e_proc_kib(D.pid, "VmRSS:");
+		e2e_resp r;
+		e2e_http_q(&r, &(e2e_req){.method = "POST", .path = path, .headers = headers,
+					  .stream = send_huge_part, .stream_ud = &h,
+					  .stream_len = h.len, .timeout_ms = 120000,
+					  .no_capture = true});
+		long grew = e2e_proc_kib(D.pid, "VmHWM:") - before;
+		print_message("a %s of 256 MiB: %ld after %lld bytes sent; daemon peak RSS +%ld "
+			      "KiB\n",
+			      i ? "delimiter line" : "header line", r.status, h.sent, grew);
+		if (r.status != 400 || !strstr(r.body, "16384 bytes"))
+			fail_msg("want a 400 naming the limit: %ld %.300s", r.status, r.body);
+		assert_true(grew < 64 * 1024);
+		e2e_resp_free(&r);
+	}
+	free(path);
+	sandbox_del(id);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    E2E_TEST(test_files),
 	    E2E_TEST(test_hostile_paths),
+	    E2E_TEST(test_large_listings_are_bounded),
+	    E2E_TEST(test_multipart_header_line_is_bounded),
 	    E2E_TEST(test_zz_spec),
 	};
 	return api_run_tests(tests);

@@ -1295,6 +1295,161 @@ static void test_record_fields_capped(void **state)
 	free(val);
 }
 
+/* ---- a relay's listener and its accept thread ---------------------------------------------- */
+
+/* One request over FD, a kept-alive HTTP/1.1 connection to a daemon's socket; the status,
+ * the body (up to CAP bytes, NUL-terminated) in BODY. */
+static long keep_alive_req(int fd, const char *method, const char *path, char *body, size_t cap)
+{
+	char *req = e2e_printf("%s %s HTTP/1.1\r\nHost: sandlot\r\nContent-Length: 0\r\n\r\n",
+			       method, path);
+	assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+	free(req);
+	char buf[8192];
+	size_t len = 0;
+	char *end = NULL;
+	while (!end) {
+		ssize_t n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+		assert_true(n > 0);
+		len += (size_t)n;
+		buf[len] = '\0';
+		end = strstr(buf, "\r\n\r\n");
+	}
+	const char *cl = strcasestr(buf, "Content-Length:");
+	assert_non_null(cl);
+	size_t want = (size_t)atol(cl + 15), have = len - (size_t)(end + 4 - buf);
+	assert_true(want < cap);
+	memcpy(body, end + 4, have);
+	while (have < want) {
+		ssize_t n = recv(fd, body + have, want - have, 0);
+		assert_true(n > 0);
+		have += (size_t)n;
+	}
+	body[want] = '\0';
+	return atol(buf + 9);
+}
+
+/* The relay's host port, from GET .../ports/PORT over FD. */
+static int relay_open(int fd, const char *id, int port)
+{
+	char body[4096];
+	char *p = e2e_printf("/v1/sandboxes/%s/ports/%d", id, port);
+	assert_int_equal(keep_alive_req(fd, "GET", p, body, sizeof(body)), 200);
+	free(p);
+	const char *h = strstr(body, "127.0.0.1:");
+	assert_non_null(h);
+	return atoi(h + 10);
+}
+
+static int tcp_connect_to(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+#define RELAY_DELAY_MS 5000
+#define B_PORTS	       8
+
+/* Hardening fix 9: the sweep closed a stopped sandbox's relay listener while its accept
+ * thread was between two accept4 calls; a relay opened next could get the same fd number,
+ * and the old thread then accepted on it, sending that relay's clients to the stopped
+ * sandbox. The thread now closes its own listener. The window is the time a thread takes
+ * to hand a connection over (about 50 µs); a delay point (SANDLOT_DELAY_POINT) widens it to
+ * RELAY_DELAY_MS so the test hits it every run: sandbox A's relay takes a connection, A is
+ * stopped (its listener swept), sandbox B's relays are opened over one kept-alive
+ * connection (so their listeners take the lowest free numbers), and each of B's relays is
+ * asked twice: every answer must be B's web server's. */
+static void test_relay_listener_not_reused(void **state)
+{
+	char *a = sandbox_new(NULL), *b = sandbox_new(NULL);
+	free(sh_ok(b, "mkdir -p /www && echo hello-from-b > /www/index.html && "
+		      "for p in 8001 8002 8003 8004 8005 8006 8007 8008; do "
+		      "busybox httpd -p $p -h /www; done"));
+	char *sock = e2e_printf("%s/relay.sock", e2e_root());
+	e2e_daemon d;
+	char *delay = e2e_printf("relay-accepted:%d", RELAY_DELAY_MS);
+	setenv("SANDLOT_DELAY_POINT", delay, 1);
+	e2e_daemon_start(&d, sock, false, NULL);
+	unsetenv("SANDLOT_DELAY_POINT");
+	int api = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un un = {.sun_family = AF_UNIX};
+	snprintf(un.sun_path, sizeof(un.sun_path), "%s", sock);
+	assert_int_equal(connect(api, (struct sockaddr *)&un, sizeof(un)), 0);
+
+	/* A's relay takes one connection: its thread is now in the delay, between accepts. */
+	int ha = relay_open(api, a, 8080);
+	int64_t t0 = e2e_now_ms();
+	int c = tcp_connect_to(ha);
+	assert_true(c >= 0);
+	char body[4096];
+	char *p = e2e_printf("/v1/sandboxes/%s/stop", a);
+	assert_int_equal(keep_alive_req(api, "POST", p, body, sizeof(body)), 200);
+	free(p);
+	/* The sweep (once a second) has shut A's listener down once it refuses. */
+	int probe = -1;
+	for (int i = 0; i < 300 && (probe = tcp_connect_to(ha)) >= 0; i++) {
+		close(probe);
+		usleep(10000);
+	}
+	assert_true(probe < 0);
+	int hb[B_PORTS];
+	for (int i = 0; i < B_PORTS; i++)
+		hb[i] = relay_open(api, b, 8001 + i);
+	int64_t opened = e2e_now_ms() - t0;
+	print_message("B's relays open %lld ms after A's accept (its thread waits %d ms)\n",
+		      (long long)opened, RELAY_DELAY_MS);
+	if (opened >= RELAY_DELAY_MS - 500)
+		fail_msg("too slow to prove anything: B's relays opened after %lld ms",
+			 (long long)opened);
+	usleep((useconds_t)(RELAY_DELAY_MS - opened + 200) * 1000);
+	/* Twice each, all at once: the first goes to B's own thread (waiting first), which
+	 * then sleeps; the second to whoever else accepts on that listener. */
+	int wrong = 0;
+	for (int round = 0; round < 2; round++) {
+		int fds[B_PORTS];
+		const char *get = "GET / HTTP/1.0\r\n\r\n";
+		for (int i = 0; i < B_PORTS; i++) {
+			fds[i] = tcp_connect_to(hb[i]);
+			assert_true(fds[i] >= 0);
+			assert_int_equal(send(fds[i], get, strlen(get), MSG_NOSIGNAL),
+					 (ssize_t)strlen(get));
+		}
+		for (int i = 0; i < B_PORTS; i++) {
+			char buf[4096];
+			size_t len = 0;
+			struct pollfd pf = {fds[i], POLLIN, 0};
+			while (len < sizeof(buf) - 1 && poll(&pf, 1, RELAY_DELAY_MS + 5000) > 0) {
+				ssize_t n = recv(fds[i], buf + len, sizeof(buf) - 1 - len, 0);
+				if (n <= 0)
+					break;
+				len += (size_t)n;
+			}
+			buf[len] = '\0';
+			if (!strstr(buf, "hello-from-b")) {
+				print_message("relay of B's port %d, call %d: %zu bytes, not B's\n",
+					      8001 + i, round + 1, len);
+				wrong++;
+			}
+			close(fds[i]);
+		}
+	}
+	close(c);
+	close(api);
+	e2e_daemon_stop(&d);
+	assert_int_equal(wrong, 0);
+	sandbox_del(a);
+	sandbox_del(b);
+	free(delay);
+	free(sock);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1310,6 +1465,7 @@ int main(void)
 	    E2E_TEST(test_record_fields_capped),
 	    E2E_TEST(test_ports),
 	    E2E_TEST(test_ports_refuse_other_users),
+	    E2E_TEST(test_relay_listener_not_reused),
 	    E2E_TEST(test_preview_websocket),
 	    E2E_TEST(test_zz_spec),
 	};

@@ -225,6 +225,119 @@ static void test_env_cwd_user_and_clean_state(void **state)
 	cJSON_Delete(o);
 }
 
+/* ---- the E2B code interpreter's REPL, through the façade of a daemon ---- */
+
+/* The stdout event of an /execute's NDJSON BODY that holds NEEDLE, or NULL. */
+static cJSON *ndjson_event(const char *body, const char *type, const char *needle)
+{
+	for (const char *l = body; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t n = nl ? (size_t)(nl - l) : strlen(l);
+		cJSON *o = cJSON_ParseWithLength(l, n);
+		const char *t = str(o, "type"), *text = str(o, "text");
+		if (t && !strcmp(t, type) && text && strstr(text, needle))
+			return o;
+		cJSON_Delete(o);
+		l = nl ? nl + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* POST /execute CODE to the E2B sandbox plane of D; the body (NDJSON), status 200. The
+ * daemon's peak resident growth over the call, KiB, in *grew. */
+static char *e2b_execute(const e2e_daemon *d, const char *sid, const char *tok, const char *code,
+			 long *grew)
+{
+	char *h1 = e2e_printf("E2b-Sandbox-Id: %s", sid), *h2 = e2e_printf("X-Access-Token: %s", tok);
+	const char *headers[] = {h1, h2, NULL};
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddStringToObject(b, "code", code);
+	char *body = cJSON_PrintUnformatted(b);
+	cJSON_Delete(b);
+	e2e_proc_hwm_reset(d->pid);
+	long before = e2e_proc_kib(d->pid, "VmRSS:");
+	e2e_resp r;
+	e2e_http_q(&r, &(e2e_req){.method = "POST", .path = "/execute", .body = body,
+				  .len = strlen(body), .d = d, .headers = headers,
+				  .timeout_ms = 300000, .no_capture = true});
+	*grew = e2e_proc_kib(d->pid, "VmHWM:") - before;
+	if (r.status != 200)
+		fail_msg("/execute: status %ld: %.300s", r.status, r.body);
+	char *out = r.body;
+	r.body = NULL;
+	e2e_resp_free(&r);
+	free(body);
+	free(h1);
+	free(h2);
+	return out;
+}
+
+/* Hardening fix 6: a REPL's output line was read whole into the daemon (a 700 MiB print
+ * cost it about three times that). The REPL now cuts an event's text, and the daemon any
+ * longer line (raw writes to the protocol's fd), each with a "…[cut: N bytes]" marker;
+ * the daemon's peak resident size grows by less than 64 MiB. */
+static void test_e2b_interpreter_cuts_long_lines(void **state)
+{
+	char *sock = e2e_printf("%s/interp.sock", e2e_root());
+	e2e_daemon d;
+	/* Room for the cells' 700 MiB strings (several copies before the fix), and a
+	 * 1 GiB log space (a quarter, at most). */
+	setenv("SANDLOT_DEFAULT_MEMORY", "6Gi", 1);
+	e2e_daemon_start(&d, sock, false, NULL);
+	unsetenv("SANDLOT_DEFAULT_MEMORY");
+	e2e_resp r;
+	const char *create = "{\"templateID\":\"code-interpreter-v1\"}";
+	e2e_http_q(&r, &(e2e_req){.method = "POST", .path = "/sandboxes", .body = create,
+				  .len = strlen(create), .d = &d, .no_capture = true});
+	assert_int_equal(r.status, 201);
+	char *sid = strdup(str(r.json, "sandboxID")), *tok = strdup(str(r.json, "envdAccessToken"));
+	e2e_resp_free(&r);
+
+	long grew;
+	char *out = e2b_execute(&d, sid, tok, "print('x' * (700 << 20))", &grew);
+	print_message("700 MiB print: daemon peak RSS +%ld KiB\n", grew);
+	cJSON *ev = ndjson_event(out, "stdout", "\u2026[cut: ");
+	if (!ev)
+		fail_msg("no stdout event with the marker: %.300s", out);
+	const char *text = str(ev, "text");
+	char *want = e2e_printf("\u2026[cut: %d bytes]\n", (700 << 20) - (256 << 10));
+	assert_int_equal(strspn(text, "x"), 256 << 10);
+	assert_string_equal(text + (256 << 10), want);
+	assert_true(grew < 64 * 1024);
+	cJSON_Delete(ev);
+	free(want);
+	free(out);
+
+	/* Around the REPL: one 700 MiB line straight onto the protocol, tagged as the REPL
+	 * tags this request's events. */
+	out = e2b_execute(&d, sid, tok,
+			  "import __main__ as m\n"
+			  "m._proto.write('{\"type\": \"stderr\", \"text\": \"' + 'y' * (700 << 20) + "
+			  "'\", \"_req\": \"' + m._cur[0] + '\"}\\n')\nm._proto.flush()\n"
+			  "print('after')\n",
+			  &grew);
+	print_message("700 MiB protocol line: daemon peak RSS +%ld KiB\n", grew);
+	ev = ndjson_event(out, "stderr", "\u2026[cut: ");
+	if (!ev)
+		fail_msg("no stderr event with the marker: %.300s", out);
+	assert_true(grew < 64 * 1024);
+	cJSON_Delete(ev);
+	ev = ndjson_event(out, "stdout", "after\n");
+	assert_non_null(ev); /* the protocol goes on */
+	cJSON_Delete(ev);
+	free(out);
+
+	char *path = e2e_printf("/sandboxes/%s", sid);
+	e2e_http_q(&r, &(e2e_req){.method = "DELETE", .path = path, .d = &d, .no_capture = true});
+	assert_int_equal(r.status, 204);
+	e2e_resp_free(&r);
+	e2e_daemon_stop(&d);
+	free(path);
+	free(sid);
+	free(tok);
+	free(sock);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +345,7 @@ int main(void)
 		E2E_TEST(test_typescript_types_and_errors), E2E_TEST(test_timeout),
 		E2E_TEST(test_oom), E2E_TEST(test_hostile_text_verbatim),
 		E2E_TEST(test_env_cwd_user_and_clean_state),
+		E2E_TEST(test_e2b_interpreter_cuts_long_lines),
 	};
 	e2e_apply_filter();
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -316,6 +316,33 @@ static void test_written_files_are_read_by_commands_and_owned_inside(void **stat
 	rm(id);
 }
 
+/* sbxfs_list's entries gathered into an array (*V, *N; the caller frees *V). */
+struct gather {
+	sl_fileinfo *v;
+	size_t n;
+};
+
+static int gather_entry(void *arg, const sl_fileinfo *fi, sl_err *err)
+{
+	struct gather *g = arg;
+	sl_fileinfo *nv = realloc(g->v, (g->n + 1) * sizeof(*nv));
+	if (!nv)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "gather");
+	g->v = nv;
+	g->v[g->n++] = *fi;
+	return 0;
+}
+
+static int list_all(sl_ctx *c, const sl_sandbox *sb, const char *path, sl_fileinfo **v,
+		    size_t *n, sl_err *err)
+{
+	struct gather g = {0};
+	int rc = sbxfs_list(c, sb, path, gather_entry, &g, err);
+	*v = g.v;
+	*n = g.n;
+	return rc;
+}
+
 static void test_list_stat_mkdir_move_chmod_remove(void **state)
 {
 	char *id = create("-w", "/work", NULL, NULL);
@@ -334,7 +361,7 @@ static void test_list_stat_mkdir_move_chmod_remove(void **state)
 
 	sl_fileinfo *v;
 	size_t n;
-	OK(sbxfs_list(&ctx, &sb, "/work/a", &v, &n, &err));
+	OK(list_all(&ctx, &sb, "/work/a", &v, &n, &err));
 	assert_int_equal(n, 5);
 	const char *names[] = {"b", "f1", "fifo", "lnk", "zz"};
 	const char *types[] = {"dir", "file", "other", "symlink", "file"};
@@ -351,13 +378,13 @@ static void test_list_stat_mkdir_move_chmod_remove(void **state)
 	assert_int_equal(v[4].mode, 0600);
 	free(v);
 	/* The listed directory itself may be a link: it is followed, inside. */
-	OK(sbxfs_list(&ctx, &sb, "/work/a/lnk", &v, &n, &err));
+	OK(list_all(&ctx, &sb, "/work/a/lnk", &v, &n, &err));
 	assert_int_equal(n, 1);
 	assert_string_equal(v[0].name, "c");
 	assert_string_equal(v[0].path, "/work/a/lnk/c");
 	free(v);
-	assert_int_equal(KIND(sbxfs_list(&ctx, &sb, "/work/a/f1", &v, &n, &err), &err), SL_INVALID);
-	assert_int_equal(KIND(sbxfs_list(&ctx, &sb, "/work/none", &v, &n, &err), &err),
+	assert_int_equal(KIND(list_all(&ctx, &sb, "/work/a/f1", &v, &n, &err), &err), SL_INVALID);
+	assert_int_equal(KIND(list_all(&ctx, &sb, "/work/none", &v, &n, &err), &err),
 			 SL_NOTFOUND);
 	assert_true(e2e_contains(err.msg, "/work/none"));
 
@@ -477,7 +504,7 @@ static void test_list_stat_mkdir_move_chmod_remove(void **state)
 	    KIND(sbxfs_write_file(&ctx, &sb, "/proc/1/oom_score_adj", "500", 3, 0, &err), &err),
 	    SL_CONFLICT);
 	sh_expect(id, "cat /proc/1/oom_score_adj", "0");
-	OK(sbxfs_list(&ctx, &sb, "/proc", &v, &n, &err));
+	OK(list_all(&ctx, &sb, "/proc", &v, &n, &err));
 	bool one = false;
 	for (size_t i = 0; i < n; i++)
 		one |= !strcmp(v[i].name, "1");
@@ -546,9 +573,9 @@ static void test_hostile_symlinks_never_reach_the_host(void **state)
 	/* 2. Listing, stat and mkdir through links to host directories. */
 	sl_fileinfo *v;
 	size_t n;
-	assert_int_equal(KIND(sbxfs_list(&ctx, &sb, "/t/dirlink", &v, &n, &err), &err),
+	assert_int_equal(KIND(list_all(&ctx, &sb, "/t/dirlink", &v, &n, &err), &err),
 			 SL_NOTFOUND);
-	assert_int_equal(KIND(sbxfs_list(&ctx, &sb, "/t/dirrel", &v, &n, &err), &err), SL_NOTFOUND);
+	assert_int_equal(KIND(list_all(&ctx, &sb, "/t/dirrel", &v, &n, &err), &err), SL_NOTFOUND);
 	sl_fileinfo fi;
 	OK(sbxfs_stat(&ctx, &sb, "/t/abs", &fi, &err));
 	assert_string_equal(fi.type, "symlink");
@@ -594,7 +621,7 @@ static void test_hostile_symlinks_never_reach_the_host(void **state)
 		assert_string_equal(got, "decoy\n");
 		free(got);
 	}
-	OK(sbxfs_list(&ctx, &sb, "/t/dirlink", &v, &n, &err));
+	OK(list_all(&ctx, &sb, "/t/dirlink", &v, &n, &err));
 	for (size_t i = 0; i < n; i++)
 		assert_string_not_equal(v[i].name, "hostonly");
 	free(v);
@@ -661,7 +688,7 @@ static void test_symlink_swap_race_never_reaches_the_host(void **state)
 			 * real directory by the write's mkdir -p when caught unlinked). */
 			if (sbxfs_write_file(&ctx, &sb, "/r/y", "w\n", 2, 0, &err) == 0)
 				writes++;
-			if (sbxfs_list(&ctx, &sb, "/r/x", &v, &n, &err) == 0) {
+			if (list_all(&ctx, &sb, "/r/x", &v, &n, &err) == 0) {
 				for (size_t j = 0; j < n; j++)
 					assert_string_not_equal(v[j].name, "hostonly");
 				free(v);
