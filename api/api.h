@@ -44,7 +44,19 @@ typedef struct api_options {
 	/* --provider-defaults: a façade's creates take its provider's defaults where they
 	 * are less safe than sandlot's (E2B: public ports, network on; Daytona: network on). */
 	bool provider_defaults;
+	/* --conn-timeout: seconds a connection may take to send a request head, or stay idle
+	 * (no byte either way) outside a handler and a long-lived stream; 0: none. */
+	unsigned conn_timeout;
+	/* --max-conns, --max-conns-per-client: connections at once on each listener (and on
+	 * the relays and the preview proxy together), and of those from one client. */
+	unsigned max_conns, max_conns_client;
 } api_options;
+
+#define API_DEFAULT_CONN_TIMEOUT 30
+#define API_DEFAULT_MAX_CONNS	 1024
+#define API_DEFAULT_MAX_CONNS_CLIENT 256
+/* The most --max-conns may allow (a place for each is allocated at start). */
+#define API_CONNS_MAX 65536
 
 
 /* Listen, print one line saying where, and serve until SIGTERM or SIGINT. */

@@ -503,6 +503,7 @@ enum MHD_Result api_ws_accept(api_req *r, MHD_UpgradeHandler handler)
 		return MHD_NO;
 	MHD_add_response_header(resp, "Upgrade", "websocket");
 	MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept);
+	api_conn_long_lived(r, true);
 	return api_reply(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
 }
 

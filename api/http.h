@@ -14,6 +14,7 @@
 #include "exec.h"
 #include "sandbox.h"
 #include "api.h"
+#include "conns.h"
 
 /* A pty master the daemon holds for an interactive execution until it ends: the one
  * piece of live state that is not in files (pty sessions end with the daemon). */
@@ -35,6 +36,7 @@ typedef struct api_server {
 	struct api_relay *relays; /* port relays (ports.c) */
 	int preview_fd;
 	uint16_t preview_port;
+	api_caps port_caps; /* the relays' and the preview proxy's connections (ports.c) */
 	struct api_pool *pool; /* the pool, the releaser and the syncer (pool.c) */
 	int64_t tombstones_ms; /* the deadline sweep's last tombstone collection */
 } api_server;
@@ -121,6 +123,9 @@ struct api_req {
 	bool deferring;
 	struct MHD_Response *deferred;
 	unsigned deferred_status;
+	api_caps *caps;	  /* the listener's connections, and this one's place there */
+	api_conn *place;
+	bool long_lived; /* a stream or an upgrade: no idle timeout (api_conn_long_lived) */
 	void *upload; /* a raw route's state, released by upload_free */
 	void (*upload_free)(api_req *r);
 };
@@ -319,6 +324,10 @@ enum MHD_Result api_exec_attach(api_req *r);
 bool api_ws_requested(api_req *r);
 int api_ws_check(api_req *r, sl_err *err);
 enum MHD_Result api_ws_accept(api_req *r, MHD_UpgradeHandler handler);
+/* R's answer is a long-lived stream (?follow=1 logs, E2B Connect and code streams) or,
+ * UPGRADE, a WebSocket: its connection is exempt from the idle timeout and the head
+ * deadline until the request ends (server.c). Called once the request is authenticated. */
+void api_conn_long_lived(api_req *r, bool upgrade);
 int api_ws_send(int sock, int opcode, const void *data, size_t len);
 /* One client frame at the start of IN: 0 while incomplete, else the bytes it takes, its
  * opcode, FIN bit and payload (unmasked in place); -1 with *bad the close code (1002

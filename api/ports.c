@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "connect.h"
 #include "crash.h"
 #include "launch.h"
@@ -80,14 +81,21 @@ struct conn {
 	int fd;
 	char id[32];
 	uint16_t port;
+	api_client who; /* its uid (runtime/peer.c), found when it was accepted */
+	api_conn *place; /* in srv->port_caps */
 };
 
-/* Is the client of FD root or a --allow-uid user? Unknown owners are not. */
-static bool peer_allowed(api_server *s, int fd)
+/* Is the client root or a --allow-uid user? Unknown owners are not. */
+static bool peer_allowed(const struct conn *c)
 {
-	uid_t uid;
-	sl_err err = { 0 };
-	return peer_uid(fd, &uid, &err) == 0 && peer_uid_allowed(&s->opt.allow_uids, uid);
+	return c->who.by_uid && peer_uid_allowed(&c->srv->opt.allow_uids, c->who.uid);
+}
+
+static void conn_end(struct conn *c)
+{
+	api_caps_drop(&c->srv->port_caps, c->place);
+	close(c->fd);
+	free(c);
 }
 
 static void *relay_conn(void *arg)
@@ -98,7 +106,7 @@ static void *relay_conn(void *arg)
 	int in = -1;
 	/* Anyone else is closed on at once: nothing reaches the sandbox. */
 	if (sandbox_get(c->srv->ctx, c->id, &sb, &err) == 0) {
-		if (sandbox_port_public(&sb, c->port) || peer_allowed(c->srv, c->fd))
+		if (sandbox_port_public(&sb, c->port) || peer_allowed(c))
 			in = sandbox_connect_port(&sb, c->port);
 		sandbox_free(&sb);
 	}
@@ -106,12 +114,13 @@ static void *relay_conn(void *arg)
 		splice_both(c->fd, in);
 		close(in);
 	}
-	close(c->fd);
-	free(c);
+	conn_end(c);
 	return NULL;
 }
 
-static void spawn_conn(api_server *s, int fd, const char *id, uint16_t port,
+/* A thread for the connection FD, within the caps per uid and in all of the relays and
+ * the preview proxy together (over one, FD is closed at once; PLAIN: with a 429). */
+static void spawn_conn(api_server *s, int fd, const char *id, uint16_t port, bool plain,
 		       void *(*fn)(void *))
 {
 	struct conn *c = calloc(1, sizeof(*c));
@@ -124,9 +133,16 @@ static void spawn_conn(api_server *s, int fd, const char *id, uint16_t port,
 	c->fd = fd;
 	c->port = port;
 	snprintf(c->id, sizeof(c->id), "%s", id ? id : "");
-	if (pthread_create(&t, NULL, fn, c) != 0) {
-		close(fd);
+	api_client_of(fd, &c->who);
+	bool client_cap;
+	c->place = api_caps_take(&s->port_caps, &c->who, fd, &client_cap);
+	if (!c->place) {
+		api_caps_refuse(&s->port_caps, fd, &c->who, client_cap, plain);
 		free(c);
+		return;
+	}
+	if (pthread_create(&t, NULL, fn, c) != 0) {
+		conn_end(c);
 		return;
 	}
 	pthread_detach(t);
@@ -143,7 +159,7 @@ static void *relay_accept(void *arg)
 				continue;
 			break; /* shut down by api_ports_sweep */
 		}
-		spawn_conn(s, fd, r->sandbox_id, r->port, relay_conn);
+		spawn_conn(s, fd, r->sandbox_id, r->port, false, relay_conn);
 		sl_delay_point("relay-accepted"); /* test_relay_listener_not_reused */
 	}
 	/* This thread closes the listener, not the sweep: closed under a thread still in (or
@@ -327,9 +343,13 @@ static void *preview_conn(void *arg)
 	char *head = malloc(HEAD_MAX + 1);
 	size_t len = 0;
 	char *eoh = NULL;
+	/* The whole head within 10 s (or --conn-timeout when shorter), however it trickles. */
+	unsigned limit_s = s->opt.conn_timeout && s->opt.conn_timeout < 10 ? s->opt.conn_timeout : 10;
+	int64_t deadline = sl_mono_ms() + limit_s * 1000ll;
 	while (head && !eoh && len < HEAD_MAX) {
 		struct pollfd p = { c->fd, POLLIN, 0 };
-		if (poll(&p, 1, 10000) <= 0)
+		int64_t left = deadline - sl_mono_ms();
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			break;
 		ssize_t n = read(c->fd, head + len, HEAD_MAX - len);
 		if (n <= 0)
@@ -343,7 +363,7 @@ static void *preview_conn(void *arg)
 	sl_sandbox sb;
 	sl_err err = { 0 };
 	bool found = parsed && pr.port && sandbox_get(s->ctx, pr.id, &sb, &err) == 0;
-	bool allowed = parsed && pr.port && peer_allowed(s, c->fd), query = false;
+	bool allowed = parsed && pr.port && peer_allowed(c), query = false;
 	char token[65] = "";
 	bool ok = found && (allowed || sandbox_port_public(&sb, pr.port) ||
 			    preview_cred_ok(s, &pr, &sb, token, &query));
@@ -374,8 +394,7 @@ static void *preview_conn(void *arg)
 		close(in);
 	preview_req_free(&pr);
 	free(head);
-	close(c->fd);
-	free(c);
+	conn_end(c);
 	return NULL;
 }
 
@@ -389,7 +408,7 @@ static void *preview_accept(void *arg)
 				continue;
 			break;
 		}
-		spawn_conn(s, fd, NULL, 0, preview_conn);
+		spawn_conn(s, fd, NULL, 0, true, preview_conn);
 	}
 	return NULL;
 }

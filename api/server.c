@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <poll.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -38,6 +40,9 @@ typedef struct api_listener {
 	const char *tls_key, *tls_cert; /* PEM text: TLS on this listener (the TCP one) */
 	struct MHD_Daemon *mhd;
 	char where[160];
+	api_caps caps; /* its connections: the cap in all, per client, head deadlines */
+	pthread_t accepter;
+	bool accepting;
 } api_listener;
 
 /* ---- listeners ---- */
@@ -354,6 +359,91 @@ static enum MHD_Result req_data(api_req *r, const char *data, size_t n)
 	return MHD_YES;
 }
 
+/* ---- connections: caps, timeouts, the head deadline ---- */
+
+static void conn_set_timeout(api_req *r, unsigned seconds)
+{
+	if (r->srv->opt.conn_timeout)
+		MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
+}
+
+void api_conn_long_lived(api_req *r, bool upgrade)
+{
+	r->long_lived = true;
+	conn_set_timeout(r, 0);
+	if (upgrade)
+		api_caps_upgraded(r->caps, r->place);
+}
+
+/* The first call for a request: its head is in, the head deadline stops. */
+static void conn_head_in(api_listener *l, api_req *r)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	r->caps = &l->caps;
+	r->place = ci ? ci->socket_context : NULL;
+	api_caps_wait_head(r->caps, r->place, false);
+}
+
+/* A request answered: a next one on the connection has its head deadline, and a
+ * long-lived stream's connection gets its idle timeout back. */
+static void conn_request_done(api_req *r)
+{
+	api_caps_wait_head(r->caps, r->place, true);
+	if (r->long_lived)
+		conn_set_timeout(r, r->srv->opt.conn_timeout);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	api_listener *l = cls;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		*socket_context = ci ? api_caps_start(&l->caps, ci->connect_fd) : NULL;
+	} else {
+		api_caps_drop(&l->caps, *socket_context);
+		*socket_context = NULL;
+	}
+}
+
+/* A connection counts against its client's cap and the listener's before libmicrohttpd
+ * gives it a thread; over a cap it is refused at once. */
+static void listener_admit(api_listener *l, int fd, const struct sockaddr *sa, socklen_t sl)
+{
+	api_client who;
+	bool client_cap;
+	api_client_of(fd, &who);
+	api_conn *k = api_caps_take(&l->caps, &who, fd, &client_cap);
+	if (!k) {
+		api_caps_refuse(&l->caps, fd, &who, client_cap, !l->tls_cert);
+		return;
+	}
+	api_caps_wait_head(&l->caps, k, true);
+	if (MHD_add_connection(l->mhd, fd, sa, sl) != MHD_YES)
+		api_caps_forget(&l->caps, k); /* libmicrohttpd closed FD */
+}
+
+static void *listener_accept(void *arg)
+{
+	api_listener *l = arg;
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+		if (fd >= 0) {
+			listener_admit(l, fd, (struct sockaddr *)&ss, sl);
+		} else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			   errno == ENOMEM) {
+			poll(NULL, 0, 100); /* out of fds: the clients wait in the backlog */
+		} else if (errno != EINTR && errno != ECONNABORTED) {
+			break; /* shut down by api_serve */
+		}
+	}
+	return NULL;
+}
+
 static enum MHD_Result req_end(api_req *r)
 {
 	if (r->queued)
@@ -368,7 +458,12 @@ static enum MHD_Result req_end(api_req *r)
 		if (!r->json)
 			return api_reply_error(r, &err);
 	}
+	/* A handler may take long (a create, a long-poll of up to 5 minutes): no idle timeout
+	 * while it works, nor after it for a long-lived stream. */
+	conn_set_timeout(r, 0);
 	enum MHD_Result ret = r->route->handle(r);
+	if (!r->long_lived)
+		conn_set_timeout(r, r->srv->opt.conn_timeout);
 	if (!r->queued && ret == MHD_YES)
 		ret = api_fail(r, SL_INTERNAL, "the handler for %s %s gave no answer", r->method,
 			       r->url);
@@ -386,6 +481,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (!r)
 			return MHD_NO;
 		*con_cls = r;
+		conn_head_in(l, r);
 		return req_begin(l, r);
 	}
 	if (*upload_size) {
@@ -399,7 +495,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
-	req_free(*con_cls);
+	api_req *r = *con_cls;
+	if (r)
+		conn_request_done(r);
+	req_free(r);
 	*con_cls = NULL;
 }
 
@@ -413,21 +512,31 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 static int listener_start(api_listener *l, sl_err *err)
 {
+	/* Our own accept (listener_accept) counts a connection before it costs a thread. */
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-			 MHD_ALLOW_UPGRADE | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+			 MHD_ALLOW_UPGRADE | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+			 MHD_USE_NO_LISTEN_SOCKET;
 	bool tls = l->tls_cert != NULL;
+	const api_options *o = &l->srv->opt;
+	if (api_caps_init(&l->caps, l->need_key ? "the TCP listener" : "the unix socket",
+			  o->max_conns, o->max_conns_client) < 0)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "connection caps of %s", l->where);
 	/* The logger goes first so that MHD's messages about the other options reach it. The
 	 * TLS options close the list when there are none (a NULL key ends it there). */
 	l->mhd = MHD_start_daemon(
 	    flags | (tls ? MHD_USE_TLS : 0), 0, NULL, NULL, on_request, l,
-	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, l, MHD_OPTION_LISTEN_SOCKET, l->fd,
-	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, l, MHD_OPTION_CONNECTION_LIMIT,
-	    (unsigned)4096, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, l, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+	    l, MHD_OPTION_NOTIFY_CONNECTION, on_connection, l, MHD_OPTION_CONNECTION_LIMIT,
+	    l->caps.max + 16, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
+	    MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout,
 	    tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, l->tls_key,
 	    MHD_OPTION_HTTPS_MEM_CERT, l->tls_cert, MHD_OPTION_END);
 	if (!l->mhd)
 		return sl_fail(err, SL_INTERNAL, errno, "start the HTTP server on %s", l->where);
+	int e = pthread_create(&l->accepter, NULL, listener_accept, l);
+	if (e != 0)
+		return sl_fail(err, SL_INTERNAL, e, "accept thread of %s", l->where);
+	l->accepting = true;
 	return 0;
 }
 
@@ -481,7 +590,7 @@ static void raise_fd_limit(void)
 
 /* The main thread's loop: the sweeps (and a reap) once a second, a reap at each SIGCHLD
  * (every create and delete), until SIGTERM or SIGINT (SET, blocked in every thread). */
-static void serve_until_stopped(api_server *srv, const sigset_t *set)
+static void serve_until_stopped(api_server *srv, api_listener *ls, int nl, const sigset_t *set)
 {
 	int64_t sweep_at = sl_mono_ms() + 1000;
 	for (;;) {
@@ -500,6 +609,8 @@ static void serve_until_stopped(api_server *srv, const sigset_t *set)
 		api_pty_sweep(srv, false);
 		api_enforce_deadlines(srv);
 		api_ports_sweep(srv, false);
+		for (int i = 0; i < nl && srv->opt.conn_timeout; i++)
+			api_caps_cut_slow(&ls[i].caps, srv->opt.conn_timeout * 1000ll);
 		sweep_at = sl_mono_ms() + 1000;
 	}
 }
@@ -512,6 +623,8 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 		srv.opt.max_json = API_DEFAULT_MAX_JSON;
 	if (!srv.opt.max_upload)
 		srv.opt.max_upload = API_DEFAULT_MAX_UPLOAD;
+	if (!srv.opt.max_conns)
+		srv.opt.max_conns = API_DEFAULT_MAX_CONNS;
 	char sock[PATH_MAX];
 	if (o->socket_path)
 		snprintf(sock, sizeof(sock), "%s", o->socket_path);
@@ -520,6 +633,9 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 	if (api_key_load(&ctx->cfg, srv.key, err) < 0)
 		return -1;
 	raise_fd_limit();
+	if (api_caps_init(&srv.port_caps, "the port relays and the preview proxy",
+			  srv.opt.max_conns, srv.opt.max_conns_client) < 0)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "connection caps of the port relays");
 
 	api_listener ls[2] = {{.srv = &srv, .fd = -1}, {.srv = &srv, .fd = -1}};
 	int nl = 1;
@@ -573,7 +689,7 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 		sl_log(SL_LOG_INFO, "serve: listening on %s%s%s", ls[0].where,
 		       nl == 2 ? " and " : "", nl == 2 ? ls[1].where : "");
 		api_enforce_deadlines(&srv);
-		serve_until_stopped(&srv, &set);
+		serve_until_stopped(&srv, ls, nl, &set);
 		sl_log(SL_LOG_INFO, "serve: stopping");
 	} else {
 		started--;
@@ -583,15 +699,16 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 	if (pthread_create(&dog, NULL, stop_watchdog, NULL) == 0)
 		pthread_detach(dog);
 	for (int i = 0; i < nl; i++) {
-		if (ls[i].mhd) {
-			/* Take the listening socket back first so no new client gets in. */
-			MHD_socket q = MHD_quiesce_daemon(ls[i].mhd);
-			MHD_stop_daemon(ls[i].mhd);
-			if (q != MHD_INVALID_SOCKET)
-				ls[i].fd = q;
+		/* Stop accepting first so no new client gets in. */
+		if (ls[i].accepting) {
+			shutdown(ls[i].fd, SHUT_RDWR);
+			pthread_join(ls[i].accepter, NULL);
 		}
+		if (ls[i].mhd)
+			MHD_stop_daemon(ls[i].mhd);
 		if (ls[i].fd >= 0)
 			close(ls[i].fd);
+		api_caps_fini(&ls[i].caps);
 	}
 	unlink(sock);
 	/* After the listeners: no request can queue a release or take from the pool. */

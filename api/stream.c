@@ -107,6 +107,8 @@ struct MHD_Response *api_exec_stream_response(api_req *r, const char *sandbox_id
 	}
 	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	if (follow)
+		api_conn_long_lived(r, false);
 	return resp;
 }
 

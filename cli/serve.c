@@ -1,5 +1,6 @@
 /* serve.c — `sandlot serve` (the HTTP API daemon, api/) and `sandlot key` (the API key
  * TCP clients send): option parsing only; the server lives in api/server.c. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,12 +42,26 @@ static int pool_parse(const char *spec, api_pool_spec *out, sl_err *err)
 	return 0;
 }
 
+/* A whole number from MIN to MAX. */
+static int count_parse(const char *flag, const char *text, unsigned long min, unsigned long max,
+		       unsigned *out, sl_err *err)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(text, &end, 10);
+	if (!*text || *end || errno || *text == '-' || v < min || v > max)
+		return sl_fail(err, SL_INVALID, 0, "%s \"%s\": give a whole number from %lu to %lu",
+			       flag, text, min, max);
+	*out = (unsigned)v;
+	return 0;
+}
+
 /* Over 120 lines: one getopt switch, a case per option, and the usage text. */
 int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 {
 	enum { O_SOCKET = 256, O_LISTEN, O_REMOTE, O_STATE, O_MAXBODY, O_MAXUP, O_PREVIEW,
 	       O_APT, O_PIPIDX, O_WHEELS, O_NPM, O_POOL, O_TLSCERT, O_TLSKEY, O_ALLOWUID,
-	       O_PROVDEF };
+	       O_PROVDEF, O_CONNTO, O_MAXCONNS, O_MAXCLIENT };
 	static const struct option opts[] = {
 	    {"socket", required_argument, 0, O_SOCKET},
 	    {"listen", required_argument, 0, O_LISTEN},
@@ -64,10 +79,17 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	    {"pool", required_argument, 0, O_POOL},
 	    {"allow-uid", required_argument, 0, O_ALLOWUID},
 	    {"provider-defaults", no_argument, 0, O_PROVDEF},
+	    {"conn-timeout", required_argument, 0, O_CONNTO},
+	    {"max-conns", required_argument, 0, O_MAXCONNS},
+	    {"max-conns-per-client", required_argument, 0, O_MAXCLIENT},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
-	api_options o = {.max_json = API_DEFAULT_MAX_JSON, .max_upload = API_DEFAULT_MAX_UPLOAD};
+	api_options o = {.max_json = API_DEFAULT_MAX_JSON,
+			 .max_upload = API_DEFAULT_MAX_UPLOAD,
+			 .conn_timeout = API_DEFAULT_CONN_TIMEOUT,
+			 .max_conns = API_DEFAULT_MAX_CONNS,
+			 .max_conns_client = API_DEFAULT_MAX_CONNS_CLIENT};
 	const char *state = NULL;
 	/* Package sources: the environment's (config.c), or these flags. */
 	const char *src[4] = {NULL};
@@ -125,6 +147,19 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 		case O_PROVDEF:
 			o.provider_defaults = true;
 			break;
+		case O_CONNTO:
+			if (count_parse("--conn-timeout", optarg, 0, 86400, &o.conn_timeout, &err) < 0)
+				return cli_fail(&err);
+			break;
+		case O_MAXCONNS:
+			if (count_parse("--max-conns", optarg, 1, API_CONNS_MAX, &o.max_conns, &err) < 0)
+				return cli_fail(&err);
+			break;
+		case O_MAXCLIENT:
+			if (count_parse("--max-conns-per-client", optarg, 0, API_CONNS_MAX,
+					&o.max_conns_client, &err) < 0)
+				return cli_fail(&err);
+			break;
 		case O_APT:
 		case O_PIPIDX:
 		case O_WHEELS:
@@ -144,6 +179,16 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			     "default image if none; repeatable)\n"
 			     "                     [--allow-uid UID|USER[,...]]   (repeatable)\n"
 			     "                     [--provider-defaults]\n"
+			     "                     [--conn-timeout 30 (seconds; 0: none)] "
+			     "[--max-conns 1024] [--max-conns-per-client 256 (0: no cap)]\n"
+			     "A connection sends its request head within --conn-timeout and is "
+			     "closed after as long idle,\n"
+			     "unless a handler works on it or it carries a stream (?follow=1, "
+			     "WebSockets, E2B streams).\n"
+			     "Each listener (and the relays and previews together) takes "
+			     "--max-conns connections,\n"
+			     "--max-conns-per-client from one local uid (or remote address); more are "
+			     "refused (429).\n"
 			     "Port relays and preview URLs (loopback) let in root and the --allow-uid "
 			     "users;\n"
 			     "others need a public port or the sandbox's preview token "

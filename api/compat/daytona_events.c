@@ -17,6 +17,10 @@
 #define PING_MS	    25000
 #define CONNECT_MS  10000
 #define EIO_MAX_MSG (1u << 20)
+/* Before its CONNECT carries the key, a client gets 4 KiB (the CONNECT is far smaller)
+ * and CONNECT_MS (or --conn-timeout when shorter): an unauthenticated upgrade costs its
+ * connection's place under the caps (api/conns.c) for that long, and no more memory. */
+#define EIO_PREAUTH_MSG 4096
 
 typedef struct eio {
 	api_server *srv;
@@ -25,7 +29,7 @@ typedef struct eio {
 	char sid[32];
 	bool connected, done;
 	unsigned char *in;
-	size_t len;
+	size_t len, cap;
 } eio;
 
 static void send_text(eio *e, const char *s)
@@ -70,8 +74,9 @@ static void frames(eio *e)
 		bool fin;
 		unsigned char *pl;
 		uint64_t n;
-		ssize_t used =
-		    api_ws_frame(e->in + at, e->len - at, EIO_MAX_MSG, &op, &fin, &pl, &n, &bad);
+		ssize_t used = api_ws_frame(e->in + at, e->len - at,
+					    e->connected ? EIO_MAX_MSG : EIO_PREAUTH_MSG, &op, &fin,
+					    &pl, &n, &bad);
 		if (used == 0)
 			break;
 		if (used < 0 || op == 0x8) {
@@ -91,15 +96,27 @@ static void frames(eio *e)
 	e->len -= at;
 }
 
+/* Connected (the key checked): room for the largest message. */
+static int grow(eio *e)
+{
+	unsigned char *b = realloc(e->in, EIO_MAX_MSG + 16);
+	if (!b)
+		return -1;
+	e->in = b;
+	e->cap = EIO_MAX_MSG + 16;
+	return 0;
+}
+
 static void on_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra,
 			size_t extra_len, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
 {
 	api_req *r = con_cls;
-	eio e = {.srv = r->srv, .keyed = r->keyed, .sock = sock};
-	size_t cap = EIO_MAX_MSG + 16;
-	e.in = malloc(cap);
+	eio e = {.srv = r->srv, .keyed = r->keyed, .sock = sock, .cap = EIO_PREAUTH_MSG + 16};
+	e.in = malloc(e.cap);
 	sl_new_id("", e.sid, sizeof(e.sid));
-	if (e.in && extra_len <= cap) {
+	unsigned t = r->srv->opt.conn_timeout;
+	int64_t connect_ms = t && t * 1000ll < CONNECT_MS ? t * 1000ll : CONNECT_MS;
+	if (e.in && extra_len <= e.cap) {
 		memcpy(e.in, extra, extra_len);
 		e.len = extra_len;
 		char open[200];
@@ -112,7 +129,9 @@ static void on_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
 		int64_t start = sl_mono_ms(), next_ping = start + PING_MS;
 		while (!e.done && !atomic_load(&r->srv->stopping)) {
 			frames(&e);
-			if (e.done || (!e.connected && sl_mono_ms() - start > CONNECT_MS))
+			if (e.done || (!e.connected && sl_mono_ms() - start > connect_ms))
+				break;
+			if (e.connected && e.cap < EIO_MAX_MSG + 16 && grow(&e) < 0)
 				break;
 			if (sl_mono_ms() >= next_ping) {
 				send_text(&e, "2");
@@ -124,9 +143,9 @@ static void on_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
 				break;
 			if (n <= 0)
 				continue;
-			if (e.len == cap)
+			if (e.len == e.cap)
 				break;
-			ssize_t got = recv(sock, e.in + e.len, cap - e.len, 0);
+			ssize_t got = recv(sock, e.in + e.len, e.cap - e.len, 0);
 			if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN))
 				break;
 			if (got > 0)

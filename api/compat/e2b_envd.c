@@ -246,6 +246,7 @@ static enum MHD_Result stream_start(api_req *r, rpc_stream *st)
 	}
 	MHD_add_response_header(resp, "Content-Type", "application/connect+json");
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	api_conn_long_lived(r, false);
 	return api_reply(r, 200, resp);
 }
 

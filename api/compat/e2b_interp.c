@@ -558,6 +558,7 @@ enum MHD_Result e2b_execute(api_req *r)
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
+	api_conn_long_lived(r, false);
 	return api_reply(r, 200, resp);
 fail:
 	if (lock >= 0)
