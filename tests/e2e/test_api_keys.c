@@ -1,6 +1,6 @@
 /* test_api_keys.c — keys per user (hardening fix 10): `sandlot key create|ls|rm`, keys
  * kept only as hashes, and each key seeing only its own sandboxes (with their executions
- * and files), snapshots and volumes, over /v1 and the E2B and Daytona façades. */
+ * and files), snapshots, volumes and images, over /v1 and the E2B and Daytona façades. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,11 +290,69 @@ static void test_each_key_sees_its_own(void **state)
 	free(b);
 }
 
+/* POST /v1/images?name=NAME of build/images/busybox.tar as KEY; the status. */
+static long image_import_as(const char *key, const char *name)
+{
+	char *tar = e2e_build_path("images/busybox.tar");
+	size_t len;
+	char *blob = e2e_read_file_len(tar, &len);
+	assert_non_null(blob);
+	char *path = e2e_printf("/v1/images?name=%s", name);
+	char *h = e2e_printf("Authorization: Bearer %s", key);
+	e2e_resp r;
+	e2e_req q = {.method = "POST",
+		     .path = path,
+		     .body = blob,
+		     .len = len,
+		     .chunked = true,
+		     .tcp = true,
+		     .auth = h};
+	long st = e2e_http_q(&r, &q);
+	e2e_resp_free(&r);
+	free(h);
+	free(path);
+	free(blob);
+	free(tar);
+	return st;
+}
+
+/* An image a key imports is its own; the admin's images are every key's to use, not to
+ * replace or remove. */
+static void test_images_per_key(void **state)
+{
+	char *a = key_create("img-a"), *b = key_create("img-b");
+	assert_int_equal(image_import_as(a, "img-of-a"), 201);
+	assert_true(listed(a, "/v1/images", "images", "name", "img-of-a"));
+	assert_true(listed(a, "/v1/images", "images", "name", "busybox")); /* the admin's */
+	assert_false(listed(b, "/v1/images", "images", "name", "img-of-a"));
+	assert_true(listed(KEY, "/v1/images", "images", "name", "img-of-a"));
+	expect_as(b, "POST", "/v1/sandboxes", "{\"image\":\"img-of-a\"}", 404);
+	expect_as(b, "DELETE", "/v1/images/img-of-a", NULL, 404);
+	/* Neither A's name nor an admin image's is B's to import over. */
+	assert_int_equal(image_import_as(b, "img-of-a"), 409);
+	assert_int_equal(image_import_as(b, "busybox"), 409);
+	expect_as(b, "DELETE", "/v1/images/busybox", NULL, 409);
+
+	e2e_resp r;
+	call(&r, a, "POST", "/v1/sandboxes", "{\"image\":\"img-of-a\"}");
+	expect(&r, 201, NULL, NULL);
+	char *sbx = e2e_printf("/v1/sandboxes/%s", jstr(r.json, "id"));
+	e2e_resp_free(&r);
+	expect_as(a, "DELETE", sbx, NULL, 204);
+	expect_as(a, "DELETE", "/v1/images/img-of-a", NULL, 204);
+	free(e2e_sandlot_ok("key", "rm", "img-a", NULL));
+	free(e2e_sandlot_ok("key", "rm", "img-b", NULL));
+	free(sbx);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    E2E_TEST(test_key_create_ls_rm),
 	    E2E_TEST(test_each_key_sees_its_own),
+	    E2E_TEST(test_images_per_key),
 	    E2E_TEST(test_zz_spec),
 	};
 	return api_run_tests(tests);
