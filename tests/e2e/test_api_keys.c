@@ -235,6 +235,12 @@ static void test_each_key_sees_its_own(void **state)
 	expect(&r, 200, NULL, NULL);
 	assert_int_equal(cJSON_GetArraySize(r.json), 0);
 	e2e_resp_free(&r);
+	/* Agentuity finds an execution by its id alone: still only its sandbox's key. */
+	char *ag_exe = e2e_printf("/agentuity/sandbox/execution/%s", strrchr(exe, '/') + 1);
+	expect_as(a, "GET", ag_exe, NULL, 200);
+	expect_as(b, "GET", ag_exe, NULL, 404);
+	expect_as(b, "GET", e2e_printf("/agentuity/sandbox/%s", id), NULL, 404);
+	free(ag_exe);
 	char *dt_sbx = e2e_printf("/api/sandbox/%s", id);
 	expect_as(a, "GET", dt_sbx, NULL, 200);
 	expect_as(b, "GET", dt_sbx, NULL, 404);
