@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "err.h"
+#include "owner.h"
 #include "peer.h"
 #include "sandbox.h"
 
@@ -66,5 +67,26 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err);
  * from 32 random bytes the first time it is asked for. */
 #define API_KEY_LEN 64
 int api_key_load(const sl_config *cfg, char key[API_KEY_LEN + 1], sl_err *err);
+
+/* Keys per user (`sandlot key create|ls|rm`): each has an id (the owner of what it
+ * makes, owner.h), a name, and its creation time; the key itself is shown once by
+ * api_keys_create and kept only as its SHA-256, in <state>/keys/ (0700). */
+typedef struct api_key_info {
+	char id[SL_OWNER_LEN];
+	char name[64];
+	int64_t created_ms;
+} api_key_info;
+/* A new key named NAME (1-63 of [a-z0-9._-]; SL_CONFLICT when taken) into KEY. */
+int api_keys_create(const sl_config *cfg, const char *name, char key[API_KEY_LEN + 1],
+		    api_key_info *out, sl_err *err);
+/* Every issued key (free *OUT). */
+int api_keys_list(const sl_config *cfg, api_key_info **out, size_t *n, sl_err *err);
+/* SL_NOTFOUND when no key has NAME. What the key made stays, the admin's to manage. */
+int api_keys_remove(const sl_config *cfg, const char *name, sl_err *err);
+/* Who GIVEN (as sent; "e2b_KEY" is KEY) is: 0 with OWNER "" for the admin key, or the
+ * issued key's id; -1 for no key. The admin key is compared in constant time; an issued
+ * one is found by its hash. */
+int api_key_identify(const sl_config *cfg, const char *admin, const char *given,
+		     char owner[SL_OWNER_LEN]);
 
 #endif

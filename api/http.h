@@ -106,6 +106,7 @@ struct api_req {
 	const api_route *route;
 	const api_facade *facade; /* the façade that claimed the request, or NULL (/v1) */
 	bool keyed;		  /* it came on a listener that needs the API key */
+	char owner[SL_OWNER_LEN]; /* the key it acts for ("" the admin, the socket's) */
 	char method[16];
 	char *url;
 	char *param[API_MAX_PARAMS];

@@ -47,6 +47,7 @@ enum MHD_Result api_images_list(api_req *r)
 
 typedef struct import_job {
 	const char *state_dir;
+	char owner[SL_OWNER_LEN]; /* the request's key: the import is made for it */
 	char name[128], user[64], workdir[256];
 	bool has_user, has_workdir;
 	int rfd, wfd;
@@ -60,6 +61,7 @@ typedef struct import_job {
 static void *import_main(void *p)
 {
 	import_job *j = p;
+	owner_act_as(j->owner);
 	j->result = image_import(j->state_dir, j->name, j->rfd, j->has_user ? j->user : NULL,
 				 j->has_workdir ? j->workdir : NULL, &j->img, &j->err);
 	/* Closing our end tells the writer (EPIPE) that no more input is wanted. */
@@ -109,6 +111,7 @@ int api_images_post_begin(api_req *r, sl_err *err)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "import");
 	j->rfd = j->wfd = -1;
 	j->state_dir = r->srv->ctx->cfg.state_dir;
+	snprintf(j->owner, sizeof(j->owner), "%s", r->owner);
 	snprintf(j->name, sizeof(j->name), "%s", name);
 	if ((j->has_user = user))
 		snprintf(j->user, sizeof(j->user), "%s", user);

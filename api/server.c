@@ -172,6 +172,8 @@ static int tcp_listener(const char *spec, bool allow_remote, bool tls, int *out,
 
 /* ---- requests ---- */
 
+/* The key in the headers, if any: the admin's or an issued one (hardening fix 10). A
+ * known key becomes the owner the request acts for (r->owner, "" the admin). */
 static bool authorized(api_req *r)
 {
 	const char *auth = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");
@@ -183,7 +185,7 @@ static bool authorized(api_req *r)
 	}
 	if (!given)
 		given = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-API-Key");
-	return api_key_equal(given, r->srv->key);
+	return api_key_identify(&r->srv->ctx->cfg, r->srv->key, given, r->owner) == 0;
 }
 
 static enum MHD_Result reply_unauthorized(api_req *r)
@@ -191,7 +193,7 @@ static enum MHD_Result reply_unauthorized(api_req *r)
 	struct MHD_Response *resp = api_error_response(
 	    "UNAUTHENTICATED",
 	    "this listener needs the API key: send \"Authorization: Bearer KEY\" or "
-	    "\"X-API-Key: KEY\" (print it with `sandlot key`)",
+	    "\"X-API-Key: KEY\" (the admin's: `sandlot key`; others: `sandlot key create NAME`)",
 	    NULL);
 	if (resp)
 		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
@@ -290,6 +292,7 @@ static enum MHD_Result req_begin_route(api_listener *l, api_req *r)
 		if (l->need_key && !(r->route && (r->route->flags & API_ROUTE_OWN_AUTH)) &&
 		    !authorized(r))
 			return f->unauthorized ? f->unauthorized(r) : reply_unauthorized(r);
+		owner_act_as(r->owner);
 		if (!r->route)
 			return f->no_route ? f->no_route(r, known, allow)
 					   : reply_no_route(r, known, allow);
@@ -301,6 +304,7 @@ static enum MHD_Result req_begin_route(api_listener *l, api_req *r)
 	} else {
 		if (l->need_key && !authorized(r))
 			return reply_unauthorized(r);
+		owner_act_as(r->owner);
 		r->route = api_route_match(r, r->method, r->url, &known, allow, sizeof(allow));
 		if (!r->route)
 			return reply_no_route(r, known, allow);
@@ -476,20 +480,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
 	api_listener *l = cls;
 	api_req *r = *con_cls;
+	enum MHD_Result ret;
 	if (!r) {
 		r = req_new(l, c, url, method);
 		if (!r)
 			return MHD_NO;
 		*con_cls = r;
 		conn_head_in(l, r);
-		return req_begin(l, r);
+		ret = req_begin(l, r);
+	} else {
+		/* Every runtime lookup of the request's steps sees what its key may see. */
+		owner_act_as(r->owner);
+		if (*upload_size) {
+			ret = req_data(r, upload, *upload_size);
+			*upload_size = 0;
+		} else {
+			ret = req_end(r);
+		}
 	}
-	if (*upload_size) {
-		enum MHD_Result ret = req_data(r, upload, *upload_size);
-		*upload_size = 0;
-		return ret;
-	}
-	return req_end(r);
+	owner_act_as(NULL); /* the thread's other work (streams, upgrades) is the daemon's */
+	return ret;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api.h"
 #include "dl.h"
@@ -227,18 +228,62 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
+/* `sandlot key ls`: one line per issued key (never the key, which is not kept). */
+static int key_ls(sl_ctx *ctx)
+{
+	api_key_info *list;
+	size_t n;
+	sl_err err = {0};
+	if (api_keys_list(&ctx->cfg, &list, &n, &err) < 0)
+		return cli_fail(&err);
+	printf("%-26s %-20s %s\n", "ID", "NAME", "CREATED");
+	for (size_t i = 0; i < n; i++) {
+		char when[32] = "";
+		time_t t = (time_t)(list[i].created_ms / 1000);
+		struct tm tm;
+		if (gmtime_r(&t, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		printf("%-26s %-20s %s\n", list[i].id, list[i].name, when);
+	}
+	free(list);
+	return 0;
+}
+
+/* `sandlot key [--state-dir DIR] [create NAME | ls | rm NAME]`; alone, the admin key. */
 int cmd_key(sl_ctx *ctx, int argc, char **argv)
 {
-	if (argc == 3 && !strcmp(argv[1], "--state-dir")) {
+	int at = 1;
+	if (argc >= 3 && !strcmp(argv[1], "--state-dir")) {
 		if (reopen_state(ctx, argv[2]) != 0)
 			return EXIT_SANDLOT;
-	} else if (argc != 1) {
-		return cli_usage("key: takes no arguments but --state-dir DIR");
+		at = 3;
 	}
+	const char *verb = at < argc ? argv[at] : NULL;
+	int nargs = argc - at - (verb ? 1 : 0);
 	char key[API_KEY_LEN + 1];
 	sl_err err = {0};
-	if (api_key_load(&ctx->cfg, key, &err) < 0)
-		return cli_fail(&err);
-	puts(key);
-	return 0;
+	if (!verb) {
+		if (api_key_load(&ctx->cfg, key, &err) < 0)
+			return cli_fail(&err);
+		puts(key);
+		return 0;
+	}
+	if (!strcmp(verb, "ls") && nargs == 0)
+		return key_ls(ctx);
+	if (!strcmp(verb, "create") && nargs == 1) {
+		api_key_info k;
+		if (api_keys_create(&ctx->cfg, argv[at + 1], key, &k, &err) < 0)
+			return cli_fail(&err);
+		puts(key); /* the one time it is shown: only its hash is kept */
+		fprintf(stderr, "sandlot: key %s (%s) created; it is not shown again\n", k.name,
+			k.id);
+		return 0;
+	}
+	if (!strcmp(verb, "rm") && nargs == 1) {
+		if (api_keys_remove(&ctx->cfg, argv[at + 1], &err) < 0)
+			return cli_fail(&err);
+		return 0;
+	}
+	return cli_usage("key: use `key`, `key create NAME`, `key ls` or `key rm NAME` "
+			 "(each may follow --state-dir DIR)");
 }

@@ -358,6 +358,7 @@ static char *img_record_json(const sl_image *img)
 	cJSON_AddStringToObject(o, "workdir", img->workdir);
 	cJSON_AddNumberToObject(o, "size", (double)img->size_bytes);
 	cJSON_AddNumberToObject(o, "created", (double)img->created);
+	cJSON_AddStringToObject(o, "owner", img->owner);
 	char *s = cJSON_Print(o);
 	cJSON_Delete(o);
 	return s;
@@ -387,6 +388,9 @@ static int img_record_parse(const char *text, const char *path, sl_image *out, s
 	if (ok) {
 		img.size_bytes = (uint64_t)size->valuedouble;
 		img.created = (int64_t)created->valuedouble;
+		/* Absent (made before keys): the admin's. */
+		if (!img_copy_field(o, "owner", img.owner, sizeof(img.owner)))
+			img.owner[0] = '\0';
 	}
 	cJSON_Delete(o);
 	if (!ok)
@@ -417,7 +421,29 @@ static int img_cmp_name(const void *a, const void *b)
 	return strcmp(((const sl_image *)a)->name, ((const sl_image *)b)->name);
 }
 
+/* May the thread's key use IMG (create from it): its own, and the admin's. */
+static bool img_usable(const sl_image *img)
+{
+	return !img->owner[0] || owner_sees(img->owner);
+}
+
+/* May the thread's key replace or remove the image OWNER holds: the admin any, a key
+ * its own. */
+static bool img_mine(const char *owner)
+{
+	return !owner_acting()[0] || !strcmp(owner, owner_acting());
+}
+
+static int img_list(const char *state_dir, bool everyones, sl_image **out, size_t *n,
+		    sl_err *err);
+
 int image_list(const char *state_dir, sl_image **out, size_t *n, sl_err *err)
+{
+	return img_list(state_dir, false, out, n, err);
+}
+
+static int img_list(const char *state_dir, bool everyones, sl_image **out, size_t *n,
+		    sl_err *err)
 {
 	*out = NULL;
 	*n = 0;
@@ -453,7 +479,8 @@ int image_list(const char *state_dir, sl_image **out, size_t *n, sl_err *err)
 				sl_log(SL_LOG_WARN, "image list: skipping %s", e.msg);
 			continue;
 		}
-		cnt++;
+		if (everyones || img_usable(&v[cnt]))
+			cnt++;
 	}
 	if (errno)
 		return sl_sysfail(err, "image store: read %s", dir);
@@ -501,8 +528,11 @@ int image_lookup(const char *state_dir, const char *name_or_digest, sl_image *ou
 	bool is_name = image_name_check(ref, NULL) == 0;
 	if (is_name) {
 		sl_err e;
-		if (img_load(state_dir, ref, out, &e) == 0)
+		int r = img_load(state_dir, ref, out, &e);
+		if (r == 0 && img_usable(out))
 			return 0;
+		if (r == 0) /* another key's: as if there were none (nor a digest match) */
+			return sl_fail(err, SL_NOTFOUND, 0, "image '%s' not found", ref);
 		if (e.kind != SL_NOTFOUND) {
 			if (err)
 				*err = e;
@@ -547,6 +577,10 @@ static int img_commit(const char *state_dir, const char *tmp, const sl_image *im
 	sl_image old;
 	sl_err e;
 	bool replaced = img_load(state_dir, img->name, &old, &e) == 0;
+	if (replaced && !img_mine(old.owner))
+		return sl_fail(err, SL_CONFLICT, 0,
+			       "image name %s is taken (another API key's, or an admin image)",
+			       img->name);
 	bool moved = false;
 	struct stat st;
 	if (lstat(layer, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -603,6 +637,7 @@ int image_import(const char *state_dir, const char *name, int fd, const char *us
 	snprintf(img.name, sizeof(img.name), "%s", name);
 	snprintf(img.digest, sizeof(img.digest), "sha256:%s", hex);
 	img.created = (int64_t)time(NULL);
+	snprintf(img.owner, sizeof(img.owner), "%s", owner_acting());
 	if (img_resolve_meta(tmp, user_or_null, workdir_or_null, &img, err) < 0 ||
 	    img_sync(tmp, err) < 0 || img_commit(state_dir, tmp, &img, err) < 0) {
 		sl_err e;
@@ -634,12 +669,16 @@ int image_remove(const char *state_dir, const char *name, sl_err *err)
 		if (lock < 0)
 			return -1;
 		sl_image img;
-		if (img_load(state_dir, name, &img, err) < 0) {
-			if (err && err->kind == SL_NOTFOUND)
-				sl_fail(err, SL_NOTFOUND, 0,
-					"image '%s' not found (see `sandlot image ls`)", name);
+		int r = img_load(state_dir, name, &img, err);
+		if ((r < 0 && err && err->kind == SL_NOTFOUND) || (r == 0 && !img_usable(&img)))
+			return sl_fail(err, SL_NOTFOUND, 0,
+				       "image '%s' not found (see `sandlot image ls`)", name);
+		if (r < 0)
 			return -1;
-		}
+		if (!img_mine(img.owner))
+			return sl_fail(err, SL_CONFLICT, 0,
+				       "image %s is an admin image: only the admin key removes it",
+				       name);
 		if (unlink(rec) < 0)
 			return sl_sysfail(err, "image %s: remove %s", name, rec);
 		_cleanup_close_ int dfd = open(names, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -647,7 +686,7 @@ int image_remove(const char *state_dir, const char *name, sl_err *err)
 			fsync(dfd);
 		_cleanup_free_ sl_image *all = NULL;
 		size_t n;
-		if (image_list(state_dir, &all, &n, err) < 0)
+		if (img_list(state_dir, true, &all, &n, err) < 0)
 			return sl_wrap(err, "image %s removed, but its layer was kept", name);
 		for (size_t i = 0; i < n; i++)
 			if (!strcmp(all[i].digest, img.digest))

@@ -4,6 +4,7 @@
 #define SANDLOT_IMAGE_H
 
 #include "err.h"
+#include "owner.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -15,13 +16,17 @@ typedef struct sl_image {
 	char workdir[256];
 	uint64_t size_bytes; /* total size of the layer's regular files */
 	int64_t created;     /* unix seconds of the import */
+	/* The key that imported or built it (owner.h). The admin's ("") are every key's
+	 * base images, to use but not to replace or remove; a key's own are its alone. */
+	char owner[SL_OWNER_LEN];
 } sl_image;
 
 /* 0 when NAME matches [a-z0-9][a-z0-9._-]{0,63}, else SL_INVALID saying so. */
 int image_name_check(const char *name, sl_err *err);
 
 /* Import the tar archive read from FD (file or pipe; tar, .gz, .zst, .xz, .bz2) as NAME,
- * replacing an existing NAME. The layer is shared when the same bytes were imported
+ * replacing an existing NAME (SL_CONFLICT when another key's, or an admin image and the
+ * thread acts for a key), owned by the thread's key. The layer is shared when the same bytes were imported
  * before. USER/WORKDIR (NULL = not given) override etc/sandlot/image.json in the archive,
  * whose defaults are "root" and "/". A failed import leaves the store as it was. */
 int image_import(const char *state_dir, const char *name, int fd, const char *user_or_null,
@@ -31,10 +36,12 @@ int image_import(const char *state_dir, const char *name, int fd, const char *us
  * digits). SL_NOTFOUND says how to import; an ambiguous prefix is SL_CONFLICT. */
 int image_lookup(const char *state_dir, const char *name_or_digest, sl_image *out, sl_err *err);
 
-/* Every name, sorted; *OUT is malloc'd (free() it), NULL when *N is 0. */
+/* Every name the thread's key may use (lookups too: another key's image is "not
+ * found"), sorted; *OUT is malloc'd (free() it), NULL when *N is 0. */
 int image_list(const char *state_dir, sl_image **out, size_t *n, sl_err *err);
 
-/* Remove NAME, and its layer when no other name points to it. The caller checks first
+/* Remove NAME (SL_NOTFOUND for another key's, SL_CONFLICT for an admin image when the
+ * thread acts for a key), and its layer when no other name points to it. The caller checks first
  * that no sandbox uses the layer (sandbox_image_in_use). */
 int image_remove(const char *state_dir, const char *name, sl_err *err);
 

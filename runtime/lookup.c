@@ -1,5 +1,7 @@
 /* lookup.c — finding sandboxes: by id or name (sandbox_get), every one (sandbox_list),
- * and the live one using a thing (sandbox_find_user: images, snapshots, volumes). */
+ * and the live one using a thing (sandbox_find_user: images, snapshots, volumes). Each
+ * answers only with what the calling thread's key may see (owner.h): another key's
+ * sandbox is "not found", as an unknown id is. */
 #include "lookup.h"
 
 #include <dirent.h>
@@ -13,6 +15,7 @@
 
 #include "claim.h"
 #include "clock.h"
+#include "owner.h"
 #include "state.h"
 #include "tombstone.h"
 
@@ -25,7 +28,8 @@ static int cmp_created(const void *a, const void *b)
 /* Every record but the pooled (the daemon's, until a create takes one), by creation
  * time, tombstones only when TOMBSTONES (then those older than TOMBSTONE_MS are removed
  * on the way). Without them, the ids known as tombstones are not read at all. */
-static int list_records(sl_ctx *ctx, bool tombstones, sl_sandbox **out, size_t *n, sl_err *err)
+static int list_records(sl_ctx *ctx, bool tombstones, bool everyones, sl_sandbox **out, size_t *n,
+			sl_err *err)
 {
 	char **ids;
 	size_t nids;
@@ -49,7 +53,7 @@ static int list_records(sl_ctx *ctx, bool tombstones, sl_sandbox **out, size_t *
 		    !list[k].releaser_pid)
 			tombstone_collect_one(ctx, ids[i]);
 		if ((dead && (!tombstones || now - list[k].terminated_ms > TOMBSTONE_MS)) ||
-		    list[k].status == SL_ST_POOLED) {
+		    list[k].status == SL_ST_POOLED || (!everyones && !owner_sees(list[k].owner))) {
 			sandbox_free(&list[k]);
 			continue;
 		}
@@ -65,12 +69,26 @@ static int list_records(sl_ctx *ctx, bool tombstones, sl_sandbox **out, size_t *
 
 int sandbox_list(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
 {
-	return list_records(ctx, true, out, n, err);
+	return list_records(ctx, true, false, out, n, err);
 }
 
 int sandbox_list_live(sl_ctx *ctx, sl_sandbox **out, size_t *n, sl_err *err)
 {
-	return list_records(ctx, false, out, n, err);
+	return list_records(ctx, false, false, out, n, err);
+}
+
+/* Whether the thread's key may see sandbox ID: the admin's needs no read. */
+static bool id_visible(sl_ctx *ctx, const char *id)
+{
+	if (!owner_acting()[0])
+		return true;
+	sl_sandbox sb;
+	sl_err e = { 0 };
+	if (record_load(ctx, id, &sb, &e) < 0)
+		return false;
+	bool ok = owner_sees(sb.owner);
+	sandbox_free(&sb);
+	return ok;
 }
 
 /* Resolve an id or a name to an id. */
@@ -82,7 +100,7 @@ int sandbox_resolve_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_e
 			       ref ? ref : "");
 	if (!strncmp(ref, "sbx_", 4)) {
 		state_sandbox_dir(&ctx->cfg, ref, p, sizeof(p));
-		if (access(p, F_OK) == 0) {
+		if (access(p, F_OK) == 0 && id_visible(ctx, ref)) {
 			snprintf(id, len, "%s", ref);
 			return 0;
 		}
@@ -97,7 +115,7 @@ int sandbox_resolve_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_e
 		if (record_load(ctx, owner, &sb, &e) == 0) {
 			/* A claim outlives a tombstone until its release ends. */
 			bool live = !strcmp(sb.name, ref) && sb.status != SL_ST_TERMINATED &&
-				    sb.status != SL_ST_POOLED;
+				    sb.status != SL_ST_POOLED && owner_sees(sb.owner);
 			sandbox_free(&sb);
 			if (live) {
 				snprintf(id, len, "%s", owner);
@@ -117,6 +135,10 @@ static int get_of(sl_ctx *ctx, const char *ref, sl_sandbox *out, bool running, s
 	if (ref && !strncmp(ref, "sbx_", 4) && strlen(ref) < sizeof(id) && !strchr(ref, '/')) {
 		sl_err e = {0};
 		loaded = record_load_visible(ctx, ref, out, &e) == 0;
+		if (loaded && !owner_sees(out->owner)) {
+			sandbox_free(out);
+			return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", ref);
+		}
 		if (!loaded && e.kind != SL_NOTFOUND) {
 			*err = e;
 			return -1;
@@ -145,7 +167,8 @@ int sandbox_find_user(sl_ctx *ctx, bool (*uses)(const sl_sandbox *sb, const void
 	sl_sandbox *list;
 	size_t n;
 	user[0] = '\0';
-	if (sandbox_list_live(ctx, &list, &n, err) < 0)
+	/* Every key's: another key's sandbox still uses the thing. */
+	if (list_records(ctx, false, true, &list, &n, err) < 0)
 		return -1;
 	for (size_t i = 0; i < n && !user[0]; i++)
 		if (list[i].status != SL_ST_TERMINATED && uses(&list[i], arg))

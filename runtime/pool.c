@@ -84,6 +84,7 @@ int sandbox_pool_take(sl_ctx *ctx, const char *id, const sl_create_opts *o, sl_s
 	cJSON_Delete(sb.ports);
 	sb.env = sb.labels = sb.ports = NULL;
 	record_new_preview_token(sb.preview_token);
+	snprintf(sb.owner, sizeof(sb.owner), "%s", owner_acting());
 	if (record_kv_object("env", o->env, &sb.env, err) < 0 ||
 	    record_kv_object("labels", o->labels, &sb.labels, err) < 0 ||
 	    record_ports_apply(&sb.ports, o->ports, o->nports, err) < 0) {

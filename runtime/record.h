@@ -14,6 +14,7 @@
 #include "cgroup.h"
 #include "ctx.h"
 #include "err.h"
+#include "owner.h"
 
 /* A sandbox's status. The record and the JSON keep its name (sandbox_status_name), the
  * same strings as ever. */
@@ -75,6 +76,9 @@ typedef struct sl_sandbox {
 	 * the process doing it. Its claims stay taken until it is done. */
 	pid_t releaser_pid;
 	uint64_t releaser_start;
+	/* The API key that made it (owner.h): "" the admin's, and every record older than
+	 * keys. Its executions, files and ports are its owner's too. */
+	char owner[SL_OWNER_LEN];
 } sl_sandbox;
 
 /* One port's setting at create or PATCH: port 1-65535, or SL_PORT_ALL for every port. */

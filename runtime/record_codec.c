@@ -27,7 +27,8 @@ struct field {
 #define S(member) M(member), sizeof(((sl_sandbox *)0)->member)
 
 /* Every member a record keeps, but its status (a name, record.c's table). Version 1 had
- * no net_subnet outside "internal", no ports or preview token: NULL there. */
+ * no net_subnet outside "internal", no ports, preview token or owner: NULL there. A
+ * version 2 record without "owner" (made before keys) reads as "", the admin's. */
 static const struct field fields[] = {
     {F_STR, S(id), "id", "", "id"},
     {F_STR, S(name), "name", "", "name"},
@@ -61,6 +62,7 @@ static const struct field fields[] = {
     {F_STR, S(net_gateway), "net_gateway", "network", "gateway"},
     {F_STR, S(net_subnet), "net_subnet", "internal", "netSubnet"},
     {F_STR, S(preview_token), "preview_token", NULL, NULL},
+    {F_STR, S(owner), "owner", NULL, NULL},
     {F_OBJECT, M(env), 0, "env", "", "env"},
     {F_OBJECT, M(labels), 0, "labels", "", "labels"},
     {F_ARRAY, M(volumes), 0, "volumes", "", "volumes"},

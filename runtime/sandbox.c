@@ -484,6 +484,7 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	sb.creator_pid = getpid();
 	sb.creator_start = proc_self_start_time();
 	record_new_preview_token(sb.preview_token);
+	snprintf(sb.owner, sizeof(sb.owner), "%s", owner_acting());
 	if (record_kv_object("env", o->env, &sb.env, err) < 0 ||
 	    record_kv_object("labels", o->labels, &sb.labels, err) < 0 ||
 	    record_ports_apply(&sb.ports, o->ports, o->nports, err) < 0 ||

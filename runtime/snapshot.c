@@ -29,6 +29,7 @@
 #include "id.h"
 #include "image.h"
 #include "log.h"
+#include "owner.h"
 #include "state.h"
 #include "storage.h"
 
@@ -56,6 +57,7 @@ static int snap_save(const sl_ctx *ctx, const sl_snapshot *s, sl_err *err)
 	cJSON_AddStringToObject(o, "image_digest", s->digest);
 	cJSON_AddNumberToObject(o, "uid_base", s->uid_base);
 	cJSON_AddNumberToObject(o, "created_ms", (double)s->created_ms);
+	cJSON_AddStringToObject(o, "owner", s->owner);
 	_cleanup_free_ char *txt = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return txt ? state_write_atomic(p, txt, strlen(txt), err)
@@ -86,7 +88,8 @@ static int snap_load(const sl_ctx *ctx, const char *id, sl_snapshot *s, sl_err *
 		  { "name", "name", s->name, sizeof(s->name) },
 		  { "sandbox_id", "sandboxId", s->sandbox_id, sizeof(s->sandbox_id) },
 		  { "image", "image", s->image, sizeof(s->image) },
-		  { "image_digest", "imageDigest", s->digest, sizeof(s->digest) } };
+		  { "image_digest", "imageDigest", s->digest, sizeof(s->digest) },
+		  { "owner", "owner", s->owner, sizeof(s->owner) } }; /* absent: the admin's */
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, v1 ? f[i].v1 : f[i].v2);
 		snprintf(f[i].dst, f[i].len, "%s", cJSON_IsString(v) ? v->valuestring : "");
@@ -213,7 +216,8 @@ static int valid_name(const char *n)
 	return 1;
 }
 
-int snapshot_get(sl_ctx *ctx, const char *ref, sl_snapshot *out, sl_err *err)
+/* By id or name, whoever's it is. */
+static int snap_find(sl_ctx *ctx, const char *ref, sl_snapshot *out, sl_err *err)
 {
 	if (!ref || !*ref || strchr(ref, '/') || ref[0] == '.')
 		return sl_fail(err, SL_INVALID, 0, "\"%s\" is not a snapshot id or name",
@@ -231,6 +235,25 @@ int snapshot_get(sl_ctx *ctx, const char *ref, sl_snapshot *out, sl_err *err)
 	return snap_load(ctx, id, out, err);
 }
 
+int snapshot_get(sl_ctx *ctx, const char *ref, sl_snapshot *out, sl_err *err)
+{
+	if (snap_find(ctx, ref, out, err) < 0)
+		return -1;
+	if (!owner_sees(out->owner)) /* another key's: as if there were none */
+		return sl_fail(err, SL_NOTFOUND, 0, "snapshot %s not found", ref);
+	return 0;
+}
+
+/* A name is a tag within one key's snapshots: another key's tag is not taken over. */
+static int name_free_for(sl_ctx *ctx, const char *name, const char *owner, sl_err *err)
+{
+	sl_snapshot cur;
+	sl_err e = {0};
+	if (snap_find(ctx, name, &cur, &e) < 0 || !strcmp(cur.owner, owner))
+		return 0;
+	return sl_fail(err, SL_CONFLICT, 0, "snapshot name %s is taken by another API key", name);
+}
+
 int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_snapshot *out,
 		    sl_err *err)
 {
@@ -238,6 +261,8 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 		return sl_fail(err, SL_INVALID, 0,
 			       "name \"%s\": use 1-63 lowercase letters, digits, '-', '.', '_'",
 			       name);
+	if (name && *name && name_free_for(ctx, name, owner_acting(), err) < 0)
+		return -1;
 	snapshot_collect_unfinished(ctx);
 	/* Under the sandbox's lock: no pause, resume or stop comes between the freeze and
 	 * the thaw. */
@@ -257,6 +282,7 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 	snprintf(s.digest, sizeof(s.digest), "%s", sb.digest);
 	s.uid_base = sb.uid_base;
 	s.created_ms = sl_now_ms();
+	snprintf(s.owner, sizeof(s.owner), "%s", owner_acting());
 	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
 	bool running = sb.status == SL_ST_RUNNING;
@@ -315,7 +341,7 @@ int snapshot_list(sl_ctx *ctx, sl_snapshot **out, size_t *n, sl_err *err)
 		char id[40];
 		snprintf(id, sizeof(id), "%s", ids[i]);
 		sl_err e2 = { 0 };
-		if (snap_load(ctx, id, &(*out)[*n], &e2) == 0) {
+		if (snap_load(ctx, id, &(*out)[*n], &e2) == 0 && owner_sees((*out)[*n].owner)) {
 			/* Only the newest snapshot with a name carries it (tags). */
 			sl_snapshot owner;
 			if ((*out)[*n].name[0] &&
@@ -481,6 +507,9 @@ int snapshot_import(sl_ctx *ctx, const char *name, int in_fd, sl_snapshot *out, 
 	snprintf(s.digest, sizeof(s.digest), "%s", img.digest);
 	s.uid_base = 0; /* the empty layer is canonical: shifted into each new sandbox */
 	s.created_ms = sl_now_ms();
+	snprintf(s.owner, sizeof(s.owner), "%s", owner_acting());
+	if (name_free_for(ctx, s.name, s.owner, err) < 0)
+		return -1;
 	snapshot_collect_unfinished(ctx);
 	int mfd = making_begin(ctx, s.id, "", err);
 	if (mfd < 0)

@@ -20,6 +20,7 @@ typedef struct sl_snapshot {
 	char digest[72];
 	uint32_t uid_base; /* the owner range its files were written under */
 	int64_t created_ms;
+	char owner[SL_OWNER_LEN]; /* the key that made it (owner.h): others get "not found" */
 } sl_snapshot;
 
 /* Capture a sandbox's files consistently: a running sandbox is frozen for the instant

@@ -41,7 +41,8 @@ static void subvol_path(const sl_ctx *ctx, const char *name, char *buf, size_t l
 	snprintf(buf, len, "%s/store/volumes/%s", ctx->cfg.state_dir, name);
 }
 
-static int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
+/* Whoever's it is. */
+static int volume_read(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
 {
 	if (!valid_name(name))
 		return sl_fail(err, SL_INVALID, 0,
@@ -62,7 +63,19 @@ static int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err
 	memset(out, 0, sizeof(*out));
 	snprintf(out->name, sizeof(out->name), "%s", name);
 	out->created_ms = cJSON_IsNumber(c) ? (int64_t)c->valuedouble : 0;
+	const cJSON *ow = cJSON_GetObjectItemCaseSensitive(o, "owner"); /* absent: the admin's */
+	snprintf(out->owner, sizeof(out->owner), "%s", cJSON_IsString(ow) ? ow->valuestring : "");
 	cJSON_Delete(o);
+	return 0;
+}
+
+/* Only what the thread's key may see: another key's volume is "not found". */
+static int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
+{
+	if (volume_read(ctx, name, out, err) < 0)
+		return -1;
+	if (!owner_sees(out->owner))
+		return sl_fail(err, SL_NOTFOUND, 0, "volume %s not found", name);
 	return 0;
 }
 
@@ -81,7 +94,7 @@ int volume_create(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
 	if (lk < 0)
 		return -1;
 	sl_err e2 = { 0 };
-	if (volume_get(ctx, name, out, &e2) == 0)
+	if (volume_read(ctx, name, out, &e2) == 0)
 		return sl_fail(err, SL_CONFLICT, 0, "volume %s already exists", name);
 	snprintf(p, sizeof(p), "%s/store/volumes", ctx->cfg.state_dir);
 	if (mkdir(p, 0700) < 0 && errno != EEXIST)
@@ -96,9 +109,11 @@ int volume_create(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
 	memset(out, 0, sizeof(*out));
 	snprintf(out->name, sizeof(out->name), "%s", name);
 	out->created_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	char rec[128];
-	snprintf(rec, sizeof(rec), "{\"schema\":2,\"name\":\"%s\",\"created_ms\":%lld}", name,
-		 (long long)out->created_ms);
+	snprintf(out->owner, sizeof(out->owner), "%s", owner_acting());
+	char rec[192]; /* the name and owner are of letters, digits and "-._" only */
+	snprintf(rec, sizeof(rec),
+		 "{\"schema\":2,\"name\":\"%s\",\"created_ms\":%lld,\"owner\":\"%s\"}", name,
+		 (long long)out->created_ms, out->owner);
 	volume_record_path(ctx, name, p, sizeof(p));
 	return state_write_atomic(p, rec, strlen(rec), err);
 }
@@ -169,12 +184,17 @@ int volume_source(sl_ctx *ctx, const char *spec, char *buf, size_t len, sl_err *
 	if (spec[0] != '/') {
 		sl_volume v;
 		sl_err e2 = { 0 };
-		if (volume_get(ctx, spec, &v, &e2) < 0) {
+		if (volume_read(ctx, spec, &v, &e2) < 0) {
 			if (e2.kind != SL_NOTFOUND)
 				return *err = e2, -1;
-			if (volume_create(ctx, spec, &v, err) < 0 && err->kind != SL_CONFLICT)
+			if (volume_create(ctx, spec, &v, err) < 0 &&
+			    (err->kind != SL_CONFLICT || volume_read(ctx, spec, &v, err) < 0))
 				return -1;
 		}
+		if (!owner_sees(v.owner))
+			return sl_fail(err, SL_CONFLICT, 0,
+				       "volume %s belongs to another API key; choose another name",
+				       spec);
 		subvol_path(ctx, spec, buf, len);
 		return 0;
 	}

@@ -12,6 +12,7 @@
 
 #include "ctx.h"
 #include "err.h"
+#include "owner.h"
 
 /* A mount a create asks for. */
 typedef struct sl_volume_spec {
@@ -23,13 +24,16 @@ typedef struct sl_volume_spec {
 typedef struct sl_volume {
 	char name[64];
 	int64_t created_ms;
+	char owner[SL_OWNER_LEN]; /* the key that made it (owner.h): others get "not found" */
 } sl_volume;
 
+/* Volume names are one namespace: a name another key holds is SL_CONFLICT. */
 int volume_create(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err);
 int volume_list(sl_ctx *ctx, sl_volume **out, size_t *n, sl_err *err);
 /* SL_CONFLICT while a live sandbox mounts it. */
 int volume_delete(sl_ctx *ctx, const char *name, sl_err *err);
-/* The host directory behind a mount spec: a volume name (created on first use) or,
+/* The host directory behind a mount spec: a volume name (created on first use; another
+ * key's is SL_CONFLICT) or,
  * for an absolute host path, that path if it lies in the allow-list. */
 int volume_source(sl_ctx *ctx, const char *spec, char *buf, size_t len, sl_err *err);
 

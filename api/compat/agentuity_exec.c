@@ -210,8 +210,13 @@ enum MHD_Result ag_execution_get(api_req *r)
 	char sid[32];
 	if (api_query_duration(r, "wait", &ms, &given, &err) < 0)
 		return ag_reply_error(r, &err, NULL);
-	if (rundir_exec_sandbox(&r->srv->ctx->cfg, r->param[0], sid, &err) < 0)
+	char seen[32];
+	/* By its execution id alone: its sandbox must be one the key sees (fix 10). */
+	if (rundir_exec_sandbox(&r->srv->ctx->cfg, r->param[0], sid, &err) < 0 ||
+	    sandbox_resolve_ref(r->srv->ctx, sid, seen, sizeof(seen), &err) < 0) {
+		sl_fail(&err, SL_NOTFOUND, 0, "no execution %s", r->param[0]);
 		return ag_reply_error(r, &err, "EXECUTION_NOT_FOUND");
+	}
 	api_touch(r->srv, sid);
 	sl_exec e;
 	int rc = given && ms ? api_exec_wait(r, sid, r->param[0],

@@ -50,8 +50,10 @@ static void packet(eio *e, const char *p, size_t n)
 		sl_err err = {0};
 		cJSON *auth = n > 2 ? api_json_parse(p + 2, n - 2, &err) : NULL;
 		const cJSON *tok = cJSON_GetObjectItemCaseSensitive(auth, "token");
+		char owner[SL_OWNER_LEN];
 		bool ok = !e->keyed ||
-			  (cJSON_IsString(tok) && api_key_equal(tok->valuestring, e->srv->key));
+			  (cJSON_IsString(tok) && api_key_identify(&e->srv->ctx->cfg, e->srv->key,
+								   tok->valuestring, owner) == 0);
 		cJSON_Delete(auth);
 		if (!ok) {
 			send_text(e, "44{\"message\":\"invalid token: use sandlot's API key\"}");

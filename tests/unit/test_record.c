@@ -96,6 +96,7 @@ static void test_schema_2_round_trip(void **state)
 	a.ephemeral = true;
 	a.ports = cJSON_Parse("{\"8000\":{\"public\":true}}");
 	snprintf(a.preview_token, sizeof(a.preview_token), "%064d", 7);
+	snprintf(a.owner, sizeof(a.owner), "key_abcdefghijklmnopqrst");
 	char *text = record_encode(&a);
 	assert_non_null(text);
 	assert_non_null(strstr(text, "\"schema\":2"));
@@ -112,6 +113,13 @@ static void test_schema_2_round_trip(void **state)
 	assert_int_equal(b.init_start, 1234567);
 	assert_true(b.ephemeral);
 	assert_string_equal(b.preview_token, a.preview_token);
+	assert_string_equal(b.owner, a.owner);
+	/* A record from before keys has no owner: the admin's. */
+	sl_sandbox old;
+	if (record_decode("{\"schema\":2,\"id\":\"sbx_a\"}", "old", &old, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_string_equal(old.owner, "");
+	sandbox_free(&old);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 	    cJSON_GetObjectItemCaseSensitive(b.ports, "8000"), "public")));
 	assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(b.net_allow, 0)),
