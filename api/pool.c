@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "doctor.h"
 #include "idring.h"
 #include "log.h"
 #include "pool.h"
@@ -334,12 +335,17 @@ int api_pool_start(api_server *s, const api_pool_spec *specs, int n, sl_err *err
 	s->pool = p;
 	/* What a daemon killed with -9 left: pooled sandboxes and unfinished releases. */
 	sl_err e = {0};
+	/* Under the doctor's lock: a `sandlot doctor --repair` meanwhile would free the
+	 * same things (runtime/doctor.h). */
+	int dlk = doctor_lock(s->ctx, &e);
 	int done = sandbox_finish_orphans(s->ctx, &e);
 	if (done > 0)
 		sl_log(SL_LOG_INFO, "serve: finished %d sandbox(es) a previous daemon left", done);
 	done = snapshot_collect_unfinished(s->ctx);
 	if (done > 0)
 		sl_log(SL_LOG_INFO, "serve: cleaned up %d snapshot(s) a dead maker left", done);
+	if (dlk >= 0)
+		close(dlk);
 	/* Spare cgroups a daemon killed with -9 left (a half-made one would fail every
 	 * take); the syncer makes new ones at its start. */
 	sandbox_spares_drop(s->ctx);

@@ -78,6 +78,12 @@ static int live_of(api_server *s, const char *ref, sl_sandbox *sb, bool for_init
 		sandbox_free(sb);
 		return -1;
 	}
+	if (sb->status == SL_ST_BROKEN) {
+		sl_fail(err, SL_CONFLICT, 0, "sandbox %s is broken (%s): delete it", sb->id,
+			sb->reason);
+		sandbox_free(sb);
+		return -1;
+	}
 	return 0;
 }
 

@@ -85,6 +85,8 @@ cJSON *view_sandbox_json(const sl_sandbox *sb)
 		cJSON_AddStringToObject(o, "snapshot", sb->snapshot);
 	else
 		cJSON_AddNullToObject(o, "snapshot");
+	if (sb->status == SL_ST_BROKEN)
+		cJSON_AddStringToObject(o, "reason", sb->reason);
 	if (sb->terminated_ms) {
 		sl_iso_time(sb->terminated_ms, t, sizeof(t));
 		cJSON_AddStringToObject(o, "terminatedAt", t);

@@ -29,5 +29,7 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv);
 int cmd_key(sl_ctx *ctx, int argc, char **argv);
 int cmd_code(sl_ctx *ctx, int argc, char **argv);
 int cmd_image_build(sl_ctx *ctx, int argc, char **argv);
+/* `doctor` opens the runtime itself: not being able to is its exit 2. */
+int cmd_doctor(int argc, char **argv);
 
 #endif

@@ -23,6 +23,8 @@ static const char usage[] =
 	"  snapshot create ID [--name N]   snapshot ls   snapshot rm ID|NAME\n"
 	"  volume create NAME   volume ls   volume rm NAME\n"
 	"  image import NAME FILE|-   image ls   image rm NAME   image build RECIPE|default\n"
+	"  doctor [--repair] [--format json]   find (and remove) what is broken or orphaned;\n"
+	"         exit 0 clean, 1 problems found (left), 2 could not check\n"
 	"\n"
 	"OPTIONS: --cpu 500m --memory 256Mi --disk 1Gi --pids 512 -e K=V -w DIR -u USER\n"
 	"         -v VOLUME|HOSTDIR:/path[:ro] --snapshot ID|NAME\n"
@@ -79,6 +81,8 @@ int main(int argc, char **argv)
 		fputs(usage, argc < 2 ? stderr : stdout);
 		return argc < 2 ? EXIT_SANDLOT : 0;
 	}
+	if (!strcmp(argv[1], "doctor"))
+		return cmd_doctor(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
 		if (strcmp(argv[1], verbs[i].name) != 0)
 			continue;

@@ -216,3 +216,21 @@ void claim_release_all(const sl_ctx *ctx, const sl_sandbox *sb)
 	if (sb->name[0])
 		claim_drop(ctx, "names", sb->name, sb->id);
 }
+
+void claim_find(const sl_ctx *ctx, const char *kind, const char *id, char *key, size_t len)
+{
+	char dir[PATH_MAX], path[PATH_MAX], owner[40];
+	key[0] = '\0';
+	claim_path(ctx, kind, "", dir, sizeof(dir));
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s%s", dir, de->d_name);
+		if (claim_read(path, owner) > 0 && !strcmp(owner, id)) {
+			snprintf(key, len, "%s", de->d_name);
+			return;
+		}
+	}
+}

@@ -23,6 +23,9 @@ int claim_take(const sl_ctx *ctx, const char *kind, const char *key, const char 
 void claim_drop(const sl_ctx *ctx, const char *kind, const char *key, const char *id);
 /* Release every claim of SB: uid range, address, name. */
 void claim_release_all(const sl_ctx *ctx, const sl_sandbox *sb);
+/* The key of ID's claim of KIND (a slot number, an address, a name) in KEY, "" when it
+ * holds none: a scan of the KIND dir, for a record that cannot say (a broken one). */
+void claim_find(const sl_ctx *ctx, const char *kind, const char *id, char *key, size_t len);
 /* Is claim PATH's owner gone (no record, or a released tombstone)? */
 bool claim_stale(const sl_ctx *ctx, const char *path);
 

@@ -3,6 +3,7 @@
 #include "image.h"
 
 #include "archive_extract.h"
+#include "crash.h"
 #include "cleanup.h"
 #include "fsutil.h"
 #include "log.h"
@@ -169,15 +170,17 @@ static int img_scratch_claim(const char *state_dir, const char *prefix, struct i
 	return 0;
 }
 
-/* Delete what crashed imports and removals left in images/tmp. Best effort. */
-static void img_gc_tmp(const char *state_dir)
+/* What crashed imports and removals left in images/tmp: how many trees, deleted when
+ * REMOVE (best effort). */
+int image_scratch_collect(const char *state_dir, bool remove)
 {
+	int n = 0;
 	char dir[PATH_MAX];
 	if (img_path(dir, sizeof(dir), NULL, "%s/images/tmp", state_dir) < 0)
-		return;
+		return 0;
 	_cleanup_closedir_ DIR *d = opendir(dir);
 	if (!d)
-		return;
+		return 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		size_t len = strlen(de->d_name);
@@ -196,11 +199,14 @@ static void img_gc_tmp(const char *state_dir)
 		if (is_lock) {
 			/* A lock without its tree: stale unless just created and not yet
 			 * flocked by a claimant (a window of microseconds). */
-			if (fd >= 0 && lstat(path, &st) < 0 && errno == ENOENT &&
+			if (remove && fd >= 0 && lstat(path, &st) < 0 && errno == ENOENT &&
 			    fstat(fd, &st) == 0 && st.st_ctime < time(NULL) - 60)
 				unlink(lock);
 			continue;
 		}
+		n++;
+		if (!remove)
+			continue;
 		sl_err e;
 		sl_log(SL_LOG_INFO, "image store: removing %s, left by an interrupted import",
 		       path);
@@ -209,6 +215,7 @@ static void img_gc_tmp(const char *state_dir)
 		else if (fd >= 0)
 			unlink(lock);
 	}
+	return n;
 }
 
 /* Layers keep the owners and set-id bits of the archive they came from (a sandbox sees
@@ -624,7 +631,7 @@ int image_import(const char *state_dir, const char *name, int fd, const char *us
 			       name, workdir_or_null);
 	if (img_prepare(state_dir, err) < 0)
 		return -1;
-	img_gc_tmp(state_dir);
+	image_scratch_collect(state_dir, true);
 	_cleanup_scratch_ struct img_scratch scratch = {.fd = -1};
 	if (img_scratch_claim(state_dir, "import-", &scratch, err) < 0)
 		return -1;
@@ -638,6 +645,7 @@ int image_import(const char *state_dir, const char *name, int fd, const char *us
 	snprintf(img.digest, sizeof(img.digest), "sha256:%s", hex);
 	img.created = (int64_t)time(NULL);
 	snprintf(img.owner, sizeof(img.owner), "%s", owner_acting());
+	sl_crash_point("import-extracted"); /* the tree in images/tmp, nothing committed */
 	if (img_resolve_meta(tmp, user_or_null, workdir_or_null, &img, err) < 0 ||
 	    img_sync(tmp, err) < 0 || img_commit(state_dir, tmp, &img, err) < 0) {
 		sl_err e;

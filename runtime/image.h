@@ -6,6 +6,7 @@
 #include "err.h"
 #include "owner.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,10 @@ int image_remove(const char *state_dir, const char *name, sl_err *err);
 int image_layer_path(const char *state_dir, const char *digest, char *buf, size_t len);
 /* <state>/images made a nosuid,nodev mount of itself, if it exists and is not one yet
  * (root only; docs/isolation.md). Every context open calls it: the mount ends at reboot. */
+/* Trees a dead import or removal left in <state>/images/tmp (their lock free): how
+ * many, removed when REMOVE. Each import collects them first; so does `sandlot doctor
+ * --repair`. */
+int image_scratch_collect(const char *state_dir, bool remove);
 int image_store_secure(const char *state_dir, sl_err *err);
 
 #endif

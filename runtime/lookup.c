@@ -44,8 +44,10 @@ static int list_records(sl_ctx *ctx, bool tombstones, bool everyones, sl_sandbox
 		sl_err e2 = { 0 };
 		if (!tombstones && record_dead_known(ids[i]))
 			continue;
-		if (record_load(ctx, ids[i], &list[k], &e2) < 0)
-			continue; /* a record being written for the first time */
+		/* Not found: a record being written for the first time. One that cannot be
+		 * read is listed as broken, to be deleted. */
+		if (record_load_or_broken(ctx, ids[i], &list[k], &e2) < 0)
+			continue;
 		bool dead = list[k].status == SL_ST_TERMINATED;
 		if (dead)
 			record_dead_add(ids[i]);
@@ -126,6 +128,17 @@ int sandbox_resolve_ref(sl_ctx *ctx, const char *ref, char *id, size_t len, sl_e
 	return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", ref);
 }
 
+/* record_load_visible, with a record that cannot be read given as broken. */
+static int load_visible(sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err)
+{
+	if (record_load_or_broken(ctx, id, sb, err) < 0)
+		return -1;
+	if (sb->status != SL_ST_POOLED)
+		return 0;
+	sandbox_free(sb);
+	return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", id);
+}
+
 static int get_of(sl_ctx *ctx, const char *ref, sl_sandbox *out, bool running, sl_err *err)
 {
 	char id[32];
@@ -134,7 +147,7 @@ static int get_of(sl_ctx *ctx, const char *ref, sl_sandbox *out, bool running, s
 	bool loaded = false;
 	if (ref && !strncmp(ref, "sbx_", 4) && strlen(ref) < sizeof(id) && !strchr(ref, '/')) {
 		sl_err e = {0};
-		loaded = record_load_visible(ctx, ref, out, &e) == 0;
+		loaded = load_visible(ctx, ref, out, &e) == 0;
 		if (loaded && !owner_sees(out->owner)) {
 			sandbox_free(out);
 			return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s not found", ref);
@@ -145,7 +158,7 @@ static int get_of(sl_ctx *ctx, const char *ref, sl_sandbox *out, bool running, s
 		}
 	}
 	if (!loaded && (sandbox_resolve_ref(ctx, ref, id, sizeof(id), err) < 0 ||
-			record_load_visible(ctx, id, out, err) < 0))
+			load_visible(ctx, id, out, err) < 0))
 		return -1;
 	record_refresh_status(out, running);
 	return 0;

@@ -30,6 +30,7 @@ static const char *const status_names[] = {
 	[SL_ST_RUNNING] = "running",	[SL_ST_STOPPED] = "stopped",
 	[SL_ST_PAUSED] = "paused",	[SL_ST_TERMINATED] = "terminated",
 	[SL_ST_FAILED] = "failed",	[SL_ST_POOLED] = "pooled",
+	[SL_ST_BROKEN] = "broken",
 };
 
 const char *sandbox_status_name(enum sl_status s)
@@ -39,7 +40,8 @@ const char *sandbox_status_name(enum sl_status s)
 
 int sandbox_status_parse(const char *name, enum sl_status *out)
 {
-	for (size_t i = SL_ST_UNKNOWN + 1; i < sizeof(status_names) / sizeof(status_names[0]); i++)
+	/* "broken" is never read from a record: it says the record could not be. */
+	for (size_t i = SL_ST_UNKNOWN + 1; i < SL_ST_BROKEN; i++)
 		if (name && !strcmp(name, status_names[i])) {
 			*out = (enum sl_status)i;
 			return 0;
@@ -106,6 +108,27 @@ int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err)
 		sandbox_free(sb);
 		return sl_fail(err, SL_INTERNAL, 0, "record %s names another sandbox", p);
 	}
+	return 0;
+}
+
+int record_load_or_broken(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err)
+{
+	sl_err why = { 0 };
+	if (record_load(ctx, id, sb, &why) == 0)
+		return 0;
+	if (why.kind == SL_NOTFOUND) {
+		*err = why;
+		return -1;
+	}
+	memset(sb, 0, sizeof(*sb));
+	snprintf(sb->id, sizeof(sb->id), "%s", id);
+	sb->status = SL_ST_BROKEN;
+	snprintf(sb->reason, sizeof(sb->reason), "record unreadable: %s", why.msg);
+	char p[PATH_MAX];
+	record_path(ctx, id, p);
+	struct stat st;
+	if (stat(p, &st) == 0)
+		sb->created_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 	return 0;
 }
 

@@ -27,6 +27,7 @@ enum sl_status {
 	SL_ST_TERMINATED,
 	SL_ST_FAILED,
 	SL_ST_POOLED, /* the daemon's, hidden until a create takes it */
+	SL_ST_BROKEN, /* never on disk: a record that cannot be read (record_load_or_broken) */
 };
 /* "creating", "running", ...; "" for SL_ST_UNKNOWN. */
 const char *sandbox_status_name(enum sl_status s);
@@ -53,7 +54,7 @@ typedef struct sl_sandbox {
 	pid_t creator_pid;
 	uint64_t creator_start;
 	int64_t terminated_ms;
-	char reason[64];
+	char reason[256]; /* why it ended, or why it is broken */
 	char boot_id[40]; /* the boot its init was started in */
 	char snapshot[32]; /* the snapshot it was created from, or "" */
 	cJSON *volumes;	   /* array of {name, mountPath, readOnly} */
@@ -110,6 +111,11 @@ int sandbox_sync_record(sl_ctx *ctx, const char *id, sl_err *err);
 void record_path(const sl_ctx *ctx, const char *id, char p[PATH_MAX]);
 /* SL_NOTFOUND when there is no record (yet: an empty one reads so too). */
 int record_load(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err);
+/* The same, but a record that exists and cannot be read (not JSON, over 1 MiB, a schema
+ * this binary does not know, another id) is not an error: SB is a stand-in with its id,
+ * status SL_ST_BROKEN, reason "record unreadable: <why>" and the record's mtime as
+ * created_ms, so that it can be listed and deleted (sandbox_destroy_id). */
+int record_load_or_broken(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err);
 /* The same, with pooled sandboxes (the daemon's) "not found". */
 int record_load_visible(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err);
 /* Write the record; DURABLE: fsynced (in a daemon, soon after: record_write). */

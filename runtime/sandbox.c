@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "claim.h"
+#include "crash.h"
 #include "cleanup.h"
 #include "clock.h"
 #include "execlogs.h"
@@ -168,6 +169,7 @@ static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
 	char run[PATH_MAX];
 	sl_err e = { 0 };
 	stop_processes(ctx, sb, 0);
+	sl_crash_point("release-stopped"); /* processes, cgroup and network gone */
 	/* The overlay lives in the sandbox's mount namespace, which the kernel tears
 	 * down as init exits; the layer may be busy for a moment after. */
 	for (int i = 0; i < 50; i++) {
@@ -180,6 +182,7 @@ static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
 		}
 		usleep(10000);
 	}
+	sl_crash_point("release-layer-gone");
 	/* For the next create: a layer of the default size ready for it, and one cloned
 	 * from the snapshot this sandbox was made from. */
 	store_layer_spares_fill(&ctx->cfg, ctx->cfg.def_disk, sb->id);
@@ -518,18 +521,23 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 		sandbox_free(&sb);
 		return -1;
 	}
+	sl_crash_point("create-claimed"); /* name, uid range and "creating" record */
 	if (sb.net_enabled &&
 	    (sbxnet_lease_take(ctx, &sb, err) < 0 || record_save_creating(ctx, &sb, false, err) < 0))
 		goto fail;
 	if ((base.id[0] ? snapshot_clone_layer(ctx, &base, sb.id, sb.uid_base, sb.disk_bytes, err)
-			: store_layer_create(&ctx->cfg, sb.id, sb.disk_bytes, sb.uid_base, err)) < 0 ||
-	    start_init(ctx, &sb, o->host_binds, o->nhost_binds, o->first, o->first_proc, err) < 0)
+			: store_layer_create(&ctx->cfg, sb.id, sb.disk_bytes, sb.uid_base, err)) < 0)
 		goto fail;
+	sl_crash_point("create-layer"); /* its subvolume made, before its cgroup and init */
+	if (start_init(ctx, &sb, o->host_binds, o->nhost_binds, o->first, o->first_proc, err) < 0)
+		goto fail;
+	sl_crash_point("create-started"); /* cgroup, run dir and init up; still "creating" */
 	/* A pooled sandbox needs no durable record: a daemon that died leaves its pool
 	 * to be discarded, whatever the record says. */
 	sb.status = o->pooled ? SL_ST_POOLED : SL_ST_RUNNING;
 	if (record_save_creating(ctx, &sb, !sb.ephemeral && !o->pooled, err) < 0)
 		goto fail;
+	sl_crash_point("create-recorded"); /* "running" written, the caller not yet told */
 	*out = sb;
 	return 0;
 fail:
@@ -557,6 +565,7 @@ static int finish_release(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	/* No fsync: if this is lost, the mark says to release again, which finds
 	 * nothing left to free. */
 	int r = record_save(ctx, sb, false, err);
+	sl_crash_point("delete-released"); /* everything freed, the claims still held */
 	/* Claims go last: the tombstone marks them stale once the mark is gone. */
 	if (r == 0)
 		claim_release_all(ctx, sb);
@@ -584,14 +593,42 @@ static void kill_elsewhere(pid_t pid)
 	kill(pid, SIGKILL);
 }
 
+/* A record that cannot be read (record_load_or_broken): what its id still finds is
+ * freed (its cgroup with every process in it, network, layer, run dir, the claims that
+ * name it), then the record dir goes; there is no tombstone to write. Under its lock. */
+static int destroy_broken(sl_ctx *ctx, const char *id)
+{
+	_cleanup_sandbox_ sl_sandbox sb = { 0 };
+	char slot[16];
+	snprintf(sb.id, sizeof(sb.id), "%s", id);
+	claim_find(ctx, "slots", id, slot, sizeof(slot));
+	claim_find(ctx, "leases", id, sb.net_addr, sizeof(sb.net_addr));
+	claim_find(ctx, "names", id, sb.name, sizeof(sb.name));
+	if (slot[0])
+		sb.uid_base = ctx->cfg.uid_base + (uint32_t)strtoul(slot, NULL, 10) * 65536u;
+	sb.net_enabled = sb.net_addr[0] != '\0';
+	release_resources(ctx, &sb);
+	claim_release_all(ctx, &sb); /* each drop checks the claim is ID's */
+	record_remove_dir(ctx, id);
+	sl_log(SL_LOG_WARN, "sandbox %s: its unreadable record and what it held removed", id);
+	return 0;
+}
+
 int sandbox_destroy_id(sl_ctx *ctx, const char *id, const char *reason, bool allow_pooled,
 		       pid_t releaser, sl_err *err)
 {
 	bool finish = releaser == 0;
 	_cleanup_close_ int lk = -1;
 	sl_sandbox sb;
-	if (record_lock_load(ctx, id, allow_pooled, &sb, &lk, err) < 0)
-		return -1;
+	if (record_lock_load(ctx, id, allow_pooled, &sb, &lk, err) < 0) {
+		sl_sandbox broken;
+		sl_err e = { 0 };
+		if (lk < 0 || err->kind == SL_NOTFOUND ||
+		    record_load_or_broken(ctx, id, &broken, &e) < 0 || broken.status != SL_ST_BROKEN)
+			return -1;
+		sl_err_clear(err);
+		return destroy_broken(ctx, id);
+	}
 	if (sb.status == SL_ST_TERMINATED) {
 		/* An orphaned release (its releaser died): whoever destroys it again
 		 * finishes it. */
@@ -637,6 +674,7 @@ int sandbox_destroy_id(sl_ctx *ctx, const char *id, const char *reason, bool all
 	 * if a power loss takes the write with it, the sandbox comes back stopped, to be
 	 * deleted again; nothing of it is lost. */
 	int r = record_save(ctx, &sb, finish && !sb.ephemeral, err);
+	sl_crash_point("delete-tombstoned"); /* init killed, the tombstone written */
 	if (r == 0 && finish)
 		claim_release_all(ctx, &sb);
 	sandbox_free(&sb);
@@ -674,8 +712,13 @@ static int destroy_finish_locked(sl_ctx *ctx, const char *id, sl_err *err)
 {
 	_cleanup_close_ int lk = -1;
 	sl_sandbox sb;
-	if (record_lock_load(ctx, id, true, &sb, &lk, err) < 0)
-		return -1;
+	if (record_lock_load(ctx, id, true, &sb, &lk, err) < 0) {
+		/* A broken record's destroy freed it all and removed it (destroy_broken). */
+		if (err->kind != SL_NOTFOUND)
+			return -1;
+		sl_err_clear(err);
+		return 0;
+	}
 	int r = 0;
 	if (sb.status == SL_ST_TERMINATED && sb.releaser_pid)
 		r = finish_release(ctx, &sb, err);
@@ -720,12 +763,15 @@ int sandbox_finish_orphans(sl_ctx *ctx, sl_err *err)
 			continue;
 		bool orphan_release = sb.status == SL_ST_TERMINATED && sb.releaser_pid &&
 				      !record_pid_alive(sb.releaser_pid, sb.releaser_start);
-		bool orphan_pooled = sb.status == SL_ST_POOLED &&
-				     !record_pid_alive(sb.creator_pid, sb.creator_start);
+		/* A pool's sandbox whose daemon is gone, and a create whose process died
+		 * before it answered: nobody was told of either, so neither is kept. */
+		bool orphan_made = (sb.status == SL_ST_POOLED || sb.status == SL_ST_CREATING) &&
+				   !record_pid_alive(sb.creator_pid, sb.creator_start);
+		const char *why = sb.status == SL_ST_POOLED ? "discarded" : "create interrupted";
 		sandbox_free(&sb);
 		if (orphan_release && sandbox_destroy_id(ctx, ids[i], NULL, true, 0, &e) == 0)
 			done++;
-		else if (orphan_pooled && sandbox_destroy_id(ctx, ids[i], "discarded", true, 0, &e) == 0) {
+		else if (orphan_made && sandbox_destroy_id(ctx, ids[i], why, true, 0, &e) == 0) {
 			record_remove_dir(ctx, ids[i]);
 			done++;
 		}
@@ -738,6 +784,21 @@ int sandbox_finish_orphans(sl_ctx *ctx, sl_err *err)
 		sl_log(SL_LOG_INFO, "store: removed %d layer(s) a crash left without a record",
 		       layers);
 	return done;
+}
+
+int sandbox_purge(sl_ctx *ctx, const char *id, sl_err *err)
+{
+	_cleanup_close_ int lk = record_lock(ctx, id, err);
+	if (lk < 0)
+		return err->kind == SL_NOTFOUND ? (sl_err_clear(err), 0) : -1;
+	sl_sandbox sb;
+	sl_err e = { 0 };
+	if (record_load(ctx, id, &sb, &e) == 0) {
+		sandbox_free(&sb);
+		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s has a record that reads: delete it",
+			       id);
+	}
+	return destroy_broken(ctx, id);
 }
 
 int sandbox_discard(sl_ctx *ctx, const char *id, sl_err *err)

@@ -105,8 +105,12 @@ int sandbox_set_ports(sl_ctx *ctx, const char *ref, const sl_port_setting *set, 
 int sandbox_preview_token(sl_ctx *ctx, const sl_sandbox *sb, char token[65], sl_err *err);
 
 /* Finish every orphaned release, and discard every pooled sandbox whose pool (its
- * creating daemon) is gone. Returns how many it handled. */
+ * creating daemon) is gone and every create whose process died before it finished. Returns how many it handled. */
 int sandbox_finish_orphans(sl_ctx *ctx, sl_err *err);
+/* Free what ID still holds (cgroup and its processes, network, layer, run dir, claims)
+ * and remove its record dir, under its lock: for a record that cannot be read or is
+ * empty (`sandlot doctor --repair`). SL_CONFLICT when the record reads fine. */
+int sandbox_purge(sl_ctx *ctx, const char *id, sl_err *err);
 
 /* Is any live sandbox (or snapshot) using this image digest? */
 int sandbox_image_in_use(sl_ctx *ctx, const char *digest, bool *in_use, sl_err *err);

@@ -306,6 +306,7 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 		store_snapshot_destroy(&ctx->cfg, s.id, NULL);
 		r = -1;
 	}
+	sl_crash_point("snapshot-recorded"); /* its record saved, its marker still held */
 	making_end(ctx, s.id, mfd);
 	if (r < 0)
 		return -1;

@@ -147,7 +147,7 @@ static void sandbox_state(api_req *r, const sl_sandbox *sb, ag_state *st)
 	}
 	if (sb->status == SL_ST_CREATING)
 		st->status = "creating";
-	else if (sb->status == SL_ST_FAILED)
+	else if (sb->status == SL_ST_FAILED || sb->status == SL_ST_BROKEN)
 		st->status = "failed";
 	else if (sb->status == SL_ST_PAUSED || sb->status == SL_ST_STOPPED)
 		st->status = "suspended";

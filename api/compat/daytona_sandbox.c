@@ -23,8 +23,8 @@ static const char *dt_state(const char *status)
 		return "started";
 	if (!strcmp(status, "terminated"))
 		return "destroyed";
-	if (!strcmp(status, "failed"))
-		return "error";
+	if (!strcmp(status, "failed") || !strcmp(status, "broken"))
+		return "error"; /* broken: a record that cannot be read */
 	return status; /* creating, stopped, paused: the same words */
 }
 
@@ -66,7 +66,7 @@ static cJSON *sandbox_dto(api_req *r, const sl_sandbox *sb)
 				!strcmp(state, "stopped") || !strcmp(state, "destroyed") ? state
 				: !strcmp(state, "paused")				 ? "paused"
 							   : "started");
-	if (sb->status == SL_ST_FAILED)
+	if (sb->status == SL_ST_FAILED || sb->status == SL_ST_BROKEN)
 		cJSON_AddStringToObject(o, "errorReason", sb->reason[0] ? sb->reason : "failed");
 	cJSON_AddStringToObject(o, "backupState", "None");
 	cJSON_AddStringToObject(o, "daemonVersion", SANDLOT_VERSION);

@@ -1,16 +1,20 @@
 /* test_record.c — the sandbox record's file format (runtime/record_codec.c): a record the
  * previous version wrote (schema 1, tests/fixtures/state-v1) reads field for field, a
- * record written now reads back the same, and what is not a record is refused. */
+ * record written now reads back the same, what is not a record is refused, and a record
+ * that cannot be read loads as a broken stand-in. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "fsutil.h"
+#include "record.h"
 #include "record_codec.h"
 #include "state.h"
 
@@ -144,12 +148,61 @@ static void test_what_is_not_a_record_is_refused(void **state)
 	}
 }
 
+/* A record that exists and cannot be read (not JSON; over 1 MiB) is a broken stand-in
+ * with its id and why; a missing or empty one is "not found"; "broken" is never read
+ * from a record. */
+static void test_unreadable_record_reads_as_broken(void **state)
+{
+	char root[] = "/tmp/test_record.XXXXXX";
+	assert_non_null(mkdtemp(root));
+	sl_ctx ctx = {0};
+	snprintf(ctx.cfg.state_dir, sizeof(ctx.cfg.state_dir), "%s", root);
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/sandboxes/sbx_broken", root);
+	sl_err err = {0};
+	assert_int_equal(state_mkdirs(p, 0700, &err), 0);
+	strcat(p, "/sandbox.json");
+	struct {
+		size_t len;
+		const char *want;
+	} cases[] = {{0, NULL}, {9, "not a JSON object"}, {(1 << 20) + 1, "larger than"}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *data = malloc(cases[i].len + 1);
+		memset(data, 'x', cases[i].len);
+		FILE *f = fopen(p, "w");
+		assert_non_null(f);
+		assert_int_equal(fwrite(data, 1, cases[i].len, f), cases[i].len);
+		fclose(f);
+		free(data);
+		sl_sandbox sb;
+		sl_err_clear(&err);
+		int r = record_load_or_broken(&ctx, "sbx_broken", &sb, &err);
+		if (!cases[i].want) {
+			assert_int_equal(r, -1);
+			assert_int_equal(err.kind, SL_NOTFOUND);
+			continue;
+		}
+		assert_int_equal(r, 0);
+		assert_string_equal(sb.id, "sbx_broken");
+		assert_int_equal(sb.status, SL_ST_BROKEN);
+		assert_string_equal(sandbox_status_name(sb.status), "broken");
+		assert_int_equal(strncmp(sb.reason, "record unreadable: ", 19), 0);
+		assert_non_null(strstr(sb.reason, cases[i].want));
+		assert_true(sb.created_ms > 0);
+		sandbox_free(&sb);
+	}
+	enum sl_status st;
+	assert_int_equal(sandbox_status_parse("broken", &st), -1);
+	assert_int_equal(fs_remove_tree(root, &err), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_schema_1_reads_field_for_field),
 	    cmocka_unit_test(test_schema_2_round_trip),
 	    cmocka_unit_test(test_what_is_not_a_record_is_refused),
+	    cmocka_unit_test(test_unreadable_record_reads_as_broken),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
