@@ -451,7 +451,7 @@ int sandbox_create_admit(sl_ctx *ctx, const sl_create_opts *o, sl_err *err)
 			       "--max-disk, SANDLOT_MAX_DISK)",
 			       want, max);
 	}
-	return store_space_check(&ctx->cfg, err);
+	return store_space_check(&ctx->cfg, o->disk ? o->disk : ctx->cfg.def_disk, err);
 }
 
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err)

@@ -56,7 +56,7 @@ typedef struct sl_create_opts {
 } sl_create_opts;
 
 /* What the host grants a create before it starts: a disk within cfg.max_disk
- * (SL_INVALID) and free space above cfg.min_free (SL_NOSPACE). sandbox_create asks it;
+ * (SL_INVALID), and free space for all of it above cfg.min_free (SL_NOSPACE). sandbox_create asks it;
  * so does a take from the daemon's pool. */
 int sandbox_create_admit(sl_ctx *ctx, const sl_create_opts *o, sl_err *err);
 /* Create and start a sandbox; a failed create leaves nothing. With packages, their layer

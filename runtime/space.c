@@ -79,3 +79,30 @@ int space_check(const char *path, const sl_space_floor *floor, const char *what,
 		return sl_sysfail(err, "%s: open %s", what, path);
 	return space_check_fd(fd, floor, what, err);
 }
+
+int space_check_room(const char *path, const sl_space_floor *floor, uint64_t want,
+		     const char *field, const char *what, sl_err *err)
+{
+	_cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return sl_sysfail(err, "%s: open %s", what, path);
+	if (space_check_fd(fd, floor, what, err) < 0)
+		return -1;
+	struct statvfs st;
+	if (fstatvfs(fd, &st) < 0)
+		return sl_sysfail(err, "%s: statvfs", what);
+	uint64_t avail = (uint64_t)st.f_bavail * st.f_frsize;
+	uint64_t keep = floor ? floor_bytes(floor, &st) : 0;
+	uint64_t room = avail > keep ? avail - keep : 0;
+	if (want <= room)
+		return 0;
+	char w[32], fl[32] = "0";
+	if (quantity_format_bytes(want, w, sizeof(w)) < 0)
+		snprintf(w, sizeof(w), "%llu", (unsigned long long)want);
+	if (floor)
+		space_floor_format(floor, fl, sizeof(fl));
+	return sl_fail(err, SL_NOSPACE, 0,
+		       "%s %s: %s has only %llu MiB free above its floor of %s; ask for less or "
+		       "free some space on it",
+		       field, w, what, (unsigned long long)(room >> 20), fl);
+}

@@ -26,5 +26,9 @@ void space_floor_format(const sl_space_floor *f, char *buf, size_t len);
  * floor when not; SL_INTERNAL when statfs fails. FLOOR NULL: always 0. */
 int space_check_fd(int fd, const sl_space_floor *floor, const char *what, sl_err *err);
 int space_check(const char *path, const sl_space_floor *floor, const char *what, sl_err *err);
+/* The same, and WANT more bytes must fit above the floor (a sandbox's whole disk, which
+ * its writes may fill): SL_NOSPACE naming FIELD and what is left when they do not. */
+int space_check_room(const char *path, const sl_space_floor *floor, uint64_t want,
+		     const char *field, const char *what, sl_err *err);
 
 #endif
