@@ -64,8 +64,9 @@ typedef struct import_job {
 static void *import_main(void *p)
 {
 	import_job *j = p;
-	j->result = image_import(j->state_dir, j->floor, j->name, j->rfd, j->has_user ? j->user : NULL,
-				 j->has_workdir ? j->workdir : NULL, &j->img, &j->err);
+	j->result =
+	    image_import(j->state_dir, j->floor, j->name, j->rfd, j->has_user ? j->user : NULL,
+			 j->has_workdir ? j->workdir : NULL, &j->img, &j->err);
 	/* Closing our end tells the writer (EPIPE) that no more input is wanted. */
 	close(j->rfd);
 	j->rfd = -1;

@@ -54,7 +54,8 @@ static int grants_apply(sl_config *cfg, const char *const grants[3], sl_err *err
 		unsigned long n = strtoul(grants[2], &end, 10);
 		if (!*grants[2] || *end || n < 1 || n > 1000)
 			return sl_fail(err, SL_INVALID, 0,
-				       "--max-imports \"%s\": give a number from 1 to 1000", grants[2]);
+				       "--max-imports \"%s\": give a number from 1 to 1000",
+				       grants[2]);
 		cfg->max_imports = (uint32_t)n;
 	}
 	if (grants[0] && cfg->def_disk > cfg->max_disk)
