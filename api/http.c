@@ -163,8 +163,9 @@ unsigned api_err_status(const sl_err *err)
 	    [SL_INVALID] = 400,	  [SL_NOTFOUND] = 404, [SL_CONFLICT] = 409,
 	    [SL_TOOLARGE] = 413,  [SL_EXHAUSTED] = 429, [SL_NOTIMPL] = 501,
 	    [SL_TIMEOUT] = 504,	  [SL_INTERNAL] = 500, [SL_UNAUTH] = 401,
+	    [SL_NOSPACE] = 507,
 	};
-	sl_kind kind = err->kind && err->kind <= SL_UNAUTH ? err->kind : SL_INTERNAL;
+	sl_kind kind = err->kind && err->kind <= SL_NOSPACE ? err->kind : SL_INTERNAL;
 	/* 507 rather than 429 when the disk quota ran out: the caller cannot retry it away. */
 	if (kind == SL_EXHAUSTED && (err->errnum == ENOSPC || err->errnum == EDQUOT))
 		return 507;
@@ -174,9 +175,13 @@ unsigned api_err_status(const sl_err *err)
 enum MHD_Result api_reply_error(api_req *r, const sl_err *err)
 {
 	sl_kind kind = err->kind ? err->kind : SL_INTERNAL;
-	return api_reply(r, api_err_status(err),
-			 api_error_response(sl_kind_code(kind),
-					    err->msg[0] ? err->msg : "internal error", NULL));
+	unsigned status = api_err_status(err);
+	struct MHD_Response *resp = api_error_response(
+	    sl_kind_code(kind), err->msg[0] ? err->msg : "internal error", NULL);
+	/* A 429 is a busy moment (the import slots, the uid ranges): say when to try again. */
+	if (status == 429 && resp)
+		MHD_add_response_header(resp, "Retry-After", "1");
+	return api_reply(r, status, resp);
 }
 
 enum MHD_Result api_fail_with(api_req *r, api_error_reply reply, const char *code, sl_kind kind,

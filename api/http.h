@@ -39,6 +39,7 @@ typedef struct api_server {
 	api_caps port_caps; /* the relays' and the preview proxy's connections (ports.c) */
 	struct api_pool *pool; /* the pool, the releaser and the syncer (pool.c) */
 	int64_t tombstones_ms; /* the deadline sweep's last tombstone collection */
+	atomic_uint imports;   /* image imports running (at most cfg.max_imports) */
 } api_server;
 
 typedef struct api_pool api_pool;

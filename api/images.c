@@ -1,6 +1,7 @@
 /* images.c — /v1/images: list, import a tarball body (streamed through a pipe into the
  * image store as it arrives, never held whole), delete (409 while a sandbox uses it). */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "image.h"
+#include "space.h"
 #include "http.h"
 
 static cJSON *image_json(const sl_image *img)
@@ -46,8 +48,10 @@ enum MHD_Result api_images_list(api_req *r)
 /* ---- import: request body -> pipe -> image_import on its own thread ---- */
 
 typedef struct import_job {
+	api_server *srv; /* its imports count holds this one until import_free */
 	const char *state_dir;
 	char owner[SL_OWNER_LEN]; /* the request's key: the import is made for it */
+	const sl_space_floor *floor;
 	char name[128], user[64], workdir[256];
 	bool has_user, has_workdir;
 	int rfd, wfd;
@@ -62,8 +66,9 @@ static void *import_main(void *p)
 {
 	import_job *j = p;
 	owner_act_as(j->owner);
-	j->result = image_import(j->state_dir, j->name, j->rfd, j->has_user ? j->user : NULL,
-				 j->has_workdir ? j->workdir : NULL, &j->img, &j->err);
+	j->result =
+	    image_import(j->state_dir, j->floor, j->name, j->rfd, j->has_user ? j->user : NULL,
+			 j->has_workdir ? j->workdir : NULL, &j->img, &j->err);
 	/* Closing our end tells the writer (EPIPE) that no more input is wanted. */
 	close(j->rfd);
 	j->rfd = -1;
@@ -90,8 +95,30 @@ static void import_free(api_req *r)
 	import_join(j); /* an unfinished body ends the archive early: the import fails cleanly */
 	if (j->rfd >= 0)
 		close(j->rfd);
+	if (j->srv)
+		atomic_fetch_sub(&j->srv->imports, 1);
 	free(j);
 	r->upload = NULL;
+}
+
+/* Each import holds a thread, a pipe and scratch space on the state filesystem until its
+ * body ends: a few at once, refused (429, Retry-After) past cfg.max_imports, and none
+ * below the free-space floor (507). Both are known before the body is read. */
+static int import_admit(api_server *s, sl_err *err)
+{
+	const sl_config *cfg = &s->ctx->cfg;
+	char what[PATH_MAX];
+	snprintf(what, sizeof(what), "the state filesystem (%s)", cfg->state_dir);
+	if (space_check(cfg->state_dir, &cfg->min_free, what, err) < 0)
+		return sl_wrap(err, "import");
+	if (atomic_fetch_add(&s->imports, 1) >= cfg->max_imports) {
+		atomic_fetch_sub(&s->imports, 1);
+		return sl_fail(err, SL_EXHAUSTED, 0,
+			       "import: %u image imports are running, the most at once (serve "
+			       "--max-imports); try again when one ends",
+			       cfg->max_imports);
+	}
+	return 0;
 }
 
 int api_images_post_begin(api_req *r, sl_err *err)
@@ -106,12 +133,18 @@ int api_images_post_begin(api_req *r, sl_err *err)
 	    (workdir && (strlen(workdir) >= 256 || workdir[0] != '/')))
 		return sl_fail(err, SL_INVALID, 0,
 			       "?user must be under 64 bytes and ?workdir an absolute path");
+	if (import_admit(r->srv, err) < 0)
+		return -1;
 	import_job *j = calloc(1, sizeof(*j));
-	if (!j)
+	if (!j) {
+		atomic_fetch_sub(&r->srv->imports, 1);
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "import");
+	}
+	j->srv = r->srv;
 	j->rfd = j->wfd = -1;
 	j->state_dir = r->srv->ctx->cfg.state_dir;
 	snprintf(j->owner, sizeof(j->owner), "%s", r->owner);
+	j->floor = &r->srv->ctx->cfg.min_free;
 	snprintf(j->name, sizeof(j->name), "%s", name);
 	if ((j->has_user = user))
 		snprintf(j->user, sizeof(j->user), "%s", user);

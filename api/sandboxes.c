@@ -390,6 +390,8 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 	o.idle_ms = tmo[0] > 0 ? (uint64_t)tmo[0] : 0;
 	o.lifetime_ms = tmo[1] > 0 ? (uint64_t)tmo[1] : 0;
 	o.exec_timeout_ms = tmo[2] > 0 ? (uint64_t)tmo[2] : 0;
+	if (sandbox_create_admit(s->ctx, &o, err) < 0)
+		goto out;
 	int pooled = api_pool_take(s, &o, out, err);
 	if (pooled < 0 || (!pooled && sandbox_create(s->ctx, &o, out, err) < 0))
 		goto out;

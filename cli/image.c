@@ -38,7 +38,8 @@ static int image_import_cmd(sl_ctx *ctx, int argc, char **argv)
 	 * first create fast and the host's mount table stable afterwards. */
 	int r = store_ensure(&ctx->cfg, &err);
 	if (r == 0)
-		r = image_import(ctx->cfg.state_dir, pos[0], fd, user, workdir, &img, &err);
+		r = image_import(ctx->cfg.state_dir, &ctx->cfg.min_free, pos[0], fd, user, workdir,
+				 &img, &err);
 	if (fd > 0)
 		close(fd);
 	if (r < 0)

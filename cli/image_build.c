@@ -209,7 +209,8 @@ static int recipe_import(const sl_ctx *ctx, const recipe *r, sl_image *img, bool
 	*changed = true;
 	if (store_ensure(&ctx->cfg, err) < 0)
 		return -1;
-	return image_import(ctx->cfg.state_dir, r->name, fd, NULL, NULL, img, err);
+	return image_import(ctx->cfg.state_dir, &ctx->cfg.min_free, r->name, fd, NULL, NULL, img,
+			    err);
 }
 
 int cmd_image_build(sl_ctx *ctx, int argc, char **argv)

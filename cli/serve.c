@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "packages.h"
 #include "quantity.h"
+#include "space.h"
 
 /* --state-dir replaces the context main opened from the environment. */
 static int reopen_state(sl_ctx *ctx, const char *dir)
@@ -57,12 +58,36 @@ static int count_parse(const char *flag, const char *text, unsigned long min, un
 	return 0;
 }
 
+/* --max-disk, --min-free, --max-imports over what config.c read from the environment. */
+static int grants_apply(sl_config *cfg, const char *const grants[3], sl_err *err)
+{
+	if (grants[0] && quantity_parse_bytes("--max-disk", grants[0], &cfg->max_disk, err) < 0)
+		return -1;
+	if (grants[1] && space_floor_parse("--min-free", grants[1], &cfg->min_free, err) < 0)
+		return -1;
+	if (grants[2]) {
+		char *end;
+		unsigned long n = strtoul(grants[2], &end, 10);
+		if (!*grants[2] || *end || n < 1 || n > 1000)
+			return sl_fail(err, SL_INVALID, 0,
+				       "--max-imports \"%s\": give a number from 1 to 1000",
+				       grants[2]);
+		cfg->max_imports = (uint32_t)n;
+	}
+	if (grants[0] && cfg->def_disk > cfg->max_disk)
+		return sl_fail(err, SL_INVALID, 0,
+			       "--max-disk: below the default disk of a sandbox "
+			       "(SANDLOT_DEFAULT_DISK); raise it or lower the default");
+	return 0;
+}
+
 /* Over 120 lines: one getopt switch, a case per option, and the usage text. */
 int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 {
 	enum { O_SOCKET = 256, O_LISTEN, O_REMOTE, O_STATE, O_MAXBODY, O_MAXUP, O_PREVIEW,
 	       O_APT, O_PIPIDX, O_WHEELS, O_NPM, O_POOL, O_TLSCERT, O_TLSKEY, O_ALLOWUID,
-	       O_PROVDEF, O_CONNTO, O_MAXCONNS, O_MAXCLIENT };
+	       O_PROVDEF, O_CONNTO, O_MAXCONNS, O_MAXCLIENT,
+	       O_MAXDISK, O_MINFREE, O_MAXIMPORTS };
 	static const struct option opts[] = {
 	    {"socket", required_argument, 0, O_SOCKET},
 	    {"listen", required_argument, 0, O_LISTEN},
@@ -83,6 +108,9 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	    {"conn-timeout", required_argument, 0, O_CONNTO},
 	    {"max-conns", required_argument, 0, O_MAXCONNS},
 	    {"max-conns-per-client", required_argument, 0, O_MAXCLIENT},
+	    {"max-disk", required_argument, 0, O_MAXDISK},
+	    {"min-free", required_argument, 0, O_MINFREE},
+	    {"max-imports", required_argument, 0, O_MAXIMPORTS},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -94,6 +122,8 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	const char *state = NULL;
 	/* Package sources: the environment's (config.c), or these flags. */
 	const char *src[4] = {NULL};
+	/* Disk grants: the environment's (config.c), or these flags. */
+	const char *grants[3] = {NULL};
 	sl_err err = {0};
 	optind = 1;
 	opterr = 0;
@@ -161,6 +191,11 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 					&o.max_conns_client, &err) < 0)
 				return cli_fail(&err);
 			break;
+		case O_MAXDISK:
+		case O_MINFREE:
+		case O_MAXIMPORTS:
+			grants[c - O_MAXDISK] = optarg;
+			break;
 		case O_APT:
 		case O_PIPIDX:
 		case O_WHEELS:
@@ -190,6 +225,8 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			     "--max-conns connections,\n"
 			     "--max-conns-per-client from one local uid (or remote address); more are "
 			     "refused (429).\n"
+			     "                     [--max-disk QUANTITY (default: the store's "
+			     "size)] [--min-free 1Gi|N%|0] [--max-imports 2]\n"
 			     "Port relays and preview URLs (loopback) let in root and the --allow-uid "
 			     "users;\n"
 			     "others need a public port or the sandbox's preview token "
@@ -198,6 +235,12 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			     "their\n"
 			     "provider's defaults (E2B: public ports and network on; Daytona: network "
 			     "on).\n"
+			     "--max-disk: the most disk a sandbox may ask for (400 past it); "
+			     "--min-free: the free\n"
+			     "space kept on the state filesystem and in the store (creates and "
+			     "imports: 507 below it);\n"
+			     "--max-imports: image imports at once (429 past it). "
+			     "docs/storage.md.\n"
 			     "The unix socket (default <run dir>/sandlot.sock, mode 0660) needs no "
 			     "key;\n"
 			     "TCP clients send the key `sandlot key` prints.");
@@ -210,6 +253,8 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 		return cli_usage("serve: unexpected argument \"%s\"", argv[optind]);
 	if (state && reopen_state(ctx, state) != 0)
 		return EXIT_SANDLOT;
+	if (grants_apply(&ctx->cfg, grants, &err) < 0)
+		return cli_fail(&err);
 	char *dst[4] = {ctx->cfg.apt_mirror, ctx->cfg.pip_index, ctx->cfg.pip_wheels,
 			ctx->cfg.npm_registry};
 	size_t len[4] = {sizeof(ctx->cfg.apt_mirror), sizeof(ctx->cfg.pip_index),

@@ -21,6 +21,9 @@
 /* Data after the tar end marker is hashed but not extracted; a little is normal
  * (blocking-factor padding), a lot means the input is not what it claims to be. */
 #define AX_MAX_TRAILING (16ULL << 20)
+/* How often the destination's free space is checked against the floor. */
+#define AX_SPACE_EVERY_BYTES (4ULL << 20)
+#define AX_SPACE_EVERY_ENTRIES 256
 
 /* The raw input: everything read is hashed, so the digest names the bytes as sent. */
 struct ax_input {
@@ -36,18 +39,12 @@ struct ax_run {
 	int dest_fd;
 	const sl_archive_limits *lim;
 	uint64_t entries, total;
+	uint64_t unchecked; /* bytes written since the last look at the free space */
 	struct ax_input in;
 	struct archive *r, *w;
 	sl_err *err;
 };
 
-void archive_limits_default(sl_archive_limits *l)
-{
-	l->max_entry_bytes = 4ULL << 30;
-	l->max_total_bytes = 16ULL << 30;
-	l->max_entries = 1000000;
-	l->allow_devices = false;
-}
 
 static ssize_t ax_read_cb(struct archive *a, void *data, const void **out)
 {
@@ -293,7 +290,7 @@ static int ax_write_fail(struct ax_run *x, const char *rel, const char *step)
 		msg = "unknown error";
 	sl_kind kind = SL_INTERNAL;
 	if (e == ENOSPC || e == EDQUOT)
-		kind = SL_EXHAUSTED;
+		kind = SL_NOSPACE; /* the host's disk, not a sandbox's quota */
 	else if (e <= 0)
 		kind = SL_INVALID;
 	bool has_errtext = e > 0 && strstr(msg, strerror(e));
@@ -313,6 +310,17 @@ static int ax_read_fail(struct ax_run *x, const char *what)
 		       what, (unsigned long long)x->entries, msg ? msg : "unknown error");
 }
 
+/* Stop before the host's disk goes under its floor, not when it is full: the floor is
+ * what the rest of the host (records, logs, other sandboxes) lives on. */
+static int ax_space_check(struct ax_run *x, const char *rel)
+{
+	x->unchecked = 0;
+	if (space_check_fd(x->dest_fd, &x->lim->min_free, "the image store's filesystem",
+			   x->err) < 0)
+		return sl_wrap(x->err, "archive entry '%s'", rel[0] ? rel : ".");
+	return 0;
+}
+
 static int ax_copy_data(struct ax_run *x, const char *rel)
 {
 	for (;;) {
@@ -326,6 +334,9 @@ static int ax_copy_data(struct ax_run *x, const char *rel)
 			return ax_read_fail(x, "bad file data");
 		if (archive_write_data_block(x->w, buf, size, off) < ARCHIVE_WARN)
 			return ax_write_fail(x, rel, "write data");
+		x->unchecked += size;
+		if (x->unchecked >= AX_SPACE_EVERY_BYTES && ax_space_check(x, rel) < 0)
+			return -1;
 	}
 }
 
@@ -334,6 +345,8 @@ static int ax_entry(struct ax_run *x, struct archive_entry *e)
 	if (++x->entries > x->lim->max_entries)
 		return sl_fail(x->err, SL_TOOLARGE, 0, "archive has more than %llu entries",
 			       (unsigned long long)x->lim->max_entries);
+	if (x->entries % AX_SPACE_EVERY_ENTRIES == 1 && ax_space_check(x, "") < 0)
+		return -1;
 	const char *raw = archive_entry_pathname(e);
 	if (!raw)
 		return sl_fail(x->err, SL_INVALID, 0,

@@ -4,6 +4,7 @@
 #define SANDLOT_ARCHIVE_EXTRACT_H
 
 #include "err.h"
+#include "space.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -13,10 +14,19 @@ typedef struct sl_archive_limits {
 	uint64_t max_total_bytes; /* sum of all regular files' sizes (SL_TOOLARGE) */
 	uint64_t max_entries;	  /* number of entries of any type (SL_TOOLARGE) */
 	bool allow_devices;	  /* char/block device nodes (SL_INVALID when false) */
+	/* The free space kept on the destination's filesystem, checked as the writing goes
+	 * (every 4 MiB and every 256 entries): SL_NOSPACE when crossed. Zero: none. */
+	sl_space_floor min_free;
 } sl_archive_limits;
 
-/* 4 GiB per entry, 16 GiB in all, 1,000,000 entries, no device nodes. */
-void archive_limits_default(sl_archive_limits *l);
+/* 4 GiB per entry, 16 GiB in all, 1,000,000 entries, no device nodes, no floor. Inline:
+ * the sandlot binary, which loads the extractor on first use, fills limits too. */
+static inline void archive_limits_default(sl_archive_limits *l)
+{
+	*l = (sl_archive_limits){.max_entry_bytes = 4ULL << 30,
+				 .max_total_bytes = 16ULL << 30,
+				 .max_entries = 1000000};
+}
 
 /* Read one tar archive from IN_FD (a file or a pipe; read once, front to back, to the
  * end of the input), create DEST_DIR (0755; it must not exist yet) and extract into it
@@ -24,7 +34,8 @@ void archive_limits_default(sl_archive_limits *l);
  * the sha256 of every input byte, as `sha256sum` would print it. Refused: absolute or
  * `..` paths, hardlinks leaving the tree, relative symlinks whose target climbs above
  * the archive root, writes through a symlink, devices unless LIM allows them, sizes over
- * LIM (SL_TOOLARGE), truncated or corrupt input (SL_INVALID). Symlinks with an absolute
+ * LIM (SL_TOOLARGE), truncated or corrupt input (SL_INVALID), a full destination
+ * filesystem or one below LIM's floor (SL_NOSPACE). Symlinks with an absolute
  * target are kept: they resolve inside the sandbox's root, and the host never follows
  * links inside a layer. On any failure DEST_DIR is removed entirely. LIM NULL = defaults. */
 int archive_extract_safe(int in_fd, const char *dest_dir, const sl_archive_limits *lim,

@@ -47,6 +47,26 @@ static int env_quantity(const char *env, const char *def, int cpu, uint64_t *out
 	return cpu ? quantity_parse_cpu(env, v, out, err) : quantity_parse_bytes(env, v, out, err);
 }
 
+static int config_disk_grants(sl_config *cfg, sl_err *err)
+{
+	cfg->max_disk = cfg->store_bytes;
+	if (getenv("SANDLOT_MAX_DISK") && *getenv("SANDLOT_MAX_DISK") &&
+	    env_quantity("SANDLOT_MAX_DISK", "", 0, &cfg->max_disk, err) < 0)
+		return -1;
+	const char *v = getenv("SANDLOT_MIN_FREE");
+	if (space_floor_parse("SANDLOT_MIN_FREE", v && *v ? v : "1Gi", &cfg->min_free, err) < 0)
+		return -1;
+	v = getenv("SANDLOT_MAX_IMPORTS");
+	cfg->max_imports = 2;
+	if (v && *v) {
+		if (strspn(v, "0123456789") != strlen(v) || strlen(v) > 4 || !atoi(v))
+			return sl_fail(err, SL_INVALID, 0,
+				       "SANDLOT_MAX_IMPORTS=%s: a whole number from 1", v);
+		cfg->max_imports = (uint32_t)atoi(v);
+	}
+	return 0;
+}
+
 int config_load(sl_config *cfg, sl_err *err)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -84,6 +104,8 @@ int config_load(sl_config *cfg, sl_err *err)
 	    env_quantity("SANDLOT_DEFAULT_CPU", "1", 1, &cfg->def_cpu_millis, err) < 0 ||
 	    env_quantity("SANDLOT_DEFAULT_MEMORY", "1Gi", 0, &cfg->def_memory, err) < 0 ||
 	    env_quantity("SANDLOT_DEFAULT_DISK", "4Gi", 0, &cfg->def_disk, err) < 0)
+		return -1;
+	if (config_disk_grants(cfg, err) < 0)
 		return -1;
 	set_str(cfg->apt_mirror, sizeof(cfg->apt_mirror), "SANDLOT_APT_MIRROR", "");
 	set_str(cfg->pip_index, sizeof(cfg->pip_index), "SANDLOT_PIP_INDEX", "");

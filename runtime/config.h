@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "space.h"
 
 typedef struct sl_config {
 	char state_dir[PATH_MAX / 4]; /* SANDLOT_STATE_DIR, default /var/lib/sandlot */
@@ -19,6 +20,15 @@ typedef struct sl_config {
 	uint64_t store_bytes;		    /* SANDLOT_STORE_SIZE: sparse btrfs volume size */
 	/* Defaults (Kubernetes quantities) for a sandbox that names no limit. */
 	uint64_t def_cpu_millis, def_memory, def_disk, def_pids;
+	/* What the operator grants (docs/storage.md, "Disk the host can give"):
+	 * SANDLOT_MAX_DISK, the most a sandbox may ask for its disk (default: the store's
+	 * size); SANDLOT_MIN_FREE, the free space kept on the state filesystem and in the
+	 * store, below which creates and imports fail (default 1Gi; "5%" or "0" too);
+	 * SANDLOT_MAX_IMPORTS, the image imports a daemon runs at once (default 2).
+	 * `sandlot serve --max-disk/--min-free/--max-imports` set them. */
+	uint64_t max_disk;
+	sl_space_floor min_free;
+	uint32_t max_imports;
 	/* SANDLOT_TOMBSTONES_MAX: the most tombstones kept (the newest; each also goes
 	 * after 24 h). */
 	uint64_t tombstones_max;

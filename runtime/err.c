@@ -75,9 +75,10 @@ static const char *const kind_codes[] = {
 	[SL_TIMEOUT] = "TIMEOUT",
 	[SL_INTERNAL] = "INTERNAL",
 	[SL_UNAUTH] = "UNAUTHENTICATED",
+	[SL_NOSPACE] = "INSUFFICIENT_STORAGE",
 };
 
 const char *sl_kind_code(sl_kind kind)
 {
-	return kind <= SL_UNAUTH ? kind_codes[kind] : "INTERNAL";
+	return kind <= SL_NOSPACE ? kind_codes[kind] : "INTERNAL";
 }

@@ -16,6 +16,7 @@ typedef enum sl_kind {
 	SL_TIMEOUT,   /* TIMEOUT */
 	SL_INTERNAL,  /* INTERNAL */
 	SL_UNAUTH,    /* UNAUTHENTICATED */
+	SL_NOSPACE,   /* INSUFFICIENT_STORAGE: the host's disk is below its free-space floor */
 } sl_kind;
 
 typedef struct sl_err {

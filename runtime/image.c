@@ -614,8 +614,9 @@ static int img_commit(const char *state_dir, const char *tmp, const sl_image *im
 	return 0;
 }
 
-int image_import(const char *state_dir, const char *name, int fd, const char *user_or_null,
-		 const char *workdir_or_null, sl_image *out, sl_err *err)
+int image_import(const char *state_dir, const sl_space_floor *floor, const char *name, int fd,
+		 const char *user_or_null, const char *workdir_or_null, sl_image *out,
+		 sl_err *err)
 {
 	if (image_name_check(name, err) < 0)
 		return -1;
@@ -632,6 +633,10 @@ int image_import(const char *state_dir, const char *name, int fd, const char *us
 	if (img_prepare(state_dir, err) < 0)
 		return -1;
 	image_scratch_collect(state_dir, true);
+	char what[PATH_MAX];
+	snprintf(what, sizeof(what), "the state filesystem (%s)", state_dir);
+	if (space_check(state_dir, floor, what, err) < 0)
+		return sl_wrap(err, "import image %s", name);
 	_cleanup_scratch_ struct img_scratch scratch = {.fd = -1};
 	if (img_scratch_claim(state_dir, "import-", &scratch, err) < 0)
 		return -1;
@@ -639,7 +644,11 @@ int image_import(const char *state_dir, const char *name, int fd, const char *us
 
 	char hex[65];
 	sl_image img = {0};
-	if (archive_extract_counted(fd, tmp, NULL, hex, &img.size_bytes, err) < 0)
+	sl_archive_limits lim;
+	archive_limits_default(&lim);
+	if (floor)
+		lim.min_free = *floor;
+	if (archive_extract_counted(fd, tmp, &lim, hex, &img.size_bytes, err) < 0)
 		return sl_wrap(err, "import image %s", name);
 	snprintf(img.name, sizeof(img.name), "%s", name);
 	snprintf(img.digest, sizeof(img.digest), "sha256:%s", hex);

@@ -5,6 +5,7 @@
 
 #include "err.h"
 #include "owner.h"
+#include "space.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,9 +30,12 @@ int image_name_check(const char *name, sl_err *err);
  * replacing an existing NAME (SL_CONFLICT when another key's, or an admin image and the
  * thread acts for a key), owned by the thread's key. The layer is shared when the same bytes were imported
  * before. USER/WORKDIR (NULL = not given) override etc/sandlot/image.json in the archive,
- * whose defaults are "root" and "/". A failed import leaves the store as it was. */
-int image_import(const char *state_dir, const char *name, int fd, const char *user_or_null,
-		 const char *workdir_or_null, sl_image *out, sl_err *err);
+ * whose defaults are "root" and "/". FLOOR (NULL: none) is the free space kept on the
+ * state filesystem: an import refused at the start, or stopped as it writes, when the
+ * disk goes under it (SL_NOSPACE). A failed import leaves the store as it was. */
+int image_import(const char *state_dir, const sl_space_floor *floor, const char *name, int fd,
+		 const char *user_or_null, const char *workdir_or_null, sl_image *out,
+		 sl_err *err);
 
 /* By name, or by digest ("sha256:<hex>", bare hex, or a unique prefix of 12+ hex
  * digits). SL_NOTFOUND says how to import; an ambiguous prefix is SL_CONFLICT. */

@@ -36,6 +36,7 @@
 #include "net.h"
 #include "netaddr.h"
 #include "pkgspec.h"
+#include "quantity.h"
 #include "snapshot.h"
 #include "spares.h"
 #include "state.h"
@@ -442,9 +443,25 @@ static int record_volumes(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *sb, 
 	return 0;
 }
 
+int sandbox_create_admit(sl_ctx *ctx, const sl_create_opts *o, sl_err *err)
+{
+	if (o->disk > ctx->cfg.max_disk) {
+		char want[32], max[32];
+		quantity_format_bytes(o->disk, want, sizeof(want));
+		quantity_format_bytes(ctx->cfg.max_disk, max, sizeof(max));
+		return sl_fail(err, SL_INVALID, 0,
+			       "disk %s: over this host's maximum of %s a sandbox (serve "
+			       "--max-disk, SANDLOT_MAX_DISK)",
+			       want, max);
+	}
+	return store_space_check(&ctx->cfg, o->disk ? o->disk : ctx->cfg.def_disk, err);
+}
+
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err)
 {
 	sl_sandbox sb = { 0 };
+	if (sandbox_create_admit(ctx, o, err) < 0)
+		return -1;
 	if (o->first)
 		proc_init(o->first_proc, "");
 	sl_image img;

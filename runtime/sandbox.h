@@ -55,6 +55,10 @@ typedef struct sl_create_opts {
 	struct sl_proc *first_proc;
 } sl_create_opts;
 
+/* What the host grants a create before it starts: a disk within cfg.max_disk
+ * (SL_INVALID), and free space for all of it above cfg.min_free (SL_NOSPACE). sandbox_create asks it;
+ * so does a take from the daemon's pool. */
+int sandbox_create_admit(sl_ctx *ctx, const sl_create_opts *o, sl_err *err);
 /* Create and start a sandbox; a failed create leaves nothing. With packages, their layer
  * comes from ctx->package_layer (packages.c, which sits above this file). */
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err);

@@ -499,7 +499,8 @@ int snapshot_import(sl_ctx *ctx, const char *name, int in_fd, sl_snapshot *out, 
 	snprintf(iname, sizeof(iname), "snapshot-%s", name);
 	sl_image img;
 	if (store_ensure(&ctx->cfg, err) < 0 ||
-	    image_import(ctx->cfg.state_dir, iname, in_fd, NULL, NULL, &img, err) < 0)
+	    image_import(ctx->cfg.state_dir, &ctx->cfg.min_free, iname, in_fd, NULL, NULL, &img,
+			 err) < 0)
 		return -1;
 	sl_snapshot s = { 0 };
 	sl_new_id("snp_", s.id, sizeof(s.id));

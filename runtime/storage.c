@@ -27,6 +27,7 @@
 
 #include "cleanup.h"
 #include "log.h"
+#include "space.h"
 
 extern char **environ;
 
@@ -152,6 +153,19 @@ int store_ensure(const sl_config *cfg, sl_err *err)
 		return sl_fail(err, SL_INTERNAL, e, "enable quotas on %s", dir);
 	}
 	return store_subdirs(dir, err);
+}
+
+int store_space_check(const sl_config *cfg, uint64_t disk_bytes, sl_err *err)
+{
+	char what[PATH_MAX], store[PATH_MAX];
+	snprintf(what, sizeof(what), "the state filesystem (%s)", cfg->state_dir);
+	if (space_check_room(cfg->state_dir, &cfg->min_free, disk_bytes, "disk", what, err) < 0)
+		return -1;
+	store_dir(cfg, store, sizeof(store));
+	if (!is_btrfs_mount(store))
+		return 0;
+	snprintf(what, sizeof(what), "the sandbox store (%s)", store);
+	return space_check_room(store, &cfg->min_free, disk_bytes, "disk", what, err);
 }
 
 int store_layer_path(const sl_config *cfg, const char *id, char *buf, size_t len)

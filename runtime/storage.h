@@ -13,6 +13,11 @@
 /* Make sure <state>/store is mounted (creating and formatting <state>/store.img on
  * first use). Safe to call from several processes at once. */
 int store_ensure(const sl_config *cfg, sl_err *err);
+/* 0 when the state filesystem (which holds the store's sparse file) and, once mounted,
+ * the store itself are above cfg->min_free with room for a disk of DISK_BYTES more (the
+ * whole of it: the store's file is sparse, so a sandbox's writes take from the host);
+ * SL_NOSPACE (507) naming which when not. */
+int store_space_check(const sl_config *cfg, uint64_t disk_bytes, sl_err *err);
 /* A subvolume <store>/sandboxes/<id> with upper/ (owned by owner:owner) and work/,
  * capped at disk_bytes (EDQUOT past it): a ready-made one of that size renamed when
  * there is one (store_layer_spares_fill). */

@@ -42,6 +42,7 @@ static const char *connect_code(sl_kind k)
 		return "failed_precondition";
 	case SL_TOOLARGE:
 	case SL_EXHAUSTED:
+	case SL_NOSPACE:
 		return "resource_exhausted";
 	case SL_NOTIMPL:
 		return "unimplemented";

@@ -320,6 +320,14 @@ static void test_limits(void **state)
 			      {.path = "b/", .type = AE_IFDIR, .perm = 0755},
 			      {.path = "c/", .type = AE_IFDIR, .perm = 0755}};
 	REFUSE(*state, many, &lim, SL_TOOLARGE, "2 entries");
+
+	/* A floor no filesystem here is above: refused at the first entry, nothing left. */
+	archive_limits_default(&lim);
+	lim.min_free.bytes = 1ULL << 60;
+	REFUSE(*state, total, &lim, SL_NOSPACE, "below the floor of 1Ei");
+	archive_limits_default(&lim);
+	lim.min_free.percent = 99;
+	REFUSE(*state, total, &lim, SL_NOSPACE, "below the floor of 99%");
 }
 
 static void test_truncated_and_garbage(void **state)

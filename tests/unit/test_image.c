@@ -101,7 +101,7 @@ static int import(struct fix *f, const char *name, const char *user, const char 
 	int fd = open(f->tar, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	sl_err_clear(err);
-	int rc = image_import(f->state, name, fd, user, wd, out, err);
+	int rc = image_import(f->state, NULL, name, fd, user, wd, out, err);
 	close(fd);
 	return rc;
 }
@@ -388,7 +388,7 @@ static void test_concurrent_imports(void **state)
 			sl_image img;
 			sl_err err;
 			int fd = open(f->tar, O_RDONLY);
-			_exit(image_import(f->state, name, fd, NULL, NULL, &img, &err) == 0 ? 0
+			_exit(image_import(f->state, NULL, name, fd, NULL, NULL, &img, &err) == 0 ? 0
 											    : 1);
 		}
 	}
