@@ -247,9 +247,9 @@ $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_DIR)/libsandlot
 		$(FUZZ_DIR)/libsandlot-fuzz.a $(FUZZ_LIBS)
 
 # The create parser runs up to the pool and sandbox_create, which the harness stands in
-# for, as it does for the façades' snapshot look-up.
+# for, as it does for the façades' snapshot look-up and the host's disk checks.
 $(FUZZ_DIR)/fuzz_json: FUZZ_EXTRA := -Wl,--wrap=sandbox_create -Wl,--wrap=api_pool_take \
-	-Wl,--wrap=snapshot_get
+	-Wl,--wrap=snapshot_get -Wl,--wrap=sandbox_create_admit
 
 .PHONY: fuzz fuzz-short fuzz-build
 fuzz-build: $(FUZZ_BIN)
