@@ -28,13 +28,30 @@ int api_caps_init(api_caps *c, const char *what, unsigned max, unsigned per_clie
 	return 0;
 }
 
-void api_caps_fini(api_caps *c)
+/* Under the lock, and the lock kept: a thread that takes a place after this finds none
+ * (max 0) and refuses its connection. */
+static void caps_free(api_caps *c)
 {
-	if (!c->slot)
-		return;
-	pthread_mutex_destroy(&c->lock);
 	free(c->slot);
 	c->slot = NULL;
+	c->max = 0;
+}
+
+void api_caps_fini(api_caps *c)
+{
+	pthread_mutex_lock(&c->lock);
+	caps_free(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+bool api_caps_fini_idle(api_caps *c)
+{
+	pthread_mutex_lock(&c->lock);
+	bool idle = c->used == 0;
+	if (idle)
+		caps_free(c);
+	pthread_mutex_unlock(&c->lock);
+	return idle;
 }
 
 static bool addr_loopback(const unsigned char a[16])

@@ -39,6 +39,8 @@ typedef struct api_caps {
 
 int api_caps_init(api_caps *c, const char *what, unsigned max, unsigned per_client);
 void api_caps_fini(api_caps *c);
+/* The same, only when no connection holds a place (true then). */
+bool api_caps_fini_idle(api_caps *c);
 
 /* The client of FD, an accepted connection. */
 void api_client_of(int fd, api_client *who);

@@ -361,6 +361,8 @@ void api_enforce_deadlines(api_server *s);
 /* ports.c: loopback relays into sandboxes and the preview proxy. */
 enum MHD_Result api_ports_get(api_req *r);
 void api_ports_sweep(api_server *s, bool all);
+/* At the daemon's stop: close every relay, free them and the relays' caps. */
+void api_ports_stop(api_server *s);
 int api_preview_start(api_server *s, uint16_t want, sl_err *err);
 /* The preview proxy's URL for PORT of sandbox ID (http://PORT-ID.localhost:PREVIEW/). */
 void api_preview_url(api_server *s, const char *id, unsigned port, char *buf, size_t len);

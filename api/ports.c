@@ -261,9 +261,28 @@ enum MHD_Result api_ports_get(api_req *r)
 }
 
 /* Close the relays of sandboxes that are no longer running (called every second). */
+/* Free the relays whose accept thread has left (it closes the listener and sets fd -1
+ * under the lock, its last touch of the relay). Under s->lock. How many are left. */
+static size_t relays_collect(api_server *s)
+{
+	size_t left = 0;
+	for (struct api_relay **p = &s->relays; *p;) {
+		struct api_relay *r = *p;
+		if (r->closed && r->fd < 0) {
+			*p = r->next;
+			free(r);
+			continue;
+		}
+		left++;
+		p = &r->next;
+	}
+	return left;
+}
+
 void api_ports_sweep(api_server *s, bool all)
 {
 	pthread_mutex_lock(&s->lock);
+	relays_collect(s);
 	for (struct api_relay *r = s->relays; r; r = r->next) {
 		if (r->closed)
 			continue;
@@ -280,6 +299,23 @@ void api_ports_sweep(api_server *s, bool all)
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
+}
+
+void api_ports_stop(api_server *s)
+{
+	api_ports_sweep(s, true);
+	/* Their accept threads (detached) leave at once; wait for that, 2 s at most. */
+	for (int i = 0; i < 200; i++) {
+		pthread_mutex_lock(&s->lock);
+		size_t left = relays_collect(s);
+		pthread_mutex_unlock(&s->lock);
+		if (!left)
+			break;
+		usleep(10000);
+	}
+	/* A relayed connection still open (its sandbox lives on past the daemon) keeps its
+	 * place: the caps are freed only when none is left. */
+	api_caps_fini_idle(&s->port_caps);
 }
 
 /* ---- the preview proxy ---- */

@@ -726,11 +726,11 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 	/* After the pool and the releases it finishes: the last detach is done. */
 	net_unhold(&ctx->cfg);
 	api_pty_sweep(&srv, true);
-	api_ports_sweep(&srv, true);
 	if (srv.preview_fd >= 0) {
 		shutdown(srv.preview_fd, SHUT_RDWR);
 		close(srv.preview_fd);
 	}
+	api_ports_stop(&srv); /* after the preview's listener: they share the caps */
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	return r;
 }
