@@ -643,9 +643,6 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 	if (api_key_load(&ctx->cfg, srv.key, err) < 0)
 		return -1;
 	raise_fd_limit();
-	if (api_caps_init(&srv.port_caps, "the port relays and the preview proxy",
-			  srv.opt.max_conns, srv.opt.max_conns_client) < 0)
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "connection caps of the port relays");
 
 	api_listener ls[2] = {{.srv = &srv, .fd = -1}, {.srv = &srv, .fd = -1}};
 	int nl = 1;
@@ -667,6 +664,15 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 		return -1;
 	}
 	snprintf(ls[0].where, sizeof(ls[0].where), "unix:%s", sock);
+	/* After the refusals above, which return without a stop to free them. */
+	if (api_caps_init(&srv.port_caps, "the port relays and the preview proxy",
+			  srv.opt.max_conns, srv.opt.max_conns_client) < 0) {
+		for (int i = 0; i < 2; i++)
+			if (ls[i].fd >= 0)
+				close(ls[i].fd);
+		unlink(sock);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "connection caps of the port relays");
+	}
 
 	/* Signals are taken by this thread only (sigtimedwait); every server thread
 	 * inherits the mask. A client gone mid-write must not kill the daemon. */

@@ -1048,7 +1048,7 @@ static void test_unauthenticated_bodies_are_not_read(void **state)
 			    "body",
 			    up[i].path, up[i].sent);
 	}
-	assert_true(after - before < 64 * 1024);
+	assert_true(after - before < E2E_RSS_BOUND_KIB);
 	sandbox_del(id);
 }
 

@@ -303,7 +303,7 @@ static void test_e2b_interpreter_cuts_long_lines(void **state)
 	char *want = e2e_printf("\u2026[cut: %d bytes]\n", (700 << 20) - (256 << 10));
 	assert_int_equal(strspn(text, "x"), 256 << 10);
 	assert_string_equal(text + (256 << 10), want);
-	assert_true(grew < 64 * 1024);
+	assert_true(grew < E2E_RSS_BOUND_KIB);
 	cJSON_Delete(ev);
 	free(want);
 	free(out);
@@ -320,7 +320,7 @@ static void test_e2b_interpreter_cuts_long_lines(void **state)
 	ev = ndjson_event(out, "stderr", "\u2026[cut: ");
 	if (!ev)
 		fail_msg("no stderr event with the marker: %.300s", out);
-	assert_true(grew < 64 * 1024);
+	assert_true(grew < E2E_RSS_BOUND_KIB);
 	cJSON_Delete(ev);
 	ev = ndjson_event(out, "stdout", "after\n");
 	assert_non_null(ev); /* the protocol goes on */
