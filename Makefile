@@ -124,7 +124,7 @@ $(BUILD)/tests/e2e_%: tests/e2e/%.c $(E2E_COMMON) tests/e2e/common.h $(BUILD)/li
 		$(E2E_LIBS) -lcmocka
 
 # The test_api_*.c programs (one per route group of the API) share api_common.c.
-E2E_API_BIN := $(filter $(BUILD)/tests/e2e_test_api_%,$(E2E_BIN))
+E2E_API_BIN := $(filter $(BUILD)/tests/e2e_test_api_%,$(E2E_BIN)) $(BUILD)/tests/e2e_load
 $(E2E_API_BIN): tests/e2e/api_common.c tests/e2e/api_common.h
 $(E2E_API_BIN): E2E_EXTRA := tests/e2e/api_common.c
 # test_exec reads executions in the API's shape (api/view.c, in the binary beside key.c).
@@ -190,6 +190,21 @@ san-short:
 	@$(MAKE) --no-print-directory SAN=1 unit
 	@$(MAKE) --no-print-directory SAN=1 e2e-api
 
+# Load and crash recovery (tests/e2e/load.c): LOAD_SANDBOXES sandboxes with live
+# executions, LOAD_CLIENTS API clients for LOAD_SECONDS, once against one daemon (no
+# leak) and once with the daemon killed -9 twice. `make load-short` (part of `make test`)
+# is the same suite, 10 s per phase.
+LOAD_SECONDS ?= 60
+LOAD_SANDBOXES ?= 50
+LOAD_CLIENTS ?= 20
+.PHONY: load load-short
+load: all images $(BUILD)/tests/e2e_load
+	@SANDLOT_LOAD_SECONDS=$(LOAD_SECONDS) SANDLOT_LOAD_SANDBOXES=$(LOAD_SANDBOXES) \
+		SANDLOT_LOAD_CLIENTS=$(LOAD_CLIENTS) SANDLOT_BUILD=$(BUILD) LOCK="$(LOCK)" \
+		LOGS=$(BUILD)/logs bash tests/e2e/run-suite.sh $(BUILD)/tests/e2e_load
+load-short:
+	@$(MAKE) --no-print-directory load LOAD_SECONDS=10
+
 # Compatibility suites: the real SDKs (npm, committed lockfiles) against a real daemon.
 COMPAT_DIRS := $(patsubst %/package.json,%,$(wildcard tests/compat/*/package.json))
 .PHONY: compat
@@ -200,6 +215,7 @@ test: all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory fuzz-short
 	@$(MAKE) --no-print-directory e2e
+	@$(MAKE) --no-print-directory load-short
 ifneq ($(SAN),1)
 	@$(MAKE) --no-print-directory san-short
 endif

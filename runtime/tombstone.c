@@ -149,9 +149,11 @@ void tombstones_collect_if_due(sl_ctx *ctx)
 }
 
 /* sandbox_list_deadlines' memory of the records it read, per process: open addressing
- * by id, entries updated in place. Ids of removed sandboxes stay until the table is half
- * full; then a listing starts it afresh (with more live sandboxes than that, the ones
- * past half are simply read every time). */
+ * by id, entries updated in place, the table doubled as it fills (from 64 entries up to
+ * SEEN_SIZE: allocated whole, its pages were touched one by one as ids landed on them,
+ * 1.4 MiB at last). Ids of removed sandboxes stay until it is half full at SEEN_SIZE;
+ * then a listing starts it afresh (with more live sandboxes than that, the ones past half
+ * are simply read every time). */
 #define SEEN_SIZE 8192
 #define SEEN_FRESH_MS 30000
 typedef struct seen_record {
@@ -166,22 +168,51 @@ typedef struct seen_record {
 static struct {
 	pthread_mutex_t lock;
 	seen_record *v;
-	size_t n;
-} seen = { PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
+	size_t n, size;
+} seen = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 };
+
+/* The slot of ID in V of SIZE entries: its own, or the free one ending its probe. */
+static size_t seen_find(seen_record *v, size_t size, const char *id)
+{
+	size_t i = sl_id_hash(id) % size;
+	while (v[i].d.id[0] && strcmp(v[i].d.id, id))
+		i = (i + 1) % size;
+	return i;
+}
+
+/* Room for one more: the table made, or doubled when half full. Called locked. */
+static bool seen_room(void)
+{
+	if (!seen.v) {
+		seen.v = calloc(64, sizeof(*seen.v));
+		seen.size = seen.v ? 64 : 0;
+		return seen.v != NULL;
+	}
+	if (seen.n < seen.size / 2)
+		return true;
+	if (seen.size * 2 > SEEN_SIZE)
+		return false;
+	seen_record *v = calloc(seen.size * 2, sizeof(*v));
+	if (!v)
+		return false;
+	for (size_t i = 0; i < seen.size; i++)
+		if (seen.v[i].d.id[0])
+			v[seen_find(v, seen.size * 2, seen.v[i].d.id)] = seen.v[i];
+	free(seen.v);
+	seen.v = v;
+	seen.size *= 2;
+	return true;
+}
 
 /* The entry for ID (d.id empty: a free one), or NULL when full. Called locked. */
 static seen_record *seen_slot(const char *id)
 {
-	if (!seen.v && !(seen.v = calloc(SEEN_SIZE, sizeof(*seen.v))))
-		return NULL;
-	size_t i = sl_id_hash(id) % SEEN_SIZE;
-	for (size_t k = 0; k < SEEN_SIZE; k++, i = (i + 1) % SEEN_SIZE) {
-		if (!seen.v[i].d.id[0])
-			return seen.n < SEEN_SIZE / 2 ? &seen.v[i] : NULL;
-		if (!strcmp(seen.v[i].d.id, id))
-			return &seen.v[i];
+	if (seen.v) {
+		seen_record *r = &seen.v[seen_find(seen.v, seen.size, id)];
+		if (r->d.id[0])
+			return r;
 	}
-	return NULL;
+	return seen_room() ? &seen.v[seen_find(seen.v, seen.size, id)] : NULL;
 }
 
 static bool same_file(const seen_record *r, const struct stat *st)
@@ -204,8 +235,9 @@ int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *er
 	record_dead_forget_if_full();
 	pthread_mutex_lock(&seen.lock);
 	if (seen.v && seen.n >= SEEN_SIZE / 2) {
-		memset(seen.v, 0, SEEN_SIZE * sizeof(*seen.v));
-		seen.n = 0;
+		free(seen.v);
+		seen.v = NULL;
+		seen.n = seen.size = 0;
 	}
 	pthread_mutex_unlock(&seen.lock);
 	for (size_t i = 0; i < nids; i++) {
