@@ -4,10 +4,12 @@
 #include "common.h"
 
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 /* A layout of SCENARIO under the test root, made once; its path (caller frees). */
 static char *layout(const char *scenario)
@@ -280,12 +282,95 @@ static void test_tarball_unchanged(void **state)
 	e2e_result_free(&r);
 }
 
+/* The API: import a container archive as the body, create with runImageCommand, /v1/run
+ * with no command, GET /v1/images/{name}; the spec check over what was answered. */
+static void test_api(void **state)
+{
+	e2e_daemon d;
+	char *sock = e2e_printf("%s/img.sock", e2e_root());
+	char *captures = e2e_printf("%s/img-captures.jsonl", e2e_root());
+	e2e_daemon_start(&d, sock, false, NULL);
+	e2e_http_use(&d, captures);
+	char *file = archive("layers", "docker-archive");
+	size_t len;
+	char *body = e2e_read_file_len(file, &len);
+	e2e_resp r;
+	e2e_http_q(&r, &(e2e_req){.method = "POST", .path = "/v1/images?name=api-layers",
+				  .body = body, .len = len});
+	assert_int_equal(r.status, 201);
+	assert_string_equal(cJSON_GetObjectItem(r.json, "format")->valuestring, "docker-archive");
+	e2e_resp_free(&r);
+	e2e_http(&r, "GET", "/v1/images/api-layers", NULL);
+	assert_int_equal(r.status, 200);
+	cJSON *cfg = cJSON_GetObjectItem(r.json, "config");
+	assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(cfg, "env"), 1)->valuestring,
+			    "GREETING=hello from the image");
+	e2e_resp_free(&r);
+	/* The image's command as a background execution of a new sandbox. */
+	e2e_http(&r, "POST", "/v1/sandboxes", "{\"image\":\"api-layers\",\"runImageCommand\":true}");
+	assert_int_equal(r.status, 201);
+	char *id = strdup(cJSON_GetObjectItem(r.json, "id")->valuestring);
+	char *eid = strdup(cJSON_GetObjectItem(r.json, "imageCommandExecution")->valuestring);
+	e2e_resp_free(&r);
+	char *path = e2e_printf("/v1/sandboxes/%s/executions/%s?wait=20s", id, eid);
+	e2e_http(&r, "GET", path, NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(cJSON_GetObjectItem(r.json, "status")->valuestring, "completed");
+	e2e_resp_free(&r);
+	free(path);
+	path = e2e_printf("/v1/sandboxes/%s/executions/%s/stdout", id, eid);
+	e2e_http(&r, "GET", path, NULL);
+	assert_string_equal(r.body, "hello from the image in /data as 1234:2345\n");
+	e2e_resp_free(&r);
+	free(path);
+	path = e2e_printf("/v1/sandboxes/%s", id);
+	e2e_http(&r, "DELETE", path, NULL);
+	assert_int_equal(r.status, 204);
+	e2e_resp_free(&r);
+	free(path);
+	/* /v1/run with no command runs it; env given wins over the image's. */
+	e2e_http(&r, "POST", "/v1/run", "{\"image\":\"api-layers\",\"env\":{\"GREETING\":\"hey\"}}");
+	assert_int_equal(r.status, 200);
+	assert_string_equal(cJSON_GetObjectItem(r.json, "stdout")->valuestring,
+			    "hey in /data as 1234:2345\n");
+	e2e_resp_free(&r);
+	/* An image with no command: refused before anything is made. */
+	e2e_http(&r, "POST", "/v1/sandboxes", "{\"image\":\"busybox\",\"runImageCommand\":true}");
+	assert_int_equal(r.status, 400);
+	assert_true(e2e_contains(r.body, "names no command"));
+	e2e_resp_free(&r);
+	e2e_http(&r, "POST", "/v1/run", "{\"image\":\"busybox\"}");
+	assert_int_equal(r.status, 400);
+	e2e_resp_free(&r);
+	e2e_http(&r, "DELETE", "/v1/images/api-layers", NULL);
+	assert_int_equal(r.status, 204);
+	e2e_resp_free(&r);
+	char *cmd = e2e_printf("/usr/bin/python3 tests/api/spec_check.py --spec api/openapi.yaml "
+			       "--sources api --socket %s --captures %s 2>&1",
+			       sock, captures);
+	FILE *f = popen(cmd, "r");
+	char buf[4096];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	int st = pclose(f);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("spec check failed:\n%s", buf);
+	e2e_daemon_stop(&d);
+	free(cmd);
+	free(id);
+	free(eid);
+	free(body);
+	free(file);
+	free(sock);
+	free(captures);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    E2E_TEST(test_layers_whiteouts_and_links), E2E_TEST(test_config_defaults),
 	    E2E_TEST(test_docker_archive_shares_layers), E2E_TEST(test_multi_platform),
-	    E2E_TEST(test_refusals), E2E_TEST(test_tarball_unchanged),
+	    E2E_TEST(test_refusals), E2E_TEST(test_tarball_unchanged), E2E_TEST(test_api),
 	};
 	return e2e_run_tests(tests);
 }
