@@ -445,7 +445,7 @@ static int record_volumes(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *sb, 
 
 /* A container image's Env and Labels under the create's own (which win, key by key, as
  * docker's -e and --label do over an image's). */
-static int image_defaults(sl_ctx *ctx, const sl_image *img, sl_sandbox *sb, sl_err *err)
+int sandbox_image_defaults(sl_ctx *ctx, const sl_image *img, sl_sandbox *sb, sl_err *err)
 {
 	_cleanup_cjson_ cJSON *cfg = NULL;
 	if (image_config(ctx->cfg.state_dir, img, &cfg, err) < 0)
@@ -543,7 +543,7 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 		sandbox_free(&sb);
 		return -1;
 	}
-	if (image_defaults(ctx, &img, &sb, err) < 0) {
+	if (sandbox_image_defaults(ctx, &img, &sb, err) < 0) {
 		sandbox_free(&sb);
 		return -1;
 	}
