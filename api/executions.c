@@ -374,6 +374,19 @@ enum MHD_Result api_processes_kill(api_req *r)
 	return rc < 0 ? api_reply_error(r, &err) : api_reply_empty(r, 204);
 }
 
+int api_image_command(api_server *s, const sl_sandbox *sb, char ***argv, sl_err *err)
+{
+	sl_image img;
+	if (image_lookup(s->ctx->cfg.state_dir, sb->digest, &img, err) < 0 ||
+	    image_command(s->ctx->cfg.state_dir, &img, argv, err) < 0)
+		return -1;
+	if (!*argv)
+		return sl_fail(err, SL_INVALID, 0,
+			       "command: required: image %s names no command (Entrypoint or Cmd)",
+			       sb->image);
+	return 0;
+}
+
 /* ---- /v1/run: create, write files, run, wait, destroy (always) ---- */
 
 /* Exit status as a shell reports it (128+n for signal n), and 124 for a timeout. */
@@ -386,12 +399,16 @@ static int run_in(api_req *r, const sl_sandbox *sb, const cJSON *body, cJSON **o
 {
 	exec_body b = {0};
 	bool given;
-	if (api_json_command(body, "", "command", &b.argv, &b.shell, err) < 0 ||
+	_cleanup_free_ char **image_cmd = NULL;
+	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(body, "command");
+	if ((cmd && !cJSON_IsNull(cmd)
+		 ? api_json_command(body, "", "command", &b.argv, &b.shell, err)
+		 : api_image_command(r->srv, sb, &image_cmd, err)) < 0 ||
 	    api_json_duration(body, "", "timeout", &b.spec.timeout_ms, &given, err) < 0) {
 		exec_body_free(&b);
 		return -1;
 	}
-	b.spec.argv = b.argv;
+	b.spec.argv = image_cmd ? image_cmd : b.argv;
 	b.spec.shell = b.shell;
 	const cJSON *files = cJSON_GetObjectItemCaseSensitive(body, "files");
 	int nfiles;
@@ -447,9 +464,12 @@ enum MHD_Result api_run(api_req *r)
 	sl_err err = {0};
 	char **argv = NULL;
 	const char *shell;
+	const cJSON *cmd;
+	/* No command: the image's Entrypoint + Cmd (run_in), as `docker run IMAGE`. */
 	if (api_body_object(r, false, &body, &err) < 0 ||
 	    api_json_fields(body, "", fields, &err) < 0 ||
-	    api_json_command(body, "", "command", &argv, &shell, &err) < 0)
+	    ((cmd = cJSON_GetObjectItemCaseSensitive(body, "command")) && !cJSON_IsNull(cmd) &&
+	     api_json_command(body, "", "command", &argv, &shell, &err) < 0))
 		return api_reply_error(r, &err);
 	api_strv_free(argv);
 	const cJSON *files = cJSON_GetObjectItemCaseSensitive(body, "files");

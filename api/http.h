@@ -281,6 +281,9 @@ int api_exec_wait(api_req *r, const char *sandbox_id, const char *exec_id, int64
 /* Start SPEC in SB and wait for its end: a short command's end arrives on init's own
  * connection (spec->wait_ms), a longer one's through api_exec_wait. Returns what that
  * does (0 ended, 1 abandoned, -1 error); OUT is filled unless -1. A pty is closed. */
+/* The Entrypoint + Cmd of SB's image as *ARGV (one block: free() it); SL_INVALID when
+ * the image names none. */
+int api_image_command(api_server *s, const sl_sandbox *sb, char ***argv, sl_err *err);
 int api_exec_run(api_req *r, const sl_sandbox *sb, sl_exec_spec *spec, sl_exec *out,
 		 sl_err *err);
 /* An execution's "stdout" or "stderr" log as a chunked body (stream.c): what is there
@@ -354,6 +357,7 @@ enum MHD_Result api_images_post(api_req *r);
 int api_images_post_begin(api_req *r, sl_err *err);
 int api_images_post_chunk(api_req *r, const char *data, size_t len, sl_err *err);
 enum MHD_Result api_images_delete(api_req *r);
+enum MHD_Result api_images_get(api_req *r);
 /* deadlines.c: mark API activity on a sandbox; act on passed lifetimes and idle
  * timeouts (called every second by the main loop, and once at start). */
 void api_touch(api_server *s, const char *ref);

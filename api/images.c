@@ -27,7 +27,39 @@ static cJSON *image_json(const sl_image *img)
 	cJSON_AddStringToObject(o, "user", img->user);
 	cJSON_AddStringToObject(o, "workingDirectory", img->workdir);
 	cJSON_AddStringToObject(o, "createdAt", t);
+	cJSON_AddNumberToObject(o, "sharedBytes", (double)img->shared_bytes);
+	cJSON_AddNumberToObject(o, "ownBytes", (double)(img->size_bytes - img->shared_bytes));
+	cJSON_AddStringToObject(o, "format", img->format);
+	if (img->platform[0])
+		cJSON_AddStringToObject(o, "platform", img->platform);
+	cJSON_AddNumberToObject(o, "layers", img->nlayers);
+	if (img->picked[0])
+		cJSON_AddStringToObject(o, "platformChoice", img->picked);
 	return o;
+}
+
+/* GET /v1/images/{name}: the image as the list has it (shared sizes are relative to
+ * the other images), plus a container image's config. */
+enum MHD_Result api_images_get(api_req *r)
+{
+	sl_image img, *list;
+	size_t n;
+	sl_err err = {0};
+	const char *state = r->srv->ctx->cfg.state_dir;
+	if (image_lookup(state, r->param[0], &img, &err) < 0 ||
+	    image_list(state, &list, &n, &err) < 0)
+		return api_reply_error(r, &err);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(list[i].name, img.name))
+			img = list[i];
+	free(list);
+	cJSON *cfg = NULL;
+	if (image_config(state, &img, &cfg, &err) < 0)
+		return api_reply_error(r, &err);
+	cJSON *o = image_json(&img);
+	if (cfg)
+		cJSON_AddItemToObject(o, "config", cfg);
+	return api_reply_json(r, 200, o);
 }
 
 enum MHD_Result api_images_list(api_req *r)

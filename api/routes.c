@@ -47,6 +47,7 @@ static const api_route v1_routes[] = {
 	{ "GET",    "/v1/images", API_BODY_NONE, api_images_list, NULL, NULL },
 	{ "POST",   "/v1/images", API_BODY_RAW, api_images_post,
 		    api_images_post_begin, api_images_post_chunk },
+	{ "GET",    "/v1/images/{name}", API_BODY_NONE, api_images_get, NULL, NULL },
 	{ "DELETE", "/v1/images/{name}", API_BODY_NONE, api_images_delete, NULL, NULL },
 	{ "GET",    "/v1/volumes", API_BODY_NONE, api_volumes_list, NULL, NULL },
 	{ "POST",   "/v1/volumes", API_BODY_JSON, api_volumes_create, NULL, NULL },

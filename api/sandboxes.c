@@ -350,7 +350,7 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 	static const char *const fields[] = {
 	    "image",   "snapshot", "name",    "ephemeral", "resources",	       "env",
 	    "labels",  "network",  "timeout", "user",	   "workingDirectory", "packages",
-	    "volumes", "command",  "ports",	       NULL};
+	    "volumes", "command",  "ports",	       "runImageCommand", NULL};
 	sl_create_opts o = {0};
 	int64_t tmo[3] = {-1, -1, -1};
 	sl_volume_spec vols[16];
@@ -409,10 +409,41 @@ enum MHD_Result api_sandboxes_create(api_req *r)
 	const cJSON *body;
 	sl_err err = {0};
 	sl_sandbox sb;
+	bool run_image = false;
 	if (api_body_object(r, true, &body, &err) < 0 ||
-	    api_sandbox_create_from(r->srv, body, false, false, &sb, &err) < 0)
+	    (body && api_json_bool(body, "", "runImageCommand", &run_image, &err) < 0))
 		return api_reply_error(r, &err);
+	/* The image names a command, or the create is refused before anything is made. */
+	_cleanup_free_ char **cmd = NULL;
+	if (run_image) {
+		sl_image img;
+		const char *name = NULL;
+		if (api_json_string(body, "", "image", &name, &err) < 0 ||
+		    sandbox_lookup_image(r->srv->ctx, name, &img, &err) < 0 ||
+		    image_command(r->srv->ctx->cfg.state_dir, &img, &cmd, &err) < 0)
+			return api_reply_error(r, &err);
+		if (!cmd)
+			return api_fail(r, SL_INVALID,
+					"runImageCommand: image %s names no command (Entrypoint or "
+					"Cmd)",
+					img.name);
+	}
+	if (api_sandbox_create_from(r->srv, body, false, false, &sb, &err) < 0)
+		return api_reply_error(r, &err);
+	sl_exec e;
+	sl_exec_spec spec = {.argv = cmd};
+	if (cmd && exec_start(r->srv->ctx, &sb, &spec, &e, &err) < 0) {
+		/* A create that cannot start what it was asked to leaves nothing. */
+		sl_err e2 = {0};
+		api_destroy(r->srv, sb.id, "runImageCommand failed", &e2);
+		sandbox_free(&sb);
+		return api_reply_error(r, &err);
+	}
 	cJSON *o = api_sandbox_json(r->srv, &sb, true);
+	if (cmd) {
+		cJSON_AddStringToObject(o, "imageCommandExecution", e.id);
+		exec_free(&e);
+	}
 	sandbox_free(&sb);
 	return api_reply_json(r, 201, o);
 }

@@ -6,7 +6,8 @@
 # bundles, crun's state) and is removed at exit together with the host quirk it applied
 # (a v1 hugetlb mount for crun); the last step checks the host is as before.
 # Environment: BENCH_RUNS (one-shot/exec runs), BENCH_DENSITY ("10 100 1000"),
-# BENCH_CRUN_DENSITY, BENCH_SECTIONS ("oneshot exec parallel density api lifecycle network"),
+# BENCH_CRUN_DENSITY, BENCH_SECTIONS ("oneshot exec parallel density api lifecycle network
+# images"),
 # BENCH_NET_DENSITY (sandboxes with network on for the memory measure), BENCH_OUT,
 # BENCH_BUDGET (seconds: a crun density step that would run past it is skipped),
 # BENCH_POOL (ready sandboxes of `serve --pool` for the pool rows, 4), BENCH_POOL_PACE (ms
@@ -46,7 +47,7 @@ quick)
 	exit 2
 	;;
 esac
-SECTIONS=${BENCH_SECTIONS:-oneshot exec parallel density api lifecycle network}
+SECTIONS=${BENCH_SECTIONS:-oneshot exec parallel density api lifecycle network images}
 POOL=${BENCH_POOL:-4} POOL_PACE=${BENCH_POOL_PACE:-50}
 # Milliseconds between the timed operations of the latency rows (0: back to back). With a
 # pause, what one run leaves to finish after it answered (sandlot's release, every
@@ -824,6 +825,24 @@ quiesce() { # WHAT-COMES-NEXT
 	t1=$(date +%s%N)
 	say "store: the deleted layers were cleaned $(awk -v d=$((t1 - t0)) 'BEGIN { printf "%.1f", d / 1e9 }') s before $1"
 }
+# A sandbox from a 10-layer container image against one from a 1-layer image of the same
+# tree (tests/e2e/oci_fixture.py flat10 / flat1, oci-archive files made with tar): layers
+# are merged once at import (docs/images.md, "Layers"), so a create should not see them.
+bench_images() {
+	local s
+	for s in flat1 flat10; do
+		python3 "$REPO/tests/e2e/oci_fixture.py" "$IMAGE_TAR" "$ROOT/oci-$s" "$s" &&
+			tar -C "$ROOT/oci-$s" -cf "$ROOT/$s.tar" . &&
+			"$SL" image import "$s" "$ROOT/$s.tar" >/dev/null ||
+			{ failed "images: make and import $s"; return 0; }
+	done
+	say "images: sandlot run from a 10-layer image vs from a 1-layer image of the same tree ($RUNS runs each, interleaved)"
+	local out
+	out=$(measure "run from a 10-layer image" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" \
+		-v sandlot "$SL" run --image flat10 -- /bin/true \; \
+		-v 1-layer "$SL" run --image flat1 -- /bin/true \;)
+	time_rows image-layers "CLI one-shot from a 10-layer image" "$out" 1-layer 1.2
+}
 want oneshot && bench_oneshot
 want exec && quiesce "the exec section" && bench_exec
 want parallel && quiesce "the parallel section" && bench_parallel
@@ -831,6 +850,7 @@ want api && quiesce "the api section" && bench_api
 want lifecycle && quiesce "the lifecycle section" && bench_lifecycle
 want density && bench_density # each step waits for the store (density_one)
 want network && quiesce "the network section" && bench_network
+want images && quiesce "the images section" && bench_images
 ELAPSED=$(($(date +%s) - T0))
 LOAD1=$(cut -d' ' -f1 /proc/loadavg)
 

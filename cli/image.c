@@ -44,8 +44,37 @@ static int image_import_cmd(sl_ctx *ctx, int argc, char **argv)
 		close(fd);
 	if (r < 0)
 		return cli_fail(&err);
+	if (img.picked[0]) /* an index of several platforms: say which was taken */
+		fprintf(stderr, "sandlot: image %s: took the %s manifest\n", img.name, img.picked);
 	printf("%s %s\n", img.name, img.digest);
 	return 0;
+}
+
+/* The fields `image ls --format json` and `image inspect` share. */
+static cJSON *image_json(const sl_image *img)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "name", img->name);
+	cJSON_AddStringToObject(o, "digest", img->digest);
+	cJSON_AddNumberToObject(o, "sizeBytes", (double)img->size_bytes);
+	cJSON_AddNumberToObject(o, "sharedBytes", (double)img->shared_bytes);
+	cJSON_AddNumberToObject(o, "ownBytes", (double)(img->size_bytes - img->shared_bytes));
+	cJSON_AddStringToObject(o, "user", img->user);
+	cJSON_AddStringToObject(o, "workingDirectory", img->workdir);
+	cJSON_AddNumberToObject(o, "created", (double)img->created);
+	cJSON_AddStringToObject(o, "format", img->format);
+	if (img->platform[0])
+		cJSON_AddStringToObject(o, "platform", img->platform);
+	cJSON_AddNumberToObject(o, "layers", img->nlayers);
+	return o;
+}
+
+static void print_json(cJSON *o)
+{
+	char *s = cJSON_Print(o);
+	puts(s);
+	cJSON_free(s);
+	cJSON_Delete(o);
 }
 
 static int image_ls_cmd(sl_ctx *ctx, int argc, char **argv)
@@ -59,29 +88,53 @@ static int image_ls_cmd(sl_ctx *ctx, int argc, char **argv)
 		return cli_fail(&err);
 	cJSON *arr = cJSON_CreateArray();
 	if (!json)
-		printf("%-20s  %-19s  %10s  %-8s  %s\n", "NAME", "DIGEST", "SIZE", "USER", "WORKDIR");
+		printf("%-20s  %-19s  %10s  %10s  %10s  %6s  %-8s  %s\n", "NAME", "DIGEST", "SIZE",
+		       "SHARED", "OWN", "LAYERS", "USER", "WORKDIR");
 	for (size_t i = 0; i < n; i++) {
 		if (json) {
-			cJSON *o = cJSON_CreateObject();
-			cJSON_AddStringToObject(o, "name", list[i].name);
-			cJSON_AddStringToObject(o, "digest", list[i].digest);
-			cJSON_AddNumberToObject(o, "sizeBytes", (double)list[i].size_bytes);
-			cJSON_AddStringToObject(o, "user", list[i].user);
-			cJSON_AddStringToObject(o, "workingDirectory", list[i].workdir);
-			cJSON_AddNumberToObject(o, "created", (double)list[i].created);
-			cJSON_AddItemToArray(arr, o);
+			cJSON_AddItemToArray(arr, image_json(&list[i]));
 		} else {
-			printf("%-20s  %.19s  %9.1fM  %-8s  %s\n", list[i].name, list[i].digest,
-			       list[i].size_bytes / 1048576.0, list[i].user, list[i].workdir);
+			printf("%-20s  %.19s  %9.1fM  %9.1fM  %9.1fM  %6u  %-8s  %s\n", list[i].name,
+			       list[i].digest, list[i].size_bytes / 1048576.0,
+			       list[i].shared_bytes / 1048576.0,
+			       (list[i].size_bytes - list[i].shared_bytes) / 1048576.0,
+			       list[i].nlayers, list[i].user, list[i].workdir);
 		}
 	}
-	if (json) {
-		char *s = cJSON_Print(arr);
-		puts(s);
-		cJSON_free(s);
-	}
-	cJSON_Delete(arr);
+	if (json)
+		print_json(arr);
+	else
+		cJSON_Delete(arr);
 	free(list);
+	return 0;
+}
+
+/* `image inspect NAME`: the image's record and, for a container image, its config
+ * (Env, Entrypoint, Cmd, Labels, ExposedPorts) and layers, as JSON. */
+static int image_inspect_cmd(sl_ctx *ctx, int argc, char **argv)
+{
+	if (argc != 2)
+		return cli_usage("image inspect NAME");
+	sl_image img;
+	sl_err err = { 0 };
+	if (image_lookup(ctx->cfg.state_dir, argv[1], &img, &err) < 0)
+		return cli_fail(&err);
+	/* Shared sizes are relative to the other images: take this one from the list. */
+	sl_image *list;
+	size_t n;
+	if (image_list(ctx->cfg.state_dir, &list, &n, &err) < 0)
+		return cli_fail(&err);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(list[i].name, img.name))
+			img = list[i];
+	free(list);
+	cJSON *cfg = NULL;
+	if (image_config(ctx->cfg.state_dir, &img, &cfg, &err) < 0)
+		return cli_fail(&err);
+	cJSON *o = image_json(&img);
+	if (cfg)
+		cJSON_AddItemToObject(o, "config", cfg);
+	print_json(o);
 	return 0;
 }
 
@@ -116,14 +169,16 @@ static int image_rm_cmd(sl_ctx *ctx, int argc, char **argv)
 int cmd_image(sl_ctx *ctx, int argc, char **argv)
 {
 	if (argc < 2)
-		return cli_usage("image: import, ls, rm or build");
+		return cli_usage("image: import, ls, inspect, rm or build");
 	if (!strcmp(argv[1], "import"))
 		return image_import_cmd(ctx, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "ls"))
 		return image_ls_cmd(ctx, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "rm"))
 		return image_rm_cmd(ctx, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "inspect"))
+		return image_inspect_cmd(ctx, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "build"))
 		return cmd_image_build(ctx, argc - 1, argv + 1);
-	return cli_usage("image: unknown subcommand \"%s\" (import, ls, rm, build)", argv[1]);
+	return cli_usage("image: unknown subcommand \"%s\" (import, ls, inspect, rm, build)", argv[1]);
 }

@@ -525,12 +525,21 @@ int cmd_run(sl_ctx *ctx, int argc, char **argv)
 	int i = parse_opts(argc, argv, MODE_RUN, &o);
 	if (i < 0)
 		return EXIT_SANDLOT;
-	if (i >= argc)
-		return cli_usage("run: no command given (sandlot run [OPTIONS] -- CMD [ARG...])");
 	o.c.ephemeral = true;
 	sl_sandbox sb = { 0 };
 	sl_err err = { 0 };
-	int code = run_command(ctx, &sb, true, argv + i, &o);
+	_cleanup_free_ char **image_cmd = NULL;
+	if (i >= argc) {
+		/* As docker run: the image's Entrypoint + Cmd. */
+		sl_image img;
+		if (!o.c.snapshot && (sandbox_lookup_image(ctx, o.c.image, &img, &err) < 0 ||
+				      image_command(ctx->cfg.state_dir, &img, &image_cmd, &err) < 0))
+			return cli_fail(&err);
+		if (!image_cmd)
+			return cli_usage("run: no command given, and the image names none (sandlot "
+					 "run [OPTIONS] -- CMD [ARG...])");
+	}
+	int code = run_command(ctx, &sb, true, image_cmd ? image_cmd : argv + i, &o);
 	if (!sb.id[0])
 		return code;
 	if (release_detached_exit(ctx, sb.id, code, &err) < 0) {

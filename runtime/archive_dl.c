@@ -22,3 +22,13 @@ int archive_write_tree(int out_fd, const char *root, uint32_t uid_base, sl_err *
 						 "archive_write_tree", err);
 	return fn ? fn(out_fd, root, uid_base, err) : -1;
 }
+
+typedef int (*digests_fn)(int, char[65], char[65], uint64_t *, sl_err *);
+
+int archive_blob_digests(int in_fd, char blob_hex[65], char tar_hex[65], uint64_t *tar_bytes,
+			 sl_err *err)
+{
+	digests_fn fn = (digests_fn)sl_module_symbol("sandlot-archive.so", "SANDLOT_ARCHIVE_SO",
+						     "archive_blob_digests", err);
+	return fn ? fn(in_fd, blob_hex, tar_hex, tar_bytes, err) : -1;
+}

@@ -525,3 +525,63 @@ int archive_extract_safe(int in_fd, const char *dest_dir, const sl_archive_limit
 {
 	return archive_extract_counted(in_fd, dest_dir, lim, digest_hex, NULL, err);
 }
+
+static void ax_hex(struct sha256_ctx *md, char hex[65])
+{
+	uint8_t d[SHA256_DIGEST_SIZE];
+	sha256_digest(md, sizeof(d), d);
+	for (unsigned i = 0; i < SHA256_DIGEST_SIZE; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
+int archive_blob_digests(int in_fd, char blob_hex[65], char tar_hex[65], uint64_t *tar_bytes,
+			 sl_err *err)
+{
+	struct ax_run x = {.dest_fd = -1, .in.fd = in_fd, .err = err};
+	struct sha256_ctx tar_md;
+	sha256_init(&tar_md);
+	sha256_init(&x.in.md);
+	uint64_t total = 0;
+	int rc = -1;
+	x.in.buf = malloc(AX_READ_BUF);
+	x.r = archive_read_new();
+	if (!x.in.buf || !x.r) {
+		sl_fail(err, SL_EXHAUSTED, ENOMEM, "archive: set up a blob's check");
+		goto out;
+	}
+	/* The raw format: the decompressed stream as one entry, whatever it holds. */
+	archive_read_support_format_raw(x.r);
+	archive_read_support_filter_none(x.r);
+	archive_read_support_filter_gzip(x.r);
+	archive_read_support_filter_zstd(x.r);
+	archive_read_support_filter_xz(x.r);
+	struct archive_entry *e;
+	if (archive_read_open(x.r, &x.in, NULL, ax_read_cb, NULL) != ARCHIVE_OK ||
+	    archive_read_next_header(x.r, &e) != ARCHIVE_OK) {
+		ax_read_fail(&x, "cannot read the blob");
+		goto out;
+	}
+	for (;;) {
+		const void *buf;
+		size_t size;
+		la_int64_t off;
+		int r = archive_read_data_block(x.r, &buf, &size, &off);
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r < ARCHIVE_WARN) {
+			ax_read_fail(&x, "bad compressed data");
+			goto out;
+		}
+		sha256_update(&tar_md, size, buf);
+		total += size;
+	}
+	if (ax_drain(&x.in, err) < 0)
+		goto out;
+	ax_hex(&x.in.md, blob_hex);
+	ax_hex(&tar_md, tar_hex);
+	*tar_bytes = total;
+	rc = 0;
+out:
+	ax_run_release(&x);
+	return rc;
+}

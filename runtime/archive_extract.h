@@ -46,4 +46,12 @@ int archive_extract_safe(int in_fd, const char *dest_dir, const sl_archive_limit
 int archive_extract_counted(int in_fd, const char *dest_dir, const sl_archive_limits *lim,
 			    char digest_hex[65], uint64_t *file_bytes, sl_err *err);
 
+/* A container image's blob read to the end from IN_FD: BLOB_HEX the sha256 of its bytes
+ * (the digest a manifest names), TAR_HEX of its bytes decompressed (gzip, zstd, xz or
+ * none: the layer's diff id, which the image config lists) and *TAR_BYTES their count.
+ * Nothing is extracted: a blob is verified before any of it is written. Corrupt or
+ * truncated compressed data is SL_INVALID. */
+int archive_blob_digests(int in_fd, char blob_hex[65], char tar_hex[65], uint64_t *tar_bytes,
+			 sl_err *err);
+
 #endif

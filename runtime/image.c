@@ -1,6 +1,6 @@
 /* image.c — the image store: an import extracts into a private temp dir, then moves it
  * into place by digest and records the name, under a store-wide flock. */
-#include "image.h"
+#include "image_internal.h"
 
 #include "archive_extract.h"
 #include "crash.h"
@@ -28,14 +28,13 @@
 #define IMG_JSON_MAX  (64 * 1024)
 #define IMG_META_PATH "etc/sandlot/image.json"
 
-static void img_closep(int *fd)
+void img_closep(int *fd)
 {
 	if (*fd >= 0)
 		close(*fd); /* also releases the store lock */
 }
-#define _cleanup_unlock_ __attribute__((cleanup(img_closep)))
 
-__attribute__((format(printf, 4, 5))) static int img_path(char *buf, size_t len, sl_err *err,
+int img_path(char *buf, size_t len, sl_err *err,
 							  const char *fmt, ...)
 {
 	va_list ap;
@@ -66,7 +65,7 @@ int image_name_check(const char *name, sl_err *err)
 }
 
 /* A user as `useradd` or docker's USER would take it: name, uid, or user:group. */
-static bool img_user_ok(const char *u)
+bool img_user_ok(const char *u)
 {
 	size_t n = strlen(u);
 	if (n == 0 || n >= sizeof(((sl_image *)0)->user))
@@ -78,7 +77,7 @@ static bool img_user_ok(const char *u)
 	return true;
 }
 
-static bool img_workdir_ok(const char *w)
+bool img_workdir_ok(const char *w)
 {
 	size_t n = strlen(w);
 	if (w[0] != '/' || n >= sizeof(((sl_image *)0)->workdir))
@@ -117,7 +116,7 @@ int image_layer_path(const char *state_dir, const char *digest, char *buf, size_
 	return 0;
 }
 
-static int img_lock(const char *state_dir, sl_err *err)
+int img_lock(const char *state_dir, sl_err *err)
 {
 	char p[PATH_MAX];
 	if (img_path(p, sizeof(p), err, "%s/images/.lock", state_dir) < 0)
@@ -129,13 +128,7 @@ static int img_lock(const char *state_dir, sl_err *err)
  * exists before the path does and is unlinked only after it is gone: a tree there
  * whose lock is missing or free belongs to a process that died, and img_gc_tmp
  * deletes it. */
-struct img_scratch {
-	char path[PATH_MAX - 8];
-	char lock[PATH_MAX];
-	int fd;
-};
-
-static void img_scratch_release(struct img_scratch *s)
+void img_scratch_release(struct img_scratch *s)
 {
 	if (s->fd < 0)
 		return;
@@ -143,9 +136,7 @@ static void img_scratch_release(struct img_scratch *s)
 	close(s->fd);
 	s->fd = -1;
 }
-#define _cleanup_scratch_ __attribute__((cleanup(img_scratch_release)))
-
-static int img_scratch_claim(const char *state_dir, const char *prefix, struct img_scratch *s,
+int img_scratch_claim(const char *state_dir, const char *prefix, struct img_scratch *s,
 			     sl_err *err)
 {
 	unsigned char r[8];
@@ -225,7 +216,7 @@ int image_scratch_collect(const char *state_dir, bool remove)
 static int img_prepare(const char *state_dir, sl_err *err)
 {
 	static const char *const dirs[] = {"images", "images/layers", "images/names",
-					   "images/tmp"};
+					   "images/tmp", "images/diffs", "images/meta"};
 	if (state_private_dir(state_dir, 0700, err) < 0)
 		return -1;
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
@@ -354,7 +345,7 @@ static int img_resolve_meta(const char *root, const char *user, const char *work
 	return rc;
 }
 
-static char *img_record_json(const sl_image *img)
+char *img_record_json(const sl_image *img)
 {
 	cJSON *o = cJSON_CreateObject();
 	if (!o)
@@ -366,6 +357,11 @@ static char *img_record_json(const sl_image *img)
 	cJSON_AddNumberToObject(o, "size", (double)img->size_bytes);
 	cJSON_AddNumberToObject(o, "created", (double)img->created);
 	cJSON_AddStringToObject(o, "owner", img->owner);
+	if (img->format[0] && strcmp(img->format, "tar")) {
+		cJSON_AddStringToObject(o, "format", img->format);
+		cJSON_AddStringToObject(o, "platform", img->platform);
+		cJSON_AddNumberToObject(o, "layers", img->nlayers);
+	}
 	char *s = cJSON_Print(o);
 	cJSON_Delete(o);
 	return s;
@@ -398,6 +394,15 @@ static int img_record_parse(const char *text, const char *path, sl_image *out, s
 		/* Absent (made before keys): the admin's. */
 		if (!img_copy_field(o, "owner", img.owner, sizeof(img.owner)))
 			img.owner[0] = '\0';
+		/* Absent: a tarball's record (the only kind before container imports). */
+		const cJSON *nl = cJSON_GetObjectItemCaseSensitive(o, "layers");
+		if (!img_copy_field(o, "format", img.format, sizeof(img.format)))
+			snprintf(img.format, sizeof(img.format), "tar");
+		if (!img_copy_field(o, "platform", img.platform, sizeof(img.platform)))
+			img.platform[0] = '\0';
+		img.nlayers = cJSON_IsNumber(nl) && nl->valuedouble >= 1 && nl->valuedouble <= 1000
+				      ? (uint32_t)nl->valuedouble
+				      : 1;
 	}
 	cJSON_Delete(o);
 	if (!ok)
@@ -408,7 +413,7 @@ static int img_record_parse(const char *text, const char *path, sl_image *out, s
 	return 0;
 }
 
-static int img_load(const char *state_dir, const char *name, sl_image *out, sl_err *err)
+int img_load(const char *state_dir, const char *name, sl_image *out, sl_err *err)
 {
 	char p[PATH_MAX];
 	if (img_path(p, sizeof(p), err, "%s/images/names/%s.json", state_dir, name) < 0)
@@ -436,7 +441,7 @@ static bool img_usable(const sl_image *img)
 
 /* May the thread's key replace or remove the image OWNER holds: the admin any, a key
  * its own. */
-static bool img_mine(const char *owner)
+bool img_mine(const char *owner)
 {
 	return !owner_acting()[0] || !strcmp(owner, owner_acting());
 }
@@ -444,9 +449,61 @@ static bool img_mine(const char *owner)
 static int img_list(const char *state_dir, bool everyones, sl_image **out, size_t *n,
 		    sl_err *err);
 
+/* Each listed image's shared_bytes: its layers that another listed name holds too (a
+ * tarball's one layer is its digest). */
+static void img_count_shared(const char *state_dir, sl_image *v, size_t n)
+{
+	cJSON **layers = calloc(n ? n : 1, sizeof(*layers));
+	if (!layers)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		layers[i] = img_meta_layers(state_dir, &v[i]);
+		if (!layers[i]) {
+			layers[i] = cJSON_CreateArray();
+			cJSON *l = cJSON_CreateObject();
+			cJSON_AddStringToObject(l, "digest", v[i].digest);
+			cJSON_AddNumberToObject(l, "size", (double)v[i].size_bytes);
+			cJSON_AddItemToArray(layers[i], l);
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		v[i].shared_bytes = 0;
+		const cJSON *l;
+		cJSON_ArrayForEach(l, layers[i])
+		{
+			const cJSON *d = cJSON_GetObjectItemCaseSensitive(l, "digest");
+			const cJSON *sz = cJSON_GetObjectItemCaseSensitive(l, "size");
+			if (!cJSON_IsString(d) || !cJSON_IsNumber(sz))
+				continue;
+			bool shared = false;
+			for (size_t j = 0; j < n && !shared; j++) {
+				const cJSON *m;
+				cJSON_ArrayForEach(m, layers[j])
+				{
+					const cJSON *e = cJSON_GetObjectItemCaseSensitive(m, "digest");
+					if (j != i && cJSON_IsString(e) &&
+					    !strcmp(e->valuestring, d->valuestring))
+						shared = true;
+				}
+			}
+			if (shared)
+				v[i].shared_bytes += (uint64_t)sz->valuedouble;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		cJSON_Delete(layers[i]);
+	free(layers);
+	for (size_t i = 0; i < n; i++)
+		if (v[i].shared_bytes > v[i].size_bytes)
+			v[i].shared_bytes = v[i].size_bytes;
+}
+
 int image_list(const char *state_dir, sl_image **out, size_t *n, sl_err *err)
 {
-	return img_list(state_dir, false, out, n, err);
+	if (img_list(state_dir, false, out, n, err) < 0)
+		return -1;
+	img_count_shared(state_dir, *out, *n);
+	return 0;
 }
 
 static int img_list(const char *state_dir, bool everyones, sl_image **out, size_t *n,
@@ -561,7 +618,7 @@ int image_lookup(const char *state_dir, const char *name_or_digest, sl_image *ou
 }
 
 /* Make the extracted tree durable before any record points at it. */
-static int img_sync(const char *dir, sl_err *err)
+int img_sync(const char *dir, sl_err *err)
 {
 	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || syncfs(fd) < 0)
@@ -654,7 +711,21 @@ int image_import(const char *state_dir, const sl_space_floor *floor, const char 
 	snprintf(img.digest, sizeof(img.digest), "sha256:%s", hex);
 	img.created = (int64_t)time(NULL);
 	snprintf(img.owner, sizeof(img.owner), "%s", owner_acting());
+	snprintf(img.format, sizeof(img.format), "tar");
+	img.nlayers = 1;
 	sl_crash_point("import-extracted"); /* the tree in images/tmp, nothing committed */
+	int c = img_import_container(state_dir, floor, tmp, user_or_null, workdir_or_null, &img,
+				     err);
+	if (c <= 0) {
+		sl_err e;
+		if (fs_remove_tree(tmp, &e) < 0)
+			sl_log(SL_LOG_ERROR, "image store: %s", e.msg);
+		if (c < 0)
+			return sl_wrap(err, "import image %s", name);
+		if (out)
+			*out = img;
+		return 0;
+	}
 	if (img_resolve_meta(tmp, user_or_null, workdir_or_null, &img, err) < 0 ||
 	    img_sync(tmp, err) < 0 || img_commit(state_dir, tmp, &img, err) < 0) {
 		sl_err e;
@@ -667,11 +738,155 @@ int image_import(const char *state_dir, const sl_space_floor *floor, const char 
 	return 0;
 }
 
+/* Does any image of ALL (a container image) hold the layer DIFF? */
+static bool img_layer_used(const char *state_dir, const sl_image *all, size_t n,
+			   const char *diff)
+{
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_cjson_ cJSON *ls = img_meta_layers(state_dir, &all[i]);
+		const cJSON *l;
+		cJSON_ArrayForEach(l, ls)
+		{
+			const cJSON *d = cJSON_GetObjectItemCaseSensitive(l, "digest");
+			if (cJSON_IsString(d) && !strcmp(d->valuestring, diff))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Under the store lock, IMG's name gone and no other name on its digest: move its tree,
+ * its meta record and every layer no image of ALL holds into DOOMED. Out of sight first,
+ * so a crash mid-delete never leaves a partial tree that a later import of the same
+ * bytes would take as complete. */
+static int img_doom_unused(const char *state_dir, const sl_image *img, const sl_image *all,
+			   size_t n, const char *doomed, sl_err *err)
+{
+	char p[PATH_MAX], to[PATH_MAX];
+	_cleanup_cjson_ cJSON *layers = img_meta_layers(state_dir, img);
+	image_layer_path(state_dir, img->digest, p, sizeof(p));
+	if (img_path(to, sizeof(to), err, "%s/image", doomed) < 0)
+		return -1;
+	if (rename(p, to) < 0 && errno != ENOENT)
+		return sl_sysfail(err, "move layer %s away", p);
+	if (img_meta_path(state_dir, img->digest, p, sizeof(p), err) < 0)
+		return -1;
+	if (unlink(p) < 0 && errno != ENOENT)
+		return sl_sysfail(err, "remove %s", p);
+	int i = 0;
+	const cJSON *l;
+	cJSON_ArrayForEach(l, layers)
+	{
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(l, "digest");
+		i++;
+		if (!cJSON_IsString(d) || !img_digest_hex(d->valuestring) ||
+		    img_layer_used(state_dir, all, n, d->valuestring))
+			continue;
+		if (img_path(p, sizeof(p), err, "%s/images/diffs/%s", state_dir,
+			     img_digest_hex(d->valuestring)) < 0 ||
+		    img_path(to, sizeof(to), err, "%s/layer-%d", doomed, i) < 0)
+			return -1;
+		if (rename(p, to) < 0 && errno != ENOENT)
+			return sl_sysfail(err, "move layer %s away", p);
+	}
+	return 0;
+}
+
+int img_meta_path(const char *state_dir, const char *digest, char *buf, size_t len, sl_err *err)
+{
+	const char *hex = img_digest_hex(digest);
+	if (!hex)
+		return sl_fail(err, SL_INTERNAL, EINVAL, "image digest '%s'", digest);
+	return img_path(buf, len, err, "%s/images/meta/%s.json", state_dir, hex);
+}
+
+static cJSON *img_meta_load(const char *state_dir, const sl_image *img, sl_err *err)
+{
+	char p[PATH_MAX];
+	_cleanup_free_ char *text = NULL;
+	if (img_meta_path(state_dir, img->digest, p, sizeof(p), err) < 0 ||
+	    state_read_file(p, 8 << 20, &text, NULL, err) < 0)
+		return NULL;
+	cJSON *o = cJSON_Parse(text);
+	if (!cJSON_IsObject(o) ||
+	    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "config")) ||
+	    !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(o, "layers"))) {
+		cJSON_Delete(o);
+		sl_fail(err, SL_INTERNAL, 0,
+			"image %s: its record %s is corrupt; remove the image and import it again",
+			img->name, p);
+		return NULL;
+	}
+	return o;
+}
+
+cJSON *img_meta_layers(const char *state_dir, const sl_image *img)
+{
+	if (!strcmp(img->format, "tar"))
+		return NULL;
+	cJSON *o = img_meta_load(state_dir, img, NULL);
+	cJSON *l = o ? cJSON_DetachItemFromObjectCaseSensitive(o, "layers") : NULL;
+	cJSON_Delete(o);
+	return l;
+}
+
+int image_config(const char *state_dir, const sl_image *img, cJSON **out, sl_err *err)
+{
+	*out = NULL;
+	if (!strcmp(img->format, "tar"))
+		return 0;
+	cJSON *o = img_meta_load(state_dir, img, err);
+	if (!o)
+		return -1;
+	cJSON *c = cJSON_DetachItemFromObjectCaseSensitive(o, "config");
+	cJSON_AddItemToObject(c, "layers", cJSON_DetachItemFromObjectCaseSensitive(o, "layers"));
+	cJSON_Delete(o);
+	*out = c;
+	return 0;
+}
+
+int image_command(const char *state_dir, const sl_image *img, char ***argv, sl_err *err)
+{
+	*argv = NULL;
+	_cleanup_cjson_ cJSON *c = NULL;
+	if (image_config(state_dir, img, &c, err) < 0)
+		return -1;
+	const cJSON *parts[2] = {cJSON_GetObjectItemCaseSensitive(c, "entrypoint"),
+				 cJSON_GetObjectItemCaseSensitive(c, "cmd")};
+	size_t n = 0, bytes = 0;
+	for (int k = 0; k < 2; k++) {
+		const cJSON *s;
+		cJSON_ArrayForEach(s, parts[k])
+		{
+			n++;
+			bytes += strlen(s->valuestring) + 1;
+		}
+	}
+	if (!n)
+		return 0;
+	char **v = malloc((n + 1) * sizeof(char *) + bytes);
+	if (!v)
+		return sl_fail(err, SL_EXHAUSTED, ENOMEM, "image %s: its command", img->name);
+	char *at = (char *)(v + n + 1);
+	size_t i = 0;
+	for (int k = 0; k < 2; k++) {
+		const cJSON *s;
+		cJSON_ArrayForEach(s, parts[k])
+		{
+			v[i++] = strcpy(at, s->valuestring);
+			at += strlen(s->valuestring) + 1;
+		}
+	}
+	v[n] = NULL;
+	*argv = v;
+	return 0;
+}
+
 int image_remove(const char *state_dir, const char *name, sl_err *err)
 {
 	if (image_name_check(name, err) < 0)
 		return -1;
-	char rec[PATH_MAX], layer[PATH_MAX], names[PATH_MAX];
+	char rec[PATH_MAX], names[PATH_MAX];
 	_cleanup_scratch_ struct img_scratch doomed = {.fd = -1};
 	if (img_path(rec, sizeof(rec), err, "%s/images/names/%s.json", state_dir, name) < 0 ||
 	    img_path(names, sizeof(names), err, "%s/images/names", state_dir) < 0)
@@ -708,11 +923,10 @@ int image_remove(const char *state_dir, const char *name, sl_err *err)
 		for (size_t i = 0; i < n; i++)
 			if (!strcmp(all[i].digest, img.digest))
 				return 0; /* another name still uses the layer */
-		image_layer_path(state_dir, img.digest, layer, sizeof(layer));
-		/* Out of sight first, so a crash mid-delete never leaves a partial layer
-		 * that a later import of the same bytes would take as complete. */
-		if (rename(layer, doomed.path) < 0 && errno != ENOENT)
-			return sl_sysfail(err, "image %s: move layer %s away", name, layer);
+		if (mkdir(doomed.path, 0700) < 0)
+			return sl_sysfail(err, "image %s: create %s", name, doomed.path);
+		if (img_doom_unused(state_dir, &img, all, n, doomed.path, err) < 0)
+			return sl_wrap(err, "image %s removed, but its layers were kept", name);
 	}
 	if (fs_remove_tree(doomed.path, err) < 0)
 		return sl_wrap(err, "image %s removed, but deleting its layer failed", name);

@@ -4,6 +4,7 @@
 #define SANDLOT_IMAGE_H
 
 #include "err.h"
+#include <cjson/cJSON.h>
 #include "owner.h"
 #include "space.h"
 
@@ -21,12 +22,26 @@ typedef struct sl_image {
 	/* The key that imported or built it (owner.h). The admin's ("") are every key's
 	 * base images, to use but not to replace or remove; a key's own are its alone. */
 	char owner[SL_OWNER_LEN];
+	/* "tar" (a root filesystem tarball), "docker-archive" or "oci-archive" (a
+	 * container image: its config is image_config's; the digest is its config's). */
+	char format[16];
+	char platform[32]; /* container images: "linux/amd64"; "" for a tarball */
+	uint32_t nlayers;  /* a tarball's is 1 */
+	/* image_list only: the part of size_bytes in layers another listed image holds
+	 * too (stored once); the rest is the image's own. */
+	uint64_t shared_bytes;
+	/* image_import only: the platform taken from an index of several, and of which
+	 * ("linux/amd64 (of 2 manifests: linux/amd64, linux/arm64)"); "" when no choice. */
+	char picked[160];
 } sl_image;
 
 /* 0 when NAME matches [a-z0-9][a-z0-9._-]{0,63}, else SL_INVALID saying so. */
 int image_name_check(const char *name, sl_err *err);
 
 /* Import the tar archive read from FD (file or pipe; tar, .gz, .zst, .xz, .bz2) as NAME,
+ * either a root filesystem or a container image (docker save / docker-archive, OCI
+ * image layout / oci-archive: told from the content; its layers verified, kept once by
+ * diff id and merged with their whiteouts, its config kept for image_config),
  * replacing an existing NAME (SL_CONFLICT when another key's, or an admin image and the
  * thread acts for a key), owned by the thread's key. The layer is shared when the same bytes were imported
  * before. USER/WORKDIR (NULL = not given) override etc/sandlot/image.json in the archive,
@@ -36,6 +51,15 @@ int image_name_check(const char *name, sl_err *err);
 int image_import(const char *state_dir, const sl_space_floor *floor, const char *name, int fd,
 		 const char *user_or_null, const char *workdir_or_null, sl_image *out,
 		 sl_err *err);
+
+/* The config of a container image, checked and reduced (oci.h, oci_config_parse) plus
+ * "layers": [{"digest" (diff id), "size"}], in *OUT (cJSON_Delete it); NULL for a
+ * tarball image. */
+int image_config(const char *state_dir, const sl_image *img, cJSON **out, sl_err *err);
+
+/* The image's Entrypoint followed by its Cmd, as a NULL-terminated argv in *ARGV (one
+ * malloc'd block: free() it), NULL when the image names no command. */
+int image_command(const char *state_dir, const sl_image *img, char ***argv, sl_err *err);
 
 /* By name, or by digest ("sha256:<hex>", bare hex, or a unique prefix of 12+ hex
  * digits). SL_NOTFOUND says how to import; an ambiguous prefix is SL_CONFLICT. */

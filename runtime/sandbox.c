@@ -443,6 +443,37 @@ static int record_volumes(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *sb, 
 	return 0;
 }
 
+/* A container image's Env and Labels under the create's own (which win, key by key, as
+ * docker's -e and --label do over an image's). */
+int sandbox_image_defaults(sl_ctx *ctx, const sl_image *img, sl_sandbox *sb, sl_err *err)
+{
+	_cleanup_cjson_ cJSON *cfg = NULL;
+	if (image_config(ctx->cfg.state_dir, img, &cfg, err) < 0)
+		return -1;
+	if (!cfg)
+		return 0;
+	const cJSON *e;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(cfg, "env"))
+	{
+		const char *eq = strchr(e->valuestring, '=');
+		char key[256];
+		if (!eq || (size_t)(eq - e->valuestring) >= sizeof(key))
+			continue;
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - e->valuestring), e->valuestring);
+		if (!cJSON_GetObjectItemCaseSensitive(sb->env, key))
+			cJSON_AddStringToObject(sb->env, key, eq + 1);
+	}
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(cfg, "labels"))
+	{
+		if (!cJSON_GetObjectItemCaseSensitive(sb->labels, e->string))
+			cJSON_AddStringToObject(sb->labels, e->string, e->valuestring);
+	}
+	if (record_kv_check("env", sb->env, err) < 0 ||
+	    record_kv_check("labels", sb->labels, err) < 0)
+		return sl_wrap(err, "image %s's defaults with the create's", img->name);
+	return 0;
+}
+
 int sandbox_create_admit(sl_ctx *ctx, const sl_create_opts *o, sl_err *err)
 {
 	if (o->disk > ctx->cfg.max_disk) {
@@ -509,6 +540,10 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	    record_kv_object("labels", o->labels, &sb.labels, err) < 0 ||
 	    record_ports_apply(&sb.ports, o->ports, o->nports, err) < 0 ||
 	    sbxnet_lists(&o->net, &sb.net_allow, &sb.net_deny, err) < 0) {
+		sandbox_free(&sb);
+		return -1;
+	}
+	if (sandbox_image_defaults(ctx, &img, &sb, err) < 0) {
 		sandbox_free(&sb);
 		return -1;
 	}

@@ -14,6 +14,7 @@
 #include "ctx.h"
 #include "err.h"
 #include "id.h"
+#include "image.h"
 #include "lookup.h"
 #include "pkgspec.h"
 #include "proc.h"
@@ -59,6 +60,11 @@ typedef struct sl_create_opts {
  * (SL_INVALID), and free space for all of it above cfg.min_free (SL_NOSPACE). sandbox_create asks it;
  * so does a take from the daemon's pool. */
 int sandbox_create_admit(sl_ctx *ctx, const sl_create_opts *o, sl_err *err);
+/* The image a create takes: IMAGE by name or digest; NULL: "default", else "busybox"
+ * when there is no default (the CLI and the API ask it for the image's command). */
+int sandbox_lookup_image(sl_ctx *ctx, const char *image, sl_image *img, sl_err *err);
+/* A container image's Env and Labels added under SB's own (a create's; a pool take's). */
+int sandbox_image_defaults(sl_ctx *ctx, const sl_image *img, sl_sandbox *sb, sl_err *err);
 /* Create and start a sandbox; a failed create leaves nothing. With packages, their layer
  * comes from ctx->package_layer (packages.c, which sits above this file). */
 int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err *err);

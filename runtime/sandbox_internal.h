@@ -14,7 +14,5 @@
  * else only begin (kill, tombstone), naming RELEASER as the process that frees the rest. */
 int sandbox_destroy_id(sl_ctx *ctx, const char *id, const char *reason, bool allow_pooled,
 		       pid_t releaser, sl_err *err);
-/* IMAGE by name or digest; NULL: "default", else "busybox" when there is no default. */
-int sandbox_lookup_image(sl_ctx *ctx, const char *image, sl_image *img, sl_err *err);
 
 #endif

@@ -1,0 +1,47 @@
+/* image_internal.h — what image.c (the store, names, tarball imports) shares with
+ * image_oci.c (container archive imports): paths, the lock, scratch trees, records. */
+#ifndef SANDLOT_IMAGE_INTERNAL_H
+#define SANDLOT_IMAGE_INTERNAL_H
+
+#include "image.h"
+
+#include <limits.h>
+#include <stdbool.h>
+
+__attribute__((format(printf, 4, 5))) int img_path(char *buf, size_t len, sl_err *err,
+						   const char *fmt, ...);
+/* The store-wide flock (<state>/images/.lock): an fd, closed to release it. */
+int img_lock(const char *state_dir, sl_err *err);
+void img_closep(int *fd);
+#define _cleanup_unlock_ __attribute__((cleanup(img_closep)))
+
+/* A private scratch path under images/tmp (docs/images.md, "Store layout"). */
+struct img_scratch {
+	char path[PATH_MAX - 8];
+	char lock[PATH_MAX];
+	int fd;
+};
+void img_scratch_release(struct img_scratch *s);
+#define _cleanup_scratch_ __attribute__((cleanup(img_scratch_release)))
+int img_scratch_claim(const char *state_dir, const char *prefix, struct img_scratch *s,
+		      sl_err *err);
+
+bool img_user_ok(const char *u);
+bool img_workdir_ok(const char *w);
+int img_sync(const char *dir, sl_err *err);
+int img_load(const char *state_dir, const char *name, sl_image *out, sl_err *err);
+/* May the thread's key replace or remove an image OWNER holds. */
+bool img_mine(const char *owner);
+char *img_record_json(const sl_image *img);
+
+/* <state>/images/meta/<hex>.json of a container image (layers and config), and its
+ * "layers" array read from there as a new array (NULL: none, or a tarball image). */
+int img_meta_path(const char *state_dir, const char *digest, char *buf, size_t len, sl_err *err);
+cJSON *img_meta_layers(const char *state_dir, const sl_image *img);
+
+/* The container archive extracted at TREE (the input, unpacked), imported as IMG->name:
+ * 1 when TREE is not one (a root filesystem), 0 imported (IMG filled), -1 failed. */
+int img_import_container(const char *state_dir, const sl_space_floor *floor, const char *tree,
+			 const char *user, const char *workdir, sl_image *img, sl_err *err);
+
+#endif
