@@ -426,6 +426,28 @@ static void check_snapshot_subvols(doctor *d, const char *dir)
 	}
 }
 
+/* An image tree a sandbox (pooled ones too) or snapshot still runs on is no orphan. */
+static bool image_held_by_sandbox(void *arg, const char *digest)
+{
+	bool used = true; /* when it cannot be told: kept */
+	sl_err e = { 0 };
+	sandbox_image_in_use(arg, digest, &used, &e);
+	return used;
+}
+
+static int repair_image_orphan(doctor *d, const char *path, sl_err *e)
+{
+	return image_orphan_remove(d->ctx->cfg.state_dir, path, image_held_by_sandbox, d->ctx, e);
+}
+
+static void image_orphan_found(void *arg, const char *path, const char *what)
+{
+	doctor *d = arg;
+	char msg[128];
+	snprintf(msg, sizeof(msg), "%s (an import that died before naming it)", what);
+	finding(d, "image", path, msg, repair_image_orphan);
+}
+
 static void check_snapshots_and_imports(doctor *d)
 {
 	char dir[PATH_MAX], msg[128];
@@ -439,6 +461,10 @@ static void check_snapshots_and_imports(doctor *d)
 		snprintf(dir, sizeof(dir), "%s/images/tmp", d->ctx->cfg.state_dir);
 		finding(d, "import", dir, msg, repair_imports);
 	}
+	sl_err e = { 0 };
+	if (image_orphans(d->ctx->cfg.state_dir, image_held_by_sandbox, d->ctx, image_orphan_found,
+			  d, &e) < 0)
+		finding(d, "image", "images", e.msg, NULL); /* not checked: said, not repaired */
 }
 
 /* ---- the whole ---- */

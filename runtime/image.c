@@ -655,6 +655,7 @@ static int img_commit(const char *state_dir, const char *tmp, const sl_image *im
 	} else {
 		moved = true;
 	}
+	sl_crash_point("import-placed"); /* the tree in images/layers, no name on it yet */
 	_cleanup_free_ char *json = img_record_json(img);
 	if (!json || state_write_atomic(rec, json, strlen(json), err) < 0) {
 		if (!json)
@@ -930,5 +931,131 @@ int image_remove(const char *state_dir, const char *name, sl_err *err)
 	}
 	if (fs_remove_tree(doomed.path, err) < 0)
 		return sl_wrap(err, "image %s removed, but deleting its layer failed", name);
+	return 0;
+}
+
+/* ---- orphans: what a crash between placing and naming left (sandlot doctor) ---- */
+
+/* Is HEX (64 digits) the digest or a layer of one of ALL, or (TREE: an image's own tree
+ * or record) used by a sandbox or snapshot, as IN_USE says? */
+static bool img_held(const char *state_dir, const sl_image *all, size_t n, const char *hex,
+		     bool tree, image_in_use_fn in_use, void *use_arg)
+{
+	char digest[72];
+	snprintf(digest, sizeof(digest), "sha256:%s", hex);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(all[i].digest, digest))
+			return true;
+	if (!tree)
+		return img_layer_used(state_dir, all, n, digest);
+	return in_use && in_use(use_arg, digest);
+}
+
+/* Each entry of images/layers, images/meta and images/diffs that nothing holds:
+ * FOUND(found_arg, path, what) for each, until it returns false; how many it was given.
+ * Under the store lock, so no import places anything meanwhile. */
+static int img_orphans_locked(const char *state_dir, image_in_use_fn in_use, void *use_arg,
+			      bool (*found)(void *, const char *, const char *), void *found_arg,
+			      sl_err *err)
+{
+	_cleanup_free_ sl_image *all = NULL;
+	size_t n;
+	if (img_list(state_dir, true, &all, &n, err) < 0)
+		return -1;
+	static const struct {
+		const char *dir, *suffix, *what;
+		bool tree;
+	} kinds[] = {
+	    {"layers", "", "an image tree no image name holds", true},
+	    {"meta", ".json", "an image record no image name holds", true},
+	    {"diffs", "", "a layer no image holds", false},
+	};
+	int count = 0;
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		char dir[PATH_MAX];
+		if (img_path(dir, sizeof(dir), err, "%s/images/%s", state_dir, kinds[k].dir) < 0)
+			return -1;
+		_cleanup_closedir_ DIR *d = opendir(dir);
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			size_t sl = strlen(kinds[k].suffix);
+			if (strlen(de->d_name) != 64 + sl || strcmp(de->d_name + 64, kinds[k].suffix))
+				continue;
+			char hex[65], p[PATH_MAX];
+			snprintf(hex, sizeof(hex), "%.64s", de->d_name);
+			if (!img_digest_hex(hex) ||
+			    img_held(state_dir, all, n, hex, kinds[k].tree, in_use, use_arg))
+				continue;
+			if (img_path(p, sizeof(p), err, "%s/%s", dir, de->d_name) < 0)
+				return -1;
+			count++;
+			if (!found(found_arg, p, kinds[k].what))
+				return count;
+		}
+	}
+	return count;
+}
+
+/* What img_orphans_locked found, kept to be reported once the lock is let go (a report
+ * may repair, which takes the lock again). */
+struct orphan_found {
+	size_t n;
+	struct {
+		char path[PATH_MAX];
+		const char *what;
+	} v[64];
+};
+
+static bool orphan_keep(void *arg, const char *path, const char *what)
+{
+	struct orphan_found *f = arg;
+	snprintf(f->v[f->n].path, sizeof(f->v[0].path), "%s", path);
+	f->v[f->n++].what = what;
+	return f->n < sizeof(f->v) / sizeof(f->v[0]);
+}
+
+int image_orphans(const char *state_dir, image_in_use_fn in_use, void *use_arg,
+		  image_orphan_fn report, void *arg, sl_err *err)
+{
+	_cleanup_free_ struct orphan_found *f = calloc(1, sizeof(*f));
+	if (!f)
+		return sl_fail(err, SL_EXHAUSTED, ENOMEM, "image store: orphans");
+	{
+		_cleanup_unlock_ int lock = img_lock(state_dir, err);
+		if (lock < 0 ||
+		    img_orphans_locked(state_dir, in_use, use_arg, orphan_keep, f, err) < 0)
+			return -1;
+	}
+	/* At most 64 a run: a repair and another run find the rest. */
+	for (size_t i = 0; i < f->n; i++)
+		report(arg, f->v[i].path, f->v[i].what);
+	return (int)f->n;
+}
+
+static bool orphan_is(void *arg, const char *path, const char *what)
+{
+	const char **want = arg;
+	if (strcmp(path, want[0]))
+		return true;
+	want[1] = path; /* found: stop */
+	return false;
+}
+
+int image_orphan_remove(const char *state_dir, const char *path, image_in_use_fn in_use,
+			void *use_arg, sl_err *err)
+{
+	_cleanup_unlock_ int lock = img_lock(state_dir, err);
+	if (lock < 0)
+		return -1;
+	const char *want[2] = {path, NULL};
+	if (img_orphans_locked(state_dir, in_use, use_arg, orphan_is, want, err) < 0)
+		return -1;
+	if (!want[1])
+		return 0; /* held again, or gone: nothing to do */
+	struct stat st;
+	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return fs_remove_tree(path, err);
+	if (unlink(path) < 0 && errno != ENOENT)
+		return sl_sysfail(err, "image store: remove %s", path);
 	return 0;
 }

@@ -85,4 +85,16 @@ int image_layer_path(const char *state_dir, const char *digest, char *buf, size_
 int image_scratch_collect(const char *state_dir, bool remove);
 int image_store_secure(const char *state_dir, sl_err *err);
 
+/* Orphans of the store: image trees and records (images/layers, images/meta) that no
+ * name holds and IN_USE(use_arg, digest) does not claim for a sandbox or snapshot, and
+ * layers (images/diffs) no named image has: what a crash between an import's placing and
+ * its naming leaves. REPORT(arg, path, what) for each, under the store lock; how many,
+ * or -1. image_orphan_remove removes PATH if, under the lock again, it still is one. */
+typedef bool (*image_in_use_fn)(void *use_arg, const char *digest);
+typedef void (*image_orphan_fn)(void *arg, const char *path, const char *what);
+int image_orphans(const char *state_dir, image_in_use_fn in_use, void *use_arg,
+		  image_orphan_fn report, void *arg, sl_err *err);
+int image_orphan_remove(const char *state_dir, const char *path, image_in_use_fn in_use,
+			void *use_arg, sl_err *err);
+
 #endif

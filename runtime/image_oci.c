@@ -2,6 +2,8 @@
  * every blob verified, layers extracted once by diff id and merged into the image's tree. */
 #include "image_internal.h"
 
+#include "crash.h"
+
 #include "archive_extract.h"
 #include "cleanup.h"
 #include "fsutil.h"
@@ -412,6 +414,8 @@ static int oi_commit(struct oci_import *x, const char *flat, const sl_image *img
 			return sl_sysfail(err, "image store: move %s to %s", flat, tree);
 		moved = true;
 	}
+	/* Layers and tree in place, neither record written: `sandlot doctor` finds them. */
+	sl_crash_point("import-layers-placed");
 	if (state_write_atomic(meta, meta_json, strlen(meta_json), err) < 0 ||
 	    state_write_atomic(rec, rec_json, strlen(rec_json), err) < 0) {
 		/* The layers stay (content-addressed, complete); the image's tree goes. */

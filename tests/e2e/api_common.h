@@ -81,8 +81,6 @@ int prefixed_inodes(const char *dir, const char *prefix, const char *skip, unsig
 		    int max);
 /* The run dirs of the spare inits of daemon PID, as inodes. */
 int spare_init_dirs_of(pid_t pid, unsigned long *out, int max);
-/* The snapshot differs from BEFORE only by the daemon's pid (OLD gone, NEW there). */
-void assert_only_daemon_changed(const e2e_snapshot *before, pid_t old, pid_t neu);
 
 /* ---- a WebSocket client ------------------------------------------------------------------ */
 

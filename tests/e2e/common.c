@@ -1706,3 +1706,40 @@ char *e2e_write_archive(const char *name, void (*fill)(struct archive *))
 	archive_write_free(a);
 	return path;
 }
+
+/* ---- a daemon restarted ---- */
+
+void assert_only_daemon_changed(const e2e_snapshot *before, pid_t old, pid_t neu)
+{
+	char *diff = NULL;
+	char gone[64], came[64];
+	snprintf(gone, sizeof(gone), "- process %d ", old);
+	snprintf(came, sizeof(came), "+ process %d ", neu);
+	for (int attempt = 0; attempt < 40; attempt++) {
+		free(diff);
+		/* Inits the killed daemon left are our orphans now (we are a subreaper). */
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		e2e_snapshot *now = e2e_snapshot_take();
+		diff = e2e_snapshot_diff(before, now);
+		e2e_snapshot_free(now);
+		bool other = false;
+		/* Besides its process, a daemon's spare cgroups are its own (they carry its
+		 * pid: runtime/spares.c). */
+		for (char *l = diff; l && *l;
+		     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+			size_t len = strcspn(l, "\n");
+			char *line = strndup(l, len);
+			if (strncmp(l, gone, strlen(gone)) && strncmp(l, came, strlen(came)) &&
+			    *l != '\n' && !strstr(line, "/sandlot/.spare-"))
+				other = true;
+			free(line);
+		}
+		if (!other) {
+			free(diff);
+			return;
+		}
+		usleep(50000);
+	}
+	fail_msg("the host changed beyond the daemon's restart:\n%s", diff);
+}

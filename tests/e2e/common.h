@@ -128,6 +128,9 @@ int e2e_daemon_halt(e2e_daemon *d);
 void e2e_daemon_kill(e2e_daemon *d);
 /* A clean stop: exit 0 soon after SIGTERM, socket removed (fails the test otherwise). */
 void e2e_daemon_stop(e2e_daemon *d);
+/* The host differs from BEFORE only by a restarted daemon: its process (OLD gone, NEU
+ * there) and its spare cgroups; retried for 2 s, failing the test with the diff. */
+void assert_only_daemon_changed(const e2e_snapshot *before, pid_t old, pid_t neu);
 
 /* ---- HTTP ------------------------------------------------------------------------------------
  * The one client of the tests: libcurl to a daemon's unix socket or loopback TCP port. */

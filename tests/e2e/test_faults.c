@@ -18,6 +18,9 @@
 
 #include "common.h"
 
+#include <archive.h>
+#include <archive_entry.h>
+
 static int nsock;
 
 /* A daemon on a fresh socket of the root; CRASH: the crash point it dies at (NULL none). */
@@ -233,7 +236,40 @@ static void test_doctor_beside_live_daemon_is_clean(void **state)
 
 /* ---- kill -9 at each crash point ------------------------------------------------------- */
 
-enum step { CREATE, DELETE, SNAPSHOT, IMPORT };
+enum step { CREATE, DELETE, SNAPSHOT, IMPORT, IMPORT_OCI };
+
+static void fill_one_file(struct archive *a)
+{
+	struct archive_entry *e = archive_entry_new();
+	archive_entry_set_pathname(e, "etc/crashed");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_size(e, 6);
+	assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
+	assert_int_equal(archive_write_data(a, "crash\n", 6), 6);
+	archive_entry_free(e);
+}
+
+/* An OCI image-layout archive of a 3-layer image (tests/e2e/oci_fixture.py, `sibling`)
+ * under the test root, made once; its path (caller frees). */
+static char *oci_archive(void)
+{
+	char *tar = e2e_printf("%s/oci-sibling.tar", e2e_root());
+	if (access(tar, F_OK) == 0)
+		return tar;
+	char *bb = e2e_build_path("images/busybox.tar");
+	char *sh = e2e_printf("d=%s/oci-sibling && python3 tests/e2e/oci_fixture.py %s $d sibling "
+			      "&& tar -C $d -cf %s . && rm -rf $d",
+			      e2e_root(), bb, tar);
+	char *argv[] = {"/bin/sh", "-c", sh, NULL};
+	e2e_result r;
+	if (e2e_run(&r, NULL, 0, 60000, argv) != 0)
+		fail_msg("oci_fixture.py sibling: %s", r.err);
+	e2e_result_free(&r);
+	free(sh);
+	free(bb);
+	return tar;
+}
 
 /* Run STEP against D, which dies at its crash point; return the id it was about. */
 static char *do_step(e2e_daemon *d, enum step step, const char *keep)
@@ -257,8 +293,20 @@ static char *do_step(e2e_daemon *d, enum step step, const char *keep)
 		q.body = "{}";
 		break;
 	case IMPORT: {
+		/* Not busybox: a tree of its own, which the import places (one of the same
+		 * digest as an image's is not placed again). */
 		q.path = "/v1/images?name=crashed";
-		char *tar = e2e_build_path("images/busybox.tar");
+		char *tar = e2e_write_archive("crashed.tar", fill_one_file);
+		size_t len;
+		q.body = e2e_read_file_len(tar, &len);
+		assert_non_null(q.body);
+		q.len = len;
+		free(tar);
+		break;
+	}
+	case IMPORT_OCI: {
+		q.path = "/v1/images?name=crashed";
+		char *tar = oci_archive();
 		size_t len;
 		q.body = e2e_read_file_len(tar, &len);
 		assert_non_null(q.body);
@@ -273,7 +321,7 @@ static char *do_step(e2e_daemon *d, enum step step, const char *keep)
 	/* A DELETE is answered before its release, which dies after. */
 	assert_true(r.status == 0 || (step == DELETE && r.status == 204));
 	e2e_resp_free(&r);
-	if (step == IMPORT)
+	if (step == IMPORT || step == IMPORT_OCI)
 		free((void *)q.body);
 	free(path);
 	int st = e2e_daemon_wait(d, 20000);
@@ -312,7 +360,7 @@ static void check_after(enum step step, const char *keep, const char *victim)
 		assert_int_equal(r.status, 200);
 		e2e_resp_free(&r);
 	}
-	if (step == IMPORT) {
+	if (step == IMPORT || step == IMPORT_OCI) {
 		e2e_http(&r, "GET", "/v1/images", NULL);
 		assert_false(e2e_contains(r.body, "\"crashed\""));
 		e2e_resp_free(&r);
@@ -335,6 +383,11 @@ static void crash_at(const char *point, enum step step)
 	int st = doctor(&out, NULL);
 	if (st)
 		fprintf(stderr, "e2e: after %s, doctor found:\n%s", point, out);
+	/* An import that died after placing its tree (and layers) names them nowhere: only
+	 * doctor can tell them from an image's. */
+	if (strstr(point, "-placed") && (st != 1 || !strstr(out, "no image name holds")))
+		fail_msg("after %s doctor should name the image tree left: exit %d\n%s", point,
+			 st, out);
 	free(out);
 	assert_int_equal(doctor(NULL, "--repair"), 0);
 	assert_int_equal(doctor(NULL, NULL), 0);
@@ -380,6 +433,8 @@ CRASH_TEST(delete_released, "delete-released", DELETE)
 CRASH_TEST(snapshot_frozen, "snapshot-frozen", SNAPSHOT)
 CRASH_TEST(snapshot_recorded, "snapshot-recorded", SNAPSHOT)
 CRASH_TEST(import_extracted, "import-extracted", IMPORT)
+CRASH_TEST(import_placed, "import-placed", IMPORT)
+CRASH_TEST(import_layers_placed, "import-layers-placed", IMPORT_OCI)
 
 int main(void)
 {
@@ -399,6 +454,8 @@ int main(void)
 		E2E_TEST(test_crash_snapshot_frozen),
 		E2E_TEST(test_crash_snapshot_recorded),
 		E2E_TEST(test_crash_import_extracted),
+		E2E_TEST(test_crash_import_placed),
+		E2E_TEST(test_crash_import_layers_placed),
 	};
 	return e2e_run_tests(tests);
 }
