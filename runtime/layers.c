@@ -31,17 +31,29 @@ static int ly_remove(struct ly_walk *w, int dir_fd, const char *name)
 	return 0;
 }
 
+/* A stream of DIR_FD's entries on an fd of its own (DIR_FD stays open), or NULL with
+ * W's error set. */
+static DIR *ly_opendir(struct ly_walk *w, int dir_fd)
+{
+	int dup_fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dup_fd < 0) {
+		sl_sysfail(w->err, "%s: open /%s", w->label, w->path);
+		return NULL;
+	}
+	DIR *d = fdopendir(dup_fd);
+	if (!d) {
+		sl_sysfail(w->err, "%s: read /%s", w->label, w->path);
+		close(dup_fd);
+	}
+	return d;
+}
+
 /* Every entry of DIR_FD (the lower layers' contents of an opaque directory). */
 static int ly_clear(struct ly_walk *w, int dir_fd)
 {
-	int dup_fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dup_fd < 0)
-		return sl_sysfail(w->err, "%s: open /%s", w->label, w->path);
-	_cleanup_closedir_ DIR *d = fdopendir(dup_fd);
-	if (!d) {
-		close(dup_fd);
-		return sl_sysfail(w->err, "%s: read /%s", w->label, w->path);
-	}
+	_cleanup_closedir_ DIR *d = ly_opendir(w, dir_fd);
+	if (!d)
+		return -1;
 	struct dirent *de;
 	while ((errno = 0, de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -140,14 +152,9 @@ static int ly_dir(struct ly_walk *w, int flat_fd, int layer_fd, int depth)
 	if (depth > LY_MAX_DEPTH)
 		return sl_fail(w->err, SL_INVALID, 0, "%s: directories nest deeper than %d at /%s",
 			       w->label, LY_MAX_DEPTH, w->path);
-	int dup_fd = openat(layer_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dup_fd < 0)
-		return sl_sysfail(w->err, "%s: open /%s", w->label, w->path);
-	_cleanup_closedir_ DIR *d = fdopendir(dup_fd);
-	if (!d) {
-		close(dup_fd);
-		return sl_sysfail(w->err, "%s: read /%s", w->label, w->path);
-	}
+	_cleanup_closedir_ DIR *d = ly_opendir(w, layer_fd);
+	if (!d)
+		return -1;
 	if (ly_whiteouts(w, flat_fd, d) < 0)
 		return -1;
 	rewinddir(d);

@@ -292,21 +292,13 @@ static char *do_step(e2e_daemon *d, enum step step, const char *keep)
 		q.path = path = e2e_printf("/v1/sandboxes/%s/snapshots", keep);
 		q.body = "{}";
 		break;
-	case IMPORT: {
+	case IMPORT:
+	case IMPORT_OCI: {
 		/* Not busybox: a tree of its own, which the import places (one of the same
 		 * digest as an image's is not placed again). */
 		q.path = "/v1/images?name=crashed";
-		char *tar = e2e_write_archive("crashed.tar", fill_one_file);
-		size_t len;
-		q.body = e2e_read_file_len(tar, &len);
-		assert_non_null(q.body);
-		q.len = len;
-		free(tar);
-		break;
-	}
-	case IMPORT_OCI: {
-		q.path = "/v1/images?name=crashed";
-		char *tar = oci_archive();
+		char *tar = step == IMPORT ? e2e_write_archive("crashed.tar", fill_one_file)
+					   : oci_archive();
 		size_t len;
 		q.body = e2e_read_file_len(tar, &len);
 		assert_non_null(q.body);
