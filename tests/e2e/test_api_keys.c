@@ -210,6 +210,15 @@ static void test_each_key_sees_its_own(void **state)
 		expect_as(b, hidden[i].method, hidden[i].path, hidden[i].body, 404);
 	assert_false(listed(b, "/v1/sandboxes", "sandboxes", "id", id));
 	assert_false(listed(b, "/v1/snapshots", "snapshots", "id", snp_id));
+	/* Not even counted for B: /v1/health's count is the key's own (A's is 1 or more). */
+	call(&r, b, "GET", "/v1/health", NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_int_equal((int)jnum(r.json, "sandboxes"), 0);
+	e2e_resp_free(&r);
+	call(&r, a, "GET", "/v1/health", NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_true(jnum(r.json, "sandboxes") >= 1);
+	e2e_resp_free(&r);
 	assert_false(listed(b, "/v1/volumes", "volumes", "name", "vol-a"));
 	/* Nor restored from, mounted, or tagged over. */
 	char *from = e2e_printf("{\"image\":\"busybox\",\"snapshot\":\"%s\"}", snp_id);
