@@ -412,7 +412,7 @@ static int pull_blob_progress(void *arg, uint64_t have)
 		pull_say(b->p, "Downloading", b->digest, have, b->total);
 	}
 	pthread_mutex_lock(&b->p->lock);
-	bool stop = b->p->failed;
+	bool stop = b->p->failed && have < b->total; /* a blob all there is kept whole */
 	pthread_mutex_unlock(&b->p->lock);
 	return stop;
 }
