@@ -55,6 +55,9 @@ static bool ref_domain_ok(const char *s)
 		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
 		      (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '-' || s[i] == ':'))
 			return false;
+	const char *port = strchr(s, ':');
+	if (port && (!port[1] || strspn(port + 1, "0123456789") != strlen(port + 1)))
+		return false; /* host:port, the port digits */
 	return s[0] != '.' && s[0] != '-' && s[0] != ':';
 }
 
