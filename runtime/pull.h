@@ -17,6 +17,12 @@ typedef struct sl_image_ref {
 
 /* Parse REF (a tag defaults to "latest" when neither tag nor digest is given). */
 int image_ref_parse(const char *ref, sl_image_ref *out, sl_err *err);
+/* "host[:port]" as a reference's registry may be (letters, digits, . -, digits after :). */
+bool image_ref_domain_ok(const char *hostport);
+/* Is HOSTPORT this machine (localhost, 127.0.0.0/8, [::1])? In LIST (comma-separated
+ * host[:port]s, a bare host matching any port)? Only those may be plain http. */
+bool image_host_local(const char *hostport);
+bool image_host_insecure(const char *hostport, const char *list);
 
 /* One line of progress: STATUS ("Pulling fs layer", "Downloading", "Download complete",
  * "Already exists", ...) of LAYER (12 hex digits of its blob; "" for the image), with
