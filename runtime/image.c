@@ -803,6 +803,17 @@ static bool img_layer_used(const char *state_dir, const sl_image *all, size_t n,
 	return false;
 }
 
+/* <state>/images/blobs/sha256/<hex> of DIGEST removed, if a pull left it there. */
+static void img_blob_drop(const char *state_dir, const char *digest)
+{
+	char p[PATH_MAX];
+	sl_err e;
+	if (img_path(p, sizeof(p), &e, "%s/images/blobs/sha256/%s", state_dir,
+		     img_digest_hex(digest)) == 0 &&
+	    unlink(p) < 0 && errno != ENOENT)
+		sl_log(SL_LOG_WARN, "image store: remove %s: %s", p, strerror(errno));
+}
+
 /* Under the store lock, IMG's name gone and no other name on its digest: move its tree,
  * its meta record and every layer no image of ALL holds into DOOMED. Out of sight first,
  * so a crash mid-delete never leaves a partial tree that a later import of the same
@@ -836,7 +847,12 @@ static int img_doom_unused(const char *state_dir, const sl_image *img, const sl_
 			return -1;
 		if (rename(p, to) < 0 && errno != ENOENT)
 			return sl_sysfail(err, "move layer %s away", p);
+		/* A pull's cached blob of the layer goes with it (complete: no one fetches it). */
+		const cJSON *b = cJSON_GetObjectItemCaseSensitive(l, "blob");
+		if (cJSON_IsString(b) && img_digest_hex(b->valuestring))
+			img_blob_drop(state_dir, b->valuestring);
 	}
+	img_blob_drop(state_dir, img->digest); /* the config's, when it was pulled */
 	return 0;
 }
 

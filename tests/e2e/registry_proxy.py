@@ -6,7 +6,7 @@ what MODE changes, and logs every request (method, path, Range, Authorization ki
 Usage: registry_proxy.py MODE UPSTREAM_PORT PORT_FILE LOG [DIGEST]
   pass      nothing changed
   cut       the first GET of blob DIGEST sends half its bytes, then drops the connection
-  corrupt   blob DIGEST is sent with one byte flipped (same length)
+  corrupt   blob (or manifest) DIGEST is sent with one byte flipped (same length)
   truncate  blob DIGEST is sent short, with a Content-Length that says so
   error     GETs of blob DIGEST answer 500
   bearer    every /v2/ request needs a Bearer token, handed out at /token to user:pass
@@ -71,7 +71,8 @@ class Proxy(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if MODE == "bearer" and not self.bearer_gate():
             return
-        target = DIGEST and self.path.endswith("/blobs/" + DIGEST)
+        target = DIGEST and (self.path.endswith("/blobs/" + DIGEST) or
+                             self.path.endswith("/manifests/" + DIGEST))
         if MODE == "error" and target:
             self.plain(500, b"upstream trouble")
             return

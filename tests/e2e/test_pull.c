@@ -363,6 +363,8 @@ static void test_pull_by_tag_then_digest(void **state)
 	refused(&r, missing, "not found", "HTTP 404");
 	free(e2e_sandlot_ok("image", "rm", name, byd, NULL));
 	assert_false(image_listed(name));
+	/* Its layers' and config's blobs went with it; the manifest (small) stays. */
+	assert_int_equal(count_dir("blobs/sha256", NULL), 1);
 	free(missing);
 	free(byd);
 	free(name);
@@ -552,6 +554,28 @@ static void test_bad_registry_answers(void **state)
 	    {"truncate", "layer 1 of 5", "(truncated?)"},
 	    {"error", "layer 1 of 5", "HTTP 500"},
 	};
+	/* A manifest asked by digest whose bytes are not that digest's. */
+	{
+		char mdig[72];
+		char *idx = e2e_printf("%s/oci-layers/index.json", e2e_root());
+		char *text = e2e_read_file(idx);
+		cJSON *o = cJSON_Parse(text);
+		snprintf(mdig, sizeof(mdig), "%s",
+			 cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "manifests"), 0),
+					     "digest")
+			     ->valuestring);
+		cJSON_Delete(o);
+		free(text);
+		free(idx);
+		struct proxy p;
+		proxy_start(&p, "corrupt", mdig);
+		char *name = e2e_printf("127.0.0.1:%d/layers@%s", p.port, mdig);
+		e2e_result r;
+		pull(&r, name);
+		refused(&r, name, "digest mismatch: the registry sent", mdig);
+		proxy_stop(&p);
+		free(name);
+	}
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		cache_clear();
 		struct proxy p;
