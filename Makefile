@@ -249,8 +249,9 @@ FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS   := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -std=gnu11 -Wall -Wextra -Werror \
 		 -Wno-unused-parameter -Wno-missing-field-initializers -D_GNU_SOURCE -Iruntime -Iapi -Iinit \
 		 $(shell pkg-config --cflags $(PKGS) libmicrohttpd)
-# Archive extraction is linked in directly (not archive_dl.c); networking stays out.
-FUZZ_LIB_SRC  := $(filter-out runtime/archive_dl.c $(NET_SRC),$(wildcard runtime/*.c)) \
+# Archive extraction is linked in directly (not archive_dl.c); networking and the registry
+# client (libcurl) stay out.
+FUZZ_LIB_SRC  := $(filter-out runtime/archive_dl.c $(NET_SRC) $(REGISTRY_SRC),$(wildcard runtime/*.c)) \
 		 $(wildcard api/*.c api/compat/*.c)
 FUZZ_LIB_OBJ  := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_LIBS     := $(LDLIBS) $(ARCHIVE_LIBS) $(shell pkg-config --libs libmicrohttpd zlib)

@@ -356,8 +356,8 @@ enum MHD_Result api_images_pull(api_req *r)
 	if (image_ref_parse(ref, &parsed, &err) < 0 || (name && image_name_check(name, &err) < 0))
 		return api_reply_error(r, &err);
 	if (!name && !parsed.name[0])
-		return api_fail(r, SL_INVALID, "ref '%.80s' is too long to be an image name: give "
-					       "\"name\"", ref);
+		return api_fail(r, SL_INVALID, "ref '%.80s' does not make an image name (too long, or it "
+					       "reads as a digest): give \"name\"", ref);
 	if (import_admit(r->srv, &err) < 0)
 		return api_reply_error(r, &err);
 	pull_job *j = calloc(1, sizeof(*j));

@@ -25,11 +25,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PULL_HOST_PLATFORM "linux/amd64"
-#define PULL_WORKERS	   3 /* layers fetched at once, as docker's default */
-#define PULL_AUTH_MAX	   (1 << 20)
-#define PULL_BLOB_MAX	   (16ULL << 30) /* one layer: the import's own bound on files */
-#define OCI_MAX_NESTING_PULL 5    /* a top index, and 4 more levels, as image_oci.c */
+#define PULL_HOST_PLATFORM   "linux/amd64"
+#define PULL_WORKERS	     3 /* layers fetched at once, as docker's default */
+#define PULL_AUTH_MAX	     (1 << 20)
+#define PULL_BLOB_MAX	     (16ULL << 30) /* one layer: the import's own bound on files */
+#define OCI_MAX_NESTING_PULL 5		   /* a top index, and 4 more levels, as image_oci.c */
 
 /* ---- which registry, over what, with which credentials ---- */
 
@@ -46,13 +46,15 @@ static int pull_target(const sl_image_ref *ref, const sl_pull_opts *o, struct pu
 		const char *m = o->mirror;
 		bool http = !strncmp(m, "http://", 7);
 		if (!http && strncmp(m, "https://", 8))
-			return sl_fail(err, SL_INVALID, 0,
-				       "registry mirror '%.200s' must be an http:// or https:// URL", m);
+			return sl_fail(
+			    err, SL_INVALID, 0,
+			    "registry mirror '%.200s' must be an http:// or https:// URL", m);
 		const char *h = m + (http ? 7 : 8);
 		size_t hn = strcspn(h, "/");
 		snprintf(t->host, sizeof(t->host), "%.*s", (int)hn, h);
 		if (!image_ref_domain_ok(t->host) && !(t->host[0] == '[' && hn > 2))
-			return sl_fail(err, SL_INVALID, 0, "registry mirror '%.200s' names no host", m);
+			return sl_fail(err, SL_INVALID, 0, "registry mirror '%.200s' names no host",
+				       m);
 		snprintf(t->base, sizeof(t->base), "%s", m);
 		size_t bl = strlen(t->base);
 		while (bl > 8 && t->base[bl - 1] == '/')
@@ -65,10 +67,11 @@ static int pull_target(const sl_image_ref *ref, const sl_pull_opts *o, struct pu
 			 !strcmp(ref->domain, "docker.io") ? "registry-1.docker.io" : t->host);
 	}
 	if (t->plain && !image_host_local(t->host) && !image_host_insecure(t->host, o->insecure))
-		return sl_fail(err, SL_INVALID, 0,
-			       "registry %s: plain http is allowed only for this machine "
-			       "(localhost, 127.0.0.0/8) or a registry named by --insecure-registry",
-			       t->host);
+		return sl_fail(
+		    err, SL_INVALID, 0,
+		    "registry %s: plain http is allowed only for this machine "
+		    "(localhost, 127.0.0.0/8) or a registry named by --insecure-registry",
+		    t->host);
 	return 0;
 }
 
@@ -138,8 +141,8 @@ static int pull_credentials(const char *state_dir, const sl_pull_opts *o, const 
 						  a->valuestring) ||
 			    !base64_decode_final(&b))
 				return sl_fail(err, SL_INVALID, 0,
-					       "auth file %s: the \"auth\" of %s is not base64", path,
-					       e->string);
+					       "auth file %s: the \"auth\" of %s is not base64",
+					       path, e->string);
 			out[n] = '\0';
 		} else if (cJSON_IsString(u) && cJSON_IsString(p)) {
 			snprintf(out, len, "%s:%s", u->valuestring, p->valuestring);
@@ -195,8 +198,8 @@ static void pull_note(struct pull *p, const char *fmt, ...)
 	pthread_mutex_unlock(&p->lock);
 }
 
-static int pull_blob_path(const struct pull *p, const char *digest, const char *suffix,
-			  char *buf, size_t len, sl_err *err)
+static int pull_blob_path(const struct pull *p, const char *digest, const char *suffix, char *buf,
+			  size_t len, sl_err *err)
 {
 	return img_path(buf, len, err, "%s/images/blobs/sha256/%s%s", p->state_dir, digest + 7,
 			suffix);
@@ -330,8 +333,8 @@ static int pull_blob(struct pull *p, const sl_oci_desc *d, const char *what, sl_
 	if (have != (uint64_t)d->size) {
 		unlink(part);
 		return sl_fail(err, SL_INVALID, 0,
-			       "%s (%.19s): the registry sent %llu bytes of %lld (truncated?)", what,
-			       d->digest, (unsigned long long)have, (long long)d->size);
+			       "%s (%.19s): the registry sent %llu bytes of %lld (truncated?)",
+			       what, d->digest, (unsigned long long)have, (long long)d->size);
 	}
 	char hex[65];
 	if (pull_sha256_fd(fd, hex, err) < 0)
@@ -428,7 +431,8 @@ static int pull_manifests(struct pull *p, const sl_image_ref *ref, struct pull_m
 		if (want[0] && strcmp(want, got)) {
 			free(body);
 			return sl_fail(err, SL_INVALID, 0,
-				       "manifest %s: digest mismatch: the registry sent %s", want, got);
+				       "manifest %s: digest mismatch: the registry sent %s", want,
+				       got);
 		}
 		/* The body's own mediaType wins over a registry's Content-Type. */
 		cJSON *o = cJSON_ParseWithLength(body, len);
@@ -478,8 +482,8 @@ static int pull_layout(struct pull *p, const char *layout, const struct pull_man
 		       const sl_oci_desc *cfg, sl_err *err)
 {
 	char dir[PATH_MAX];
-	if (mkdir(layout, 0700) < 0 ||
-	    img_path(dir, sizeof(dir), err, "%s/blobs", layout) < 0 || mkdir(dir, 0700) < 0 ||
+	if (mkdir(layout, 0700) < 0 || img_path(dir, sizeof(dir), err, "%s/blobs", layout) < 0 ||
+	    mkdir(dir, 0700) < 0 ||
 	    img_path(dir, sizeof(dir), err, "%s/blobs/sha256", layout) < 0 || mkdir(dir, 0700) < 0)
 		return sl_sysfail(err, "create %s", layout);
 	for (size_t i = 0; i < m->n; i++)
@@ -577,9 +581,11 @@ int image_pull(const char *state_dir, const char *refstr, const sl_pull_opts *o,
 		return -1;
 	const char *name = o->name && o->name[0] ? o->name : ref.name;
 	if (!name[0])
-		return sl_fail(err, SL_INVALID, 0,
-			       "image reference '%.80s' is too long to be an image name; give one",
-			       refstr);
+		return sl_fail(
+		    err, SL_INVALID, 0,
+		    "image reference '%.80s' does not make an image name (too long, or it reads "
+		    "as a digest); give one with --name",
+		    refstr);
 	if (image_name_check(name, err) < 0 || pull_target(&ref, o, &t, err) < 0 ||
 	    /* Docker Hub's credentials go to the hub only, never to a mirror. */
 	    pull_credentials(state_dir, o, t.host,
@@ -593,7 +599,9 @@ int image_pull(const char *state_dir, const char *refstr, const sl_pull_opts *o,
 	snprintf(what, sizeof(what), "the state filesystem (%s)", state_dir);
 	if (space_check(state_dir, o->floor, what, err) < 0)
 		return sl_wrap(err, "pull %s", refstr);
-	sl_registry_opts ro = {.base = t.base, .repo = ref.repo, .basic = basic[0] ? basic : NULL,
+	sl_registry_opts ro = {.base = t.base,
+			       .repo = ref.repo,
+			       .basic = basic[0] ? basic : NULL,
 			       .plain_ok = t.plain};
 	struct pull p = {.state_dir = state_dir, .o = o};
 	pthread_mutex_init(&p.lock, NULL);
@@ -601,7 +609,8 @@ int image_pull(const char *state_dir, const char *refstr, const sl_pull_opts *o,
 	explicit_bzero(basic, sizeof(basic));
 	int r = -1;
 	if (p.reg) {
-		pull_note(&p, "%s: Pulling from %s", ref.digest[0] ? ref.digest : ref.tag, ref.repo);
+		pull_note(&p, "%s: Pulling from %s", ref.digest[0] ? ref.digest : ref.tag,
+			  ref.repo);
 		r = pull_run(&p, &ref, name, out, err);
 	}
 	registry_close(p.reg);

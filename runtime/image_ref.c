@@ -47,10 +47,11 @@ int image_ref_parse(const char *ref, sl_image_ref *out, sl_err *err)
 	if (at) {
 		*at = '\0';
 		if (!oci_digest_ok(at + 1))
-			return sl_fail(err, SL_INVALID, 0,
-				       "image reference '%.200s': the digest must be sha256: and 64 "
-				       "lowercase hex digits",
-				       ref);
+			return sl_fail(
+			    err, SL_INVALID, 0,
+			    "image reference '%.200s': the digest must be sha256: and 64 "
+			    "lowercase hex digits",
+			    ref);
 		snprintf(out->digest, sizeof(out->digest), "%s", at + 1);
 	}
 	char *slash = strrchr(s, '/'), *colon = strrchr(s, ':');
@@ -64,10 +65,11 @@ int image_ref_parse(const char *ref, sl_image_ref *out, sl_err *err)
 			     (t[i] >= '0' && t[i] <= '9') || t[i] == '.' || t[i] == '_' ||
 			     t[i] == '-';
 		if (!ok)
-			return sl_fail(err, SL_INVALID, 0,
-				       "image reference '%.200s': the tag '%.130s' must be 1-128 of "
-				       "A-Z a-z 0-9 _ . -, not starting with . or -",
-				       ref, t);
+			return sl_fail(
+			    err, SL_INVALID, 0,
+			    "image reference '%.200s': the tag '%.130s' must be 1-128 of "
+			    "A-Z a-z 0-9 _ . -, not starting with . or -",
+			    ref, t);
 		snprintf(out->tag, sizeof(out->tag), "%s", t);
 	}
 	const char *path = s;
@@ -77,9 +79,12 @@ int image_ref_parse(const char *ref, sl_image_ref *out, sl_err *err)
 		*first = '\0';
 		if (!image_ref_domain_ok(s))
 			return sl_fail(err, SL_INVALID, 0,
-				       "image reference '%.200s': '%.100s' is not a registry host", ref,
-				       s);
+				       "image reference '%.200s': '%.100s' is not a registry host",
+				       ref, s);
 		snprintf(out->domain, sizeof(out->domain), "%s", s);
+		for (char *c = out->domain; *c; c++) /* host names are case-blind; names are not */
+			if (*c >= 'A' && *c <= 'Z')
+				*c = (char)(*c - 'A' + 'a');
 		path = first + 1;
 	} else {
 		snprintf(out->domain, sizeof(out->domain), "docker.io");
@@ -89,30 +94,43 @@ int image_ref_parse(const char *ref, sl_image_ref *out, sl_err *err)
 	for (const char *p = path;;) {
 		size_t n = strcspn(p, "/");
 		if (!ref_component_ok(p, n))
-			return sl_fail(err, SL_INVALID, 0,
-				       "image reference '%.200s': the repository '%.200s' must be "
-				       "/-separated parts of a-z 0-9 . _ -, each starting with a letter "
-				       "or digit",
-				       ref, path);
+			return sl_fail(
+			    err, SL_INVALID, 0,
+			    "image reference '%.200s': the repository '%.200s' must be "
+			    "/-separated parts of a-z 0-9 . _ -, each starting with a letter "
+			    "or digit",
+			    ref, path);
 		if (!p[n])
 			break;
 		p += n + 1;
 	}
 	bool hub = !strcmp(out->domain, "docker.io");
 	if ((size_t)snprintf(out->repo, sizeof(out->repo), "%s%s",
-			     hub && !strchr(path, '/') ? "library/" : "", path) >= sizeof(out->repo))
+			     hub && !strchr(path, '/') ? "library/" : "",
+			     path) >= sizeof(out->repo))
 		return sl_fail(err, SL_INVALID, 0, "image reference '%.80s' is too long", ref);
 	if (!out->tag[0] && !out->digest[0])
 		snprintf(out->tag, sizeof(out->tag), "latest");
-	const char *shortrepo = hub && !strncmp(out->repo, "library/", 8) ? out->repo + 8 : out->repo;
+	/* "library/x" reads as "x"; "library/x/y" stays (a bare "x/y" is another repo). */
+	const char *shortrepo =
+	    hub && !strncmp(out->repo, "library/", 8) && !strchr(out->repo + 8, '/') ? out->repo + 8
+										     : out->repo;
+	/* docker.io's images drop "docker.io/", unless the rest would then read as another
+	 * registry ("docker.io/a.b/c" stays whole: "a.b/c" is registry a.b's "c"). */
+	size_t fl = strcspn(shortrepo, "/");
+	bool keep =
+	    shortrepo[fl] == '/' && (memchr(shortrepo, '.', fl) || memchr(shortrepo, ':', fl) ||
+				     (fl == 9 && !strncmp(shortrepo, "localhost", 9)));
+	bool bare = hub && !keep;
 	char name[1024];
-	snprintf(name, sizeof(name), "%s%s%s%s%s%s", hub ? "" : out->domain, hub ? "" : "/",
-		 shortrepo, out->tag[0] ? ":" : "", out->tag, out->digest[0] ? "@" : "");
+	snprintf(name, sizeof(name), "%s%s%s%s%s%s", bare ? "" : out->domain, bare ? "" : "/",
+		 bare ? shortrepo : out->repo, out->tag[0] ? ":" : "", out->tag,
+		 out->digest[0] ? "@" : "");
 	if (out->digest[0])
 		snprintf(name + strlen(name), sizeof(name) - strlen(name), "%s", out->digest);
 	snprintf(out->name, sizeof(out->name), "%.*s", IMAGE_NAME_MAX, name);
-	if (strlen(name) > IMAGE_NAME_MAX)
-		out->name[0] = '\0'; /* too long to be a name: the caller must give one */
+	if (strlen(name) > IMAGE_NAME_MAX || image_name_check(name, NULL) < 0)
+		out->name[0] = '\0'; /* not a name (too long, "sha256:..."): the caller gives one */
 	return 0;
 }
 
@@ -144,10 +162,10 @@ bool image_host_insecure(const char *hostport, const char *list)
 	for (const char *p = list ? list : ""; *p;) {
 		p += strspn(p, ", ");
 		size_t n = strcspn(p, ", ");
-		if (n && ((n == hl && !strncmp(p, hostport, n)) || (n == nl && !strncmp(p, hostport, n))))
+		if (n && ((n == hl && !strncmp(p, hostport, n)) ||
+			  (n == nl && !strncmp(p, hostport, n))))
 			return true;
 		p += n;
 	}
 	return false;
 }
-

@@ -8,11 +8,12 @@
 
 /* A reference taken apart: "python:3.12-slim" is docker.io, library/python, tag 3.12-slim. */
 typedef struct sl_image_ref {
-	char domain[256]; /* "docker.io", "localhost:5000", "ghcr.io" */
-	char repo[256];	  /* "library/python" */
-	char tag[129];	  /* "" when pulled by digest alone */
-	char digest[72];  /* "" or "sha256:<hex>" */
-	char name[IMAGE_NAME_MAX + 1]; /* the short form docker prints: "python:3.12-slim" */
+	char domain[256];	       /* "docker.io", "localhost:5000", "ghcr.io" */
+	char repo[256];		       /* "library/python" */
+	char tag[129];		       /* "" when pulled by digest alone */
+	char digest[72];	       /* "" or "sha256:<hex>" */
+	char name[IMAGE_NAME_MAX + 1]; /* docker's short form: "python:3.12-slim"; "" when that is
+					* no name (over 127 characters, or "sha256:...") */
 } sl_image_ref;
 
 /* Parse REF (a tag defaults to "latest" when neither tag nor digest is given). */
@@ -31,10 +32,10 @@ typedef void (*image_pull_progress_fn)(void *arg, const char *status, const char
 				       uint64_t current, uint64_t total);
 
 typedef struct sl_pull_opts {
-	const char *name;     /* the image's name; NULL: the reference's short form */
+	const char *name;      /* the image's name; NULL: the reference's short form */
 	const char *auth_file; /* docker's config.json; NULL or "": <state>/auth.json if any */
-	const char *mirror;   /* "http(s)://host[:port]" serving docker.io's images, or NULL */
-	const char *insecure; /* comma-separated host[:port]s that may be plain http */
+	const char *mirror;    /* "http(s)://host[:port]" serving docker.io's images, or NULL */
+	const char *insecure;  /* comma-separated host[:port]s that may be plain http */
 	const sl_space_floor *floor;
 	image_pull_progress_fn progress; /* NULL: silent; called from one thread at a time */
 	void *arg;

@@ -88,10 +88,12 @@ static size_t reg_header(char *data, size_t size, size_t n, void *p)
 		 data);
 	line[strcspn(line, "\r\n")] = '\0';
 	if (!strncasecmp(line, "WWW-Authenticate:", 17))
-		snprintf(k->challenge, sizeof(k->challenge), "%s", line + 17 + strspn(line + 17, " "));
+		snprintf(k->challenge, sizeof(k->challenge), "%s",
+			 line + 17 + strspn(line + 17, " "));
 	else if (!strncasecmp(line, "Content-Type:", 13)) {
 		const char *v = line + 13 + strspn(line + 13, " ");
-		snprintf(k->content_type, sizeof(k->content_type), "%.*s", (int)strcspn(v, "; "), v);
+		snprintf(k->content_type, sizeof(k->content_type), "%.*s", (int)strcspn(v, "; "),
+			 v);
 	}
 	return len;
 }
@@ -197,8 +199,8 @@ static int reg_token(sl_registry *r, const char *ch, char **out, sl_err *err)
 	reg_param(ch, "service", service, sizeof(service));
 	reg_param(ch, "scope", scope, sizeof(scope));
 	if (!realm[0])
-		return sl_fail(err, SL_INVALID, 0, "registry %s: a Bearer challenge without a realm",
-			       r->base);
+		return sl_fail(err, SL_INVALID, 0,
+			       "registry %s: a Bearer challenge without a realm", r->base);
 	if (strncmp(realm, "https://", 8) && !(r->plain_ok && !strncmp(realm, "http://", 7)))
 		return sl_fail(err, SL_UNAUTH, 0,
 			       "registry %s: its token realm %.200s is not https (allowed only for "
@@ -228,10 +230,10 @@ static int reg_token(sl_registry *r, const char *ch, char **out, sl_err *err)
 		ret = sl_fail(err, SL_UPSTREAM, 0, "registry %s: token from %.200s: %s", r->base,
 			      realm, curl_easy_strerror(rc));
 	else if (code == 401 || code == 403)
-		ret = sl_fail(err, SL_UNAUTH, 0,
-			      "registry %s: the token service refused %s (HTTP %ld)%s", r->base,
-			      r->basic[0] ? "our credentials" : "an anonymous pull", code,
-			      r->basic[0] ? "" : "; give credentials in the auth file (--auth-file)");
+		ret = sl_fail(
+		    err, SL_UNAUTH, 0, "registry %s: the token service refused %s (HTTP %ld)%s",
+		    r->base, r->basic[0] ? "our credentials" : "an anonymous pull", code,
+		    r->basic[0] ? "" : "; give credentials in the auth file (--auth-file)");
 	else if (code != 200)
 		ret = sl_fail(err, SL_UPSTREAM, 0, "registry %s: token from %.200s: HTTP %ld",
 			      r->base, realm, code);
@@ -244,8 +246,8 @@ static int reg_token(sl_registry *r, const char *ch, char **out, sl_err *err)
 		t = cJSON_GetObjectItemCaseSensitive(o, "access_token");
 	if (!cJSON_IsString(t) || !t->valuestring[0] || strpbrk(t->valuestring, "\r\n")) {
 		cJSON_Delete(o);
-		return sl_fail(err, SL_INVALID, 0, "registry %s: the token service's answer has no token",
-			       r->base);
+		return sl_fail(err, SL_INVALID, 0,
+			       "registry %s: the token service's answer has no token", r->base);
 	}
 	if (asprintf(out, "Authorization: Bearer %s", t->valuestring) < 0)
 		*out = NULL;
@@ -329,8 +331,9 @@ static long reg_get(sl_registry *r, const char *path, const char *accept, const 
 		if (rc != CURLE_OK) {
 			free(used);
 			if (k->too_big)
-				return sl_fail(err, SL_INVALID, 0, "%s: larger than %llu bytes", what,
-					       (unsigned long long)(k->fd < 0 ? k->max : k->max_file));
+				return sl_fail(
+				    err, SL_INVALID, 0, "%s: larger than %llu bytes", what,
+				    (unsigned long long)(k->fd < 0 ? k->max : k->max_file));
 			if (k->write_err)
 				return sl_fail(err, SL_INTERNAL, k->write_errno, "%s: write", what);
 			if (k->cb_stop)
@@ -346,11 +349,11 @@ static long reg_get(sl_registry *r, const char *path, const char *accept, const 
 		}
 		free(used);
 		if (code == 401 || code == 403)
-			return sl_fail(err, SL_UNAUTH, 0, "%s: the registry refused access (HTTP %ld)",
-				       what, code);
+			return sl_fail(err, SL_UNAUTH, 0,
+				       "%s: the registry refused access (HTTP %ld)", what, code);
 		if (code == 404)
-			return sl_fail(err, SL_NOTFOUND, 0, "%s: not found in the registry (HTTP 404)",
-				       what);
+			return sl_fail(err, SL_NOTFOUND, 0,
+				       "%s: not found in the registry (HTTP 404)", what);
 		if (code == 416 && range)
 			return code; /* the caller holds the whole blob already */
 		if (code != 200 && code != 206)
@@ -363,11 +366,10 @@ static long reg_get(sl_registry *r, const char *path, const char *accept, const 
 int registry_manifest(sl_registry *r, const char *ref, size_t max, char **body, size_t *len,
 		      char *media_type, size_t mt_len, sl_err *err)
 {
-	static const char accept[] =
-	    "Accept: application/vnd.oci.image.index.v1+json, "
-	    "application/vnd.oci.image.manifest.v1+json, "
-	    "application/vnd.docker.distribution.manifest.list.v2+json, "
-	    "application/vnd.docker.distribution.manifest.v2+json";
+	static const char accept[] = "Accept: application/vnd.oci.image.index.v1+json, "
+				     "application/vnd.oci.image.manifest.v1+json, "
+				     "application/vnd.docker.distribution.manifest.list.v2+json, "
+				     "application/vnd.docker.distribution.manifest.v2+json";
 	char path[512], what[512];
 	snprintf(path, sizeof(path), "manifests/%s", ref);
 	snprintf(what, sizeof(what), "manifest %.200s", ref);
@@ -391,8 +393,8 @@ int registry_blob(sl_registry *r, const char *digest, int fd, uint64_t from, uin
 	snprintf(path, sizeof(path), "blobs/%s", digest);
 	snprintf(what, sizeof(what), "blob %.19s", digest);
 	snprintf(range, sizeof(range), "%llu-", (unsigned long long)from);
-	struct reg_call k = {.fd = fd, .from = from, .at = from, .max_file = max, .cb = cb,
-			     .arg = arg};
+	struct reg_call k = {
+	    .fd = fd, .from = from, .at = from, .max_file = max, .cb = cb, .arg = arg};
 	long code = reg_get(r, path, NULL, from ? range : NULL, &k, what, err);
 	*have = k.at;
 	return code < 0 ? -1 : 0;

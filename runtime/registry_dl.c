@@ -9,8 +9,8 @@ typedef sl_registry *(*open_fn)(const sl_registry_opts *, sl_err *);
 typedef void (*close_fn)(sl_registry *);
 typedef int (*manifest_fn)(sl_registry *, const char *, size_t, char **, size_t *, char *, size_t,
 			   sl_err *);
-typedef int (*blob_fn)(sl_registry *, const char *, int, uint64_t, uint64_t,
-		       registry_progress_fn, void *, uint64_t *, sl_err *);
+typedef int (*blob_fn)(sl_registry *, const char *, int, uint64_t, uint64_t, registry_progress_fn,
+		       void *, uint64_t *, sl_err *);
 
 sl_registry *registry_open(const sl_registry_opts *o, sl_err *err)
 {

@@ -40,7 +40,8 @@ static int free_port(void)
 static bool port_open(int port)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)port),
 				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	bool ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
 	close(fd);
@@ -75,13 +76,14 @@ static void stop(pid_t *pid)
 static pid_t registry_start(const char *tag, int port, const char *htpasswd, const char *log)
 {
 	char *cfg = e2e_printf("%s/registry-%s.yml", e2e_root(), tag);
-	char *auth = htpasswd ? e2e_printf("auth:\n  htpasswd:\n    realm: test\n    path: %s\n",
-					   htpasswd)
-			      : strdup("");
-	char *text = e2e_printf("version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: "
-				"false\nstorage:\n  filesystem:\n    rootdirectory: %s/registry-data\n"
-				"http:\n  addr: 127.0.0.1:%d\n%s",
-				e2e_root(), port, auth);
+	char *auth =
+	    htpasswd ? e2e_printf("auth:\n  htpasswd:\n    realm: test\n    path: %s\n", htpasswd)
+		     : strdup("");
+	char *text =
+	    e2e_printf("version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: "
+		       "false\nstorage:\n  filesystem:\n    rootdirectory: %s/registry-data\n"
+		       "http:\n  addr: 127.0.0.1:%d\n%s",
+		       e2e_root(), port, auth);
 	FILE *f = fopen(cfg, "w");
 	fputs(text, f);
 	fclose(f);
@@ -112,15 +114,26 @@ static void push(const char *scenario, const char *repo_tag)
 	struct stat st;
 	if (stat(dir, &st) != 0) {
 		char *bb = e2e_build_path("images/busybox.tar");
-		char *argv[] = {"/usr/bin/python3", "tests/e2e/oci_fixture.py", bb, dir,
-				(char *)scenario, NULL};
+		char *argv[] = {"/usr/bin/python3",
+				"tests/e2e/oci_fixture.py",
+				bb,
+				dir,
+				(char *)scenario,
+				NULL};
 		run_ok(argv);
 		free(bb);
 	}
 	char *src = e2e_printf("oci:%s:latest", dir);
 	char *dst = e2e_printf("docker://127.0.0.1:%d/%s", reg_port, repo_tag);
-	char *argv[] = {"/usr/bin/skopeo", "--insecure-policy", "copy", "-q", "--all",
-			"--dest-tls-verify=false", src, dst, NULL};
+	char *argv[] = {"/usr/bin/skopeo",
+			"--insecure-policy",
+			"copy",
+			"-q",
+			"--all",
+			"--dest-tls-verify=false",
+			src,
+			dst,
+			NULL};
 	run_ok(argv);
 	free(src);
 	free(dst);
@@ -164,7 +177,8 @@ static int count_dir(const char *sub, const char *suffix)
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
 		size_t l = strlen(de->d_name), sl = suffix ? strlen(suffix) : 0;
-		n += de->d_name[0] != '.' && (!suffix || (l > sl && !strcmp(de->d_name + l - sl, suffix)));
+		n += de->d_name[0] != '.' &&
+		     (!suffix || (l > sl && !strcmp(de->d_name + l - sl, suffix)));
 	}
 	if (d)
 		closedir(d);
@@ -233,8 +247,14 @@ static void proxy_start(struct proxy *p, const char *mode, const char *digest)
 	char *up = e2e_printf("%d", reg_port);
 	unlink(portfile);
 	unlink(p->log);
-	char *argv[] = {"/usr/bin/python3", "tests/e2e/registry_proxy.py", (char *)mode, up,
-			portfile, p->log, (char *)(digest ? digest : ""), NULL};
+	char *argv[] = {"/usr/bin/python3",
+			"tests/e2e/registry_proxy.py",
+			(char *)mode,
+			up,
+			portfile,
+			p->log,
+			(char *)(digest ? digest : ""),
+			NULL};
 	p->pid = spawn(argv, out);
 	char *text = NULL;
 	for (int i = 0; i < 200 && !(text = e2e_read_file(portfile)); i++)
@@ -278,15 +298,16 @@ static int group_setup(void **state)
 	char *idx = e2e_printf("%s/oci-layers/index.json", e2e_root());
 	char *text = e2e_read_file(idx);
 	cJSON *o = cJSON_Parse(text);
-	const char *mdig = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "manifests"), 0),
-					       "digest")
+	const char *mdig = cJSON_GetObjectItem(
+			       cJSON_GetArrayItem(cJSON_GetObjectItem(o, "manifests"), 0), "digest")
 			       ->valuestring;
 	char *mpath = e2e_printf("%s/oci-layers/blobs/sha256/%s", e2e_root(), mdig + 7);
 	char *mtext = e2e_read_file(mpath);
 	cJSON *m = cJSON_Parse(mtext);
-	snprintf(layers_digest, sizeof(layers_digest), "%s",
-		 cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(m, "layers"), 0), "digest")
-		     ->valuestring);
+	snprintf(
+	    layers_digest, sizeof(layers_digest), "%s",
+	    cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(m, "layers"), 0), "digest")
+		->valuestring);
 	cJSON_Delete(o);
 	cJSON_Delete(m);
 	free(idx);
@@ -438,7 +459,8 @@ static void test_interrupted_pull_resumes(void **state)
 static char *write_auth(const char *host, const char *userpass, mode_t mode)
 {
 	char *path = e2e_printf("%s/auth.json", getenv("SANDLOT_STATE_DIR"));
-	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	static const char b64[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	char enc[128] = "";
 	size_t n = strlen(userpass), k = 0;
 	for (size_t i = 0; i < n; i += 3) {
@@ -512,7 +534,10 @@ static void test_bearer_token(void **state)
 	assert_int_equal(pull(&r, name), 0);
 	e2e_result_free(&r);
 	/* One token, then every request with it. */
-	assert_int_equal(count_lines(p.log, "GET /token?service=test-registry&scope=repository%3Alayers%3Apull range=- auth=Basic status=200"), 1);
+	assert_int_equal(
+	    count_lines(p.log, "GET /token?service=test-registry&scope=repository%3Alayers%3Apull "
+			       "range=- auth=Basic status=200"),
+	    1);
 	assert_true(count_lines(p.log, "/blobs/sha256:") >= 6);
 	assert_int_equal(count_lines(p.log, "/blobs/sha256:"),
 			 count_lines2(p.log, "/blobs/sha256:", "auth=Bearer status=200"));
@@ -561,8 +586,8 @@ static void test_bad_registry_answers(void **state)
 		char *text = e2e_read_file(idx);
 		cJSON *o = cJSON_Parse(text);
 		snprintf(mdig, sizeof(mdig), "%s",
-			 cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "manifests"), 0),
-					     "digest")
+			 cJSON_GetObjectItem(
+			     cJSON_GetArrayItem(cJSON_GetObjectItem(o, "manifests"), 0), "digest")
 			     ->valuestring);
 		cJSON_Delete(o);
 		free(text);
@@ -691,10 +716,14 @@ static void test_api_pull_streams_json_lines(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    E2E_TEST(test_pull_by_tag_then_digest),   E2E_TEST(test_multi_platform_index),
-	    E2E_TEST(test_interrupted_pull_resumes),  E2E_TEST(test_basic_auth),
-	    E2E_TEST(test_bearer_token),	      E2E_TEST(test_mirror_for_docker_hub_names),
-	    E2E_TEST(test_bad_registry_answers),      E2E_TEST(test_api_pull_streams_json_lines),
+	    E2E_TEST(test_pull_by_tag_then_digest),
+	    E2E_TEST(test_multi_platform_index),
+	    E2E_TEST(test_interrupted_pull_resumes),
+	    E2E_TEST(test_basic_auth),
+	    E2E_TEST(test_bearer_token),
+	    E2E_TEST(test_mirror_for_docker_hub_names),
+	    E2E_TEST(test_bad_registry_answers),
+	    E2E_TEST(test_api_pull_streams_json_lines),
 	};
 	e2e_apply_filter();
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
