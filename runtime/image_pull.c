@@ -255,16 +255,49 @@ static int pull_cache_put(struct pull *p, const char *digest, const char *buf, s
 	return state_write_atomic(path, buf, len, err);
 }
 
+/* The sha256 of a blob file's first AT bytes, carried forward as the file grows: the
+ * bytes are hashed while they are fresh in the page cache, and the download's thread
+ * does it, not a pass after it. */
+struct pull_hash {
+	int fd;
+	struct sha256_ctx md;
+	uint64_t at;
+	bool broken; /* a read failed: hash the whole file at the end instead */
+	uint8_t buf[256 << 10];
+};
+
+static void pull_hash_to(struct pull_hash *h, uint64_t upto)
+{
+	if (upto < h->at) { /* the file was rewritten from 0 (no range support) */
+		sha256_init(&h->md);
+		h->at = 0;
+	}
+	while (!h->broken && h->at < upto) {
+		size_t want = upto - h->at < sizeof(h->buf) ? upto - h->at : sizeof(h->buf);
+		ssize_t r = pread(h->fd, h->buf, want, (off_t)h->at);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			h->broken = true;
+			break;
+		}
+		sha256_update(&h->md, (size_t)r, h->buf);
+		h->at += (uint64_t)r;
+	}
+}
+
 struct blob_progress {
 	struct pull *p;
 	const char *digest;
 	uint64_t total;
 	uint64_t said; /* the byte count last reported */
+	struct pull_hash *hash;
 };
 
 static int pull_blob_progress(void *arg, uint64_t have)
 {
 	struct blob_progress *b = arg;
+	pull_hash_to(b->hash, have);
 	/* A report per 1% or 512 KiB, whichever is more: lines, not a flood. */
 	uint64_t step = b->total / 100 > (512 << 10) ? b->total / 100 : (512 << 10);
 	if (have == b->total || have >= b->said + step) {
@@ -319,8 +352,16 @@ static int pull_blob(struct pull *p, const sl_oci_desc *d, const char *what, sl_
 		have = 0;
 	}
 	pull_say(p, have ? "Resuming" : "Pulling fs layer", shown, have, (uint64_t)d->size);
+	_cleanup_free_ struct pull_hash *hash = malloc(sizeof(*hash));
+	if (!hash)
+		return sl_fail(err, SL_EXHAUSTED, ENOMEM, "%s: hash", what);
+	hash->fd = fd;
+	hash->at = 0;
+	hash->broken = false;
+	sha256_init(&hash->md);
+	pull_hash_to(hash, have); /* what a cut pull left */
 	if (have < (uint64_t)d->size) {
-		struct blob_progress bp = {p, shown, (uint64_t)d->size, have};
+		struct blob_progress bp = {p, shown, (uint64_t)d->size, have, hash};
 		if (registry_blob(p->reg, d->digest, fd, have, (uint64_t)d->size,
 				  pull_blob_progress, &bp, &have, err) < 0) {
 			/* A cut connection keeps what came; an answer too long is no blob. */
@@ -337,8 +378,16 @@ static int pull_blob(struct pull *p, const sl_oci_desc *d, const char *what, sl_
 			       what, d->digest, (unsigned long long)have, (long long)d->size);
 	}
 	char hex[65];
-	if (pull_sha256_fd(fd, hex, err) < 0)
-		return sl_wrap(err, "%s: %s", what, part);
+	pull_hash_to(hash, have);
+	if (hash->broken) {
+		if (pull_sha256_fd(fd, hex, err) < 0)
+			return sl_wrap(err, "%s: %s", what, part);
+	} else {
+		uint8_t dg[SHA256_DIGEST_SIZE];
+		sha256_digest(&hash->md, sizeof(dg), dg);
+		for (unsigned i = 0; i < sizeof(dg); i++)
+			snprintf(hex + 2 * i, 3, "%02x", dg[i]);
+	}
 	if (strcmp(hex, d->digest + 7)) {
 		unlink(part);
 		return sl_fail(err, SL_INVALID, 0,
@@ -346,7 +395,9 @@ static int pull_blob(struct pull *p, const sl_oci_desc *d, const char *what, sl_
 			       "sha256:%s",
 			       what, d->digest, hex);
 	}
-	if (fsync(fd) < 0 || rename(part, final) < 0)
+	/* No fsync: a blob cut short by a crash is caught by the import's own check of its
+	 * digest, and dropped then (pull_drop_bad); the image's tree is synced before use. */
+	if (rename(part, final) < 0)
 		return sl_sysfail(err, "%s: store %s", what, final);
 	pull_say(p, "Download complete", shown, have, (uint64_t)d->size);
 	return 0;
