@@ -26,7 +26,9 @@ ARCHIVE_SRC := runtime/archive_extract.c runtime/archive_write.c
 # runtime/net.c lives in sandlot-net.so (libnl-route, libnftables; runtime/net_dl.c).
 NET_SRC     := runtime/net.c
 NET_LIBS    := $(shell pkg-config --libs libnl-route-3.0 libnftables)
-RUNTIME_SRC := $(filter-out $(ARCHIVE_SRC) $(NET_SRC),$(wildcard runtime/*.c))
+# runtime/registry.c lives in sandlot-registry.so (libcurl; runtime/registry_dl.c).
+REGISTRY_SRC := runtime/registry.c
+RUNTIME_SRC := $(filter-out $(ARCHIVE_SRC) $(NET_SRC) $(REGISTRY_SRC),$(wildcard runtime/*.c))
 ARCHIVE_OBJ := $(ARCHIVE_SRC:%.c=$(BUILD)/%.o)
 RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC     := $(wildcard cli/*.c)
@@ -46,7 +48,7 @@ E2E_LIBS    := $(shell pkg-config --libs libcurl)
 
 .PHONY: all test unit e2e images clean format
 all: $(BUILD)/sandlot $(BUILD)/sandlot-archive.so $(BUILD)/sandlot-api.so $(BUILD)/sandlot-init \
-     $(BUILD)/probe $(BUILD)/sandlot-net.so
+     $(BUILD)/probe $(BUILD)/sandlot-net.so $(BUILD)/sandlot-registry.so
 
 $(BUILD)/%.o: %.c $(wildcard runtime/*.h cli/*.h init/*.h)
 	@mkdir -p $(dir $@)
@@ -100,6 +102,11 @@ $(BUILD)/sandlot-archive.so: $(ARCHIVE_SRC) runtime/archive_extract.h runtime/ar
 $(BUILD)/sandlot-net.so: $(NET_SRC) $(wildcard runtime/*.h)
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags libnl-route-3.0 libnftables) -fPIC -shared \
 		-Wl,-Bsymbolic -o $@ $(NET_SRC) $(NET_LIBS)
+
+# The registry client, loaded only by an image pull (dl.h).
+$(BUILD)/sandlot-registry.so: $(REGISTRY_SRC) runtime/registry.h runtime/err.h
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags libcurl) -fPIC -shared -Wl,-Bsymbolic -o $@ \
+		$(REGISTRY_SRC) $(shell pkg-config --libs libcurl libcjson)
 
 # pid 1 of every sandbox: static (musl), no shared libraries, tiny.
 $(BUILD)/sandlot-init: init/init.c init/proto.h
@@ -242,8 +249,9 @@ FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS   := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -std=gnu11 -Wall -Wextra -Werror \
 		 -Wno-unused-parameter -Wno-missing-field-initializers -D_GNU_SOURCE -Iruntime -Iapi -Iinit \
 		 $(shell pkg-config --cflags $(PKGS) libmicrohttpd)
-# Archive extraction is linked in directly (not archive_dl.c); networking stays out.
-FUZZ_LIB_SRC  := $(filter-out runtime/archive_dl.c $(NET_SRC),$(wildcard runtime/*.c)) \
+# Archive extraction is linked in directly (not archive_dl.c); networking and the registry
+# client (libcurl) stay out.
+FUZZ_LIB_SRC  := $(filter-out runtime/archive_dl.c $(NET_SRC) $(REGISTRY_SRC),$(wildcard runtime/*.c)) \
 		 $(wildcard api/*.c api/compat/*.c)
 FUZZ_LIB_OBJ  := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_LIBS     := $(LDLIBS) $(ARCHIVE_LIBS) $(shell pkg-config --libs libmicrohttpd zlib)

@@ -358,6 +358,8 @@ int api_images_post_begin(api_req *r, sl_err *err);
 int api_images_post_chunk(api_req *r, const char *data, size_t len, sl_err *err);
 enum MHD_Result api_images_delete(api_req *r);
 enum MHD_Result api_images_get(api_req *r);
+/* POST /v1/images/pull: the pull's progress as JSON lines, then the image or the error. */
+enum MHD_Result api_images_pull(api_req *r);
 /* deadlines.c: mark API activity on a sandbox; act on passed lifetimes and idle
  * timeouts (called every second by the main loop, and once at start). */
 void api_touch(api_server *s, const char *ref);

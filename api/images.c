@@ -1,5 +1,6 @@
 /* images.c — /v1/images: list, import a tarball body (streamed through a pipe into the
- * image store as it arrives, never held whole), delete (409 while a sandbox uses it). */
+ * image store as it arrives, never held whole), pull from a registry (its progress
+ * streamed as JSON lines), delete (409 while a sandbox uses it). */
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "image.h"
+#include "pull.h"
 #include "space.h"
 #include "http.h"
 
@@ -239,4 +241,161 @@ enum MHD_Result api_images_delete(api_req *r)
 	if (image_remove(r->srv->ctx->cfg.state_dir, img.name, &err) < 0)
 		return api_reply_error(r, &err);
 	return api_reply_empty(r, 204);
+}
+
+/* ---- pull: a thread runs image_pull; its progress reaches the client through a pipe,
+ * one JSON object a line, as docker's API streams a pull ---- */
+
+typedef struct pull_job {
+	api_server *srv; /* its imports count holds this one until pull_free */
+	char owner[SL_OWNER_LEN];
+	char ref[512], name[IMAGE_NAME_MAX + 1];
+	sl_pull_opts opts;
+	int rfd, wfd;
+	pthread_t thread;
+	bool started;
+} pull_job;
+
+static void pull_line(pull_job *j, cJSON *o)
+{
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!s)
+		return;
+	size_t len = strlen(s);
+	s[len] = '\n'; /* over the NUL: the line is written whole, with its newline */
+	for (size_t off = 0; off <= len && j->wfd >= 0;) {
+		ssize_t n = write(j->wfd, s + off, len + 1 - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) { /* the client went away: the pull goes on, unheard */
+			close(j->wfd);
+			j->wfd = -1;
+			break;
+		}
+		off += (size_t)n;
+	}
+	free(s);
+}
+
+static void pull_progress(void *arg, const char *status, const char *layer, uint64_t cur,
+			  uint64_t total)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "status", status);
+	if (layer[0])
+		cJSON_AddStringToObject(o, "layer", layer);
+	if (total) {
+		cJSON_AddNumberToObject(o, "current", (double)cur);
+		cJSON_AddNumberToObject(o, "total", (double)total);
+	}
+	pull_line(arg, o);
+}
+
+static void *pull_main(void *p)
+{
+	pull_job *j = p;
+	owner_act_as(j->owner);
+	sl_image img;
+	sl_err err = {0};
+	if (image_pull(j->srv->ctx->cfg.state_dir, j->ref, &j->opts, &img, &err) < 0) {
+		cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
+		cJSON_AddStringToObject(e, "code", sl_kind_code(err.kind));
+		cJSON_AddStringToObject(e, "message", err.msg);
+		pull_line(j, o);
+	} else {
+		pull_line(j, image_json(&img));
+	}
+	if (j->wfd >= 0)
+		close(j->wfd);
+	j->wfd = -1;
+	return NULL;
+}
+
+static ssize_t pull_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	pull_job *j = cls;
+	for (;;) {
+		ssize_t n = read(j->rfd, buf, max);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n > 0)
+			return n;
+		return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+}
+
+static void pull_free(void *cls)
+{
+	pull_job *j = cls;
+	if (j->rfd >= 0)
+		close(j->rfd); /* the thread's writes fail now: it finishes the pull unheard */
+	if (j->started)
+		pthread_join(j->thread, NULL);
+	if (j->wfd >= 0)
+		close(j->wfd);
+	atomic_fetch_sub(&j->srv->imports, 1);
+	free(j);
+}
+
+enum MHD_Result api_images_pull(api_req *r)
+{
+	static const char *const fields[] = {"ref", "name", NULL};
+	const cJSON *body;
+	const char *ref = NULL, *name = NULL;
+	sl_image_ref parsed;
+	sl_err err = {0};
+	if (api_body_object(r, false, &body, &err) < 0 ||
+	    api_json_fields(body, "", fields, &err) < 0 ||
+	    api_json_string(body, "", "ref", &ref, &err) < 0 ||
+	    api_json_string(body, "", "name", &name, &err) < 0)
+		return api_reply_error(r, &err);
+	if (!ref)
+		return api_fail(r, SL_INVALID, "ref: required (an image reference, e.g. "
+					       "\"python:3.12-slim\")");
+	if (image_ref_parse(ref, &parsed, &err) < 0 || (name && image_name_check(name, &err) < 0))
+		return api_reply_error(r, &err);
+	if (!name && !parsed.name[0])
+		return api_fail(r, SL_INVALID, "ref '%.80s' does not make an image name (too long, or it "
+					       "reads as a digest): give \"name\"", ref);
+	if (import_admit(r->srv, &err) < 0)
+		return api_reply_error(r, &err);
+	pull_job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		atomic_fetch_sub(&r->srv->imports, 1);
+		return api_fail(r, SL_INTERNAL, "pull: out of memory");
+	}
+	const sl_config *cfg = &r->srv->ctx->cfg;
+	j->srv = r->srv;
+	snprintf(j->owner, sizeof(j->owner), "%s", r->owner);
+	snprintf(j->ref, sizeof(j->ref), "%s", ref);
+	snprintf(j->name, sizeof(j->name), "%s", name ? name : "");
+	j->opts = (sl_pull_opts){.name = j->name,
+				 .auth_file = cfg->registry_auth,
+				 .mirror = cfg->registry_mirror,
+				 .insecure = cfg->insecure_registries,
+				 .floor = &cfg->min_free,
+				 .progress = pull_progress,
+				 .arg = j};
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		j->rfd = j->wfd = -1;
+		pull_free(j);
+		return api_fail(r, SL_INTERNAL, "pull: pipe: %s", strerror(errno));
+	}
+	j->rfd = p[0];
+	j->wfd = p[1];
+	int e = pthread_create(&j->thread, NULL, pull_main, j);
+	j->started = e == 0;
+	struct MHD_Response *resp =
+	    e ? NULL
+	      : MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, pull_read, j, pull_free);
+	if (!resp) {
+		pull_free(j);
+		return api_fail(r, SL_INTERNAL, "pull: start: %s", e ? strerror(e) : "no memory");
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	api_conn_long_lived(r, false);
+	return api_reply(r, 200, resp);
 }

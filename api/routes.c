@@ -47,8 +47,9 @@ static const api_route v1_routes[] = {
 	{ "GET",    "/v1/images", API_BODY_NONE, api_images_list, NULL, NULL },
 	{ "POST",   "/v1/images", API_BODY_RAW, api_images_post,
 		    api_images_post_begin, api_images_post_chunk },
-	{ "GET",    "/v1/images/{name}", API_BODY_NONE, api_images_get, NULL, NULL },
-	{ "DELETE", "/v1/images/{name}", API_BODY_NONE, api_images_delete, NULL, NULL },
+	{ "POST",   "/v1/images/pull", API_BODY_JSON, api_images_pull, NULL, NULL },
+	{ "GET",    "/v1/images/{name+}", API_BODY_NONE, api_images_get, NULL, NULL },
+	{ "DELETE", "/v1/images/{name+}", API_BODY_NONE, api_images_delete, NULL, NULL },
 	{ "GET",    "/v1/volumes", API_BODY_NONE, api_volumes_list, NULL, NULL },
 	{ "POST",   "/v1/volumes", API_BODY_JSON, api_volumes_create, NULL, NULL },
 	{ "DELETE", "/v1/volumes/{name}", API_BODY_NONE, api_volumes_delete, NULL, NULL },
@@ -60,15 +61,25 @@ static const api_route v1_routes[] = {
 
 /* Does PATH match PATTERN? Captured segments go to CAPS (pointers into a copy). */
 static bool match(const char *pattern, const char *path, const char **caps, size_t *caplen,
-		  int *ncap)
+		  int *ncap, int *literals)
 {
 	*ncap = 0;
+	*literals = 0;
 	const char *p = pattern, *s = path;
 	while (*p && *s) {
 		if (*p != '/' || *s != '/')
 			return false;
 		p++, s++;
 		size_t pl = strcspn(p, "/"), sl = strcspn(s, "/");
+		if (*p == '{' && p[pl - 2] == '+') {
+			/* {name+}: the rest of the path, slashes and all (an image name such as
+			 * "localhost:5000/app:1", sent URL-encoded and decoded by the server). */
+			if (!*s || *ncap == API_MAX_PARAMS || p[pl])
+				return false;
+			caps[*ncap] = s;
+			caplen[(*ncap)++] = strlen(s);
+			return true;
+		}
 		if (*p == '{') {
 			if (sl == 0 || *ncap == API_MAX_PARAMS)
 				return false;
@@ -76,6 +87,8 @@ static bool match(const char *pattern, const char *path, const char **caps, size
 			caplen[(*ncap)++] = sl;
 		} else if (pl != sl || strncmp(p, s, pl) != 0) {
 			return false;
+		} else {
+			(*literals)++;
 		}
 		p += pl, s += sl;
 	}
@@ -94,11 +107,21 @@ const api_route *api_route_match_in(const api_route *table, size_t ntable, api_r
 	size_t caplen[API_MAX_PARAMS];
 	int ncap = 0;
 	const api_route *routes = table;
+	/* A literal segment wins over a parameter (OpenAPI's rule): /v1/images/pull is the
+	 * pull route for every method, never the image named "pull". */
+	int best = -1;
 	for (size_t i = 0; i < ntable; i++) {
 		const char *c[API_MAX_PARAMS];
 		size_t cl[API_MAX_PARAMS];
-		int n;
-		if (!match(routes[i].pattern, path, c, cl, &n))
+		int n, lit;
+		if (match(routes[i].pattern, path, c, cl, &n, &lit) && lit > best)
+			best = lit;
+	}
+	for (size_t i = 0; i < ntable; i++) {
+		const char *c[API_MAX_PARAMS];
+		size_t cl[API_MAX_PARAMS];
+		int n, lit;
+		if (!match(routes[i].pattern, path, c, cl, &n, &lit) || lit != best)
 			continue;
 		*path_known = true;
 		size_t used = strlen(allow);

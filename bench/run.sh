@@ -69,7 +69,7 @@ want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 exec 9<"$REPO/bench"
 flock -n 9 || die "another make bench is running from $REPO; wait for it"
 for f in "$SL" "$DRV" "$IMAGE_TAR" "$BUILD/sandlot-init" "$BUILD/sandlot-archive.so" "$BUILD/sandlot-api.so" \
-	"$BUILD/sandlot-net.so"; do
+	"$BUILD/sandlot-net.so" "$BUILD/sandlot-registry.so"; do
 	[ -e "$f" ] || die "$f is missing: run \`make all images build/bench-driver\` first"
 done
 
@@ -111,7 +111,7 @@ BEFORE=$(host_state)
 # sandlot-archive.so and ../seccomp/default.json next to the binary.
 mkdir -p "$ROOT/bin" "$ROOT/seccomp"
 cp "$SL" "$BUILD/sandlot-init" "$BUILD/sandlot-archive.so" "$BUILD/sandlot-api.so" \
-	"$BUILD/sandlot-net.so" "$DRV" "$ROOT/bin/"
+	"$BUILD/sandlot-net.so" "$BUILD/sandlot-registry.so" "$DRV" "$ROOT/bin/"
 cp "$REPO/seccomp/default.json" "$ROOT/seccomp/"
 SL=$ROOT/bin/sandlot DRV=$ROOT/bin/bench-driver
 export SANDLOT_STATE_DIR=$ROOT/state SANDLOT_RUN_DIR=$ROOT/run
@@ -120,7 +120,7 @@ CRUN_ROOT=$ROOT/crun
 CRUN=(crun --root "$CRUN_ROOT")
 CID=slbench$$ # prefix of every crun container id (and so of its cgroups)
 HUGETLB_MOUNTED='' HUGETLB_MADE=''
-SERVE_PID=
+SERVE_PID= REGISTRY_PID=
 ROWS=$ROOT/rows.tsv DENS=$ROOT/density.tsv
 : >"$ROWS"
 : >"$DENS"
@@ -180,6 +180,10 @@ cleanup() {
 	set +e
 	trap - EXIT INT TERM
 	stop_serve
+	if [ -n "$REGISTRY_PID" ]; then
+		kill -KILL "$REGISTRY_PID" 2>/dev/null
+		wait "$REGISTRY_PID" 2>/dev/null
+	fi
 	wait_releasers
 	[ -d "$SANDLOT_STATE_DIR" ] && sandlot_remove_all
 	[ -d "$CRUN_ROOT" ] && crun_remove_all
@@ -842,6 +846,44 @@ bench_images() {
 		-v sandlot "$SL" run --image flat10 -- /bin/true \; \
 		-v 1-layer "$SL" run --image flat1 -- /bin/true \;)
 	time_rows image-layers "CLI one-shot from a 10-layer image" "$out" 1-layer 1.2
+	bench_pull
+}
+
+# `sandlot image pull` of a ~100 MB 5-layer image (oci_fixture.py big) from Debian's
+# docker-registry on 127.0.0.1 against `skopeo copy` of it to an OCI directory. Each run
+# starts cold: sandlot's blob cache emptied and the image removed (its layers with it),
+# skopeo's directory removed, inside the timed command for both.
+bench_pull() {
+	if ! command -v docker-registry >/dev/null || ! command -v skopeo >/dev/null; then
+		SKIPPED+=("image-pull: docker-registry or skopeo absent (scripts/setup)")
+		return 0
+	fi
+	local port
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	printf 'version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' \
+		"$ROOT/registry" "$port" >"$ROOT/registry.yml"
+	docker-registry serve "$ROOT/registry.yml" >"$ROOT/registry.log" 2>&1 &
+	REGISTRY_PID=$!
+	local i
+	for ((i = 0; i < 100; i++)); do
+		curl -sf "http://127.0.0.1:$port/v2/" >/dev/null && break
+		sleep 0.05
+	done
+	python3 "$REPO/tests/e2e/oci_fixture.py" "$IMAGE_TAR" "$ROOT/oci-big" big &&
+		skopeo --insecure-policy copy -q --dest-tls-verify=false "oci:$ROOT/oci-big:latest" \
+			"docker://127.0.0.1:$port/big:1" ||
+		{ failed "image-pull: make and push the image"; return 0; }
+	local ref=127.0.0.1:$port/big:1 runs=$((RUNS < 10 ? RUNS : 10))
+	say "images: sandlot image pull of a 100 MB 5-layer image vs skopeo copy to an OCI dir ($runs runs each, interleaved)"
+	local out
+	out=$(measure "image pull" --runs "$runs" --warmup 1 --pause "$PAUSE" \
+		-v sandlot sh -c "rm -rf '$SANDLOT_STATE_DIR/images/blobs/sha256'; '$SL' image rm '$ref' >/dev/null 2>&1; exec '$SL' image pull -q '$ref' >/dev/null" \; \
+		-v skopeo sh -c "rm -rf '$ROOT/skopeo-out'; exec skopeo --insecure-policy copy -q --src-tls-verify=false 'docker://$ref' 'oci:$ROOT/skopeo-out:latest'" \;)
+	time_rows image-pull "image pull, 100 MB in 5 layers, local registry" "$out" skopeo 1.3
+	kill -KILL "$REGISTRY_PID" 2>/dev/null
+	wait "$REGISTRY_PID" 2>/dev/null || true
+	REGISTRY_PID=
+	rm -rf "$ROOT/registry" "$ROOT/skopeo-out" "$ROOT/oci-big"
 }
 want oneshot && bench_oneshot
 want exec && quiesce "the exec section" && bench_exec

@@ -29,6 +29,9 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv);
 int cmd_key(sl_ctx *ctx, int argc, char **argv);
 int cmd_code(sl_ctx *ctx, int argc, char **argv);
 int cmd_image_build(sl_ctx *ctx, int argc, char **argv);
+/* --registry-mirror URL, --insecure-registry HOST[:PORT] (added to the list) or
+ * --auth-file PATH into CFG; 0, or -1 having printed why. */
+int cli_registry_flag(sl_config *cfg, const char *flag, const char *value);
 /* `doctor` opens the runtime itself: not being able to is its exit 2. */
 int cmd_doctor(int argc, char **argv);
 

@@ -9,7 +9,10 @@
 
 #include "cli.h"
 #include "image.h"
+#include "pull.h"
 #include "storage.h"
+
+#define OCI_MAX_LAYERS_CLI 128 /* oci.h's OCI_MAX_LAYERS */
 
 static int image_import_cmd(sl_ctx *ctx, int argc, char **argv)
 {
@@ -46,6 +49,143 @@ static int image_import_cmd(sl_ctx *ctx, int argc, char **argv)
 		return cli_fail(&err);
 	if (img.picked[0]) /* an index of several platforms: say which was taken */
 		fprintf(stderr, "sandlot: image %s: took the %s manifest\n", img.name, img.picked);
+	printf("%s %s\n", img.name, img.digest);
+	return 0;
+}
+
+int cli_registry_flag(sl_config *cfg, const char *flag, const char *value)
+{
+	char *dst = cfg->registry_auth;
+	size_t len = sizeof(cfg->registry_auth);
+	if (!strcmp(flag, "--registry-mirror"))
+		dst = cfg->registry_mirror, len = sizeof(cfg->registry_mirror);
+	if (!strcmp(flag, "--insecure-registry")) {
+		size_t used = strlen(cfg->insecure_registries);
+		if (used + strlen(value) + 2 > sizeof(cfg->insecure_registries) ||
+		    strpbrk(value, ", ")) {
+			fprintf(stderr, "sandlot: %s \"%s\": one host[:port], and fewer in all\n",
+				flag, value);
+			return -1;
+		}
+		snprintf(cfg->insecure_registries + used, sizeof(cfg->insecure_registries) - used,
+			 "%s%s", used ? "," : "", value);
+		return 0;
+	}
+	if (strlen(value) >= len) {
+		fprintf(stderr, "sandlot: %s: too long\n", flag);
+		return -1;
+	}
+	snprintf(dst, len, "%s", value);
+	return 0;
+}
+
+/* `docker pull`'s display: a line per layer, redrawn in place on a terminal; elsewhere
+ * each change of a layer's status once (not every byte count). */
+struct pull_view {
+	bool tty;
+	size_t lines; /* printed so far */
+	struct {
+		char id[13], status[32];
+		size_t line;
+	} rows[OCI_MAX_LAYERS_CLI];
+	size_t nrows;
+};
+
+static void pull_bytes(char *buf, size_t len, uint64_t n)
+{
+	if (n >= 1000000000)
+		snprintf(buf, len, "%.2fGB", n / 1e9);
+	else if (n >= 1000000)
+		snprintf(buf, len, "%.1fMB", n / 1e6);
+	else
+		snprintf(buf, len, "%.1fkB", n / 1e3);
+}
+
+static void pull_show(void *arg, const char *status, const char *layer, uint64_t cur,
+		      uint64_t total)
+{
+	struct pull_view *v = arg;
+	if (!layer[0]) {
+		fprintf(stderr, "%s\n", status);
+		v->lines++;
+		return;
+	}
+	size_t k = 0;
+	while (k < v->nrows && strcmp(v->rows[k].id, layer))
+		k++;
+	bool downloading = !strcmp(status, "Downloading");
+	if (k == v->nrows) {
+		if (k == OCI_MAX_LAYERS_CLI)
+			return;
+		snprintf(v->rows[k].id, sizeof(v->rows[k].id), "%s", layer);
+		v->rows[k].line = v->lines++;
+		v->rows[k].status[0] = '\0';
+		v->nrows++;
+		if (v->tty)
+			fputc('\n', stderr);
+	} else if (!v->tty && downloading && !strcmp(v->rows[k].status, status)) {
+		return;
+	}
+	snprintf(v->rows[k].status, sizeof(v->rows[k].status), "%s", status);
+	char text[128], a[16], b[16];
+	if (downloading) {
+		pull_bytes(a, sizeof(a), cur);
+		pull_bytes(b, sizeof(b), total);
+		snprintf(text, sizeof(text), "%s: %s %s/%s", layer, status, a, b);
+	} else {
+		snprintf(text, sizeof(text), "%s: %s", layer, status);
+	}
+	if (!v->tty) {
+		fprintf(stderr, "%s\n", text);
+		return;
+	}
+	size_t up = v->lines - v->rows[k].line;
+	fprintf(stderr, "\033[%zuA\r\033[2K%s\033[%zuB\r", up, text, up);
+	fflush(stderr);
+}
+
+static int image_pull_cmd(sl_ctx *ctx, int argc, char **argv)
+{
+	const char *ref = NULL, *name = NULL;
+	bool quiet = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--name") && i + 1 < argc)
+			name = argv[++i];
+		else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))
+			quiet = true;
+		else if ((!strcmp(argv[i], "--registry-mirror") ||
+			  !strcmp(argv[i], "--insecure-registry") ||
+			  !strcmp(argv[i], "--auth-file")) &&
+			 i + 1 < argc) {
+			if (cli_registry_flag(&ctx->cfg, argv[i], argv[i + 1]) < 0)
+				return EXIT_SANDLOT;
+			i++;
+		} else if (!ref && argv[i][0] != '-')
+			ref = argv[i];
+		else
+			return cli_usage("image pull: unexpected argument \"%s\"", argv[i]);
+	}
+	if (!ref)
+		return cli_usage("image pull REF [--name NAME] [--registry-mirror URL] "
+				 "[--insecure-registry HOST[:PORT]] [--auth-file config.json] [-q]");
+	static struct pull_view view;
+	view.tty = isatty(2);
+	sl_pull_opts o = {.name = name,
+			  .auth_file = ctx->cfg.registry_auth,
+			  .mirror = ctx->cfg.registry_mirror,
+			  .insecure = ctx->cfg.insecure_registries,
+			  .floor = &ctx->cfg.min_free,
+			  .progress = quiet ? NULL : pull_show,
+			  .arg = &view};
+	sl_image img;
+	sl_err err = {0};
+	int r = store_ensure(&ctx->cfg, &err);
+	if (r == 0)
+		r = image_pull(ctx->cfg.state_dir, ref, &o, &img, &err);
+	if (r < 0)
+		return cli_fail(&err);
+	if (img.picked[0] && !quiet)
+		fprintf(stderr, "took the %s manifest\n", img.picked);
 	printf("%s %s\n", img.name, img.digest);
 	return 0;
 }
@@ -169,9 +309,11 @@ static int image_rm_cmd(sl_ctx *ctx, int argc, char **argv)
 int cmd_image(sl_ctx *ctx, int argc, char **argv)
 {
 	if (argc < 2)
-		return cli_usage("image: import, ls, inspect, rm or build");
+		return cli_usage("image: import, pull, ls, inspect, rm or build");
 	if (!strcmp(argv[1], "import"))
 		return image_import_cmd(ctx, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "pull"))
+		return image_pull_cmd(ctx, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "ls"))
 		return image_ls_cmd(ctx, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "rm"))
@@ -180,5 +322,5 @@ int cmd_image(sl_ctx *ctx, int argc, char **argv)
 		return image_inspect_cmd(ctx, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "build"))
 		return cmd_image_build(ctx, argc - 1, argv + 1);
-	return cli_usage("image: unknown subcommand \"%s\" (import, ls, inspect, rm, build)", argv[1]);
+	return cli_usage("image: unknown subcommand \"%s\" (import, pull, ls, inspect, rm, build)", argv[1]);
 }

@@ -22,7 +22,7 @@ static const char usage[] =
 	"  pause|resume|stop|start ID...\n"
 	"  snapshot create ID [--name N]   snapshot ls   snapshot rm ID|NAME\n"
 	"  volume create NAME   volume ls   volume rm NAME\n"
-	"  image import NAME FILE|-   image ls   image rm NAME   image build RECIPE|default\n"
+	"  image import NAME FILE|-   image pull REF   image ls   image rm NAME   image build RECIPE|default\n"
 	"  doctor [--repair] [--format json]   find (and remove) what is broken or orphaned;\n"
 	"         exit 0 clean, 1 problems found (left), 2 could not check\n"
 	"\n"

@@ -87,7 +87,7 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	enum { O_SOCKET = 256, O_LISTEN, O_REMOTE, O_STATE, O_MAXBODY, O_MAXUP, O_PREVIEW,
 	       O_APT, O_PIPIDX, O_WHEELS, O_NPM, O_POOL, O_TLSCERT, O_TLSKEY, O_ALLOWUID,
 	       O_PROVDEF, O_CONNTO, O_MAXCONNS, O_MAXCLIENT,
-	       O_MAXDISK, O_MINFREE, O_MAXIMPORTS };
+	       O_MAXDISK, O_MINFREE, O_MAXIMPORTS, O_REGMIRROR, O_INSECURE, O_AUTHFILE };
 	static const struct option opts[] = {
 	    {"socket", required_argument, 0, O_SOCKET},
 	    {"listen", required_argument, 0, O_LISTEN},
@@ -111,6 +111,9 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	    {"max-disk", required_argument, 0, O_MAXDISK},
 	    {"min-free", required_argument, 0, O_MINFREE},
 	    {"max-imports", required_argument, 0, O_MAXIMPORTS},
+	    {"registry-mirror", required_argument, 0, O_REGMIRROR},
+	    {"insecure-registry", required_argument, 0, O_INSECURE},
+	    {"auth-file", required_argument, 0, O_AUTHFILE},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -124,6 +127,8 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	const char *src[4] = {NULL};
 	/* Disk grants: the environment's (config.c), or these flags. */
 	const char *grants[3] = {NULL};
+	const char *reg[32][2];
+	size_t nreg = 0;
 	sl_err err = {0};
 	optind = 1;
 	opterr = 0;
@@ -196,6 +201,17 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 		case O_MAXIMPORTS:
 			grants[c - O_MAXDISK] = optarg;
 			break;
+		case O_REGMIRROR:
+		case O_INSECURE:
+		case O_AUTHFILE:
+			/* Applied after --state-dir, which reloads the configuration. */
+			if (nreg == sizeof(reg) / sizeof(reg[0]))
+				return cli_usage("serve: too many registry options");
+			reg[nreg][0] = c == O_REGMIRROR	 ? "--registry-mirror"
+				       : c == O_INSECURE ? "--insecure-registry"
+							 : "--auth-file";
+			reg[nreg++][1] = optarg;
+			break;
 		case O_APT:
 		case O_PIPIDX:
 		case O_WHEELS:
@@ -241,6 +257,9 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			     "imports: 507 below it);\n"
 			     "--max-imports: image imports at once (429 past it). "
 			     "docs/storage.md.\n"
+			     "                     [--registry-mirror URL] [--insecure-registry "
+			     "HOST[:PORT] (repeatable)] [--auth-file config.json]\n"
+			     "   (image pulls, POST /v1/images/pull; docs/images.md, \"Pulling\")\n"
 			     "The unix socket (default <run dir>/sandlot.sock, mode 0660) needs no "
 			     "key;\n"
 			     "TCP clients send the key `sandlot key` prints.");
@@ -255,6 +274,9 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 		return EXIT_SANDLOT;
 	if (grants_apply(&ctx->cfg, grants, &err) < 0)
 		return cli_fail(&err);
+	for (size_t i = 0; i < nreg; i++)
+		if (cli_registry_flag(&ctx->cfg, reg[i][0], reg[i][1]) < 0)
+			return EXIT_SANDLOT;
 	char *dst[4] = {ctx->cfg.apt_mirror, ctx->cfg.pip_index, ctx->cfg.pip_wheels,
 			ctx->cfg.npm_registry};
 	size_t len[4] = {sizeof(ctx->cfg.apt_mirror), sizeof(ctx->cfg.pip_index),

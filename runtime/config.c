@@ -111,6 +111,10 @@ int config_load(sl_config *cfg, sl_err *err)
 	set_str(cfg->pip_index, sizeof(cfg->pip_index), "SANDLOT_PIP_INDEX", "");
 	set_str(cfg->pip_wheels, sizeof(cfg->pip_wheels), "SANDLOT_PIP_WHEELS", "");
 	set_str(cfg->npm_registry, sizeof(cfg->npm_registry), "SANDLOT_NPM_REGISTRY", "");
+	set_str(cfg->registry_mirror, sizeof(cfg->registry_mirror), "SANDLOT_REGISTRY_MIRROR", "");
+	set_str(cfg->insecure_registries, sizeof(cfg->insecure_registries),
+		"SANDLOT_INSECURE_REGISTRIES", "");
+	set_str(cfg->registry_auth, sizeof(cfg->registry_auth), "SANDLOT_REGISTRY_AUTH", "");
 	const char *p = getenv("SANDLOT_DEFAULT_PIDS");
 	cfg->def_pids = p && *p ? strtoull(p, NULL, 10) : 512;
 	p = getenv("SANDLOT_TOMBSTONES_MAX");

@@ -36,6 +36,11 @@ typedef struct sl_config {
 	 * SANDLOT_APT_MIRROR, SANDLOT_PIP_INDEX, SANDLOT_PIP_WHEELS, SANDLOT_NPM_REGISTRY;
 	 * `sandlot serve --apt-mirror/--pip-index/--pip-wheels/--npm-registry` set them. */
 	char apt_mirror[1024], pip_index[1024], pip_wheels[PATH_MAX / 4], npm_registry[1024];
+	/* Image pulls (docs/images.md, "Pulling"): SANDLOT_REGISTRY_MIRROR (for docker.io),
+	 * SANDLOT_INSECURE_REGISTRIES (comma-separated host[:port]s allowed plain http),
+	 * SANDLOT_REGISTRY_AUTH (docker's config.json; "": <state>/auth.json); `image pull`
+	 * and `serve` take --registry-mirror, --insecure-registry and --auth-file. */
+	char registry_mirror[1024], insecure_registries[1024], registry_auth[PATH_MAX / 4];
 	/* Sandbox networking (docs/network.md): the bridge (also our nftables table's
 	 * name), its subnet ("" picks a free one), and the DNS servers given to sandboxes
 	 * ("" copies the host's non-loopback ones). */

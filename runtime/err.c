@@ -76,9 +76,10 @@ static const char *const kind_codes[] = {
 	[SL_INTERNAL] = "INTERNAL",
 	[SL_UNAUTH] = "UNAUTHENTICATED",
 	[SL_NOSPACE] = "INSUFFICIENT_STORAGE",
+	[SL_UPSTREAM] = "BAD_GATEWAY",
 };
 
 const char *sl_kind_code(sl_kind kind)
 {
-	return kind <= SL_NOSPACE ? kind_codes[kind] : "INTERNAL";
+	return kind <= SL_UPSTREAM ? kind_codes[kind] : "INTERNAL";
 }

@@ -17,6 +17,7 @@ typedef enum sl_kind {
 	SL_INTERNAL,  /* INTERNAL */
 	SL_UNAUTH,    /* UNAUTHENTICATED */
 	SL_NOSPACE,   /* INSUFFICIENT_STORAGE: the host's disk is below its free-space floor */
+	SL_UPSTREAM,  /* BAD_GATEWAY: a registry unreachable, failing (5xx), or cut off */
 } sl_kind;
 
 typedef struct sl_err {

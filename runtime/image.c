@@ -50,18 +50,43 @@ int img_path(char *buf, size_t len, sl_err *err,
 int image_name_check(const char *name, sl_err *err)
 {
 	size_t n = name ? strlen(name) : 0;
-	bool ok = n >= 1 && n <= 64 &&
+	bool ok = n >= 1 && n <= IMAGE_NAME_MAX &&
 		  ((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9'));
-	for (size_t i = 1; ok && i < n; i++)
-		ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
-		     name[i] == '.' || name[i] == '_' || name[i] == '-';
+	for (size_t i = 1; ok && i < n; i++) {
+		char c = name[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			     (c >= '0' && c <= '9');
+		/* A pulled reference ("localhost:5000/team/app:1.0", "app@sha256:..."): every
+		 * path component starts with a letter or digit, so none is "", "." or "..". */
+		ok = alnum || c == '.' || c == '_' || c == '-' || c == ':' || c == '@' ||
+		     (c == '/' && i + 1 < n &&
+		      ((name[i + 1] >= 'a' && name[i + 1] <= 'z') ||
+		       (name[i + 1] >= '0' && name[i + 1] <= '9')));
+	}
+	if (ok && !strncmp(name, "sha256:", 7))
+		return sl_fail(err, SL_INVALID, 0,
+			       "image name '%.80s' is invalid: a digest names an image, it is not "
+			       "a name", name);
 	if (!ok)
 		return sl_fail(
 		    err, SL_INVALID, 0,
-		    "image name '%.80s' is invalid: use 1-64 characters from a-z 0-9 . _ "
-		    "-, starting with a letter or digit",
-		    name ? name : "");
+		    "image name '%.80s' is invalid: use 1-%d characters from a-z A-Z 0-9 . _ - : "
+		    "@ /, starting with a lowercase letter or digit, each /-separated part too",
+		    name ? name : "", IMAGE_NAME_MAX);
 	return 0;
+}
+
+/* <state>/images/names/<name>.json, a '/' of a pulled reference stored as '+' (which no
+ * name has), so every record is one file of names/. */
+int img_record_path(const char *state_dir, const char *name, char *buf, size_t len,
+		    sl_err *err)
+{
+	char file[IMAGE_NAME_MAX + 1];
+	snprintf(file, sizeof(file), "%s", name);
+	for (char *c = file; *c; c++)
+		if (*c == '/')
+			*c = '+';
+	return img_path(buf, len, err, "%s/images/names/%s.json", state_dir, file);
 }
 
 /* A user as `useradd` or docker's USER would take it: name, uid, or user:group. */
@@ -213,10 +238,11 @@ int image_scratch_collect(const char *state_dir, bool remove)
  * them through an id-mapped nosuid mount): on the host they are root's alone, in
  * directories no other user can enter, on a mount that honours neither set-id bits nor
  * device nodes (image_store_secure). */
-static int img_prepare(const char *state_dir, sl_err *err)
+int img_prepare(const char *state_dir, sl_err *err)
 {
-	static const char *const dirs[] = {"images", "images/layers", "images/names",
-					   "images/tmp", "images/diffs", "images/meta"};
+	static const char *const dirs[] = {"images",	  "images/layers", "images/names",
+					   "images/tmp",  "images/diffs",  "images/meta",
+					   "images/blobs", "images/blobs/sha256"};
 	if (state_private_dir(state_dir, 0700, err) < 0)
 		return -1;
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
@@ -416,7 +442,7 @@ static int img_record_parse(const char *text, const char *path, sl_image *out, s
 int img_load(const char *state_dir, const char *name, sl_image *out, sl_err *err)
 {
 	char p[PATH_MAX];
-	if (img_path(p, sizeof(p), err, "%s/images/names/%s.json", state_dir, name) < 0)
+	if (img_record_path(state_dir, name, p, sizeof(p), err) < 0)
 		return -1;
 	_cleanup_free_ char *text = NULL;
 	if (state_read_file(p, IMG_JSON_MAX, &text, NULL, err) < 0)
@@ -526,8 +552,11 @@ static int img_list(const char *state_dir, bool everyones, sl_image **out, size_
 		size_t len = strlen(de->d_name);
 		if (de->d_name[0] == '.' || len <= 5 || strcmp(de->d_name + len - 5, ".json"))
 			continue;
-		char name[80];
+		char name[IMAGE_NAME_MAX + 8];
 		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
+		for (char *c = name; *c; c++)
+			if (*c == '+')
+				*c = '/';
 		if (image_name_check(name, NULL) < 0)
 			continue;
 		if (cnt == cap) {
@@ -633,7 +662,7 @@ static int img_commit(const char *state_dir, const char *tmp, const sl_image *im
 	char layer[PATH_MAX], rec[PATH_MAX];
 	if (image_layer_path(state_dir, img->digest, layer, sizeof(layer)) < 0)
 		return sl_fail(err, SL_INTERNAL, errno, "image store: layer path");
-	if (img_path(rec, sizeof(rec), err, "%s/images/names/%s.json", state_dir, img->name) < 0)
+	if (img_record_path(state_dir, img->name, rec, sizeof(rec), err) < 0)
 		return -1;
 	_cleanup_unlock_ int lock = img_lock(state_dir, err);
 	if (lock < 0)
@@ -715,8 +744,8 @@ int image_import(const char *state_dir, const sl_space_floor *floor, const char 
 	snprintf(img.format, sizeof(img.format), "tar");
 	img.nlayers = 1;
 	sl_crash_point("import-extracted"); /* the tree in images/tmp, nothing committed */
-	int c = img_import_container(state_dir, floor, tmp, user_or_null, workdir_or_null, &img,
-				     err);
+	int c = img_import_container(state_dir, floor, tmp, NULL, user_or_null, workdir_or_null,
+				     &img, err);
 	if (c <= 0) {
 		sl_err e;
 		if (fs_remove_tree(tmp, &e) < 0)
@@ -739,6 +768,25 @@ int image_import(const char *state_dir, const sl_space_floor *floor, const char 
 	return 0;
 }
 
+int img_import_layout(const char *state_dir, const sl_space_floor *floor, const char *name,
+		      const char *tree, const char *format, sl_image *out, sl_err *err)
+{
+	if (image_name_check(name, err) < 0 || img_prepare(state_dir, err) < 0)
+		return -1;
+	sl_image img = {0};
+	snprintf(img.name, sizeof(img.name), "%s", name);
+	img.created = (int64_t)time(NULL);
+	snprintf(img.owner, sizeof(img.owner), "%s", owner_acting());
+	int c = img_import_container(state_dir, floor, tree, format, NULL, NULL, &img, err);
+	if (c > 0)
+		return sl_fail(err, SL_INVALID, 0, "import image %s: %s is not an image layout",
+			       name, tree);
+	if (c < 0)
+		return sl_wrap(err, "import image %s", name);
+	*out = img;
+	return 0;
+}
+
 /* Does any image of ALL (a container image) hold the layer DIFF? */
 static bool img_layer_used(const char *state_dir, const sl_image *all, size_t n,
 			   const char *diff)
@@ -754,6 +802,17 @@ static bool img_layer_used(const char *state_dir, const sl_image *all, size_t n,
 		}
 	}
 	return false;
+}
+
+/* <state>/images/blobs/sha256/<hex> of DIGEST removed, if a pull left it there. */
+static void img_blob_drop(const char *state_dir, const char *digest)
+{
+	char p[PATH_MAX];
+	sl_err e;
+	if (img_path(p, sizeof(p), &e, "%s/images/blobs/sha256/%s", state_dir,
+		     img_digest_hex(digest)) == 0 &&
+	    unlink(p) < 0 && errno != ENOENT)
+		sl_log(SL_LOG_WARN, "image store: remove %s: %s", p, strerror(errno));
 }
 
 /* Under the store lock, IMG's name gone and no other name on its digest: move its tree,
@@ -789,7 +848,12 @@ static int img_doom_unused(const char *state_dir, const sl_image *img, const sl_
 			return -1;
 		if (rename(p, to) < 0 && errno != ENOENT)
 			return sl_sysfail(err, "move layer %s away", p);
+		/* A pull's cached blob of the layer goes with it (complete: no one fetches it). */
+		const cJSON *b = cJSON_GetObjectItemCaseSensitive(l, "blob");
+		if (cJSON_IsString(b) && img_digest_hex(b->valuestring))
+			img_blob_drop(state_dir, b->valuestring);
 	}
+	img_blob_drop(state_dir, img->digest); /* the config's, when it was pulled */
 	return 0;
 }
 
@@ -889,7 +953,7 @@ int image_remove(const char *state_dir, const char *name, sl_err *err)
 		return -1;
 	char rec[PATH_MAX], names[PATH_MAX];
 	_cleanup_scratch_ struct img_scratch doomed = {.fd = -1};
-	if (img_path(rec, sizeof(rec), err, "%s/images/names/%s.json", state_dir, name) < 0 ||
+	if (img_record_path(state_dir, name, rec, sizeof(rec), err) < 0 ||
 	    img_path(names, sizeof(names), err, "%s/images/names", state_dir) < 0)
 		return -1;
 	if (access(rec, F_OK) < 0 && errno == ENOENT)

@@ -22,8 +22,9 @@ typedef struct sl_image {
 	/* The key that imported or built it (owner.h). The admin's ("") are every key's
 	 * base images, to use but not to replace or remove; a key's own are its alone. */
 	char owner[SL_OWNER_LEN];
-	/* "tar" (a root filesystem tarball), "docker-archive" or "oci-archive" (a
-	 * container image: its config is image_config's; the digest is its config's). */
+	/* "tar" (a root filesystem tarball), "docker-archive", "oci-archive" or
+	 * "registry" (a container image, imported or pulled: its config is image_config's;
+	 * the digest is its config's). */
 	char format[16];
 	char platform[32]; /* container images: "linux/amd64"; "" for a tarball */
 	uint32_t nlayers;  /* a tarball's is 1 */
@@ -35,7 +36,10 @@ typedef struct sl_image {
 	char picked[160];
 } sl_image;
 
-/* 0 when NAME matches [a-z0-9][a-z0-9._-]{0,63}, else SL_INVALID saying so. */
+#define IMAGE_NAME_MAX 127
+
+/* 0 when NAME is [a-z0-9] then up to 126 of [a-zA-Z0-9._-:@/], each '/' followed by
+ * [a-z0-9] (a pulled reference: "localhost:5000/app:1"), not "sha256:..."; else SL_INVALID. */
 int image_name_check(const char *name, sl_err *err);
 
 /* Import the tar archive read from FD (file or pipe; tar, .gz, .zst, .xz, .bz2) as NAME,

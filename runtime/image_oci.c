@@ -371,7 +371,7 @@ static int oi_commit(struct oci_import *x, const char *flat, const sl_image *img
 	if (image_layer_path(x->state_dir, img->digest, tree, sizeof(tree)) < 0)
 		return sl_fail(err, SL_INTERNAL, errno, "image store: layer path");
 	if (img_meta_path(x->state_dir, img->digest, meta, sizeof(meta), err) < 0 ||
-	    img_path(rec, sizeof(rec), err, "%s/images/names/%s.json", x->state_dir, img->name) < 0)
+	    img_record_path(x->state_dir, img->name, rec, sizeof(rec), err) < 0)
 		return -1;
 	_cleanup_free_ char *meta_json = oi_meta_json(x);
 	_cleanup_free_ char *rec_json = img_record_json(img);
@@ -482,7 +482,8 @@ static int oi_import(struct oci_import *x, const char *user, const char *workdir
 }
 
 int img_import_container(const char *state_dir, const sl_space_floor *floor, const char *tree,
-			 const char *user, const char *workdir, sl_image *img, sl_err *err)
+			 const char *format, const char *user, const char *workdir,
+			 sl_image *img, sl_err *err)
 {
 	struct oci_import x = {.state_dir = state_dir, .floor = floor, .err = err,
 			       .work = {.fd = -1}};
@@ -499,6 +500,8 @@ int img_import_container(const char *state_dir, const sl_space_floor *floor, con
 		close(x.root);
 		return 1;
 	}
+	if (format && x.via_index)
+		x.format = format;
 	int rc = oi_import(&x, user, workdir, img);
 	oi_release(&x);
 	return rc;

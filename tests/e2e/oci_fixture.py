@@ -15,6 +15,8 @@ Usage: oci_fixture.py BUSYBOX_TAR OUT_DIR SCENARIO
   escape | whdotdot | crosslink   one hostile layer over busybox (`../x`, `.wh...`,
               a hardlink to a file of the layer below).
   flat1 | flat10  the same tree as 1 layer or as 10 (the create-time bench).
+  big         busybox and 4 layers of 25 MB of incompressible bytes (~100 MB, the pull
+              bench: make bench, section images).
 """
 import gzip
 import hashlib
@@ -74,11 +76,11 @@ class Layout:
             f.write(data)
         return {"mediaType": media, "digest": d, "size": len(data)}
 
-    def image(self, tars, config_extra, arch="amd64"):
+    def image(self, tars, config_extra, arch="amd64", level=9):
         layers, diff_ids = [], []
         for t in tars:
             diff_ids.append(sha(t))
-            gz = gzip.compress(t, mtime=0)
+            gz = gzip.compress(t, compresslevel=level, mtime=0)
             layers.append(self.blob(gz, "application/vnd.oci.image.layer.v1.tar+gzip"))
         cfg = {"architecture": arch, "os": "linux", "config": config_extra,
                "rootfs": {"type": "layers", "diff_ids": diff_ids}}
@@ -194,6 +196,14 @@ def main():
                         for k in range(10)]
         tars = parts if SCEN == "flat10" else [make_flat(parts)]
         m = lo.image(tars, {"Cmd": ["true"]})
+        lo.index([tagged(m)])
+    elif SCEN == "big":
+        import random
+        rnd = random.Random(39)
+        tars = [bb] + [make_tar([entry("big", "dir"),
+                                 entry("big/part%d" % k, data=rnd.randbytes(25 << 20))])
+                       for k in range(4)]
+        m = lo.image(tars, {"Cmd": ["true"]}, level=1)
         lo.index([tagged(m)])
     else:
         sys.exit("unknown scenario " + SCEN)

@@ -4,8 +4,9 @@
 #include "http.h"
 
 /* Input: "<method>\n<path>". A route found has that method and a pattern the path
- * matches segment by segment; each captured parameter is one whole, non-empty segment;
- * the Allow list (server.c's 64 bytes) is a terminated string. */
+ * matches segment by segment; each captured parameter is one whole, non-empty segment,
+ * but a last {name+} (an image name) is the whole non-empty rest of the path; the Allow
+ * list (server.c's 64 bytes) is a terminated string. */
 
 static size_t count_params(const char *pattern)
 {
@@ -24,9 +25,15 @@ static void check(const api_route *hit, api_req *r, const char *method, const ch
 		return;
 	if (!known || strcmp(hit->method, method) || (size_t)r->nparam != count_params(hit->pattern))
 		abort();
-	for (int i = 0; i < r->nparam; i++)
-		if (!r->param[i][0] || strchr(r->param[i], '/') || !strstr(path, r->param[i]))
+	const char *rest = strstr(hit->pattern, "+}");
+	for (int i = 0; i < r->nparam; i++) {
+		bool whole_rest = rest && i == r->nparam - 1;
+		size_t pl = strlen(path), vl = strlen(r->param[i]);
+		if (!r->param[i][0] || (!whole_rest && strchr(r->param[i], '/')) ||
+		    !strstr(path, r->param[i]) ||
+		    (whole_rest && (vl > pl || strcmp(path + pl - vl, r->param[i]))))
 			abort();
+	}
 }
 
 static void route_in(const api_route *table, size_t n, const char *method, const char *path,

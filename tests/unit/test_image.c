@@ -2,6 +2,7 @@
  * metadata from the image and from flags, removal, and failed or racing imports. */
 #include "fsutil.h"
 #include "image.h"
+#include "pull.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -284,10 +285,16 @@ static void test_bad_names(void **state)
 			     "Upper",
 			     "-lead",
 			     ".hidden",
-			     "a/b",
+			     "a/.b",
+			     "a/../b",
+			     "a//b",
+			     "a/",
+			     "a/-b",
 			     "..",
 			     "a b",
-			     "x:y",
+			     "x+y",
+			     "sha256:0123456789ab",
+			     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 			     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		sl_image img;
@@ -300,11 +307,63 @@ static void test_bad_names(void **state)
 	}
 	sl_err err;
 	assert_int_equal(image_name_check("0k._-x", &err), 0);
+	/* Pulled references are names too. */
+	assert_int_equal(image_name_check("a/b", &err), 0);
+	assert_int_equal(image_name_check("x:Y", &err), 0);
+	assert_int_equal(image_name_check("localhost:5000/team/app:1.0", &err), 0);
+	assert_int_equal(image_name_check("app@sha256:0123", &err), 0);
 	assert_int_equal(
 	    image_name_check("a234567890123456789012345678901234567890123456789012345678901234",
 			     &err),
 	    0);
 	assert_int_equal(access(f->state, F_OK), -1); /* refused before touching the store */
+}
+
+static void test_ref_parse(void **state)
+{
+	static const struct {
+		const char *in, *domain, *repo, *tag, *digest, *name;
+	} ok[] = {
+	    {"python:3.12-slim", "docker.io", "library/python", "3.12-slim", "", "python:3.12-slim"},
+	    {"busybox", "docker.io", "library/busybox", "latest", "", "busybox:latest"},
+	    {"docker.io/library/busybox:1", "docker.io", "library/busybox", "1", "", "busybox:1"},
+	    {"team/app", "docker.io", "team/app", "latest", "", "team/app:latest"},
+	    {"docker.io/a.b/c:1", "docker.io", "a.b/c", "1", "", "docker.io/a.b/c:1"},
+	    {"docker.io/localhost/c", "docker.io", "localhost/c", "latest", "",
+	     "docker.io/localhost/c:latest"},
+	    {"localhost:5000/foo:1", "localhost:5000", "foo", "1", "", "localhost:5000/foo:1"},
+	    {"localhost/foo", "localhost", "foo", "latest", "", "localhost/foo:latest"},
+	    {"ghcr.io/a/b/c:v1.2", "ghcr.io", "a/b/c", "v1.2", "", "ghcr.io/a/b/c:v1.2"},
+	    {"127.0.0.1:5000/x@sha256:"
+	     "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	     "127.0.0.1:5000", "x", "",
+	     "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	     "127.0.0.1:5000/x@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
+	     "cdef"},
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		sl_image_ref r;
+		sl_err err;
+		if (image_ref_parse(ok[i].in, &r, &err) < 0)
+			fail_msg("%s: %s", ok[i].in, err.msg);
+		assert_string_equal(r.domain, ok[i].domain);
+		assert_string_equal(r.repo, ok[i].repo);
+		assert_string_equal(r.tag, ok[i].tag);
+		assert_string_equal(r.digest, ok[i].digest);
+		assert_string_equal(r.name, ok[i].name);
+		assert_int_equal(image_name_check(r.name, &err), 0);
+	}
+	static const char *const bad[] = {
+	    "", "Upper/x", "x:", "x:-tag", "x@sha256:12", "x@md5:0123", "a//b", "/x", "x/",
+	    "host:5000/../x", "a b", "x:tag/y", ".x", "x y:1",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		sl_image_ref r;
+		sl_err err;
+		if (image_ref_parse(bad[i], &r, &err) == 0)
+			fail_msg("'%s' parsed as %s / %s", bad[i], r.domain, r.repo);
+		assert_int_equal(err.kind, SL_INVALID);
+	}
 }
 
 static void test_failed_import_leaves_nothing(void **state)
@@ -421,6 +480,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_failed_import_leaves_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_layer_path, setup, teardown),
+	    cmocka_unit_test(test_ref_parse),
 	    cmocka_unit_test_setup_teardown(test_leftovers_collected, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent_imports, setup, teardown),
 	};
