@@ -213,7 +213,7 @@ int image_scratch_collect(const char *state_dir, bool remove)
  * them through an id-mapped nosuid mount): on the host they are root's alone, in
  * directories no other user can enter, on a mount that honours neither set-id bits nor
  * device nodes (image_store_secure). */
-static int img_prepare(const char *state_dir, sl_err *err)
+int img_prepare(const char *state_dir, sl_err *err)
 {
 	static const char *const dirs[] = {"images", "images/layers", "images/names",
 					   "images/tmp", "images/diffs", "images/meta"};

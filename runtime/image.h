@@ -85,4 +85,10 @@ int image_layer_path(const char *state_dir, const char *digest, char *buf, size_
 int image_scratch_collect(const char *state_dir, bool remove);
 int image_store_secure(const char *state_dir, sl_err *err);
 
+/* A built image (runtime/build.c) as NAME: LAYOUT is an OCI image layout directory whose
+ * new layers are plain tar blobs; a layer blob it leaves out is the store's layer of that
+ * diff id (the base image's). Committed as an import is (format "dockerfile"). */
+int image_import_build(const char *state_dir, const sl_space_floor *floor, const char *name,
+		       const char *layout, sl_image *out, sl_err *err);
+
 #endif
