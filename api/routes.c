@@ -47,6 +47,8 @@ static const api_route v1_routes[] = {
 	{ "GET",    "/v1/images", API_BODY_NONE, api_images_list, NULL, NULL },
 	{ "POST",   "/v1/images", API_BODY_RAW, api_images_post,
 		    api_images_post_begin, api_images_post_chunk },
+	{ "POST",   "/v1/images/build", API_BODY_RAW, api_images_build,
+		    api_images_build_begin, api_images_build_chunk },
 	{ "GET",    "/v1/images/{name}", API_BODY_NONE, api_images_get, NULL, NULL },
 	{ "DELETE", "/v1/images/{name}", API_BODY_NONE, api_images_delete, NULL, NULL },
 	{ "GET",    "/v1/volumes", API_BODY_NONE, api_volumes_list, NULL, NULL },
@@ -94,11 +96,21 @@ const api_route *api_route_match_in(const api_route *table, size_t ntable, api_r
 	size_t caplen[API_MAX_PARAMS];
 	int ncap = 0;
 	const api_route *routes = table;
+	/* A path that a route names literally is that route's (POST /v1/images/build is
+	 * not the image "build"): routes with parameters then do not match it. */
+	bool literal = false;
+	for (size_t i = 0; i < ntable && !literal; i++) {
+		const char *c[API_MAX_PARAMS];
+		size_t cl[API_MAX_PARAMS];
+		int n;
+		literal = !strchr(routes[i].pattern, '{') && match(routes[i].pattern, path, c, cl, &n);
+	}
 	for (size_t i = 0; i < ntable; i++) {
 		const char *c[API_MAX_PARAMS];
 		size_t cl[API_MAX_PARAMS];
 		int n;
-		if (!match(routes[i].pattern, path, c, cl, &n))
+		if ((literal && strchr(routes[i].pattern, '{')) ||
+		    !match(routes[i].pattern, path, c, cl, &n))
 			continue;
 		*path_known = true;
 		size_t used = strlen(allow);

@@ -1194,3 +1194,30 @@ int build_image(sl_ctx *ctx, const sl_build_opts *o, sl_image *out, sl_err *err)
 		*out = img;
 	return rc;
 }
+
+int build_image_from_tar(sl_ctx *ctx, const sl_build_opts *o, int tar_fd, sl_image *out,
+			 sl_err *err)
+{
+	char dir[PATH_MAX], tmp[PATH_MAX];
+	uint64_t r;
+	snprintf(tmp, sizeof(tmp), "%s/images/build/tmp", ctx->cfg.state_dir);
+	if (state_mkdirs(tmp, 0700, err) < 0)
+		return -1;
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		return sl_sysfail(err, "build: random");
+	snprintf(dir, sizeof(dir), "%s/ctx-%016llx", tmp, (unsigned long long)r);
+	sl_archive_limits lim;
+	archive_limits_default(&lim);
+	lim.min_free = ctx->cfg.min_free;
+	char hex[65];
+	uint64_t bytes;
+	if (archive_extract_counted(tar_fd, dir, &lim, hex, &bytes, err) < 0)
+		return sl_wrap(err, "build: the context archive");
+	sl_build_opts o2 = *o;
+	o2.context = dir;
+	int rc = build_image(ctx, &o2, out, err);
+	sl_err e;
+	if (fs_remove_tree(dir, &e) < 0)
+		sl_log(SL_LOG_WARN, "build: %s", e.msg);
+	return rc;
+}

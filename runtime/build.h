@@ -30,4 +30,10 @@ bool build_is_dockerfile_dir(const char *dir, const char *dockerfile_or_null);
  * the step cache (<state>/images/build) keeps the steps that finished. */
 int build_image(sl_ctx *ctx, const sl_build_opts *o, sl_image *out, sl_err *err);
 
+/* The same with the context read as a tar archive from TAR_FD (to its end; any hostile-
+ * archive rule of imports refuses it) into a scratch directory, removed afterwards;
+ * O->context is ignored. */
+int build_image_from_tar(sl_ctx *ctx, const sl_build_opts *o, int tar_fd, sl_image *out,
+			 sl_err *err);
+
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void put(const char *dir, const char *name, const char *text)
@@ -247,6 +248,88 @@ static void test_recipe_still_builds(void **state)
 	free(dir);
 }
 
+/* POST /v1/images/build: the context as a tar body, progress as JSON lines. */
+static char *tar_of(const char *dir)
+{
+	char *file = e2e_printf("%s.tar", dir);
+	char *cmd = e2e_printf("tar -C '%s' -cf '%s' .", dir, file);
+	if (system(cmd) != 0)
+		fail_msg("%s failed", cmd);
+	free(cmd);
+	return file;
+}
+
+static void post_build(e2e_resp *r, const char *query, const char *dir)
+{
+	char *file = tar_of(dir);
+	size_t len;
+	char *body = e2e_read_file_len(file, &len);
+	char *path = e2e_printf("/v1/images/build?%s", query);
+	e2e_http_q(r, &(e2e_req){.method = "POST", .path = path, .body = body, .len = len,
+				 .timeout_ms = 300000});
+	free(path);
+	free(body);
+	free(file);
+}
+
+static void test_api(void **state)
+{
+	e2e_daemon d;
+	char *sock = e2e_printf("%s/build.sock", e2e_root());
+	char *captures = e2e_printf("%s/build-captures.jsonl", e2e_root());
+	e2e_daemon_start(&d, sock, false, NULL);
+	e2e_http_use(&d, captures);
+	char *dir = context("api");
+	put(dir, "greeting", "hello over the API\n");
+	put(dir, "build/Dockerfile.app", "FROM busybox\nCOPY greeting /g\nRUN cat /g\n"
+					 "CMD [\"cat\", \"/g\"]\n");
+	e2e_resp r;
+	post_build(&r, "name=apibuilt&dockerfile=build/Dockerfile.app&network=false", dir);
+	assert_int_equal(r.status, 200);
+	if (!e2e_contains(r.body, "{\"stream\":\"STEP 1/4: FROM busybox\"}\n") ||
+	    !e2e_contains(r.body, "{\"stream\":\"  hello over the API\"}\n") ||
+	    !e2e_contains(r.body, "{\"image\":{\"name\":\"apibuilt\""))
+		fail_msg("unexpected answer:\n%s", r.body);
+	e2e_resp_free(&r);
+	char *out = e2e_sandlot_ok("run", "--image", "apibuilt", NULL);
+	assert_string_equal(out, "hello over the API");
+	free(out);
+	/* A failed build: the last line is the error, naming the line. */
+	put(dir, "Dockerfile", "FROM busybox\nRUN exit 7\n");
+	post_build(&r, "name=apifail", dir);
+	assert_int_equal(r.status, 200);
+	if (!e2e_contains(r.body, "{\"error\":{\"code\":\"INVALID_ARGUMENT\",\"message\":\"Dockerfile "
+				  "line 2: RUN exit 7: exit code 7"))
+		fail_msg("unexpected answer:\n%s", r.body);
+	e2e_resp_free(&r);
+	/* Bad parameters: refused before the body. */
+	post_build(&r, "name=Bad/Name", dir);
+	assert_int_equal(r.status, 400);
+	e2e_resp_free(&r);
+	post_build(&r, "dockerfile=Dockerfile", dir);
+	assert_int_equal(r.status, 400);
+	e2e_resp_free(&r);
+	e2e_http(&r, "DELETE", "/v1/images/apibuilt", NULL);
+	assert_int_equal(r.status, 204);
+	e2e_resp_free(&r);
+	assert_nothing_half_made();
+	char *cmd = e2e_printf("/usr/bin/python3 tests/api/spec_check.py --spec api/openapi.yaml "
+			       "--sources api --socket %s --captures %s 2>&1",
+			       sock, captures);
+	FILE *f = popen(cmd, "r");
+	char buf[4096];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	int st = pclose(f);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("spec check failed:\n%s", buf);
+	e2e_daemon_stop(&d);
+	free(cmd);
+	free(dir);
+	free(sock);
+	free(captures);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -254,6 +337,7 @@ int main(void)
 	    E2E_TEST(test_cache),
 	    E2E_TEST(test_errors),
 	    E2E_TEST(test_recipe_still_builds),
+	    E2E_TEST(test_api),
 	};
 	return e2e_run_tests(tests);
 }
