@@ -458,6 +458,23 @@ static int run_plan(struct walker *w)
 	size_t dl = strlen(dest);
 	bool dest_dir = dest[dl - 1] == '/' || total > 1 ||
 			(w->sink && w->sink->is_dir && w->sink->is_dir(w->sink, dest));
+	/* Directories a --chown copy makes on the way are the new owner's too (as buildah
+	 * and BuildKit make them). */
+	if (rc == 0 && w->sink && p->chown) {
+		char up[4096];
+		snprintf(up, sizeof(up), "%s", dest);
+		if (!dest_dir && strrchr(up, '/'))
+			*strrchr(up, '/') = '\0';
+		for (char *c = strchr(up + 1, '/'); rc == 0; c = strchr(c + 1, '/')) {
+			if (c)
+				*c = '\0';
+			if (up[0] && strcmp(up, "/") && !w->sink->is_dir(w->sink, up))
+				rc = w->sink->mkdir(w->sink, up, 0755, p->chown);
+			if (!c)
+				break;
+			*c = '/';
+		}
+	}
 	for (size_t i = 0; rc == 0 && i < p->nsrcs; i++)
 		for (size_t j = 0; rc == 0 && j < counts[i]; j++) {
 			const char *rel = all[i][j];
