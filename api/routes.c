@@ -84,9 +84,12 @@ static bool match(const char *pattern, const char *path, const char **caps, size
 	return !*p && !*s;
 }
 
-const api_route *api_route_match_in(const api_route *table, size_t ntable, api_req *r,
-				    const char *method, const char *path, bool *path_known,
-				    char *allow, size_t allow_len)
+/* LITERAL_WINS (/v1 only; the façades' tables keep their order): a path that a route
+ * names literally is that route's (POST /v1/images/build is not the image "build"), so
+ * routes with parameters do not match it. */
+static const api_route *route_match(const api_route *table, size_t ntable, bool literal_wins,
+				    api_req *r, const char *method, const char *path,
+				    bool *path_known, char *allow, size_t allow_len)
 {
 	*path_known = false;
 	if (allow_len)
@@ -96,10 +99,8 @@ const api_route *api_route_match_in(const api_route *table, size_t ntable, api_r
 	size_t caplen[API_MAX_PARAMS];
 	int ncap = 0;
 	const api_route *routes = table;
-	/* A path that a route names literally is that route's (POST /v1/images/build is
-	 * not the image "build"): routes with parameters then do not match it. */
 	bool literal = false;
-	for (size_t i = 0; i < ntable && !literal; i++) {
+	for (size_t i = 0; literal_wins && i < ntable && !literal; i++) {
 		const char *c[API_MAX_PARAMS];
 		size_t cl[API_MAX_PARAMS];
 		int n;
@@ -134,11 +135,18 @@ const api_route *api_route_match_in(const api_route *table, size_t ntable, api_r
 	return hit;
 }
 
+const api_route *api_route_match_in(const api_route *table, size_t ntable, api_req *r,
+				    const char *method, const char *path, bool *path_known,
+				    char *allow, size_t allow_len)
+{
+	return route_match(table, ntable, false, r, method, path, path_known, allow, allow_len);
+}
+
 const api_route *api_route_match(api_req *r, const char *method, const char *path, bool *path_known,
 				 char *allow, size_t allow_len)
 {
-	return api_route_match_in(v1_routes, sizeof(v1_routes) / sizeof(v1_routes[0]), r, method, path,
-				  path_known, allow, allow_len);
+	return route_match(v1_routes, sizeof(v1_routes) / sizeof(v1_routes[0]), true, r, method,
+			   path, path_known, allow, allow_len);
 }
 
 /* The compatibility façades (api/compat/), asked in this order before /v1. */
