@@ -309,6 +309,14 @@ static void test_api(void **state)
 	post_build(&r, "dockerfile=Dockerfile", dir);
 	assert_int_equal(r.status, 400);
 	e2e_resp_free(&r);
+	e2e_http(&r, "GET", "/v1/images/apibuilt", NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(cJSON_GetObjectItem(r.json, "format")->valuestring, "dockerfile");
+	assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "config"), "cmd"), 0)->valuestring, "cat");
+	e2e_resp_free(&r);
+	e2e_http(&r, "GET", "/v1/images/build", NULL);
+	assert_int_equal(r.status, 405);
+	e2e_resp_free(&r);
 	e2e_http(&r, "DELETE", "/v1/images/apibuilt", NULL);
 	assert_int_equal(r.status, 204);
 	e2e_resp_free(&r);
