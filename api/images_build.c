@@ -15,8 +15,8 @@ typedef struct build_job {
 	char owner[SL_OWNER_LEN];
 	char name[128], dockerfile[256];
 	bool has_dockerfile, network;
-	int rfd, wfd;	   /* the upload: request body -> the build thread */
-	int out_r, out_w;  /* the progress: the build thread -> the response */
+	int rfd, wfd;	  /* the upload: request body -> the build thread */
+	int out_r, out_w; /* the progress: the build thread -> the response */
 	pthread_t thread;
 	bool started, joined, reader_gone;
 } build_job;
@@ -122,7 +122,8 @@ int api_images_build_begin(api_req *r, sl_err *err)
 	bool network = false;
 	if (!name)
 		return sl_fail(err, SL_INVALID, 0, "?name: required (the image's name)");
-	if (image_name_check(name, err) < 0 || api_query_bool(r, "network", false, &network, err) < 0)
+	if (image_name_check(name, err) < 0 ||
+	    api_query_bool(r, "network", false, &network, err) < 0)
 		return -1;
 	if (df && (!*df || strlen(df) >= 256))
 		return sl_fail(err, SL_INVALID, 0,
@@ -187,7 +188,8 @@ static ssize_t progress_read(void *cls, uint64_t pos, char *buf, size_t max)
 			return n;
 		if (n < 0 && errno == EINTR)
 			continue;
-		return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+		return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
+			      : MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 }
 
@@ -205,9 +207,8 @@ enum MHD_Result api_images_build(api_req *r)
 		close(j->wfd);
 		j->wfd = -1;
 	}
-	struct MHD_Response *resp =
-	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, progress_read, j,
-					      progress_free);
+	struct MHD_Response *resp = MHD_create_response_from_callback(
+	    MHD_SIZE_UNKNOWN, 4096, progress_read, j, progress_free);
 	if (!resp)
 		return api_fail(r, SL_INTERNAL, "build: out of memory");
 	r->upload = NULL;

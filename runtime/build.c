@@ -106,7 +106,8 @@ static const char *env_get(const cJSON *env, const char *name)
 	const cJSON *e;
 	cJSON_ArrayForEach(e, env)
 	{
-		if (cJSON_IsString(e) && !strncmp(e->valuestring, name, n) && e->valuestring[n] == '=')
+		if (cJSON_IsString(e) && !strncmp(e->valuestring, name, n) &&
+		    e->valuestring[n] == '=')
 			return e->valuestring + n + 1;
 	}
 	return NULL;
@@ -165,8 +166,8 @@ static int expand(struct build *b, const struct stage *st, const df_instr *in, c
 }
 
 /* The expanded words of IN's text (JSON form: its array, expanded one by one). */
-static int expand_words(struct build *b, const struct stage *st, const df_instr *in,
-			char ***words, size_t *n)
+static int expand_words(struct build *b, const struct stage *st, const df_instr *in, char ***words,
+			size_t *n)
 {
 	if (in->json) {
 		char **v = calloc(in->argc + 1, sizeof(*v));
@@ -303,10 +304,8 @@ static cJSON *docker_config(const struct stage *st)
 		cJSON_AddStringToObject(cc, "User", u);
 	if (*w)
 		cJSON_AddStringToObject(cc, "WorkingDir", w);
-	static const char *const pairs[][2] = {{"env", "Env"},
-					       {"entrypoint", "Entrypoint"},
-					       {"cmd", "Cmd"},
-					       {"labels", "Labels"}};
+	static const char *const pairs[][2] = {
+	    {"env", "Env"}, {"entrypoint", "Entrypoint"}, {"cmd", "Cmd"}, {"labels", "Labels"}};
 	for (size_t i = 0; i < 4; i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, pairs[i][0]);
 		if (v && !cJSON_IsNull(v) && cJSON_GetArraySize(v) > 0)
@@ -448,11 +447,8 @@ static int step_sandbox(struct build *b, struct stage *st, struct sandbox_step *
 	if (stage_image(b, st, &img) < 0)
 		return -1;
 	const char *labels[] = {"sandlot.build=1", NULL};
-	sl_create_opts co = {.image = img.name,
-			     .user = "root",
-			     .workdir = "/",
-			     .labels = labels,
-			     .ephemeral = true};
+	sl_create_opts co = {
+	    .image = img.name, .user = "root", .workdir = "/", .labels = labels, .ephemeral = true};
 	co.net.enabled = b->o->network;
 	if (sandbox_create(b->ctx, &co, &s->sb, b->err) < 0)
 		return sl_wrap(b->err, "start the build sandbox");
@@ -645,8 +641,7 @@ static struct stage *stage_ref(struct build *b, const char *ref, size_t before)
 	return NULL;
 }
 
-static int stage_from_image(struct build *b, struct stage *st, const df_instr *in,
-			    const char *ref)
+static int stage_from_image(struct build *b, struct stage *st, const df_instr *in, const char *ref)
 {
 	sl_image img;
 	sl_err e = {0};
@@ -673,7 +668,8 @@ static int stage_from_image(struct build *b, struct stage *st, const df_instr *i
 			struct layer *l = &st->layers[st->nlayers++];
 			snprintf(l->digest, sizeof(l->digest), "%s",
 				 cJSON_GetObjectItemCaseSensitive(x, "digest")->valuestring);
-			l->size = (uint64_t)cJSON_GetObjectItemCaseSensitive(x, "size")->valuedouble;
+			l->size =
+			    (uint64_t)cJSON_GetObjectItemCaseSensitive(x, "size")->valuedouble;
 		}
 		cJSON_DeleteItemFromObjectCaseSensitive(cfg, "layers");
 		cJSON_DeleteItemFromObjectCaseSensitive(cfg, "platform");
@@ -751,7 +747,8 @@ static int do_from(struct build *b, const df_instr *in)
 			memcpy(st->key, prev->key, sizeof(st->key));
 			st->layers = calloc(prev->nlayers + 1, sizeof(*st->layers));
 			if (st->layers)
-				memcpy(st->layers, prev->layers, prev->nlayers * sizeof(*st->layers));
+				memcpy(st->layers, prev->layers,
+				       prev->nlayers * sizeof(*st->layers));
 			st->nlayers = prev->nlayers;
 			cJSON_Delete(st->cfg);
 			st->cfg = cJSON_Duplicate(prev->cfg, true);
@@ -893,7 +890,8 @@ static int do_expose(struct build *b, struct stage *st, const df_instr *in)
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		char *end;
 		long p = strtol(w[i], &end, 10);
-		if (p < 1 || p > 65535 || (*end && strcasecmp(end, "/tcp") && strcasecmp(end, "/udp"))) {
+		if (p < 1 || p > 65535 ||
+		    (*end && strcasecmp(end, "/tcp") && strcasecmp(end, "/udp"))) {
 			rc = sl_fail(b->err, SL_INVALID, 0,
 				     "Dockerfile line %d: EXPOSE %.40s: a port 1-65535, optionally "
 				     "/tcp or /udp",
@@ -901,7 +899,8 @@ static int do_expose(struct build *b, struct stage *st, const df_instr *in)
 			break;
 		}
 		char name[32];
-		snprintf(name, sizeof(name), "%ld/%s", p, *end ? (end[1] == 'u' || end[1] == 'U') ? "udp" : "tcp" : "tcp");
+		snprintf(name, sizeof(name), "%ld/%s", p,
+			 *end ? (end[1] == 'u' || end[1] == 'U') ? "udp" : "tcp" : "tcp");
 		bool have = false;
 		const cJSON *x;
 		cJSON_ArrayForEach(x, ports) have |= !strcmp(x->valuestring, name);
@@ -948,10 +947,11 @@ static int do_copy(struct build *b, struct stage *st, size_t si, const df_instr 
 		if (src)
 			rc = stage_image(b, src, &img);
 		else if (image_lookup(b->ctx->cfg.state_dir, from, &img, b->err) < 0)
-			rc = sl_fail(b->err, SL_NOTFOUND, 0,
-				     "Dockerfile line %d: COPY --from=%s: no earlier stage or local "
-				     "image of that name",
-				     in->line, from);
+			rc =
+			    sl_fail(b->err, SL_NOTFOUND, 0,
+				    "Dockerfile line %d: COPY --from=%s: no earlier stage or local "
+				    "image of that name",
+				    in->line, from);
 		if (rc == 0 &&
 		    image_layer_path(b->ctx->cfg.state_dir, img.digest, tree, sizeof(tree)) < 0)
 			rc = sl_fail(b->err, SL_INTERNAL, errno, "build: image %s", img.name);
@@ -1044,7 +1044,8 @@ static int step(struct build *b, const df_instr *in)
 		_cleanup_free_ char *x = NULL;
 		rc = expand(b, st, in, in->rest, &x);
 		if (rc == 0)
-			cJSON_ReplaceItemInObjectCaseSensitive(st->cfg, "user", cJSON_CreateString(x));
+			cJSON_ReplaceItemInObjectCaseSensitive(st->cfg, "user",
+							       cJSON_CreateString(x));
 		break;
 	}
 	case DF_CMD:
@@ -1052,7 +1053,8 @@ static int step(struct build *b, const df_instr *in)
 		st->cmd_set = true;
 		break;
 	case DF_ENTRYPOINT:
-		cJSON_ReplaceItemInObjectCaseSensitive(st->cfg, "entrypoint", command_of(b, st, in));
+		cJSON_ReplaceItemInObjectCaseSensitive(st->cfg, "entrypoint",
+						       command_of(b, st, in));
 		if (!st->cmd_set)
 			cJSON_ReplaceItemInObjectCaseSensitive(st->cfg, "cmd", cJSON_CreateNull());
 		break;
@@ -1157,10 +1159,13 @@ static int build_run(struct build *b, sl_image *out)
 	b->nsteps = b->df.n;
 	for (size_t i = 0; i < b->df.n; i++) {
 		const df_instr *in = &b->df.v[i];
-		say(b, "STEP %zu/%zu: %s%s%s %.300s", i + 1, b->nsteps, dockerfile_kind_name(in->kind),
-		    in->flags[0] ? " " : "", in->flags, in->rest);
-		if (b->ntmp + 4 >= MAX_TMP_IMAGES)
+		say(b, "STEP %zu/%zu: %s%s%s %.300s", i + 1, b->nsteps,
+		    dockerfile_kind_name(in->kind), in->flags[0] ? " " : "", in->flags, in->rest);
+		if (b->ntmp + 4 >= MAX_TMP_IMAGES) {
 			tmp_images_remove(b);
+			for (size_t k = 0; k < b->nstages; k++)
+				b->stages[k].tmp_image[0] = '\0';
+		}
 		if (step(b, in) < 0)
 			return -1;
 	}

@@ -26,8 +26,8 @@
 int bc_open_in(int rootfd, const char *path, int flags, sl_err *err)
 {
 	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
-			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS |
-					  RESOLVE_NO_XDEV};
+			       .resolve =
+				   RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
 	const char *p = path;
 	while (*p == '/')
 		p++;
@@ -63,8 +63,8 @@ int bc_ignore_load(bc_ignore *ig, int ctxfd, sl_err *err)
 	char line[4096];
 	while (fgets(line, sizeof(line), f)) {
 		char *s = line, *end = line + strlen(line);
-		while (end > s && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' ||
-				   end[-1] == '\t'))
+		while (end > s &&
+		       (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
 			*--end = '\0';
 		while (*s == ' ' || *s == '\t')
 			s++;
@@ -138,7 +138,7 @@ struct walker {
 	const bc_plan *p;
 	struct sink *sink; /* NULL: hash */
 	struct sha256_ctx h;
-	bool ignore; /* sources from the context: .dockerignore applies */
+	bool ignore;	 /* sources from the context: .dockerignore applies */
 	bool keep_owner; /* an ADD's extracted archive */
 	sl_err *err;
 };
@@ -297,8 +297,8 @@ static bool has_glob(const char *s)
 
 static bool is_tarball(const char *name)
 {
-	static const char *const ext[] = {".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2",
-					  ".tar.xz", ".txz", ".tar.zst", ".tar.zstd", NULL};
+	static const char *const ext[] = {".tar",    ".tar.gz", ".tgz",	    ".tar.bz2",	 ".tbz2",
+					  ".tar.xz", ".txz",	".tar.zst", ".tar.zstd", NULL};
 	size_t l = strlen(name);
 	for (size_t i = 0; ext[i]; i++) {
 		size_t e = strlen(ext[i]);
@@ -443,10 +443,11 @@ static int run_plan(struct walker *w)
 	int rc = all && counts ? 0 : sl_fail(w->err, SL_EXHAUSTED, ENOMEM, "build");
 	for (size_t i = 0; rc == 0 && i < p->nsrcs; i++) {
 		if (strstr(p->srcs[i], "://")) {
-			rc = sl_fail(w->err, SL_NOTIMPL, 0,
-				     "%s %.200s: URLs are not supported (sandlot never downloads for "
-				     "a build; fetch it in a RUN with --network)",
-				     what, p->srcs[i]);
+			rc = sl_fail(
+			    w->err, SL_NOTIMPL, 0,
+			    "%s %.200s: URLs are not supported (sandlot never downloads for "
+			    "a build; fetch it in a RUN with --network)",
+			    what, p->srcs[i]);
 			break;
 		}
 		rc = expand_src(w, p->srcs[i], &all[i], &counts[i]);

@@ -28,9 +28,9 @@ typedef struct bc_plan {
 	const char *const *srcs;
 	size_t nsrcs;
 	const char *dest;
-	int ctxfd;		  /* where sources are looked up (RESOLVE_IN_ROOT) */
-	const bc_ignore *ignore;  /* NULL: nothing ignored */
-	const char *scratch;	  /* a directory for ADD's extracted archives */
+	int ctxfd;		 /* where sources are looked up (RESOLVE_IN_ROOT) */
+	const bc_ignore *ignore; /* NULL: nothing ignored */
+	const char *scratch;	 /* a directory for ADD's extracted archives */
 } bc_plan;
 
 /* PATH opened under ROOTFD as if ROOTFD were "/" (openat2 RESOLVE_IN_ROOT). */

@@ -13,16 +13,18 @@
 #include <strings.h>
 
 static const char *const kind_names[] = {
-    [DF_FROM] = "FROM",	    [DF_RUN] = "RUN",	  [DF_COPY] = "COPY",
-    [DF_ADD] = "ADD",	    [DF_ENV] = "ENV",	  [DF_ARG] = "ARG",
-    [DF_WORKDIR] = "WORKDIR", [DF_USER] = "USER", [DF_CMD] = "CMD",
-    [DF_ENTRYPOINT] = "ENTRYPOINT", [DF_LABEL] = "LABEL", [DF_EXPOSE] = "EXPOSE",
+    [DF_FROM] = "FROM",	      [DF_RUN] = "RUN",
+    [DF_COPY] = "COPY",	      [DF_ADD] = "ADD",
+    [DF_ENV] = "ENV",	      [DF_ARG] = "ARG",
+    [DF_WORKDIR] = "WORKDIR", [DF_USER] = "USER",
+    [DF_CMD] = "CMD",	      [DF_ENTRYPOINT] = "ENTRYPOINT",
+    [DF_LABEL] = "LABEL",     [DF_EXPOSE] = "EXPOSE",
     [DF_SHELL] = "SHELL",
 };
 
 /* Known to docker, refused here with the reason (docs/images.md lists them). */
-static const char *const unsupported[] = {"HEALTHCHECK", "ONBUILD", "STOPSIGNAL", "VOLUME",
-					  "MAINTAINER", NULL};
+static const char *const unsupported[] = {"HEALTHCHECK", "ONBUILD",    "STOPSIGNAL",
+					  "VOLUME",	 "MAINTAINER", NULL};
 
 const char *dockerfile_kind_name(df_kind kind)
 {
@@ -149,8 +151,8 @@ static int parse_instr(char *text, int line, df_instr *in, sl_err *err)
 	for (;;) {
 		while (isspace((unsigned char)*p))
 			p++;
-		if (strncmp(p, "--", 2) || (kind != DF_COPY && kind != DF_ADD && kind != DF_FROM &&
-					    kind != DF_RUN))
+		if (strncmp(p, "--", 2) ||
+		    (kind != DF_COPY && kind != DF_ADD && kind != DF_FROM && kind != DF_RUN))
 			break;
 		char *f = p;
 		while (*p && !isspace((unsigned char)*p))
@@ -160,8 +162,8 @@ static int parse_instr(char *text, int line, df_instr *in, sl_err *err)
 		if (!flag_allowed(in->kind, f)) {
 			free(flags.s);
 			return sl_fail(err, SL_INVALID, 0,
-				       "Dockerfile line %d: %s does not support the flag %.60s", line,
-				       kind_names[kind], f);
+				       "Dockerfile line %d: %s does not support the flag %.60s",
+				       line, kind_names[kind], f);
 		}
 		if (flags.len)
 			buf_addc(&flags, ' ');
@@ -299,7 +301,8 @@ int dockerfile_expand(const char *in, df_lookup_fn lookup, void *arg, char **out
 	for (const char *p = in; *p;) {
 		if (b.len > DF_MAX_EXPANDED) {
 			free(b.s);
-			return sl_fail(err, SL_TOOLARGE, 0, "substitution: the result is over %d bytes",
+			return sl_fail(err, SL_TOOLARGE, 0,
+				       "substitution: the result is over %d bytes",
 				       DF_MAX_EXPANDED);
 		}
 		if (*p == '\'') {
@@ -345,10 +348,11 @@ int dockerfile_expand(const char *in, df_lookup_fn lookup, void *arg, char **out
 			}
 			if (!nl || *p != '}') {
 				free(b.s);
-				return sl_fail(err, SL_INVALID, 0,
-					       "bad substitution in '%.80s' (supported: $NAME, ${NAME}, "
-					       "${NAME:-word}, ${NAME:+word})",
-					       in);
+				return sl_fail(
+				    err, SL_INVALID, 0,
+				    "bad substitution in '%.80s' (supported: $NAME, ${NAME}, "
+				    "${NAME:-word}, ${NAME:+word})",
+				    in);
 			}
 			p++;
 			const char *v = lookup(arg, name);
@@ -357,7 +361,9 @@ int dockerfile_expand(const char *in, df_lookup_fn lookup, void *arg, char **out
 				_cleanup_free_ char *w = strndup(word, wl), *x = NULL;
 				if (!w || dockerfile_expand(w, lookup, arg, &x, err) < 0) {
 					free(b.s);
-					return w ? -1 : sl_fail(err, SL_EXHAUSTED, ENOMEM, "substitution");
+					return w ? -1
+						 : sl_fail(err, SL_EXHAUSTED, ENOMEM,
+							   "substitution");
 				}
 				buf_add(&b, x, strlen(x));
 			} else if (op == '+') {
@@ -389,9 +395,10 @@ int dockerfile_expand(const char *in, df_lookup_fn lookup, void *arg, char **out
 	}
 	if (b.oom || b.len > DF_MAX_EXPANDED) {
 		free(b.s);
-		return b.oom ? sl_fail(err, SL_EXHAUSTED, ENOMEM, "substitution")
-			     : sl_fail(err, SL_TOOLARGE, 0,
-				       "substitution: the result is over %d bytes", DF_MAX_EXPANDED);
+		return b.oom
+			   ? sl_fail(err, SL_EXHAUSTED, ENOMEM, "substitution")
+			   : sl_fail(err, SL_TOOLARGE, 0,
+				     "substitution: the result is over %d bytes", DF_MAX_EXPANDED);
 	}
 	*out = b.s;
 	return 0;

@@ -30,11 +30,11 @@ typedef enum df_kind {
 
 typedef struct df_instr {
 	df_kind kind;
-	int line;     /* where the instruction starts (1-based) */
-	char *flags;  /* "--from=a --chown=1:1" as written ("" when none) */
-	char *rest;   /* the text after the keyword and flags, continuations joined */
-	bool json;    /* RUN/CMD/ENTRYPOINT/SHELL/COPY/ADD written as a JSON array */
-	char **argv;  /* json: the array (NULL-terminated) */
+	int line;    /* where the instruction starts (1-based) */
+	char *flags; /* "--from=a --chown=1:1" as written ("" when none) */
+	char *rest;  /* the text after the keyword and flags, continuations joined */
+	bool json;   /* RUN/CMD/ENTRYPOINT/SHELL/COPY/ADD written as a JSON array */
+	char **argv; /* json: the array (NULL-terminated) */
 	size_t argc;
 } df_instr;
 

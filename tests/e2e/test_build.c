@@ -86,7 +86,8 @@ static void test_multistage_and_config(void **state)
 	    "COPY --from=builder /src/out.txt ./\n"
 	    "COPY --chown=1000:1000 . /ctx/\n"
 	    "USER 1000\n"
-	    "CMD [\"sh\", \"-c\", \"echo mode=$APP_MODE place=$PLACE; pwd; id -u; cat out.txt\"]\n");
+	    "CMD [\"sh\", \"-c\", \"echo mode=$APP_MODE place=$PLACE; pwd; id -u; cat "
+	    "out.txt\"]\n");
 	char *tag = e2e_printf("%s", "multi");
 	e2e_result r;
 	if (e2e_sandlot(&r, NULL, 0, "image", "build", "-t", tag, "--build-arg", "GREETING=arg",
@@ -106,7 +107,8 @@ static void test_multistage_and_config(void **state)
 	e2e_result_free(&r);
 	/* The context under /ctx, owned by 1000, without what .dockerignore names. */
 	if (e2e_sandlot(&r, NULL, 0, "run", "--image", "multi", "--", "sh", "-c",
-			"stat -c '%u:%g %a %n' /ctx/hello.txt /ctx/sub/a.txt; ls -a /ctx", NULL) != 0)
+			"stat -c '%u:%g %a %n' /ctx/hello.txt /ctx/sub/a.txt; ls -a /ctx",
+			NULL) != 0)
 		fail_msg("run failed (%d): %s %s", r.status, r.out, r.err);
 	assert_true(e2e_contains(r.out, "1000:1000 644 /ctx/hello.txt"));
 	assert_true(e2e_contains(r.out, "1000:1000 644 /ctx/sub/a.txt"));
@@ -265,8 +267,9 @@ static void post_build(e2e_resp *r, const char *query, const char *dir)
 	size_t len;
 	char *body = e2e_read_file_len(file, &len);
 	char *path = e2e_printf("/v1/images/build?%s", query);
-	e2e_http_q(r, &(e2e_req){.method = "POST", .path = path, .body = body, .len = len,
-				 .timeout_ms = 300000});
+	e2e_http_q(
+	    r, &(e2e_req){
+		   .method = "POST", .path = path, .body = body, .len = len, .timeout_ms = 300000});
 	free(path);
 	free(body);
 	free(file);
@@ -281,8 +284,9 @@ static void test_api(void **state)
 	e2e_http_use(&d, captures);
 	char *dir = context("api");
 	put(dir, "greeting", "hello over the API\n");
-	put(dir, "build/Dockerfile.app", "FROM busybox\nCOPY greeting /g\nRUN cat /g\n"
-					 "CMD [\"cat\", \"/g\"]\n");
+	put(dir, "build/Dockerfile.app",
+	    "FROM busybox\nCOPY greeting /g\nRUN cat /g\n"
+	    "CMD [\"cat\", \"/g\"]\n");
 	e2e_resp r;
 	post_build(&r, "name=apibuilt&dockerfile=build/Dockerfile.app&network=false", dir);
 	assert_int_equal(r.status, 200);
@@ -298,8 +302,9 @@ static void test_api(void **state)
 	put(dir, "Dockerfile", "FROM busybox\nRUN exit 7\n");
 	post_build(&r, "name=apifail", dir);
 	assert_int_equal(r.status, 200);
-	if (!e2e_contains(r.body, "{\"error\":{\"code\":\"INVALID_ARGUMENT\",\"message\":\"Dockerfile "
-				  "line 2: RUN exit 7: exit code 7"))
+	if (!e2e_contains(r.body,
+			  "{\"error\":{\"code\":\"INVALID_ARGUMENT\",\"message\":\"Dockerfile "
+			  "line 2: RUN exit 7: exit code 7"))
 		fail_msg("unexpected answer:\n%s", r.body);
 	e2e_resp_free(&r);
 	/* Bad parameters: refused before the body. */
@@ -312,7 +317,10 @@ static void test_api(void **state)
 	e2e_http(&r, "GET", "/v1/images/apibuilt", NULL);
 	assert_int_equal(r.status, 200);
 	assert_string_equal(cJSON_GetObjectItem(r.json, "format")->valuestring, "dockerfile");
-	assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "config"), "cmd"), 0)->valuestring, "cat");
+	assert_string_equal(
+	    cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "config"), "cmd"), 0)
+		->valuestring,
+	    "cat");
 	e2e_resp_free(&r);
 	e2e_http(&r, "GET", "/v1/images/build", NULL);
 	assert_int_equal(r.status, 405);
@@ -341,11 +349,8 @@ static void test_api(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    E2E_TEST(test_multistage_and_config),
-	    E2E_TEST(test_cache),
-	    E2E_TEST(test_errors),
-	    E2E_TEST(test_recipe_still_builds),
-	    E2E_TEST(test_api),
+	    E2E_TEST(test_multistage_and_config), E2E_TEST(test_cache), E2E_TEST(test_errors),
+	    E2E_TEST(test_recipe_still_builds),	  E2E_TEST(test_api),
 	};
 	return e2e_run_tests(tests);
 }

@@ -56,12 +56,13 @@ static void test_same_tree_as_buildah(void **state)
 {
 	const char *root = e2e_root();
 	char *ctx = e2e_printf("%s/parity-ctx", root);
-	char *cmd = e2e_printf("mkdir -p %s/src/sub %s/tarsrc/d && cd %s && "
-			       "printf 'echo run\\n' > src/run.sh && chmod 755 src/run.sh && "
-			       "printf 'x' > src/sub/x && chmod 600 src/sub/x && ln -s run.sh src/link && "
-			       "printf 'k=v\\n' > conf.txt && printf 'in tar\\n' > tarsrc/d/f && "
-			       "tar --owner=7 --group=8 -C tarsrc -cf files.tar d && rm -rf tarsrc",
-			       ctx, ctx, ctx);
+	char *cmd =
+	    e2e_printf("mkdir -p %s/src/sub %s/tarsrc/d && cd %s && "
+		       "printf 'echo run\\n' > src/run.sh && chmod 755 src/run.sh && "
+		       "printf 'x' > src/sub/x && chmod 600 src/sub/x && ln -s run.sh src/link && "
+		       "printf 'k=v\\n' > conf.txt && printf 'in tar\\n' > tarsrc/d/f && "
+		       "tar --owner=7 --group=8 -C tarsrc -cf files.tar d && rm -rf tarsrc",
+		       ctx, ctx, ctx);
 	free(sh_ok(cmd));
 	free(cmd);
 	char *df = e2e_printf("%s/Dockerfile", ctx);
@@ -75,8 +76,8 @@ static void test_same_tree_as_buildah(void **state)
 
 	/* buildah, from the same busybox tarball, its storage under the test root */
 	char *bb = e2e_build_path("images/busybox.tar");
-	char *B = e2e_printf("buildah --root %s/buildah --runroot %s/buildah-run --storage-driver vfs",
-			     root, root);
+	char *B = e2e_printf(
+	    "buildah --root %s/buildah --runroot %s/buildah-run --storage-driver vfs", root, root);
 	cmd = e2e_printf("set -e; c=$(%s from scratch); %s add $c %s / >/dev/null; "
 			 "%s commit -q $c busybox >/dev/null; %s rm $c >/dev/null",
 			 B, B, bb, B, B);

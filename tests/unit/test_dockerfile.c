@@ -80,16 +80,20 @@ static void test_errors_name_the_line(void **state)
 {
 	(void)state;
 	expect_error("FROM busybox\nRUN true\nFROOM x\n", "line 3: unknown instruction FROOM");
-	expect_error("FROM busybox\n\nHEALTHCHECK CMD true\n", "line 3: HEALTHCHECK is not supported");
+	expect_error("FROM busybox\n\nHEALTHCHECK CMD true\n",
+		     "line 3: HEALTHCHECK is not supported");
 	expect_error("FROM busybox\nVOLUME /data\n", "line 2: VOLUME is not supported");
 	expect_error("FROM busybox\nRUN\n", "line 2: RUN needs arguments");
-	expect_error("FROM busybox\nRUN --mount=type=cache true\n", "line 2: RUN does not support the flag");
-	expect_error("FROM busybox\nCOPY --frm=x a b\n", "line 2: COPY does not support the flag --frm=x");
+	expect_error("FROM busybox\nRUN --mount=type=cache true\n",
+		     "line 2: RUN does not support the flag");
+	expect_error("FROM busybox\nCOPY --frm=x a b\n",
+		     "line 2: COPY does not support the flag --frm=x");
 	expect_error("FROM busybox\nSHELL /bin/sh -c\n", "line 2: SHELL takes a JSON array");
 	expect_error("RUN true\n", "line 1: RUN before the first FROM");
 	expect_error("ARG X=1\n", "no FROM instruction");
 	expect_error("# only a comment\n\n", "no instructions");
-	expect_error("FROM a\nCOPY [\"only-one\"]\n", "line 2: COPY needs a source and a destination");
+	expect_error("FROM a\nCOPY [\"only-one\"]\n",
+		     "line 2: COPY needs a source and a destination");
 	df_file f;
 	sl_err err = {0};
 	assert_int_equal(dockerfile_parse("FROM a\0b", 8, &f, &err), -1);
