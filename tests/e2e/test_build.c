@@ -232,6 +232,33 @@ static void test_errors(void **state)
 	expect_failure("escape", "FROM busybox\nCOPY ../../../../etc/shadow /x\n", "shadow");
 }
 
+/* A RUN runs in a sandbox: its own user namespace (a shifted uid map), no network but lo,
+ * the seccomp filter on; and a RUN's files land in the image. */
+static void test_run_isolation(void **state)
+{
+	char *dir = context("iso");
+	put(dir, "Dockerfile",
+	    "FROM busybox\n"
+	    "RUN echo \"uidmap:$(cat /proc/self/uid_map | tr -s ' ')\"; "
+	    "echo \"ifaces:$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ,)\"; "
+	    "echo \"seccomp:$(grep Seccomp: /proc/self/status | tr -d '\\t ')\"; "
+	    "id -u > /who\n");
+	e2e_result r;
+	if (build(&r, "iso", dir) != 0)
+		fail_msg("build failed (%d): %s", r.status, r.err);
+	if (!e2e_contains(r.err, "  ifaces:lo,\n") ||
+	    !e2e_contains(r.err, "  seccomp:Seccomp:2\n") || e2e_contains(r.err, "uidmap: 0 0 ") ||
+	    !e2e_contains(r.err, "uidmap: 0 "))
+		fail_msg("the RUN was not isolated as a sandbox is:\n%s", r.err);
+	e2e_result_free(&r);
+	char *out = e2e_sandlot_ok("run", "--image", "iso", "--", "cat", "/who", NULL);
+	assert_string_equal(out, "0");
+	free(out);
+	free(e2e_sandlot_ok("image", "rm", "iso", NULL));
+	assert_nothing_half_made();
+	free(dir);
+}
+
 /* A directory with only build.sh is still a recipe build. */
 static void test_recipe_still_builds(void **state)
 {
@@ -349,8 +376,12 @@ static void test_api(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    E2E_TEST(test_multistage_and_config), E2E_TEST(test_cache), E2E_TEST(test_errors),
-	    E2E_TEST(test_recipe_still_builds),	  E2E_TEST(test_api),
+	    E2E_TEST(test_multistage_and_config),
+	    E2E_TEST(test_cache),
+	    E2E_TEST(test_errors),
+	    E2E_TEST(test_run_isolation),
+	    E2E_TEST(test_recipe_still_builds),
+	    E2E_TEST(test_api),
 	};
 	return e2e_run_tests(tests);
 }
