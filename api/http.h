@@ -356,6 +356,14 @@ enum MHD_Result api_images_list(api_req *r);
 enum MHD_Result api_images_post(api_req *r);
 int api_images_post_begin(api_req *r, sl_err *err);
 int api_images_post_chunk(api_req *r, const char *data, size_t len, sl_err *err);
+/* The API's Image object; the admission of an upload into the image store (imports and
+ * builds share the --max-imports count: the caller gives its slot back). */
+cJSON *api_image_json(const sl_image *img);
+int api_import_admit(api_server *s, sl_err *err);
+/* images_build.c */
+enum MHD_Result api_images_build(api_req *r);
+int api_images_build_begin(api_req *r, sl_err *err);
+int api_images_build_chunk(api_req *r, const char *data, size_t len, sl_err *err);
 enum MHD_Result api_images_delete(api_req *r);
 enum MHD_Result api_images_get(api_req *r);
 /* POST /v1/images/pull: the pull's progress as JSON lines, then the image or the error. */

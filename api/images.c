@@ -15,7 +15,7 @@
 #include "space.h"
 #include "http.h"
 
-static cJSON *image_json(const sl_image *img)
+cJSON *api_image_json(const sl_image *img)
 {
 	char t[32];
 	time_t c = img->created;
@@ -58,7 +58,7 @@ enum MHD_Result api_images_get(api_req *r)
 	cJSON *cfg = NULL;
 	if (image_config(state, &img, &cfg, &err) < 0)
 		return api_reply_error(r, &err);
-	cJSON *o = image_json(&img);
+	cJSON *o = api_image_json(&img);
 	if (cfg)
 		cJSON_AddItemToObject(o, "config", cfg);
 	return api_reply_json(r, 200, o);
@@ -74,7 +74,7 @@ enum MHD_Result api_images_list(api_req *r)
 	cJSON *o = cJSON_CreateObject();
 	cJSON *arr = cJSON_AddArrayToObject(o, "images");
 	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(arr, image_json(&list[i]));
+		cJSON_AddItemToArray(arr, api_image_json(&list[i]));
 	free(list);
 	return api_reply_json(r, 200, o);
 }
@@ -138,7 +138,7 @@ static void import_free(api_req *r)
 /* Each import holds a thread, a pipe and scratch space on the state filesystem until its
  * body ends: a few at once, refused (429, Retry-After) past cfg.max_imports, and none
  * below the free-space floor (507). Both are known before the body is read. */
-static int import_admit(api_server *s, sl_err *err)
+int api_import_admit(api_server *s, sl_err *err)
 {
 	const sl_config *cfg = &s->ctx->cfg;
 	char what[PATH_MAX];
@@ -167,7 +167,7 @@ int api_images_post_begin(api_req *r, sl_err *err)
 	    (workdir && (strlen(workdir) >= 256 || workdir[0] != '/')))
 		return sl_fail(err, SL_INVALID, 0,
 			       "?user must be under 64 bytes and ?workdir an absolute path");
-	if (import_admit(r->srv, err) < 0)
+	if (api_import_admit(r->srv, err) < 0)
 		return -1;
 	import_job *j = calloc(1, sizeof(*j));
 	if (!j) {
@@ -222,7 +222,7 @@ enum MHD_Result api_images_post(api_req *r)
 	import_join(j);
 	if (j->result < 0)
 		return api_reply_error(r, &j->err);
-	return api_reply_json(r, 201, image_json(&j->img));
+	return api_reply_json(r, 201, api_image_json(&j->img));
 }
 
 enum MHD_Result api_images_delete(api_req *r)

@@ -48,6 +48,8 @@ static const api_route v1_routes[] = {
 	{ "POST",   "/v1/images", API_BODY_RAW, api_images_post,
 		    api_images_post_begin, api_images_post_chunk },
 	{ "POST",   "/v1/images/pull", API_BODY_JSON, api_images_pull, NULL, NULL },
+	{ "POST",   "/v1/images/build", API_BODY_RAW, api_images_build,
+		    api_images_build_begin, api_images_build_chunk },
 	{ "GET",    "/v1/images/{name+}", API_BODY_NONE, api_images_get, NULL, NULL },
 	{ "DELETE", "/v1/images/{name+}", API_BODY_NONE, api_images_delete, NULL, NULL },
 	{ "GET",    "/v1/volumes", API_BODY_NONE, api_volumes_list, NULL, NULL },
@@ -95,9 +97,12 @@ static bool match(const char *pattern, const char *path, const char **caps, size
 	return !*p && !*s;
 }
 
-const api_route *api_route_match_in(const api_route *table, size_t ntable, api_req *r,
-				    const char *method, const char *path, bool *path_known,
-				    char *allow, size_t allow_len)
+/* LITERAL_WINS (/v1 only; the façades' tables keep their order): a path that a route
+ * names literally is that route's (POST /v1/images/build is not the image "build"), so
+ * routes with parameters do not match it. */
+static const api_route *route_match(const api_route *table, size_t ntable, bool literal_wins,
+				    api_req *r, const char *method, const char *path,
+				    bool *path_known, char *allow, size_t allow_len)
 {
 	*path_known = false;
 	if (allow_len)
@@ -107,10 +112,11 @@ const api_route *api_route_match_in(const api_route *table, size_t ntable, api_r
 	size_t caplen[API_MAX_PARAMS];
 	int ncap = 0;
 	const api_route *routes = table;
-	/* A literal segment wins over a parameter (OpenAPI's rule): /v1/images/pull is the
-	 * pull route for every method, never the image named "pull". */
+	/* With LITERAL_WINS, the routes that name the most segments literally win (OpenAPI's
+	 * rule): /v1/images/pull and /v1/images/build are those routes for every method,
+	 * never the images named "pull" or "build". */
 	int best = -1;
-	for (size_t i = 0; i < ntable; i++) {
+	for (size_t i = 0; literal_wins && i < ntable; i++) {
 		const char *c[API_MAX_PARAMS];
 		size_t cl[API_MAX_PARAMS];
 		int n, lit;
@@ -121,7 +127,7 @@ const api_route *api_route_match_in(const api_route *table, size_t ntable, api_r
 		const char *c[API_MAX_PARAMS];
 		size_t cl[API_MAX_PARAMS];
 		int n, lit;
-		if (!match(routes[i].pattern, path, c, cl, &n, &lit) || lit != best)
+		if (!match(routes[i].pattern, path, c, cl, &n, &lit) || (literal_wins && lit != best))
 			continue;
 		*path_known = true;
 		size_t used = strlen(allow);
@@ -145,11 +151,18 @@ const api_route *api_route_match_in(const api_route *table, size_t ntable, api_r
 	return hit;
 }
 
+const api_route *api_route_match_in(const api_route *table, size_t ntable, api_req *r,
+				    const char *method, const char *path, bool *path_known,
+				    char *allow, size_t allow_len)
+{
+	return route_match(table, ntable, false, r, method, path, path_known, allow, allow_len);
+}
+
 const api_route *api_route_match(api_req *r, const char *method, const char *path, bool *path_known,
 				 char *allow, size_t allow_len)
 {
-	return api_route_match_in(v1_routes, sizeof(v1_routes) / sizeof(v1_routes[0]), r, method, path,
-				  path_known, allow, allow_len);
+	return route_match(v1_routes, sizeof(v1_routes) / sizeof(v1_routes[0]), true, r, method,
+			   path, path_known, allow, allow_len);
 }
 
 /* The compatibility façades (api/compat/), asked in this order before /v1. */

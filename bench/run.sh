@@ -7,7 +7,7 @@
 # (a v1 hugetlb mount for crun); the last step checks the host is as before.
 # Environment: BENCH_RUNS (one-shot/exec runs), BENCH_DENSITY ("10 100 1000"),
 # BENCH_CRUN_DENSITY, BENCH_SECTIONS ("oneshot exec parallel density api lifecycle network
-# images"),
+# images build"),
 # BENCH_NET_DENSITY (sandboxes with network on for the memory measure), BENCH_OUT,
 # BENCH_BUDGET (seconds: a crun density step that would run past it is skipped),
 # BENCH_POOL (ready sandboxes of `serve --pool` for the pool rows, 4), BENCH_POOL_PACE (ms
@@ -47,7 +47,7 @@ quick)
 	exit 2
 	;;
 esac
-SECTIONS=${BENCH_SECTIONS:-oneshot exec parallel density api lifecycle network images}
+SECTIONS=${BENCH_SECTIONS:-oneshot exec parallel density api lifecycle network images build}
 POOL=${BENCH_POOL:-4} POOL_PACE=${BENCH_POOL_PACE:-50}
 # Milliseconds between the timed operations of the latency rows (0: back to back). With a
 # pause, what one run leaves to finish after it answered (sandlot's release, every
@@ -885,6 +885,23 @@ bench_pull() {
 	REGISTRY_PID=
 	rm -rf "$ROOT/registry" "$ROOT/skopeo-out" "$ROOT/oci-big"
 }
+# A Dockerfile of 10 steps (6 layer steps: RUN, COPY, WORKDIR) built once, then rebuilt
+# unchanged: every step is CACHED, no sandbox starts; what is left is reading the context,
+# hashing COPY's inputs and committing the image (docs/images.md, "The step cache").
+bench_build() {
+	local ctx=$ROOT/build-ctx
+	mkdir -p "$ctx/src" && seq 1 200 | while read -r i; do echo "$i" >"$ctx/src/f$i"; done
+	printf '%s\n' 'FROM busybox' 'ENV A=1' 'RUN echo one > /one' 'WORKDIR /app' \
+		'COPY src/ ./src/' 'RUN ls src | wc -l > count' 'LABEL bench=1' \
+		'RUN echo three > /three' 'USER 1000' 'CMD ["cat", "count"]' >"$ctx/Dockerfile"
+	"$SL" image build -t bench-build "$ctx" >/dev/null 2>&1 ||
+		{ failed "build: the first build"; return 0; }
+	say "build: a 10-step Dockerfile rebuilt unchanged, every step cached ($RUNS runs)"
+	local out
+	out=$(measure "cached rebuild" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" \
+		-v sandlot "$SL" image build -t bench-build "$ctx" \;)
+	solo_row build-cached "image build: 10-step Dockerfile, all cached" "$out" sandlot 100
+}
 want oneshot && bench_oneshot
 want exec && quiesce "the exec section" && bench_exec
 want parallel && quiesce "the parallel section" && bench_parallel
@@ -893,6 +910,7 @@ want lifecycle && quiesce "the lifecycle section" && bench_lifecycle
 want density && bench_density # each step waits for the store (density_one)
 want network && quiesce "the network section" && bench_network
 want images && quiesce "the images section" && bench_images
+want build && quiesce "the build section" && bench_build
 ELAPSED=$(($(date +%s) - T0))
 LOAD1=$(cut -d' ' -f1 /proc/loadavg)
 

@@ -1,5 +1,5 @@
-/* image_build.c — `sandlot image build RECIPE|NAME`: run an image recipe's build.sh (which
- * caches by recipe hash and shows progress), then import its tarball unless unchanged. */
+/* image_build.c — `sandlot image build`: a Dockerfile build (runtime/build.c), or an image
+ * recipe's build.sh (which caches by recipe hash), its tarball imported unless unchanged. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -16,6 +16,7 @@
 
 #include "cleanup.h"
 #include "cli.h"
+#include "build.h"
 #include "image.h"
 #include "storage.h"
 
@@ -213,13 +214,51 @@ static int recipe_import(const sl_ctx *ctx, const recipe *r, sl_image *img, bool
 			    err);
 }
 
+static void print_line(void *arg, const char *line)
+{
+	(void)arg;
+	fprintf(stderr, "%s\n", line);
+}
+
+/* `image build -t NAME [-f FILE] [--build-arg K=V]... [--network] DIR` */
+static int dockerfile_build(sl_ctx *ctx, const char *name, const char *file,
+			    const char *const *args, bool network, const char *dir)
+{
+	if (!name)
+		return cli_usage("image build: a Dockerfile build needs -t NAME");
+	sl_build_opts o = {.name = name,
+			   .context = dir,
+			   .dockerfile = file,
+			   .build_args = args,
+			   .network = network,
+			   .out = print_line};
+	sl_image img;
+	sl_err err = {0};
+	if (build_image(ctx, &o, &img, &err) < 0)
+		return cli_fail(&err);
+	printf("%s %s\n", img.name, img.digest);
+	return 0;
+}
+
 int cmd_image_build(sl_ctx *ctx, int argc, char **argv)
 {
-	const char *name = NULL, *out = NULL, *arg = NULL;
-	bool no_import = false;
+	const char *name = NULL, *out = NULL, *arg = NULL, *file = NULL;
+	bool no_import = false, network = false;
+	_cleanup_free_ const char **args = calloc((size_t)argc + 1, sizeof(*args));
+	size_t nargs = 0;
+	if (!args)
+		return cli_usage("image build: out of memory");
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--name") && i + 1 < argc)
+		if ((!strcmp(argv[i], "--name") || !strcmp(argv[i], "-t") ||
+		     !strcmp(argv[i], "--tag")) &&
+		    i + 1 < argc)
 			name = argv[++i];
+		else if ((!strcmp(argv[i], "-f") || !strcmp(argv[i], "--file")) && i + 1 < argc)
+			file = argv[++i];
+		else if (!strcmp(argv[i], "--build-arg") && i + 1 < argc)
+			args[nargs++] = argv[++i];
+		else if (!strcmp(argv[i], "--network"))
+			network = true;
 		else if ((!strcmp(argv[i], "--output") || !strcmp(argv[i], "-o")) && i + 1 < argc)
 			out = argv[++i];
 		else if (!strcmp(argv[i], "--no-import"))
@@ -232,8 +271,29 @@ int cmd_image_build(sl_ctx *ctx, int argc, char **argv)
 			return cli_usage("image build: unexpected argument \"%s\"", argv[i]);
 	}
 	if (!arg)
-		return cli_usage(
-		    "image build [--name NAME] [-o FILE] [--no-import] RECIPE|default");
+		return cli_usage("image build -t NAME [-f Dockerfile] [--build-arg K=V] [--network] "
+				 "DIR\n       image build [--name NAME] [-o FILE] [--no-import] "
+				 "RECIPE|default");
+	/* -f names a file relative to DIR (docker's -f is relative to the current
+	 * directory: an absolute or ./ path is made relative to DIR when inside it). */
+	char rel[PATH_MAX], dir_real[PATH_MAX];
+	if (file && realpath(arg, dir_real)) {
+		char f_real[PATH_MAX];
+		size_t n = strlen(dir_real);
+		if (realpath(file, f_real) && !strncmp(f_real, dir_real, n) && f_real[n] == '/') {
+			snprintf(rel, sizeof(rel), "%s", f_real + n + 1);
+			file = rel;
+		}
+	}
+	if (file || build_is_dockerfile_dir(arg, NULL)) {
+		if (out || no_import)
+			return cli_usage("image build: -o and --no-import are for recipes");
+		return dockerfile_build(ctx, name, file, args, network, arg);
+	}
+	if (nargs || network)
+		return cli_usage("image build: %s has no Dockerfile (--build-arg and --network are "
+				 "for Dockerfile builds)",
+				 arg);
 
 	recipe r;
 	sl_image img;

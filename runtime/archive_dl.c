@@ -32,3 +32,13 @@ int archive_blob_digests(int in_fd, char blob_hex[65], char tar_hex[65], uint64_
 						     "archive_blob_digests", err);
 	return fn ? fn(in_fd, blob_hex, tar_hex, tar_bytes, err) : -1;
 }
+
+typedef int (*layer_fn)(int, const char *, uint32_t, const char *const *, sl_err *);
+
+int archive_write_layer(int out_fd, const char *root, uint32_t uid_base,
+			const char *const *skip, sl_err *err)
+{
+	layer_fn fn = (layer_fn)sl_module_symbol("sandlot-archive.so", "SANDLOT_ARCHIVE_SO",
+						 "archive_write_layer", err);
+	return fn ? fn(out_fd, root, uid_base, skip, err) : -1;
+}

@@ -2,10 +2,15 @@
  * following symlinks and keeps hardlinks, modes, mtimes; only owners are rewritten. */
 #include "archive_write.h"
 
+#include <stdbool.h>
+
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
 
 static void canon(struct archive_entry *e, uint32_t base)
 {
@@ -71,6 +76,134 @@ int archive_write_tree(int out_fd, const char *root, uint32_t uid_base, sl_err *
 			while ((n = archive_read_data(disk, buf, sizeof(buf))) > 0)
 				if (archive_write_data(w, buf, n) < 0)
 					break;
+		}
+		archive_entry_free(e);
+	}
+	if (archive_write_close(w) != ARCHIVE_OK) {
+		sl_fail(err, SL_INTERNAL, 0, "archive: finish: %s", archive_error_string(w));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (disk)
+		archive_read_free(disk);
+	if (w)
+		archive_write_free(w);
+	return rc;
+}
+
+static bool skipped(const char *rel, const char *const *skip)
+{
+	for (size_t i = 0; skip && skip[i]; i++)
+		if (!strcmp(rel, skip[i]))
+			return true;
+	return false;
+}
+
+/* An empty regular file entry NAME (a whiteout), owned by 0:0, mode 0. */
+static int write_marker(struct archive *w, const char *name, sl_err *err)
+{
+	struct archive_entry *m = archive_entry_new();
+	archive_entry_set_pathname(m, name);
+	archive_entry_set_filetype(m, AE_IFREG);
+	archive_entry_set_perm(m, 0);
+	archive_entry_set_size(m, 0);
+	int r = archive_write_header(w, m);
+	archive_entry_free(m);
+	if (r < ARCHIVE_WARN)
+		return sl_fail(err, SL_INTERNAL, 0, "archive: write %s: %s", name,
+			       archive_error_string(w));
+	return 0;
+}
+
+int archive_write_layer(int out_fd, const char *root, uint32_t uid_base,
+			const char *const *skip, sl_err *err)
+{
+	struct archive *disk = archive_read_disk_new();
+	struct archive *w = archive_write_new();
+	int rc = -1;
+	if (!disk || !w) {
+		sl_fail(err, SL_INTERNAL, ENOMEM, "archive: set up writer");
+		goto out;
+	}
+	archive_read_disk_set_symlink_physical(disk);
+	archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_XATTR |
+						     ARCHIVE_READDISK_NO_ACL |
+						     ARCHIVE_READDISK_NO_FFLAGS |
+						     ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS);
+	archive_write_set_format_pax_restricted(w);
+	if (archive_write_open_fd(w, out_fd) != ARCHIVE_OK ||
+	    archive_read_disk_open(disk, root) != ARCHIVE_OK) {
+		sl_fail(err, SL_INTERNAL, 0, "archive: open: %s",
+			archive_error_string(w) ? archive_error_string(w)
+						: archive_error_string(disk));
+		goto out;
+	}
+	size_t rootlen = strlen(root);
+	for (;;) {
+		struct archive_entry *e = archive_entry_new();
+		int r = archive_read_next_header2(disk, e);
+		if (r == ARCHIVE_EOF) {
+			archive_entry_free(e);
+			break;
+		}
+		if (r < ARCHIVE_WARN) {
+			sl_fail(err, SL_INTERNAL, 0, "archive: walk: %s", archive_error_string(disk));
+			archive_entry_free(e);
+			goto out;
+		}
+		const char *src = archive_entry_sourcepath(e);
+		const char *rel = src && !strncmp(src, root, rootlen) ? src + rootlen : NULL;
+		while (rel && *rel == '/')
+			rel++;
+		bool top = !rel || !*rel;
+		if (top || skipped(rel, skip)) {
+			if (top) /* the upper itself is no entry; a skipped path is not walked */
+				archive_read_disk_descend(disk);
+			archive_entry_free(e);
+			continue;
+		}
+		archive_read_disk_descend(disk);
+		char name[4096];
+		snprintf(name, sizeof(name), "%s", rel);
+		if (archive_entry_filetype(e) == AE_IFCHR && archive_entry_rdev(e) == 0) {
+			/* overlayfs' whiteout: the OCI form, in the same directory */
+			char *slash = strrchr(name, '/');
+			char wh[4096 + 8];
+			if (slash)
+				snprintf(wh, sizeof(wh), "%.*s/.wh.%s", (int)(slash - name), name,
+					 slash + 1);
+			else
+				snprintf(wh, sizeof(wh), ".wh.%s", name);
+			archive_entry_free(e);
+			if (write_marker(w, wh, err) < 0)
+				goto out;
+			continue;
+		}
+		archive_entry_set_pathname(e, name);
+		canon(e, uid_base);
+		if (archive_write_header(w, e) < ARCHIVE_WARN) {
+			sl_fail(err, SL_INTERNAL, 0, "archive: write %s: %s", name,
+				archive_error_string(w));
+			archive_entry_free(e);
+			goto out;
+		}
+		if (archive_entry_filetype(e) == AE_IFREG && archive_entry_size(e) > 0) {
+			char buf[65536];
+			ssize_t n;
+			while ((n = archive_read_data(disk, buf, sizeof(buf))) > 0)
+				if (archive_write_data(w, buf, (size_t)n) < 0)
+					break;
+		}
+		if (archive_entry_filetype(e) == AE_IFDIR) {
+			char v[4];
+			ssize_t n = lgetxattr(src, "trusted.overlay.opaque", v, sizeof(v));
+			char opq[4096 + 16];
+			snprintf(opq, sizeof(opq), "%s/.wh..wh..opq", name);
+			if (n == 1 && v[0] == 'y' && write_marker(w, opq, err) < 0) {
+				archive_entry_free(e);
+				goto out;
+			}
 		}
 		archive_entry_free(e);
 	}

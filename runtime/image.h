@@ -101,4 +101,10 @@ int image_orphans(const char *state_dir, image_in_use_fn in_use, void *use_arg,
 int image_orphan_remove(const char *state_dir, const char *path, image_in_use_fn in_use,
 			void *use_arg, sl_err *err);
 
+/* A built image (runtime/build.c) as NAME: LAYOUT is an OCI image layout directory whose
+ * new layers are plain tar blobs; a layer blob it leaves out is the store's layer of that
+ * diff id (the base image's). Committed as an import is (format "dockerfile"). */
+int image_import_build(const char *state_dir, const sl_space_floor *floor, const char *name,
+		       const char *layout, sl_image *out, sl_err *err);
+
 #endif

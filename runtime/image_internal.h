@@ -26,6 +26,8 @@ void img_scratch_release(struct img_scratch *s);
 int img_scratch_claim(const char *state_dir, const char *prefix, struct img_scratch *s,
 		      sl_err *err);
 
+/* The store's directories made (0700) and secured (image_store_secure). */
+int img_prepare(const char *state_dir, sl_err *err);
 bool img_user_ok(const char *u);
 bool img_workdir_ok(const char *w);
 int img_sync(const char *dir, sl_err *err);

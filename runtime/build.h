@@ -1,0 +1,39 @@
+/* build.h — Dockerfile builds: each step run in a build sandbox (RUN, COPY, ADD, WORKDIR),
+ * its writable layer kept as an image layer, cached by step; the result a container image. */
+#ifndef SANDLOT_BUILD_H
+#define SANDLOT_BUILD_H
+
+#include "ctx.h"
+#include "err.h"
+#include "image.h"
+
+#include <stdbool.h>
+
+/* One line of progress ("STEP 2/7: RUN make", "CACHED", a RUN's output line). */
+typedef void (*sl_build_out_fn)(void *arg, const char *line);
+
+typedef struct sl_build_opts {
+	const char *name;	       /* the image's name */
+	const char *context;	       /* the build context, a directory */
+	const char *dockerfile;	       /* relative to the context; NULL: "Dockerfile" */
+	const char *const *build_args; /* "K=V", NULL-terminated; may be NULL */
+	bool network;		       /* RUN steps get a network (off by default) */
+	sl_build_out_fn out;
+	void *out_arg;
+} sl_build_opts;
+
+/* Does DIR hold a Dockerfile (DOCKERFILE_OR_NULL: that name, relative to DIR)? */
+bool build_is_dockerfile_dir(const char *dir, const char *dockerfile_or_null);
+
+/* Build and name the image (the thread's key owns it, as an import). A failure names
+ * the Dockerfile line and leaves no image, no sandbox and no temporary image behind;
+ * the step cache (<state>/images/build) keeps the steps that finished. */
+int build_image(sl_ctx *ctx, const sl_build_opts *o, sl_image *out, sl_err *err);
+
+/* The same with the context read as a tar archive from TAR_FD (to its end; any hostile-
+ * archive rule of imports refuses it) into a scratch directory, removed afterwards;
+ * O->context is ignored. */
+int build_image_from_tar(sl_ctx *ctx, const sl_build_opts *o, int tar_fd, sl_image *out,
+			 sl_err *err);
+
+#endif

@@ -1,0 +1,387 @@
+/* test_build.c — `sandlot image build` of Dockerfiles: multi-stage with COPY --from, the
+ * image's config honoured at run, the step cache (a rebuild runs no RUN; a changed line
+ * reruns from there), errors naming the line, and nothing half-made left behind. */
+#include "common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void put(const char *dir, const char *name, const char *text)
+{
+	char *p = e2e_printf("%s/%s", dir, name);
+	char *slash = strrchr(p, '/');
+	*slash = '\0';
+	char *mk = e2e_printf("mkdir -p '%s'", p);
+	if (system(mk) != 0)
+		fail_msg("%s failed", mk);
+	*slash = '/';
+	FILE *f = fopen(p, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+		fail_msg("write %s", p);
+	free(mk);
+	free(p);
+}
+
+/* A fresh context directory under the test root. */
+static char *context(const char *name)
+{
+	char *dir = e2e_printf("%s/ctx-%s", e2e_root(), name);
+	char *cmd = e2e_printf("rm -rf '%s' && mkdir -p '%s'", dir, dir);
+	if (system(cmd) != 0)
+		fail_msg("%s failed", cmd);
+	free(cmd);
+	return dir;
+}
+
+static int build(e2e_result *r, const char *name, const char *dir)
+{
+	return e2e_sandlot(r, NULL, 0, "image", "build", "-t", name, dir, NULL);
+}
+
+/* No image named build-tmp-*, no sandbox left, nothing in the build's tmp/. */
+static void assert_nothing_half_made(void)
+{
+	char *ls = e2e_sandlot_ok("image", "ls", NULL);
+	if (strstr(ls, "build-tmp"))
+		fail_msg("a temporary image is listed:\n%s", ls);
+	free(ls);
+	char *sbx = e2e_sandlot_ok("ls", NULL);
+	if (strstr(sbx, "sbx_"))
+		fail_msg("a build sandbox is left:\n%s", sbx);
+	free(sbx);
+	char *cmd = e2e_printf("test -z \"$(ls -A %s/images/build/tmp 2>/dev/null)\"",
+			       getenv("SANDLOT_STATE_DIR"));
+	if (system(cmd) != 0)
+		fail_msg("the build's scratch (images/build/tmp) is not empty");
+	free(cmd);
+}
+
+static void test_multistage_and_config(void **state)
+{
+	char *dir = context("multi");
+	put(dir, "hello.txt", "hello from the context\n");
+	put(dir, "sub/a.txt", "a\n");
+	put(dir, "secret.txt", "do not copy\n");
+	put(dir, ".dockerignore", "# comment\nsecret.txt\n");
+	put(dir, "Dockerfile",
+	    "# a two-stage build\n"
+	    "ARG BASE=busybox\n"
+	    "FROM $BASE AS builder\n"
+	    "ARG GREETING=default\n"
+	    "WORKDIR /src\n"
+	    "COPY hello.txt sub ./\n"
+	    "RUN echo built-by-$GREETING > out.txt && \\\n"
+	    "    cat hello.txt a.txt >> out.txt\n"
+	    "\n"
+	    "FROM busybox\n"
+	    "ENV APP_MODE=prod \\\n"
+	    "    PLACE=\"the app\"\n"
+	    "LABEL org.example.name=multi version=\"1.0\"\n"
+	    "EXPOSE 8080 53/udp\n"
+	    "WORKDIR /app\n"
+	    "COPY --from=builder /src/out.txt ./\n"
+	    "COPY --chown=1000:1000 . /ctx/\n"
+	    "USER 1000\n"
+	    "CMD [\"sh\", \"-c\", \"echo mode=$APP_MODE place=$PLACE; pwd; id -u; cat "
+	    "out.txt\"]\n");
+	char *tag = e2e_printf("%s", "multi");
+	e2e_result r;
+	if (e2e_sandlot(&r, NULL, 0, "image", "build", "-t", tag, "--build-arg", "GREETING=arg",
+			dir, NULL) != 0)
+		fail_msg("build failed (%d): %s", r.status, r.err);
+	if (!e2e_contains(r.err, "STEP 1/15: ARG BASE=busybox") ||
+	    !e2e_contains(r.err, "  done sha256"))
+		fail_msg("unexpected output:\n%s", r.err);
+	assert_true(e2e_contains(r.out, "multi sha256:"));
+	e2e_result_free(&r);
+
+	/* The config: Cmd, Env, WorkingDir, User, honoured by run. */
+	if (e2e_sandlot(&r, NULL, 0, "run", "--image", "multi", NULL) != 0)
+		fail_msg("run failed (%d): %s %s", r.status, r.out, r.err);
+	assert_true(e2e_contains(r.out, "mode=prod place=the app\n/app\n1000\n"));
+	assert_true(e2e_contains(r.out, "built-by-arg\nhello from the context\na\n"));
+	e2e_result_free(&r);
+	/* The context under /ctx, owned by 1000, without what .dockerignore names. */
+	if (e2e_sandlot(&r, NULL, 0, "run", "--image", "multi", "--", "sh", "-c",
+			"stat -c '%u:%g %a %n' /ctx/hello.txt /ctx/sub/a.txt; ls -a /ctx",
+			NULL) != 0)
+		fail_msg("run failed (%d): %s %s", r.status, r.out, r.err);
+	assert_true(e2e_contains(r.out, "1000:1000 644 /ctx/hello.txt"));
+	assert_true(e2e_contains(r.out, "1000:1000 644 /ctx/sub/a.txt"));
+	assert_false(e2e_contains(r.out, "secret.txt"));
+	assert_true(e2e_contains(r.out, "Dockerfile"));
+	e2e_result_free(&r);
+	char *inspect = e2e_sandlot_ok("image", "inspect", "multi", NULL);
+	assert_true(e2e_contains(inspect, "org.example.name"));
+	assert_true(e2e_contains(inspect, "8080/tcp"));
+	assert_true(e2e_contains(inspect, "53/udp"));
+	assert_true(e2e_contains(inspect, "dockerfile"));
+	free(inspect);
+	assert_nothing_half_made();
+	free(e2e_sandlot_ok("image", "rm", "multi", NULL));
+	free(tag);
+	free(dir);
+}
+
+/* How many lines of OUT hold NEEDLE. */
+static int count(const char *out, const char *needle)
+{
+	int n = 0;
+	for (const char *p = strstr(out, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+static void test_cache(void **state)
+{
+	char *dir = context("cache");
+	put(dir, "f.txt", "one\n");
+	const char *df = "FROM busybox\n"
+			 "RUN echo RAN-STEP-2 && echo two > /two\n"
+			 "COPY f.txt /f.txt\n"
+			 "RUN echo RAN-STEP-4 && cat /f.txt /two > /four\n"
+			 "RUN echo RAN-STEP-5 && echo five > /five\n"
+			 "CMD [\"cat\", \"/four\", \"/five\"]\n";
+	put(dir, "Dockerfile", df);
+	e2e_result r;
+	if (build(&r, "cached", dir) != 0)
+		fail_msg("build failed (%d): %s", r.status, r.err);
+	assert_int_equal(count(r.err, "\n  RAN-STEP-"), 3);
+	assert_int_equal(count(r.err, "  CACHED sha256"), 0);
+	char *digest1 = strdup(r.out);
+	e2e_result_free(&r);
+
+	/* Unchanged: no RUN runs, every layer step says CACHED, the same image. */
+	if (build(&r, "cached", dir) != 0)
+		fail_msg("rebuild failed (%d): %s", r.status, r.err);
+	assert_int_equal(count(r.err, "\n  RAN-STEP-"), 0);
+	assert_int_equal(count(r.err, "  CACHED sha256"), 4);
+	assert_int_equal(count(r.err, "  done sha256"), 0);
+	assert_string_equal(r.out, digest1);
+	e2e_result_free(&r);
+
+	/* A changed input of step 3 reruns from step 3: step 2 stays cached. */
+	put(dir, "f.txt", "ONE\n");
+	if (build(&r, "cached", dir) != 0)
+		fail_msg("build failed (%d): %s", r.status, r.err);
+	assert_int_equal(count(r.err, "\n  RAN-STEP-2"), 0);
+	assert_int_equal(count(r.err, "\n  RAN-STEP-4"), 1);
+	assert_int_equal(count(r.err, "\n  RAN-STEP-5"), 1);
+	assert_int_equal(count(r.err, "  CACHED sha256"), 1);
+	e2e_result_free(&r);
+
+	/* A changed line (step 5) reruns from there only. */
+	put(dir, "Dockerfile",
+	    "FROM busybox\n"
+	    "RUN echo RAN-STEP-2 && echo two > /two\n"
+	    "COPY f.txt /f.txt\n"
+	    "RUN echo RAN-STEP-4 && cat /f.txt /two > /four\n"
+	    "RUN echo RAN-STEP-5 && echo FIVE > /five\n"
+	    "CMD [\"cat\", \"/four\", \"/five\"]\n");
+	if (build(&r, "cached", dir) != 0)
+		fail_msg("build failed (%d): %s", r.status, r.err);
+	assert_int_equal(count(r.err, "\n  RAN-STEP-"), 1);
+	assert_int_equal(count(r.err, "\n  RAN-STEP-5"), 1);
+	assert_int_equal(count(r.err, "  CACHED sha256"), 3);
+	e2e_result_free(&r);
+	if (e2e_sandlot(&r, NULL, 0, "run", "--image", "cached", NULL) != 0)
+		fail_msg("run failed (%d): %s", r.status, r.err);
+	assert_string_equal(r.out, "ONE\ntwo\nFIVE\n");
+	e2e_result_free(&r);
+	assert_nothing_half_made();
+	free(e2e_sandlot_ok("image", "rm", "cached", NULL));
+	free(digest1);
+	free(dir);
+}
+
+static void expect_failure(const char *name, const char *dockerfile, const char *needle)
+{
+	char *dir = context(name);
+	put(dir, "Dockerfile", dockerfile);
+	e2e_result r;
+	int st = build(&r, name, dir);
+	if (st != 125 || !e2e_contains(r.err, needle))
+		fail_msg("build of %s: exit %d, wanted 125 and '%s' in:\n%s", name, st, needle,
+			 r.err);
+	e2e_result_free(&r);
+	char *ls = e2e_sandlot_ok("image", "ls", NULL);
+	if (strstr(ls, name))
+		fail_msg("the failed build %s is listed:\n%s", name, ls);
+	free(ls);
+	assert_nothing_half_made();
+	free(dir);
+}
+
+static void test_errors(void **state)
+{
+	expect_failure("syntax", "FROM busybox\nRUN true\nFROOM busybox\n",
+		       "Dockerfile line 3: unknown instruction FROOM");
+	expect_failure("unsupported", "FROM busybox\n\nHEALTHCHECK CMD true\n",
+		       "Dockerfile line 3: HEALTHCHECK is not supported");
+	expect_failure("failing-run", "FROM busybox\nRUN echo before\nRUN echo oops; exit 3\n",
+		       "Dockerfile line 3: RUN echo oops; exit 3: exit code 3");
+	expect_failure("no-image", "FROM nosuchimage:1.0\n",
+		       "Dockerfile line 1: FROM nosuchimage:1.0: no local image");
+	expect_failure("url", "FROM busybox\nADD https://example.com/x /x\n",
+		       "URLs are not supported");
+	expect_failure("missing-src", "FROM busybox\nCOPY nothere /x\n", "nothere");
+	expect_failure("escape", "FROM busybox\nCOPY ../../../../etc/shadow /x\n", "shadow");
+}
+
+/* A RUN runs in a sandbox: its own user namespace (a shifted uid map), no network but lo,
+ * the seccomp filter on; and a RUN's files land in the image. */
+static void test_run_isolation(void **state)
+{
+	char *dir = context("iso");
+	put(dir, "Dockerfile",
+	    "FROM busybox\n"
+	    "RUN echo \"uidmap:$(cat /proc/self/uid_map | tr -s ' ')\"; "
+	    "echo \"ifaces:$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ,)\"; "
+	    "echo \"seccomp:$(grep Seccomp: /proc/self/status | tr -d '\\t ')\"; "
+	    "id -u > /who\n");
+	e2e_result r;
+	if (build(&r, "iso", dir) != 0)
+		fail_msg("build failed (%d): %s", r.status, r.err);
+	if (!e2e_contains(r.err, "  ifaces:lo,\n") ||
+	    !e2e_contains(r.err, "  seccomp:Seccomp:2\n") || e2e_contains(r.err, "uidmap: 0 0 ") ||
+	    !e2e_contains(r.err, "uidmap: 0 "))
+		fail_msg("the RUN was not isolated as a sandbox is:\n%s", r.err);
+	e2e_result_free(&r);
+	char *out = e2e_sandlot_ok("run", "--image", "iso", "--", "cat", "/who", NULL);
+	assert_string_equal(out, "0");
+	free(out);
+	free(e2e_sandlot_ok("image", "rm", "iso", NULL));
+	assert_nothing_half_made();
+	free(dir);
+}
+
+/* A directory with only build.sh is still a recipe build. */
+static void test_recipe_still_builds(void **state)
+{
+	char *dir = context("recipe");
+	char *bb = e2e_build_path("images/busybox.tar");
+	char *script = e2e_printf("#!/bin/sh\ncp '%s' \"$1\"\n", bb);
+	put(dir, "build.sh", script);
+	char *out = e2e_printf("%s/recipe-out.tar", e2e_root());
+	char *res = e2e_sandlot_ok("image", "build", "--name", "recipe", "-o", out, dir, NULL);
+	assert_true(e2e_contains(res, "recipe sha256:"));
+	free(res);
+	free(e2e_sandlot_ok("image", "rm", "recipe", NULL));
+	free(out);
+	free(script);
+	free(bb);
+	free(dir);
+}
+
+/* POST /v1/images/build: the context as a tar body, progress as JSON lines. */
+static char *tar_of(const char *dir)
+{
+	char *file = e2e_printf("%s.tar", dir);
+	char *cmd = e2e_printf("tar -C '%s' -cf '%s' .", dir, file);
+	if (system(cmd) != 0)
+		fail_msg("%s failed", cmd);
+	free(cmd);
+	return file;
+}
+
+static void post_build(e2e_resp *r, const char *query, const char *dir)
+{
+	char *file = tar_of(dir);
+	size_t len;
+	char *body = e2e_read_file_len(file, &len);
+	char *path = e2e_printf("/v1/images/build?%s", query);
+	e2e_http_q(
+	    r, &(e2e_req){
+		   .method = "POST", .path = path, .body = body, .len = len, .timeout_ms = 300000});
+	free(path);
+	free(body);
+	free(file);
+}
+
+static void test_api(void **state)
+{
+	e2e_daemon d;
+	char *sock = e2e_printf("%s/build.sock", e2e_root());
+	char *captures = e2e_printf("%s/build-captures.jsonl", e2e_root());
+	e2e_daemon_start(&d, sock, false, NULL);
+	e2e_http_use(&d, captures);
+	char *dir = context("api");
+	put(dir, "greeting", "hello over the API\n");
+	put(dir, "build/Dockerfile.app",
+	    "FROM busybox\nCOPY greeting /g\nRUN cat /g\n"
+	    "CMD [\"cat\", \"/g\"]\n");
+	e2e_resp r;
+	post_build(&r, "name=apibuilt&dockerfile=build/Dockerfile.app&network=false", dir);
+	assert_int_equal(r.status, 200);
+	if (!e2e_contains(r.body, "{\"stream\":\"STEP 1/4: FROM busybox\"}\n") ||
+	    !e2e_contains(r.body, "{\"stream\":\"  hello over the API\"}\n") ||
+	    !e2e_contains(r.body, "{\"image\":{\"name\":\"apibuilt\""))
+		fail_msg("unexpected answer:\n%s", r.body);
+	e2e_resp_free(&r);
+	char *out = e2e_sandlot_ok("run", "--image", "apibuilt", NULL);
+	assert_string_equal(out, "hello over the API");
+	free(out);
+	/* A failed build: the last line is the error, naming the line. */
+	put(dir, "Dockerfile", "FROM busybox\nRUN exit 7\n");
+	post_build(&r, "name=apifail", dir);
+	assert_int_equal(r.status, 200);
+	if (!e2e_contains(r.body,
+			  "{\"error\":{\"code\":\"INVALID_ARGUMENT\",\"message\":\"Dockerfile "
+			  "line 2: RUN exit 7: exit code 7"))
+		fail_msg("unexpected answer:\n%s", r.body);
+	e2e_resp_free(&r);
+	/* Bad parameters: refused before the body. */
+	post_build(&r, "name=Bad/Name", dir);
+	assert_int_equal(r.status, 400);
+	e2e_resp_free(&r);
+	post_build(&r, "dockerfile=Dockerfile", dir);
+	assert_int_equal(r.status, 400);
+	e2e_resp_free(&r);
+	e2e_http(&r, "GET", "/v1/images/apibuilt", NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(cJSON_GetObjectItem(r.json, "format")->valuestring, "dockerfile");
+	assert_string_equal(
+	    cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "config"), "cmd"), 0)
+		->valuestring,
+	    "cat");
+	e2e_resp_free(&r);
+	e2e_http(&r, "GET", "/v1/images/build", NULL);
+	assert_int_equal(r.status, 405);
+	e2e_resp_free(&r);
+	e2e_http(&r, "DELETE", "/v1/images/apibuilt", NULL);
+	assert_int_equal(r.status, 204);
+	e2e_resp_free(&r);
+	assert_nothing_half_made();
+	char *cmd = e2e_printf("/usr/bin/python3 tests/api/spec_check.py --spec api/openapi.yaml "
+			       "--sources api --socket %s --captures %s 2>&1",
+			       sock, captures);
+	FILE *f = popen(cmd, "r");
+	char buf[4096];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	int st = pclose(f);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("spec check failed:\n%s", buf);
+	e2e_daemon_stop(&d);
+	free(cmd);
+	free(dir);
+	free(sock);
+	free(captures);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    E2E_TEST(test_multistage_and_config),
+	    E2E_TEST(test_cache),
+	    E2E_TEST(test_errors),
+	    E2E_TEST(test_run_isolation),
+	    E2E_TEST(test_recipe_still_builds),
+	    E2E_TEST(test_api),
+	};
+	return e2e_run_tests(tests);
+}
