@@ -304,7 +304,7 @@ static void *pull_main(void *p)
 		cJSON_AddStringToObject(e, "message", err.msg);
 		pull_line(j, o);
 	} else {
-		pull_line(j, image_json(&img));
+		pull_line(j, api_image_json(&img));
 	}
 	if (j->wfd >= 0)
 		close(j->wfd);
@@ -358,7 +358,7 @@ enum MHD_Result api_images_pull(api_req *r)
 	if (!name && !parsed.name[0])
 		return api_fail(r, SL_INVALID, "ref '%.80s' does not make an image name (too long, or it "
 					       "reads as a digest): give \"name\"", ref);
-	if (import_admit(r->srv, &err) < 0)
+	if (api_import_admit(r->srv, &err) < 0)
 		return api_reply_error(r, &err);
 	pull_job *j = calloc(1, sizeof(*j));
 	if (!j) {
