@@ -360,6 +360,10 @@ int api_images_post_chunk(api_req *r, const char *data, size_t len, sl_err *err)
  * builds share the --max-imports count: the caller gives its slot back). */
 cJSON *api_image_json(const sl_image *img);
 int api_import_admit(api_server *s, sl_err *err);
+/* An upload's chunk written to the pipe a worker thread reads (WFD); once the worker has
+ * stopped reading (EPIPE) the rest is dropped and *READER_GONE set: its result says why. */
+int api_upload_to_pipe(int wfd, bool *reader_gone, const char *data, size_t len,
+		       const char *to, sl_err *err);
 /* images_build.c */
 enum MHD_Result api_images_build(api_req *r);
 int api_images_build_begin(api_req *r, sl_err *err);

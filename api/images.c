@@ -198,22 +198,28 @@ int api_images_post_begin(api_req *r, sl_err *err)
 	return 0;
 }
 
-int api_images_post_chunk(api_req *r, const char *data, size_t len, sl_err *err)
+int api_upload_to_pipe(int wfd, bool *reader_gone, const char *data, size_t len,
+		       const char *to, sl_err *err)
 {
-	import_job *j = r->upload;
-	while (len && !j->reader_gone) {
-		ssize_t n = write(j->wfd, data, len);
+	while (len && !*reader_gone) {
+		ssize_t n = write(wfd, data, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EPIPE) {
-			j->reader_gone = true; /* done or failed: its result tells */
+			*reader_gone = true; /* done or refused: its result tells */
 			break;
 		}
 		if (n < 0)
-			return sl_sysfail(err, "pass the upload to the importer");
-		data += n, len -= n;
+			return sl_sysfail(err, "pass the upload to %s", to);
+		data += n, len -= (size_t)n;
 	}
 	return 0;
+}
+
+int api_images_post_chunk(api_req *r, const char *data, size_t len, sl_err *err)
+{
+	import_job *j = r->upload;
+	return api_upload_to_pipe(j->wfd, &j->reader_gone, data, len, "the importer", err);
 }
 
 enum MHD_Result api_images_post(api_req *r)

@@ -163,19 +163,7 @@ int api_images_build_begin(api_req *r, sl_err *err)
 int api_images_build_chunk(api_req *r, const char *data, size_t len, sl_err *err)
 {
 	build_job *j = r->upload;
-	while (len && !j->reader_gone) {
-		ssize_t n = write(j->wfd, data, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EPIPE) {
-			j->reader_gone = true; /* the context was refused: the stream tells */
-			break;
-		}
-		if (n < 0)
-			return sl_sysfail(err, "pass the upload to the build");
-		data += n, len -= (size_t)n;
-	}
-	return 0;
+	return api_upload_to_pipe(j->wfd, &j->reader_gone, data, len, "the build", err);
 }
 
 static ssize_t progress_read(void *cls, uint64_t pos, char *buf, size_t max)

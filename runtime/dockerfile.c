@@ -357,7 +357,7 @@ int dockerfile_expand(const char *in, df_lookup_fn lookup, void *arg, char **out
 			p++;
 			const char *v = lookup(arg, name);
 			bool set = v && *v;
-			if (op == '-' && !set) {
+			if ((op == '-' && !set) || (op == '+' && set)) {
 				_cleanup_free_ char *w = strndup(word, wl), *x = NULL;
 				if (!w || dockerfile_expand(w, lookup, arg, &x, err) < 0) {
 					free(b.s);
@@ -366,18 +366,7 @@ int dockerfile_expand(const char *in, df_lookup_fn lookup, void *arg, char **out
 							   "substitution");
 				}
 				buf_add(&b, x, strlen(x));
-			} else if (op == '+') {
-				if (set) {
-					_cleanup_free_ char *w = strndup(word, wl), *x = NULL;
-					if (!w || dockerfile_expand(w, lookup, arg, &x, err) < 0) {
-						free(b.s);
-						return w ? -1
-							 : sl_fail(err, SL_EXHAUSTED, ENOMEM,
-								   "substitution");
-					}
-					buf_add(&b, x, strlen(x));
-				}
-			} else if (v) {
+			} else if (op != '+' && v) {
 				buf_add(&b, v, strlen(v));
 			}
 			continue;

@@ -1743,3 +1743,22 @@ void assert_only_daemon_changed(const e2e_snapshot *before, pid_t old, pid_t neu
 	}
 	fail_msg("the host changed beyond the daemon's restart:\n%s", diff);
 }
+
+/* ---- the API spec against a daemon ---- */
+
+char *e2e_spec_check(const char *sock, const char *captures)
+{
+	char *cmd = e2e_printf("/usr/bin/python3 tests/api/spec_check.py --spec api/openapi.yaml "
+			       "--sources api --socket %s --captures %s 2>&1",
+			       sock, captures);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	char buf[4096];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	int st = pclose(f);
+	free(cmd);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("spec check failed:\n%s", buf);
+	return strdup(buf);
+}

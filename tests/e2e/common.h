@@ -131,6 +131,10 @@ void e2e_daemon_stop(e2e_daemon *d);
 /* The host differs from BEFORE only by a restarted daemon: its process (OLD gone, NEU
  * there) and its spare cgroups; retried for 2 s, failing the test with the diff. */
 void assert_only_daemon_changed(const e2e_snapshot *before, pid_t old, pid_t neu);
+/* tests/api/spec_check.py: api/openapi.yaml against the sources, the daemon on SOCK and
+ * the responses recorded in CAPTURES; fails the test unless it passes; its report
+ * (caller frees). */
+char *e2e_spec_check(const char *sock, const char *captures);
 
 /* ---- HTTP ------------------------------------------------------------------------------------
  * The one client of the tests: libcurl to a daemon's unix socket or loopback TCP port. */
