@@ -360,10 +360,25 @@ int api_images_post_chunk(api_req *r, const char *data, size_t len, sl_err *err)
  * builds share the --max-imports count: the caller gives its slot back). */
 cJSON *api_image_json(const sl_image *img);
 int api_import_admit(api_server *s, sl_err *err);
-/* An upload's chunk written to the pipe a worker thread reads (WFD); once the worker has
- * stopped reading (EPIPE) the rest is dropped and *READER_GONE set: its result says why. */
-int api_upload_to_pipe(int wfd, bool *reader_gone, const char *data, size_t len,
-		       const char *to, sl_err *err);
+/* A request body a worker thread reads from a pipe as it comes (image imports and
+ * builds): the chunks go in at WFD, the worker reads RFD and closes it when it wants no
+ * more (the rest of the body is then dropped: the worker's result says why). */
+typedef struct api_upload {
+	int rfd, wfd;
+	pthread_t thread;
+	bool started, joined, reader_gone;
+} api_upload;
+/* The pipe made and FN(ARG) started on its own thread; U first set to no fds. */
+int api_upload_start(api_upload *u, void *(*fn)(void *), void *arg, const char *what,
+		     sl_err *err);
+int api_upload_chunk(api_upload *u, const char *data, size_t len, const char *to,
+		     sl_err *err);
+/* The body is in: the worker reads its end. */
+void api_upload_end(api_upload *u);
+/* End, and wait for the worker. */
+void api_upload_join(api_upload *u);
+/* Join, and close what the worker left open. */
+void api_upload_fini(api_upload *u);
 /* images_build.c */
 enum MHD_Result api_images_build(api_req *r);
 int api_images_build_begin(api_req *r, sl_err *err);

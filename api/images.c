@@ -88,9 +88,7 @@ typedef struct import_job {
 	const sl_space_floor *floor;
 	char name[128], user[64], workdir[256];
 	bool has_user, has_workdir;
-	int rfd, wfd;
-	pthread_t thread;
-	bool started, joined, reader_gone;
+	api_upload up;
 	int result;
 	sl_image img;
 	sl_err err;
@@ -101,24 +99,12 @@ static void *import_main(void *p)
 	import_job *j = p;
 	owner_act_as(j->owner);
 	j->result =
-	    image_import(j->state_dir, j->floor, j->name, j->rfd, j->has_user ? j->user : NULL,
+	    image_import(j->state_dir, j->floor, j->name, j->up.rfd, j->has_user ? j->user : NULL,
 			 j->has_workdir ? j->workdir : NULL, &j->img, &j->err);
 	/* Closing our end tells the writer (EPIPE) that no more input is wanted. */
-	close(j->rfd);
-	j->rfd = -1;
+	close(j->up.rfd);
+	j->up.rfd = -1;
 	return NULL;
-}
-
-static void import_join(import_job *j)
-{
-	if (j->wfd >= 0) {
-		close(j->wfd);
-		j->wfd = -1;
-	}
-	if (j->started && !j->joined) {
-		pthread_join(j->thread, NULL);
-		j->joined = true;
-	}
 }
 
 static void import_free(api_req *r)
@@ -126,9 +112,8 @@ static void import_free(api_req *r)
 	import_job *j = r->upload;
 	if (!j)
 		return;
-	import_join(j); /* an unfinished body ends the archive early: the import fails cleanly */
-	if (j->rfd >= 0)
-		close(j->rfd);
+	/* An unfinished body ends the archive early: the import fails cleanly. */
+	api_upload_fini(&j->up);
 	if (j->srv)
 		atomic_fetch_sub(&j->srv->imports, 1);
 	free(j);
@@ -175,7 +160,7 @@ int api_images_post_begin(api_req *r, sl_err *err)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "import");
 	}
 	j->srv = r->srv;
-	j->rfd = j->wfd = -1;
+	j->up.rfd = j->up.wfd = -1;
 	j->state_dir = r->srv->ctx->cfg.state_dir;
 	snprintf(j->owner, sizeof(j->owner), "%s", r->owner);
 	j->floor = &r->srv->ctx->cfg.min_free;
@@ -186,27 +171,32 @@ int api_images_post_begin(api_req *r, sl_err *err)
 		snprintf(j->workdir, sizeof(j->workdir), "%s", workdir);
 	r->upload = j;
 	r->upload_free = import_free;
+	return api_upload_start(&j->up, import_main, j, "the image import", err);
+}
+
+int api_upload_start(api_upload *u, void *(*fn)(void *), void *arg, const char *what,
+		     sl_err *err)
+{
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return sl_sysfail(err, "pipe");
-	j->rfd = p[0];
-	j->wfd = p[1];
-	int e = pthread_create(&j->thread, NULL, import_main, j);
+	u->rfd = p[0];
+	u->wfd = p[1];
+	int e = pthread_create(&u->thread, NULL, fn, arg);
 	if (e)
-		return sl_fail(err, SL_INTERNAL, e, "start the image import");
-	j->started = true;
+		return sl_fail(err, SL_INTERNAL, e, "start %s", what);
+	u->started = true;
 	return 0;
 }
 
-int api_upload_to_pipe(int wfd, bool *reader_gone, const char *data, size_t len,
-		       const char *to, sl_err *err)
+int api_upload_chunk(api_upload *u, const char *data, size_t len, const char *to, sl_err *err)
 {
-	while (len && !*reader_gone) {
-		ssize_t n = write(wfd, data, len);
+	while (len && !u->reader_gone) {
+		ssize_t n = write(u->wfd, data, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EPIPE) {
-			*reader_gone = true; /* done or refused: its result tells */
+			u->reader_gone = true; /* done or refused: its result tells */
 			break;
 		}
 		if (n < 0)
@@ -216,16 +206,42 @@ int api_upload_to_pipe(int wfd, bool *reader_gone, const char *data, size_t len,
 	return 0;
 }
 
+void api_upload_end(api_upload *u)
+{
+	if (u->wfd >= 0) {
+		close(u->wfd);
+		u->wfd = -1;
+	}
+}
+
+void api_upload_join(api_upload *u)
+{
+	api_upload_end(u);
+	if (u->started && !u->joined) {
+		pthread_join(u->thread, NULL);
+		u->joined = true;
+	}
+}
+
+void api_upload_fini(api_upload *u)
+{
+	api_upload_join(u);
+	if (u->rfd >= 0) {
+		close(u->rfd);
+		u->rfd = -1;
+	}
+}
+
 int api_images_post_chunk(api_req *r, const char *data, size_t len, sl_err *err)
 {
 	import_job *j = r->upload;
-	return api_upload_to_pipe(j->wfd, &j->reader_gone, data, len, "the importer", err);
+	return api_upload_chunk(&j->up, data, len, "the importer", err);
 }
 
 enum MHD_Result api_images_post(api_req *r)
 {
 	import_job *j = r->upload;
-	import_join(j);
+	api_upload_join(&j->up);
 	if (j->result < 0)
 		return api_reply_error(r, &j->err);
 	return api_reply_json(r, 201, api_image_json(&j->img));

@@ -15,10 +15,8 @@ typedef struct build_job {
 	char owner[SL_OWNER_LEN];
 	char name[128], dockerfile[256];
 	bool has_dockerfile, network;
-	int rfd, wfd;	  /* the upload: request body -> the build thread */
+	api_upload up;	  /* the upload: request body -> the build thread */
 	int out_r, out_w; /* the progress: the build thread -> the response */
-	pthread_t thread;
-	bool started, joined, reader_gone;
 } build_job;
 
 /* One JSON line to the response; a client gone (EPIPE) is ignored: the build goes on. */
@@ -63,10 +61,10 @@ static void *build_main(void *p)
 			   .out_arg = j};
 	sl_image img;
 	sl_err err = {0};
-	int rc = build_image_from_tar(j->srv->ctx, &o, j->rfd, &img, &err);
+	int rc = build_image_from_tar(j->srv->ctx, &o, j->up.rfd, &img, &err);
 	/* Closing our end tells the uploader (EPIPE) that no more input is wanted. */
-	close(j->rfd);
-	j->rfd = -1;
+	close(j->up.rfd);
+	j->up.rfd = -1;
 	cJSON *res = cJSON_CreateObject();
 	if (rc == 0) {
 		cJSON_AddItemToObject(res, "image", api_image_json(&img));
@@ -81,27 +79,13 @@ static void *build_main(void *p)
 	return NULL;
 }
 
-static void job_join(build_job *j)
-{
-	if (j->wfd >= 0) {
-		close(j->wfd);
-		j->wfd = -1;
-	}
-	if (j->started && !j->joined) {
-		pthread_join(j->thread, NULL);
-		j->joined = true;
-	}
-}
-
 static void job_free(build_job *j)
 {
 	if (j->out_r >= 0) { /* a client gone: the build's writes fail, it still ends */
 		close(j->out_r);
 		j->out_r = -1;
 	}
-	job_join(j);
-	if (j->rfd >= 0)
-		close(j->rfd);
+	api_upload_fini(&j->up);
 	if (j->out_w >= 0)
 		close(j->out_w);
 	atomic_fetch_sub(&j->srv->imports, 1);
@@ -136,7 +120,7 @@ int api_images_build_begin(api_req *r, sl_err *err)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "build");
 	}
 	j->srv = r->srv;
-	j->rfd = j->wfd = j->out_r = j->out_w = -1;
+	j->up.rfd = j->up.wfd = j->out_r = j->out_w = -1;
 	j->network = network;
 	snprintf(j->owner, sizeof(j->owner), "%s", r->owner);
 	snprintf(j->name, sizeof(j->name), "%s", name);
@@ -144,26 +128,18 @@ int api_images_build_begin(api_req *r, sl_err *err)
 		snprintf(j->dockerfile, sizeof(j->dockerfile), "%s", df);
 	r->upload = j;
 	r->upload_free = upload_free;
-	int in[2], out[2];
-	if (pipe2(in, O_CLOEXEC) < 0)
-		return sl_sysfail(err, "pipe");
-	j->rfd = in[0];
-	j->wfd = in[1];
+	int out[2];
 	if (pipe2(out, O_CLOEXEC) < 0)
 		return sl_sysfail(err, "pipe");
 	j->out_r = out[0];
 	j->out_w = out[1];
-	int e = pthread_create(&j->thread, NULL, build_main, j);
-	if (e)
-		return sl_fail(err, SL_INTERNAL, e, "start the build");
-	j->started = true;
-	return 0;
+	return api_upload_start(&j->up, build_main, j, "the build", err);
 }
 
 int api_images_build_chunk(api_req *r, const char *data, size_t len, sl_err *err)
 {
 	build_job *j = r->upload;
-	return api_upload_to_pipe(j->wfd, &j->reader_gone, data, len, "the build", err);
+	return api_upload_chunk(&j->up, data, len, "the build", err);
 }
 
 static ssize_t progress_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -191,10 +167,7 @@ static void progress_free(void *cls)
 enum MHD_Result api_images_build(api_req *r)
 {
 	build_job *j = r->upload;
-	if (j->wfd >= 0) {
-		close(j->wfd);
-		j->wfd = -1;
-	}
+	api_upload_end(&j->up);
 	struct MHD_Response *resp = MHD_create_response_from_callback(
 	    MHD_SIZE_UNKNOWN, 4096, progress_read, j, progress_free);
 	if (!resp)
