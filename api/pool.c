@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "build.h"
 #include "clock.h"
 #include "doctor.h"
 #include "idring.h"
@@ -344,6 +345,9 @@ int api_pool_start(api_server *s, const api_pool_spec *specs, int n, sl_err *err
 	done = snapshot_collect_unfinished(s->ctx);
 	if (done > 0)
 		sl_log(SL_LOG_INFO, "serve: cleaned up %d snapshot(s) a dead maker left", done);
+	done = build_collect_unfinished(s->ctx, true);
+	if (done > 0)
+		sl_log(SL_LOG_INFO, "serve: freed %d thing(s) a killed image build left", done);
 	if (dlk >= 0)
 		close(dlk);
 	/* Spare cgroups a daemon killed with -9 left (a half-made one would fail every

@@ -7,6 +7,7 @@
 #include "build_copy.h"
 #include "cleanup.h"
 #include "clock.h"
+#include "crash.h"
 #include "dockerfile.h"
 #include "fsutil.h"
 #include "log.h"
@@ -24,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <dirent.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -64,6 +67,7 @@ struct build {
 	cJSON *global_args; /* ARGs before the first FROM */
 	cJSON *build_args;
 	bc_ignore ignore;
+	int lockfd;	 /* active.lock, held shared while the build runs */
 	char (*tmp)[64]; /* temporary images to remove */
 	size_t ntmp;
 	size_t step, nsteps;
@@ -587,6 +591,7 @@ static int do_run(struct build *b, struct stage *st, const df_instr *in, struct 
 					   "Dockerfile line %d: RUN %.200s: killed by signal %d",
 					   in->line, in->rest, WTERMSIG(ws));
 	}
+	sl_crash_point("build-run-done"); /* a build sandbox and a build-tmp image left */
 	if (rc == 0)
 		rc = step_capture(b, &s, l);
 	step_end(b, &s);
@@ -1118,6 +1123,113 @@ static int read_dockerfile(struct build *b)
 	return dockerfile_parse(text, len, &b->df, b->err);
 }
 
+/* ---- what a build killed midway left ---- */
+
+/* Every build holds <state>/images/build/active.lock shared while it runs (its context
+ * extracted, its build sandboxes, its build-tmp-* images, its files in tmp/). Whoever holds
+ * it exclusive knows no build runs: each of those things is a dead build's. */
+static bool tmp_image_name(const char *name)
+{
+	if (strncmp(name, "build-tmp-", 10) || strlen(name) != 10 + 24)
+		return false;
+	for (const char *c = name + 10; *c; c++)
+		if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
+			return false;
+	return true;
+}
+
+static bool build_sandbox(const sl_sandbox *sb)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(sb->labels, "sandlot.build");
+	return sb->ephemeral && cJSON_IsString(v) && !strcmp(v->valuestring, "1");
+}
+
+/* Under the exclusive lock: count (and with REMOVE, free) what dead builds left. */
+static int collect_locked(sl_ctx *ctx, const char *dir, bool remove)
+{
+	int n = 0;
+	sl_err e = {0};
+	sl_sandbox *sbs = NULL;
+	size_t nsb = 0;
+	if (sandbox_list_live(ctx, &sbs, &nsb, &e) == 0) {
+		for (size_t i = 0; i < nsb; i++) {
+			if (!build_sandbox(&sbs[i]))
+				continue;
+			n++;
+			if (remove && sandbox_discard(ctx, sbs[i].id, &e) < 0)
+				sl_log(SL_LOG_WARN, "build: discard build sandbox %s: %s", sbs[i].id,
+				       e.msg);
+		}
+		sandbox_free_list(sbs, nsb);
+	}
+	_cleanup_free_ sl_image *imgs = NULL;
+	size_t nimg = 0;
+	if (image_list(ctx->cfg.state_dir, &imgs, &nimg, &e) == 0)
+		for (size_t i = 0; i < nimg; i++) {
+			if (!tmp_image_name(imgs[i].name))
+				continue;
+			n++;
+			if (remove && image_remove(ctx->cfg.state_dir, imgs[i].name, &e) < 0 &&
+			    e.kind != SL_NOTFOUND)
+				sl_log(SL_LOG_WARN, "build: remove image %s: %s", imgs[i].name, e.msg);
+		}
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	_cleanup_closedir_ DIR *d = opendir(tmp);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		n++;
+		char p[PATH_MAX];
+		if (remove && snprintf(p, sizeof(p), "%s/%s", tmp, de->d_name) < (int)sizeof(p) &&
+		    fs_remove_tree(p, &e) < 0)
+			sl_log(SL_LOG_WARN, "build: %s", e.msg);
+	}
+	return n;
+}
+
+int build_collect_unfinished(sl_ctx *ctx, bool remove)
+{
+	char dir[PATH_MAX], p[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/images/build", ctx->cfg.state_dir);
+	snprintf(p, sizeof(p), "%s/active.lock", dir);
+	_cleanup_close_ int fd = open(p, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return 0; /* never a build here, or one runs */
+	return collect_locked(ctx, dir, remove);
+}
+
+/* The build's hold on active.lock (shared); what dead builds left is freed first when no
+ * build runs. The fd, closed when the build ends. */
+static int build_hold(sl_ctx *ctx, sl_err *err)
+{
+	char dir[PATH_MAX], p[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/images/build", ctx->cfg.state_dir);
+	const char *sub[] = {"steps", "blobs", "tmp"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, sub[i]);
+		if (state_mkdirs(p, 0700, err) < 0)
+			return -1;
+	}
+	snprintf(p, sizeof(p), "%s/active.lock", dir);
+	int fd = open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sl_sysfail(err, "build: %s", p);
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		int n = collect_locked(ctx, dir, true);
+		if (n > 0)
+			sl_log(SL_LOG_INFO, "build: freed %d thing(s) a killed build left", n);
+	}
+	while (flock(fd, LOCK_SH) < 0)
+		if (errno != EINTR) {
+			sl_sysfail(err, "build: lock %s", p);
+			close(fd);
+			return -1;
+		}
+	return fd;
+}
+
 static int build_args(struct build *b)
 {
 	b->build_args = cJSON_CreateObject();
@@ -1138,15 +1250,15 @@ static int build_args(struct build *b)
 static int build_run(struct build *b, sl_image *out)
 {
 	snprintf(b->dir, sizeof(b->dir), "%s/images/build", b->ctx->cfg.state_dir);
-	const char *sub[] = {"steps", "blobs", "tmp"};
-	for (size_t i = 0; i < 3; i++) {
-		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "%s/%s", b->dir, sub[i]);
-		if (state_mkdirs(p, 0700, b->err) < 0)
-			return -1;
-	}
+	if ((b->lockfd = build_hold(b->ctx, b->err)) < 0)
+		return -1;
 	if (image_name_check(b->o->name, b->err) < 0 || build_args(b) < 0)
 		return -1;
+	if (tmp_image_name(b->o->name))
+		return sl_fail(b->err, SL_INVALID, 0,
+			       "image name '%s' is reserved: build-tmp-<24 hex digits> names a "
+			       "build's temporary images",
+			       b->o->name);
 	b->ctxfd = open(b->o->context, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (b->ctxfd < 0)
 		return sl_fail(b->err, SL_INVALID, errno, "build: the context %s", b->o->context);
@@ -1178,7 +1290,7 @@ static int build_run(struct build *b, sl_image *out)
 
 int build_image(sl_ctx *ctx, const sl_build_opts *o, sl_image *out, sl_err *err)
 {
-	struct build b = {.ctx = ctx, .o = o, .err = err, .ctxfd = -1};
+	struct build b = {.ctx = ctx, .o = o, .err = err, .ctxfd = -1, .lockfd = -1};
 	sl_image img = {0};
 	int rc = build_run(&b, &img);
 	tmp_images_remove(&b);
@@ -1195,6 +1307,8 @@ int build_image(sl_ctx *ctx, const sl_build_opts *o, sl_image *out, sl_err *err)
 	free(b.tmp);
 	if (b.ctxfd >= 0)
 		close(b.ctxfd);
+	if (b.lockfd >= 0)
+		close(b.lockfd);
 	if (rc == 0 && out)
 		*out = img;
 	return rc;
@@ -1206,7 +1320,8 @@ int build_image_from_tar(sl_ctx *ctx, const sl_build_opts *o, int tar_fd, sl_ima
 	char dir[PATH_MAX], tmp[PATH_MAX];
 	uint64_t r;
 	snprintf(tmp, sizeof(tmp), "%s/images/build/tmp", ctx->cfg.state_dir);
-	if (state_mkdirs(tmp, 0700, err) < 0)
+	_cleanup_close_ int hold = build_hold(ctx, err); /* the context is the build's too */
+	if (hold < 0)
 		return -1;
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		return sl_sysfail(err, "build: random");

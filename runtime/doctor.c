@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "build.h"
 #include "cleanup.h"
 #include "execlogs.h"
 #include "fsutil.h"
@@ -448,6 +449,13 @@ static void image_orphan_found(void *arg, const char *path, const char *what)
 	finding(d, "image", path, msg, repair_image_orphan);
 }
 
+static int repair_builds(doctor *d, const char *what, sl_err *e)
+{
+	build_collect_unfinished(d->ctx, true);
+	int left = build_collect_unfinished(d->ctx, false);
+	return left ? sl_fail(e, SL_INTERNAL, 0, "%d left (sandlot.log says why)", left) : 0;
+}
+
 static void check_snapshots_and_imports(doctor *d)
 {
 	char dir[PATH_MAX], msg[128];
@@ -460,6 +468,15 @@ static void check_snapshots_and_imports(doctor *d)
 		snprintf(msg, sizeof(msg), "%d tree(s) an import or image removal left midway", n);
 		snprintf(dir, sizeof(dir), "%s/images/tmp", d->ctx->cfg.state_dir);
 		finding(d, "import", dir, msg, repair_imports);
+	}
+	n = build_collect_unfinished(d->ctx, false);
+	if (n > 0) {
+		snprintf(msg, sizeof(msg),
+			 "%d build sandbox(es), build-tmp-* image(s) or file(s) a killed image "
+			 "build left",
+			 n);
+		snprintf(dir, sizeof(dir), "%s/images/build", d->ctx->cfg.state_dir);
+		finding(d, "build", dir, msg, repair_builds);
 	}
 	sl_err e = { 0 };
 	if (image_orphans(d->ctx->cfg.state_dir, image_held_by_sandbox, d->ctx, image_orphan_found,
