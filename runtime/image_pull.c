@@ -1,6 +1,7 @@
 /* image_pull.c — pulling an image: reference, registry and credentials chosen here,
  * blobs fetched (layers in parallel) into the content-addressed cache images/blobs, then
- * linked into an OCI layout that image_oci.c imports, verifying every blob again. */
+ * linked into an OCI layout that image_oci.c imports: a blob this pull hashed as it came
+ * is not hashed again there, one found in the cache is; every layer's diff id is. */
 #include "pull.h"
 
 #include "cleanup.h"
@@ -164,6 +165,9 @@ struct pull {
 	sl_registry *reg;
 	pthread_mutex_t lock; /* the progress callback, the work queue, the first error */
 	sl_oci_desc *layers;
+	/* Per layer: its blob was fetched and hashed by this pull (not found in the cache),
+	 * so the import need not hash it again (img_import_layout). */
+	bool *fresh;
 	size_t nlayers, next;
 	bool failed;
 	sl_err first;
@@ -314,7 +318,8 @@ static int pull_blob_progress(void *arg, uint64_t have)
  * import checks it again), or fetched into <hex>.partial (resumed from what a cut pull
  * left), verified, then renamed into place. Two pulls of one blob: the second waits on
  * the first's lock and finds it done. WHAT names it in errors ("layer 2 of 5"). */
-static int pull_blob(struct pull *p, const sl_oci_desc *d, const char *what, sl_err *err)
+static int pull_blob(struct pull *p, const sl_oci_desc *d, const char *what, bool *fresh,
+		     sl_err *err)
 {
 	const char *shown = strcmp(what, "config") ? d->digest : NULL; /* docker shows layers */
 	char final[PATH_MAX], part[PATH_MAX];
@@ -395,10 +400,13 @@ static int pull_blob(struct pull *p, const sl_oci_desc *d, const char *what, sl_
 			       "sha256:%s",
 			       what, d->digest, hex);
 	}
-	/* No fsync: a blob cut short by a crash is caught by the import's own check of its
-	 * digest, and dropped then (pull_drop_bad); the image's tree is synced before use. */
+	/* No fsync: a blob cut short by a crash is found by a later pull's import, which
+	 * hashes what it finds in the cache, and dropped then (pull_drop_bad); the image's
+	 * tree is synced before use. */
 	if (rename(part, final) < 0)
 		return sl_sysfail(err, "%s: store %s", what, final);
+	if (fresh)
+		*fresh = true;
 	pull_say(p, "Download complete", shown, have, (uint64_t)d->size);
 	return 0;
 }
@@ -416,7 +424,7 @@ static void *pull_worker(void *arg)
 		char what[64];
 		snprintf(what, sizeof(what), "layer %zu of %zu", i + 1, p->nlayers);
 		sl_err e = {0};
-		if (pull_blob(p, &p->layers[i], what, &e) < 0) {
+		if (pull_blob(p, &p->layers[i], what, &p->fresh[i], &e) < 0) {
 			pthread_mutex_lock(&p->lock);
 			/* The first failure is the story; later ones are its echo ("stopped"). */
 			if (!p->failed)
@@ -601,18 +609,26 @@ static int pull_run(struct pull *p, const sl_image_ref *ref, const char *name, s
 		*out = have;
 		return 0;
 	}
+	_cleanup_free_ bool *fresh = calloc(n ? n : 1, sizeof(*fresh));
+	_cleanup_free_ const char **verified = calloc(n + 1, sizeof(*verified));
+	if (!fresh || !verified)
+		return sl_fail(err, SL_EXHAUSTED, ENOMEM, "image layers");
 	p->layers = layers;
 	p->nlayers = n;
-	if (pull_blob(p, &cfg, "config", err) < 0 || pull_layers(p, err) < 0)
+	p->fresh = fresh;
+	if (pull_blob(p, &cfg, "config", NULL, err) < 0 || pull_layers(p, err) < 0)
 		return -1;
+	for (size_t i = 0, k = 0; i < n; i++)
+		if (fresh[i])
+			verified[k++] = layers[i].digest;
 	_cleanup_scratch_ struct img_scratch work = {.fd = -1};
 	if (img_scratch_claim(p->state_dir, "pull-", &work, err) < 0)
 		return -1;
 	pull_note(p, "Importing the layers into the image store");
 	r = pull_layout(p, work.path, &m, &cfg, err);
 	if (r == 0)
-		r = img_import_layout(p->state_dir, p->o->floor, name, work.path, "registry", out,
-				      err);
+		r = img_import_layout(p->state_dir, p->o->floor, name, work.path, "registry",
+				      verified, out, err);
 	if (fs_remove_tree(work.path, &e) < 0 && errno != ENOENT)
 		sl_log(SL_LOG_ERROR, "image store: %s", e.msg);
 	if (r < 0)
