@@ -460,7 +460,10 @@ static ssize_t ax_tar_read_cb(struct archive *a, void *data, const void **out)
 	la_int64_t off;
 	if (x->outer_eof)
 		return 0;
-	int r = archive_read_data_block(x->outer, &buf, &size, &off);
+	int r;
+	do /* an empty block is not the end: 0 would tell the tar reader it is */
+		r = archive_read_data_block(x->outer, &buf, &size, &off);
+	while (r >= ARCHIVE_WARN && r != ARCHIVE_EOF && size == 0);
 	if (r == ARCHIVE_EOF) {
 		x->outer_eof = true;
 		return 0;
