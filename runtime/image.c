@@ -768,7 +768,7 @@ int image_import(const char *state_dir, const sl_space_floor *floor, const char 
 }
 
 int img_import_layout(const char *state_dir, const sl_space_floor *floor, const char *name,
-		      const char *tree, const char *format, const char *const *verified,
+		      const char *tree, const char *format, const img_blob_wait *wait,
 		      sl_image *out, sl_err *err)
 {
 	if (image_name_check(name, err) < 0 || img_prepare(state_dir, err) < 0)
@@ -777,7 +777,7 @@ int img_import_layout(const char *state_dir, const sl_space_floor *floor, const 
 	snprintf(img.name, sizeof(img.name), "%s", name);
 	img.created = (int64_t)time(NULL);
 	snprintf(img.owner, sizeof(img.owner), "%s", owner_acting());
-	int c = img_import_container(state_dir, floor, tree, format, verified, NULL, NULL,
+	int c = img_import_container(state_dir, floor, tree, format, wait, NULL, NULL,
 				     &img, err);
 	if (c > 0)
 		return sl_fail(err, SL_INVALID, 0, "import image %s: %s is not an image layout",

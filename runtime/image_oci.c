@@ -53,9 +53,8 @@ struct oci_import {
 	/* Builds only (image_import_build): a layer whose blob the layout leaves out is
 	 * taken from the store by its diff id (a base image's layer, already verified). */
 	bool store_layers;
-	/* Pulls only (img_import_layout): the blobs this process hashed as they arrived
-	 * (NULL-terminated digests); theirs are not hashed again, their diff ids are. */
-	const char *const *verified;
+	/* Pulls only (img_import_layout): each layer's blob waited for as it downloads. */
+	const img_blob_wait *wait;
 	sl_err *err;
 };
 
@@ -206,9 +205,6 @@ static int oi_read_oci(struct oci_import *x)
 		snprintf(x->layers[i].blob_digest, sizeof(x->layers[i].blob_digest), "%s",
 			 ls[i].digest);
 		x->layers[i].blob_size = ls[i].size;
-		for (const char *const *v = x->verified; v && *v; v++)
-			if (!strcmp(*v, ls[i].digest))
-				x->layers[i].blob_verified = true;
 	}
 	free(ls);
 	free(text);
@@ -319,6 +315,9 @@ static int oi_layer(struct oci_import *x, size_t i)
 		l->tar_bytes = l->blob_size > 0 ? (uint64_t)l->blob_size : 0;
 		return 0;
 	}
+	if (x->wait && l->blob_digest[0] &&
+	    x->wait->wait(x->wait->arg, l->blob_digest, &l->blob_verified, x->err) < 0)
+		return -1;
 	_cleanup_close_ int fd = oi_open(x, l->path, &st);
 	if (fd < 0)
 		return sl_wrap(x->err, "%s", label);
@@ -540,11 +539,11 @@ static int oi_import(struct oci_import *x, const char *user, const char *workdir
 }
 
 int img_import_container(const char *state_dir, const sl_space_floor *floor, const char *tree,
-			 const char *format, const char *const *verified, const char *user,
+			 const char *format, const img_blob_wait *wait, const char *user,
 			 const char *workdir, sl_image *img, sl_err *err)
 {
 	struct oci_import x = {.state_dir = state_dir, .floor = floor, .err = err,
-			       .work = {.fd = -1}, .verified = verified};
+			       .work = {.fd = -1}, .wait = wait};
 	x.root = open(tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (x.root < 0)
 		return sl_sysfail(err, "open %s", tree);
