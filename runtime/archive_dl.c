@@ -42,3 +42,17 @@ int archive_write_layer(int out_fd, const char *root, uint32_t uid_base,
 						 "archive_write_layer", err);
 	return fn ? fn(out_fd, root, uid_base, skip, err) : -1;
 }
+
+typedef int (*extract_layer_fn)(int, const char *, const sl_archive_limits *, bool, char[65],
+				char[65], uint64_t *, uint64_t *, sl_err *);
+
+int archive_extract_layer(int in_fd, const char *dest_dir, const sl_archive_limits *lim,
+			  bool blob_verified, char blob_hex[65], char tar_hex[65],
+			  uint64_t *tar_bytes, uint64_t *file_bytes, sl_err *err)
+{
+	extract_layer_fn fn = (extract_layer_fn)sl_module_symbol(
+	    "sandlot-archive.so", "SANDLOT_ARCHIVE_SO", "archive_extract_layer", err);
+	return fn ? fn(in_fd, dest_dir, lim, blob_verified, blob_hex, tar_hex, tar_bytes,
+		       file_bytes, err)
+		  : -1;
+}

@@ -32,6 +32,7 @@ struct ax_input {
 	unsigned char *buf;
 	int read_errno;
 	bool eof;
+	bool no_hash; /* the caller verified these bytes already */
 };
 
 struct ax_run {
@@ -42,9 +43,23 @@ struct ax_run {
 	uint64_t unchecked; /* bytes written since the last look at the free space */
 	struct ax_input in;
 	struct archive *r, *w;
+	/* A layer (archive_extract_layer): R reads the tar from OUTER, which decompresses
+	 * the input; TAR_MD hashes the tar as it goes through (the diff id). */
+	struct archive *outer;
+	struct sha256_ctx tar_md;
+	uint64_t tar_bytes;
+	bool outer_eof;
 	sl_err *err;
 };
 
+
+static void ax_hex(struct sha256_ctx *md, char hex[65])
+{
+	uint8_t d[SHA256_DIGEST_SIZE];
+	sha256_digest(md, sizeof(d), d);
+	for (unsigned i = 0; i < SHA256_DIGEST_SIZE; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
 
 static ssize_t ax_read_cb(struct archive *a, void *data, const void **out)
 {
@@ -60,7 +75,7 @@ static ssize_t ax_read_cb(struct archive *a, void *data, const void **out)
 	}
 	if (n == 0)
 		in->eof = true;
-	else
+	else if (!in->no_hash)
 		sha256_update(&in->md, (size_t)n, in->buf);
 	*out = in->buf;
 	return n;
@@ -85,7 +100,8 @@ static int ax_drain(struct ax_input *in, sl_err *err)
 				       "archive: more than %llu MiB of data after the end of the "
 				       "tar archive; is it really one tar file?",
 				       AX_MAX_TRAILING >> 20);
-		sha256_update(&in->md, (size_t)n, in->buf);
+		if (!in->no_hash)
+			sha256_update(&in->md, (size_t)n, in->buf);
 	}
 	return 0;
 }
@@ -399,11 +415,95 @@ static void ax_run_release(struct ax_run *x)
 {
 	if (x->r)
 		archive_read_free(x->r);
+	if (x->outer)
+		archive_read_free(x->outer);
 	if (x->w)
 		archive_write_free(x->w);
 	free(x->in.buf);
 	if (x->dest_fd >= 0)
 		close(x->dest_fd);
+}
+
+/* The decompressing reader's failure: the input's fault unless read(2) failed. */
+static int ax_outer_fail(struct ax_run *x, const char *what)
+{
+	if (x->in.read_errno)
+		return sl_fail(x->err, SL_INTERNAL, x->in.read_errno, "archive: read input");
+	const char *msg = archive_error_string(x->outer);
+	return sl_fail(x->err, SL_INVALID, 0, "archive: %s: %s", what,
+		       msg ? msg : "unknown error");
+}
+
+/* A container layer's blob decompressed (gzip, zstd, xz or none) as one raw entry: the
+ * filters archive_blob_digests accepts, so both name the same tar. */
+static int ax_open_outer(struct ax_run *x)
+{
+	struct archive_entry *e;
+	sha256_init(&x->tar_md);
+	archive_read_support_format_raw(x->outer);
+	archive_read_support_filter_none(x->outer);
+	archive_read_support_filter_gzip(x->outer);
+	archive_read_support_filter_zstd(x->outer);
+	archive_read_support_filter_xz(x->outer);
+	if (archive_read_open(x->outer, &x->in, NULL, ax_read_cb, NULL) != ARCHIVE_OK ||
+	    archive_read_next_header(x->outer, &e) != ARCHIVE_OK)
+		return ax_outer_fail(x, "cannot read the layer's blob");
+	return 0;
+}
+
+/* The tar reader's input: the next decompressed block, hashed on its way. */
+static ssize_t ax_tar_read_cb(struct archive *a, void *data, const void **out)
+{
+	struct ax_run *x = data;
+	const void *buf;
+	size_t size;
+	la_int64_t off;
+	if (x->outer_eof)
+		return 0;
+	int r;
+	do /* an empty block is not the end: 0 would tell the tar reader it is */
+		r = archive_read_data_block(x->outer, &buf, &size, &off);
+	while (r >= ARCHIVE_WARN && r != ARCHIVE_EOF && size == 0);
+	if (r == ARCHIVE_EOF) {
+		x->outer_eof = true;
+		return 0;
+	}
+	if (r < ARCHIVE_WARN) {
+		const char *msg = archive_error_string(x->outer);
+		archive_set_error(a, archive_errno(x->outer) > 0 ? archive_errno(x->outer) : EIO,
+				  "bad compressed data: %s", msg ? msg : "unknown error");
+		return -1;
+	}
+	sha256_update(&x->tar_md, size, buf);
+	x->tar_bytes += size;
+	*out = buf;
+	return (ssize_t)size;
+}
+
+/* What the tar reader left after the end marker: hashed into the diff id (it is part of
+ * the decompressed stream), bounded as ax_drain bounds the raw input's. */
+static int ax_drain_outer(struct ax_run *x)
+{
+	uint64_t extra = 0;
+	while (!x->outer_eof) {
+		const void *buf;
+		size_t size;
+		la_int64_t off;
+		int r = archive_read_data_block(x->outer, &buf, &size, &off);
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r < ARCHIVE_WARN)
+			return ax_outer_fail(x, "bad compressed data");
+		sha256_update(&x->tar_md, size, buf);
+		x->tar_bytes += size;
+		extra += size;
+		if (extra > AX_MAX_TRAILING)
+			return sl_fail(x->err, SL_INVALID, 0,
+				       "archive: more than %llu MiB of data after the end of the "
+				       "layer's tar; is it really one tar file?",
+				       AX_MAX_TRAILING >> 20);
+	}
+	return 0;
 }
 
 static int ax_open(struct ax_run *x)
@@ -418,11 +518,13 @@ static int ax_open(struct ax_run *x)
 	 * programs (lrzip, lzop, ...) on hostile input. */
 	archive_read_support_format_tar(x->r);
 	archive_read_support_filter_none(x->r);
-	archive_read_support_filter_gzip(x->r);
-	archive_read_support_filter_zstd(x->r);
-	archive_read_support_filter_xz(x->r);
-	archive_read_support_filter_lzma(x->r);
-	archive_read_support_filter_bzip2(x->r);
+	if (!x->outer) {
+		archive_read_support_filter_gzip(x->r);
+		archive_read_support_filter_zstd(x->r);
+		archive_read_support_filter_xz(x->r);
+		archive_read_support_filter_lzma(x->r);
+		archive_read_support_filter_bzip2(x->r);
+	}
 	/* No SECURE_NOABSOLUTEPATHS: every path is made absolute under dest after
 	 * ax_clean_path has refused absolute ones. No XATTR/ACL/FFLAGS: trusted.* and
 	 * security.* from a hostile archive have no business on the host. Owners stay
@@ -430,6 +532,13 @@ static int ax_open(struct ax_run *x)
 	archive_write_disk_set_options(
 	    x->w, ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
 		      ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT);
+	if (x->outer) {
+		if (ax_open_outer(x) < 0)
+			return -1;
+		if (archive_read_open(x->r, x, NULL, ax_tar_read_cb, NULL) != ARCHIVE_OK)
+			return ax_read_fail(x, "cannot read the layer's tar");
+		return 0;
+	}
 	if (archive_read_open(x->r, &x->in, NULL, ax_read_cb, NULL) != ARCHIVE_OK)
 		return ax_read_fail(x, "cannot read the archive");
 	return 0;
@@ -451,6 +560,8 @@ static int ax_extract(struct ax_run *x, char digest_hex[65])
 	}
 	if (archive_write_close(x->w) < ARCHIVE_WARN)
 		return ax_write_fail(x, "", "apply directory modes and times");
+	if (x->outer && ax_drain_outer(x) < 0)
+		return -1;
 	if (ax_drain(&x->in, x->err) < 0)
 		return -1;
 	uint8_t md[SHA256_DIGEST_SIZE];
@@ -485,8 +596,12 @@ static int ax_canonical_dest(const char *dest, char *out, size_t len, sl_err *er
 	return 0;
 }
 
-int archive_extract_counted(int in_fd, const char *dest_dir, const sl_archive_limits *lim,
-			    char digest_hex[65], uint64_t *file_bytes, sl_err *err)
+/* LAYER: the input is a container layer's blob (decompressed once, its tar hashed into
+ * TAR_HEX and counted in *TAR_BYTES); VERIFIED: its raw bytes are not hashed (DIGEST_HEX
+ * is left as is). */
+static int ax_extract_into(int in_fd, const char *dest_dir, const sl_archive_limits *lim,
+			   bool layer, bool verified, char digest_hex[65], char tar_hex[65],
+			   uint64_t *tar_bytes, uint64_t *file_bytes, sl_err *err)
 {
 	sl_archive_limits defaults;
 	if (!lim) {
@@ -499,18 +614,26 @@ int archive_extract_counted(int in_fd, const char *dest_dir, const sl_archive_li
 	if (mkdir(dest, 0755) < 0)
 		return sl_fail(err, errno == EEXIST ? SL_CONFLICT : SL_INTERNAL, errno,
 			       "archive: create destination %s", dest);
-	struct ax_run x = {.dest = dest, .dest_fd = -1, .lim = lim, .in.fd = in_fd, .err = err};
+	struct ax_run x = {.dest = dest, .dest_fd = -1, .lim = lim, .in.fd = in_fd,
+			   .in.no_hash = verified, .err = err};
+	char ignored[65];
 	int rc = -1;
-	if (chmod(dest, 0755) < 0)
+	if (layer && !(x.outer = archive_read_new()))
+		sl_fail(err, SL_EXHAUSTED, ENOMEM, "archive: set up extraction");
+	else if (chmod(dest, 0755) < 0)
 		sl_sysfail(err, "archive: chmod %s", dest);
 	else if ((x.dest_fd = open(dest, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		sl_sysfail(err, "archive: open %s", dest);
 	else
-		rc = ax_extract(&x, digest_hex);
+		rc = ax_extract(&x, verified ? ignored : digest_hex);
 	ax_run_release(&x);
 	if (rc == 0) {
 		if (file_bytes)
 			*file_bytes = x.total;
+		if (layer) {
+			ax_hex(&x.tar_md, tar_hex);
+			*tar_bytes = x.tar_bytes;
+		}
 		return 0;
 	}
 	sl_err rm_err;
@@ -520,18 +643,25 @@ int archive_extract_counted(int in_fd, const char *dest_dir, const sl_archive_li
 	return -1;
 }
 
+int archive_extract_counted(int in_fd, const char *dest_dir, const sl_archive_limits *lim,
+			    char digest_hex[65], uint64_t *file_bytes, sl_err *err)
+{
+	return ax_extract_into(in_fd, dest_dir, lim, false, false, digest_hex, NULL, NULL,
+			       file_bytes, err);
+}
+
 int archive_extract_safe(int in_fd, const char *dest_dir, const sl_archive_limits *lim,
 			 char digest_hex[65], sl_err *err)
 {
 	return archive_extract_counted(in_fd, dest_dir, lim, digest_hex, NULL, err);
 }
 
-static void ax_hex(struct sha256_ctx *md, char hex[65])
+int archive_extract_layer(int in_fd, const char *dest_dir, const sl_archive_limits *lim,
+			  bool blob_verified, char blob_hex[65], char tar_hex[65],
+			  uint64_t *tar_bytes, uint64_t *file_bytes, sl_err *err)
 {
-	uint8_t d[SHA256_DIGEST_SIZE];
-	sha256_digest(md, sizeof(d), d);
-	for (unsigned i = 0; i < SHA256_DIGEST_SIZE; i++)
-		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+	return ax_extract_into(in_fd, dest_dir, lim, true, blob_verified, blob_hex, tar_hex,
+			       tar_bytes, file_bytes, err);
 }
 
 int archive_blob_digests(int in_fd, char blob_hex[65], char tar_hex[65], uint64_t *tar_bytes,

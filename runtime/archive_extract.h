@@ -54,4 +54,15 @@ int archive_extract_counted(int in_fd, const char *dest_dir, const sl_archive_li
 int archive_blob_digests(int in_fd, char blob_hex[65], char tar_hex[65], uint64_t *tar_bytes,
 			 sl_err *err);
 
+/* A container layer's blob from IN_FD extracted into DEST_DIR in one pass, under the same
+ * rules as archive_extract_safe: decompressed once (gzip, zstd, xz or none, as
+ * archive_blob_digests), TAR_HEX the sha256 of the decompressed tar (the diff id) and
+ * *TAR_BYTES its size, BLOB_HEX of the raw bytes unless BLOB_VERIFIED (the caller hashed
+ * them as they arrived; BLOB_HEX is then left untouched). The tree is extracted before
+ * the digests are known: the caller compares them and removes DEST_DIR on a mismatch,
+ * and never uses the tree before. *FILE_BYTES as archive_extract_counted's. */
+int archive_extract_layer(int in_fd, const char *dest_dir, const sl_archive_limits *lim,
+			  bool blob_verified, char blob_hex[65], char tar_hex[65],
+			  uint64_t *tar_bytes, uint64_t *file_bytes, sl_err *err);
+
 #endif

@@ -6,6 +6,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <string.h>
@@ -316,6 +319,57 @@ int fs_write_all(int fd, const void *buf, size_t len, off_t at)
 		if (n < 0)
 			return -1;
 		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* nftw's callback has no argument: the pass and its first failure, per thread. */
+static __thread struct {
+	bool wait;
+	int err;
+	char failed[PATH_MAX];
+} sync_walk;
+
+static int sync_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	bool dir = type == FTW_D || type == FTW_DP;
+	if (type != FTW_F && !dir)
+		return 0; /* symlinks (FTW_SL), and what could not be read: nothing to sync */
+	if (type == FTW_F && !S_ISREG(st->st_mode))
+		return 0;
+	if (!dir && !sync_walk.wait) {
+		int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd >= 0) {
+			sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+			close(fd);
+		}
+		return 0;
+	}
+	if (dir && !sync_walk.wait)
+		return 0;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
+				(dir ? O_DIRECTORY : 0));
+	if (fd < 0 || fsync(fd) < 0) {
+		sync_walk.err = errno;
+		snprintf(sync_walk.failed, sizeof(sync_walk.failed), "%s", path);
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	close(fd);
+	return 0;
+}
+
+int fs_sync_tree(const char *path, bool start_only, sl_err *err)
+{
+	for (int pass = 0; pass < (start_only ? 1 : 2); pass++) {
+		sync_walk.wait = pass == 1;
+		sync_walk.err = 0;
+		snprintf(sync_walk.failed, sizeof(sync_walk.failed), "%s", path);
+		if (nftw(path, sync_one, 16, FTW_PHYS | FTW_MOUNT) != 0) {
+			errno = sync_walk.err ? sync_walk.err : errno;
+			return sl_sysfail(err, "sync %s", sync_walk.failed);
+		}
 	}
 	return 0;
 }

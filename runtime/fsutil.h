@@ -23,4 +23,11 @@ bool fs_stx_mount_root(const struct statx *stx);
  * short writes and EINTR: 0, or -1 with errno. */
 int fs_write_all(int fd, const void *buf, size_t len, off_t at);
 
+/* The regular files and directories of the tree at PATH made durable, not the rest of its
+ * filesystem (as syncfs would): writeback of every file started first, then each file and
+ * directory fsynced, so a journalling filesystem commits about once, not per file. START
+ * only: writeback started, nothing waited for (a head start for a later full call).
+ * Symlinks are not followed; their directory's fsync covers them. */
+int fs_sync_tree(const char *path, bool start_only, sl_err *err);
+
 #endif

@@ -649,9 +649,8 @@ int image_lookup(const char *state_dir, const char *name_or_digest, sl_image *ou
 /* Make the extracted tree durable before any record points at it. */
 int img_sync(const char *dir, sl_err *err)
 {
-	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || syncfs(fd) < 0)
-		return sl_sysfail(err, "image store: sync %s", dir);
+	if (fs_sync_tree(dir, false, err) < 0)
+		return sl_wrap(err, "image store");
 	return 0;
 }
 
@@ -744,7 +743,7 @@ int image_import(const char *state_dir, const sl_space_floor *floor, const char 
 	snprintf(img.format, sizeof(img.format), "tar");
 	img.nlayers = 1;
 	sl_crash_point("import-extracted"); /* the tree in images/tmp, nothing committed */
-	int c = img_import_container(state_dir, floor, tmp, NULL, user_or_null, workdir_or_null,
+	int c = img_import_container(state_dir, floor, tmp, NULL, NULL, user_or_null, workdir_or_null,
 				     &img, err);
 	if (c <= 0) {
 		sl_err e;
@@ -769,7 +768,8 @@ int image_import(const char *state_dir, const sl_space_floor *floor, const char 
 }
 
 int img_import_layout(const char *state_dir, const sl_space_floor *floor, const char *name,
-		      const char *tree, const char *format, sl_image *out, sl_err *err)
+		      const char *tree, const char *format, const img_blob_wait *wait,
+		      sl_image *out, sl_err *err)
 {
 	if (image_name_check(name, err) < 0 || img_prepare(state_dir, err) < 0)
 		return -1;
@@ -777,7 +777,8 @@ int img_import_layout(const char *state_dir, const sl_space_floor *floor, const 
 	snprintf(img.name, sizeof(img.name), "%s", name);
 	img.created = (int64_t)time(NULL);
 	snprintf(img.owner, sizeof(img.owner), "%s", owner_acting());
-	int c = img_import_container(state_dir, floor, tree, format, NULL, NULL, &img, err);
+	int c = img_import_container(state_dir, floor, tree, format, wait, NULL, NULL,
+				     &img, err);
 	if (c > 0)
 		return sl_fail(err, SL_INVALID, 0, "import image %s: %s is not an image layout",
 			       name, tree);

@@ -43,19 +43,32 @@ cJSON *img_meta_layers(const char *state_dir, const sl_image *img);
 
 /* The container archive extracted at TREE (the input, unpacked), imported as IMG->name:
  * 1 when TREE is not one (a root filesystem), 0 imported (IMG filled), -1 failed.
- * FORMAT (NULL: told from the content) names an OCI layout's origin ("registry"). */
+ * FORMAT (NULL: told from the content) names an OCI layout's origin ("registry").
+ * WAIT (NULL: none) as img_import_layout's. */
+typedef struct img_blob_wait img_blob_wait;
 int img_import_container(const char *state_dir, const sl_space_floor *floor, const char *tree,
-			 const char *format, const char *user, const char *workdir,
-			 sl_image *img, sl_err *err);
+			 const char *format, const img_blob_wait *wait, const char *user,
+			 const char *workdir, sl_image *img, sl_err *err);
 
 /* The store's directories made (0700) and its mount secured; every import's first step. */
 int img_prepare(const char *state_dir, sl_err *err);
 /* <state>/images/names/<name>.json of NAME ('/' stored as '+'). */
 int img_record_path(const char *state_dir, const char *name, char *buf, size_t len,
 		    sl_err *err);
-/* The OCI image layout at TREE (a pull's, its blobs verified again here) imported as
- * NAME, its format FORMAT, owned by the thread's key; the store as it was on failure. */
+/* A pull's layer blobs as they arrive: the import calls WAIT before it opens a layer's
+ * blob, which returns once the blob DIGEST is in the layout (0) or its download failed
+ * (-1, that error). *VERIFIED: this process hashed it as it came, so the import does not
+ * hash it again (its diff id it still checks). */
+struct img_blob_wait {
+	int (*wait)(void *arg, const char *digest, bool *verified, sl_err *err);
+	void *arg;
+};
+
+/* The OCI image layout at TREE (a pull's) imported as NAME, its format FORMAT, owned by
+ * the thread's key; the store as it was on failure. Its blobs are verified here, but for
+ * those WAIT (NULL: none) says were; a layer is extracted as soon as WAIT gives it. */
 int img_import_layout(const char *state_dir, const sl_space_floor *floor, const char *name,
-		      const char *tree, const char *format, sl_image *out, sl_err *err);
+		      const char *tree, const char *format, const img_blob_wait *wait,
+		      sl_image *out, sl_err *err);
 
 #endif

@@ -35,6 +35,7 @@ struct oci_layer {
 	uint64_t tar_bytes;
 	char tree[PATH_MAX]; /* its extracted tree: in the store, or in this import's scratch */
 	bool is_new;	     /* extracted by this import (moved into the store at commit) */
+	bool blob_verified;  /* hashed by the pull that fetched it, in this process */
 };
 
 struct oci_import {
@@ -52,6 +53,8 @@ struct oci_import {
 	/* Builds only (image_import_build): a layer whose blob the layout leaves out is
 	 * taken from the store by its diff id (a base image's layer, already verified). */
 	bool store_layers;
+	/* Pulls only (img_import_layout): each layer's blob waited for as it downloads. */
+	const img_blob_wait *wait;
 	sl_err *err;
 };
 
@@ -273,8 +276,27 @@ static void oi_label(const struct oci_import *x, size_t i, char *buf, size_t len
 	snprintf(buf, len, "layer %zu of %zu (%.19s)", i + 1, x->nlayers, x->layers[i].diff_id);
 }
 
-/* Layer I: its blob verified (digest, size, diff id), then its tree found in the store,
- * earlier in this image, or extracted into the import's scratch. */
+/* Layer I's blob hashes to what its manifest names (BLOB), its tar to the config's diff
+ * id (TAR). */
+static int oi_check_digests(struct oci_import *x, size_t i, const char *label, const char *blob,
+			    const char *tar)
+{
+	const struct oci_layer *l = &x->layers[i];
+	if (l->blob_digest[0] && strcmp(l->blob_digest + 7, blob))
+		return sl_fail(x->err, SL_INVALID, 0,
+			       "%s: digest mismatch: the manifest names %s, the blob is sha256:%s",
+			       label, l->blob_digest, blob);
+	if (strcmp(l->diff_id + 7, tar))
+		return sl_fail(x->err, SL_INVALID, 0,
+			       "%s: digest mismatch: the config's diff id is %s, the layer's tar is "
+			       "sha256:%s",
+			       label, l->diff_id, tar);
+	return 0;
+}
+
+/* Layer I: its tree found earlier in this image or in the store (its blob verified:
+ * digest, size, diff id), or extracted into the import's scratch while its digests are
+ * computed, and kept only if they match. */
 static int oi_layer(struct oci_import *x, size_t i)
 {
 	struct oci_layer *l = &x->layers[i];
@@ -293,6 +315,9 @@ static int oi_layer(struct oci_import *x, size_t i)
 		l->tar_bytes = l->blob_size > 0 ? (uint64_t)l->blob_size : 0;
 		return 0;
 	}
+	if (x->wait && l->blob_digest[0] &&
+	    x->wait->wait(x->wait->arg, l->blob_digest, &l->blob_verified, x->err) < 0)
+		return -1;
 	_cleanup_close_ int fd = oi_open(x, l->path, &st);
 	if (fd < 0)
 		return sl_wrap(x->err, "%s", label);
@@ -300,39 +325,55 @@ static int oi_layer(struct oci_import *x, size_t i)
 		return sl_fail(x->err, SL_INVALID, 0,
 			       "%s: the blob is %lld bytes, the manifest says %lld (truncated?)",
 			       label, (long long)st.st_size, (long long)l->blob_size);
-	if (archive_blob_digests(fd, blob, tar, &l->tar_bytes, x->err) < 0)
-		return sl_wrap(x->err, "%s", label);
-	if (l->blob_digest[0] && strcmp(l->blob_digest + 7, blob))
-		return sl_fail(x->err, SL_INVALID, 0,
-			       "%s: digest mismatch: the manifest names %s, the blob is sha256:%s",
-			       label, l->blob_digest, blob);
-	if (strcmp(l->diff_id + 7, tar))
-		return sl_fail(x->err, SL_INVALID, 0,
-			       "%s: digest mismatch: the config's diff id is %s, the layer's tar is "
-			       "sha256:%s",
-			       label, l->diff_id, tar);
-	for (size_t j = 0; j < i; j++)
+	/* Taken from this image or the store: the blob is checked, nothing extracted. */
+	bool have = false;
+	for (size_t j = 0; j < i && !have; j++)
 		if (!strcmp(x->layers[j].diff_id, l->diff_id)) {
 			memcpy(l->tree, x->layers[j].tree, sizeof(l->tree));
-			return 0;
+			have = true;
 		}
-	if (img_path(l->tree, sizeof(l->tree), x->err, "%s/images/diffs/%s", x->state_dir,
-		     l->diff_id + 7) < 0)
-		return -1;
-	if (lstat(l->tree, &st) == 0 && S_ISDIR(st.st_mode))
-		return 0; /* stored by an earlier import */
+	if (!have) {
+		if (img_path(l->tree, sizeof(l->tree), x->err, "%s/images/diffs/%s",
+			     x->state_dir, l->diff_id + 7) < 0)
+			return -1;
+		have = lstat(l->tree, &st) == 0 && S_ISDIR(st.st_mode); /* an earlier import's */
+	}
+	if (have) {
+		if (archive_blob_digests(fd, blob, tar, &l->tar_bytes, x->err) < 0)
+			return sl_wrap(x->err, "%s", label);
+		return oi_check_digests(x, i, label, blob, tar);
+	}
+	/* New: extracted into the scratch and hashed in the same pass, then checked; the
+	 * tree is used (merged, moved into the store) only once both digests matched. */
 	if (img_path(l->tree, sizeof(l->tree), x->err, "%s/layer-%zu", x->work.path, i) < 0)
 		return -1;
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		return sl_sysfail(x->err, "%s: rewind", label);
 	sl_archive_limits lim;
 	archive_limits_default(&lim);
 	if (x->floor)
 		lim.min_free = *x->floor;
-	char hex[65];
-	if (archive_extract_counted(fd, l->tree, &lim, hex, NULL, x->err) < 0)
+	if (archive_extract_layer(fd, l->tree, &lim, l->blob_verified, blob, tar, &l->tar_bytes,
+				  NULL, x->err) < 0) {
+		/* A blob that is not what its manifest names says so, rather than how its
+		 * bytes broke the reader. */
+		sl_err e;
+		if (lseek(fd, 0, SEEK_SET) == 0 &&
+		    archive_blob_digests(fd, blob, tar, &l->tar_bytes, &e) == 0 &&
+		    oi_check_digests(x, i, label, blob, tar) < 0)
+			return -1;
 		return sl_wrap(x->err, "%s", label);
+	}
+	if (l->blob_verified)
+		snprintf(blob, sizeof(blob), "%s", l->blob_digest + 7);
+	if (oi_check_digests(x, i, label, blob, tar) < 0) {
+		sl_err e;
+		if (fs_remove_tree(l->tree, &e) < 0)
+			sl_log(SL_LOG_ERROR, "image store: %s", e.msg);
+		return -1;
+	}
 	l->is_new = true;
+	/* Its writeback started now, while the next layers come: img_sync waits less. */
+	sl_err e;
+	fs_sync_tree(l->tree, true, &e);
 	return 0;
 }
 
@@ -498,11 +539,11 @@ static int oi_import(struct oci_import *x, const char *user, const char *workdir
 }
 
 int img_import_container(const char *state_dir, const sl_space_floor *floor, const char *tree,
-			 const char *format, const char *user, const char *workdir,
-			 sl_image *img, sl_err *err)
+			 const char *format, const img_blob_wait *wait, const char *user,
+			 const char *workdir, sl_image *img, sl_err *err)
 {
 	struct oci_import x = {.state_dir = state_dir, .floor = floor, .err = err,
-			       .work = {.fd = -1}};
+			       .work = {.fd = -1}, .wait = wait};
 	x.root = open(tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (x.root < 0)
 		return sl_sysfail(err, "open %s", tree);

@@ -1,6 +1,7 @@
 /* image_pull.c — pulling an image: reference, registry and credentials chosen here,
  * blobs fetched (layers in parallel) into the content-addressed cache images/blobs, then
- * linked into an OCI layout that image_oci.c imports, verifying every blob again. */
+ * linked into an OCI layout that image_oci.c imports: a blob this pull hashed as it came
+ * is not hashed again there, one found in the cache is; every layer's diff id is. */
 #include "pull.h"
 
 #include "cleanup.h"
@@ -163,9 +164,15 @@ struct pull {
 	const sl_pull_opts *o;
 	sl_registry *reg;
 	pthread_mutex_t lock; /* the progress callback, the work queue, the first error */
+	pthread_cond_t landed; /* a layer's blob is in the cache, or a download failed */
 	sl_oci_desc *layers;
+	/* Per layer: in the cache (DONE), fetched and hashed by this pull rather than found
+	 * there (FRESH: the import need not hash it again). */
+	bool *done, *fresh;
 	size_t nlayers, next;
 	bool failed;
+	bool import_waited; /* the import stopped on a failed download: FIRST is the story */
+	const char *layout; /* the import's OCI layout, each layer linked in as it lands */
 	sl_err first;
 };
 
@@ -314,7 +321,8 @@ static int pull_blob_progress(void *arg, uint64_t have)
  * import checks it again), or fetched into <hex>.partial (resumed from what a cut pull
  * left), verified, then renamed into place. Two pulls of one blob: the second waits on
  * the first's lock and finds it done. WHAT names it in errors ("layer 2 of 5"). */
-static int pull_blob(struct pull *p, const sl_oci_desc *d, const char *what, sl_err *err)
+static int pull_blob(struct pull *p, const sl_oci_desc *d, const char *what, bool *fresh,
+		     sl_err *err)
 {
 	const char *shown = strcmp(what, "config") ? d->digest : NULL; /* docker shows layers */
 	char final[PATH_MAX], part[PATH_MAX];
@@ -395,10 +403,13 @@ static int pull_blob(struct pull *p, const sl_oci_desc *d, const char *what, sl_
 			       "sha256:%s",
 			       what, d->digest, hex);
 	}
-	/* No fsync: a blob cut short by a crash is caught by the import's own check of its
-	 * digest, and dropped then (pull_drop_bad); the image's tree is synced before use. */
+	/* No fsync: a blob cut short by a crash is found by a later pull's import, which
+	 * hashes what it finds in the cache, and dropped then (pull_drop_bad); the image's
+	 * tree is synced before use. */
 	if (rename(part, final) < 0)
 		return sl_sysfail(err, "%s: store %s", what, final);
+	if (fresh)
+		*fresh = true;
 	pull_say(p, "Download complete", shown, have, (uint64_t)d->size);
 	return 0;
 }
@@ -416,36 +427,76 @@ static void *pull_worker(void *arg)
 		char what[64];
 		snprintf(what, sizeof(what), "layer %zu of %zu", i + 1, p->nlayers);
 		sl_err e = {0};
-		if (pull_blob(p, &p->layers[i], what, &e) < 0) {
-			pthread_mutex_lock(&p->lock);
+		bool fresh = false;
+		int r = pull_blob(p, &p->layers[i], what, &fresh, &e);
+		pthread_mutex_lock(&p->lock);
+		if (r < 0) {
 			/* The first failure is the story; later ones are its echo ("stopped"). */
 			if (!p->failed)
 				p->first = e;
 			p->failed = true;
-			pthread_mutex_unlock(&p->lock);
-			return NULL;
+		} else {
+			p->fresh[i] = fresh;
+			p->done[i] = true;
 		}
+		pthread_cond_broadcast(&p->landed);
+		pthread_mutex_unlock(&p->lock);
+		if (r < 0)
+			return NULL;
 	}
 }
 
-static int pull_layers(struct pull *p, sl_err *err)
+static int pull_link(struct pull *p, const char *layout, const char *digest, sl_err *err);
+
+/* img_blob_wait's: the import waits for a layer's blob, then finds it in its layout. */
+static int pull_wait_blob(void *arg, const char *digest, bool *verified, sl_err *err)
 {
-	pthread_t t[PULL_WORKERS];
-	size_t n = p->nlayers < PULL_WORKERS ? p->nlayers : PULL_WORKERS, started = 0;
+	struct pull *p = arg;
+	size_t i = 0;
+	while (i < p->nlayers && strcmp(p->layers[i].digest, digest))
+		i++;
+	if (i == p->nlayers)
+		return sl_fail(err, SL_INTERNAL, 0, "image pull: layer %.19s is not the manifest's",
+			       digest);
+	pthread_mutex_lock(&p->lock);
+	while (!p->done[i] && !p->failed)
+		pthread_cond_wait(&p->landed, &p->lock);
+	bool ok = p->done[i];
+	*verified = p->fresh[i];
+	if (!ok) {
+		*err = p->first;
+		p->import_waited = true;
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (!ok)
+		return -1;
+	return pull_link(p, p->layout, digest, err);
+}
+
+/* The layers' downloads started in T (how many threads in *STARTED); with none, done
+ * here before returning. */
+static void pull_layers_start(struct pull *p, pthread_t t[PULL_WORKERS], size_t *started)
+{
+	size_t n = p->nlayers < PULL_WORKERS ? p->nlayers : PULL_WORKERS;
 	for (size_t i = 0; i < p->nlayers; i++)
 		pull_say(p, "Waiting", p->layers[i].digest, 0, (uint64_t)p->layers[i].size);
-	for (; started < n; started++)
-		if (pthread_create(&t[started], NULL, pull_worker, p))
+	for (*started = 0; *started < n; (*started)++)
+		if (pthread_create(&t[*started], NULL, pull_worker, p))
 			break;
-	if (!started)
+	if (!*started)
 		pull_worker(p);
+}
+
+/* STOP: the import failed; the downloads still going give up (what came is kept). */
+static void pull_layers_join(struct pull *p, pthread_t t[PULL_WORKERS], size_t started, bool stop)
+{
+	if (stop) {
+		pthread_mutex_lock(&p->lock);
+		p->failed = true;
+		pthread_mutex_unlock(&p->lock);
+	}
 	for (size_t i = 0; i < started; i++)
 		pthread_join(t[i], NULL);
-	if (p->failed) {
-		*err = p->first;
-		return -1;
-	}
-	return 0;
 }
 
 /* ---- manifests ---- */
@@ -529,6 +580,8 @@ static int pull_link(struct pull *p, const char *layout, const char *digest, sl_
 	return 0;
 }
 
+/* The layout with its index, manifests and config; the layers are linked in as they land
+ * (pull_wait_blob). */
 static int pull_layout(struct pull *p, const char *layout, const struct pull_manifests *m,
 		       const sl_oci_desc *cfg, sl_err *err)
 {
@@ -542,9 +595,6 @@ static int pull_layout(struct pull *p, const char *layout, const struct pull_man
 			return -1;
 	if (pull_link(p, layout, cfg->digest, err) < 0)
 		return -1;
-	for (size_t i = 0; i < p->nlayers; i++)
-		if (pull_link(p, layout, p->layers[i].digest, err) < 0)
-			return -1;
 	char path[PATH_MAX], idx[512];
 	static const char oci_layout[] = "{\"imageLayoutVersion\":\"1.0.0\"}";
 	snprintf(idx, sizeof(idx),
@@ -601,20 +651,39 @@ static int pull_run(struct pull *p, const sl_image_ref *ref, const char *name, s
 		*out = have;
 		return 0;
 	}
+	_cleanup_free_ bool *done = calloc(n ? n : 1, sizeof(*done));
+	_cleanup_free_ bool *fresh = calloc(n ? n : 1, sizeof(*fresh));
+	if (!done || !fresh)
+		return sl_fail(err, SL_EXHAUSTED, ENOMEM, "image layers");
 	p->layers = layers;
 	p->nlayers = n;
-	if (pull_blob(p, &cfg, "config", err) < 0 || pull_layers(p, err) < 0)
+	p->done = done;
+	p->fresh = fresh;
+	if (pull_blob(p, &cfg, "config", NULL, err) < 0)
 		return -1;
 	_cleanup_scratch_ struct img_scratch work = {.fd = -1};
-	if (img_scratch_claim(p->state_dir, "pull-", &work, err) < 0)
+	if (img_scratch_claim(p->state_dir, "pull-", &work, err) < 0 ||
+	    pull_layout(p, work.path, &m, &cfg, err) < 0) {
+		if (work.fd >= 0 && fs_remove_tree(work.path, &e) < 0 && errno != ENOENT)
+			sl_log(SL_LOG_ERROR, "image store: %s", e.msg);
 		return -1;
+	}
+	p->layout = work.path;
+	/* The layers download while the import extracts each one that has landed. */
+	pthread_t t[PULL_WORKERS];
+	size_t started;
+	pull_layers_start(p, t, &started);
 	pull_note(p, "Importing the layers into the image store");
-	r = pull_layout(p, work.path, &m, &cfg, err);
-	if (r == 0)
-		r = img_import_layout(p->state_dir, p->o->floor, name, work.path, "registry", out,
-				      err);
+	img_blob_wait wait = {pull_wait_blob, p};
+	r = img_import_layout(p->state_dir, p->o->floor, name, work.path, "registry", &wait, out,
+			      err);
+	pull_layers_join(p, t, started, r < 0);
+	if (r < 0 && p->import_waited)
+		*err = p->first; /* a download's error, as it said it */
 	if (fs_remove_tree(work.path, &e) < 0 && errno != ENOENT)
 		sl_log(SL_LOG_ERROR, "image store: %s", e.msg);
+	if (r < 0 && p->import_waited)
+		return -1;
 	if (r < 0)
 		pull_drop_bad(p, &cfg);
 	else
@@ -656,6 +725,7 @@ int image_pull(const char *state_dir, const char *refstr, const sl_pull_opts *o,
 			       .plain_ok = t.plain};
 	struct pull p = {.state_dir = state_dir, .o = o};
 	pthread_mutex_init(&p.lock, NULL);
+	pthread_cond_init(&p.landed, NULL);
 	p.reg = registry_open(&ro, err);
 	explicit_bzero(basic, sizeof(basic));
 	int r = -1;
@@ -665,6 +735,7 @@ int image_pull(const char *state_dir, const char *refstr, const sl_pull_opts *o,
 		r = pull_run(&p, &ref, name, out, err);
 	}
 	registry_close(p.reg);
+	pthread_cond_destroy(&p.landed);
 	pthread_mutex_destroy(&p.lock);
 	if (r < 0)
 		return sl_wrap(err, "pull %s", refstr);

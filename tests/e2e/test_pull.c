@@ -456,6 +456,73 @@ static void test_interrupted_pull_resumes(void **state)
 	free(name);
 }
 
+/* A layer blob in the cache is hashed again by the import (only one this pull fetched is
+ * not): one that rotted there (same size, a byte changed) fails the pull as a digest
+ * mismatch, leaves nothing listed, and is dropped, so the next pull fetches it again. */
+static void test_corrupt_cached_blob_is_caught(void **state)
+{
+	cache_clear();
+	char *name = ref(reg_port, "layers:1");
+	e2e_result r;
+	assert_int_equal(pull(&r, name), 0);
+	e2e_result_free(&r);
+	/* The blobs kept aside, the image removed (its blobs with it), the blobs put back. */
+	char *dir = state_path("blobs/sha256");
+	char *save = e2e_printf("%s/blob-save", e2e_root());
+	char *cmd = e2e_printf("rm -rf '%s' && cp -a '%s' '%s'", save, dir, save);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+	free(e2e_sandlot_ok("image", "rm", name, NULL));
+	cmd = e2e_printf("cp -a '%s'/. '%s'/", save, dir);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+	/* The largest is a layer: a byte in its middle flipped. */
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char big[PATH_MAX] = "";
+	off_t most = 0;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.') {
+			struct stat st;
+			char *f = e2e_printf("%s/%s", dir, de->d_name);
+			if (stat(f, &st) == 0 && st.st_size > most) {
+				most = st.st_size;
+				snprintf(big, sizeof(big), "%s", f);
+			}
+			free(f);
+		}
+	closedir(d);
+	assert_true(most > 0);
+	int fd = open(big, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	unsigned char c;
+	assert_int_equal(pread(fd, &c, 1, most / 2), 1);
+	c ^= 0xff;
+	assert_int_equal(pwrite(fd, &c, 1, most / 2), 1);
+	close(fd);
+	int before = blob_gets(reg_log);
+	pull(&r, name);
+	refused(&r, name, "digest mismatch: the manifest names", "the blob is sha256:");
+	assert_int_equal(blob_gets(reg_log), before); /* every blob came from the cache */
+	struct stat st;
+	assert_int_equal(stat(big, &st), -1); /* dropped */
+	assert_int_equal(count_dir("tmp", NULL), 0);
+	/* Again: that one blob fetched, the image whole. */
+	assert_int_equal(pull(&r, name), 0);
+	e2e_result_free(&r);
+	assert_int_equal(blob_gets(reg_log) - before, 1);
+	char *out = e2e_sandlot_ok("run", "--image", name, NULL);
+	assert_string_equal(out, "hello from the image in /data as 1234:2345");
+	free(out);
+	free(e2e_sandlot_ok("image", "rm", name, NULL));
+	cmd = e2e_printf("rm -rf '%s'", save);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+	free(save);
+	free(dir);
+	free(name);
+}
+
 static char *write_auth(const char *host, const char *userpass, mode_t mode)
 {
 	char *path = e2e_printf("%s/auth.json", getenv("SANDLOT_STATE_DIR"));
@@ -709,6 +776,7 @@ int main(void)
 	    E2E_TEST(test_pull_by_tag_then_digest),
 	    E2E_TEST(test_multi_platform_index),
 	    E2E_TEST(test_interrupted_pull_resumes),
+	    E2E_TEST(test_corrupt_cached_blob_is_caught),
 	    E2E_TEST(test_basic_auth),
 	    E2E_TEST(test_bearer_token),
 	    E2E_TEST(test_mirror_for_docker_hub_names),

@@ -471,6 +471,69 @@ static void test_good_formats(void **state)
 	}
 }
 
+/* A container layer in one pass (archive_extract_layer): the same tree and the same two
+ * digests as archive_blob_digests gives, for every compression; a verified blob's digest
+ * is not computed; the hostile-archive rules hold as in any extraction. */
+static void test_layer_one_pass(void **state)
+{
+	struct fix *f = *state;
+	size_t n = sizeof(good_tree) / sizeof(good_tree[0]);
+	for (int filter = F_NONE; filter <= F_XZ; filter++) {
+		build(f->tar, filter, good_tree, n);
+		char blob[65], tar[65], want_blob[65], want_tar[65];
+		uint64_t tar_bytes = 0, want_bytes = 0, files = 0;
+		sl_err err;
+		int fd = open(f->tar, O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		assert_int_equal(archive_blob_digests(fd, want_blob, want_tar, &want_bytes, &err), 0);
+		assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+		if (archive_extract_layer(fd, f->dest, NULL, false, blob, tar, &tar_bytes, &files,
+					  &err) < 0)
+			fail_msg("filter %d: %s", filter, err.msg);
+		assert_string_equal(blob, want_blob);
+		assert_string_equal(tar, want_tar);
+		assert_int_equal(tar_bytes, want_bytes);
+		assert_int_equal(files, 4 + 6);
+		check_good_tree(f);
+		assert_int_equal(fs_remove_tree(f->dest, &err), 0);
+		/* Verified: the blob not hashed, its diff id still. */
+		strcpy(blob, "untouched");
+		assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+		assert_int_equal(archive_extract_layer(fd, f->dest, NULL, true, blob, tar,
+						       &tar_bytes, NULL, &err),
+				 0);
+		assert_string_equal(blob, "untouched");
+		assert_string_equal(tar, want_tar);
+		assert_int_equal(fs_remove_tree(f->dest, &err), 0);
+		close(fd);
+	}
+	/* An escape is refused, and nothing is left. */
+	struct spec bad[] = {{.path = "a/", .type = AE_IFDIR, .perm = 0755},
+			     {.path = "a/../../x", .type = AE_IFREG, .data = "x"}};
+	build(f->tar, F_GZIP, bad, 2);
+	char blob[65], tar[65];
+	uint64_t tar_bytes;
+	sl_err err;
+	int fd = open(f->tar, O_RDONLY | O_CLOEXEC);
+	assert_int_equal(
+	    archive_extract_layer(fd, f->dest, NULL, false, blob, tar, &tar_bytes, NULL, &err), -1);
+	close(fd);
+	assert_int_equal(err.kind, SL_INVALID);
+	assert_non_null(strstr(err.msg, "a/../../x"));
+	assert_int_equal(access(f->dest, F_OK), -1);
+	assert_int_equal(count_entries(f->outside), 0);
+	/* Garbage after a gzip header: the reader's error, nothing left. */
+	fd = open(f->tar, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	assert_int_equal(write(fd, "\x1f\x8b\x08\x00garbage-garbage-garbage", 27), 27);
+	close(fd);
+	fd = open(f->tar, O_RDONLY | O_CLOEXEC);
+	assert_int_equal(
+	    archive_extract_layer(fd, f->dest, NULL, false, blob, tar, &tar_bytes, NULL, &err), -1);
+	close(fd);
+	assert_int_equal(err.kind, SL_INVALID);
+	assert_int_equal(access(f->dest, F_OK), -1);
+}
+
 /* Feed the archive through a pipe in small writes: one pass, short reads. */
 static int extract_piped(const char *file, const char *dest, char hex[65], sl_err *err)
 {
@@ -533,6 +596,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_truncated_and_garbage, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dest_exists, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_good_formats, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_layer_one_pass, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_from_pipe, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
