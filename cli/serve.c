@@ -90,7 +90,8 @@ static int private_apply(sl_config *cfg, const char *priv, sl_err *err)
 		return sl_fail(err, SL_INVALID, 0, "--allow-private: too many ranges");
 	snprintf(cfg->net_allow_private + n, sizeof(cfg->net_allow_private) - n, "%s",
 		 n ? priv : priv + 1);
-	return net_private_list_parse("--allow-private", cfg->net_allow_private, NULL, 0, err) < 0
+	return net_private_list_parse("--allow-private", cfg->net_allow_private, NULL,
+				      SL_NET_MAX_PRIVATE, err) < 0
 		   ? -1
 		   : 0;
 }
@@ -237,7 +238,8 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			src[c - O_APT] = optarg;
 			break;
 		case O_ALLOWPRIV:
-			if (net_private_list_parse("--allow-private", optarg, NULL, 0, &err) < 0)
+			if (net_private_list_parse("--allow-private", optarg, NULL, SL_NET_MAX_PRIVATE,
+						   &err) < 0)
 				return cli_fail(&err);
 			if (strlen(priv) + strlen(optarg) + 2 > sizeof(priv))
 				return cli_usage("serve: --allow-private: too many ranges");

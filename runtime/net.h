@@ -15,7 +15,8 @@
 #include "netaddr.h"
 
 #define SL_NET_MAX_RULES 64 /* allow and deny entries, each */
-#define SL_NET_MAX_OPEN	 96 /* private ranges opened: the operator's and a sandbox's own */
+/* Private ranges opened: the operator's (SL_NET_MAX_PRIVATE) and a sandbox's own. */
+#define SL_NET_MAX_OPEN	 (SL_NET_MAX_PRIVATE + SL_NET_MAX_RULES)
 #define SL_NET_MAX_DNS	 8  /* name servers a sandbox is given */
 
 /* One sandbox's network as the host side needs it. */

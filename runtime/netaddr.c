@@ -130,7 +130,7 @@ int net_private_list_parse(const char *field, const char *text, sl_cidr *out, si
 			    "172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, 127.0.0.0/8); "
 			    "other addresses are open already",
 			    f, t);
-		if (n == max && out)
+		if (n == max)
 			return sl_fail(err, SL_INVALID, 0, "%s: at most %zu ranges", field, max);
 		if (out)
 			out[n] = c;

@@ -36,9 +36,10 @@ extern const sl_cidr net_private_ranges[];
 extern const size_t net_private_nranges;
 /* c lies inside one of the closed ranges: an allow rule naming it opens it. */
 bool net_private_named(const sl_cidr *c);
+#define SL_NET_MAX_PRIVATE 32 /* ranges in the operator's list */
 /* The operator's --allow-private / SANDLOT_NET_ALLOW_PRIVATE list: CIDRs separated by
  * commas or spaces, each inside a closed range other than link-local (which stays
- * closed). Up to MAX into OUT (OUT may be NULL to check only); how many, or -1. */
+ * closed), at most MAX. Into OUT (NULL: only checked); how many, or -1. */
 int net_private_list_parse(const char *field, const char *text, sl_cidr *out, size_t max,
 			   sl_err *err);
 

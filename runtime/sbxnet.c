@@ -131,7 +131,7 @@ int sbxnet_spec(const sl_config *cfg, const sl_sandbox *sb, sl_net_sandbox *ns, 
 	ns->ndeny = cidrs_from(sb->net_deny, b->deny, SL_NET_MAX_RULES);
 	/* config_load and serve checked the operator's list; the record's are normalised. */
 	int n = net_private_list_parse("SANDLOT_NET_ALLOW_PRIVATE", cfg->net_allow_private, b->open,
-				       SL_NET_MAX_OPEN - SL_NET_MAX_RULES, err);
+				       SL_NET_MAX_PRIVATE, err);
 	if (n < 0)
 		return -1;
 	ns->open = b->open;

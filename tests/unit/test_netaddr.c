@@ -175,7 +175,9 @@ static void test_private_list_parse(void **state)
 	assert_int_equal(net_private_list_parse("x", "169.254.169.254", out, 4, &err), -1);
 	assert_non_null(strstr(err.msg, "link-local"));
 	assert_int_equal(net_private_list_parse("x", "10.1.0.0/16 10.2.0.0/16", out, 1, &err), -1);
-	assert_int_equal(net_private_list_parse("x", "10.1.0.0/16 10.2.0.0/16", NULL, 1, &err), 2);
+	assert_non_null(strstr(err.msg, "at most 1 ranges"));
+	assert_int_equal(net_private_list_parse("x", "10.1.0.0/16 10.2.0.0/16", NULL, 1, &err), -1);
+	assert_int_equal(net_private_list_parse("x", "10.1.0.0/16 10.2.0.0/16", NULL, 2, &err), 2);
 }
 
 int main(void)
