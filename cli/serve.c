@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "dl.h"
+#include "netaddr.h"
 #include "cli.h"
 #include "packages.h"
 #include "quantity.h"
@@ -81,13 +82,28 @@ static int grants_apply(sl_config *cfg, const char *const grants[3], sl_err *err
 	return 0;
 }
 
+/* --allow-private's ranges after the environment's (PRIV starts with a comma). */
+static int private_apply(sl_config *cfg, const char *priv, sl_err *err)
+{
+	size_t n = strlen(cfg->net_allow_private);
+	if (n + strlen(priv) >= sizeof(cfg->net_allow_private))
+		return sl_fail(err, SL_INVALID, 0, "--allow-private: too many ranges");
+	snprintf(cfg->net_allow_private + n, sizeof(cfg->net_allow_private) - n, "%s",
+		 n ? priv : priv + 1);
+	return net_private_list_parse("--allow-private", cfg->net_allow_private, NULL,
+				      SL_NET_MAX_PRIVATE, err) < 0
+		   ? -1
+		   : 0;
+}
+
 /* Over 120 lines: one getopt switch, a case per option, and the usage text. */
 int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 {
 	enum { O_SOCKET = 256, O_LISTEN, O_REMOTE, O_STATE, O_MAXBODY, O_MAXUP, O_PREVIEW,
 	       O_APT, O_PIPIDX, O_WHEELS, O_NPM, O_POOL, O_TLSCERT, O_TLSKEY, O_ALLOWUID,
 	       O_PROVDEF, O_CONNTO, O_MAXCONNS, O_MAXCLIENT,
-	       O_MAXDISK, O_MINFREE, O_MAXIMPORTS, O_REGMIRROR, O_INSECURE, O_AUTHFILE };
+	       O_MAXDISK, O_MINFREE, O_MAXIMPORTS, O_REGMIRROR, O_INSECURE, O_AUTHFILE,
+	       O_ALLOWPRIV };
 	static const struct option opts[] = {
 	    {"socket", required_argument, 0, O_SOCKET},
 	    {"listen", required_argument, 0, O_LISTEN},
@@ -114,6 +130,7 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	    {"registry-mirror", required_argument, 0, O_REGMIRROR},
 	    {"insecure-registry", required_argument, 0, O_INSECURE},
 	    {"auth-file", required_argument, 0, O_AUTHFILE},
+	    {"allow-private", required_argument, 0, O_ALLOWPRIV},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -127,6 +144,8 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	const char *src[4] = {NULL};
 	/* Disk grants: the environment's (config.c), or these flags. */
 	const char *grants[3] = {NULL};
+	/* --allow-private: appended to SANDLOT_NET_ALLOW_PRIVATE's list, checked at once. */
+	char priv[sizeof(ctx->cfg.net_allow_private)] = "";
 	const char *reg[32][2];
 	size_t nreg = 0;
 	sl_err err = {0};
@@ -218,6 +237,14 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 		case O_NPM:
 			src[c - O_APT] = optarg;
 			break;
+		case O_ALLOWPRIV:
+			if (net_private_list_parse("--allow-private", optarg, NULL, SL_NET_MAX_PRIVATE,
+						   &err) < 0)
+				return cli_fail(&err);
+			if (strlen(priv) + strlen(optarg) + 2 > sizeof(priv))
+				return cli_usage("serve: --allow-private: too many ranges");
+			strcat(strcat(priv, ","), optarg);
+			break;
 		case 'h':
 			puts("usage: sandlot serve [--socket PATH] [--listen 127.0.0.1:PORT] "
 			     "[--tls-cert PEM --tls-key PEM] [--allow-remote (needs TLS)]\n"
@@ -260,6 +287,10 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			     "                     [--registry-mirror URL] [--insecure-registry "
 			     "HOST[:PORT] (repeatable)] [--auth-file config.json]\n"
 			     "   (image pulls, POST /v1/images/pull; docs/images.md, \"Pulling\")\n"
+			     "                     [--allow-private CIDR[,...]]   (repeatable)\n"
+			     "   private ranges every network-on sandbox may reach (closed by "
+			     "default;\n"
+			     "   docs/network.md, \"Private ranges\")\n"
 			     "The unix socket (default <run dir>/sandlot.sock, mode 0660) needs no "
 			     "key;\n"
 			     "TCP clients send the key `sandlot key` prints.");
@@ -273,6 +304,8 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	if (state && reopen_state(ctx, state) != 0)
 		return EXIT_SANDLOT;
 	if (grants_apply(&ctx->cfg, grants, &err) < 0)
+		return cli_fail(&err);
+	if (priv[0] && private_apply(&ctx->cfg, priv, &err) < 0)
 		return cli_fail(&err);
 	for (size_t i = 0; i < nreg; i++)
 		if (cli_registry_flag(&ctx->cfg, reg[i][0], reg[i][1]) < 0)

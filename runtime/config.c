@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "netaddr.h"
 #include "quantity.h"
 
 static void set_str(char *dst, size_t len, const char *env, const char *def)
@@ -129,6 +130,11 @@ int config_load(sl_config *cfg, sl_err *err)
 	set_str(cfg->net_bridge, sizeof(cfg->net_bridge), "SANDLOT_NET_BRIDGE", "sandlot0");
 	set_str(cfg->net_subnet, sizeof(cfg->net_subnet), "SANDLOT_NET_SUBNET", "");
 	set_str(cfg->net_dns, sizeof(cfg->net_dns), "SANDLOT_NET_DNS", "");
+	set_str(cfg->net_allow_private, sizeof(cfg->net_allow_private), "SANDLOT_NET_ALLOW_PRIVATE",
+		"");
+	if (net_private_list_parse("SANDLOT_NET_ALLOW_PRIVATE", cfg->net_allow_private, NULL,
+				   SL_NET_MAX_PRIVATE, err) < 0)
+		return -1;
 	for (const char *c = cfg->net_bridge; *c; c++)
 		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' ||
 		      *c == '-') ||

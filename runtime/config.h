@@ -47,6 +47,9 @@ typedef struct sl_config {
 	char net_bridge[16];  /* SANDLOT_NET_BRIDGE, default sandlot0 */
 	char net_subnet[32];  /* SANDLOT_NET_SUBNET */
 	char net_dns[128];    /* SANDLOT_NET_DNS: comma-separated addresses */
+	/* SANDLOT_NET_ALLOW_PRIVATE (`serve --allow-private`): private ranges opened to
+	 * every sandbox (netaddr.h, net_private_list_parse), comma-separated. */
+	char net_allow_private[1024];
 } sl_config;
 
 int config_load(sl_config *cfg, sl_err *err);

@@ -401,9 +401,60 @@ static void warn_foreign_forward_drop(struct nft_ctx *nft, const char *br)
 	nft_ctx_output_set_flags(nft, flags);
 }
 
+/* "{ a, b, ... }" of the cidrs (an anonymous set), into S at N. */
+static size_t cidr_set(char *s, size_t cap, size_t n, const sl_cidr *v, size_t nv)
+{
+	char c[24];
+	for (size_t i = 0; i < nv && n < cap; i++) {
+		cidr_format(&v[i], c, sizeof(c));
+		n += snprintf(s + n, cap - n, "%s%s", i ? ", " : "{ ", c);
+	}
+	return n < cap ? n + snprintf(s + n, cap - n, " }") : n;
+}
+
+/* Is ADDR reachable by the allow list (empty: everything)? */
+static bool allowed(const sl_net_sandbox *ns, uint32_t addr)
+{
+	for (size_t i = 0; i < ns->nallow; i++)
+		if (cidr_contains(&ns->allow[i], addr))
+			return true;
+	return ns->nallow == 0;
+}
+
+/* Between the deny rules and the allow list: private ranges closed, unless an allow
+ * entry lies inside one (named explicitly: 0.0.0.0/0 opens none) or they are open to
+ * all (the operator's, a package install's mirrors); the name servers on port 53. */
+static size_t private_rules(char *s, size_t cap, size_t n, const char *br, const sl_net_sandbox *ns)
+{
+	char c[24];
+	for (size_t i = 0; i < ns->nallow; i++)
+		if (net_private_named(&ns->allow[i])) {
+			cidr_format(&ns->allow[i], c, sizeof(c));
+			n += snprintf(s + n, cap - n, "add rule inet %s %s ip daddr %s accept\n",
+				      br, ns->id, c);
+		}
+	for (size_t i = 0; i < ns->ndns; i++) {
+		sl_cidr d = {ns->dns[i], 32};
+		if (!net_private_named(&d) || !allowed(ns, d.addr))
+			continue; /* public: the allow list decides, as for any address */
+		cidr_format(&d, c, sizeof(c));
+		n += snprintf(s + n, cap - n,
+			      "add rule inet %s %s ip daddr %s meta l4proto { tcp, udp } th dport "
+			      "53 accept\n",
+			      br, ns->id, c);
+	}
+	n += snprintf(s + n, cap - n, "add rule inet %s %s ip daddr ", br, ns->id);
+	n = cidr_set(s, cap, n, net_private_ranges, net_private_nranges);
+	if (ns->nopen) {
+		n += snprintf(s + n, cap - n, " ip daddr != ");
+		n = cidr_set(s, cap, n, ns->open, ns->nopen);
+	}
+	return n + snprintf(s + n, cap - n, " reject with icmpx type admin-prohibited\n");
+}
+
 static int chain_script(const char *br, const sl_net_sandbox *ns, char **out, sl_err *err)
 {
-	size_t cap = 1024 + (ns->nallow + ns->ndeny) * 160;
+	size_t cap = 2048 + (2 * ns->nallow + ns->ndeny + 2 * ns->ndns) * 160 + ns->nopen * 24;
 	char *s = malloc(cap), addr[16], c[24];
 	if (!s)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "egress rules of %s", ns->id);
@@ -418,6 +469,7 @@ static int chain_script(const char *br, const sl_net_sandbox *ns, char **out, sl
 			      "admin-prohibited\n",
 			      br, ns->id, c);
 	}
+	n = private_rules(s, cap, n, br, ns);
 	for (size_t i = 0; i < ns->nallow; i++) {
 		cidr_format(&ns->allow[i], c, sizeof(c));
 		n += snprintf(s + n, cap - n, "add rule inet %s %s ip daddr %s accept\n", br,

@@ -15,6 +15,9 @@
 #include "netaddr.h"
 
 #define SL_NET_MAX_RULES 64 /* allow and deny entries, each */
+/* Private ranges opened: the operator's (SL_NET_MAX_PRIVATE) and a sandbox's own. */
+#define SL_NET_MAX_OPEN	 (SL_NET_MAX_PRIVATE + SL_NET_MAX_RULES)
+#define SL_NET_MAX_DNS	 8  /* name servers a sandbox is given */
 
 /* One sandbox's network as the host side needs it. */
 typedef struct sl_net_sandbox {
@@ -25,6 +28,13 @@ typedef struct sl_net_sandbox {
 	size_t nallow;
 	const sl_cidr *deny; /* refused even when allowed */
 	size_t ndeny;
+	/* Private ranges (netaddr.h, net_private_ranges) are closed unless an allow entry
+	 * lies inside one, or they are in open (the operator's, the sandbox's mirrors);
+	 * the name servers in dns are reachable on port 53 wherever they are. */
+	const sl_cidr *open;
+	size_t nopen;
+	const uint32_t *dns;
+	size_t ndns;
 } sl_net_sandbox;
 
 /* The bridge subnet: SANDLOT_NET_SUBNET, else the one chosen before (kept in

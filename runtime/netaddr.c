@@ -77,6 +77,68 @@ bool cidr_overlaps(const sl_cidr *a, const sl_cidr *b)
 	return (a->addr & m) == (b->addr & m);
 }
 
+bool cidr_inside(const sl_cidr *c, const sl_cidr *within)
+{
+	return c->prefix >= within->prefix && cidr_contains(within, c->addr);
+}
+
+/* 169.254.0.0/16 must stay last: it alone cannot be opened (the forward chain refuses
+ * it before any sandbox's rules; cloud metadata answers there). */
+const sl_cidr net_private_ranges[] = {
+    {0x0a000000, 8},  /* 10/8, RFC 1918 */
+    {0xac100000, 12}, /* 172.16/12, RFC 1918 */
+    {0xc0a80000, 16}, /* 192.168/16, RFC 1918 */
+    {0x64400000, 10}, /* 100.64/10, CGNAT (RFC 6598) */
+    {0x7f000000, 8},  /* 127/8, loopback */
+    {0xa9fe0000, 16}, /* 169.254/16, link-local */
+};
+const size_t net_private_nranges = sizeof(net_private_ranges) / sizeof(sl_cidr);
+
+bool net_private_named(const sl_cidr *c)
+{
+	for (size_t i = 0; i < net_private_nranges; i++)
+		if (cidr_inside(c, &net_private_ranges[i]))
+			return true;
+	return false;
+}
+
+int net_private_list_parse(const char *field, const char *text, sl_cidr *out, size_t max,
+			   sl_err *err)
+{
+	char buf[1024], *save = NULL;
+	const sl_cidr *linklocal = &net_private_ranges[net_private_nranges - 1];
+	if (strlen(text) >= sizeof(buf))
+		return sl_fail(err, SL_INVALID, 0, "%s: longer than %zu characters", field,
+			       sizeof(buf) - 1);
+	snprintf(buf, sizeof(buf), "%s", text);
+	size_t n = 0;
+	for (char *t = strtok_r(buf, ", \t", &save); t; t = strtok_r(NULL, ", \t", &save)) {
+		sl_cidr c;
+		char f[64];
+		snprintf(f, sizeof(f), "%s[%zu]", field, n);
+		if (cidr_parse(f, t, &c, err) < 0)
+			return -1;
+		if (cidr_overlaps(&c, linklocal))
+			return sl_fail(err, SL_INVALID, 0,
+				       "%s: \"%s\" overlaps link-local 169.254.0.0/16, which "
+				       "stays closed to sandboxes",
+				       f, t);
+		if (!net_private_named(&c))
+			return sl_fail(
+			    err, SL_INVALID, 0,
+			    "%s: \"%s\" is not inside a private range (10.0.0.0/8, "
+			    "172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, 127.0.0.0/8); "
+			    "other addresses are open already",
+			    f, t);
+		if (n == max)
+			return sl_fail(err, SL_INVALID, 0, "%s: at most %zu ranges", field, max);
+		if (out)
+			out[n] = c;
+		n++;
+	}
+	return (int)n;
+}
+
 /* 10.213-10.220 then 172.29-172.31: away from Docker's 172.17+, libvirt's
  * 192.168.122, and the 10.0-10.10 ranges home and cloud networks favour. */
 const sl_cidr net_subnet_candidates[] = {

@@ -27,6 +27,22 @@ uint32_t cidr_mask(uint8_t prefix);
 bool cidr_contains(const sl_cidr *c, uint32_t addr);
 bool cidr_overlaps(const sl_cidr *a, const sl_cidr *b);
 
+/* cidr lies wholly inside within. */
+bool cidr_inside(const sl_cidr *c, const sl_cidr *within);
+
+/* The ranges closed to a network-on sandbox unless opened (docs/network.md, "Private
+ * ranges"): RFC 1918, CGNAT, loopback, link-local. */
+extern const sl_cidr net_private_ranges[];
+extern const size_t net_private_nranges;
+/* c lies inside one of the closed ranges: an allow rule naming it opens it. */
+bool net_private_named(const sl_cidr *c);
+#define SL_NET_MAX_PRIVATE 32 /* ranges in the operator's list */
+/* The operator's --allow-private / SANDLOT_NET_ALLOW_PRIVATE list: CIDRs separated by
+ * commas or spaces, each inside a closed range other than link-local (which stays
+ * closed), at most MAX. Into OUT (NULL: only checked); how many, or -1. */
+int net_private_list_parse(const char *field, const char *text, sl_cidr *out, size_t max,
+			   sl_err *err);
+
 /* The subnets tried, in order, when none is configured: private /16s rarely used. */
 extern const sl_cidr net_subnet_candidates[];
 extern const size_t net_subnet_ncandidates;

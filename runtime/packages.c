@@ -4,9 +4,11 @@
  * asking for the same (image, packages, sources) starts from a clone of it. */
 #include "packages.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 #include "clock.h"
 #include "image.h"
 #include "log.h"
+#include "netaddr.h"
 #include "sbxfs.h"
 #include "state.h"
 #include "storage.h"
@@ -425,6 +428,59 @@ static int cache_record_save(const sl_ctx *ctx, const char *key, const char *dig
 		   : sl_fail(err, SL_INTERNAL, ENOMEM, "packages: serialise the cache record");
 }
 
+/* ---- the mirrors' addresses ---- */
+
+#define MAX_MIRROR_ADDRS 16
+
+/* The host of the first URL in SRC ("http://10.0.0.5:3142/debian", or an apt line
+ * "deb [trusted=yes] http://mirror.lan/debian bookworm main"); false if none. */
+static bool url_host(const char *src, char *host, size_t len)
+{
+	const char *p = strstr(src, "://");
+	if (!p || p[3] == '[') /* IPv6 literals: sandboxes have no IPv6 route */
+		return false;
+	p += 3;
+	const char *at = memchr(p, '@', strcspn(p, "/ ")); /* user:password@host */
+	if (at)
+		p = at + 1;
+	size_t n = strcspn(p, ":/ ");
+	if (n == 0 || n >= len)
+		return false;
+	memcpy(host, p, n);
+	host[n] = '\0';
+	return true;
+}
+
+/* The private addresses of the configured mirrors (apt, pip, npm), opened to the install
+ * sandbox alone (docs/network.md, "Private ranges"): a literal address as it is, a name
+ * as the host resolves it now. Public ones need nothing; link-local stays closed. */
+static size_t mirror_addrs(const sl_config *cfg, char out[][24], size_t max)
+{
+	const char *srcs[] = {cfg->apt_mirror, cfg->pip_index, cfg->npm_registry};
+	const sl_cidr *linklocal = &net_private_ranges[net_private_nranges - 1];
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof(srcs) / sizeof(srcs[0]); i++) {
+		char host[256];
+		if (!srcs[i][0] || !url_host(srcs[i], host, sizeof(host)))
+			continue;
+		struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai;
+		int r = getaddrinfo(host, NULL, &hints, &ai);
+		if (r != 0) {
+			sl_log(SL_LOG_WARN, "packages: mirror %s: %s (not opened to the install)",
+			       host, gai_strerror(r));
+			continue;
+		}
+		for (struct addrinfo *a = ai; a && n < max; a = a->ai_next) {
+			sl_cidr c = {ntohl(((struct sockaddr_in *)a->ai_addr)->sin_addr.s_addr),
+				     32};
+			if (net_private_named(&c) && !cidr_inside(&c, linklocal))
+				cidr_format(&c, out[n++], 24);
+		}
+		freeaddrinfo(ai);
+	}
+	return n;
+}
+
 /* The install sandbox: root, the image's files, a network only when a source needs
  * one (a wheel directory is mounted read-only and needs none). */
 static int build(sl_ctx *ctx, const char *key, const char *digest, const sl_package *p, size_t n,
@@ -444,6 +500,12 @@ static int build(sl_ctx *ctx, const char *key, const char *digest, const sl_pack
 			     .ephemeral = true};
 	co.net.enabled =
 	    uses(p, n, "apt") || uses(p, n, "npm") || (uses(p, n, "pip") && !pip_offline);
+	char mirrors[MAX_MIRROR_ADDRS][24];
+	const char *open[MAX_MIRROR_ADDRS + 1] = {NULL};
+	size_t nm = co.net.enabled ? mirror_addrs(&ctx->cfg, mirrors, MAX_MIRROR_ADDRS) : 0;
+	for (size_t i = 0; i < nm; i++)
+		open[i] = mirrors[i];
+	co.net.open = open;
 	if (uses(p, n, "pip") && ctx->cfg.pip_wheels[0]) {
 		co.host_binds = &wheels;
 		co.nhost_binds = 1;

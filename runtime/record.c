@@ -60,8 +60,10 @@ void sandbox_free(sl_sandbox *sb)
 	cJSON_Delete(sb->packages);
 	cJSON_Delete(sb->net_allow);
 	cJSON_Delete(sb->net_deny);
+	cJSON_Delete(sb->net_open);
 	cJSON_Delete(sb->ports);
 	sb->env = sb->labels = sb->volumes = sb->packages = sb->net_allow = sb->net_deny = NULL;
+	sb->net_open = NULL;
 	sb->ports = NULL;
 }
 

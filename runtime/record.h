@@ -68,6 +68,9 @@ typedef struct sl_sandbox {
 	bool net_enabled;
 	char net_addr[16], net_gateway[16], net_subnet[20];
 	cJSON *net_allow, *net_deny;
+	/* Private ranges opened to this sandbox alone, not shown by the API: a package
+	 * install sandbox's mirrors (packages.c). NULL: none. */
+	cJSON *net_open;
 	/* Ports (docs/api.md, "Ports"): {"8000": {"public": true}, "*": ...} for the ports
 	 * the relays and the preview proxy open to every local user; preview_token (64
 	 * hex chars, random, internal) is the credential for the others. */

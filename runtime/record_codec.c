@@ -69,6 +69,7 @@ static const struct field fields[] = {
     {F_ARRAY, M(packages), 0, "packages", "", "packages"},
     {F_ARRAY, M(net_allow), 0, "net_allow", "network", "allow"},
     {F_ARRAY, M(net_deny), 0, "net_deny", "network", "deny"},
+    {F_ARRAY, M(net_open), 0, "net_open", NULL, NULL},
     {F_OBJECT, M(ports), 0, "ports", NULL, NULL},
 };
 

@@ -217,9 +217,9 @@ static int launch_fresh(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, const char *c
 	 * child, so the launch stays a vfork. */
 	if (sb->net_enabled) {
 		sl_net_sandbox ns;
-		sl_cidr allow[SL_NET_MAX_RULES], deny[SL_NET_MAX_RULES];
+		sbxnet_bufs bufs;
 		if ((netns < 0 && (netns = launch_new_netns(err)) < 0) ||
-		    sbxnet_spec(sb, &ns, allow, deny, err) < 0 ||
+		    sbxnet_spec(&ctx->cfg, sb, &ns, &bufs, err) < 0 ||
 		    net_attach(&ctx->cfg, &ns, netns, err) < 0)
 			goto drop_cgroups;
 		l->netns = &netns;
@@ -539,7 +539,8 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	if (record_kv_object("env", o->env, &sb.env, err) < 0 ||
 	    record_kv_object("labels", o->labels, &sb.labels, err) < 0 ||
 	    record_ports_apply(&sb.ports, o->ports, o->nports, err) < 0 ||
-	    sbxnet_lists(&o->net, &sb.net_allow, &sb.net_deny, err) < 0) {
+	    sbxnet_lists(&o->net, &sb.net_allow, &sb.net_deny, err) < 0 ||
+	    sbxnet_open_list(&o->net, &sb.net_open, err) < 0) {
 		sandbox_free(&sb);
 		return -1;
 	}
@@ -1090,8 +1091,8 @@ int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl
 	/* A running (or paused) sandbox's chain changes now; a stopped one's at start. */
 	if (r == 0 && sb.net_enabled && (sb.status == SL_ST_RUNNING || sb.status == SL_ST_PAUSED)) {
 		sl_net_sandbox ns;
-		sl_cidr al[SL_NET_MAX_RULES], de[SL_NET_MAX_RULES];
-		r = sbxnet_spec(&sb, &ns, al, de, err);
+		sbxnet_bufs bufs;
+		r = sbxnet_spec(&ctx->cfg, &sb, &ns, &bufs, err);
 		if (r == 0)
 			r = net_set_rules(&ctx->cfg, &ns, err);
 	}

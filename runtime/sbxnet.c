@@ -52,18 +52,72 @@ fail:
 	return -1;
 }
 
-static size_t cidrs_from(const cJSON *arr, sl_cidr *out)
+int sbxnet_open_list(const sl_net_opts *o, cJSON **open, sl_err *err)
+{
+	*open = NULL;
+	if (!o->open || !o->open[0])
+		return 0;
+	*open = cJSON_CreateArray();
+	for (size_t i = 0; o->open[i]; i++) {
+		sl_cidr c;
+		char text[24];
+		if (i >= SL_NET_MAX_RULES) {
+			sl_fail(err, SL_INVALID, 0, "network: at most %d opened ranges",
+				SL_NET_MAX_RULES);
+			goto fail;
+		}
+		if (cidr_parse("network.open", o->open[i], &c, err) < 0)
+			goto fail;
+		cidr_format(&c, text, sizeof(text));
+		cJSON_AddItemToArray(*open, cJSON_CreateString(text));
+	}
+	return 0;
+fail:
+	cJSON_Delete(*open);
+	*open = NULL;
+	return -1;
+}
+
+static size_t cidrs_from(const cJSON *arr, sl_cidr *out, size_t max)
 {
 	size_t n = 0;
 	const cJSON *it;
 	sl_err e = { 0 };
-	cJSON_ArrayForEach(it, arr) if (n < SL_NET_MAX_RULES && cJSON_IsString(it) &&
+	cJSON_ArrayForEach(it, arr) if (n < max && cJSON_IsString(it) &&
 					cidr_parse("rule", it->valuestring, &out[n], &e) == 0) n++;
 	return n;
 }
 
-/* What net.h needs from the record; allow/deny point into the caller's arrays. */
-int sbxnet_spec(const sl_sandbox *sb, sl_net_sandbox *ns, sl_cidr *allow, sl_cidr *deny,
+/* The name servers a sandbox is given: SANDLOT_NET_DNS, else the host's own that a
+ * sandbox can reach (not loopback). The host's search and options lines go to OTHER. */
+static size_t nameservers(const sl_config *cfg, char ns[][64], size_t max, char *other, size_t olen)
+{
+	size_t n = 0, o = 0;
+	if (other && olen)
+		other[0] = '\0';
+	if (cfg->net_dns[0]) {
+		char buf[sizeof(cfg->net_dns)], *save = NULL;
+		snprintf(buf, sizeof(buf), "%s", cfg->net_dns);
+		for (char *t = strtok_r(buf, ", ", &save); t && n < max;
+		     t = strtok_r(NULL, ", ", &save))
+			snprintf(ns[n++], 64, "%s", t);
+		return n;
+	}
+	_cleanup_fclose_ FILE *f = fopen("/etc/resolv.conf", "re");
+	char line[512], a[256];
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "nameserver %255s", a) == 1) {
+			if (strncmp(a, "127.", 4) && strcmp(a, "::1") && n < max)
+				snprintf(ns[n++], 64, "%s", a);
+		} else if (other && o < olen &&
+			   (!strncmp(line, "search ", 7) || !strncmp(line, "options ", 8))) {
+			o += snprintf(other + o, olen - o, "%s", line);
+		}
+	}
+	return n;
+}
+
+int sbxnet_spec(const sl_config *cfg, const sl_sandbox *sb, sl_net_sandbox *ns, sbxnet_bufs *b,
 		sl_err *err)
 {
 	memset(ns, 0, sizeof(*ns));
@@ -71,10 +125,23 @@ int sbxnet_spec(const sl_sandbox *sb, sl_net_sandbox *ns, sl_cidr *allow, sl_cid
 	if (!ipv4_parse(sb->net_addr, &ns->addr) ||
 	    cidr_parse("subnet", sb->net_subnet, &ns->subnet, err) < 0)
 		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: bad network record", sb->id);
-	ns->allow = allow;
-	ns->nallow = cidrs_from(sb->net_allow, allow);
-	ns->deny = deny;
-	ns->ndeny = cidrs_from(sb->net_deny, deny);
+	ns->allow = b->allow;
+	ns->nallow = cidrs_from(sb->net_allow, b->allow, SL_NET_MAX_RULES);
+	ns->deny = b->deny;
+	ns->ndeny = cidrs_from(sb->net_deny, b->deny, SL_NET_MAX_RULES);
+	/* config_load and serve checked the operator's list; the record's are normalised. */
+	int n = net_private_list_parse("SANDLOT_NET_ALLOW_PRIVATE", cfg->net_allow_private, b->open,
+				       SL_NET_MAX_PRIVATE, err);
+	if (n < 0)
+		return -1;
+	ns->open = b->open;
+	ns->nopen = (size_t)n + cidrs_from(sb->net_open, b->open + n, SL_NET_MAX_RULES);
+	char names[SL_NET_MAX_DNS][64];
+	size_t nn = nameservers(cfg, names, SL_NET_MAX_DNS, NULL, 0);
+	ns->dns = b->dns;
+	for (size_t i = 0; i < nn; i++)
+		if (ipv4_parse(names[i], &b->dns[ns->ndns]))
+			ns->ndns++;
 	return 0;
 }
 
@@ -149,8 +216,8 @@ int sbxnet_lease_take(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	return sl_fail(err, SL_EXHAUSTED, 0, "could not claim an address (too many races)");
 }
 
-/* /etc/hosts and /etc/resolv.conf for a sandbox with a network. The name servers:
- * SANDLOT_NET_DNS, else the host's own that a sandbox can reach (not loopback). */
+/* /etc/hosts and /etc/resolv.conf for a sandbox with a network (the name servers:
+ * nameservers above, also what the egress chain lets through on port 53). */
 void sbxnet_etc_files(const sl_ctx *ctx, const sl_sandbox *sb, char *hosts, size_t hlen,
 		      char *resolv, size_t rlen)
 {
@@ -159,22 +226,10 @@ void sbxnet_etc_files(const sl_ctx *ctx, const sl_sandbox *sb, char *hosts, size
 		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s\t%s\n",
 		 sb->net_addr, name);
 	size_t n = snprintf(resolv, rlen, "# written by sandlot at start (docs/network.md)\n");
-	if (ctx->cfg.net_dns[0]) {
-		char buf[sizeof(ctx->cfg.net_dns)], *save = NULL;
-		snprintf(buf, sizeof(buf), "%s", ctx->cfg.net_dns);
-		for (char *t = strtok_r(buf, ", ", &save); t && n < rlen;
-		     t = strtok_r(NULL, ", ", &save))
-			n += snprintf(resolv + n, rlen - n, "nameserver %s\n", t);
-		return;
-	}
-	_cleanup_fclose_ FILE *f = fopen("/etc/resolv.conf", "re");
-	char line[512], ns[256];
-	while (f && fgets(line, sizeof(line), f) && n < rlen) {
-		if (sscanf(line, "nameserver %255s", ns) == 1) {
-			if (strncmp(ns, "127.", 4) && strcmp(ns, "::1"))
-				n += snprintf(resolv + n, rlen - n, "nameserver %s\n", ns);
-		} else if (!strncmp(line, "search ", 7) || !strncmp(line, "options ", 8)) {
-			n += snprintf(resolv + n, rlen - n, "%s", line);
-		}
-	}
+	char names[SL_NET_MAX_DNS][64], other[1024];
+	size_t nn = nameservers(&ctx->cfg, names, SL_NET_MAX_DNS, other, sizeof(other));
+	for (size_t i = 0; i < nn && n < rlen; i++)
+		n += snprintf(resolv + n, rlen - n, "nameserver %s\n", names[i]);
+	if (n < rlen)
+		snprintf(resolv + n, rlen - n, "%s", other);
 }

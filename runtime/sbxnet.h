@@ -19,13 +19,24 @@ typedef struct sl_net_opts {
 	bool enabled;
 	const char *const *allow; /* CIDRs, NULL-terminated; NULL: whatever NAT reaches */
 	const char *const *deny;  /* CIDRs refused even when allowed */
+	/* Internal (package installs): private CIDRs opened to this sandbox alone (its
+	 * mirrors), not checked against the closed ranges and not shown by the API. */
+	const char *const *open;
 } sl_net_opts;
 
 /* The allow/deny lists of o, parsed and normalised ("10.0.0.0/8") into arrays (NULL:
  * the list was not given). */
 int sbxnet_lists(const sl_net_opts *o, cJSON **allow, cJSON **deny, sl_err *err);
-/* What net.h needs from the record; allow/deny point into the caller's arrays. */
-int sbxnet_spec(const sl_sandbox *sb, sl_net_sandbox *ns, sl_cidr *allow, sl_cidr *deny,
+/* o->open as a normalised array (NULL when none). */
+int sbxnet_open_list(const sl_net_opts *o, cJSON **open, sl_err *err);
+/* The arrays an sl_net_sandbox points into. */
+typedef struct sbxnet_bufs {
+	sl_cidr allow[SL_NET_MAX_RULES], deny[SL_NET_MAX_RULES], open[SL_NET_MAX_OPEN];
+	uint32_t dns[SL_NET_MAX_DNS];
+} sbxnet_bufs;
+/* What net.h needs: the record's lists, the operator's open private ranges
+ * (SANDLOT_NET_ALLOW_PRIVATE) and the name servers the sandbox is given. */
+int sbxnet_spec(const sl_config *cfg, const sl_sandbox *sb, sl_net_sandbox *ns, sbxnet_bufs *b,
 		sl_err *err);
 /* The lowest free address of the subnet, claimed for SB (net_addr, net_gateway,
  * net_subnet set). */

@@ -3,8 +3,9 @@
 # a real outside address. up: builds the fixtures into DIR (packages_fixtures.py: a wheel
 # directory, a static npm registry, a flat apt repository), makes the netns NETNS with a
 # veth from the host (203.0.113.254 here, 203.0.113.1 there: TEST-NET-3, routed only into
-# it) and serves DIR/www from it with python's http.server on port 8080 (pid in
-# DIR/server.pid). down: stops the server (by that pid) and deletes the netns and veth.
+# it; also 10.78.1.1 there, a private address closed to sandboxes but for a mirror's
+# install, routed the same way) and serves DIR/www from it with python's http.server on
+# port 8080 (pid in DIR/server.pid). down: stops the server (by that pid) and deletes the netns and veth.
 # Sources then (as `sandlot serve` flags; SANDLOT_* for the CLI):
 #   --pip-wheels DIR/wheels   (needs no network)
 #   --npm-registry http://203.0.113.1:8080/npm/
@@ -33,9 +34,11 @@ up)
 	ip addr add 203.0.113.254/24 dev "$veth"
 	ip link set "$veth" up
 	ip -n "$ns" addr add 203.0.113.1/24 dev eth0
+	ip -n "$ns" addr add 10.78.1.1/32 dev eth0
 	ip -n "$ns" link set eth0 up
 	ip -n "$ns" link set lo up
-	ip netns exec "$ns" python3 -m http.server 8080 --bind 203.0.113.1 \
+	ip route add 10.78.1.1/32 via 203.0.113.1 dev "$veth"
+	ip netns exec "$ns" python3 -m http.server 8080 --bind 0.0.0.0 \
 		--directory "$dir/www" </dev/null >/dev/null 2>&1 &
 	echo $! >"$dir/server.pid"
 	for _ in $(seq 100); do

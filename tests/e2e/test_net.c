@@ -1,6 +1,8 @@
 /* test_net.c — sandbox networking end to end, hermetic: the test makes its own "internet"
- * (a network namespace behind a veth, serving 203.0.113.10/.20 and 169.254.99.1) and
- * proves NAT, isolation, egress rules (also after PATCH), leases and a clean host. */
+ * (a network namespace behind a veth, serving 203.0.113.10/.20, 169.254.99.1, private
+ * 10.77.0.10, 192.168.77.10 and 100.64.77.10, and 198.18.7.10 of the benchmark range) and
+ * proves NAT, isolation, private ranges closed by default, egress rules (also after
+ * PATCH), leases and a clean host. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +32,12 @@
 #define META "169.254.99.1"	/* link-local, served by the test's "internet" */
 #define INET_PORT 8080
 #define INET_VETH "sltinet0"
+/* Private ranges, closed by default; the benchmark range 198.18.0.0/15 is not. */
+#define PRIV_A	  "10.77.0.10"
+#define PRIV_DNS  "10.77.0.53" /* a "resolver": answers on port 53 (and 8080) */
+#define PRIV_B	  "192.168.77.10"
+#define PRIV_C	  "100.64.77.10" /* CGNAT */
+#define BENCH_NET "198.18.7.10"
 
 static pid_t inet_pid; /* the "internet": a server in its own network namespace */
 
@@ -107,6 +115,12 @@ static void internet_up(void)
 		if (unshare(CLONE_NEWNET) < 0 || write(ready[1], "r", 1) != 1 ||
 		    read(go[0], &c, 1) != 1)
 			_exit(1);
+		int dns = listen_on("0.0.0.0", 53);
+		pid_t p = fork();
+		if (p == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			banner_server(dns, "resolver");
+		}
 		banner_server(listen_on("0.0.0.0", INET_PORT), "internet");
 	}
 	char c;
@@ -116,8 +130,15 @@ static void internet_up(void)
 	    "ip addr add " INET_HOST "/24 dev " INET_VETH "; ip link set " INET_VETH " up; "
 	    "nsenter -t %d -n sh -c 'ip link set lo up; ip link set eth0 up; "
 	    "ip addr add " INET_A "/24 dev eth0; ip addr add " INET_B "/24 dev eth0; "
-	    "ip addr add " META "/24 dev eth0; ip route add default via " INET_HOST "'; "
-	    "ip route add 169.254.99.0/24 via " INET_A " dev " INET_VETH,
+	    "ip addr add " META "/24 dev eth0; ip addr add " PRIV_A "/24 dev eth0; "
+	    "ip addr add " PRIV_DNS "/24 dev eth0; ip addr add " PRIV_B "/24 dev eth0; "
+	    "ip addr add " PRIV_C "/24 dev eth0; ip addr add " BENCH_NET "/24 dev eth0; "
+	    "ip route add default via " INET_HOST "'; "
+	    "ip route add 169.254.99.0/24 via " INET_A " dev " INET_VETH "; "
+	    "ip route add 10.77.0.0/24 via " INET_A " dev " INET_VETH "; "
+	    "ip route add 192.168.77.0/24 via " INET_A " dev " INET_VETH "; "
+	    "ip route add 100.64.77.0/24 via " INET_A " dev " INET_VETH "; "
+	    "ip route add 198.18.7.0/24 via " INET_A " dev " INET_VETH,
 	    (int)inet_pid, (int)inet_pid);
 	run_ok(cmd);
 	free(cmd);
@@ -702,6 +723,138 @@ static void test_net_daemon_table_removed_behind_its_back(void **state)
 	assert_false(bridge_up());
 }
 
+/* Which of the test's private servers (and the benchmark-range one) ID reaches. */
+static void expect_private(const char *id, bool a, bool b, bool c, bool bench)
+{
+	assert_int_equal(reaches(id, PRIV_A, INET_PORT, "internet"), a);
+	assert_int_equal(reaches(id, PRIV_B, INET_PORT, "internet"), b);
+	assert_int_equal(reaches(id, PRIV_C, INET_PORT, "internet"), c);
+	assert_int_equal(reaches(id, BENCH_NET, INET_PORT, "internet"), bench);
+}
+
+/* Network on, no rules: the internet (the benchmark range here) yes; RFC 1918, CGNAT,
+ * the host's own addresses and other sandboxes no. An allow rule naming a private range
+ * opens it; 0.0.0.0/0 does not; a PATCH opens one on a running sandbox. */
+static void test_net_private_closed_by_default(void **state)
+{
+	/* Control: the host reaches every one of them. */
+	char *line = e2e_printf("for a in " PRIV_A " " PRIV_B " " PRIV_C " " BENCH_NET "; do "
+				"busybox nc -w 3 $a %d </dev/null; done",
+				INET_PORT);
+	char *argv[] = {"/bin/sh", "-c", line, NULL};
+	e2e_result r;
+	e2e_run(&r, NULL, 0, 20000, argv);
+	assert_true(e2e_contains(r.out, "internet " PRIV_A));
+	assert_true(e2e_contains(r.out, "internet " PRIV_B));
+	assert_true(e2e_contains(r.out, "internet " PRIV_C));
+	assert_true(e2e_contains(r.out, "internet " BENCH_NET));
+	e2e_result_free(&r);
+	free(line);
+	char *a = create_net(NULL, NULL), *b = create_net(NULL, NULL);
+	expect_private(a, false, false, false, true);
+	/* The host: a service on 0.0.0.0, by each of its addresses the sandbox could route
+	 * to; another sandbox's service. */
+	pid_t hs = host_server("0.0.0.0", 9104, "hostsvc");
+	char *gw = net_field(a, "gateway"), *baddr = net_field(b, "address");
+	assert_false(reaches(a, gw, 9104, "hostsvc"));
+	assert_false(reaches(a, INET_HOST, 9104, "hostsvc"));
+	assert_false(reaches(a, "127.0.0.1", 9104, "hostsvc"));
+	free(e2e_sh_ok(b,
+		       "(while true; do echo sandbox-b | nc -l -p 9000; done) >/dev/null 2>&1 &"));
+	usleep(200000);
+	assert_false(reaches(a, baddr, 9000, "sandbox-b"));
+	child_kill(hs);
+	rm(a), rm(b);
+	free(a), free(b), free(gw), free(baddr);
+	/* Everything allowed is not a private range named. */
+	a = create_net("--network-allow", "0.0.0.0/0");
+	expect_private(a, false, false, false, true);
+	rm(a);
+	free(a);
+	/* A range named: that one (and, as any allow list, nothing else). */
+	a = create_net("--network-allow", "10.77.0.0/24");
+	expect_private(a, true, false, false, false);
+	rm(a);
+	free(a);
+	/* Deny still wins over a private range named. */
+	a = e2e_sandlot_ok("create", "--image", "busybox", "--network-allow", "10.77.0.0/24",
+			   "--network-allow", "198.18.0.0/15", "--network-deny", PRIV_A, NULL);
+	expect_private(a, false, false, false, true);
+	rm(a);
+	free(a);
+	/* PATCH on a running sandbox, through the API. */
+	e2e_daemon d;
+	daemon_start(&d);
+	cJSON *sb = api(&d, "POST", "/v1/sandboxes",
+			"{\"image\":\"busybox\",\"network\":{\"enabled\":true}}", 201);
+	char *id = strdup(cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring);
+	cJSON_Delete(sb);
+	char *path = e2e_printf("/v1/sandboxes/%s", id);
+	expect_private(id, false, false, false, true);
+	cJSON_Delete(api(&d, "PATCH", path,
+			 "{\"network\":{\"allow\":[\"192.168.77.0/24\",\"198.18.0.0/15\"]}}", 200));
+	expect_private(id, false, true, false, true);
+	cJSON_Delete(api(&d, "DELETE", path, NULL, 204));
+	e2e_daemon_halt(&d);
+	free(path), free(id);
+}
+
+/* The operator opens ranges for every sandbox: `serve --allow-private` (repeatable,
+ * comma lists) and SANDLOT_NET_ALLOW_PRIVATE for the CLI. A sandbox's allow list still
+ * limits it. */
+static void test_net_allow_private_operator(void **state)
+{
+	const char *extra[] = {"--allow-private", "10.77.0.0/24", "--allow-private",
+			       "100.64.77.10,172.16.0.0/12", NULL};
+	char *sock = e2e_printf("%s/api.sock", e2e_root());
+	e2e_daemon d;
+	e2e_daemon_start(&d, sock, true, extra);
+	free(sock);
+	cJSON *sb = api(&d, "POST", "/v1/sandboxes",
+			"{\"image\":\"busybox\",\"network\":{\"enabled\":true}}", 201);
+	char *p1 =
+	    e2e_printf("/v1/sandboxes/%s", cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring);
+	expect_private(cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring, true, false, true,
+		       true);
+	cJSON_Delete(sb);
+	sb = api(&d, "POST", "/v1/sandboxes",
+		 "{\"image\":\"busybox\",\"network\":{\"enabled\":true,"
+		 "\"allow\":[\"198.18.0.0/15\"]}}",
+		 201);
+	char *p2 =
+	    e2e_printf("/v1/sandboxes/%s", cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring);
+	expect_private(cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring, false, false, false,
+		       true);
+	cJSON_Delete(sb);
+	cJSON_Delete(api(&d, "DELETE", p1, NULL, 204));
+	cJSON_Delete(api(&d, "DELETE", p2, NULL, 204));
+	e2e_daemon_halt(&d);
+	free(p1), free(p2);
+	setenv("SANDLOT_NET_ALLOW_PRIVATE", "192.168.77.0/24", 1);
+	char *id = create_net(NULL, NULL);
+	unsetenv("SANDLOT_NET_ALLOW_PRIVATE");
+	expect_private(id, false, true, false, true);
+	rm(id);
+	free(id);
+}
+
+/* The name servers a sandbox is given stay reachable on port 53 when they sit in a
+ * private range (a cloud VPC's resolver, a LAN router), and only there. */
+static void test_net_private_resolver(void **state)
+{
+	setenv("SANDLOT_NET_DNS", PRIV_DNS, 1);
+	char *id = create_net(NULL, NULL);
+	unsetenv("SANDLOT_NET_DNS");
+	char *resolv = e2e_sh_ok(id, "cat /etc/resolv.conf");
+	assert_true(e2e_contains(resolv, "nameserver " PRIV_DNS));
+	assert_true(reaches(id, PRIV_DNS, 53, "resolver"));
+	assert_false(reaches(id, PRIV_DNS, INET_PORT, "internet"));
+	assert_false(reaches(id, PRIV_A, 53, "resolver"));
+	free(resolv);
+	rm(id);
+	free(id);
+}
+
 static void test_net_bad_input(void **state)
 {
 	e2e_result r;
@@ -709,6 +862,23 @@ static void test_net_bad_input(void **state)
 		    NULL);
 	assert_int_equal(r.status, 125);
 	assert_true(e2e_contains(r.err, "network.allow[0]"));
+	e2e_result_free(&r);
+	/* serve refuses a bad --allow-private before it starts. */
+	const char *bad[][2] = {{"10.0.0.0/33", "--allow-private[0]: \"10.0.0.0/33\" is not"},
+				{"10.1.0.0/16,8.8.8.0/24", "not inside a private range"},
+				{"169.254.169.254", "link-local"}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		e2e_sandlot(&r, NULL, 0, "serve", "--allow-private", bad[i][0], NULL);
+		assert_int_not_equal(r.status, 0);
+		if (!e2e_contains(r.err, bad[i][1]))
+			fail_msg("serve --allow-private %s: %s", bad[i][0], r.err);
+		e2e_result_free(&r);
+	}
+	setenv("SANDLOT_NET_ALLOW_PRIVATE", "10.1.0.0/16,nope", 1);
+	e2e_sandlot(&r, NULL, 0, "serve", NULL);
+	unsetenv("SANDLOT_NET_ALLOW_PRIVATE");
+	assert_int_not_equal(r.status, 0);
+	assert_true(e2e_contains(r.err, "SANDLOT_NET_ALLOW_PRIVATE[1]"));
 	e2e_result_free(&r);
 }
 
@@ -739,6 +909,9 @@ int main(void)
 		NET_TEST(test_net_create_delete_cycles),
 		NET_TEST(test_net_daemon_holds_host_side),
 		NET_TEST(test_net_daemon_table_removed_behind_its_back),
+		NET_TEST(test_net_private_closed_by_default),
+		NET_TEST(test_net_allow_private_operator),
+		NET_TEST(test_net_private_resolver),
 		NET_TEST(test_net_bad_input),
 	};
 	e2e_apply_filter();

@@ -378,6 +378,46 @@ static void test_apt_from_a_local_repository(void **state)
 	free(id);
 }
 
+/* A mirror on a private address (closed to sandboxes by default) is opened to the
+ * install sandbox alone: the install works, a network-on sandbox cannot reach it. */
+static void test_apt_from_a_private_mirror(void **state)
+{
+	if (!have_net)
+		skip();
+	char *old = strdup(getenv("SANDLOT_APT_MIRROR"));
+	setenv("SANDLOT_APT_MIRROR", "deb [trusted=yes] http://10.78.1.1:8080/apt ./", 1);
+	e2e_result r;
+	int st = e2e_sandlot(&r, NULL, 0, "create", "--package", "apt:sandlot-tiny@1.0", NULL);
+	if (st != 0)
+		fail_msg("create with a private apt mirror: %d %s", r.status, r.err);
+	char *id = strndup(r.out, strcspn(r.out, "\n"));
+	e2e_result_free(&r);
+	char *out = exec_ok(id, "sandlot-tiny");
+	assert_string_equal(out, "tiny deb");
+	free(out);
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	free(id);
+#define GET_PACKAGES(addr) "printf 'GET /apt/Packages HTTP/1.0\\r\\n\\r\\n' | nc -w 3 " addr " 8080"
+	char *line = strdup(GET_PACKAGES("10.78.1.1"));
+	st = e2e_sandlot(&r, NULL, 0, "run", "--network", "--image", "busybox", "--", "sh", "-c",
+			 line, NULL);
+	free(line);
+	setenv("SANDLOT_APT_MIRROR", old, 1);
+	free(old);
+	assert_int_not_equal(st, 0);
+	assert_false(e2e_contains(r.out, "sandlot-tiny"));
+	e2e_result_free(&r);
+	/* Control: the public address of the same server answers. */
+	line = strdup(GET_PACKAGES("203.0.113.1"));
+	st = e2e_sandlot(&r, NULL, 0, "run", "--network", "--image", "busybox", "--", "sh", "-c",
+			 line, NULL);
+	free(line);
+	if (st != 0)
+		fail_msg("control: %d %s %s", st, r.out, r.err);
+	assert_true(e2e_contains(r.out, "sandlot-tiny"));
+	e2e_result_free(&r);
+}
+
 static void test_npm_from_a_local_registry(void **state)
 {
 	if (!have_net)
@@ -412,6 +452,7 @@ int main(void)
 	    E2E_TEST(test_api_create_with_packages_from_serve_flags),
 	    E2E_TEST(test_cache_entries_of_a_removed_image_are_dropped),
 	    E2E_TEST(test_apt_from_a_local_repository),
+	    E2E_TEST(test_apt_from_a_private_mirror),
 	    E2E_TEST(test_npm_from_a_local_registry),
 	};
 	e2e_apply_filter();

@@ -143,6 +143,43 @@ static void test_lease_pick_distinct_and_full(void **state)
 	assert_int_equal(lease_pick(&tiny, NULL, 0, &a), -1);
 }
 
+/* An allow rule opens a private range only when it lies inside one: 0.0.0.0/0 does not. */
+static void test_private_named(void **state)
+{
+	sl_cidr a = C("10.1.2.0/24"), b = C("0.0.0.0/0"), c = C("10.0.0.0/7"), d = C("198.18.0.1");
+	sl_cidr e = C("192.168.0.0/16"), f = C("100.64.0.1");
+	assert_true(net_private_named(&a));
+	assert_false(net_private_named(&b));
+	assert_false(net_private_named(&c));
+	assert_false(net_private_named(&d));
+	assert_true(net_private_named(&e));
+	assert_true(net_private_named(&f));
+}
+
+static void test_private_list_parse(void **state)
+{
+	sl_cidr out[4];
+	sl_err err = {0};
+	assert_int_equal(
+	    net_private_list_parse("--allow-private", "10.9.0.0/16, 192.168.7.3", out, 4, &err), 2);
+	char buf[24];
+	cidr_format(&out[1], buf, sizeof(buf));
+	assert_string_equal(buf, "192.168.7.3/32");
+	assert_int_equal(net_private_list_parse("--allow-private", "", out, 4, &err), 0);
+	assert_int_equal(net_private_list_parse("--allow-private", "10.0.0.0/33", out, 4, &err),
+			 -1);
+	assert_int_equal(err.kind, SL_INVALID);
+	assert_non_null(strstr(err.msg, "--allow-private[0]"));
+	assert_int_equal(net_private_list_parse("x", "10.1.0.0/16,8.8.8.0/24", out, 4, &err), -1);
+	assert_non_null(strstr(err.msg, "not inside a private range"));
+	assert_int_equal(net_private_list_parse("x", "169.254.169.254", out, 4, &err), -1);
+	assert_non_null(strstr(err.msg, "link-local"));
+	assert_int_equal(net_private_list_parse("x", "10.1.0.0/16 10.2.0.0/16", out, 1, &err), -1);
+	assert_non_null(strstr(err.msg, "at most 1 ranges"));
+	assert_int_equal(net_private_list_parse("x", "10.1.0.0/16 10.2.0.0/16", NULL, 1, &err), -1);
+	assert_int_equal(net_private_list_parse("x", "10.1.0.0/16 10.2.0.0/16", NULL, 2, &err), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +189,8 @@ int main(void)
 	    cmocka_unit_test(test_subnet_pick_avoids_host_networks),
 	    cmocka_unit_test(test_lease_pick_lowest_free),
 	    cmocka_unit_test(test_lease_pick_distinct_and_full),
+	    cmocka_unit_test(test_private_named),
+	    cmocka_unit_test(test_private_list_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
