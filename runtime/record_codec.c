@@ -70,6 +70,8 @@ static const struct field fields[] = {
     {F_ARRAY, M(net_allow), 0, "net_allow", "network", "allow"},
     {F_ARRAY, M(net_deny), 0, "net_deny", "network", "deny"},
     {F_OBJECT, M(ports), 0, "ports", NULL, NULL},
+    {F_OBJECT, M(secret_env), 0, "secret_env", NULL, NULL},
+    {F_OBJECT, M(secret_files), 0, "secret_files", NULL, NULL},
 };
 
 static double num_of(const sl_sandbox *sb, const struct field *f)
