@@ -412,6 +412,10 @@ enum MHD_Result api_volumes_list(api_req *r);
 enum MHD_Result api_volumes_create(api_req *r);
 enum MHD_Result api_volumes_delete(api_req *r);
 enum MHD_Result api_code(api_req *r);
+/* secrets.c */
+enum MHD_Result api_secrets_set(api_req *r);
+enum MHD_Result api_secrets_list(api_req *r);
+enum MHD_Result api_secrets_delete(api_req *r);
 /* system.c */
 enum MHD_Result api_health(api_req *r);
 enum MHD_Result api_metrics(api_req *r);

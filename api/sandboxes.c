@@ -344,13 +344,27 @@ static int parse_resources(const cJSON *body, sl_create_opts *o, sl_err *err)
 	return api_json_uint(res, "resources.", "pids", 1, 4194304, &o->pids, &given, err);
 }
 
+/* KEY, an object of names -> secret names (checked by the runtime), or absent. */
+static int secret_refs(const cJSON *body, const char *key, const cJSON **out, sl_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key);
+	*out = NULL;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsObject(v))
+		return sl_fail(err, SL_INVALID, 0, "%s: expected an object of secret names", key);
+	*out = v;
+	return 0;
+}
+
 int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bool run_body,
 			    sl_sandbox *out, sl_err *err)
 {
 	static const char *const fields[] = {
 	    "image",   "snapshot", "name",    "ephemeral", "resources",	       "env",
 	    "labels",  "network",  "timeout", "user",	   "workingDirectory", "packages",
-	    "volumes", "command",  "ports",	       "runImageCommand", NULL};
+	    "volumes", "command",  "ports",	       "runImageCommand", "secrets",
+	    "secretFiles", NULL};
 	sl_create_opts o = {0};
 	int64_t tmo[3] = {-1, -1, -1};
 	sl_volume_spec vols[16];
@@ -373,7 +387,9 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 		     api_json_string(body, "", "user", &o.user, err) < 0 ||
 		     api_json_string(body, "", "workingDirectory", &o.workdir, err) < 0 ||
 		     api_json_bool(body, "", "ephemeral", &o.ephemeral, err) < 0 ||
-		     api_json_kv(body, "", "labels", &labels, err) < 0))
+		     api_json_kv(body, "", "labels", &labels, err) < 0 ||
+		     secret_refs(body, "secrets", &o.secret_env, err) < 0 ||
+		     secret_refs(body, "secretFiles", &o.secret_files, err) < 0))
 			goto out;
 	}
 	if (body &&

@@ -334,9 +334,16 @@ int api_body_append(api_req *r, const char *data, size_t n, sl_err *err)
 		size_t cap = r->body_cap ? r->body_cap : 4096;
 		while (cap < r->body_len + n + 1)
 			cap *= 2;
-		char *b = realloc(r->body, cap);
+		/* Not realloc: the old buffer is wiped first, since a body may hold a secret
+		 * (POST /v1/secrets wipes the last one, api/secrets.c). */
+		char *b = malloc(cap);
 		if (!b)
 			return sl_fail(err, SL_INTERNAL, ENOMEM, "read the request body");
+		if (r->body) {
+			memcpy(b, r->body, r->body_len);
+			explicit_bzero(r->body, r->body_cap);
+			free(r->body);
+		}
 		r->body = b;
 		r->body_cap = cap;
 	}

@@ -38,6 +38,12 @@ cJSON *view_sandbox_json(const sl_sandbox *sb)
 	cJSON_AddStringToObject(o, "createdAt", t);
 	cJSON_AddItemToObject(o, "resources", resources_json(sb));
 	cJSON_AddItemToObject(o, "env", sb->env ? cJSON_Duplicate(sb->env, 1) : cJSON_CreateObject());
+	/* The references only: a secret's value is never in a record or a reply. */
+	cJSON_AddItemToObject(o, "secrets", sb->secret_env ? cJSON_Duplicate(sb->secret_env, 1)
+							   : cJSON_CreateObject());
+	cJSON_AddItemToObject(o, "secretFiles", sb->secret_files
+						    ? cJSON_Duplicate(sb->secret_files, 1)
+						    : cJSON_CreateObject());
 	cJSON_AddItemToObject(o, "labels",
 			      sb->labels ? cJSON_Duplicate(sb->labels, 1) : cJSON_CreateObject());
 	cJSON_AddStringToObject(o, "user", sb->user);

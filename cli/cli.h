@@ -24,6 +24,7 @@ int cmd_image(sl_ctx *ctx, int argc, char **argv);
 int cmd_lifecycle(sl_ctx *ctx, int argc, char **argv);
 int cmd_snapshot(sl_ctx *ctx, int argc, char **argv);
 int cmd_volume(sl_ctx *ctx, int argc, char **argv);
+int cmd_secret(sl_ctx *ctx, int argc, char **argv);
 int cmd_cp(sl_ctx *ctx, int argc, char **argv);
 int cmd_serve(sl_ctx *ctx, int argc, char **argv);
 int cmd_key(sl_ctx *ctx, int argc, char **argv);

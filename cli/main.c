@@ -22,6 +22,7 @@ static const char usage[] =
 	"  pause|resume|stop|start ID...\n"
 	"  snapshot create ID [--name N]   snapshot ls   snapshot rm ID|NAME\n"
 	"  volume create NAME   volume ls   volume rm NAME\n"
+	"  secret set NAME (the value on stdin)   secret ls   secret rm NAME\n"
 	"  image import NAME FILE|-   image pull REF   image ls   image rm NAME   image inspect NAME\n"
 	"  image build -t NAME [-f FILE] [--build-arg K=V] [--network] DIR   (a Dockerfile)\n"
 	"  image build RECIPE|default                      (a directory with build.sh)\n"
@@ -76,6 +77,7 @@ int main(int argc, char **argv)
 		{ "rm", cmd_rm },	 { "image", cmd_image },	   { "pause", cmd_lifecycle },
 		{ "resume", cmd_lifecycle }, { "stop", cmd_lifecycle }, { "start", cmd_lifecycle },
 		{ "snapshot", cmd_snapshot }, { "volume", cmd_volume }, { "cp", cmd_cp },
+		{ "secret", cmd_secret },
 		{ "serve", cmd_serve },	 { "key", cmd_key },	   { "code", cmd_code },
 	};
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||

@@ -769,7 +769,8 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 	struct sl_rep rep;
 	int passed = -1;
 	_cleanup_close_ int conn = -1;
-	initctl_spawn isp = { .argv = argv,
+	initctl_spawn isp = { .cfg = &ctx->cfg,
+			      .argv = argv,
 			      .env = spec->env,
 			      .user = spec->user,
 			      .cwd = spec->cwd,
@@ -793,6 +794,8 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 		r = initctl_call_keep(ctx, sb->id, req, reqlen, fds, nfds, SPAWN_REPLY_MS, &rep,
 				      &passed, spec->wait_ms > 0 ? &conn : NULL, err);
 	}
+	if (req) /* the sandbox's secrets in clear, if it has any */
+		explicit_bzero(req, reqlen);
 	if (r == 0 && rep.hdr.type == SL_REP_ERROR && rep.pid < 0)
 		r = sl_fail(
 		    err, rep.status == EAGAIN || rep.status == ENOMEM ? SL_EXHAUSTED : SL_INTERNAL,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "secret.h"
 #include "state.h"
 
 
@@ -166,10 +167,11 @@ typedef struct strv {
 	size_t n, cap;
 } strv;
 
+/* Wiped: the environment may hold secrets in clear. */
 static void strv_free(strv *s)
 {
 	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i]);
+		secret_wipe(s->v[i], strlen(s->v[i]));
 	free(s->v);
 	s->v = NULL;
 	s->n = s->cap = 0;
@@ -193,10 +195,32 @@ static int strv_add(strv *s, char *owned)
 	return 0;
 }
 
-/* The command's environment: defaults, the sandbox's env, then the call's; a later
- * KEY wins. */
-static int spawn_env(const sl_sandbox *sb, const char *const *extra, bool tty, strv *env,
-		     sl_err *err)
+/* The sandbox's secret env (names in its record) opened from CFG's store: added last,
+ * so a secret wins over an env of the same name. */
+static int secrets_env(const sl_sandbox *sb, const sl_config *cfg, strv *env, sl_err *err)
+{
+	const cJSON *it;
+	if (cJSON_GetArraySize(sb->secret_env) > 0 && !cfg)
+		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: its secrets: no store", sb->id);
+	cJSON_ArrayForEach(it, sb->secret_env)
+	{
+		char *value = NULL, *kv = NULL;
+		size_t len = 0;
+		if (!cJSON_IsString(it) ||
+		    secret_reveal(cfg, sb->owner, it->valuestring, &value, &len, err) < 0)
+			return sl_wrap(err, "sandbox %s: env %.140s", sb->id, it->string);
+		int n = asprintf(&kv, "%s=%s", it->string, value);
+		secret_wipe(value, len);
+		if (n < 0 || strv_add(env, kv) < 0)
+			return sl_fail(err, SL_INTERNAL, ENOMEM, "build environment");
+	}
+	return 0;
+}
+
+/* The command's environment: defaults, the sandbox's env, then the call's, then its
+ * secrets; a later KEY wins. */
+static int spawn_env(const sl_sandbox *sb, const sl_config *cfg, const char *const *extra,
+		     bool tty, strv *env, sl_err *err)
 {
 	char host[128];
 	snprintf(host, sizeof(host), "HOSTNAME=%s", sb->name[0] ? sb->name : sb->id);
@@ -217,6 +241,8 @@ static int spawn_env(const sl_sandbox *sb, const char *const *extra, bool tty, s
 		r |= strv_add(env, strdup(*e));
 	if (r)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "build environment");
+	if (secrets_env(sb, cfg, env, err) < 0)
+		return -1;
 	size_t w = 0;
 	for (size_t i = 0; i < env->n; i++) {
 		size_t kl = strcspn(env->v[i], "=");
@@ -224,7 +250,7 @@ static int spawn_env(const sl_sandbox *sb, const char *const *extra, bool tty, s
 		for (size_t j = i + 1; j < env->n && !later; j++)
 			later = !strncmp(env->v[i], env->v[j], kl) && env->v[j][kl] == '=';
 		if (later)
-			free(env->v[i]);
+			secret_wipe(env->v[i], strlen(env->v[i]));
 		else
 			env->v[w++] = env->v[i];
 	}
@@ -238,10 +264,14 @@ static int buf_add(char **buf, size_t *len, size_t *cap, const void *data, size_
 		return sl_fail(err, SL_TOOLARGE, 0, "command, environment and user exceed %d bytes",
 			       SL_PROTO_MAX);
 	if (*len + n > *cap) {
+		/* Not realloc: the old block is wiped before it is freed (secrets). */
 		size_t nc = (*len + n) * 2;
-		char *b = realloc(*buf, nc);
+		char *b = malloc(nc);
 		if (!b)
 			return sl_fail(err, SL_INTERNAL, ENOMEM, "build spawn request");
+		if (*buf)
+			memcpy(b, *buf, *len);
+		secret_wipe(*buf, *len);
 		*buf = b;
 		*cap = nc;
 	}
@@ -256,7 +286,7 @@ int initctl_build_spawn(const sl_sandbox *sb, const initctl_spawn *sp, char **ou
 	strv env = {0};
 	char *const *argv = sp->argv;
 	uint32_t flags = sp->flags;
-	if (spawn_env(sb, sp->env, flags & SL_SPAWN_TTY, &env, err) < 0) {
+	if (spawn_env(sb, sp->cfg, sp->env, flags & SL_SPAWN_TTY, &env, err) < 0) {
 		strv_free(&env);
 		return -1;
 	}
@@ -285,7 +315,7 @@ int initctl_build_spawn(const sl_sandbox *sb, const initctl_spawn *sp, char **ou
 		r = buf_add(&buf, &len, &cap, env.v[i], strlen(env.v[i]) + 1, err);
 	strv_free(&env);
 	if (r < 0) {
-		free(buf);
+		secret_wipe(buf, len);
 		return -1;
 	}
 	*out = buf;

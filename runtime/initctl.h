@@ -12,6 +12,9 @@
 #include "record.h"
 
 typedef struct initctl_spawn {
+	/* The store the sandbox's secrets (sb->secret_env) are opened from; NULL: a
+	 * sandbox with secrets is refused. */
+	const sl_config *cfg;
 	char *const *argv;
 	const char *const *env; /* extra "K=V" on top of the sandbox's */
 	const char *user, *cwd; /* NULL: the sandbox's */
@@ -38,7 +41,8 @@ int initctl_call(const sl_ctx *ctx, const char *sid, const void *req, size_t len
 int initctl_call_keep(const sl_ctx *ctx, const char *sid, const void *req, size_t len,
 		      const int *fds, int nfds, int timeout_ms, struct sl_rep *rep, int *passed,
 		      int *conn, sl_err *err);
-/* The spawn request bytes: header, user, cwd, argv, environment. Caller frees *out. */
+/* The spawn request bytes: header, user, cwd, argv, environment (with the sandbox's
+ * secrets in clear: the caller wipes *out, explicit_bzero, before it frees it). */
 int initctl_build_spawn(const sl_sandbox *sb, const initctl_spawn *sp, char **out, size_t *outlen,
 			sl_err *err);
 

@@ -869,8 +869,11 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	if (l->nmounts > SL_MAX_VOLUMES)
 		return sl_fail(err, SL_INVALID, 0, "at most %d volumes", SL_MAX_VOLUMES);
 	for (; nvol < l->nmounts; nvol++) {
-		vol_fds[nvol] = idmapped_tree(l->mounts[nvol].source, userns,
-					      l->mounts[nvol].readonly, err);
+		const sl_mount *m = &l->mounts[nvol];
+		vol_fds[nvol] = m->source ? idmapped_tree(m->source, userns, m->readonly, err)
+					  : fcntl(m->tree_fd, F_DUPFD_CLOEXEC, 3);
+		if (vol_fds[nvol] < 0 && !m->source)
+			sl_sysfail(err, "sandbox %s: mount on %s", l->id, m->target);
 		if (vol_fds[nvol] < 0) {
 			for (size_t i = 0; i < nvol; i++)
 				close(vol_fds[i]);

@@ -17,9 +17,13 @@
 /* A directory mounted into the sandbox, id-mapped into its uid range (so a volume's
  * files keep one canonical ownership whichever sandbox writes them). */
 typedef struct sl_mount {
-	const char *source; /* host directory */
+	const char *source; /* host directory; NULL: TREE_FD */
 	const char *target; /* absolute path inside */
 	bool readonly;
+	/* With no source: a detached mount made and filled by the caller, its files owned
+	 * by host ids of the sandbox's range already (a tmpfs of secret files): moved in
+	 * as it is, not id-mapped. The caller keeps and closes it. */
+	int tree_fd;
 } sl_mount;
 
 typedef struct sl_launch_spare sl_launch_spare;

@@ -25,11 +25,13 @@ void proc_init(sl_proc *p, const char *sid)
 }
 
 /* The spawn request and its fds, on FD: a connection to init (or its peer to be). */
-int proc_send_spawn(int fd, const sl_sandbox *sb, const sl_spawn *sp, sl_err *err)
+int proc_send_spawn(const sl_ctx *ctx, int fd, const sl_sandbox *sb, const sl_spawn *sp,
+		    sl_err *err)
 {
 	if (!sp->argv || !sp->argv[0])
 		return sl_fail(err, SL_INVALID, 0, "command: empty");
-	initctl_spawn isp = { .argv = sp->argv,
+	initctl_spawn isp = { .cfg = &ctx->cfg,
+			      .argv = sp->argv,
 			      .env = sp->env,
 			      .user = sp->user,
 			      .cwd = sp->cwd,
@@ -48,8 +50,11 @@ int proc_send_spawn(int fd, const sl_sandbox *sb, const sl_spawn *sp, sl_err *er
 			fds[nfds++] = sp->fds[i];
 	if (sp->exit_fd >= 0)
 		fds[nfds++] = sp->exit_fd;
-	if (initctl_send(fd, buf, len, fds, nfds) < 0)
-		return sl_sysfail(err, "send command to sandbox %s", sb->id);
+	int r = initctl_send(fd, buf, len, fds, nfds);
+	int e = errno;
+	explicit_bzero(buf, len); /* the sandbox's secrets in clear, if it has any */
+	if (r < 0)
+		return sl_fail(err, SL_INTERNAL, e, "send command to sandbox %s", sb->id);
 	return 0;
 }
 
@@ -104,7 +109,7 @@ int sandbox_spawn(sl_ctx *ctx, const sl_sandbox *sb, const sl_spawn *sp, sl_proc
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
 	sl_err e2 = { 0 };
 	cgroup_oom_kills(ctx->cg, cg, &p->oom_before, &e2);
-	if (proc_send_spawn(fd, sb, sp, err) < 0)
+	if (proc_send_spawn(ctx, fd, sb, sp, err) < 0)
 		return sl_wrap_obj(err, "sandbox", sb->id, "start a command");
 	p->conn = steal_fd(&fd);
 	if (proc_started(p, sp->argv[0], err) < 0) {

@@ -51,6 +51,7 @@ void proc_close(sl_proc *p);
 /* P empty (no connection) for sandbox SID. */
 void proc_init(sl_proc *p, const char *sid);
 /* The spawn request and its fds, on FD: a connection to init (or its peer to be). */
-int proc_send_spawn(int fd, const sl_sandbox *sb, const sl_spawn *sp, sl_err *err);
+int proc_send_spawn(const sl_ctx *ctx, int fd, const sl_sandbox *sb, const sl_spawn *sp,
+		    sl_err *err);
 
 #endif

@@ -62,6 +62,9 @@ void sandbox_free(sl_sandbox *sb)
 	cJSON_Delete(sb->net_deny);
 	cJSON_Delete(sb->net_open);
 	cJSON_Delete(sb->ports);
+	cJSON_Delete(sb->secret_env);
+	cJSON_Delete(sb->secret_files);
+	sb->secret_env = sb->secret_files = NULL;
 	sb->env = sb->labels = sb->volumes = sb->packages = sb->net_allow = sb->net_deny = NULL;
 	sb->net_open = NULL;
 	sb->ports = NULL;

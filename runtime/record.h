@@ -44,6 +44,10 @@ typedef struct sl_sandbox {
 	sl_limits limits;
 	uint64_t disk_bytes;
 	cJSON *env;    /* object K -> V */
+	/* Secrets by reference only (secret.h): ENV_NAME -> secret name, and file path
+	 * (under SECRET_FILES_DIR) -> secret name. Their values are never in the record:
+	 * opened from the owner's store when a process starts or init is launched. */
+	cJSON *secret_env, *secret_files;
 	cJSON *labels; /* object k -> v */
 	char user[64];
 	char workdir[256];

@@ -71,6 +71,8 @@ static const struct field fields[] = {
     {F_ARRAY, M(net_deny), 0, "net_deny", "network", "deny"},
     {F_ARRAY, M(net_open), 0, "net_open", NULL, NULL},
     {F_OBJECT, M(ports), 0, "ports", NULL, NULL},
+    {F_OBJECT, M(secret_env), 0, "secret_env", NULL, NULL},
+    {F_OBJECT, M(secret_files), 0, "secret_files", NULL, NULL},
 };
 
 static double num_of(const sl_sandbox *sb, const struct field *f)

@@ -37,6 +37,8 @@
 #include "netaddr.h"
 #include "pkgspec.h"
 #include "quantity.h"
+#include "secret.h"
+#include "secretfs.h"
 #include "snapshot.h"
 #include "spares.h"
 #include "state.h"
@@ -301,6 +303,16 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 			return sl_fail(err, SL_INVALID, 0, "volumes of %s: too many", sb->id);
 		mounts[nm++] = (sl_mount){ binds[i].source, binds[i].mount_path, binds[i].readonly };
 	}
+	/* Secret files: a tmpfs of their own, filled now (every launch: it is memory). */
+	_cleanup_close_ int secrets_fd = -1;
+	if (cJSON_GetArraySize(sb->secret_files) > 0) {
+		if (nm >= SL_MAX_VOLUMES)
+			return sl_fail(err, SL_INVALID, 0, "volumes of %s: too many", sb->id);
+		if (secretfs_make(&ctx->cfg, sb, imgdir, upper, &secrets_fd, err) < 0)
+			return -1;
+		mounts[nm++] = (sl_mount){.target = SECRET_FILES_DIR, .readonly = true,
+					  .tree_fd = secrets_fd};
+	}
 	char user_env[96], stage[PATH_MAX];
 	snprintf(user_env, sizeof(user_env), "SANDLOT_DEFAULT_USER=%s", sb->user);
 	snprintf(stage, sizeof(stage), "%s/stage", ctx->cfg.run_dir);
@@ -334,7 +346,7 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 		mine = sv[0];
 		theirs = sv[1];
 		if (initctl_sock_path(ctx, sb->id, fp->init_sock, sizeof(fp->init_sock), err) < 0 ||
-		    proc_send_spawn(mine, sb, first, err) < 0)
+		    proc_send_spawn(ctx, mine, sb, first, err) < 0)
 			return -1;
 		l.client = &theirs;
 	}
@@ -413,6 +425,32 @@ int sandbox_lookup_image(sl_ctx *ctx, const char *image, sl_image *img, sl_err *
 										    : "busybox";
 	}
 	return image_lookup(ctx->cfg.state_dir, image, img, err);
+}
+
+/* The create's secrets checked (names the owner has, env names, file paths) and their
+ * references (never a value) recorded in SB. */
+static int record_secrets(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *sb, sl_err *err)
+{
+	if (secret_refs_check(&ctx->cfg, sb->owner, "secrets", o->secret_env, err) < 0 ||
+	    secret_refs_check(&ctx->cfg, sb->owner, "secretFiles", o->secret_files, err) < 0)
+		return -1;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, o->secret_env)
+	{
+		if (!it->string[0] || strchr(it->string, '=') || strlen(it->string) > 256)
+			return sl_fail(err, SL_INVALID, 0,
+				       "secrets: \"%.140s\" is not an environment variable's name",
+				       it->string);
+	}
+	cJSON_ArrayForEach(it, o->secret_files)
+	{
+		if (secretfs_path_check(it->string, err) < 0)
+			return -1;
+	}
+	if ((o->secret_env && !(sb->secret_env = cJSON_Duplicate(o->secret_env, 1))) ||
+	    (o->secret_files && !(sb->secret_files = cJSON_Duplicate(o->secret_files, 1))))
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "record the secrets");
+	return 0;
 }
 
 /* The create's volumes checked (mount path, a source that resolves) and recorded in SB
@@ -554,7 +592,7 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 		return sl_fail(err, SL_INVALID, 0,
 			       "network.allow and network.deny need network.enabled=true");
 	}
-	if (record_volumes(ctx, o, &sb, err) < 0) {
+	if (record_volumes(ctx, o, &sb, err) < 0 || record_secrets(ctx, o, &sb, err) < 0) {
 		sandbox_free(&sb);
 		return -1;
 	}

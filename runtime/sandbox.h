@@ -39,6 +39,9 @@ typedef struct sl_create_opts {
 	sl_net_opts net;
 	const sl_package *packages;
 	size_t npackages;
+	/* Secrets by name (secret.h), the acting key's: ENV_NAME -> secret, and
+	 * SECRET_FILES_DIR/<file> -> secret. Only the names are recorded. */
+	const cJSON *secret_env, *secret_files;
 	const sl_port_setting *ports; /* none: every port private */
 	size_t nports;
 	/* Internal (package installs): trusted host dirs mounted for this start only,

@@ -244,7 +244,7 @@ static int base(api_req *r, const cJSON *body, cJSON *v1, sl_err *err)
 /* Options sandlot has no counterpart for: refused when they ask for something. */
 static int unsupported(const cJSON *body, sl_err *err)
 {
-	static const char *const keys[] = {"domainAllowList", "outboundProxyUrl", "secrets",
+	static const char *const keys[] = {"domainAllowList", "outboundProxyUrl",
 					   "linkedSandbox", "otelEndpointOverride"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, keys[i]);
@@ -254,6 +254,32 @@ static int unsupported(const cJSON *body, sl_err *err)
 	}
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "kvm")))
 		return sl_fail(err, SL_NOTIMPL, 0, "kvm: not available in sandlot");
+	return 0;
+}
+
+/* secrets: [{"ENV": "secretName"}, ...] as /v1's {"ENV": "secretName"} (docs/secrets.md). */
+static int secrets(const cJSON *body, cJSON *v1, sl_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "secrets"), *it, *kv;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return sl_fail(err, SL_INVALID, 0, "secrets: expected an array of {ENV: name}");
+	cJSON *out = cJSON_CreateObject();
+	cJSON_AddItemToObject(v1, "secrets", out);
+	cJSON_ArrayForEach(it, v)
+	{
+		if (!cJSON_IsObject(it))
+			return sl_fail(err, SL_INVALID, 0, "secrets: expected an array of {ENV: name}");
+		cJSON_ArrayForEach(kv, it)
+		{
+			if (!cJSON_IsString(kv))
+				return sl_fail(err, SL_INVALID, 0, "secrets.%.140s: expected a name",
+					       kv->string);
+			cJSON_DeleteItemFromObjectCaseSensitive(out, kv->string);
+			cJSON_AddStringToObject(out, kv->string, kv->valuestring);
+		}
+	}
 	return 0;
 }
 
@@ -312,7 +338,8 @@ int dt_v1_body(api_req *r, const cJSON *body, cJSON *v1, sl_err *err)
 	    resources(body, v1, err) < 0 ||
 	    network(body, v1, r->srv->opt.provider_defaults, err) < 0 ||
 	    public_ports(body, v1, err) < 0 ||
-	    volumes(body, v1, err) < 0 || unsupported(body, err) < 0 ||
+	    volumes(body, v1, err) < 0 || secrets(body, v1, err) < 0 ||
+	    unsupported(body, err) < 0 ||
 	    minutes(body, "autoStopInterval", false, &stop, &stop_given, err) < 0 ||
 	    minutes(body, "autoDeleteInterval", true, &del, &del_given, err) < 0 ||
 	    minutes(body, "ttlMinutes", false, &ttl, &ttl_given, err) < 0)

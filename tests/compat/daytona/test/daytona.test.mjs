@@ -327,6 +327,35 @@ test('autoDeleteInterval: 0 deletes on stop; a delay is refused plainly', async 
   });
 });
 
+test('secrets: {ENV: name} from a /v1 secret is the env of commands, never in the record', async () => {
+  const value = `sv-${randomBytes(16).toString('hex')}`;
+  const name = `dt-${tag}`;
+  const set = await v1('/secrets', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name, value }),
+  });
+  assert.equal(set.status, 201);
+  try {
+    const sb = await create({ secrets: { COMPAT_TOKEN: name }, labels: { suite: tag, role: 'secret' } });
+    // Its hash, not the value: the value stays out of the command's own output.
+    const r = await sb.process.executeCommand('printf %s "$COMPAT_TOKEN" | sha256sum');
+    const { createHash } = await import('node:crypto');
+    assert.equal(r.result.split(' ')[0], createHash('sha256').update(value).digest('hex'));
+    const got = (await v1(`/sandboxes/${sb.id}`)).body;
+    assert.deepEqual(got.secrets, { COMPAT_TOKEN: name });
+    assert.ok(!JSON.stringify(got).includes(value));
+    await sb.delete();
+    await assert.rejects(create({ secrets: { T: 'no-such-secret' } }), (e) => {
+      assert.ok(e instanceof DaytonaError, `${e.name}: ${e.message}`);
+      assert.match(e.message, /no-such-secret/);
+      return true;
+    });
+  } finally {
+    await v1(`/secrets/${name}`, { method: 'DELETE' });
+  }
+});
+
 test('network: block-all, and an allow-list', async () => {
   const blocked = await create({ networkBlockAll: true, labels: { suite: tag, role: 'net' } });
   assert.equal(blocked.networkBlockAll, true);
