@@ -2,7 +2,6 @@
  * `snapshot.create` run the runtime's Dockerfile builder (build_image_from_text) in a
  * thread, their logs kept for the build-logs streams; a snapshot is a sandlot image. */
 #include <errno.h>
-#include <math.h>
 #include <nettle/sha2.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 #include "daytona.h"
 #include "dockerfile.h"
 #include "log.h"
+#include "pull.h"
 
 #define GIB	  1073741824.0
 #define KEEP_MS	  (10 * 60 * 1000) /* a finished build or create is remembered this long */
@@ -193,6 +193,60 @@ static void pending_finish(api_server *s, dt_build *b)
 	}
 }
 
+static void pull_progress(void *arg, const char *status, const char *layer, uint64_t current,
+			  uint64_t total)
+{
+	if (strcmp(status, "Pull complete") && strcmp(status, "Already exists"))
+		return; /* the log keeps one line a layer, not the byte counts */
+	char line[160];
+	snprintf(line, sizeof(line), "  %s: %s", layer, status);
+	log_line(arg, line);
+}
+
+/* The builder takes local images only: each FROM naming an image the key has not (not
+ * scratch, not an earlier stage, no ARG in it) is pulled first, through the daemon's
+ * --registry-mirror and credentials as `sandlot image pull` is. */
+static int pull_bases(dt_build *b, sl_err *err)
+{
+	const sl_config *cfg = &b->srv->ctx->cfg;
+	df_file f = {0};
+	if (dockerfile_parse(b->dockerfile, strlen(b->dockerfile), &f, err) < 0)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; i < f.n && rc == 0; i++) {
+		char ref[512] = "", as[8] = "", stage[128] = "";
+		if (f.v[i].kind != DF_FROM ||
+		    sscanf(f.v[i].rest, "%511s %7s %127s", ref, as, stage) < 1 ||
+		    strchr(ref, '$') || !strcmp(ref, "scratch"))
+			continue;
+		bool earlier = false;
+		for (size_t k = 0; k < i && !earlier; k++) {
+			char r2[512] = "", as2[8] = "", st2[128] = "";
+			earlier = f.v[k].kind == DF_FROM &&
+				  sscanf(f.v[k].rest, "%511s %7s %127s", r2, as2, st2) == 3 &&
+				  !strcasecmp(as2, "as") && !strcmp(st2, ref);
+		}
+		sl_image img;
+		sl_err e = {0};
+		if (earlier || image_lookup(cfg->state_dir, ref, &img, &e) == 0)
+			continue;
+		char line[600];
+		snprintf(line, sizeof(line), "Pulling %s%s%s", ref,
+			 cfg->registry_mirror[0] ? " through " : "", cfg->registry_mirror);
+		log_line(b, line);
+		sl_pull_opts o = {.auth_file = cfg->registry_auth,
+				  .mirror = cfg->registry_mirror,
+				  .insecure = cfg->insecure_registries,
+				  .floor = &cfg->min_free,
+				  .progress = pull_progress,
+				  .arg = b};
+		if (image_pull(cfg->state_dir, ref, &o, &img, err) < 0)
+			rc = sl_wrap(err, "Dockerfile line %d: FROM %s", f.v[i].line, ref);
+	}
+	dockerfile_free(&f);
+	return rc;
+}
+
 static void *build_main(void *arg)
 {
 	dt_build *b = arg;
@@ -202,7 +256,9 @@ static void *build_main(void *arg)
 	sl_build_opts o = {.name = b->image, .out = log_line, .out_arg = b};
 	sl_image img;
 	sl_err err = {0};
-	int rc = build_image_from_text(s->ctx, &o, b->dockerfile, &img, &err);
+	int rc = pull_bases(b, &err);
+	if (rc == 0)
+		rc = build_image_from_text(s->ctx, &o, b->dockerfile, &img, &err);
 	if (rc < 0)
 		log_line(b, err.msg);
 	pthread_mutex_lock(&t->mu);
@@ -624,7 +680,7 @@ static cJSON *snapshot_dto(api_req *r, const char *name, const char *state, cons
 	cJSON_AddStringToObject(o, "imageName", name);
 	cJSON_AddStringToObject(o, "state", state);
 	if (img)
-		cJSON_AddNumberToObject(o, "size", round(img->size_bytes / GIB * 1000) / 1000);
+		cJSON_AddNumberToObject(o, "size", img->size_bytes / GIB);
 	else
 		cJSON_AddNullToObject(o, "size");
 	cJSON_AddNullToObject(o, "entrypoint");
