@@ -29,8 +29,7 @@ int dt_capture(api_req *r, const sl_sandbox *sb, char *const *argv, size_t cap, 
 /* daytona_sandbox.c: the control plane under /api */
 /* A Daytona CreateSandbox BODY as the /v1 create body, into V1 (r: the server's options
  * and snapshots). *DOCKERFILE: buildInfo's Dockerfile (checked), NULL when none. */
-int dt_v1_body(api_req *r, const cJSON *body, cJSON *v1, const char **dockerfile,
-	       sl_err *err);
+int dt_v1_body(api_req *r, const cJSON *body, cJSON *v1, const char **dockerfile, sl_err *err);
 enum MHD_Result dt_sandbox_create(api_req *r);
 enum MHD_Result dt_sandbox_list(api_req *r);
 enum MHD_Result dt_sandbox_get(api_req *r);

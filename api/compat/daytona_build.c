@@ -401,7 +401,7 @@ static cJSON *pending_dto(api_req *r, const dt_pending *p)
 			      labels ? cJSON_Duplicate(labels, 1) : cJSON_CreateObject());
 	cJSON_AddBoolToObject(o, "public", false);
 	cJSON_AddStringToObject(o, "target", "local");
-	const char *state = p->failed			      ? "build_failed"
+	const char *state = p->failed				 ? "build_failed"
 			    : p->b && p->b->state == DT_BUILDING ? "building_snapshot"
 								 : "creating";
 	cJSON_AddStringToObject(o, "state", state);
@@ -816,8 +816,8 @@ enum MHD_Result dt_snapshot_list(api_req *r)
 	cJSON *all = cJSON_CreateArray();
 	for (size_t i = 0; i < n; i++)
 		if (!filter || strstr(list[i].name, filter))
-			cJSON_AddItemToArray(all,
-					     snapshot_dto(r, list[i].name, "active", &list[i], NULL));
+			cJSON_AddItemToArray(
+			    all, snapshot_dto(r, list[i].name, "active", &list[i], NULL));
 	free(list);
 	struct dt_builds *t = table(r->srv);
 	if (t) {
@@ -825,8 +825,8 @@ enum MHD_Result dt_snapshot_list(api_req *r)
 		for (dt_build *b = t->builds; b; b = b->next)
 			if (b->snapshot && b->state == DT_BUILDING && !strcmp(b->owner, r->owner) &&
 			    (!filter || strstr(b->image, filter)))
-				cJSON_AddItemToArray(all,
-						     snapshot_dto(r, b->image, "building", NULL, NULL));
+				cJSON_AddItemToArray(
+				    all, snapshot_dto(r, b->image, "building", NULL, NULL));
 		pthread_mutex_unlock(&t->mu);
 	}
 	uint64_t total = (uint64_t)cJSON_GetArraySize(all);
