@@ -401,9 +401,11 @@ static cJSON *pending_dto(api_req *r, const dt_pending *p)
 			      labels ? cJSON_Duplicate(labels, 1) : cJSON_CreateObject());
 	cJSON_AddBoolToObject(o, "public", false);
 	cJSON_AddStringToObject(o, "target", "local");
-	const char *state = p->failed				 ? "build_failed"
-			    : p->b && p->b->state == DT_BUILDING ? "building_snapshot"
-								 : "creating";
+	/* The image built but the sandbox not made: an error, not a failed build. */
+	const char *state =
+	    !p->failed ? (p->b && p->b->state == DT_BUILDING ? "building_snapshot" : "creating")
+	    : p->b && p->b->state == DT_DONE ? "error"
+					     : "build_failed";
 	cJSON_AddStringToObject(o, "state", state);
 	cJSON_AddStringToObject(o, "desiredState", "started");
 	if (p->failed)
