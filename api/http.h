@@ -40,6 +40,7 @@ typedef struct api_server {
 	struct api_pool *pool; /* the pool, the releaser and the syncer (pool.c) */
 	int64_t tombstones_ms; /* the deadline sweep's last tombstone collection */
 	atomic_uint imports;   /* image imports running (at most cfg.max_imports) */
+	struct dt_builds *dt_builds; /* the Daytona façade's builds (compat/daytona_build.c) */
 } api_server;
 
 typedef struct api_pool api_pool;
@@ -95,6 +96,9 @@ typedef struct api_facade {
 	/* For a route with its own auth (API_ROUTE_OWN_AUTH): the credentials in the headers,
 	 * checked before any of the body is read. -1 with the refusal queued in *RET. */
 	int (*gate)(api_req *r, enum MHD_Result *ret);
+	/* The daemon is stopping, its listeners closed: end what the façade runs itself
+	 * (may be NULL). */
+	void (*stop)(api_server *s);
 } api_facade;
 
 extern const api_facade api_facade_daytona, api_facade_e2b, api_facade_agentuity;
@@ -359,6 +363,8 @@ int api_images_post_chunk(api_req *r, const char *data, size_t len, sl_err *err)
 /* The API's Image object; the admission of an upload into the image store (imports and
  * builds share the --max-imports count: the caller gives its slot back). */
 cJSON *api_image_json(const sl_image *img);
+/* Remove image NAME unless a sandbox, snapshot or the pool uses it (SL_CONFLICT). */
+int api_image_remove(api_server *s, const char *name, sl_err *err);
 int api_import_admit(api_server *s, sl_err *err);
 /* A request body a worker thread reads from a pipe as it comes (image imports and
  * builds): the chunks go in at WFD, the worker reads RFD and closes it when it wants no

@@ -247,20 +247,25 @@ enum MHD_Result api_images_post(api_req *r)
 	return api_reply_json(r, 201, api_image_json(&j->img));
 }
 
-enum MHD_Result api_images_delete(api_req *r)
+int api_image_remove(api_server *s, const char *name, sl_err *err)
 {
 	sl_image img;
-	sl_err err = {0};
 	bool used = false;
-	if (image_lookup(r->srv->ctx->cfg.state_dir, r->param[0], &img, &err) < 0 ||
-	    sandbox_image_in_use(r->srv->ctx, img.digest, &used, &err) < 0)
-		return api_reply_error(r, &err);
+	if (image_lookup(s->ctx->cfg.state_dir, name, &img, err) < 0 ||
+	    sandbox_image_in_use(s->ctx, img.digest, &used, err) < 0)
+		return -1;
 	if (used)
-		return api_fail(r, SL_CONFLICT,
-				"image %s is used by a sandbox, a snapshot or the daemon's pool "
-				"(serve --pool); delete those first",
-				img.name);
-	if (image_remove(r->srv->ctx->cfg.state_dir, img.name, &err) < 0)
+		return sl_fail(err, SL_CONFLICT,
+			       0, "image %s is used by a sandbox, a snapshot or the daemon's pool "
+			       "(serve --pool); delete those first",
+			       img.name);
+	return image_remove(s->ctx->cfg.state_dir, img.name, err);
+}
+
+enum MHD_Result api_images_delete(api_req *r)
+{
+	sl_err err = {0};
+	if (api_image_remove(r->srv, r->param[0], &err) < 0)
 		return api_reply_error(r, &err);
 	return api_reply_empty(r, 204);
 }

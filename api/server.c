@@ -800,6 +800,10 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 		api_caps_fini(&ls[i].caps);
 	}
 	unlink(sock);
+	/* After the listeners: no request can start what a façade runs on its own. */
+	for (const api_facade *const *f = api_facades; *f; f++)
+		if ((*f)->stop)
+			(*f)->stop(&srv);
 	/* After the listeners: no request can queue a release or take from the pool. */
 	api_pool_stop(&srv);
 	/* After the pool and the releases it finishes: the last detach is done. */

@@ -1314,10 +1314,10 @@ int build_image(sl_ctx *ctx, const sl_build_opts *o, sl_image *out, sl_err *err)
 	return rc;
 }
 
-int build_image_from_tar(sl_ctx *ctx, const sl_build_opts *o, int tar_fd, sl_image *out,
-			 sl_err *err)
+/* A fresh scratch context directory under <state>/images/build/tmp in DIR. */
+static int scratch_dir(sl_ctx *ctx, char dir[PATH_MAX], sl_err *err)
 {
-	char dir[PATH_MAX], tmp[PATH_MAX];
+	char tmp[PATH_MAX];
 	uint64_t r;
 	snprintf(tmp, sizeof(tmp), "%s/images/build/tmp", ctx->cfg.state_dir);
 	_cleanup_close_ int hold = build_hold(ctx, err); /* the context is the build's too */
@@ -1325,14 +1325,14 @@ int build_image_from_tar(sl_ctx *ctx, const sl_build_opts *o, int tar_fd, sl_ima
 		return -1;
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		return sl_sysfail(err, "build: random");
-	snprintf(dir, sizeof(dir), "%s/ctx-%016llx", tmp, (unsigned long long)r);
-	sl_archive_limits lim;
-	archive_limits_default(&lim);
-	lim.min_free = ctx->cfg.min_free;
-	char hex[65];
-	uint64_t bytes;
-	if (archive_extract_counted(tar_fd, dir, &lim, hex, &bytes, err) < 0)
-		return sl_wrap(err, "build: the context archive");
+	snprintf(dir, PATH_MAX, "%s/ctx-%016llx", tmp, (unsigned long long)r);
+	return 0;
+}
+
+/* build_image over the scratch context DIR, removed afterwards. */
+static int build_in_scratch(sl_ctx *ctx, const sl_build_opts *o, const char *dir,
+			    sl_image *out, sl_err *err)
+{
 	sl_build_opts o2 = *o;
 	o2.context = dir;
 	int rc = build_image(ctx, &o2, out, err);
@@ -1340,4 +1340,44 @@ int build_image_from_tar(sl_ctx *ctx, const sl_build_opts *o, int tar_fd, sl_ima
 	if (fs_remove_tree(dir, &e) < 0)
 		sl_log(SL_LOG_WARN, "build: %s", e.msg);
 	return rc;
+}
+
+int build_image_from_tar(sl_ctx *ctx, const sl_build_opts *o, int tar_fd, sl_image *out,
+			 sl_err *err)
+{
+	char dir[PATH_MAX];
+	if (scratch_dir(ctx, dir, err) < 0)
+		return -1;
+	sl_archive_limits lim;
+	archive_limits_default(&lim);
+	lim.min_free = ctx->cfg.min_free;
+	char hex[65];
+	uint64_t bytes;
+	if (archive_extract_counted(tar_fd, dir, &lim, hex, &bytes, err) < 0)
+		return sl_wrap(err, "build: the context archive");
+	return build_in_scratch(ctx, o, dir, out, err);
+}
+
+int build_image_from_text(sl_ctx *ctx, const sl_build_opts *o, const char *dockerfile,
+			  sl_image *out, sl_err *err)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	if (scratch_dir(ctx, dir, err) < 0)
+		return -1;
+	if (mkdir(dir, 0700) < 0)
+		return sl_sysfail(err, "build: mkdir %s", dir);
+	snprintf(path, sizeof(path), "%s/Dockerfile", dir);
+	sl_build_opts o2 = *o;
+	o2.dockerfile = NULL;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || fs_write_all(fd, dockerfile, strlen(dockerfile), -1) < 0) {
+		sl_sysfail(err, "build: write %s", path);
+		if (fd >= 0)
+			close(fd);
+		sl_err e;
+		fs_remove_tree(dir, &e);
+		return -1;
+	}
+	close(fd);
+	return build_in_scratch(ctx, &o2, dir, out, err);
 }

@@ -36,6 +36,11 @@ int build_image(sl_ctx *ctx, const sl_build_opts *o, sl_image *out, sl_err *err)
 int build_image_from_tar(sl_ctx *ctx, const sl_build_opts *o, int tar_fd, sl_image *out,
 			 sl_err *err);
 
+/* The same with DOCKERFILE (text) as the whole context: a Dockerfile with no COPY or ADD
+ * of local files (the Daytona façade's builds); O->context and O->dockerfile ignored. */
+int build_image_from_text(sl_ctx *ctx, const sl_build_opts *o, const char *dockerfile,
+			  sl_image *out, sl_err *err);
+
 /* What builds killed midway left (their build sandboxes, build-tmp-* images, files in
  * <state>/images/build/tmp), counted, and freed when REMOVE; 0 while any build runs (it
  * holds <state>/images/build/active.lock shared). Every build does it at its start, the

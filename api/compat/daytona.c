@@ -59,6 +59,12 @@ static enum MHD_Result unauthorized(api_req *r)
 
 int dt_sandbox(api_req *r, sl_sandbox *sb, sl_err *err)
 {
+	cJSON *dto = NULL;
+	if (dt_build_resolve(r, &dto) == 2) {
+		cJSON_Delete(dto);
+		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is being built; wait for it to start",
+			       r->param[0]);
+	}
 	if (api_sandbox_for_call(r, sb, err) < 0)
 		return -1;
 	api_touch(r->srv, sb->id);
@@ -117,6 +123,14 @@ static const api_route routes[] = {
 	{ "POST",   "/api/sandbox/{id}/autopause/{n}", API_BODY_NONE, dt_sandbox_unsupported_interval, NULL, NULL, 0 },
 	{ "GET",    "/api/sandbox/{id}/toolbox-proxy-url", API_BODY_NONE, dt_sandbox_toolbox_url, NULL, NULL, 0 },
 	{ "GET",    "/api/sandbox/{id}/ports/{port}/preview-url", API_BODY_NONE, dt_sandbox_preview_url, NULL, NULL, 0 },
+	{ "GET",    "/api/sandbox/{id}/build-logs-url", API_BODY_NONE, dt_sandbox_build_logs_url, NULL, NULL, 0 },
+	{ "GET",    "/api/sandbox/{id}/build-logs", API_BODY_NONE, dt_sandbox_build_logs, NULL, NULL, 0 },
+	{ "POST",   "/api/snapshots", API_BODY_JSON, dt_snapshot_create, NULL, NULL, 0 },
+	{ "GET",    "/api/snapshots", API_BODY_NONE, dt_snapshot_list, NULL, NULL, 0 },
+	{ "GET",    "/api/snapshots/{id}", API_BODY_NONE, dt_snapshot_get, NULL, NULL, 0 },
+	{ "DELETE", "/api/snapshots/{id}", API_BODY_NONE, dt_snapshot_delete, NULL, NULL, 0 },
+	{ "GET",    "/api/snapshots/{id}/build-logs-url", API_BODY_NONE, dt_snapshot_build_logs_url, NULL, NULL, 0 },
+	{ "GET",    "/api/snapshots/{id}/build-logs", API_BODY_NONE, dt_snapshot_build_logs, NULL, NULL, 0 },
 	/* The upgrade carries no Authorization: the token comes in the CONNECT packet. */
 	{ "GET",    "/api/socket.io/", API_BODY_NONE, dt_events, NULL, NULL, API_ROUTE_OWN_AUTH },
 
@@ -158,4 +172,5 @@ const api_facade api_facade_daytona = {.name = "daytona",
 				       .routes = routes,
 				       .nroutes = sizeof(routes) / sizeof(routes[0]),
 				       .no_route = no_route,
-				       .unauthorized = unauthorized};
+				       .unauthorized = unauthorized,
+				       .stop = dt_builds_stop};

@@ -28,8 +28,8 @@ int dt_capture(api_req *r, const sl_sandbox *sb, char *const *argv, size_t cap, 
 
 /* daytona_sandbox.c: the control plane under /api */
 /* A Daytona CreateSandbox BODY as the /v1 create body, into V1 (r: the server's options
- * and snapshots). */
-int dt_v1_body(api_req *r, const cJSON *body, cJSON *v1, sl_err *err);
+ * and snapshots). *DOCKERFILE: buildInfo's Dockerfile (checked), NULL when none. */
+int dt_v1_body(api_req *r, const cJSON *body, cJSON *v1, const char **dockerfile, sl_err *err);
 enum MHD_Result dt_sandbox_create(api_req *r);
 enum MHD_Result dt_sandbox_list(api_req *r);
 enum MHD_Result dt_sandbox_get(api_req *r);
@@ -43,6 +43,33 @@ enum MHD_Result dt_sandbox_ttl(api_req *r);
 enum MHD_Result dt_sandbox_unsupported_interval(api_req *r);
 enum MHD_Result dt_sandbox_toolbox_url(api_req *r);
 enum MHD_Result dt_sandbox_preview_url(api_req *r);
+
+/* daytona_build.c: builds of create({image}) and snapshots (sandlot images) */
+/* buildInfo {dockerfileContent, contextHashes}: the Dockerfile parsed (an error names its
+ * line), local-file contexts refused (501); *DOCKERFILE points into BUILD_INFO. */
+int dt_dockerfile_check(const cJSON *build_info, const char **dockerfile, sl_err *err);
+/* The image of a create whose body V1 came with DOCKERFILE: "FROM ref" of an image there
+ * is, or the image built from it ("daytona-" + its hash), when built before. Both set
+ * V1's image and leave *DTO NULL: create now. Else the build starts (or a running one of
+ * the same Dockerfile is joined) and *DTO is the waiting sandbox's (pending_build), whose
+ * id ("build_...") the SDK polls; the sandbox is made when the build ends. */
+int dt_build_create(api_req *r, cJSON *v1, const char *dockerfile, cJSON **dto, sl_err *err);
+/* r->param[0] the id of a create waiting for a build: replaced by the sandbox's id once
+ * made (1); while it builds, or when it failed, *DTO its DTO (2); else 0. */
+int dt_build_resolve(api_req *r, cJSON **dto);
+/* Forget the waiting create r->param[0] (its sandbox is not made, or is destroyed once
+ * made): 1, or 0 when there is none. */
+int dt_build_delete(api_req *r);
+/* At the daemon's stop: wait for the builds to end. */
+void dt_builds_stop(api_server *s);
+enum MHD_Result dt_sandbox_build_logs_url(api_req *r);
+enum MHD_Result dt_sandbox_build_logs(api_req *r);
+enum MHD_Result dt_snapshot_create(api_req *r);
+enum MHD_Result dt_snapshot_list(api_req *r);
+enum MHD_Result dt_snapshot_get(api_req *r);
+enum MHD_Result dt_snapshot_delete(api_req *r);
+enum MHD_Result dt_snapshot_build_logs_url(api_req *r);
+enum MHD_Result dt_snapshot_build_logs(api_req *r);
 
 /* daytona_events.c: the socket.io channel */
 enum MHD_Result dt_events(api_req *r);

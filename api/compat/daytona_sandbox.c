@@ -115,6 +115,12 @@ static cJSON *sandbox_dto(api_req *r, const sl_sandbox *sb)
  * deleted sandbox is). */
 static int lookup(api_req *r, sl_sandbox *sb, sl_err *err)
 {
+	cJSON *dto = NULL;
+	if (dt_build_resolve(r, &dto) == 2) {
+		cJSON_Delete(dto);
+		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is being built; wait for it to start",
+			       r->param[0]);
+	}
 	if (api_sandbox_live(r->srv, r->param[0], sb, err) < 0)
 		return -1;
 	api_touch(r->srv, sb->id);
@@ -214,31 +220,25 @@ static int network(const cJSON *body, cJSON *v1, bool provider_defaults, sl_err 
 }
 
 /* snapshot: a sandlot snapshot by that name or id, else an image (Daytona's snapshots
- * are what sandlot calls images). buildInfo: only "FROM ref" (the SDK's `image: ref`). */
-static int base(api_req *r, const cJSON *body, cJSON *v1, sl_err *err)
+ * are what sandlot calls images). buildInfo: its Dockerfile, for dt_build_create. */
+static int base(api_req *r, const cJSON *body, cJSON *v1, const char **dockerfile,
+		sl_err *err)
 {
 	const char *snap = NULL;
+	*dockerfile = NULL;
 	if (api_json_string(body, "", "snapshot", &snap, err) < 0)
 		return -1;
+	const cJSON *bi = cJSON_GetObjectItemCaseSensitive(body, "buildInfo");
+	bool build = bi && !cJSON_IsNull(bi);
+	if (snap && build)
+		return sl_fail(err, SL_INVALID, 0, "snapshot and buildInfo exclude each other");
 	if (snap) {
 		sl_snapshot s;
 		sl_err e2 = {0};
 		bool is_snap = snapshot_get(r->srv->ctx, snap, &s, &e2) == 0;
 		cJSON_AddStringToObject(v1, is_snap ? "snapshot" : "image", snap);
 	}
-	const cJSON *bi = cJSON_GetObjectItemCaseSensitive(body, "buildInfo");
-	if (!bi || cJSON_IsNull(bi))
-		return 0;
-	const char *df = NULL;
-	if (api_json_string(bi, "buildInfo.", "dockerfileContent", &df, err) < 0)
-		return -1;
-	char ref[200], rest[8] = "";
-	if (snap || !df || sscanf(df, "FROM %199s %7s", ref, rest) != 1)
-		return sl_fail(err, SL_NOTIMPL, 0,
-			       "buildInfo: sandlot builds no Dockerfiles; use `image: \"NAME\"` "
-			       "with an image imported by `sandlot image import`");
-	cJSON_AddStringToObject(v1, "image", ref);
-	return 0;
+	return build ? dt_dockerfile_check(bi, dockerfile, err) : 0;
 }
 
 /* Options sandlot has no counterpart for: refused when they ask for something. */
@@ -328,13 +328,15 @@ static int public_ports(const cJSON *body, cJSON *v1, sl_err *err)
 	return 0;
 }
 
-int dt_v1_body(api_req *r, const cJSON *body, cJSON *v1, sl_err *err)
+int dt_v1_body(api_req *r, const cJSON *body, cJSON *v1, const char **dockerfile,
+	       sl_err *err)
 {
 	const char *name = NULL, *user = NULL;
 	int64_t stop = 0, del = -1, ttl = 0;
 	bool stop_given, del_given, ttl_given;
 	if (api_json_string(body, "", "name", &name, err) < 0 ||
-	    api_json_string(body, "", "user", &user, err) < 0 || base(r, body, v1, err) < 0 ||
+	    api_json_string(body, "", "user", &user, err) < 0 ||
+	    base(r, body, v1, dockerfile, err) < 0 ||
 	    resources(body, v1, err) < 0 ||
 	    network(body, v1, r->srv->opt.provider_defaults, err) < 0 ||
 	    public_ports(body, v1, err) < 0 ||
@@ -376,17 +378,20 @@ enum MHD_Result dt_sandbox_create(api_req *r)
 	sl_err err = {0};
 	if (api_body_object(r, true, &body, &err) < 0)
 		return dt_error(r, &err, NULL);
-	cJSON *v1 = cJSON_CreateObject(), *empty = body ? NULL : cJSON_CreateObject();
+	cJSON *v1 = cJSON_CreateObject(), *empty = body ? NULL : cJSON_CreateObject(), *o = NULL;
+	const char *dockerfile = NULL;
 	sl_sandbox sb;
-	int rc = dt_v1_body(r, body ? body : empty, v1, &err);
-	if (rc == 0)
-		rc = api_sandbox_create_from(r->srv, v1, false, false, &sb, &err);
+	int rc = dt_v1_body(r, body ? body : empty, v1, &dockerfile, &err);
+	if (rc == 0 && dockerfile)
+		rc = dt_build_create(r, v1, dockerfile, &o, &err);
+	if (rc == 0 && !o && (rc = api_sandbox_create_from(r->srv, v1, false, false, &sb, &err)) == 0) {
+		o = sandbox_dto(r, &sb);
+		sandbox_free(&sb);
+	}
 	cJSON_Delete(v1);
 	cJSON_Delete(empty);
 	if (rc < 0)
 		return dt_error(r, &err, NULL);
-	cJSON *o = sandbox_dto(r, &sb);
-	sandbox_free(&sb);
 	return api_reply_json(r, 200, o);
 }
 
@@ -396,6 +401,9 @@ enum MHD_Result dt_sandbox_get(api_req *r)
 {
 	sl_sandbox sb;
 	sl_err err = {0};
+	cJSON *pending = NULL;
+	if (dt_build_resolve(r, &pending) == 2)
+		return api_reply_json(r, 200, pending);
 	if (lookup(r, &sb, &err) < 0)
 		return dt_error(r, &err, NULL);
 	cJSON *o = sandbox_dto(r, &sb);
@@ -509,6 +517,12 @@ enum MHD_Result dt_sandbox_delete(api_req *r)
 {
 	sl_err err = {0};
 	_cleanup_sandbox_ sl_sandbox sb = {0};
+	cJSON *pending = NULL;
+	if (dt_build_resolve(r, &pending) == 2) {
+		cJSON_Delete(pending);
+		dt_build_delete(r);
+		return api_reply_empty(r, 200);
+	}
 	if (lookup(r, &sb, &err) < 0)
 		return dt_error(r, &err, NULL);
 	if (api_destroy(r->srv, sb.id, "deleted", &err) < 0)

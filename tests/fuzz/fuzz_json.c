@@ -176,7 +176,8 @@ static void facades(const cJSON *body)
 		api_req req = {.srv = &srv};
 		sl_err err = {0};
 		cJSON *v1 = cJSON_CreateObject();
-		int r = dt_v1_body(&req, body, v1, &err);
+		const char *dockerfile;
+		int r = dt_v1_body(&req, body, v1, &dockerfile, &err);
 		must_fail_well(r, &err);
 		if (getenv("FUZZ_VERBOSE") && r < 0)
 			fprintf(stderr, "fuzz_json: daytona: %s\n", err.msg);
