@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Sandbox, Template } from 'e2b';
-import { tracker, v1 } from '../lib.mjs';
+import { sandlotKey, sandlotUrl, tracker, v1 } from '../lib.mjs';
 
 // The base: a docker.io reference served by the suite's local registry (setup.sh), else
 // the default image run-suite.sh imports.
@@ -146,4 +146,42 @@ test('a step with no Dockerfile equivalent is refused with a clear error', async
 	// Refused, not left pending: the same name can be asked for again at once.
 	await assert.rejects(Template.build(tpl, { alias: 'e2b-tpl-start' }), /setStartCmd/);
 	assert.equal(await Template.aliasExists('e2b-tpl-start'), false);
+});
+
+test('the upload URL: its token only, a body that is no archive refused, a stale build superseded', async () => {
+	const api = (method, p, body) =>
+		fetch(sandlotUrl + p, {
+			method,
+			headers: { 'X-API-KEY': sandlotKey, 'Content-Type': 'application/json' },
+			body: body && JSON.stringify(body),
+		});
+	const req = await api('POST', '/v3/templates', { name: 'e2b-tpl-raw' });
+	assert.equal(req.status, 202);
+	const { buildID, templateID } = await req.json();
+	const hash = 'ab'.repeat(32);
+	const link = await (await api('GET', `/templates/${templateID}/files/${hash}`)).json();
+	assert.equal(link.present, false);
+	const url = new URL(link.url);
+	assert.equal(url.searchParams.get('build'), buildID);
+	const put = (u, body) => fetch(u, { method: 'PUT', body });
+	const wrong = new URL(url);
+	wrong.searchParams.set('token', '0'.repeat(64));
+	assert.equal((await put(wrong, 'x')).status, 401);
+	const bare = new URL(url);
+	bare.search = '';
+	assert.equal((await put(bare, 'x')).status, 401);
+	const other = new URL(url);
+	other.pathname = `/templates/${templateID}/files/${'cd'.repeat(32)}`;
+	assert.equal((await put(other, 'x')).status, 401, 'a token names its files');
+	const bad = await put(url, 'this is not a tar archive'.repeat(40));
+	assert.equal(bad.status, 400, await bad.text());
+	assert.equal((await api('GET', `/templates/${templateID}/files/${hash}`).then((r) => r.json())).present, false);
+	// The SDK stopped here: a new request supersedes the build left waiting.
+	assert.equal((await api('POST', '/v3/templates', { name: 'e2b-tpl-raw' })).status, 202);
+	const st = await (await api('GET', `/templates/${templateID}/builds/${buildID}/status`)).json();
+	assert.equal(st.status, 'error');
+	assert.match(st.reason.message, /superseded/);
+	const dir = path.join(process.env.SANDLOT_STATE_DIR, 'e2b-builds', buildID);
+	assert.ok(fs.existsSync(path.join(dir, 'build.json')));
+	assert.ok(!fs.existsSync(path.join(dir, 'ctx')), 'a superseded build keeps no uploads');
 });
