@@ -806,6 +806,14 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 			(*f)->stop(&srv);
 	/* After the listeners: no request can queue a release or take from the pool. */
 	api_pool_stop(&srv);
+	/* Every import, pull and /v1 build ended with its request; the E2B façade's template
+	 * builds run on detached threads that use the server: wait for them (the watchdog
+	 * bounds the wait; a build cut short says so in its status). */
+	if (atomic_load(&srv.imports))
+		sl_log(SL_LOG_INFO, "serve: waiting for %u template build(s) to end",
+		       atomic_load(&srv.imports));
+	while (atomic_load(&srv.imports))
+		usleep(50 * 1000);
 	/* After the pool and the releases it finishes: the last detach is done. */
 	net_unhold(&ctx->cfg);
 	api_pty_sweep(&srv, true);

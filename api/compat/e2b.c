@@ -61,9 +61,8 @@ enum MHD_Result e2b_reply_err(api_req *r, const sl_err *err)
 	return e2b_reply_code(r, api_err_status(err), "%s", err->msg);
 }
 
-/* Constant-time equality of a presented secret with the expected one (any length;
- * api_key_equal is for the daemon key's fixed length). */
-static bool secret_equal(const char *given, const char *want)
+/* Any length: api_key_equal is for the daemon key's fixed length. */
+bool e2b_secret_equal(const char *given, const char *want)
 {
 	size_t gl = given ? strlen(given) : 0, wl = strlen(want);
 	unsigned diff = gl != wl;
@@ -98,7 +97,7 @@ static bool signature_matches(api_server *s, api_req *r, const char *sid, const 
 		*pad = '\0';
 	char want[128];
 	snprintf(want, sizeof(want), "v1_%s", b64);
-	return secret_equal(sig, want);
+	return e2b_secret_equal(sig, want);
 }
 
 static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_Result *ret)
@@ -167,13 +166,13 @@ int e2b_plane_sandbox(api_req *r, bool traffic_ok, sl_sandbox *sb, enum MHD_Resu
 	char want[65];
 	const char *tok = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Access-Token");
 	e2b_token(r->srv, "envd", sb->id, want);
-	bool ok = secret_equal(tok, want) ||
+	bool ok = e2b_secret_equal(tok, want) ||
 		  (sig && !strcmp(r->url, "/files") && signature_matches(r->srv, r, sb->id, sig));
 	if (!ok && traffic_ok) {
 		tok = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 						  "E2B-Traffic-Access-Token");
 		e2b_token(r->srv, "traffic", sb->id, want);
-		ok = secret_equal(tok, want);
+		ok = e2b_secret_equal(tok, want);
 	}
 	if (!ok) {
 		*ret = e2b_reply_code(r, 401,
@@ -777,7 +776,9 @@ static bool claims(api_req *r)
 	/* A signed upload or download URL: the signature names the sandbox. */
 	if (!strcmp(r->url, "/files") && api_query(r, "signature"))
 		return true;
-	return !strncmp(r->url, "/v2/sandboxes", 13) || !strncmp(r->url, "/sandboxes", 10);
+	return !strncmp(r->url, "/v2/sandboxes", 13) || !strncmp(r->url, "/sandboxes", 10) ||
+	       !strncmp(r->url, "/v3/templates", 13) || !strncmp(r->url, "/v2/templates/", 14) ||
+	       !strncmp(r->url, "/templates/", 11);
 }
 
 static enum MHD_Result no_route(api_req *r, bool path_known, const char *allow)
@@ -797,6 +798,8 @@ static enum MHD_Result unauthorized(api_req *r)
  * token). */
 static int gate(api_req *r, enum MHD_Result *ret)
 {
+	if (!strncmp(r->route->pattern, "/templates/", 11))
+		return e2b_template_upload_gate(r, ret);
 	bool traffic_ok = !strncmp(r->route->pattern, "/execute", 8) ||
 			  !strncmp(r->route->pattern, "/contexts", 9);
 	sl_sandbox sb;
@@ -821,6 +824,18 @@ static const api_route routes[] = {
 	{ "POST",   "/sandboxes/{id}/resume", API_BODY_JSON, connect_sandbox, NULL, NULL, 0 },
 	{ "POST",   "/sandboxes/{id}/connect", API_BODY_JSON, connect_sandbox, NULL, NULL, 0 },
 	{ "GET",    "/sandboxes/{id}/metrics", API_BODY_NONE, metrics, NULL, NULL, 0 },
+	/* template builds (e2b_template.c); the upload URL carries its own token */
+	{ "POST",   "/v3/templates", API_BODY_JSON, e2b_template_request, NULL, NULL, 0 },
+	{ "GET",    "/templates/aliases/{alias}", API_BODY_NONE, e2b_template_alias, NULL, NULL,
+		    0 },
+	{ "GET",    "/templates/{tid}/files/{hash}", API_BODY_NONE, e2b_template_files_link,
+		    NULL, NULL, 0 },
+	{ "PUT",    "/templates/{tid}/files/{hash}", API_BODY_RAW, e2b_template_upload,
+		    e2b_template_upload_begin, e2b_template_upload_chunk, OWN },
+	{ "POST",   "/v2/templates/{tid}/builds/{bid}", API_BODY_JSON, e2b_template_build_start,
+		    NULL, NULL, 0 },
+	{ "GET",    "/templates/{tid}/builds/{bid}/status", API_BODY_NONE,
+		    e2b_template_build_status, NULL, NULL, 0 },
 	/* sandbox plane (E2b-Sandbox-Id; per-sandbox tokens, checked by the handlers) */
 	{ "GET",    "/health", API_BODY_NONE, e2b_envd_health, NULL, NULL, OWN },
 	{ "GET",    "/files", API_BODY_NONE, e2b_files_get, NULL, NULL, OWN },

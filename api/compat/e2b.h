@@ -58,6 +58,21 @@ enum MHD_Result e2b_files_post(api_req *r);
 int e2b_files_post_begin(api_req *r, sl_err *err);
 int e2b_files_post_chunk(api_req *r, const char *data, size_t len, sl_err *err);
 
+/* Constant-time equality of a presented secret with the expected one (e2b.c). */
+bool e2b_secret_equal(const char *given, const char *want);
+
+/* template builds (e2b_template.c) */
+enum MHD_Result e2b_template_request(api_req *r);
+enum MHD_Result e2b_template_alias(api_req *r);
+enum MHD_Result e2b_template_files_link(api_req *r);
+/* The upload URL's own credential (?build=&token=), checked before the body is read. */
+int e2b_template_upload_gate(api_req *r, enum MHD_Result *ret);
+int e2b_template_upload_begin(api_req *r, sl_err *err);
+int e2b_template_upload_chunk(api_req *r, const char *data, size_t len, sl_err *err);
+enum MHD_Result e2b_template_upload(api_req *r);
+enum MHD_Result e2b_template_build_start(api_req *r);
+enum MHD_Result e2b_template_build_status(api_req *r);
+
 /* code interpreter (e2b_interp.c) */
 #define E2B_CONTEXT_MARK "--sandlot-e2b-context"
 enum MHD_Result e2b_execute(api_req *r);
