@@ -397,13 +397,8 @@ enum MHD_Result api_images_pull(api_req *r)
 	snprintf(j->owner, sizeof(j->owner), "%s", r->owner);
 	snprintf(j->ref, sizeof(j->ref), "%s", ref);
 	snprintf(j->name, sizeof(j->name), "%s", name ? name : "");
-	j->opts = (sl_pull_opts){.name = j->name,
-				 .auth_file = cfg->registry_auth,
-				 .mirror = cfg->registry_mirror,
-				 .insecure = cfg->insecure_registries,
-				 .floor = &cfg->min_free,
-				 .progress = pull_progress,
-				 .arg = j};
+	j->opts = image_pull_opts(cfg, pull_progress, j);
+	j->opts.name = j->name;
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		j->rfd = j->wfd = -1;

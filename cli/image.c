@@ -170,13 +170,8 @@ static int image_pull_cmd(sl_ctx *ctx, int argc, char **argv)
 				 "[--insecure-registry HOST[:PORT]] [--auth-file config.json] [-q]");
 	static struct pull_view view;
 	view.tty = isatty(2);
-	sl_pull_opts o = {.name = name,
-			  .auth_file = ctx->cfg.registry_auth,
-			  .mirror = ctx->cfg.registry_mirror,
-			  .insecure = ctx->cfg.insecure_registries,
-			  .floor = &ctx->cfg.min_free,
-			  .progress = quiet ? NULL : pull_show,
-			  .arg = &view};
+	sl_pull_opts o = image_pull_opts(&ctx->cfg, quiet ? NULL : pull_show, &view);
+	o.name = name;
 	sl_image img;
 	sl_err err = {0};
 	int r = store_ensure(&ctx->cfg, &err);

@@ -691,6 +691,16 @@ static int pull_run(struct pull *p, const sl_image_ref *ref, const char *name, s
 	return r;
 }
 
+sl_pull_opts image_pull_opts(const sl_config *cfg, image_pull_progress_fn progress, void *arg)
+{
+	return (sl_pull_opts){.auth_file = cfg->registry_auth,
+			      .mirror = cfg->registry_mirror,
+			      .insecure = cfg->insecure_registries,
+			      .floor = &cfg->min_free,
+			      .progress = progress,
+			      .arg = arg};
+}
+
 int image_pull(const char *state_dir, const char *refstr, const sl_pull_opts *o, sl_image *out,
 	       sl_err *err)
 {

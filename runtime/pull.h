@@ -4,6 +4,7 @@
 #ifndef SANDLOT_PULL_H
 #define SANDLOT_PULL_H
 
+#include "config.h"
 #include "image.h"
 
 /* A reference taken apart: "python:3.12-slim" is docker.io, library/python, tag 3.12-slim. */
@@ -40,6 +41,10 @@ typedef struct sl_pull_opts {
 	image_pull_progress_fn progress; /* NULL: silent; called from one thread at a time */
 	void *arg;
 } sl_pull_opts;
+
+/* The options every pull of the daemon or CLI uses: CFG's credentials, mirror, plain-http
+ * hosts and space floor, with PROGRESS (may be NULL) called with ARG. */
+sl_pull_opts image_pull_opts(const sl_config *cfg, image_pull_progress_fn progress, void *arg);
 
 /* Pull REF for linux/amd64 and import it as O->name (replacing it, as an import does).
  * Blobs already in <state>/images/blobs are not fetched again; a partial one is resumed.

@@ -234,12 +234,7 @@ static int pull_bases(dt_build *b, sl_err *err)
 		snprintf(line, sizeof(line), "Pulling %s%s%s", ref,
 			 cfg->registry_mirror[0] ? " through " : "", cfg->registry_mirror);
 		log_line(b, line);
-		sl_pull_opts o = {.auth_file = cfg->registry_auth,
-				  .mirror = cfg->registry_mirror,
-				  .insecure = cfg->insecure_registries,
-				  .floor = &cfg->min_free,
-				  .progress = pull_progress,
-				  .arg = b};
+		sl_pull_opts o = image_pull_opts(cfg, pull_progress, b);
 		if (image_pull(cfg->state_dir, ref, &o, &img, err) < 0)
 			rc = sl_wrap(err, "Dockerfile line %d: FROM %s", f.v[i].line, ref);
 	}

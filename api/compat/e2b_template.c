@@ -790,12 +790,7 @@ static int base_ensure(tpl_job *j, sl_err *err)
 		return sl_fail(err, SL_INVALID, 0,
 			       "fromImage %.80s: not a reference sandlot can name", j->base);
 	if (image_lookup(cfg->state_dir, ref.name, &img, err) != 0) {
-		sl_pull_opts o = {.auth_file = cfg->registry_auth,
-				  .mirror = cfg->registry_mirror,
-				  .insecure = cfg->insecure_registries,
-				  .floor = &cfg->min_free,
-				  .progress = on_pull,
-				  .arg = j};
+		sl_pull_opts o = image_pull_opts(cfg, on_pull, j);
 		log_add(j->dir, "info", "pulling the base image");
 		if (image_pull(cfg->state_dir, j->base, &o, &img, err) < 0)
 			return sl_wrap(err, "fromImage %s", j->base);
