@@ -19,12 +19,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <nettle/sha2.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <dirent.h>
 #include <sys/file.h>
 #include <sys/random.h>
@@ -487,25 +487,79 @@ static void step_end(struct build *b, struct sandbox_step *s)
 	s->made = false;
 }
 
-static void say_output(struct build *b, int fd)
+/* A RUN's output, said line by line as it comes (RUN_OUTPUT_LINES at most, then a count). */
+struct run_output {
+	char buf[4096];
+	size_t len;
+	int lines;
+};
+
+static void output_line(struct build *b, struct run_output *o, const char *line)
 {
-	off_t size = lseek(fd, 0, SEEK_END);
-	if (size <= 0)
-		return;
-	_cleanup_free_ char *buf = malloc((size_t)size + 1);
-	if (!buf || pread(fd, buf, (size_t)size, 0) != size)
-		return;
-	buf[size] = '\0';
-	int lines = 0;
-	for (char *p = buf, *nl; p && *p; p = nl ? nl + 1 : NULL) {
-		nl = strchr(p, '\n');
-		if (nl)
+	if (++o->lines <= RUN_OUTPUT_LINES)
+		say(b, "  %s", line);
+}
+
+/* What FD has now (it is non-blocking); at END the unfinished line too. */
+static void output_take(struct build *b, struct run_output *o, int fd, bool end)
+{
+	for (;;) {
+		ssize_t r = read(fd, o->buf + o->len, sizeof(o->buf) - 1 - o->len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		o->len += (size_t)r;
+		char *p = o->buf, *nl;
+		while ((nl = memchr(p, '\n', o->len - (size_t)(p - o->buf)))) {
 			*nl = '\0';
-		if (++lines <= RUN_OUTPUT_LINES)
-			say(b, "  %s", p);
+			output_line(b, o, p);
+			p = nl + 1;
+		}
+		o->len -= (size_t)(p - o->buf);
+		memmove(o->buf, p, o->len);
+		if (o->len == sizeof(o->buf) - 1) { /* a line longer than the buffer: cut */
+			o->buf[o->len] = '\0';
+			output_line(b, o, o->buf);
+			o->len = 0;
+		}
 	}
-	if (lines > RUN_OUTPUT_LINES)
-		say(b, "  ... (%d more lines)", lines - RUN_OUTPUT_LINES);
+	if (end && o->len) {
+		o->buf[o->len] = '\0';
+		output_line(b, o, o->buf);
+		o->len = 0;
+	}
+	if (end && o->lines > RUN_OUTPUT_LINES)
+		say(b, "  ... (%d more lines)", o->lines - RUN_OUTPUT_LINES);
+}
+
+/* Wait for P's exit, saying its output (the read end of its stdout and stderr, OUT) as
+ * it comes. The step ends when the command exits, as docker's does: what a process it
+ * left in the background still writes is not waited for. */
+static int run_wait(struct build *b, sl_proc *p, int out, int *ws)
+{
+	struct run_output o = {.len = 0};
+	struct pollfd pf[2] = {{.fd = out, .events = POLLIN}, {.fd = p->conn, .events = POLLIN}};
+	for (;;) {
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return sl_sysfail(b->err, "build: wait for RUN");
+		}
+		if (pf[0].revents)
+			output_take(b, &o, out, false);
+		if (pf[0].revents & (POLLHUP | POLLERR))
+			pf[0].fd = -1; /* every writer gone: only the exit is left */
+		if (pf[1].revents) {
+			int r = proc_wait(p, 0, ws, b->err);
+			if (r < 0)
+				return -1;
+			if (r == 0)
+				break;
+		}
+	}
+	output_take(b, &o, out, true);
+	return 0;
 }
 
 /* The ARGs of the stage as "K=V" for a RUN (ENV of the same name wins: not passed). */
@@ -558,9 +612,12 @@ static int do_run(struct build *b, struct stage *st, const df_instr *in, struct 
 	struct sandbox_step s = {0};
 	int rc = step_sandbox(b, st, &s);
 	_cleanup_close_ int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	_cleanup_close_ int out = memfd_create("sandlot-build-run", MFD_CLOEXEC);
-	if (rc == 0 && (nul < 0 || out < 0))
-		rc = sl_sysfail(b->err, "build: output file");
+	int pipefd[2] = {-1, -1};
+	if (rc == 0 && (nul < 0 || pipe2(pipefd, O_CLOEXEC) < 0))
+		rc = sl_sysfail(b->err, "build: output pipe");
+	_cleanup_close_ int out = pipefd[0], out_w = pipefd[1];
+	if (rc == 0 && fcntl(out, F_SETFL, O_NONBLOCK) < 0)
+		rc = sl_sysfail(b->err, "build: output pipe");
 	if (rc == 0) {
 		const char *wd = cfg_str(st, "workingDir", "/");
 		if (strcmp(wd, "/"))
@@ -569,17 +626,18 @@ static int do_run(struct build *b, struct stage *st, const df_instr *in, struct 
 			       .env = (const char *const *)env,
 			       .user = cfg_str(st, "user", "root"),
 			       .cwd = wd,
-			       .fds = {nul, out, out},
+			       .fds = {nul, out_w, out_w},
 			       .exit_fd = -1,
 			       .timeout_ms = RUN_TIMEOUT_MS};
 		sl_proc p;
 		int ws = 0;
 		rc = sandbox_spawn(b->ctx, &s.sb, &sp, &p, b->err);
+		close(out_w); /* the command's copy is the only writer left */
+		out_w = -1;
 		if (rc == 0) {
-			rc = proc_wait(&p, -1, &ws, b->err);
+			rc = run_wait(b, &p, out, &ws);
 			proc_close(&p);
 		}
-		say_output(b, out);
 		if (rc < 0)
 			sl_wrap(b->err, "Dockerfile line %d: RUN", in->line);
 		else if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)

@@ -3,9 +3,11 @@
  * reruns from there), errors naming the line, and nothing half-made left behind. */
 #include "common.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -363,6 +365,54 @@ static void test_api(void **state)
 	free(captures);
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A RUN's output is shown as it comes, not when the RUN ends; the step ends when the
+ * command exits, not when a process it left in the background does. */
+static void test_run_output_is_live(void **state)
+{
+	char *dir = context("live");
+	put(dir, "Dockerfile",
+	    "FROM busybox\nRUN echo first-line; sleep 3; echo second-line; "
+	    "(sleep 60 >/dev/null 2>&1 &); (sleep 60 &); echo last-line\n");
+	char *bin = e2e_build_path("sandlot");
+	char *cmd = e2e_printf("%s image build -t live '%s' 2>&1", bin, dir);
+	double start = now_s(), first = 0, second = 0, end;
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	char line[4096];
+	bool last = false;
+	while (fgets(line, sizeof(line), f)) {
+		if (strstr(line, "  first-line") && !first)
+			first = now_s();
+		if (strstr(line, "  second-line") && !second)
+			second = now_s();
+		last |= strstr(line, "  last-line") != NULL;
+	}
+	end = now_s();
+	assert_int_equal(pclose(f), 0);
+	assert_true(first > 0 && second > 0 && last);
+	/* The 3 s sleep sits between the two lines as they arrive. */
+	if (second - first < 2.0)
+		fail_msg("the RUN's output came at its end: first-line %.2f s, second-line "
+			 "%.2f s after the start",
+			 first - start, second - start);
+	/* Not held up by the background sleep, which holds the output pipe. */
+	if (end - start > 45.0)
+		fail_msg("the build waited for the RUN's background process: %.1f s",
+			 end - start);
+	free(e2e_sandlot_ok("image", "rm", "live", NULL));
+	assert_nothing_half_made();
+	free(cmd);
+	free(bin);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -372,6 +422,7 @@ int main(void)
 	    E2E_TEST(test_run_isolation),
 	    E2E_TEST(test_recipe_still_builds),
 	    E2E_TEST(test_api),
+	    E2E_TEST(test_run_output_is_live),
 	};
 	return e2e_run_tests(tests);
 }
