@@ -1372,15 +1372,14 @@ int build_image(sl_ctx *ctx, const sl_build_opts *o, sl_image *out, sl_err *err)
 	return rc;
 }
 
-/* A fresh scratch context directory under <state>/images/build/tmp in DIR. */
+/* A fresh scratch context directory under <state>/images/build/tmp in DIR. Its caller
+ * holds the build lock (build_hold) from before it is made until it is removed, or a
+ * collector (build_collect_unfinished) could take it for a killed build's. */
 static int scratch_dir(sl_ctx *ctx, char dir[PATH_MAX], sl_err *err)
 {
 	char tmp[PATH_MAX];
 	uint64_t r;
 	snprintf(tmp, sizeof(tmp), "%s/images/build/tmp", ctx->cfg.state_dir);
-	_cleanup_close_ int hold = build_hold(ctx, err); /* the context is the build's too */
-	if (hold < 0)
-		return -1;
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		return sl_sysfail(err, "build: random");
 	snprintf(dir, PATH_MAX, "%s/ctx-%016llx", tmp, (unsigned long long)r);
@@ -1404,7 +1403,8 @@ int build_image_from_tar(sl_ctx *ctx, const sl_build_opts *o, int tar_fd, sl_ima
 			 sl_err *err)
 {
 	char dir[PATH_MAX];
-	if (scratch_dir(ctx, dir, err) < 0)
+	_cleanup_close_ int hold = build_hold(ctx, err);
+	if (hold < 0 || scratch_dir(ctx, dir, err) < 0)
 		return -1;
 	sl_archive_limits lim;
 	archive_limits_default(&lim);
@@ -1420,7 +1420,8 @@ int build_image_from_text(sl_ctx *ctx, const sl_build_opts *o, const char *docke
 			  sl_image *out, sl_err *err)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 16];
-	if (scratch_dir(ctx, dir, err) < 0)
+	_cleanup_close_ int hold = build_hold(ctx, err);
+	if (hold < 0 || scratch_dir(ctx, dir, err) < 0)
 		return -1;
 	if (mkdir(dir, 0700) < 0)
 		return sl_sysfail(err, "build: mkdir %s", dir);
