@@ -2,18 +2,18 @@
  * image store as it arrives, never held whole), pull from a registry (its progress
  * streamed as JSON lines), delete (409 while a sandbox uses it). */
 #include <errno.h>
-#include <limits.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "http.h"
 #include "image.h"
 #include "pull.h"
 #include "space.h"
-#include "http.h"
 
 cJSON *api_image_json(const sl_image *img)
 {
@@ -174,8 +174,7 @@ int api_images_post_begin(api_req *r, sl_err *err)
 	return api_upload_start(&j->up, import_main, j, "the image import", err);
 }
 
-int api_upload_start(api_upload *u, void *(*fn)(void *), void *arg, const char *what,
-		     sl_err *err)
+int api_upload_start(api_upload *u, void *(*fn)(void *), void *arg, const char *what, sl_err *err)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -255,8 +254,8 @@ int api_image_remove(api_server *s, const char *name, sl_err *err)
 	    sandbox_image_in_use(s->ctx, img.digest, &used, err) < 0)
 		return -1;
 	if (used)
-		return sl_fail(err, SL_CONFLICT,
-			       0, "image %s is used by a sandbox, a snapshot or the daemon's pool "
+		return sl_fail(err, SL_CONFLICT, 0,
+			       "image %s is used by a sandbox, a snapshot or the daemon's pool "
 			       "(serve --pool); delete those first",
 			       img.name);
 	return image_remove(s->ctx->cfg.state_dir, img.name, err);
@@ -348,7 +347,8 @@ static ssize_t pull_read(void *cls, uint64_t pos, char *buf, size_t max)
 			continue;
 		if (n > 0)
 			return n;
-		return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+		return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
+			      : MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 }
 
@@ -378,13 +378,16 @@ enum MHD_Result api_images_pull(api_req *r)
 	    api_json_string(body, "", "name", &name, &err) < 0)
 		return api_reply_error(r, &err);
 	if (!ref)
-		return api_fail(r, SL_INVALID, "ref: required (an image reference, e.g. "
-					       "\"python:3.12-slim\")");
+		return api_fail(r, SL_INVALID,
+				"ref: required (an image reference, e.g. "
+				"\"python:3.12-slim\")");
 	if (image_ref_parse(ref, &parsed, &err) < 0 || (name && image_name_check(name, &err) < 0))
 		return api_reply_error(r, &err);
 	if (!name && !parsed.name[0])
-		return api_fail(r, SL_INVALID, "ref '%.80s' does not make an image name (too long, or it "
-					       "reads as a digest): give \"name\"", ref);
+		return api_fail(r, SL_INVALID,
+				"ref '%.80s' does not make an image name (too long, or it "
+				"reads as a digest): give \"name\"",
+				ref);
 	if (api_import_admit(r->srv, &err) < 0)
 		return api_reply_error(r, &err);
 	pull_job *j = calloc(1, sizeof(*j));

@@ -4,8 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <string.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,9 +15,9 @@
 
 #include "cleanup.h"
 #include "clock.h"
+#include "http.h"
 #include "id.h"
 #include "state.h"
-#include "http.h"
 
 static bool key_valid(const char *k)
 {
@@ -45,24 +45,9 @@ static int key_create(const char *path, char key[API_KEY_LEN + 1], sl_err *err)
 {
 	if (key_random(key, err) < 0)
 		return -1;
-	char tmp[PATH_MAX], line[API_KEY_LEN + 2];
-	snprintf(tmp, sizeof(tmp), "%s.new.%d", path, (int)getpid());
+	char line[API_KEY_LEN + 2];
 	snprintf(line, sizeof(line), "%s\n", key);
-	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return sl_sysfail(err, "create %s", tmp);
-	if (write(fd, line, API_KEY_LEN + 1) != API_KEY_LEN + 1 || fsync(fd) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return sl_fail(err, SL_INTERNAL, e, "write %s", tmp);
-	}
-	/* link() fails when a key exists: the first writer wins, everyone reads it. */
-	int r = link(tmp, path);
-	int e = errno;
-	unlink(tmp);
-	if (r < 0 && e != EEXIST)
-		return sl_fail(err, SL_INTERNAL, e, "save the API key as %s", path);
-	return r < 0 ? 1 : 0;
+	return state_write_first(path, line, API_KEY_LEN + 1, err);
 }
 
 int api_key_load(const sl_config *cfg, char key[API_KEY_LEN + 1], sl_err *err)

@@ -1,8 +1,8 @@
 /* image.c — `sandlot image import|ls|rm`: the image store from the command line. */
 #include <errno.h>
-#include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,7 +36,7 @@ static int image_import_cmd(sl_ctx *ctx, int argc, char **argv)
 		return EXIT_SANDLOT;
 	}
 	sl_image img;
-	sl_err err = { 0 };
+	sl_err err = {0};
 	/* The store holds the sandboxes' writable layers; mounting it here keeps the
 	 * first create fast and the host's mount table stable afterwards. */
 	int r = store_ensure(&ctx->cfg, &err);
@@ -166,8 +166,9 @@ static int image_pull_cmd(sl_ctx *ctx, int argc, char **argv)
 			return cli_usage("image pull: unexpected argument \"%s\"", argv[i]);
 	}
 	if (!ref)
-		return cli_usage("image pull REF [--name NAME] [--registry-mirror URL] "
-				 "[--insecure-registry HOST[:PORT]] [--auth-file config.json] [-q]");
+		return cli_usage(
+		    "image pull REF [--name NAME] [--registry-mirror URL] "
+		    "[--insecure-registry HOST[:PORT]] [--auth-file config.json] [-q]");
 	static struct pull_view view;
 	view.tty = isatty(2);
 	sl_pull_opts o = image_pull_opts(&ctx->cfg, quiet ? NULL : pull_show, &view);
@@ -214,11 +215,12 @@ static void print_json(cJSON *o)
 
 static int image_ls_cmd(sl_ctx *ctx, int argc, char **argv)
 {
-	bool json = argc > 1 && (!strcmp(argv[1], "--format=json") ||
-				 (argc > 2 && !strcmp(argv[1], "--format") && !strcmp(argv[2], "json")));
+	bool json =
+	    argc > 1 && (!strcmp(argv[1], "--format=json") ||
+			 (argc > 2 && !strcmp(argv[1], "--format") && !strcmp(argv[2], "json")));
 	sl_image *list;
 	size_t n;
-	sl_err err = { 0 };
+	sl_err err = {0};
 	if (image_list(ctx->cfg.state_dir, &list, &n, &err) < 0)
 		return cli_fail(&err);
 	cJSON *arr = cJSON_CreateArray();
@@ -229,8 +231,8 @@ static int image_ls_cmd(sl_ctx *ctx, int argc, char **argv)
 		if (json) {
 			cJSON_AddItemToArray(arr, image_json(&list[i]));
 		} else {
-			printf("%-20s  %.19s  %9.1fM  %9.1fM  %9.1fM  %6u  %-8s  %s\n", list[i].name,
-			       list[i].digest, list[i].size_bytes / 1048576.0,
+			printf("%-20s  %.19s  %9.1fM  %9.1fM  %9.1fM  %6u  %-8s  %s\n",
+			       list[i].name, list[i].digest, list[i].size_bytes / 1048576.0,
 			       list[i].shared_bytes / 1048576.0,
 			       (list[i].size_bytes - list[i].shared_bytes) / 1048576.0,
 			       list[i].nlayers, list[i].user, list[i].workdir);
@@ -251,7 +253,7 @@ static int image_inspect_cmd(sl_ctx *ctx, int argc, char **argv)
 	if (argc != 2)
 		return cli_usage("image inspect NAME");
 	sl_image img;
-	sl_err err = { 0 };
+	sl_err err = {0};
 	if (image_lookup(ctx->cfg.state_dir, argv[1], &img, &err) < 0)
 		return cli_fail(&err);
 	/* Shared sizes are relative to the other images: take this one from the list. */
@@ -280,7 +282,7 @@ static int image_rm_cmd(sl_ctx *ctx, int argc, char **argv)
 	int code = 0;
 	for (int i = 1; i < argc; i++) {
 		sl_image img;
-		sl_err err = { 0 };
+		sl_err err = {0};
 		bool used = false;
 		if (image_lookup(ctx->cfg.state_dir, argv[i], &img, &err) < 0 ||
 		    sandbox_image_in_use(ctx, img.digest, &used, &err) < 0) {
@@ -317,5 +319,6 @@ int cmd_image(sl_ctx *ctx, int argc, char **argv)
 		return image_inspect_cmd(ctx, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "build"))
 		return cmd_image_build(ctx, argc - 1, argv + 1);
-	return cli_usage("image: unknown subcommand \"%s\" (import, pull, ls, inspect, rm, build)", argv[1]);
+	return cli_usage("image: unknown subcommand \"%s\" (import, pull, ls, inspect, rm, build)",
+			 argv[1]);
 }

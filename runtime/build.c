@@ -16,6 +16,7 @@
 #include "state.h"
 #include "storage.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <nettle/sha2.h>
@@ -25,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -1215,8 +1215,8 @@ static int collect_locked(sl_ctx *ctx, const char *dir, bool remove)
 				continue;
 			n++;
 			if (remove && sandbox_discard(ctx, sbs[i].id, &e) < 0)
-				sl_log(SL_LOG_WARN, "build: discard build sandbox %s: %s", sbs[i].id,
-				       e.msg);
+				sl_log(SL_LOG_WARN, "build: discard build sandbox %s: %s",
+				       sbs[i].id, e.msg);
 		}
 		sandbox_free_list(sbs, nsb);
 	}
@@ -1229,7 +1229,8 @@ static int collect_locked(sl_ctx *ctx, const char *dir, bool remove)
 			n++;
 			if (remove && image_remove(ctx->cfg.state_dir, imgs[i].name, &e) < 0 &&
 			    e.kind != SL_NOTFOUND)
-				sl_log(SL_LOG_WARN, "build: remove image %s: %s", imgs[i].name, e.msg);
+				sl_log(SL_LOG_WARN, "build: remove image %s: %s", imgs[i].name,
+				       e.msg);
 		}
 	char tmp[PATH_MAX];
 	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
@@ -1387,8 +1388,8 @@ static int scratch_dir(sl_ctx *ctx, char dir[PATH_MAX], sl_err *err)
 }
 
 /* build_image over the scratch context DIR, removed afterwards. */
-static int build_in_scratch(sl_ctx *ctx, const sl_build_opts *o, const char *dir,
-			    sl_image *out, sl_err *err)
+static int build_in_scratch(sl_ctx *ctx, const sl_build_opts *o, const char *dir, sl_image *out,
+			    sl_err *err)
 {
 	sl_build_opts o2 = *o;
 	o2.context = dir;

@@ -163,7 +163,7 @@ struct pull {
 	const char *state_dir;
 	const sl_pull_opts *o;
 	sl_registry *reg;
-	pthread_mutex_t lock; /* the progress callback, the work queue, the first error */
+	pthread_mutex_t lock;  /* the progress callback, the work queue, the first error */
 	pthread_cond_t landed; /* a layer's blob is in the cache, or a download failed */
 	sl_oci_desc *layers;
 	/* Per layer: in the cache (DONE), fetched and hashed by this pull rather than found

@@ -110,27 +110,9 @@ static int key_create(const char *path, sl_err *err)
 	uint8_t raw[SECRET_KEY_LEN];
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
 		return sl_sysfail(err, "read random bytes for the secrets key");
-	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s.new.%d", path, (int)getpid());
-	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		explicit_bzero(raw, sizeof(raw));
-		return sl_sysfail(err, "create %s", tmp);
-	}
-	ssize_t w = write(fd, raw, sizeof(raw));
+	int r = state_write_first(path, raw, sizeof(raw), err);
 	explicit_bzero(raw, sizeof(raw));
-	if (w != (ssize_t)sizeof(raw) || fsync(fd) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return sl_fail(err, SL_INTERNAL, e, "write %s", tmp);
-	}
-	/* link() fails when a key exists: the first writer wins, everyone reads it. */
-	int r = link(tmp, path);
-	int e = errno;
-	unlink(tmp);
-	if (r < 0 && e != EEXIST)
-		return sl_fail(err, SL_INTERNAL, e, "save the secrets key as %s", path);
-	return r < 0 ? 1 : 0;
+	return r;
 }
 
 int secret_key_load(const sl_config *cfg, uint8_t key[SECRET_KEY_LEN], sl_err *err)

@@ -2,6 +2,7 @@
  * instant leaves the old or the new record, never a torn one. */
 #include "state.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -10,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -169,6 +169,28 @@ int state_write_atomic(const char *path, const char *data, size_t len, sl_err *e
 int state_write_atomic_nosync(const char *path, const char *data, size_t len, sl_err *err)
 {
 	return write_atomic(path, data, len, NEVER, err);
+}
+
+int state_write_first(const char *path, const void *data, size_t len, sl_err *err)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s.new.%d", path, (int)getpid());
+	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sl_sysfail(err, "create %s", tmp);
+	if (write(fd, data, len) != (ssize_t)len || fsync(fd) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return sl_fail(err, SL_INTERNAL, e, "write %s", tmp);
+	}
+	int r = link(tmp, path);
+	int e = errno;
+	unlink(tmp);
+	if (r < 0 && e != EEXIST)
+		return sl_fail(err, SL_INTERNAL, e, "save %s", path);
+	if (r == 0)
+		sync_dir(path);
+	return r < 0 ? 1 : 0;
 }
 
 int state_sync(const char *path, sl_err *err)

@@ -12,6 +12,9 @@
 
 /* Write data to path so that a crash leaves either the old or the new file. */
 int state_write_atomic(const char *path, const char *data, size_t len, sl_err *err);
+/* DATA as a new PATH (mode 0600, synced) unless PATH exists: 0 made, 1 another writer's
+ * was there first (link() decides: the first wins, everyone reads its). For the keys. */
+int state_write_first(const char *path, const void *data, size_t len, sl_err *err);
 /* The same, atomic but without the fsyncs, for records a crash may lose. */
 int state_write_atomic_nosync(const char *path, const char *data, size_t len, sl_err *err);
 /* A sandbox record: atomic like the above (durable: with the fsyncs), rewritten in a

@@ -20,9 +20,12 @@ and every line of it must work offline, in a build sandbox with the network off:
 
 The config is python's: root, Cmd ["python3"], PATH, LANG. The python inside is Debian
 12's 3.11 whatever tag it is served under: a stand-in, not the image. Only python3 and
-dpkg-deb are used; the result is reused while DEFAULT_TAR_ZST and this script are unchanged
-(OUT/key)."""
-import base64, hashlib, io, json, os, shutil, subprocess, sys, tarfile, tempfile, zipfile
+dpkg-deb are used; the result is reused while DEFAULT_TAR_ZST, this script and
+packages_fixtures.py are unchanged (OUT/key)."""
+import hashlib, io, json, os, shutil, subprocess, sys, tarfile, tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from packages_fixtures import wheel_bytes  # noqa: E402  (the packages suite's wheel)
 
 src, out = sys.argv[1], sys.argv[2]
 
@@ -35,7 +38,7 @@ def sha_file(path):
     return h.hexdigest()
 
 
-key = sha_file(src) + " " + hashlib.sha256(open(__file__, "rb").read()).hexdigest()
+key = " ".join([sha_file(src), sha_file(__file__), sha_file(sys.modules["packages_fixtures"].__file__)])
 try:
     if open(os.path.join(out, "key")).read() == key:
         sys.exit(0)
@@ -52,25 +55,6 @@ def put(data, media):
     with open(os.path.join(blobs, d), "wb") as f:
         f.write(data)
     return {"mediaType": media, "digest": "sha256:" + d, "size": len(data)}
-
-
-def wheel():
-    files = {
-        "sandlot_tiny/__init__.py": b"ANSWER = 42\n",
-        "sandlot_tiny-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: sandlot-tiny\nVersion: 1.0\n",
-        "sandlot_tiny-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: sandlot-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = []
-    for name, data in files.items():
-        h = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        record.append(f"{name},sha256={h},{len(data)}")
-    record.append("sandlot_tiny-1.0.dist-info/RECORD,,")
-    files["sandlot_tiny-1.0.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        for name, data in files.items():
-            z.writestr(name, data)
-    return buf.getvalue()
 
 
 def deb(tmp, name, tool=None):
@@ -111,7 +95,7 @@ def layer2():
         add("usr/local/bin/python", kind=tarfile.SYMTYPE, link="/usr/bin/python3")
         add("etc/pip.conf", b"[global]\nno-index = true\nfind-links = /opt/standin/wheels\n"
             b"break-system-packages = true\nroot-user-action = ignore\n")
-        add("opt/standin/wheels/sandlot_tiny-1.0-py3-none-any.whl", wheel())
+        add("opt/standin/wheels/sandlot_tiny-1.0-py3-none-any.whl", wheel_bytes())
         add("etc/apt/sources.list.d/.wh.0000sources.list", b"")
         add("etc/apt/sources.list.d/standin.list",
             b"deb [trusted=yes] file:/opt/standin/apt ./\n")

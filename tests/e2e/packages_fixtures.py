@@ -10,12 +10,9 @@ OUT/www/apt/Packages, OUT/www/apt/sandlot-tiny_1.0_all.deb   ("deb [trusted=yes]
 BASE_URL is where OUT/www is served (http://203.0.113.1:8080)."""
 import base64, hashlib, io, json, os, subprocess, sys, tarfile, zipfile
 
-out, base = sys.argv[1], sys.argv[2].rstrip("/")
 
-
-def wheel():
-    d = os.path.join(out, "wheels")
-    os.makedirs(d, exist_ok=True)
+def wheel_bytes():
+    """sandlot-tiny 1.0 as a py3-none-any wheel (also the compat stand-in's, standin.py)."""
     files = {
         "sandlot_tiny/__init__.py": b"ANSWER = 42\n",
         "sandlot_tiny-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: sandlot-tiny\nVersion: 1.0\n",
@@ -27,9 +24,18 @@ def wheel():
         record.append(f"{name},sha256={h},{len(data)}")
     record.append("sandlot_tiny-1.0.dist-info/RECORD,,")
     files["sandlot_tiny-1.0.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
-    with zipfile.ZipFile(os.path.join(d, "sandlot_tiny-1.0-py3-none-any.whl"), "w") as z:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
         for name, data in files.items():
             z.writestr(name, data)
+    return buf.getvalue()
+
+
+def wheel():
+    d = os.path.join(out, "wheels")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "sandlot_tiny-1.0-py3-none-any.whl"), "wb") as f:
+        f.write(wheel_bytes())
 
 
 def npm():
@@ -84,6 +90,8 @@ def apt():
                 f"SHA256: {hashlib.sha256(data).hexdigest()}\n\n")
 
 
-wheel()
-npm()
-apt()
+if __name__ == "__main__":
+    out, base = sys.argv[1], sys.argv[2].rstrip("/")
+    wheel()
+    npm()
+    apt()

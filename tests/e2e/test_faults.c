@@ -142,7 +142,8 @@ static void broken_record(bool garbage, bool by_doctor)
 	char *path = e2e_printf("/v1/sandboxes/%s", id);
 	e2e_http(&r, "GET", path, NULL);
 	assert_int_equal(r.status, 200);
-	assert_string_equal(cJSON_GetObjectItemCaseSensitive(r.json, "status")->valuestring, "broken");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(r.json, "status")->valuestring,
+			    "broken");
 	e2e_resp_free(&r);
 	char *ls = e2e_sandlot_ok("ls", NULL);
 	assert_true(e2e_contains(ls, id) && e2e_contains(ls, "broken"));
@@ -285,6 +286,16 @@ static char *oci_archive(void)
 	return tar;
 }
 
+/* Q's body: the file at PATH (freed), which is removed by the suite's cleanup. */
+static void body_from_file(e2e_req *q, char *path)
+{
+	size_t len;
+	q->body = e2e_read_file_len(path, &len);
+	assert_non_null(q->body);
+	q->len = len;
+	free(path);
+}
+
 /* Run STEP against D, which dies at its crash point; return the id it was about. */
 static char *do_step(e2e_daemon *d, enum step step, const char *keep)
 {
@@ -308,12 +319,7 @@ static char *do_step(e2e_daemon *d, enum step step, const char *keep)
 		break;
 	case BUILD: {
 		q.path = "/v1/images/build?name=crashed";
-		char *tar = e2e_write_archive("crashed-ctx.tar", fill_dockerfile);
-		size_t len;
-		q.body = e2e_read_file_len(tar, &len);
-		assert_non_null(q.body);
-		q.len = len;
-		free(tar);
+		body_from_file(&q, e2e_write_archive("crashed-ctx.tar", fill_dockerfile));
 		break;
 	}
 	case IMPORT:
@@ -321,13 +327,8 @@ static char *do_step(e2e_daemon *d, enum step step, const char *keep)
 		/* Not busybox: a tree of its own, which the import places (one of the same
 		 * digest as an image's is not placed again). */
 		q.path = "/v1/images?name=crashed";
-		char *tar = step == IMPORT ? e2e_write_archive("crashed.tar", fill_one_file)
-					   : oci_archive();
-		size_t len;
-		q.body = e2e_read_file_len(tar, &len);
-		assert_non_null(q.body);
-		q.len = len;
-		free(tar);
+		body_from_file(&q, step == IMPORT ? e2e_write_archive("crashed.tar", fill_one_file)
+						  : oci_archive());
 		break;
 	}
 	}
@@ -406,8 +407,9 @@ static void crash_at(const char *point, enum step step)
 		char *out;
 		int st = doctor(&out, NULL);
 		if (st != 1 || !strstr(out, "a killed image build left"))
-			fail_msg("after a killed build doctor should name what it left: exit %d\n%s",
-				 st, out);
+			fail_msg(
+			    "after a killed build doctor should name what it left: exit %d\n%s", st,
+			    out);
 		free(out);
 	}
 	start(&d, NULL);
@@ -419,8 +421,8 @@ static void crash_at(const char *point, enum step step)
 	/* An import that died after placing its tree (and layers) names them nowhere: only
 	 * doctor can tell them from an image's. */
 	if (strstr(point, "-placed") && (st != 1 || !strstr(out, "no image name holds")))
-		fail_msg("after %s doctor should name the image tree left: exit %d\n%s", point,
-			 st, out);
+		fail_msg("after %s doctor should name the image tree left: exit %d\n%s", point, st,
+			 out);
 	free(out);
 	assert_int_equal(doctor(NULL, "--repair"), 0);
 	assert_int_equal(doctor(NULL, NULL), 0);
@@ -473,24 +475,24 @@ CRASH_TEST(build_run_done, "build-run-done", BUILD)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		E2E_TEST(test_garbage_record_is_broken_and_deleted),
-		E2E_TEST(test_oversized_record_is_broken_and_repaired),
-		E2E_TEST(test_doctor_as_non_root_exits_2),
-		E2E_TEST(test_doctor_beside_live_daemon_is_clean),
-		E2E_TEST(test_crash_create_claimed),
-		E2E_TEST(test_crash_create_layer),
-		E2E_TEST(test_crash_create_started),
-		E2E_TEST(test_crash_create_recorded),
-		E2E_TEST(test_crash_delete_tombstoned),
-		E2E_TEST(test_crash_release_stopped),
-		E2E_TEST(test_crash_release_layer_gone),
-		E2E_TEST(test_crash_delete_released),
-		E2E_TEST(test_crash_snapshot_frozen),
-		E2E_TEST(test_crash_snapshot_recorded),
-		E2E_TEST(test_crash_import_extracted),
-		E2E_TEST(test_crash_import_placed),
-		E2E_TEST(test_crash_import_layers_placed),
-		E2E_TEST(test_crash_build_run_done),
+	    E2E_TEST(test_garbage_record_is_broken_and_deleted),
+	    E2E_TEST(test_oversized_record_is_broken_and_repaired),
+	    E2E_TEST(test_doctor_as_non_root_exits_2),
+	    E2E_TEST(test_doctor_beside_live_daemon_is_clean),
+	    E2E_TEST(test_crash_create_claimed),
+	    E2E_TEST(test_crash_create_layer),
+	    E2E_TEST(test_crash_create_started),
+	    E2E_TEST(test_crash_create_recorded),
+	    E2E_TEST(test_crash_delete_tombstoned),
+	    E2E_TEST(test_crash_release_stopped),
+	    E2E_TEST(test_crash_release_layer_gone),
+	    E2E_TEST(test_crash_delete_released),
+	    E2E_TEST(test_crash_snapshot_frozen),
+	    E2E_TEST(test_crash_snapshot_recorded),
+	    E2E_TEST(test_crash_import_extracted),
+	    E2E_TEST(test_crash_import_placed),
+	    E2E_TEST(test_crash_import_layers_placed),
+	    E2E_TEST(test_crash_build_run_done),
 	};
 	return e2e_run_tests(tests);
 }
