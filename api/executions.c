@@ -84,7 +84,7 @@ int api_exec_read_output(api_server *s, const char *sandbox_id, const char *exec
 }
 
 /* The Execution shape; with OUTPUT and a finished command, stdout/stderr inline. */
-static cJSON *exec_json(api_server *s, const sl_exec *e, bool output)
+cJSON *api_exec_json(api_server *s, const sl_exec *e, bool output)
 {
 	cJSON *o = view_exec_json(e);
 	if (!o || !output || e->status == SL_EXEC_RUNNING)
@@ -120,20 +120,13 @@ static int wait_param(api_req *r, int64_t *wait_ms, sl_err *err)
 
 /* ---- start ---- */
 
-typedef struct exec_body {
-	char **argv, **env;
-	const char *shell;
-	sl_exec_spec spec;
-} exec_body;
-
-static void exec_body_free(exec_body *b)
+void api_exec_body_free(api_exec_body *b)
 {
 	api_strv_free(b->argv);
 	api_strv_free(b->env);
 }
 
-static int parse_exec_body(api_server *s, const cJSON *body, const sl_sandbox *sb, exec_body *b,
-			   sl_err *err)
+int api_exec_body_parse(const cJSON *body, const sl_sandbox *sb, api_exec_body *b, sl_err *err)
 {
 	static const char *const fields[] = {"command", "env",	 "cwd", "user",
 					     "timeout", "stdin", "pty", NULL};
@@ -184,14 +177,14 @@ enum MHD_Result api_exec_create(api_req *r)
 	sl_sandbox sb;
 	if (api_sandbox_for_exec(r, &sb, &err) < 0)
 		return api_reply_error(r, &err);
-	exec_body b;
+	api_exec_body b;
 	sl_exec e;
-	int rc = parse_exec_body(r->srv, body, &sb, &b, &err);
+	int rc = api_exec_body_parse(body, &sb, &b, &err);
 	/* A first slice of the wait inside exec_start (on init's own connection). */
 	b.spec.wait_ms = wait_ms < 0 ? 0 : wait_ms < WAIT_SLICE_MS ? (int)wait_ms : WAIT_SLICE_MS;
 	if (rc == 0)
 		rc = exec_start(r->srv->ctx, &sb, &b.spec, &e, &err);
-	exec_body_free(&b);
+	api_exec_body_free(&b);
 	sandbox_free(&sb);
 	if (rc < 0)
 		return api_reply_error(r, &err);
@@ -208,7 +201,7 @@ enum MHD_Result api_exec_create(api_req *r)
 		if (api_exec_wait(r, sid, eid, wait_ms, &e, &err) < 0)
 			return api_reply_error(r, &err);
 	}
-	cJSON *o = exec_json(r->srv, &e, wait_ms >= 0);
+	cJSON *o = api_exec_json(r->srv, &e, wait_ms >= 0);
 	exec_free(&e);
 	return api_reply_json(r, 201, o);
 }
@@ -230,7 +223,7 @@ enum MHD_Result api_exec_list(api_req *r)
 	cJSON *o = cJSON_CreateObject();
 	cJSON *arr = cJSON_AddArrayToObject(o, "executions");
 	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(arr, exec_json(r->srv, &list[i], false));
+		cJSON_AddItemToArray(arr, api_exec_json(r->srv, &list[i], false));
 	exec_free_list(list, n);
 	return api_reply_json(r, 200, o);
 }
@@ -247,7 +240,7 @@ enum MHD_Result api_exec_get(api_req *r)
 			      : exec_get(r->srv->ctx, sb.id, r->param[1], &e, &err);
 	if (rc < 0)
 		return api_reply_error(r, &err);
-	cJSON *o = exec_json(r->srv, &e, wait_ms >= 0);
+	cJSON *o = api_exec_json(r->srv, &e, wait_ms >= 0);
 	exec_free(&e);
 	return api_reply_json(r, 200, o);
 }
@@ -397,7 +390,7 @@ static int run_exit_code(const sl_exec *e)
 
 static int run_in(api_req *r, const sl_sandbox *sb, const cJSON *body, cJSON **out, sl_err *err)
 {
-	exec_body b = {0};
+	api_exec_body b = {0};
 	bool given;
 	_cleanup_free_ char **image_cmd = NULL;
 	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(body, "command");
@@ -405,7 +398,7 @@ static int run_in(api_req *r, const sl_sandbox *sb, const cJSON *body, cJSON **o
 		 ? api_json_command(body, "", "command", &b.argv, &b.shell, err)
 		 : api_image_command(r->srv, sb, &image_cmd, err)) < 0 ||
 	    api_json_duration(body, "", "timeout", &b.spec.timeout_ms, &given, err) < 0) {
-		exec_body_free(&b);
+		api_exec_body_free(&b);
 		return -1;
 	}
 	b.spec.argv = image_cmd ? image_cmd : b.argv;
@@ -418,7 +411,7 @@ static int run_in(api_req *r, const sl_sandbox *sb, const cJSON *body, cJSON **o
 		     : 0;
 	if (rc == 0)
 		rc = api_exec_run(r, sb, &b.spec, &e, err);
-	exec_body_free(&b);
+	api_exec_body_free(&b);
 	if (rc < 0)
 		return -1;
 	char eid[32];

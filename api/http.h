@@ -41,6 +41,7 @@ typedef struct api_server {
 	int64_t tombstones_ms; /* the deadline sweep's last tombstone collection */
 	atomic_uint imports;   /* image imports running (at most cfg.max_imports) */
 	struct dt_builds *dt_builds; /* the Daytona façade's builds (compat/daytona_build.c) */
+	struct mcp_sessions *mcp;    /* the MCP server's sessions (mcp.c) */
 } api_server;
 
 typedef struct api_pool api_pool;
@@ -101,7 +102,8 @@ typedef struct api_facade {
 	void (*stop)(api_server *s);
 } api_facade;
 
-extern const api_facade api_facade_daytona, api_facade_e2b, api_facade_agentuity;
+extern const api_facade api_facade_daytona, api_facade_e2b, api_facade_agentuity,
+    api_facade_mcp;
 /* NULL-terminated, in the order they are asked (routes.c). */
 extern const api_facade *const api_facades[];
 
@@ -250,6 +252,10 @@ bool api_key_equal(const char *given, const char *key);
 /* The sandbox REF names, unless it is unknown or destroyed (SL_NOTFOUND, also for a
  * malformed id). Free SB. */
 int api_sandbox_live(api_server *s, const char *ref, sl_sandbox *sb, sl_err *err);
+/* The sandbox REF names for a call on it (FOR_INIT: as api_sandbox_for_exec): NOT_FOUND
+ * when unknown or destroyed; a paused one is resumed when RESUME, else CONFLICT. */
+int api_sandbox_ready(api_server *s, const char *ref, bool for_init, bool resume, sl_sandbox *sb,
+		      sl_err *err);
 /* The sandbox named by r->param[0] for a call on it: 404 when unknown or destroyed,
  * 409 when paused (unless ?autoResume=1), and the record in SB (free it). */
 int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err);
@@ -282,6 +288,19 @@ int api_exec_read_output(api_server *s, const char *sandbox_id, const char *exec
  * leaves. Returns 0 when it ended, 1 when the wait ran out, -1 on error. */
 int api_exec_wait(api_req *r, const char *sandbox_id, const char *exec_id, int64_t wait_ms,
 		  sl_exec *out, sl_err *err);
+/* The body of a command's start (POST /v1/sandboxes/{id}/executions: command, env, cwd,
+ * user, timeout, stdin, pty), checked, as the spec of an exec_start in SB (timeout: the
+ * sandbox's default when absent). Free with api_exec_body_free. */
+typedef struct api_exec_body {
+	char **argv, **env;
+	const char *shell;
+	sl_exec_spec spec;
+} api_exec_body;
+int api_exec_body_parse(const cJSON *body, const sl_sandbox *sb, api_exec_body *b, sl_err *err);
+void api_exec_body_free(api_exec_body *b);
+/* The Execution shape; with OUTPUT and a finished command, stdout/stderr inline (1 MiB
+ * each, with stdoutTruncated/stderrTruncated). */
+cJSON *api_exec_json(api_server *s, const sl_exec *e, bool output);
 /* Start SPEC in SB and wait for its end: a short command's end arrives on init's own
  * connection (spec->wait_ms), a longer one's through api_exec_wait. Returns what that
  * does (0 ended, 1 abandoned, -1 error); OUT is filled unless -1. A pty is closed. */
@@ -418,6 +437,16 @@ enum MHD_Result api_volumes_list(api_req *r);
 enum MHD_Result api_volumes_create(api_req *r);
 enum MHD_Result api_volumes_delete(api_req *r);
 enum MHD_Result api_code(api_req *r);
+/* The body of POST /v1/sandboxes/{id}/code (code, language: python when absent, timeout,
+ * env), checked; its run in SB as the CodeExecutionResult JSON (NULL with ERR). */
+typedef struct api_code_args {
+	const char *code, *language;
+	char **env;
+	uint64_t timeout_ms; /* 0: the sandbox's default */
+} api_code_args;
+int api_code_args_parse(const cJSON *body, api_code_args *a, sl_err *err);
+void api_code_args_free(api_code_args *a);
+cJSON *api_code_run(api_server *s, const sl_sandbox *sb, const api_code_args *a, sl_err *err);
 /* secrets.c */
 enum MHD_Result api_secrets_set(api_req *r);
 enum MHD_Result api_secrets_list(api_req *r);

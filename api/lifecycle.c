@@ -163,41 +163,58 @@ enum MHD_Result api_volumes_delete(api_req *r)
 
 /* ---- executeCode ---- */
 
-enum MHD_Result api_code(api_req *r)
+int api_code_args_parse(const cJSON *body, api_code_args *a, sl_err *err)
 {
 	static const char *const fields[] = { "code", "language", "timeout", "env", NULL };
-	const cJSON *body;
-	const char *code = NULL, *lang = NULL;
-	char **env = NULL;
-	uint64_t timeout = 0;
 	bool given;
-	sl_err err = { 0 };
-	sl_sandbox sb;
-	if (api_body_object(r, false, &body, &err) < 0 ||
-	    api_json_fields(body, "", fields, &err) < 0 ||
-	    api_json_string(body, "", "code", &code, &err) < 0 ||
-	    api_json_string(body, "", "language", &lang, &err) < 0 ||
-	    api_json_duration(body, "", "timeout", &timeout, &given, &err) < 0 ||
-	    api_json_kv(body, "", "env", &env, &err) < 0)
-		return api_reply_error(r, &err);
-	if (!code) {
-		api_strv_free(env);
-		return api_fail(r, SL_INVALID, "code: required (the source text)");
+	memset(a, 0, sizeof(*a));
+	if (api_json_fields(body, "", fields, err) < 0 ||
+	    api_json_string(body, "", "code", &a->code, err) < 0 ||
+	    api_json_string(body, "", "language", &a->language, err) < 0 ||
+	    api_json_duration(body, "", "timeout", &a->timeout_ms, &given, err) < 0 ||
+	    api_json_kv(body, "", "env", &a->env, err) < 0)
+		return -1;
+	if (!a->code) {
+		api_code_args_free(a);
+		return sl_fail(err, SL_INVALID, 0, "code: required (the source text)");
 	}
-	if (api_sandbox_for_call(r, &sb, &err) < 0) {
-		api_strv_free(env);
-		return api_reply_error(r, &err);
-	}
-	if (!timeout)
-		timeout = sb.exec_timeout_ms;
+	if (!a->language)
+		a->language = "python";
+	return 0;
+}
+
+void api_code_args_free(api_code_args *a)
+{
+	api_strv_free(a->env);
+	a->env = NULL;
+}
+
+cJSON *api_code_run(api_server *s, const sl_sandbox *sb, const api_code_args *a, sl_err *err)
+{
 	sl_code_result res;
-	int rc = code_run(r->srv->ctx, &sb, lang ? lang : "python", code, strlen(code),
-			  (const char *const *)env, timeout, &res, &err);
-	sandbox_free(&sb);
-	api_strv_free(env);
-	if (rc < 0)
-		return api_reply_error(r, &err);
+	if (code_run(s->ctx, sb, a->language, a->code, strlen(a->code),
+		     (const char *const *)a->env, a->timeout_ms ? a->timeout_ms : sb->exec_timeout_ms,
+		     &res, err) < 0)
+		return NULL;
 	cJSON *o = code_result_to_json(&res);
 	code_result_free(&res);
-	return api_reply_json(r, 200, o);
+	return o;
+}
+
+enum MHD_Result api_code(api_req *r)
+{
+	const cJSON *body;
+	api_code_args a;
+	sl_err err = { 0 };
+	sl_sandbox sb;
+	if (api_body_object(r, false, &body, &err) < 0 || api_code_args_parse(body, &a, &err) < 0)
+		return api_reply_error(r, &err);
+	if (api_sandbox_for_call(r, &sb, &err) < 0) {
+		api_code_args_free(&a);
+		return api_reply_error(r, &err);
+	}
+	cJSON *o = api_code_run(r->srv, &sb, &a, &err);
+	sandbox_free(&sb);
+	api_code_args_free(&a);
+	return o ? api_reply_json(r, 200, o) : api_reply_error(r, &err);
 }

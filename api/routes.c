@@ -168,6 +168,7 @@ const api_route *api_route_match(api_req *r, const char *method, const char *pat
 			   path, path_known, allow, allow_len);
 }
 
-/* The compatibility façades (api/compat/), asked in this order before /v1. */
-const api_facade *const api_facades[] = {&api_facade_daytona, &api_facade_e2b,
+/* The compatibility façades (api/compat/) and the MCP server (api/mcp.c), asked in this
+ * order before /v1. */
+const api_facade *const api_facades[] = {&api_facade_mcp, &api_facade_daytona, &api_facade_e2b,
 					 &api_facade_agentuity, NULL};

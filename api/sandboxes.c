@@ -92,29 +92,31 @@ int api_sandbox_live(api_server *s, const char *ref, sl_sandbox *sb, sl_err *err
 	return live_of(s, ref, sb, false, err);
 }
 
+int api_sandbox_ready(api_server *s, const char *ref, bool for_init, bool resume, sl_sandbox *sb,
+		      sl_err *err)
+{
+	if (live_of(s, ref, sb, for_init, err) < 0)
+		return -1;
+	if (sb->status != SL_ST_PAUSED)
+		return 0;
+	if (!resume) {
+		sl_fail(err, SL_CONFLICT, 0,
+			"sandbox %s is paused; resume it or pass ?autoResume=1", sb->id);
+		sandbox_free(sb);
+		return -1;
+	}
+	char id[32];
+	snprintf(id, sizeof(id), "%s", sb->id);
+	sandbox_free(sb);
+	return sandbox_resume(s->ctx, id, sb, err);
+}
+
 static int for_call_of(api_req *r, sl_sandbox *sb, bool for_init, sl_err *err)
 {
-	if (live_of(r->srv, r->param[0], sb, for_init, err) < 0)
+	bool resume = false;
+	if (api_query_bool(r, "autoResume", false, &resume, err) < 0)
 		return -1;
-	if (sb->status == SL_ST_PAUSED) {
-		bool resume = false;
-		if (api_query_bool(r, "autoResume", false, &resume, err) < 0) {
-			sandbox_free(sb);
-			return -1;
-		}
-		if (!resume) {
-			sl_fail(err, SL_CONFLICT, 0,
-				"sandbox %s is paused; resume it or pass ?autoResume=1", sb->id);
-			sandbox_free(sb);
-			return -1;
-		}
-		char id[32];
-		snprintf(id, sizeof(id), "%s", sb->id);
-		sandbox_free(sb);
-		if (sandbox_resume(r->srv->ctx, id, sb, err) < 0)
-			return -1;
-	}
-	return 0;
+	return api_sandbox_ready(r->srv, r->param[0], for_init, resume, sb, err);
 }
 
 int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err)
