@@ -1,6 +1,9 @@
 /* mcp.c — `sandlot mcp`: the MCP server over stdio, as a bridge: each JSON-RPC line on
- * stdin is POSTed to the daemon's /mcp on its unix socket, each answer is a line on stdout. */
+ * stdin is POSTed to the daemon's /mcp on its unix socket, each answer is a line on stdout.
+ * Requests run concurrently (a ping is answered while a long command runs), at most
+ * INFLIGHT_MAX at once; initialize runs alone, since the others need its session. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +22,13 @@
 
 /* The daemon's cap on a JSON body (api.h: API_DEFAULT_MAX_JSON). */
 #define LINE_MAX_BYTES (8u << 20)
+#define INFLIGHT_MAX   16
 
 typedef struct bridge {
 	char socket[PATH_MAX];
+	pthread_mutex_t mu; /* guards what follows, and stdout */
+	pthread_cond_t done;
+	int inflight;
 	char session[80]; /* Mcp-Session-Id of the daemon's session, once initialized */
 	char *initialize; /* the client's initialize line, to make a new session */
 } bridge;
@@ -47,8 +54,8 @@ static int write_all(int fd, const char *p, size_t n)
 }
 
 /* One request on a connection of its own (Connection: close: the answer ends at EOF). */
-static int http_call(const bridge *b, const char *method, const char *body, size_t len,
-		     http_reply *out, sl_err *err)
+static int http_call(const bridge *b, const char *session, const char *method, const char *body,
+		     size_t len, http_reply *out, sl_err *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	memset(out, 0, sizeof(*out));
@@ -66,8 +73,8 @@ static int http_call(const bridge *b, const char *method, const char *body, size
 			 "Content-Type: application/json\r\n"
 			 "Accept: application/json, text/event-stream\r\n"
 			 "Content-Length: %zu\r\n%s%s%s\r\n",
-			 method, len, b->session[0] ? "Mcp-Session-Id: " : "", b->session,
-			 b->session[0] ? "\r\n" : "");
+			 method, len, session[0] ? "Mcp-Session-Id: " : "", session,
+			 session[0] ? "\r\n" : "");
 	if (write_all(fd, head, n) < 0 || write_all(fd, body, len) < 0)
 		return sl_sysfail(err, "send to the daemon on %s", b->socket);
 	size_t cap = 65536, got = 0;
@@ -100,9 +107,18 @@ static int http_call(const bridge *b, const char *method, const char *body, size
 	return 0;
 }
 
+/* One answer, one line on stdout (the daemon prints JSON unformatted: no newline in it). */
+static void emit(bridge *b, const char *text)
+{
+	pthread_mutex_lock(&b->mu);
+	printf("%s\n", text);
+	fflush(stdout);
+	pthread_mutex_unlock(&b->mu);
+}
+
 /* A JSON-RPC error for LINE's request (none for a notification) when the daemon could
  * not answer it. */
-static void answer_failure(const char *line, const sl_err *err)
+static void answer_failure(bridge *b, const char *line, const sl_err *err)
 {
 	fprintf(stderr, "sandlot mcp: %s\n", err->msg);
 	cJSON *m = cJSON_Parse(line);
@@ -116,8 +132,7 @@ static void answer_failure(const char *line, const sl_err *err)
 		cJSON_AddStringToObject(e, "message", err->msg);
 		char *s = cJSON_PrintUnformatted(o);
 		if (s)
-			printf("%s\n", s);
-		fflush(stdout);
+			emit(b, s);
 		free(s);
 		cJSON_Delete(o);
 	}
@@ -133,58 +148,148 @@ static bool is_initialize(const char *line)
 	return yes;
 }
 
+static void session_get(bridge *b, char sid[80])
+{
+	pthread_mutex_lock(&b->mu);
+	snprintf(sid, 80, "%s", b->session);
+	pthread_mutex_unlock(&b->mu);
+}
+
+/* A new session with the client's initialize, unless another request already replaced
+ * STALE. */
+static void session_renew(bridge *b, const char *stale)
+{
+	pthread_mutex_lock(&b->mu);
+	if (!strcmp(b->session, stale) && b->initialize) {
+		http_reply again;
+		sl_err err = {0};
+		b->session[0] = '\0';
+		if (http_call(b, "", "POST", b->initialize, strlen(b->initialize), &again, &err) ==
+			0 &&
+		    again.status == 200)
+			snprintf(b->session, sizeof(b->session), "%s", again.session);
+		free(again.buf);
+	}
+	pthread_mutex_unlock(&b->mu);
+}
+
 /* Forward LINE. A daemon restarted since initialize knows no session: a new one is made
  * with the client's initialize, and LINE sent again, once. */
-static int forward(bridge *b, const char *line, size_t len, sl_err *err)
+static int forward(bridge *b, const char *line, size_t len, bool init, sl_err *err)
 {
-	bool init = is_initialize(line);
-	if (init)
-		b->session[0] = '\0';
+	char sid[80] = "";
+	if (!init)
+		session_get(b, sid);
 	http_reply rep;
-	int rc = http_call(b, "POST", line, len, &rep, err);
-	if (rc == 0 && rep.status == 404 && b->session[0] && b->initialize) {
-		http_reply again;
-		b->session[0] = '\0';
-		if (http_call(b, "POST", b->initialize, strlen(b->initialize), &again, err) == 0 &&
-		    again.status == 200 && again.session[0]) {
-			snprintf(b->session, sizeof(b->session), "%s", again.session);
-			free(rep.buf);
-			rc = http_call(b, "POST", line, len, &rep, err);
-		}
-		free(again.buf);
+	int rc = http_call(b, sid, "POST", line, len, &rep, err);
+	if (rc == 0 && rep.status == 404 && sid[0]) {
+		session_renew(b, sid);
+		session_get(b, sid);
+		free(rep.buf);
+		rc = http_call(b, sid, "POST", line, len, &rep, err);
 	}
 	if (rc < 0) {
 		free(rep.buf);
 		return -1;
 	}
 	if (init && rep.session[0]) {
+		pthread_mutex_lock(&b->mu);
 		snprintf(b->session, sizeof(b->session), "%s", rep.session);
 		free(b->initialize);
 		b->initialize = strdup(line);
+		pthread_mutex_unlock(&b->mu);
 	}
-	if (rep.body[0]) {
-		/* Every answer is one line of JSON (the daemon prints it unformatted). */
-		printf("%s\n", rep.body);
-		fflush(stdout);
-	}
+	if (rep.body[0])
+		emit(b, rep.body);
 	free(rep.buf);
 	return 0;
 }
 
+typedef struct job {
+	bridge *b;
+	char *line;
+	size_t len;
+	bool init; /* an initialize */
+} job;
+
+static void job_run(job *j)
+{
+	sl_err err = {0};
+	if (j->len > LINE_MAX_BYTES)
+		sl_fail(&err, SL_TOOLARGE, 0, "a message of %zu bytes (at most %u)", j->len,
+			LINE_MAX_BYTES);
+	if (err.kind || forward(j->b, j->line, j->len, j->init, &err) < 0)
+		answer_failure(j->b, j->line, &err);
+}
+
+static void *job_thread(void *arg)
+{
+	job *j = arg;
+	bridge *b = j->b;
+	job_run(j);
+	free(j->line);
+	free(j);
+	pthread_mutex_lock(&b->mu);
+	b->inflight--;
+	pthread_cond_signal(&b->done);
+	pthread_mutex_unlock(&b->mu);
+	return NULL;
+}
+
+/* Wait until at most MAX requests are in flight. */
+static void inflight_wait(bridge *b, int max)
+{
+	pthread_mutex_lock(&b->mu);
+	while (b->inflight > max)
+		pthread_cond_wait(&b->done, &b->mu);
+	pthread_mutex_unlock(&b->mu);
+}
+
+/* LINE (taken) on a thread of its own; initialize (or a failed thread start) here. */
+static void dispatch(bridge *b, char *line, size_t len)
+{
+	job *j = malloc(sizeof(*j));
+	pthread_t th;
+	pthread_attr_t attr;
+	bool init = is_initialize(line);
+	if (j && !init) {
+		*j = (job){b, line, len, false};
+		inflight_wait(b, INFLIGHT_MAX - 1);
+		pthread_mutex_lock(&b->mu);
+		b->inflight++;
+		pthread_mutex_unlock(&b->mu);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		int e = pthread_create(&th, &attr, job_thread, j);
+		pthread_attr_destroy(&attr);
+		if (e == 0)
+			return;
+		pthread_mutex_lock(&b->mu);
+		b->inflight--;
+		pthread_mutex_unlock(&b->mu);
+	} else {
+		inflight_wait(b, 0);
+	}
+	job one = {b, line, len, init};
+	job_run(&one);
+	free(line);
+	free(j);
+}
+
 int cmd_mcp(int argc, char **argv)
 {
-	bridge b = {0};
+	bridge b = {.mu = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
 	const char *socket_path = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--socket") && i + 1 < argc)
 			socket_path = argv[++i];
 		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			puts("usage: sandlot mcp [--socket PATH]\n"
-			     "The MCP server over stdio (JSON-RPC, one message a line), for MCP "
-			     "clients\nthat start a command. It talks to the running daemon "
-			     "(`sandlot serve`) on\nits unix socket (default <run "
-			     "dir>/sandlot.sock); "
-			     "see docs/mcp.md.");
+			     "The MCP server over stdio (JSON-RPC, one message a line), for MCP\n"
+			     "clients that start a command. It talks to the running daemon "
+			     "(`sandlot\n"
+			     "serve`) on its unix socket (default <run dir>/sandlot.sock); see\n"
+			     "docs/mcp.md.");
 			return 0;
 		} else
 			return cli_usage("mcp: unexpected argument \"%s\"", argv[i]);
@@ -204,21 +309,17 @@ int cmd_mcp(int argc, char **argv)
 	while ((n = getline(&line, &cap, stdin)) > 0) {
 		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 			line[--n] = '\0';
-		if (!n)
-			continue;
-		sl_err err = {0};
-		if ((size_t)n > LINE_MAX_BYTES)
-			sl_fail(&err, SL_TOOLARGE, 0, "a message of %zd bytes (at most %u)", n,
-				LINE_MAX_BYTES);
-		if (err.kind || forward(&b, line, n, &err) < 0)
-			answer_failure(line, &err);
+		if (n)
+			dispatch(&b, steal_ptr(&line), n);
+		cap = 0;
 	}
 	free(line);
-	/* The client closed stdin: end the session. */
+	/* The client closed stdin: the answers still to come, then the session's end. */
+	inflight_wait(&b, 0);
 	if (b.session[0]) {
 		http_reply rep;
 		sl_err err = {0};
-		http_call(&b, "DELETE", "", 0, &rep, &err);
+		http_call(&b, b.session, "DELETE", "", 0, &rep, &err);
 		free(rep.buf);
 	}
 	free(b.initialize);

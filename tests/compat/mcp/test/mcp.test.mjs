@@ -175,6 +175,13 @@ test('stdio: delete a sandbox, then a command in it is a tool error with the dae
 	const created = await call(c, 'sandbox_create', {});
 	const id = created.structuredContent.id;
 	made.push(id);
+	// The bridge runs requests concurrently: a ping is answered while a command runs.
+	const slow = call(c, 'sandbox_exec', { sandbox_id: id, command: 'sleep 2; echo done' });
+	await new Promise((r) => setTimeout(r, 200));
+	const t0 = Date.now();
+	await c.ping();
+	assert.ok(Date.now() - t0 < 1500, `ping took ${Date.now() - t0} ms behind a 2 s command`);
+	assert.equal((await slow).structuredContent.stdout, 'done\n');
 	const w = await call(c, 'file_write', { sandbox_id: id, path: 'note.txt', content: 'kept' });
 	assert.equal(w.isError, false, text(w));
 	assert.equal(text(await call(c, 'file_read', { sandbox_id: id, path: 'note.txt' })), 'kept');
