@@ -33,9 +33,11 @@ static int arg_sandbox_ready(api_req *r, const cJSON *args, bool for_exec, sl_sa
 			     sl_err *err)
 {
 	const char *id;
-	if (arg_sandbox(args, &id, err) < 0)
+	if (arg_sandbox(args, &id, err) < 0 ||
+	    api_sandbox_ready(r->srv, id, for_exec, true, sb, err) < 0)
 		return -1;
-	return api_sandbox_ready(r->srv, id, for_exec, true, sb, err);
+	api_touch(r->srv, sb->id); /* use, as on /v1: the idle timeout starts again */
+	return 0;
 }
 
 /* ARGS less the keys in DROP (NULL-terminated): the rest is a /v1 body. */

@@ -1,7 +1,8 @@
-/* test_api_mcp.c — the daemon's MCP server (/mcp, api/mcp.c) from C, without an SDK: bad
- * JSON-RPC gets its stable codes (-32700, -32600, -32601, -32602), sessions are enforced,
- * the TCP listener wants the key, and a tool's failure is a result with isError carrying
- * the daemon's code and message. tests/compat/mcp drives it with the official SDK. */
+/* test_api_mcp.c — the daemon's MCP server (/mcp, api/mcp.c) and `sandlot mcp` from C,
+ * without an SDK: bad JSON-RPC gets its stable codes (-32700, -32600, -32601, -32602),
+ * sessions are enforced, the TCP listener wants the key, a tool's failure is a result with
+ * isError carrying the daemon's code and message, and the stdio bridge passes all of it
+ * through. tests/compat/mcp drives both with the official SDK. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,11 +214,85 @@ static void test_mcp_tools(void **state)
 	free(sid);
 }
 
+/* Each stdout line of `sandlot mcp` parsed, by id ("null" for none); N lines at most. */
+static int bridge_lines(char *out, cJSON **by, char **ids, int n)
+{
+	int k = 0;
+	for (char *save = NULL, *l = strtok_r(out, "\n", &save); l && k < n;
+	     l = strtok_r(NULL, "\n", &save)) {
+		by[k] = cJSON_Parse(l);
+		if (!by[k])
+			fail_msg("sandlot mcp printed a line that is not JSON: %s", l);
+		ids[k] = cJSON_PrintUnformatted(jget(by[k], "id"));
+		k++;
+	}
+	return k;
+}
+
+static const cJSON *bridge_find(cJSON **by, char **ids, int n, const char *id)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(ids[i], id))
+			return by[i];
+	fail_msg("sandlot mcp gave no answer with id %s", id);
+	return NULL;
+}
+
+/* `sandlot mcp`, the stdio bridge: each line to the daemon, each answer a line, bad input
+ * answered by the daemon's codes; with no daemon, each request gets -32603 saying so. */
+static void test_mcp_stdio_bridge(void **state)
+{
+	char *in = e2e_printf("%s\n"
+			      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+			      "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n"
+			      "\n"
+			      "{not json\n"
+			      "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":"
+			      "{\"name\":\"nope\"}}\n",
+			      INIT);
+	e2e_result r;
+	e2e_sandlot(&r, in, strlen(in), "mcp", "--socket", D.sock, NULL);
+	assert_int_equal(r.status, 0);
+	cJSON *by[8];
+	char *ids[8];
+	int n = bridge_lines(r.out, by, ids, 8);
+	assert_int_equal(n, 4); /* no answer to the notification, nor to the empty line */
+	const cJSON *init = bridge_find(by, ids, n, "1");
+	assert_string_equal(jstr(jget(init, "result"), "protocolVersion"), "2025-06-18");
+	const cJSON *tools = jget(jget(bridge_find(by, ids, n, "2"), "result"), "tools");
+	assert_int_equal(cJSON_GetArraySize(tools), 8);
+	assert_int_equal((int)jnum(jget(bridge_find(by, ids, n, "null"), "error"), "code"), -32700);
+	assert_int_equal((int)jnum(jget(bridge_find(by, ids, n, "3"), "error"), "code"), -32602);
+	for (int i = 0; i < n; i++) {
+		cJSON_Delete(by[i]);
+		free(ids[i]);
+	}
+	e2e_result_free(&r);
+
+	char *none = e2e_printf("%s/no-daemon.sock", getenv("SANDLOT_E2E_ROOT"));
+	e2e_sandlot(&r, in, strlen(in), "mcp", "--socket", none, NULL);
+	assert_int_equal(r.status, 0);
+	n = bridge_lines(r.out, by, ids, 8);
+	assert_int_equal(n, 3); /* the three requests with ids; "{not json" has none */
+	const cJSON *e = jget(bridge_find(by, ids, n, "1"), "error");
+	assert_int_equal((int)jnum(e, "code"), -32603);
+	assert_true(e2e_contains(jstr(e, "message"), "no sandlot daemon on"));
+	assert_true(e2e_contains(r.err, "no sandlot daemon on"));
+	for (int i = 0; i < n; i++) {
+		cJSON_Delete(by[i]);
+		free(ids[i]);
+	}
+	e2e_result_free(&r);
+	free(none);
+	free(in);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    E2E_TEST(test_mcp_bad_input),
 	    E2E_TEST(test_mcp_tools),
+	    E2E_TEST(test_mcp_stdio_bridge),
 	    E2E_TEST(test_zz_spec),
 	};
 	return api_run_tests(tests);
