@@ -22,8 +22,8 @@ static cJSON *secret_json(const sl_secret *s)
 
 void api_secret_wipe(api_req *r, const cJSON *body)
 {
-	const cJSON *value = cJSON_IsObject(body) ? cJSON_GetObjectItemCaseSensitive(body, "value")
-						  : NULL;
+	const cJSON *value =
+	    cJSON_IsObject(body) ? cJSON_GetObjectItemCaseSensitive(body, "value") : NULL;
 	if (r->body)
 		explicit_bzero(r->body, r->body_cap);
 	if (cJSON_IsString(value))

@@ -199,7 +199,8 @@ static int record_read(const sl_config *cfg, const char *owner, const char *name
 		snprintf(meta->name, sizeof(meta->name), "%s", name);
 		meta->created_ms = cJSON_IsNumber(c) ? (int64_t)c->valuedouble : 0;
 		meta->updated_ms = cJSON_IsNumber(u) ? (int64_t)u->valuedouble : meta->created_ms;
-		meta->version = cJSON_IsNumber(v) && v->valuedouble >= 1 ? (int64_t)v->valuedouble : 1;
+		meta->version =
+		    cJSON_IsNumber(v) && v->valuedouble >= 1 ? (int64_t)v->valuedouble : 1;
 	}
 	if (out)
 		*out = o;

@@ -134,8 +134,8 @@ static int order_parse(api_req *r, struct order *o, sl_err *err)
 }
 
 /* The acting key's secrets whose name holds NAME (all when NULL), in O's order. */
-static int listed(api_req *r, const char *name, const struct order *o, sl_secret **out,
-		  size_t *n, sl_err *err)
+static int listed(api_req *r, const char *name, const struct order *o, sl_secret **out, size_t *n,
+		  sl_err *err)
 {
 	if (secret_list(&r->srv->ctx->cfg, out, n, err) < 0)
 		return -1;
