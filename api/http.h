@@ -13,6 +13,7 @@
 
 #include "exec.h"
 #include "sandbox.h"
+#include "secret.h"
 #include "api.h"
 #include "conns.h"
 
@@ -447,8 +448,14 @@ typedef struct api_code_args {
 int api_code_args_parse(const cJSON *body, api_code_args *a, sl_err *err);
 void api_code_args_free(api_code_args *a);
 cJSON *api_code_run(api_server *s, const sl_sandbox *sb, const api_code_args *a, sl_err *err);
-/* secrets.c */
+/* secrets.c; the façades' secret routes use the same two calls. */
 enum MHD_Result api_secrets_set(api_req *r);
+/* BODY's "value" (a string) stored as NAME for the acting key under MODE (secret.h). */
+int api_secret_put(api_req *r, const cJSON *body, const char *name, secret_mode mode,
+		   sl_secret *out, bool *created, sl_err *err);
+/* The request's copies of a secret's value (the raw body, BODY's parsed "value"), wiped:
+ * every handler that read one calls it before it answers, whatever happened. */
+void api_secret_wipe(api_req *r, const cJSON *body);
 enum MHD_Result api_secrets_list(api_req *r);
 enum MHD_Result api_secrets_delete(api_req *r);
 /* system.c */

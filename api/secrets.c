@@ -20,36 +20,42 @@ static cJSON *secret_json(const sl_secret *s)
 	return o;
 }
 
-/* The request's copies of the value, wiped once it is sealed: the raw body and the
- * parsed string. */
-static void wipe_body(api_req *r, const cJSON *value)
+void api_secret_wipe(api_req *r, const cJSON *body)
 {
+	const cJSON *value =
+	    cJSON_IsObject(body) ? cJSON_GetObjectItemCaseSensitive(body, "value") : NULL;
 	if (r->body)
 		explicit_bzero(r->body, r->body_cap);
 	if (cJSON_IsString(value))
 		explicit_bzero(value->valuestring, strlen(value->valuestring));
 }
 
+int api_secret_put(api_req *r, const cJSON *body, const char *name, secret_mode mode,
+		   sl_secret *out, bool *created, sl_err *err)
+{
+	const cJSON *value = cJSON_GetObjectItemCaseSensitive(body, "value");
+	if (value && !cJSON_IsString(value))
+		return sl_fail(err, SL_INVALID, 0, "value: must be a string");
+	if (!name || !value)
+		return sl_fail(err, SL_INVALID, 0, "%s: required", name ? "value" : "name");
+	return secret_put(&r->srv->ctx->cfg, name, value->valuestring, strlen(value->valuestring),
+			  mode, out, created, err);
+}
+
 enum MHD_Result api_secrets_set(api_req *r)
 {
 	static const char *const fields[] = {"name", "value", NULL};
 	const cJSON *body;
-	const char *name = NULL, *value = NULL;
+	const char *name = NULL;
 	sl_err err = {0};
 	int rc = -1;
 	sl_secret s;
 	bool created = false;
 	if (api_body_object(r, false, &body, &err) == 0 &&
 	    api_json_fields(body, "", fields, &err) == 0 &&
-	    api_json_string(body, "", "name", &name, &err) == 0 &&
-	    api_json_string(body, "", "value", &value, &err) == 0) {
-		if (!name || !value)
-			sl_fail(&err, SL_INVALID, 0, "%s: required", name ? "value" : "name");
-		else
-			rc = secret_set(&r->srv->ctx->cfg, name, value, strlen(value), &s, &created,
-					&err);
-	}
-	wipe_body(r, body ? cJSON_GetObjectItemCaseSensitive(body, "value") : NULL);
+	    api_json_string(body, "", "name", &name, &err) == 0)
+		rc = api_secret_put(r, body, name, SECRET_PUT, &s, &created, &err);
+	api_secret_wipe(r, body);
 	if (rc < 0)
 		return api_reply_error(r, &err);
 	return api_reply_json(r, created ? 201 : 200, secret_json(&s));

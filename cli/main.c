@@ -34,7 +34,8 @@ static const char usage[] =
 	"         -v VOLUME|HOSTDIR:/path[:ro] --snapshot ID|NAME\n"
 	"         --label K=V -i -t --timeout 30s\n"
 	"         --network [--network-allow CIDR]... [--network-deny CIDR]...\n"
-	"         --package apt|pip|npm:NAME[@VERSION]   installed before start, cached\n";
+	"         --package apt|pip|npm:NAME[@VERSION]   installed before start, cached\n"
+	"         --secret ENV=SECRET   --secret-file /run/secrets/FILE=SECRET   (secret set)\n";
 
 int cli_fail(const sl_err *err)
 {

@@ -37,6 +37,8 @@ struct opts {
 	int nenv, nlabels, nallow, ndeny;
 	bool interactive, tty;
 	uint64_t timeout_ms;
+	/* --secret ENV=NAME and --secret-file PATH=NAME: /v1's secrets and secretFiles. */
+	cJSON *secret_env, *secret_files;
 	/* Filled up to their counts and NULL-terminated after parsing, never zeroed as a
 	 * whole: ~60 KB of stack that a memset would fault in page by page (~10-17 us a page
 	 * on a VM; docs/bench.md). */
@@ -81,12 +83,38 @@ static int parse_package(struct opts *o, const char *arg, sl_err *err)
 	return packages_validate(&o->pkgs[k], 1, err) < 0 ? sl_wrap(err, "--package %s", arg) : 0;
 }
 
+static void opts_free(struct opts *o)
+{
+	cJSON_Delete(o->secret_env);
+	cJSON_Delete(o->secret_files);
+}
+
+/* --secret ENV=NAME, --secret-file PATH=NAME: KEY -> secret name into *REFS, as /v1's
+ * `secrets` and `secretFiles` (sandbox_create checks the names, the variable, the path). */
+static int parse_secret_ref(cJSON **refs, const char *opt, const char *what, const char *arg,
+			    sl_err *err)
+{
+	const char *eq = strrchr(arg, '=');
+	if (!eq || eq == arg || !eq[1])
+		return sl_fail(err, SL_INVALID, 0, "%s: \"%s\" is not %s=SECRET", opt, arg, what);
+	char key[1024];
+	snprintf(key, sizeof(key), "%.*s", (int)(eq - arg), arg);
+	if (!*refs && !(*refs = cJSON_CreateObject()))
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "%s", opt);
+	if (cJSON_GetObjectItemCaseSensitive(*refs, key))
+		return sl_fail(err, SL_INVALID, 0, "%s: %s given twice", opt, key);
+	if (!cJSON_AddStringToObject(*refs, key, eq + 1))
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "%s", opt);
+	return 0;
+}
+
 /* Returns the index of the first non-option argument, or -1 after printing.
  * Over 120 lines: one getopt switch, a case per option, each a line or two. */
 static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 {
 	enum { O_CPU = 256, O_MEM, O_DISK, O_PIDS, O_IMAGE, O_SNAPSHOT, O_NAME, O_LABEL,
-	       O_NETWORK, O_ALLOW, O_DENY, O_IDLE, O_PACKAGE, O_TIMEOUT };
+	       O_NETWORK, O_ALLOW, O_DENY, O_IDLE, O_PACKAGE, O_SECRET, O_SECRET_FILE,
+	       O_TIMEOUT };
 	static const struct option all[] = {
 		{ "cpu", required_argument, 0, O_CPU },
 		{ "memory", required_argument, 0, O_MEM },
@@ -101,6 +129,8 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 		{ "network-deny", required_argument, 0, O_DENY },
 		{ "idle-timeout", required_argument, 0, O_IDLE },
 		{ "package", required_argument, 0, O_PACKAGE },
+		{ "secret", required_argument, 0, O_SECRET },
+		{ "secret-file", required_argument, 0, O_SECRET_FILE },
 		{ "env", required_argument, 0, 'e' },
 		{ "volume", required_argument, 0, 'v' },
 		{ "workdir", required_argument, 0, 'w' },
@@ -116,7 +146,7 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 	opterr = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "+e:w:u:itv:", all, NULL)) != -1) {
-		bool create_only = (c >= O_CPU && c <= O_PACKAGE) || c == 'v';
+		bool create_only = (c >= O_CPU && c <= O_SECRET_FILE) || c == 'v';
 		if (mode == MODE_EXEC && create_only)
 			return cli_usage("exec: %s is an option of run and create", argv[optind - 1]),
 			       -1;
@@ -179,6 +209,15 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 			break;
 		case O_PACKAGE:
 			r = parse_package(o, optarg, &err);
+			break;
+		case O_SECRET:
+			r = parse_secret_ref(&o->secret_env, "--secret", "ENV", optarg, &err);
+			o->c.secret_env = o->secret_env;
+			break;
+		case O_SECRET_FILE:
+			r = parse_secret_ref(&o->secret_files, "--secret-file", "/run/secrets/FILE",
+					     optarg, &err);
+			o->c.secret_files = o->secret_files;
 			break;
 		case 'e':
 			if (o->nenv < MAX_KV)
@@ -501,7 +540,7 @@ static int run_command(sl_ctx *ctx, sl_sandbox *sb, bool create, char **cmd, con
 
 int cmd_create(sl_ctx *ctx, int argc, char **argv)
 {
-	struct opts o;
+	__attribute__((cleanup(opts_free))) struct opts o;
 	int i = parse_opts(argc, argv, MODE_CREATE, &o);
 	if (i < 0)
 		return EXIT_SANDLOT;
@@ -521,7 +560,7 @@ int cmd_create(sl_ctx *ctx, int argc, char **argv)
  * exited (release_detached_exit; ~1.4 ms here). */
 int cmd_run(sl_ctx *ctx, int argc, char **argv)
 {
-	struct opts o;
+	__attribute__((cleanup(opts_free))) struct opts o;
 	int i = parse_opts(argc, argv, MODE_RUN, &o);
 	if (i < 0)
 		return EXIT_SANDLOT;
@@ -552,7 +591,7 @@ int cmd_run(sl_ctx *ctx, int argc, char **argv)
 
 int cmd_exec(sl_ctx *ctx, int argc, char **argv)
 {
-	struct opts o;
+	__attribute__((cleanup(opts_free))) struct opts o;
 	int i = parse_opts(argc, argv, MODE_EXEC, &o);
 	if (i < 0)
 		return EXIT_SANDLOT;

@@ -189,6 +189,7 @@ static int record_read(const sl_config *cfg, const char *owner, const char *name
 	cJSON *o = cJSON_Parse(data);
 	const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "created_ms");
 	const cJSON *u = cJSON_GetObjectItemCaseSensitive(o, "updated_ms");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "version");
 	if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "sealed"))) {
 		cJSON_Delete(o);
 		return sl_fail(err, SL_INTERNAL, 0, "secret %s: record %s unreadable", name, p);
@@ -198,6 +199,8 @@ static int record_read(const sl_config *cfg, const char *owner, const char *name
 		snprintf(meta->name, sizeof(meta->name), "%s", name);
 		meta->created_ms = cJSON_IsNumber(c) ? (int64_t)c->valuedouble : 0;
 		meta->updated_ms = cJSON_IsNumber(u) ? (int64_t)u->valuedouble : meta->created_ms;
+		meta->version =
+		    cJSON_IsNumber(v) && v->valuedouble >= 1 ? (int64_t)v->valuedouble : 1;
 	}
 	if (out)
 		*out = o;
@@ -208,6 +211,12 @@ static int record_read(const sl_config *cfg, const char *owner, const char *name
 
 int secret_set(const sl_config *cfg, const char *name, const char *value, size_t len,
 	       sl_secret *out, bool *created, sl_err *err)
+{
+	return secret_put(cfg, name, value, len, SECRET_PUT, out, created, err);
+}
+
+int secret_put(const sl_config *cfg, const char *name, const char *value, size_t len,
+	       secret_mode mode, sl_secret *out, bool *created, sl_err *err)
 {
 	if (secret_name_check(name, err) < 0)
 		return -1;
@@ -247,15 +256,21 @@ int secret_set(const sl_config *cfg, const char *name, const char *value, size_t
 	bool exists = record_read(cfg, owner, name, NULL, &old, &e) == 0;
 	if (!exists && e.kind != SL_NOTFOUND)
 		return *err = e, -1;
+	if (exists && mode == SECRET_CREATE)
+		return sl_fail(err, SL_CONFLICT, 0, "secret %s already exists", name);
+	if (!exists && mode == SECRET_REPLACE)
+		return *err = e, -1;
 	memset(out, 0, sizeof(*out));
 	snprintf(out->name, sizeof(out->name), "%s", name);
 	out->updated_ms = sl_now_ms();
 	out->created_ms = exists ? old.created_ms : out->updated_ms;
+	out->version = exists ? old.version + 1 : 1;
 	_cleanup_cjson_ cJSON *o = cJSON_CreateObject();
 	cJSON_AddNumberToObject(o, "schema", 1);
 	cJSON_AddStringToObject(o, "name", name);
 	cJSON_AddNumberToObject(o, "created_ms", (double)out->created_ms);
 	cJSON_AddNumberToObject(o, "updated_ms", (double)out->updated_ms);
+	cJSON_AddNumberToObject(o, "version", (double)out->version);
 	cJSON_AddStringToObject(o, "sealed", b64);
 	_cleanup_free_ char *text = cJSON_PrintUnformatted(o);
 	if (!text)
@@ -288,6 +303,11 @@ int secret_list(const sl_config *cfg, sl_secret **out, size_t *n, sl_err *err)
 	}
 	state_free_names(names, nn);
 	return 0;
+}
+
+int secret_get(const sl_config *cfg, const char *name, sl_secret *out, sl_err *err)
+{
+	return record_read(cfg, owner_acting(), name, NULL, out, err);
 }
 
 int secret_delete(const sl_config *cfg, const char *name, sl_err *err)

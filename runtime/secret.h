@@ -26,7 +26,12 @@
 typedef struct sl_secret {
 	char name[SECRET_NAME_MAX + 1];
 	int64_t created_ms, updated_ms;
+	int64_t version; /* 1 when set, one more each time the value is replaced */
 } sl_secret;
+
+/* What a set may do: /v1 and the CLI replace or create (PUT); the façades' "create"
+ * refuses a name in use (SL_CONFLICT) and their "update" an unknown one (SL_NOTFOUND). */
+typedef enum { SECRET_PUT, SECRET_CREATE, SECRET_REPLACE } secret_mode;
 
 /* NAME is 1-128 of [A-Za-z0-9_.-] (SL_INVALID naming the rule otherwise). */
 int secret_name_check(const char *name, sl_err *err);
@@ -35,6 +40,11 @@ int secret_name_check(const char *name, sl_err *err);
  * (owner.h), replacing its value if it exists: *CREATED says which. */
 int secret_set(const sl_config *cfg, const char *name, const char *value, size_t len,
 	       sl_secret *out, bool *created, sl_err *err);
+/* The same under MODE's rule. */
+int secret_put(const sl_config *cfg, const char *name, const char *value, size_t len,
+	       secret_mode mode, sl_secret *out, bool *created, sl_err *err);
+/* The acting key's secret NAME, name and dates only (SL_NOTFOUND naming it). */
+int secret_get(const sl_config *cfg, const char *name, sl_secret *out, sl_err *err);
 /* The acting key's secrets, names and dates only; free(*out). */
 int secret_list(const sl_config *cfg, sl_secret **out, size_t *n, sl_err *err);
 int secret_delete(const sl_config *cfg, const char *name, sl_err *err);

@@ -131,6 +131,13 @@ static const api_route routes[] = {
 	{ "DELETE", "/api/snapshots/{id}", API_BODY_NONE, dt_snapshot_delete, NULL, NULL, 0 },
 	{ "GET",    "/api/snapshots/{id}/build-logs-url", API_BODY_NONE, dt_snapshot_build_logs_url, NULL, NULL, 0 },
 	{ "GET",    "/api/snapshots/{id}/build-logs", API_BODY_NONE, dt_snapshot_build_logs, NULL, NULL, 0 },
+	/* the Secret service (daytona_secrets.c) */
+	{ "POST",   "/api/secret", API_BODY_JSON, dt_secret_create, NULL, NULL, 0 },
+	{ "GET",    "/api/secret", API_BODY_NONE, dt_secret_list, NULL, NULL, 0 },
+	{ "GET",    "/api/secret/paginated", API_BODY_NONE, dt_secret_page, NULL, NULL, 0 },
+	{ "GET",    "/api/secret/{id}", API_BODY_NONE, dt_secret_get, NULL, NULL, 0 },
+	{ "PATCH",  "/api/secret/{id}", API_BODY_JSON, dt_secret_update, NULL, NULL, 0 },
+	{ "DELETE", "/api/secret/{id}", API_BODY_NONE, dt_secret_delete, NULL, NULL, 0 },
 	/* The upgrade carries no Authorization: the token comes in the CONNECT packet. */
 	{ "GET",    "/api/socket.io/", API_BODY_NONE, dt_events, NULL, NULL, API_ROUTE_OWN_AUTH },
 

@@ -73,6 +73,13 @@ enum MHD_Result dt_snapshot_build_logs(api_req *r);
 
 /* daytona_events.c: the socket.io channel */
 enum MHD_Result dt_events(api_req *r);
+/* the Secret service (daytona_secrets.c) */
+enum MHD_Result dt_secret_create(api_req *r);
+enum MHD_Result dt_secret_list(api_req *r);
+enum MHD_Result dt_secret_page(api_req *r);
+enum MHD_Result dt_secret_get(api_req *r);
+enum MHD_Result dt_secret_update(api_req *r);
+enum MHD_Result dt_secret_delete(api_req *r);
 
 /* daytona_process.c: /toolbox/{id}/process/... and the dirs */
 enum MHD_Result dt_execute(api_req *r);

@@ -15,6 +15,8 @@
 
 #include "cleanup.h"
 #include "clock.h"
+#include "owner.h"
+#include "secret.h"
 #include "snapshot.h"
 #include "e2b.h"
 
@@ -413,6 +415,66 @@ static int public_body(const cJSON *in, cJSON *body, bool provider_defaults, sl_
 	return 0;
 }
 
+/* envVars as /v1's env, except a variable whose whole value is a secret's placeholder
+ * (the SDK's Secret.fill(NAME), "${e2b.secrets.NAME}"): that one is /v1's secrets
+ * {VAR: NAME}, so the variable holds the value itself (docs/e2b.md). A placeholder
+ * inside a longer value is refused: sandlot does not template values. */
+static int env_body(const cJSON *in, cJSON *body, sl_err *err)
+{
+	static const char mark[] = "${e2b.secrets.";
+	const cJSON *env = cJSON_GetObjectItemCaseSensitive(in, "envVars"), *it;
+	if (!cJSON_IsObject(env))
+		return 0;
+	cJSON *plain = cJSON_AddObjectToObject(body, "env"), *refs = NULL;
+	cJSON_ArrayForEach(it, env)
+	{
+		const char *v = cJSON_IsString(it) ? it->valuestring : NULL;
+		const char *at = v ? strstr(v, mark) : NULL;
+		size_t n = v ? strlen(v) : 0;
+		if (!at) {
+			cJSON_AddItemToObject(plain, it->string, cJSON_Duplicate(it, 1));
+			continue;
+		}
+		if (at != v || v[n - 1] != '}' || n == sizeof(mark))
+			return sl_fail(err, SL_INVALID, 0,
+				       "envVars.%.140s: a secret's placeholder (Secret.fill) must be "
+				       "the whole value",
+				       it->string);
+		if (!refs)
+			refs = cJSON_AddObjectToObject(body, "secrets");
+		char name[SECRET_NAME_MAX + 2];
+		snprintf(name, sizeof(name), "%.*s", (int)(n - sizeof(mark)), v + sizeof(mark) - 1);
+		cJSON_AddStringToObject(refs, it->string, name);
+	}
+	return 0;
+}
+
+/* network.rules: per-host transforms (headers, often a Secret.fill placeholder) that
+ * E2B's egress proxy applies to HTTPS requests. sandlot does not intercept a sandbox's
+ * TLS, so a rule with a transform is refused rather than silently not applied; one
+ * without is nothing to apply. */
+static int rules_check(const cJSON *in, sl_err *err)
+{
+	const cJSON *net = cJSON_GetObjectItemCaseSensitive(in, "network");
+	const cJSON *rules = cJSON_IsObject(net) ? cJSON_GetObjectItemCaseSensitive(net, "rules")
+						 : NULL;
+	const cJSON *host, *rule;
+	cJSON_ArrayForEach(host, rules)
+	{
+		cJSON_ArrayForEach(rule, host)
+		{
+			const cJSON *t = cJSON_GetObjectItemCaseSensitive(rule, "transform");
+			if (t && !cJSON_IsNull(t))
+				return sl_fail(err, SL_INVALID, 0,
+					       "network.rules.%.140s: sandlot does not rewrite a "
+					       "sandbox's requests (no transforms); give a secret as "
+					       "envVars {VAR: Secret.fill(name)} instead",
+					       host->string);
+		}
+	}
+	return 0;
+}
+
 /* templateID: E2B's stock templates are sandlot's default image; otherwise a snapshot
  * name or id when one exists, else an image name. */
 static void template_source(api_server *s, const char *tpl, cJSON *body)
@@ -448,9 +510,11 @@ static enum MHD_Result create(api_req *r)
 	/* The /v1 create body: one translation, one create path. */
 	_cleanup_cjson_ cJSON *body = cJSON_CreateObject();
 	template_source(r->srv, tpl, body);
-	const cJSON *env = in ? cJSON_GetObjectItemCaseSensitive(in, "envVars") : NULL;
-	if (cJSON_IsObject(env))
-		cJSON_AddItemToObject(body, "env", cJSON_Duplicate(env, 1));
+	/* Unknown secrets named here, not as a missing template (below). */
+	if (in && (env_body(in, body, &err) < 0 || rules_check(in, &err) < 0 ||
+		   secret_refs_check(&r->srv->ctx->cfg, owner_acting(), "envVars",
+				     cJSON_GetObjectItemCaseSensitive(body, "secrets"), &err) < 0))
+		return e2b_reply_err(r, &err);
 	cJSON *labels = cJSON_AddObjectToObject(body, "labels");
 	const cJSON *meta = in ? cJSON_GetObjectItemCaseSensitive(in, "metadata") : NULL;
 	if (cJSON_IsObject(meta)) {
@@ -778,7 +842,8 @@ static bool claims(api_req *r)
 		return true;
 	return !strncmp(r->url, "/v2/sandboxes", 13) || !strncmp(r->url, "/sandboxes", 10) ||
 	       !strncmp(r->url, "/v3/templates", 13) || !strncmp(r->url, "/v2/templates/", 14) ||
-	       !strncmp(r->url, "/templates/", 11);
+	       !strncmp(r->url, "/templates/", 11) || !strcmp(r->url, "/secrets") ||
+	       !strncmp(r->url, "/secrets/", 9);
 }
 
 static enum MHD_Result no_route(api_req *r, bool path_known, const char *allow)
@@ -824,6 +889,12 @@ static const api_route routes[] = {
 	{ "POST",   "/sandboxes/{id}/resume", API_BODY_JSON, connect_sandbox, NULL, NULL, 0 },
 	{ "POST",   "/sandboxes/{id}/connect", API_BODY_JSON, connect_sandbox, NULL, NULL, 0 },
 	{ "GET",    "/sandboxes/{id}/metrics", API_BODY_NONE, metrics, NULL, NULL, 0 },
+	/* the Secret client (e2b_secrets.c) */
+	{ "GET",    "/secrets", API_BODY_NONE, e2b_secret_list, NULL, NULL, 0 },
+	{ "POST",   "/secrets", API_BODY_JSON, e2b_secret_create, NULL, NULL, 0 },
+	{ "GET",    "/secrets/{sid}", API_BODY_NONE, e2b_secret_get, NULL, NULL, 0 },
+	{ "POST",   "/secrets/{sid}", API_BODY_JSON, e2b_secret_update, NULL, NULL, 0 },
+	{ "DELETE", "/secrets/{sid}", API_BODY_NONE, e2b_secret_delete, NULL, NULL, 0 },
 	/* template builds (e2b_template.c); the upload URL carries its own token */
 	{ "POST",   "/v3/templates", API_BODY_JSON, e2b_template_request, NULL, NULL, 0 },
 	{ "GET",    "/templates/aliases/{alias}", API_BODY_NONE, e2b_template_alias, NULL, NULL,

@@ -73,6 +73,13 @@ enum MHD_Result e2b_template_upload(api_req *r);
 enum MHD_Result e2b_template_build_start(api_req *r);
 enum MHD_Result e2b_template_build_status(api_req *r);
 
+/* the Secret client (e2b_secrets.c) */
+enum MHD_Result e2b_secret_list(api_req *r);
+enum MHD_Result e2b_secret_create(api_req *r);
+enum MHD_Result e2b_secret_get(api_req *r);
+enum MHD_Result e2b_secret_update(api_req *r);
+enum MHD_Result e2b_secret_delete(api_req *r);
+
 /* code interpreter (e2b_interp.c) */
 #define E2B_CONTEXT_MARK "--sandlot-e2b-context"
 enum MHD_Result e2b_execute(api_req *r);

@@ -360,6 +360,94 @@ static void test_secret_cli(void **state)
 	free(v);
 }
 
+/* `sandlot create` and `run` reference secrets as /v1's create does: --secret ENV=NAME,
+ * --secret-file /run/secrets/FILE=NAME; bad ones refused before anything is made. */
+static void test_secret_cli_create(void **state)
+{
+	char *v = random_value(), *sha = sha_line(v);
+	char *in = e2e_printf("%s\n", v);
+	e2e_result r;
+	e2e_sandlot(&r, in, strlen(in), "secret", "set", "cli-ref", NULL);
+	assert_int_equal(r.status, 0);
+	e2e_result_free(&r);
+
+	char *id = e2e_sandlot_ok("create", "--image", "busybox", "-u", "nobody", "--secret",
+				  "TOK=cli-ref", "--secret-file", "/run/secrets/tok=cli-ref", NULL);
+	id[strcspn(id, "\n")] = '\0';
+	char *out = sh_ok(id, "printf %s \"$TOK\" | sha256sum; sha256sum < /run/secrets/tok; "
+			      "stat -c '%a %u %g' /run/secrets/tok");
+	char *want = e2e_printf("%s%s400 65534 65534\n", sha, sha);
+	assert_string_equal(out, want);
+	free(want);
+	free(out);
+	/* The record holds the references, as /v1 made them. */
+	char *p = e2e_printf("/v1/sandboxes/%s", id);
+	e2e_resp resp;
+	e2e_http(&resp, "GET", p, NULL);
+	expect(&resp, 200, NULL, NULL);
+	assert_string_equal(jstr(jget(resp.json, "secrets"), "TOK"), "cli-ref");
+	assert_string_equal(jstr(jget(resp.json, "secretFiles"), "/run/secrets/tok"), "cli-ref");
+	assert_null(strstr(resp.body, v));
+	e2e_resp_free(&resp);
+	free(p);
+	sandbox_del(id);
+
+	/* run: the first command already sees it. */
+	e2e_sandlot(&r, NULL, 0, "run", "--image", "busybox", "--secret", "TOK=cli-ref", "--",
+		    "sh", "-c", "printf %s \"$TOK\" | sha256sum", NULL);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, sha);
+	e2e_result_free(&r);
+
+	/* Bad references: exit 125 saying what is wrong, and no sandbox made. */
+	char *before = e2e_sandlot_ok("ls", "-a", NULL);
+	static const struct {
+		const char *flag, *arg, *says;
+	} bad[] = {
+	    {"--secret", "TOK", "is not ENV=SECRET"},
+	    {"--secret", "=cli-ref", "is not ENV=SECRET"},
+	    {"--secret", "TOK=nosuch", "secret nosuch not found"},
+	    {"--secret", "A=B=cli-ref", "environment variable"},
+	    {"--secret", "T=a/b", "secret name"},
+	    {"--secret-file", "/etc/x=cli-ref", "/run/secrets/NAME"},
+	    {"--secret-file", "/run/secrets/x", "is not /run/secrets/FILE=SECRET"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		e2e_sandlot(&r, NULL, 0, "create", "--image", "busybox", bad[i].flag, bad[i].arg,
+			    NULL);
+		if (r.status == 0) /* made: removed before the failure is told */
+			free(e2e_sandlot_ok("rm", "-f", strtok(r.out, "\n"), NULL));
+		if (r.status != 125 || !strstr(r.err, bad[i].says))
+			fail_msg("%s %s: exit %d, stderr %s", bad[i].flag, bad[i].arg, r.status,
+				 r.err);
+		e2e_result_free(&r);
+	}
+	e2e_sandlot(&r, NULL, 0, "create", "--image", "busybox", "--secret", "A=cli-ref",
+		    "--secret", "A=cli-ref", NULL);
+	assert_int_equal(r.status, 125);
+	assert_non_null(strstr(r.err, "A given twice"));
+	e2e_result_free(&r);
+	e2e_sandlot(&r, NULL, 0, "exec", "--secret", "A=cli-ref", "x", "--", "true", NULL);
+	assert_int_equal(r.status, 125);
+	assert_non_null(strstr(r.err, "an option of run and create"));
+	e2e_result_free(&r);
+	out = e2e_sandlot_ok("ls", "-a", NULL);
+	for (char *at = out; (at = strstr(at, "sbx_")); at += 4) {
+		char sid[32];
+		snprintf(sid, sizeof(sid), "%.*s", (int)strcspn(at, " \t\n"), at);
+		if (!strstr(before, sid))
+			fail_msg("a refused create left %s", sid);
+	}
+	free(out);
+	free(before);
+
+	free(e2e_sandlot_ok("secret", "rm", "cli-ref", NULL));
+	assert_nowhere(v, NULL);
+	free(in);
+	free(sha);
+	free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -367,6 +455,7 @@ int main(void)
 	    E2E_TEST(test_secrets_in_a_sandbox),
 	    E2E_TEST(test_secrets_per_key),
 	    E2E_TEST(test_secret_cli),
+	    E2E_TEST(test_secret_cli_create),
 	    E2E_TEST(test_zz_spec),
 	};
 	return api_run_tests(tests);

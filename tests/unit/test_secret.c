@@ -141,6 +141,27 @@ static void store_round_trip(void **state)
 	assert_int_equal(secret_reveal(&cfg, "", "gh", &plain, &plen, &err), 0);
 	assert_string_equal(plain, v2);
 	secret_wipe(plain, plen);
+	assert_int_equal(s.version, 2);
+	/* The façades' create refuses a name in use, their update an unknown one; neither
+	 * touches the value then. */
+	assert_int_equal(secret_put(&cfg, "gh", v, strlen(v), SECRET_CREATE, &s, &created, &err),
+			 -1);
+	assert_int_equal(err.kind, SL_CONFLICT);
+	assert_int_equal(secret_put(&cfg, "new", v, strlen(v), SECRET_REPLACE, &s, &created, &err),
+			 -1);
+	assert_int_equal(err.kind, SL_NOTFOUND);
+	assert_int_equal(secret_get(&cfg, "new", &s, &err), -1);
+	assert_int_equal(err.kind, SL_NOTFOUND);
+	assert_int_equal(secret_put(&cfg, "gh", v, strlen(v), SECRET_REPLACE, &s, &created, &err),
+			 0);
+	assert_false(created);
+	sl_secret g;
+	assert_int_equal(secret_get(&cfg, "gh", &g, &err), 0);
+	assert_int_equal(g.version, 3);
+	assert_int_equal(g.created_ms, s.created_ms);
+	assert_int_equal(secret_reveal(&cfg, "", "gh", &plain, &plen, &err), 0);
+	assert_string_equal(plain, v);
+	secret_wipe(plain, plen);
 	/* Another key's names are its own. */
 	assert_int_equal(secret_reveal(&cfg, "key_other", "gh", &plain, &plen, &err), -1);
 	assert_int_equal(err.kind, SL_NOTFOUND);

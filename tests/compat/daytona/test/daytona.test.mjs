@@ -356,6 +356,74 @@ test('secrets: {ENV: name} from a /v1 secret is the env of commands, never in th
   }
 });
 
+test('the Secret service: create, get, update, list pages, delete, over the /v1 store', async () => {
+  const { createHash } = await import('node:crypto');
+  const val = () => `sv-${randomBytes(16).toString('hex')}`;
+  const sha = (v) => createHash('sha256').update(v).digest('hex');
+  const name = `dts-a-${tag}`, other = `dts-b-${tag}`;
+  const v = val(), v2 = val();
+  try {
+    const s = await daytona.secret.create({ name, value: v });
+    assert.equal(s.id, name);
+    assert.equal(s.name, name);
+    assert.deepEqual(s.hosts, []);
+    assert.equal(s.placeholder, '');
+    assert.ok(!Number.isNaN(Date.parse(s.createdAt)));
+    // Create never replaces; update does, and keeps the creation date.
+    await assert.rejects(daytona.secret.create({ name, value: v2 }), DaytonaConflictError);
+    const u = await daytona.secret.update(name, { value: v2 });
+    assert.equal(u.createdAt, s.createdAt);
+    assert.equal((await daytona.secret.update(name, {})).updatedAt, u.updatedAt);
+    assert.equal((await daytona.secret.get(name)).name, name);
+    await assert.rejects(daytona.secret.get('no-such-secret'), DaytonaNotFoundError);
+    await assert.rejects(daytona.secret.update('no-such-secret', { value: 'x' }), DaytonaNotFoundError);
+    await daytona.secret.create({ name: other, value: val() });
+    // Pages of one, filtered by name, in name order.
+    const seen = [];
+    let cursor;
+    do {
+      const p = await daytona.secret.list({ cursor, limit: 1, name: tag, sort: 'name', order: 'asc' });
+      assert.equal(p.total, 2);
+      seen.push(...p.items.map((i) => i.name));
+      cursor = p.nextCursor ?? undefined;
+    } while (cursor);
+    assert.deepEqual(seen, [name, other]);
+    // One store: /v1 lists it; no answer holds a value.
+    assert.ok((await v1('/secrets')).body.secrets.some((x) => x.name === name));
+    for (const path of ['/api/secret', '/api/secret/paginated', `/api/secret/${name}`]) {
+      const res = await fetch(`${base}${path}`, { headers: { Authorization: `Bearer ${key}` } });
+      const text = await res.text();
+      assert.equal(res.status, 200, text);
+      assert.ok(text.includes(name) && !text.includes(v) && !text.includes(v2), `${path}: ${text}`);
+    }
+    // The new value is what a sandbox referencing it gets.
+    const sb = await create({ secrets: { TOK: name }, labels: { suite: tag, role: 'secret2' } });
+    const r = await sb.process.executeCommand('printf %s "$TOK" | sha256sum');
+    assert.equal(r.result.split(' ')[0], sha(v2));
+    await sb.delete();
+
+    // Bad input: each a clear error with its status.
+    const refused = (status, re) => (e) => {
+      assert.ok(e instanceof DaytonaError, `${e.name}: ${e.message}`);
+      assert.equal(e.statusCode, status, e.message);
+      assert.match(e.message, re);
+      return true;
+    };
+    await assert.rejects(daytona.secret.create({ name: 'a/b', value: 'x' }), refused(400, /secret name "a\/b"/));
+    await assert.rejects(daytona.secret.create({ name: `big-${tag}`, value: 'a'.repeat(1_000_000) }), refused(413, /./));
+    await assert.rejects(daytona.secret.create({ name: `big-${tag}`, value: 'a'.repeat(64 * 1024 + 1) }), refused(413, /at most 65536/));
+    await assert.rejects(daytona.secret.create({ name: `h-${tag}`, value: 'x', hosts: ['api.example.com'] }), refused(400, /hosts: sandlot puts the value itself/));
+    await assert.rejects(daytona.secret.update(name, { description: 'd' }), refused(400, /description/));
+    await assert.rejects(daytona.secret.get(`big-${tag}`), DaytonaNotFoundError);
+    await assert.rejects(daytona.secret.get(`h-${tag}`), DaytonaNotFoundError);
+
+    await daytona.secret.delete(name);
+    await assert.rejects(daytona.secret.delete(name), DaytonaNotFoundError);
+  } finally {
+    for (const n of [name, other]) await v1(`/secrets/${n}`, { method: 'DELETE' });
+  }
+});
+
 test('network: block-all, and an allow-list', async () => {
   const blocked = await create({ networkBlockAll: true, labels: { suite: tag, role: 'net' } });
   assert.equal(blocked.networkBlockAll, true);
