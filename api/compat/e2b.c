@@ -510,6 +510,8 @@ static enum MHD_Result connect_sandbox(api_req *r)
 		status = 201;
 		if (tmo < 0)
 			tmo = DEFAULT_TIMEOUT_S * 1000;
+	} else if (tmo >= 0 && (!sb.expires_ms || sl_now_ms() + tmo <= sb.expires_ms)) {
+		tmo = -1; /* E2B: connecting to a running sandbox only ever extends its life */
 	}
 	if (tmo >= 0) {
 		sandbox_free(&sb);
@@ -584,13 +586,40 @@ static enum MHD_Result get_sandbox(api_req *r)
 	return api_reply_json(r, 200, o);
 }
 
-/* One sample, now: the cgroup's counters (CPU as the average since start). */
+/* ?start= / ?end= (unix seconds): 0 when absent, -1 when bad. */
+static int64_t metrics_bound(api_req *r, const char *name)
+{
+	const char *v = api_query(r, name);
+	if (!v || !*v)
+		return 0;
+	char *end;
+	errno = 0;
+	long long s = strtoll(v, &end, 10);
+	return *end || errno || s < 0 || s > 253402300799LL ? -1 : (int64_t)s * 1000;
+}
+
+/* E2B stamps samples in 5 s buckets and the SDK rounds start/end to seconds. */
+#define METRICS_SLACK_MS 5000
+
+/* One sample, now: the cgroup's counters (CPU as the average since start). It is
+ * answered only when now falls within ?start..?end (none: always), so a range in the
+ * past, before the sandbox was made or after a sample could be taken, is empty. */
 static enum MHD_Result metrics(api_req *r)
 {
 	sl_sandbox sb;
 	enum MHD_Result ret;
+	int64_t from = metrics_bound(r, "start"), to = metrics_bound(r, "end");
+	if (from < 0 || to < 0)
+		return e2b_reply_code(r, 400, "start, end: unix seconds");
+	if (to && from > to)
+		return e2b_reply_code(r, 400, "start is after end");
 	if (path_sandbox(r, &sb, &ret) < 0)
 		return ret;
+	int64_t at = sl_now_ms();
+	if (at < from - METRICS_SLACK_MS || (to && at > to + METRICS_SLACK_MS)) {
+		sandbox_free(&sb);
+		return api_reply_json(r, 200, cJSON_CreateArray());
+	}
 	sl_cgusage u = {0};
 	sl_err err = {0};
 	char cg[64], t[40];
@@ -721,6 +750,9 @@ static enum MHD_Result list(api_req *r)
 		if (*end)
 			return e2b_reply_code(r, 400, "nextToken: not one this server gave");
 	}
+	/* E2B's default is newest first. */
+	if (order && strcmp(order, "asc") && strcmp(order, "desc"))
+		return e2b_reply_code(r, 400, "order: asc or desc");
 	int64_t after = started_after(r);
 	if (after == -2)
 		return e2b_reply_code(r, 400, "startedAfter: expected an RFC 3339 time");
@@ -728,7 +760,7 @@ static enum MHD_Result list(api_req *r)
 		return e2b_reply_err(r, &err);
 	if (n)
 		qsort(all, n, sizeof(*all), by_created);
-	bool desc = order && !strcmp(order, "desc");
+	bool desc = !order || !strcmp(order, "desc");
 	cJSON *arr = cJSON_CreateArray();
 	size_t seen = 0;
 	bool more = false;

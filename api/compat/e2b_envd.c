@@ -720,6 +720,35 @@ static void owner_name(const sl_sandbox *sb, uint32_t id, char *buf, size_t len)
 		snprintf(buf, len, "%u", id);
 }
 
+/* envd gives a symlink's target as an absolute path: a relative one is taken from the
+ * link's directory, "." and ".." resolved as text (nothing is followed). */
+static void symlink_target(cJSON *o, const sl_fileinfo *fi)
+{
+	char joined[2 * PATH_MAX], out[2 * PATH_MAX];
+	if (fi->target[0] == '/') {
+		snprintf(joined, sizeof(joined), "%s", fi->target);
+	} else {
+		int dl = (int)(strrchr(fi->path, '/') - fi->path);
+		snprintf(joined, sizeof(joined), "%.*s/%s", dl, fi->path, fi->target);
+	}
+	size_t n = 0;
+	char *save = NULL;
+	for (char *c = strtok_r(joined, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, "."))
+			continue;
+		if (!strcmp(c, "..")) {
+			while (n > 0 && out[--n] != '/')
+				;
+			continue;
+		}
+		n += (size_t)snprintf(out + n, sizeof(out) - n, "/%s", c);
+	}
+	if (!n)
+		out[n++] = '/';
+	out[n] = '\0';
+	cJSON_AddStringToObject(o, "symlinkTarget", out);
+}
+
 static cJSON *entry_json(const sl_sandbox *sb, const sl_fileinfo *fi)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -744,7 +773,7 @@ static cJSON *entry_json(const sl_sandbox *sb, const sl_fileinfo *fi)
 	sl_iso_time(fi->mtime_ms, t, sizeof(t));
 	cJSON_AddStringToObject(o, "modifiedTime", t);
 	if (!strcmp(fi->type, "symlink"))
-		cJSON_AddStringToObject(o, "symlinkTarget", fi->target);
+		symlink_target(o, fi);
 	return o;
 }
 
@@ -826,7 +855,8 @@ static enum MHD_Result fs_unary(api_req *r, const sl_sandbox *sb, const char *m,
 		return reply_entry(r, sb, path);
 	}
 	if (!strcmp(m, "Remove")) {
-		if (sbxfs_remove(r->srv->ctx, sb, path, true, &err) < 0)
+		/* envd removes as os.RemoveAll does: nothing there is no error. */
+		if (sbxfs_remove(r->srv->ctx, sb, path, true, &err) < 0 && err.kind != SL_NOTFOUND)
 			return rpc_fail(r, &err);
 		return api_reply_json(r, 200, cJSON_CreateObject());
 	}

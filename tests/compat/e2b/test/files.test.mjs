@@ -77,6 +77,25 @@ test('makeDir, list, exists, getInfo, rename, remove', async () => {
 	await assert.rejects(sbx.files.list('/tmp/d'), FileNotFoundError);
 });
 
+test('removing a path that is not there succeeds, as envd does', async () => {
+	await sbx.files.remove('/tmp/never-made.txt');
+	await sbx.files.remove('/tmp/no-such-dir/below/x.txt');
+	await sbx.files.remove('never-made-either');
+	assert.equal(await sbx.files.exists('/tmp/never-made.txt'), false);
+});
+
+test('getInfo of a symlink gives its target as an absolute path', async () => {
+	await sbx.files.write('link-target.txt', 'x');
+	await sbx.commands.run('mkdir -p /tmp/ln/sub && ln -sf link-target.txt rel.lnk && ' +
+		'ln -sf ../../etc/hostname /tmp/ln/sub/up.lnk && ln -sf /etc/passwd /tmp/ln/abs.lnk');
+	const { stdout: home } = await sbx.commands.run('pwd');
+	const rel = await sbx.files.getInfo('rel.lnk');
+	assert.equal(rel.name, 'rel.lnk');
+	assert.equal(rel.symlinkTarget, `${home.trim()}/link-target.txt`);
+	assert.equal((await sbx.files.getInfo('/tmp/ln/sub/up.lnk')).symlinkTarget, '/tmp/etc/hostname');
+	assert.equal((await sbx.files.getInfo('/tmp/ln/abs.lnk')).symlinkTarget, '/etc/passwd');
+});
+
 test('watchDir sees a write', async () => {
 	await sbx.files.makeDir('/tmp/watched');
 	const events = [];
