@@ -100,6 +100,33 @@ static bool signature_matches(api_server *s, api_req *r, const char *sid, const 
 	return e2b_secret_equal(sig, want);
 }
 
+/* envd's words for a signature that is no good for sandbox SID, or NULL when it is: the
+ * signature is checked first, so a forged URL never learns whether its expiry was also
+ * wrong. EXP_MS: the URL's checked signature_expiration, or -1 when it has none. */
+static const char *signature_refusal(api_server *s, api_req *r, const char *sid, const char *sig,
+				     int64_t exp_ms)
+{
+	if (!signature_matches(s, r, sid, sig))
+		return "invalid signature";
+	if (exp_ms >= 0 && exp_ms < sl_now_ms())
+		return "signature is already expired";
+	return NULL;
+}
+
+/* ?signature_expiration= as unix ms: -1 when absent, -2 when not unix seconds. */
+static int64_t signature_expiry(api_req *r)
+{
+	const char *exp = api_query(r, "signature_expiration");
+	if (!exp)
+		return -1;
+	char *end = NULL;
+	errno = 0;
+	long long secs = strtoll(exp, &end, 10);
+	if (!*exp || *end || errno || secs < 0 || secs > INT64_MAX / 1000)
+		return -2;
+	return (int64_t)secs * 1000;
+}
+
 static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_Result *ret)
 {
 	const char *exp = api_query(r, "signature_expiration");
@@ -112,15 +139,10 @@ static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_
 				      "in the SDK), unless the daemon runs with --provider-defaults");
 		return -1;
 	}
-	char *end = NULL;
-	errno = 0;
-	long long secs = exp ? strtoll(exp, &end, 10) : 0;
-	if (exp && (!*exp || *end || errno || secs < 0 || secs > INT64_MAX / 1000)) {
-		*ret = e2b_reply_code(r, 400, "signature_expiration %.40s: not unix seconds", exp);
-		return -1;
-	}
-	if (exp && secs * 1000 < sl_now_ms()) {
-		*ret = e2b_reply_code(r, 401, "the signed URL expired");
+	int64_t exp_ms = signature_expiry(r);
+	if (exp_ms == -2) {
+		*ret = e2b_reply_code(r, 400, "invalid signature_expiration %.40s: not unix seconds",
+				      exp);
 		return -1;
 	}
 	sl_sandbox *all;
@@ -138,8 +160,12 @@ static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_
 	if (found >= 0)
 		snprintf(id, sizeof(id), "%s", all[found].id);
 	sandbox_free_list(all, n);
-	if (found < 0 || sandbox_get(r->srv->ctx, id, sb, &err) < 0) {
-		*ret = e2b_reply_code(r, 401, "the signature matches no running sandbox");
+	const char *no = found < 0 ? "invalid signature"
+				   : signature_refusal(r->srv, r, id, sig, exp_ms);
+	if (!no && sandbox_get(r->srv->ctx, id, sb, &err) < 0)
+		no = "invalid signature"; /* gone since */
+	if (no) {
+		*ret = e2b_reply_code(r, 401, "%s", no);
 		return -1;
 	}
 	api_touch(r->srv, sb->id);
@@ -166,8 +192,18 @@ int e2b_plane_sandbox(api_req *r, bool traffic_ok, sl_sandbox *sb, enum MHD_Resu
 	char want[65];
 	const char *tok = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Access-Token");
 	e2b_token(r->srv, "envd", sb->id, want);
-	bool ok = e2b_secret_equal(tok, want) ||
-		  (sig && !strcmp(r->url, "/files") && signature_matches(r->srv, r, sb->id, sig));
+	bool ok = e2b_secret_equal(tok, want);
+	if (!ok && sig && !strcmp(r->url, "/files")) {
+		int64_t exp_ms = signature_expiry(r);
+		const char *no = exp_ms == -2 ? "invalid signature_expiration"
+					      : signature_refusal(r->srv, r, sb->id, sig, exp_ms);
+		if (no) {
+			*ret = e2b_reply_code(r, 401, "%s", no);
+			sandbox_free(sb);
+			return -1;
+		}
+		ok = true;
+	}
 	if (!ok && traffic_ok) {
 		tok = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 						  "E2B-Traffic-Access-Token");

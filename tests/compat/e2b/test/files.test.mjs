@@ -145,6 +145,30 @@ test('signed upload and download URLs work without headers', async () => {
 	assert.notEqual((await fetch(plain)).status, 200);
 });
 
+test('expired and forged signed URLs get envd\'s 401 and words', async () => {
+	await sbx.files.write('/tmp/signed/old.txt', 'old');
+	const body = async (res) => [res.status, await res.json()];
+	const expired = { code: 401, message: 'signature is already expired' };
+	const invalid = { code: 401, message: 'invalid signature' };
+	const down = await sbx.downloadUrl('/tmp/signed/old.txt', { useSignatureExpiration: -10_000 });
+	assert.deepEqual(await body(await fetch(down)), [401, expired]);
+	// The same through the sandbox plane's headers (no X-Access-Token): still expired.
+	const headers = { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983' };
+	assert.deepEqual(await body(await fetch(down, { headers })), [401, expired]);
+	const up = await sbx.uploadUrl('/tmp/signed/old.txt', { useSignatureExpiration: -100_000 });
+	const form = new FormData();
+	form.append('file', new Blob(['new']), 'old.txt');
+	assert.deepEqual(await body(await fetch(up, { method: 'POST', body: form })), [401, expired]);
+	assert.equal(await sbx.files.read('/tmp/signed/old.txt'), 'old');
+	// A forged signature is "invalid", expired or not: the signature is judged first.
+	const forged = new URL(down);
+	forged.searchParams.set('signature', 'v1_forged');
+	assert.deepEqual(await body(await fetch(forged)), [401, invalid]);
+	assert.deepEqual(await body(await fetch(forged, { headers })), [401, invalid]);
+	const good = await sbx.downloadUrl('/tmp/signed/old.txt', { useSignatureExpiration: 10_000 });
+	assert.equal(await (await fetch(good, { headers })).text(), 'old');
+});
+
 test('files as root', async () => {
 	await sbx.files.write('/root/secret.txt', 'r00t', { user: 'root' });
 	assert.equal(await sbx.files.read('secret.txt', { user: 'root' }), 'r00t');
