@@ -749,7 +749,7 @@ static void symlink_target(cJSON *o, const sl_fileinfo *fi)
 	cJSON_AddStringToObject(o, "symlinkTarget", out);
 }
 
-static cJSON *entry_json(const sl_sandbox *sb, const sl_fileinfo *fi)
+static cJSON *entry_json(sl_ctx *ctx, const sl_sandbox *sb, const sl_fileinfo *fi)
 {
 	cJSON *o = cJSON_CreateObject();
 	char t[64], perm[16];
@@ -774,6 +774,8 @@ static cJSON *entry_json(const sl_sandbox *sb, const sl_fileinfo *fi)
 	cJSON_AddStringToObject(o, "modifiedTime", t);
 	if (!strcmp(fi->type, "symlink"))
 		symlink_target(o, fi);
+	else
+		e2b_entry_metadata(ctx, sb, fi->path, o);
 	return o;
 }
 
@@ -784,7 +786,7 @@ static enum MHD_Result reply_entry(api_req *r, const sl_sandbox *sb, const char 
 	if (sbxfs_stat(r->srv->ctx, sb, path, &fi, &err) < 0)
 		return rpc_fail(r, &err);
 	cJSON *o = cJSON_CreateObject();
-	cJSON_AddItemToObject(o, "entry", entry_json(sb, &fi));
+	cJSON_AddItemToObject(o, "entry", entry_json(r->srv->ctx, sb, &fi));
 	return api_reply_json(r, 200, o);
 }
 
@@ -802,7 +804,7 @@ static int list_into(struct list_walk *w, const char *dir, int depth, sl_err *er
 static int list_entry(void *arg, const sl_fileinfo *fi, sl_err *err)
 {
 	struct list_walk *w = arg;
-	if (api_json_list_add(&w->out, entry_json(w->sb, fi), err) < 0) {
+	if (api_json_list_add(&w->out, entry_json(w->ctx, w->sb, fi), err) < 0) {
 		w->full = true;
 		return -1;
 	}

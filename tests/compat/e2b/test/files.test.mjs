@@ -96,6 +96,59 @@ test('getInfo of a symlink gives its target as an absolute path', async () => {
 	assert.equal((await sbx.files.getInfo('/tmp/ln/abs.lnk')).symlinkTarget, '/etc/passwd');
 });
 
+test('file metadata (envd 0.6.2): stored as user.e2b.* xattrs, in every entry', async () => {
+	// The SDK sends metadata only to an envd of 0.6.2 or later (else TemplateError).
+	const meta = { author: 'mish', purpose: 'upload' };
+	const w = await sbx.files.write('meta/a.txt', 'a', { metadata: meta });
+	assert.deepEqual(w.metadata, meta);
+	assert.deepEqual((await sbx.files.getInfo('meta/a.txt')).metadata, meta);
+	const o = await sbx.files.write('meta/o.txt', 'o', { metadata: { k: 'v w' }, useOctetStream: true });
+	assert.deepEqual(o.metadata, { k: 'v w' });
+	assert.deepEqual((await sbx.files.getInfo('meta/o.txt')).metadata, { k: 'v w' });
+	// Inside the sandbox they are plain extended attributes.
+	const { stdout: home } = await sbx.commands.run('pwd');
+	const py = (code) => sbx.commands.run(`python3 -c "${code}"`);
+	const attrs = await py(`import os; p='${home.trim()}/meta/a.txt'; print(sorted((n, os.getxattr(p, n).decode()) for n in os.listxattr(p)))`);
+	assert.equal(attrs.stdout, "[('user.e2b.author', 'mish'), ('user.e2b.purpose', 'upload')]\n");
+	// ... and one set from inside shows up as metadata.
+	await py(`import os; os.setxattr('${home.trim()}/meta/o.txt', 'user.e2b.set_inside', b'yes'); os.setxattr('${home.trim()}/meta/o.txt', 'user.other', b'no')`);
+	assert.deepEqual((await sbx.files.getInfo('meta/o.txt')).metadata, { k: 'v w', set_inside: 'yes' });
+	// Listing, writeFiles (the same metadata on each file), rename.
+	const many = await sbx.files.writeFiles(
+		[{ path: 'meta/m1.txt', data: '1' }, { path: 'meta/m2.txt', data: '2' }],
+		{ metadata: { source: 'suite' } });
+	assert.deepEqual(many.map((f) => f.metadata), [{ source: 'suite' }, { source: 'suite' }]);
+	const listed = Object.fromEntries((await sbx.files.list('meta')).map((e) => [e.name, e.metadata]));
+	assert.deepEqual(listed, { 'a.txt': meta, 'm1.txt': { source: 'suite' }, 'm2.txt': { source: 'suite' },
+		'o.txt': { k: 'v w', set_inside: 'yes' } });
+	const moved = await sbx.files.rename('meta/m1.txt', 'meta/renamed.txt');
+	assert.deepEqual(moved.metadata, { source: 'suite' });
+	// An overwrite replaces the metadata: no stale keys, none at all without.
+	const again = await sbx.files.write('meta/a.txt', 'a2', { metadata: { author: 'other' } });
+	assert.deepEqual(again.metadata, { author: 'other' });
+	assert.deepEqual((await sbx.files.getInfo('meta/a.txt')).metadata, { author: 'other' });
+	const plain = await sbx.files.write('meta/a.txt', 'a3');
+	assert.equal(plain.metadata, undefined);
+	assert.equal((await sbx.files.getInfo('meta/a.txt')).metadata, undefined);
+	assert.equal((await sbx.files.getInfo('meta')).metadata, undefined);
+});
+
+test('bad metadata is refused by the daemon before any file is made', async () => {
+	const url = new URL(await sbx.uploadUrl('meta/bad.txt', { useSignatureExpiration: 60_000 }));
+	const post = (headers) => fetch(url, { method: 'POST', body: 'x',
+		headers: { 'Content-Type': 'application/octet-stream', ...headers } });
+	const bad = await post({ 'X-Metadata-good': 'tab\there' });
+	assert.equal(bad.status, 400, await bad.clone().text());
+	assert.match((await bad.json()).message, /printable ASCII/);
+	assert.equal(await sbx.files.exists('meta/bad.txt'), false);
+	const many = {};
+	for (let i = 0; i < 65; i++) many[`X-Metadata-k${i}`] = 'v';
+	assert.equal((await post(many)).status, 400);
+	assert.equal(await sbx.files.exists('meta/bad.txt'), false);
+	const ok = await post({ 'X-Metadata-Mixed-Case': 'v' });
+	assert.deepEqual((await ok.json())[0].metadata, { 'mixed-case': 'v' });
+});
+
 test('watchDir sees a write', async () => {
 	await sbx.files.makeDir('/tmp/watched');
 	const events = [];
