@@ -141,8 +141,8 @@ static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_
 	}
 	int64_t exp_ms = signature_expiry(r);
 	if (exp_ms == -2) {
-		*ret = e2b_reply_code(r, 400, "invalid signature_expiration %.40s: not unix seconds",
-				      exp);
+		*ret = e2b_reply_code(r, 400,
+				      "invalid signature_expiration %.40s: not unix seconds", exp);
 		return -1;
 	}
 	sl_sandbox *all;
@@ -160,8 +160,8 @@ static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_
 	if (found >= 0)
 		snprintf(id, sizeof(id), "%s", all[found].id);
 	sandbox_free_list(all, n);
-	const char *no = found < 0 ? "invalid signature"
-				   : signature_refusal(r->srv, r, id, sig, exp_ms);
+	const char *no =
+	    found < 0 ? "invalid signature" : signature_refusal(r->srv, r, id, sig, exp_ms);
 	if (!no && sandbox_get(r->srv->ctx, id, sb, &err) < 0)
 		no = "invalid signature"; /* gone since */
 	if (no) {
