@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1196,5 +1197,108 @@ int sbxfs_write_file(sl_ctx *ctx, const sl_sandbox *sb, const char *path, const 
 	}
 	if (close(fd) < 0 && errno != EINTR)
 		return sbxfs_io_fail(sb, "write", path, errno, err);
+	return 0;
+}
+
+/* ---- extended attributes: a namespace of user.* as an object of strings ---- */
+
+#define XATTR_LIST_MAX_BYTES 65536 /* the kernel's own bound for a listing */
+
+/* The names of the file open at FD whose name starts with "user." NS, as a list of
+ * NUL-terminated names (*buf, *len), read through /proc/self/fd so an O_PATH fd works. */
+static int xattr_names(const sl_sandbox *sb, int fd, const char *path, char **buf, ssize_t *len,
+		       sl_err *err)
+{
+	char fp[64];
+	snprintf(fp, sizeof(fp), "/proc/self/fd/%d", fd);
+	*buf = malloc(XATTR_LIST_MAX_BYTES);
+	if (!*buf)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "list attributes of %s", path);
+	*len = listxattr(fp, *buf, XATTR_LIST_MAX_BYTES);
+	if (*len < 0 && (errno == ENOTSUP || errno == EPERM))
+		*len = 0; /* no user attributes here (a special file, a filesystem without) */
+	if (*len < 0)
+		return path_fail(err, sb, "list attributes of", path, errno);
+	return 0;
+}
+
+static bool xattr_in_ns(const char *name, const char *ns)
+{
+	return !strncmp(name, "user.", 5) && !strncmp(name + 5, ns, strlen(ns));
+}
+
+int sbxfs_xattrs_get(sl_ctx *ctx, const sl_sandbox *sb, const char *path, const char *ns,
+		     cJSON **out, sl_err *err)
+{
+	char p[PATH_MAX];
+	_cleanup_root_ struct sbx_root r = {.fd = -1};
+	*out = NULL;
+	if (path_norm(sb, path, p, err) < 0 || root_open(sb, &r, err) < 0)
+		return -1;
+	_cleanup_close_ int fd = resolve(&r, p, O_PATH | O_NOFOLLOW, 0);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return path_fail(err, sb, "read attributes of", p, errno);
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "read attributes of %s", p);
+	*out = o;
+	/* A symlink has no user attributes, and its fd's magic link would be followed. */
+	if (S_ISLNK(st.st_mode) || on_kernel_fs(fd))
+		return 0;
+	_cleanup_free_ char *xnames = NULL;
+	ssize_t len;
+	if (xattr_names(sb, fd, p, &xnames, &len, err) < 0)
+		return -1;
+	char fp[64], val[XATTR_SIZE_MAX + 1];
+	snprintf(fp, sizeof(fp), "/proc/self/fd/%d", fd);
+	for (char *n = xnames; n < xnames + len; n += strlen(n) + 1) {
+		if (!xattr_in_ns(n, ns))
+			continue;
+		ssize_t vl = getxattr(fp, n, val, sizeof(val) - 1);
+		if (vl < 0)
+			continue; /* removed since the listing */
+		val[vl] = '\0';
+		cJSON_AddStringToObject(o, n + 5 + strlen(ns), val);
+	}
+	return 0;
+}
+
+int sbxfs_fd_xattrs_set(const sl_sandbox *sb, int fd, const char *path, const char *ns,
+			const cJSON *attrs, sl_err *err)
+{
+	char fp[64], name[XATTR_NAME_MAX + 1];
+	snprintf(fp, sizeof(fp), "/proc/self/fd/%d", fd);
+	_cleanup_free_ char *xnames = NULL;
+	ssize_t len;
+	if (xattr_names(sb, fd, path, &xnames, &len, err) < 0)
+		return -1;
+	for (char *n = xnames; n < xnames + len; n += strlen(n) + 1)
+		if (xattr_in_ns(n, ns) && removexattr(fp, n) < 0 && errno != ENODATA)
+			return path_fail(err, sb, "clear attributes of", path, errno);
+	const cJSON *a;
+	cJSON_ArrayForEach(a, attrs)
+	{
+		if (!cJSON_IsString(a))
+			return sl_fail(err, SL_INVALID, 0, "attribute %s of %s: not text",
+				       a->string, path);
+		if ((size_t)snprintf(name, sizeof(name), "user.%s%s", ns, a->string) >=
+		    sizeof(name))
+			return sl_fail(err, SL_INVALID, 0, "attribute %.64s… of %s: name too long",
+				       a->string, path);
+		if (setxattr(fp, name, a->valuestring, strlen(a->valuestring), 0) == 0)
+			continue;
+		if (errno == ENOTSUP)
+			return sl_fail(err, SL_INVALID, 0,
+				       "set attribute %s of %s in sandbox %s: the filesystem has "
+				       "no user extended attributes",
+				       a->string, path, sb->id);
+		if (errno == E2BIG || errno == ERANGE || errno == ENOSPC)
+			return sl_fail(err, SL_TOOLARGE, errno,
+				       "set attribute %s of %s in sandbox %s: more than the "
+				       "filesystem holds for one file",
+				       a->string, path, sb->id);
+		return path_fail(err, sb, "set attributes of", path, errno);
+	}
 	return 0;
 }

@@ -77,6 +77,17 @@ int sbxfs_write_all(const sl_sandbox *sb, int fd, const char *path, const void *
  * descriptor, or -1 (SL_EXHAUSTED when the host's watch limit is reached). */
 int sbxfs_watch_dir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, int ino, uint32_t mask,
 		    sl_err *err);
+/* Extended attributes in one namespace of user.* (NS, e.g. "e2b." for E2B's file
+ * metadata): PATH's (a symlink as the last component is not followed, and has none) as
+ * an object {KEY: value} for the attributes named "user." NS KEY, *out set even when
+ * empty (caller frees). */
+int sbxfs_xattrs_get(sl_ctx *ctx, const sl_sandbox *sb, const char *path, const char *ns,
+		     cJSON **out, sl_err *err);
+/* Replace the attributes "user." NS "*" of the file open at FD (from sbxfs_open_write for
+ * PATH) with ATTRS, an object of strings: those not in ATTRS are removed (NULL: all).
+ * SL_INVALID when the filesystem has no user attributes, SL_TOOLARGE past its room. */
+int sbxfs_fd_xattrs_set(const sl_sandbox *sb, int fd, const char *path, const char *ns,
+			const cJSON *attrs, sl_err *err);
 /* Find a line of /etc/passwd (uid in field 3, gid in 4) or /etc/group (gid in 3), the
  * NUL-terminated BUF (cut into lines in place), by NAME, or by id WANT when NAME is NULL.
  * Malformed lines and ids from 65536 up are skipped. 0 found (*ID, and *GID from passwd

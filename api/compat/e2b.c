@@ -102,6 +102,33 @@ static bool signature_matches(api_server *s, api_req *r, const char *sid, const 
 	return e2b_secret_equal(sig, want);
 }
 
+/* envd's words for a signature that is no good for sandbox SID, or NULL when it is: the
+ * signature is checked first, so a forged URL never learns whether its expiry was also
+ * wrong. EXP_MS: the URL's checked signature_expiration, or -1 when it has none. */
+static const char *signature_refusal(api_server *s, api_req *r, const char *sid, const char *sig,
+				     int64_t exp_ms)
+{
+	if (!signature_matches(s, r, sid, sig))
+		return "invalid signature";
+	if (exp_ms >= 0 && exp_ms < sl_now_ms())
+		return "signature is already expired";
+	return NULL;
+}
+
+/* ?signature_expiration= as unix ms: -1 when absent, -2 when not unix seconds. */
+static int64_t signature_expiry(api_req *r)
+{
+	const char *exp = api_query(r, "signature_expiration");
+	if (!exp)
+		return -1;
+	char *end = NULL;
+	errno = 0;
+	long long secs = strtoll(exp, &end, 10);
+	if (!*exp || *end || errno || secs < 0 || secs > INT64_MAX / 1000)
+		return -2;
+	return (int64_t)secs * 1000;
+}
+
 static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_Result *ret)
 {
 	const char *exp = api_query(r, "signature_expiration");
@@ -114,15 +141,10 @@ static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_
 				      "in the SDK), unless the daemon runs with --provider-defaults");
 		return -1;
 	}
-	char *end = NULL;
-	errno = 0;
-	long long secs = exp ? strtoll(exp, &end, 10) : 0;
-	if (exp && (!*exp || *end || errno || secs < 0 || secs > INT64_MAX / 1000)) {
-		*ret = e2b_reply_code(r, 400, "signature_expiration %.40s: not unix seconds", exp);
-		return -1;
-	}
-	if (exp && secs * 1000 < sl_now_ms()) {
-		*ret = e2b_reply_code(r, 401, "the signed URL expired");
+	int64_t exp_ms = signature_expiry(r);
+	if (exp_ms == -2) {
+		*ret = e2b_reply_code(r, 400,
+				      "invalid signature_expiration %.40s: not unix seconds", exp);
 		return -1;
 	}
 	sl_sandbox *all;
@@ -140,8 +162,12 @@ static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_
 	if (found >= 0)
 		snprintf(id, sizeof(id), "%s", all[found].id);
 	sandbox_free_list(all, n);
-	if (found < 0 || sandbox_get(r->srv->ctx, id, sb, &err) < 0) {
-		*ret = e2b_reply_code(r, 401, "the signature matches no running sandbox");
+	const char *no =
+	    found < 0 ? "invalid signature" : signature_refusal(r->srv, r, id, sig, exp_ms);
+	if (!no && sandbox_get(r->srv->ctx, id, sb, &err) < 0)
+		no = "invalid signature"; /* gone since */
+	if (no) {
+		*ret = e2b_reply_code(r, 401, "%s", no);
 		return -1;
 	}
 	api_touch(r->srv, sb->id);
@@ -168,8 +194,18 @@ int e2b_plane_sandbox(api_req *r, bool traffic_ok, sl_sandbox *sb, enum MHD_Resu
 	char want[65];
 	const char *tok = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Access-Token");
 	e2b_token(r->srv, "envd", sb->id, want);
-	bool ok = e2b_secret_equal(tok, want) ||
-		  (sig && !strcmp(r->url, "/files") && signature_matches(r->srv, r, sb->id, sig));
+	bool ok = e2b_secret_equal(tok, want);
+	if (!ok && sig && !strcmp(r->url, "/files")) {
+		int64_t exp_ms = signature_expiry(r);
+		const char *no = exp_ms == -2 ? "invalid signature_expiration"
+					      : signature_refusal(r->srv, r, sb->id, sig, exp_ms);
+		if (no) {
+			*ret = e2b_reply_code(r, 401, "%s", no);
+			sandbox_free(sb);
+			return -1;
+		}
+		ok = true;
+	}
 	if (!ok && traffic_ok) {
 		tok = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 						  "E2B-Traffic-Access-Token");
@@ -574,6 +610,8 @@ static enum MHD_Result connect_sandbox(api_req *r)
 		status = 201;
 		if (tmo < 0)
 			tmo = DEFAULT_TIMEOUT_S * 1000;
+	} else if (tmo >= 0 && (!sb.expires_ms || sl_now_ms() + tmo <= sb.expires_ms)) {
+		tmo = -1; /* E2B: connecting to a running sandbox only ever extends its life */
 	}
 	if (tmo >= 0) {
 		sandbox_free(&sb);
@@ -648,13 +686,40 @@ static enum MHD_Result get_sandbox(api_req *r)
 	return api_reply_json(r, 200, o);
 }
 
-/* One sample, now: the cgroup's counters (CPU as the average since start). */
+/* ?start= / ?end= (unix seconds): 0 when absent, -1 when bad. */
+static int64_t metrics_bound(api_req *r, const char *name)
+{
+	const char *v = api_query(r, name);
+	if (!v || !*v)
+		return 0;
+	char *end;
+	errno = 0;
+	long long s = strtoll(v, &end, 10);
+	return *end || errno || s < 0 || s > 253402300799LL ? -1 : (int64_t)s * 1000;
+}
+
+/* E2B stamps samples in 5 s buckets and the SDK rounds start/end to seconds. */
+#define METRICS_SLACK_MS 5000
+
+/* One sample, now: the cgroup's counters (CPU as the average since start). It is
+ * answered only when now falls within ?start..?end (none: always), so a range in the
+ * past, before the sandbox was made or after a sample could be taken, is empty. */
 static enum MHD_Result metrics(api_req *r)
 {
 	sl_sandbox sb;
 	enum MHD_Result ret;
+	int64_t from = metrics_bound(r, "start"), to = metrics_bound(r, "end");
+	if (from < 0 || to < 0)
+		return e2b_reply_code(r, 400, "start, end: unix seconds");
+	if (to && from > to)
+		return e2b_reply_code(r, 400, "start is after end");
 	if (path_sandbox(r, &sb, &ret) < 0)
 		return ret;
+	int64_t at = sl_now_ms();
+	if (at < from - METRICS_SLACK_MS || (to && at > to + METRICS_SLACK_MS)) {
+		sandbox_free(&sb);
+		return api_reply_json(r, 200, cJSON_CreateArray());
+	}
 	sl_cgusage u = {0};
 	sl_err err = {0};
 	char cg[64], t[40];
@@ -785,6 +850,9 @@ static enum MHD_Result list(api_req *r)
 		if (*end)
 			return e2b_reply_code(r, 400, "nextToken: not one this server gave");
 	}
+	/* E2B's default is newest first. */
+	if (order && strcmp(order, "asc") && strcmp(order, "desc"))
+		return e2b_reply_code(r, 400, "order: asc or desc");
 	int64_t after = started_after(r);
 	if (after == -2)
 		return e2b_reply_code(r, 400, "startedAfter: expected an RFC 3339 time");
@@ -792,7 +860,7 @@ static enum MHD_Result list(api_req *r)
 		return e2b_reply_err(r, &err);
 	if (n)
 		qsort(all, n, sizeof(*all), by_created);
-	bool desc = order && !strcmp(order, "desc");
+	bool desc = !order || !strcmp(order, "desc");
 	cJSON *arr = cJSON_CreateArray();
 	size_t seen = 0;
 	bool more = false;

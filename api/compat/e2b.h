@@ -9,7 +9,7 @@
 
 /* What the SDK is told envd is: it gates client features (octet-stream uploads need
  * 0.5.7, closeStdin 0.5.2, getMetrics 0.1.5; see docs/e2b.md). */
-#define E2B_ENVD_VERSION "0.5.7"
+#define E2B_ENVD_VERSION "0.6.2"
 #define E2B_ENVD_PORT	 "49983"
 #define E2B_INTERP_PORT	 "49999"
 
@@ -53,6 +53,11 @@ enum MHD_Result e2b_rpc(api_req *r);
 /* A Connect request's message: BODY (N bytes) is bare JSON (unary) or, when STREAMING, one
  * uncompressed envelope (flag 0, 4-byte big-endian length, JSON). An object, or NULL. */
 cJSON *e2b_rpc_message_parse(const char *body, size_t n, bool streaming, sl_err *err);
+/* envd 0.6.2's file metadata: the attributes user.e2b.KEY (sbxfs_xattrs_*). */
+#define E2B_META_NS "e2b."
+/* PATH's metadata into the entry O as "metadata", when it has any (envd leaves it out
+ * otherwise). A file that cannot be read for it is an entry without. */
+void e2b_entry_metadata(sl_ctx *ctx, const sl_sandbox *sb, const char *path, cJSON *o);
 enum MHD_Result e2b_files_get(api_req *r);
 enum MHD_Result e2b_files_post(api_req *r);
 int e2b_files_post_begin(api_req *r, sl_err *err);

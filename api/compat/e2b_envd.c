@@ -720,7 +720,36 @@ static void owner_name(const sl_sandbox *sb, uint32_t id, char *buf, size_t len)
 		snprintf(buf, len, "%u", id);
 }
 
-static cJSON *entry_json(const sl_sandbox *sb, const sl_fileinfo *fi)
+/* envd gives a symlink's target as an absolute path: a relative one is taken from the
+ * link's directory, "." and ".." resolved as text (nothing is followed). */
+static void symlink_target(cJSON *o, const sl_fileinfo *fi)
+{
+	char joined[2 * PATH_MAX], out[2 * PATH_MAX];
+	if (fi->target[0] == '/') {
+		snprintf(joined, sizeof(joined), "%s", fi->target);
+	} else {
+		int dl = (int)(strrchr(fi->path, '/') - fi->path);
+		snprintf(joined, sizeof(joined), "%.*s/%s", dl, fi->path, fi->target);
+	}
+	size_t n = 0;
+	char *save = NULL;
+	for (char *c = strtok_r(joined, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, "."))
+			continue;
+		if (!strcmp(c, "..")) {
+			while (n > 0 && out[--n] != '/')
+				;
+			continue;
+		}
+		n += (size_t)snprintf(out + n, sizeof(out) - n, "/%s", c);
+	}
+	if (!n)
+		out[n++] = '/';
+	out[n] = '\0';
+	cJSON_AddStringToObject(o, "symlinkTarget", out);
+}
+
+static cJSON *entry_json(sl_ctx *ctx, const sl_sandbox *sb, const sl_fileinfo *fi)
 {
 	cJSON *o = cJSON_CreateObject();
 	char t[64], perm[16];
@@ -744,7 +773,9 @@ static cJSON *entry_json(const sl_sandbox *sb, const sl_fileinfo *fi)
 	sl_iso_time(fi->mtime_ms, t, sizeof(t));
 	cJSON_AddStringToObject(o, "modifiedTime", t);
 	if (!strcmp(fi->type, "symlink"))
-		cJSON_AddStringToObject(o, "symlinkTarget", fi->target);
+		symlink_target(o, fi);
+	else
+		e2b_entry_metadata(ctx, sb, fi->path, o);
 	return o;
 }
 
@@ -755,7 +786,7 @@ static enum MHD_Result reply_entry(api_req *r, const sl_sandbox *sb, const char 
 	if (sbxfs_stat(r->srv->ctx, sb, path, &fi, &err) < 0)
 		return rpc_fail(r, &err);
 	cJSON *o = cJSON_CreateObject();
-	cJSON_AddItemToObject(o, "entry", entry_json(sb, &fi));
+	cJSON_AddItemToObject(o, "entry", entry_json(r->srv->ctx, sb, &fi));
 	return api_reply_json(r, 200, o);
 }
 
@@ -773,7 +804,7 @@ static int list_into(struct list_walk *w, const char *dir, int depth, sl_err *er
 static int list_entry(void *arg, const sl_fileinfo *fi, sl_err *err)
 {
 	struct list_walk *w = arg;
-	if (api_json_list_add(&w->out, entry_json(w->sb, fi), err) < 0) {
+	if (api_json_list_add(&w->out, entry_json(w->ctx, w->sb, fi), err) < 0) {
 		w->full = true;
 		return -1;
 	}
@@ -826,7 +857,8 @@ static enum MHD_Result fs_unary(api_req *r, const sl_sandbox *sb, const char *m,
 		return reply_entry(r, sb, path);
 	}
 	if (!strcmp(m, "Remove")) {
-		if (sbxfs_remove(r->srv->ctx, sb, path, true, &err) < 0)
+		/* envd removes as os.RemoveAll does: nothing there is no error. */
+		if (sbxfs_remove(r->srv->ctx, sb, path, true, &err) < 0 && err.kind != SL_NOTFOUND)
 			return rpc_fail(r, &err);
 		return api_reply_json(r, 200, cJSON_CreateObject());
 	}

@@ -1,6 +1,7 @@
 /* e2b_files.c — envd's plain-HTTP side: GET /health (isRunning), GET /files (a file's
  * bytes) and POST /files (multipart, or octet-stream with optional gzip), over sbxfs as
  * the /v1 file routes. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,93 @@ enum MHD_Result e2b_envd_health(api_req *r)
 		return ret;
 	sandbox_free(&sb);
 	return api_reply_empty(r, 204);
+}
+
+/* ---- metadata (envd 0.6.2) ---- */
+
+#define META_HEADER "X-Metadata-"
+#define META_MAX    64 /* keys per upload */
+
+void e2b_entry_metadata(sl_ctx *ctx, const sl_sandbox *sb, const char *path, cJSON *o)
+{
+	cJSON *meta = NULL;
+	sl_err err = {0};
+	if (sbxfs_xattrs_get(ctx, sb, path, E2B_META_NS, &meta, &err) < 0 ||
+	    !cJSON_GetArraySize(meta)) {
+		cJSON_Delete(meta);
+		return;
+	}
+	cJSON_AddItemToObject(o, "metadata", meta);
+}
+
+/* An HTTP token (RFC 9110), as the SDK checks keys: they travel as header names. */
+static bool meta_key_ok(const char *k)
+{
+	if (!*k)
+		return false;
+	for (; *k; k++)
+		if (!isalnum((unsigned char)*k) && !strchr("!#$%&'*+-.^_`|~", *k))
+			return false;
+	return true;
+}
+
+static bool meta_value_ok(const char *v)
+{
+	for (; *v; v++)
+		if (*v < 0x20 || *v > 0x7e)
+			return false;
+	return true;
+}
+
+struct meta_scan {
+	cJSON *meta;
+	sl_err *err;
+};
+
+/* Header names are case-insensitive on the way (fetch sends them lower-case), so the
+ * keys are kept lower-case, as envd keeps them. */
+static enum MHD_Result meta_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				   const char *value)
+{
+	struct meta_scan *m = cls;
+	size_t pl = strlen(META_HEADER);
+	if (strncasecmp(key, META_HEADER, pl))
+		return MHD_YES;
+	char k[256];
+	if (snprintf(k, sizeof(k), "%s", key + pl) >= (int)sizeof(k) || !meta_key_ok(k)) {
+		sl_fail(m->err, SL_INVALID, 0, "metadata key %.64s: not an HTTP token", key + pl);
+		return MHD_NO;
+	}
+	for (char *c = k; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	if (!meta_value_ok(value ? value : "")) {
+		sl_fail(m->err, SL_INVALID, 0, "metadata %s: the value must be printable ASCII", k);
+		return MHD_NO;
+	}
+	if (cJSON_GetArraySize(m->meta) >= META_MAX) {
+		sl_fail(m->err, SL_INVALID, 0, "metadata: at most %d keys", META_MAX);
+		return MHD_NO;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(m->meta, k);
+	cJSON_AddStringToObject(m->meta, k, value ? value : "");
+	return MHD_YES;
+}
+
+/* The upload's X-Metadata-* headers as an object (empty when none: an overwrite then
+ * clears what the file had). */
+static cJSON *upload_metadata(api_req *r, sl_err *err)
+{
+	struct meta_scan m = {cJSON_CreateObject(), err};
+	if (!m.meta) {
+		sl_fail(err, SL_INTERNAL, ENOMEM, "upload metadata");
+		return NULL;
+	}
+	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, meta_header, &m);
+	if (err->kind) {
+		cJSON_Delete(m.meta);
+		return NULL;
+	}
+	return m.meta;
 }
 
 /* ---- /files ---- */
@@ -59,6 +147,7 @@ typedef struct files_up {
 	api_multipart mp;
 	api_req *r;
 	cJSON *written; /* multipart: the files written */
+	cJSON *meta;	/* X-Metadata-*: every file of the upload gets it */
 	bool gzip;	/* Content-Encoding: gzip (octet-stream only) */
 	z_stream z;
 } files_up;
@@ -76,19 +165,36 @@ static void files_up_free(api_req *r)
 		sandbox_free(&u->sb);
 	api_multipart_free(&u->mp);
 	cJSON_Delete(u->written);
+	cJSON_Delete(u->meta);
 	free(u->path);
 	free(u);
 	r->upload = NULL;
 }
 
-static void written(cJSON *arr, const char *path)
+static void written(cJSON *arr, const char *path, const cJSON *meta)
 {
 	cJSON *o = cJSON_CreateObject();
 	const char *slash = strrchr(path, '/');
 	cJSON_AddStringToObject(o, "path", path);
 	cJSON_AddStringToObject(o, "name", slash ? slash + 1 : path);
 	cJSON_AddStringToObject(o, "type", "file");
+	if (cJSON_GetArraySize(meta))
+		cJSON_AddItemToObject(o, "metadata", cJSON_Duplicate(meta, true));
 	cJSON_AddItemToArray(arr, o);
+}
+
+/* The file's data is in: its metadata replaces what it had, then it is closed. */
+static int upload_finish(files_up *u, sl_err *err)
+{
+	int fd = u->fd;
+	u->fd = -1;
+	if (sbxfs_fd_xattrs_set(&u->sb, fd, u->path, E2B_META_NS, u->meta, err) < 0) {
+		close(fd);
+		return -1;
+	}
+	if (close(fd) < 0)
+		return sbxfs_io_fail(&u->sb, "write", u->path, errno, err);
+	return 0;
 }
 
 /* A part: envd takes those named "file" only, to ?path= or else their filename. */
@@ -118,11 +224,9 @@ static int part_end(void *arg, sl_err *err)
 	files_up *u = arg;
 	if (u->fd < 0)
 		return 0;
-	int fd = u->fd;
-	u->fd = -1;
-	if (close(fd) < 0)
-		return sbxfs_io_fail(&u->sb, "write", u->path, errno, err);
-	written(u->written, u->path);
+	if (upload_finish(u, err) < 0)
+		return -1;
+	written(u->written, u->path, u->meta);
 	return 0;
 }
 
@@ -140,6 +244,8 @@ int e2b_files_post_begin(api_req *r, sl_err *err)
 	}
 	u->have_sb = true;
 	e2b_request_user(r, u->user);
+	if (!(u->meta = upload_metadata(r, &u->err)))
+		return 0; /* refused before any file is made */
 	const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Type");
 	const char *enc = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Encoding");
 	bool gz = enc && !strcasecmp(enc, "gzip");
@@ -233,13 +339,9 @@ enum MHD_Result e2b_files_post(api_req *r)
 		u->written = NULL;
 	} else {
 		arr = cJSON_CreateArray();
-		int fd = u->fd;
-		u->fd = -1;
-		if (close(fd) < 0) {
-			sbxfs_io_fail(&u->sb, "write", u->path, errno, &u->err);
+		if (upload_finish(u, &u->err) < 0)
 			return e2b_reply_err(r, &u->err);
-		}
-		written(arr, u->path);
+		written(arr, u->path, u->meta);
 	}
 	if (!cJSON_GetArraySize(arr))
 		return e2b_reply_code(r, 400, "no file in the upload (a part named \"file\")");

@@ -77,6 +77,78 @@ test('makeDir, list, exists, getInfo, rename, remove', async () => {
 	await assert.rejects(sbx.files.list('/tmp/d'), FileNotFoundError);
 });
 
+test('removing a path that is not there succeeds, as envd does', async () => {
+	await sbx.files.remove('/tmp/never-made.txt');
+	await sbx.files.remove('/tmp/no-such-dir/below/x.txt');
+	await sbx.files.remove('never-made-either');
+	assert.equal(await sbx.files.exists('/tmp/never-made.txt'), false);
+});
+
+test('getInfo of a symlink gives its target as an absolute path', async () => {
+	await sbx.files.write('link-target.txt', 'x');
+	await sbx.commands.run('mkdir -p /tmp/ln/sub && ln -sf link-target.txt rel.lnk && ' +
+		'ln -sf ../../etc/hostname /tmp/ln/sub/up.lnk && ln -sf /etc/passwd /tmp/ln/abs.lnk');
+	const { stdout: home } = await sbx.commands.run('pwd');
+	const rel = await sbx.files.getInfo('rel.lnk');
+	assert.equal(rel.name, 'rel.lnk');
+	assert.equal(rel.symlinkTarget, `${home.trim()}/link-target.txt`);
+	assert.equal((await sbx.files.getInfo('/tmp/ln/sub/up.lnk')).symlinkTarget, '/tmp/etc/hostname');
+	assert.equal((await sbx.files.getInfo('/tmp/ln/abs.lnk')).symlinkTarget, '/etc/passwd');
+});
+
+test('file metadata (envd 0.6.2): stored as user.e2b.* xattrs, in every entry', async () => {
+	// The SDK sends metadata only to an envd of 0.6.2 or later (else TemplateError).
+	const meta = { author: 'mish', purpose: 'upload' };
+	const w = await sbx.files.write('meta/a.txt', 'a', { metadata: meta });
+	assert.deepEqual(w.metadata, meta);
+	assert.deepEqual((await sbx.files.getInfo('meta/a.txt')).metadata, meta);
+	const o = await sbx.files.write('meta/o.txt', 'o', { metadata: { k: 'v w' }, useOctetStream: true });
+	assert.deepEqual(o.metadata, { k: 'v w' });
+	assert.deepEqual((await sbx.files.getInfo('meta/o.txt')).metadata, { k: 'v w' });
+	// Inside the sandbox they are plain extended attributes.
+	const { stdout: home } = await sbx.commands.run('pwd');
+	const py = (code) => sbx.commands.run(`python3 -c "${code}"`);
+	const attrs = await py(`import os; p='${home.trim()}/meta/a.txt'; print(sorted((n, os.getxattr(p, n).decode()) for n in os.listxattr(p)))`);
+	assert.equal(attrs.stdout, "[('user.e2b.author', 'mish'), ('user.e2b.purpose', 'upload')]\n");
+	// ... and one set from inside shows up as metadata.
+	await py(`import os; os.setxattr('${home.trim()}/meta/o.txt', 'user.e2b.set_inside', b'yes'); os.setxattr('${home.trim()}/meta/o.txt', 'user.other', b'no')`);
+	assert.deepEqual((await sbx.files.getInfo('meta/o.txt')).metadata, { k: 'v w', set_inside: 'yes' });
+	// Listing, writeFiles (the same metadata on each file), rename.
+	const many = await sbx.files.writeFiles(
+		[{ path: 'meta/m1.txt', data: '1' }, { path: 'meta/m2.txt', data: '2' }],
+		{ metadata: { source: 'suite' } });
+	assert.deepEqual(many.map((f) => f.metadata), [{ source: 'suite' }, { source: 'suite' }]);
+	const listed = Object.fromEntries((await sbx.files.list('meta')).map((e) => [e.name, e.metadata]));
+	assert.deepEqual(listed, { 'a.txt': meta, 'm1.txt': { source: 'suite' }, 'm2.txt': { source: 'suite' },
+		'o.txt': { k: 'v w', set_inside: 'yes' } });
+	const moved = await sbx.files.rename('meta/m1.txt', 'meta/renamed.txt');
+	assert.deepEqual(moved.metadata, { source: 'suite' });
+	// An overwrite replaces the metadata: no stale keys, none at all without.
+	const again = await sbx.files.write('meta/a.txt', 'a2', { metadata: { author: 'other' } });
+	assert.deepEqual(again.metadata, { author: 'other' });
+	assert.deepEqual((await sbx.files.getInfo('meta/a.txt')).metadata, { author: 'other' });
+	const plain = await sbx.files.write('meta/a.txt', 'a3');
+	assert.equal(plain.metadata, undefined);
+	assert.equal((await sbx.files.getInfo('meta/a.txt')).metadata, undefined);
+	assert.equal((await sbx.files.getInfo('meta')).metadata, undefined);
+});
+
+test('bad metadata is refused by the daemon before any file is made', async () => {
+	const url = new URL(await sbx.uploadUrl('meta/bad.txt', { useSignatureExpiration: 60_000 }));
+	const post = (headers) => fetch(url, { method: 'POST', body: 'x',
+		headers: { 'Content-Type': 'application/octet-stream', ...headers } });
+	const bad = await post({ 'X-Metadata-good': 'tab\there' });
+	assert.equal(bad.status, 400, await bad.clone().text());
+	assert.match((await bad.json()).message, /printable ASCII/);
+	assert.equal(await sbx.files.exists('meta/bad.txt'), false);
+	const many = {};
+	for (let i = 0; i < 65; i++) many[`X-Metadata-k${i}`] = 'v';
+	assert.equal((await post(many)).status, 400);
+	assert.equal(await sbx.files.exists('meta/bad.txt'), false);
+	const ok = await post({ 'X-Metadata-Mixed-Case': 'v' });
+	assert.deepEqual((await ok.json())[0].metadata, { 'mixed-case': 'v' });
+});
+
 test('watchDir sees a write', async () => {
 	await sbx.files.makeDir('/tmp/watched');
 	const events = [];
@@ -124,6 +196,30 @@ test('signed upload and download URLs work without headers', async () => {
 	const plain = new URL(down);
 	plain.searchParams.delete('signature');
 	assert.notEqual((await fetch(plain)).status, 200);
+});
+
+test('expired and forged signed URLs get envd\'s 401 and words', async () => {
+	await sbx.files.write('/tmp/signed/old.txt', 'old');
+	const body = async (res) => [res.status, await res.json()];
+	const expired = { code: 401, message: 'signature is already expired' };
+	const invalid = { code: 401, message: 'invalid signature' };
+	const down = await sbx.downloadUrl('/tmp/signed/old.txt', { useSignatureExpiration: -10_000 });
+	assert.deepEqual(await body(await fetch(down)), [401, expired]);
+	// The same through the sandbox plane's headers (no X-Access-Token): still expired.
+	const headers = { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983' };
+	assert.deepEqual(await body(await fetch(down, { headers })), [401, expired]);
+	const up = await sbx.uploadUrl('/tmp/signed/old.txt', { useSignatureExpiration: -100_000 });
+	const form = new FormData();
+	form.append('file', new Blob(['new']), 'old.txt');
+	assert.deepEqual(await body(await fetch(up, { method: 'POST', body: form })), [401, expired]);
+	assert.equal(await sbx.files.read('/tmp/signed/old.txt'), 'old');
+	// A forged signature is "invalid", expired or not: the signature is judged first.
+	const forged = new URL(down);
+	forged.searchParams.set('signature', 'v1_forged');
+	assert.deepEqual(await body(await fetch(forged)), [401, invalid]);
+	assert.deepEqual(await body(await fetch(forged, { headers })), [401, invalid]);
+	const good = await sbx.downloadUrl('/tmp/signed/old.txt', { useSignatureExpiration: 10_000 });
+	assert.equal(await (await fetch(good, { headers })).text(), 'old');
 });
 
 test('files as root', async () => {

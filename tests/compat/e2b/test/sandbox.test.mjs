@@ -2,7 +2,7 @@
 // with metadata filters across pages, pause then connect, kill.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { tracker, v1, sleep } from '../lib.mjs';
+import { tracker, v1, sleep, sandlotKey } from '../lib.mjs';
 import { Sandbox, SandboxNotFoundError } from 'e2b';
 
 const t = tracker();
@@ -117,6 +117,66 @@ test('create from a snapshot name', async () => {
 test('an unknown template is an error, a wrong key is refused', async () => {
 	await assert.rejects(Sandbox.create('no-such-template'), /no-such-template/);
 	await assert.rejects(Sandbox.create({ apiKey: 'wrong' }), (e) => e.name === 'AuthenticationError');
+});
+
+test('an API key of the form e2b_<hex> is the same key (E2B_VALIDATE_API_KEY unset)', async () => {
+	delete process.env.E2B_VALIDATE_API_KEY;
+	const apiKey = `e2b_${sandlotKey}`;
+	const sbx = t.add(await Sandbox.create({ apiKey, timeoutMs: 60_000 }));
+	const mine = await Sandbox.list({ apiKey, query: { state: ['running'] } }).nextItems();
+	assert.ok(mine.some((s) => s.sandboxId === sbx.sandboxId));
+	assert.equal(await Sandbox.kill(sbx.sandboxId, { apiKey }), true);
+	await assert.rejects(Sandbox.list({ apiKey: `e2b_${'0'.repeat(64)}` }).nextItems(),
+		(e) => e.name === 'AuthenticationError');
+	await assert.rejects(Sandbox.list({ apiKey: `e2b_e2b_${sandlotKey}` }).nextItems(),
+		(e) => e.name === 'AuthenticationError', 'the prefix is taken once');
+});
+
+test('list is newest first unless order asc is asked', async () => {
+	const tag = `order-${process.pid}-${Date.now()}`;
+	const ids = [];
+	for (let i = 0; i < 3; i++) {
+		ids.push(t.add(await Sandbox.create({ metadata: { tag }, timeoutMs: 60_000 })).sandboxId);
+		await sleep(20);
+	}
+	const got = async (opts) =>
+		(await Sandbox.list({ query: { metadata: { tag } }, ...opts }).nextItems()).map((s) => s.sandboxId);
+	assert.deepEqual(await got({}), [...ids].reverse());
+	assert.deepEqual(await got({ order: 'desc' }), [...ids].reverse());
+	assert.deepEqual(await got({ order: 'asc' }), ids);
+	const page = await Sandbox.list({ query: { metadata: { tag } }, limit: 1 }).nextItems();
+	assert.deepEqual(page.map((s) => s.sandboxId), [ids[2]]);
+	for (const id of ids) await Sandbox.kill(id);
+});
+
+test('connect to a running sandbox extends its timeout, never shortens it', async () => {
+	const sbx = t.add(await Sandbox.create({ timeoutMs: 120_000 }));
+	const left = async () => (await sbx.getInfo()).endAt.getTime() - Date.now();
+	await Sandbox.connect(sbx.sandboxId, { timeoutMs: 10_000 });
+	assert.ok((await left()) > 100_000, 'a shorter timeout on connect kept the longer one');
+	await Sandbox.connect(sbx.sandboxId, { timeoutMs: 600_000 });
+	const longer = await left();
+	assert.ok(longer > 590_000 && longer <= 600_000, `after connect(600 s), ${longer} ms left`);
+	await Sandbox.connect(sbx.sandboxId);
+	assert.ok((await left()) > 590_000, 'connect without a timeout keeps it');
+	await sbx.kill();
+});
+
+test('metrics honour start and end', async () => {
+	const sbx = t.add(await Sandbox.create({ timeoutMs: 60_000 }));
+	const start = new Date();
+	const now = await sbx.getMetrics({ start, end: new Date() });
+	assert.equal(now.length, 1);
+	assert.ok(now[0].timestamp.getTime() >= start.getTime() - 10_000);
+	const before = await sbx.getMetrics({
+		start: new Date(start.getTime() - 3_600_000),
+		end: new Date(start.getTime() - 1_800_000),
+	});
+	assert.deepEqual(before, []);
+	const later = await sbx.getMetrics({ start: new Date(start.getTime() + 3_600_000) });
+	assert.deepEqual(later, []);
+	await assert.rejects(sbx.getMetrics({ start: new Date(start.getTime() + 60_000), end: start }));
+	await sbx.kill();
 });
 
 test('network: off unless asked; allowInternetAccess and allowOut/denyOut reach /v1', async () => {
