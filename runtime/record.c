@@ -373,10 +373,12 @@ int record_lock_load(sl_ctx *ctx, const char *id, bool allow_pooled, sl_sandbox 
 	return 0;
 }
 
-/* Half full: start the set afresh (ids of records other processes removed linger). */
-void record_dead_forget_if_full(void)
+/* Half full, or more than twice the ids a full listing just found in it (the rest are
+ * ids of records removed since: collected tombstones): start the set afresh. */
+void record_dead_forget_stale(size_t found)
 {
-	if (idset_count(&dead_set) >= dead_set.cap / 2)
+	size_t n = idset_count(&dead_set);
+	if (n >= dead_set.cap / 2 || n > 2 * found + 64)
 		idset_clear(&dead_set);
 }
 

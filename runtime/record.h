@@ -163,6 +163,8 @@ void record_remove_dir(const sl_ctx *ctx, const char *id);
 /* This process's memory of ids whose record was a tombstone (record.c, dead_set). */
 bool record_dead_known(const char *id);
 void record_dead_add(const char *id);
-void record_dead_forget_if_full(void);
+/* After a listing that found FOUND of its ids in the set: forget them all if most of
+ * the set is ids of records removed since (they would linger until it filled). */
+void record_dead_forget_stale(size_t found);
 
 #endif
