@@ -479,3 +479,16 @@ void test_zz_spec(void **state)
 	assert_null(strstr(report, " 0 captured"));
 	free(report);
 }
+
+long long metric(const char *name)
+{
+	e2e_resp r;
+	e2e_http(&r, "GET", "/metrics", NULL);
+	expect(&r, 200, NULL, NULL);
+	char *key = e2e_printf("\n%s ", name);
+	const char *at = strstr(r.body, key);
+	long long v = at ? atoll(at + strlen(key)) : -1;
+	free(key);
+	e2e_resp_free(&r);
+	return v;
+}

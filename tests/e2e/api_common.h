@@ -36,6 +36,8 @@ const cJSON *jget(const cJSON *o, const char *key);
 /* Fail unless R has STATUS; on an error status, the error's code must be CODE and its
  * message must contain NEEDLE (when given). */
 void expect(const e2e_resp *r, long status, const char *code, const char *needle);
+/* The value of the metric NAME (no labels) in the daemon's /metrics; -1 if absent. */
+long long metric(const char *name);
 /* e2e_http + expect. */
 void expect_call(const char *method, const char *path, const char *body, long status,
 		 const char *code, const char *needle);

@@ -4,8 +4,9 @@
  * for the whole test, while CLIENTS (20) threads mix what API users do — create, write a
  * file, run a command to its end, read it back, delete — for SECONDS:
  *
- *   test_load_no_leak        one daemon process: its resident size and open fds after the
- *                            load settle within 20% of their values after a warm-up.
+ *   test_load_no_leak        one daemon process: its heap and open fds after the load
+ *                            settle within 20% of their values after a warm-up (at least
+ *                            20 s), its resident size within 50%.
  *   test_load_kill9_twice    the daemon killed with -9 at a third and at two thirds of the
  *                            load and restarted: afterwards every sandbox, file and
  *                            execution (with its output) a client was told about is there,
@@ -510,36 +511,54 @@ static char *smaps_rss(pid_t pid)
 
 /* ---- the tests ------------------------------------------------------------------------------- */
 
+#define HEAP_SLACK (16 * 32 * 1024) /* 16 connections' pools */
+
 static void test_load_no_leak(void **state)
 {
 	live_start();
 	live_read_all();
-	/* The warm-up: the same load in two halves, its figure the higher of the two (what
-	 * the load reaches once — its threads' cached stacks, its arenas' free pages — it
-	 * should not pass; one half alone varied by ±15% run to run). */
+	/* The warm-up: the same load and the same checks in two halves, its figures the
+	 * higher of the two (what the load reaches once — its caches, its threads' stacks —
+	 * it should not pass). The leak figure is the heap the daemon holds
+	 * (sandlot_daemon_heap_bytes): its RSS moves with how a burst's connection threads
+	 * spread over malloc's arenas — after a 10 s warm-up it rose 23% (anonymous 4168 ->
+	 * 5648 KiB) in one CI run and 7-12% in others, and after a 30 s warm-up it fell
+	 * through 30 s more. So RSS only has to stay within half again of the warm-up's, and
+	 * the heap within a fifth plus HEAP_SLACK: libmicrohttpd frees a closed connection's
+	 * 32 KiB memory pool when its polling thread next gets to it, so a reading can hold
+	 * a few of them (heaptrack of the daemon: those pools and fixed tables were all that
+	 * was left at the end). */
 	long rss0 = 0, rss1, r;
+	long long heap0 = 0, heap1;
 	int fd0 = 0, fd1, f;
-	int warm = SECONDS;
+	int warm = SECONDS > 20 ? SECONDS : 20;
 	for (int half = 0; half < 2; half++) {
 		clients_run((warm + 1) / 2, NULL);
+		clients_check();
 		clients_free();
 		sweep_all_but_live(true);
 		settled(&r, &f);
 		rss0 = r > rss0 ? r : rss0;
 		fd0 = f > fd0 ? f : fd0;
+		long long h = metric("sandlot_daemon_heap_bytes");
+		heap0 = h > heap0 ? h : heap0;
 	}
-	char *maps0 = smaps_rss(D.pid);
 	long anon0 = e2e_proc_kib(D.pid, "RssAnon:");
+	char *maps0 = smaps_rss(D.pid);
 	clients_run(SECONDS, NULL);
 	clients_check();
 	clients_free();
 	sweep_all_but_live(true);
 	settled(&rss1, &fd1);
-	print_message("daemon after a %d s warm-up: RSS %ld KiB, %d fds; after %d s more load: "
-		      "RSS %ld KiB (%+.1f%%), %d fds (%+.1f%%); anonymous %ld -> %ld KiB\n",
-		      warm, rss0, fd0, SECONDS, rss1, 100.0 * (rss1 - rss0) / rss0, fd1,
-		      100.0 * (fd1 - fd0) / fd0, anon0, e2e_proc_kib(D.pid, "RssAnon:"));
-	if (rss1 > rss0 * 12 / 10) {
+	heap1 = metric("sandlot_daemon_heap_bytes");
+	print_message("daemon after a %d s warm-up: heap %lld KiB, RSS %ld KiB, %d fds; after %d s "
+		      "more load: heap %lld KiB (%+.1f%%), RSS %ld KiB (%+.1f%%), %d fds (%+.1f%%); "
+		      "anonymous %ld -> %ld KiB\n",
+		      warm, heap0 >> 10, rss0, fd0, SECONDS, heap1 >> 10,
+		      heap0 ? 100.0 * (heap1 - heap0) / heap0 : 0.0, rss1,
+		      100.0 * (rss1 - rss0) / rss0, fd1, 100.0 * (fd1 - fd0) / fd0, anon0,
+		      e2e_proc_kib(D.pid, "RssAnon:"));
+	if (rss1 > rss0 * 3 / 2 || heap1 > heap0 * 12 / 10 + HEAP_SLACK) {
 		char *maps1 = smaps_rss(D.pid);
 		fprintf(stderr,
 			"the daemon's mappings of 64 KiB or more resident, after the "
@@ -550,7 +569,14 @@ static void test_load_no_leak(void **state)
 	free(maps0);
 	live_check();
 	live_stop();
-	assert_true(rss1 <= rss0 * 12 / 10);
+	assert_true(rss1 <= rss0 * 3 / 2);
+#ifdef __SANITIZE_ADDRESS__
+	/* No heap figure under the sanitizers' allocator: LeakSanitizer checks at exit. */
+	assert_true(heap0 >= 0 && heap1 >= 0);
+#else
+	assert_true(heap0 > 0);
+	assert_true(heap1 <= heap0 * 12 / 10 + HEAP_SLACK);
+#endif
 	assert_true(fd1 <= fd0 * 12 / 10);
 }
 
