@@ -61,6 +61,7 @@ typedef struct sl_sandbox {
 	char reason[256]; /* why it ended, or why it is broken */
 	char boot_id[40]; /* the boot its init was started in */
 	char snapshot[32]; /* the snapshot it was created from, or "" */
+	char forked_from[32]; /* the sandbox it is a fork of, or "" */
 	cJSON *volumes;	   /* array of {name, mountPath, readOnly} */
 	/* Timeouts in ms (0: none). expires_ms: the lifetime deadline (unix ms), kept
 	 * in the record so a daemon that was down when it passed acts on it at start. */

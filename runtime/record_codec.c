@@ -63,6 +63,7 @@ static const struct field fields[] = {
     {F_STR, S(net_subnet), "net_subnet", "internal", "netSubnet"},
     {F_STR, S(preview_token), "preview_token", NULL, NULL},
     {F_STR, S(owner), "owner", NULL, NULL},
+    {F_STR, S(forked_from), "forked_from", NULL, NULL},
     {F_OBJECT, M(env), 0, "env", "", "env"},
     {F_OBJECT, M(labels), 0, "labels", "", "labels"},
     {F_ARRAY, M(volumes), 0, "volumes", "", "volumes"},
