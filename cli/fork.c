@@ -59,11 +59,8 @@ static int checkpoint_ls(sl_ctx *ctx, const char *id, bool json)
 		else
 			printf("%-24s  %s\n", list[i].id, list[i].name);
 	}
-	if (json) {
-		char *s = cJSON_Print(arr);
-		puts(s);
-		free(s);
-	}
+	if (json)
+		cli_print_json(arr);
 	cJSON_Delete(arr);
 	free(list);
 	return 0;

@@ -2,6 +2,7 @@
  * turns failures into one line on stderr and exit status 125. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -44,6 +45,14 @@ int cli_fail(const sl_err *err)
 {
 	fprintf(stderr, "sandlot: %s\n", err->msg[0] ? err->msg : "unknown error");
 	return EXIT_SANDLOT;
+}
+
+void cli_print_json(const cJSON *o)
+{
+	char *s = cJSON_Print(o);
+	if (s)
+		puts(s);
+	free(s);
 }
 
 int cli_usage(const char *fmt, ...)

@@ -106,6 +106,13 @@ int sandbox_start(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
  * stay. A checkpoint of another sandbox: SL_CONFLICT. */
 int sandbox_rollback(sl_ctx *ctx, const char *ref, const char *checkpoint, sl_sandbox *out,
 		     sl_err *err);
+/* The stop policy (record.h, Daytona's autoArchive/autoDeleteInterval, in minutes):
+ * INT64_MIN keeps one. archive_min >= 0; delete_min >= -1. */
+int sandbox_set_stop_policy(sl_ctx *ctx, const char *ref, int64_t archive_min, int64_t delete_min,
+			    sl_sandbox *out, sl_err *err);
+/* Archive: stop a running or paused sandbox (files kept) and mark it archived; a stopped
+ * one is only marked. start clears the mark. */
+int sandbox_archive(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
 /* Replace the labels (an object of strings). */
 int sandbox_set_labels(sl_ctx *ctx, const char *ref, const cJSON *labels, sl_sandbox *out,
 		       sl_err *err);
