@@ -1122,9 +1122,9 @@ static int rollback_locked(sl_ctx *ctx, sl_sandbox *sb, const sl_snapshot *cp, b
 	if (restart && start_init(ctx, sb, NULL, 0, NULL, NULL, r == 0 ? err : &e2) == 0) {
 		sb->status = SL_ST_RUNNING;
 		sb->stopped_ms = 0;
-	}
-	else if (restart && r == 0)
+	} else if (restart && r == 0) {
 		r = -1;
+	}
 	return r;
 }
 
