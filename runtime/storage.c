@@ -382,6 +382,7 @@ int store_layer_replace(const sl_config *cfg, const char *id, const char *snp_id
 		return -1;
 	char old[80];
 	snprintf(old, sizeof(old), ".rollback-%s", id);
+	destroy_subvol(cfg, "sandboxes", old, NULL); /* one a crash left, if any */
 	if (renameat2(parent, id, parent, old, RENAME_NOREPLACE) < 0)
 		return sl_sysfail(err, "sandbox %s: set its writable layer aside", id);
 	if (store_layer_clone_snapshot(cfg, id, snp_id, disk_bytes, err) < 0) {
