@@ -315,7 +315,7 @@ test('labels and autostop', async () => {
   assert.equal(got.labels.role, 'changed');
 });
 
-test('autoDeleteInterval: 0 deletes on stop; a delay is refused plainly', async () => {
+test('autoDeleteInterval: 0 deletes on stop; below -1 is refused', async () => {
   const eph = await create({ ephemeral: true, labels: { suite: tag, role: 'eph' } });
   assert.equal(eph.autoDeleteInterval, 0);
   await eph.stop();
