@@ -1,6 +1,6 @@
 /* deadlines.c — the daemon's timers: a sandbox past its lifetime is destroyed, one idle
  * for its idle timeout (no API call, no running command) is stopped, or destroyed when
- * ephemeral. Deadlines live in files (the record's expiry, the activity file's mtime),
+ * ephemeral; a stopped one with a stop policy is deleted or archived in time. Deadlines live in files (the record's expiry, the activity file's mtime),
  * so a daemon that was down when one passed acts on it at start. */
 #include <fcntl.h>
 #include <stdio.h>
@@ -52,6 +52,34 @@ static int64_t last_activity(api_server *s, const sl_deadline *sb, int64_t since
  * minutes, and at the daemon's first sweep (releases collect by count, not age). */
 #define TOMBSTONES_SWEEP_MS (5 * 60 * 1000)
 
+/* A stopped sandbox with a stop policy (Daytona's intervals): deleted once stopped for
+ * auto_delete_min (0: at once), else archived once stopped for auto_archive_min (0: the
+ * most, 30 days). True when it acted. */
+#define ARCHIVE_MAX_MIN (30 * 24 * 60)
+static bool enforce_stop_policy(api_server *s, const sl_deadline *sb, int64_t now)
+{
+	if (!sb->stop_policy || sb->status != SL_ST_STOPPED || !sb->stopped_ms)
+		return false;
+	int64_t stopped = now - sb->stopped_ms;
+	sl_err e = { 0 };
+	if (sb->auto_delete_min >= 0 && stopped >= sb->auto_delete_min * 60000) {
+		sl_log(SL_LOG_INFO, "sandbox %s: stopped for %lld min: auto-delete", sb->id,
+		       (long long)(stopped / 60000));
+		if (api_destroy(s, sb->id, "auto-delete interval", &e) < 0)
+			sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
+		return true;
+	}
+	int64_t arch = sb->auto_archive_min ? sb->auto_archive_min : ARCHIVE_MAX_MIN;
+	if (!sb->archived && stopped >= arch * 60000) {
+		sl_log(SL_LOG_INFO, "sandbox %s: stopped for %lld min: archived", sb->id,
+		       (long long)(stopped / 60000));
+		if (sandbox_archive(s->ctx, sb->id, NULL, &e) < 0)
+			sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
+		return true;
+	}
+	return false;
+}
+
 void api_enforce_deadlines(api_server *s)
 {
 	sl_deadline *list;
@@ -78,6 +106,8 @@ void api_enforce_deadlines(api_server *s)
 				sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
 			continue;
 		}
+		if (enforce_stop_policy(s, sb, now))
+			continue;
 		if (!sb->idle_ms || sb->status != SL_ST_RUNNING)
 			continue;
 		bool running;

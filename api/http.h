@@ -425,6 +425,12 @@ void api_ports_stop(api_server *s);
 int api_preview_start(api_server *s, uint16_t want, sl_err *err);
 /* The preview proxy's URL for PORT of sandbox ID (http://PORT-ID.localhost:PREVIEW/). */
 void api_preview_url(api_server *s, const char *id, unsigned port, char *buf, size_t len);
+/* forks.c */
+enum MHD_Result api_sandboxes_fork(api_req *r);
+enum MHD_Result api_sandboxes_rollback(api_req *r);
+enum MHD_Result api_checkpoints_create(api_req *r);
+enum MHD_Result api_checkpoints_list(api_req *r);
+enum MHD_Result api_checkpoints_delete(api_req *r);
 /* lifecycle.c */
 enum MHD_Result api_sandboxes_pause(api_req *r);
 enum MHD_Result api_sandboxes_resume(api_req *r);

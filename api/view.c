@@ -91,6 +91,10 @@ cJSON *view_sandbox_json(const sl_sandbox *sb)
 		cJSON_AddStringToObject(o, "snapshot", sb->snapshot);
 	else
 		cJSON_AddNullToObject(o, "snapshot");
+	if (sb->forked_from[0])
+		cJSON_AddStringToObject(o, "forkedFrom", sb->forked_from);
+	else
+		cJSON_AddNullToObject(o, "forkedFrom");
 	if (sb->status == SL_ST_BROKEN)
 		cJSON_AddStringToObject(o, "reason", sb->reason);
 	if (sb->terminated_ms) {
@@ -114,6 +118,18 @@ cJSON *view_snapshot_json(const sl_snapshot *s)
 	cJSON_AddStringToObject(o, "sandboxId", s->sandbox_id);
 	cJSON_AddStringToObject(o, "image", s->image);
 	cJSON_AddStringToObject(o, "imageDigest", s->digest);
+	cJSON_AddStringToObject(o, "createdAt", t);
+	return o;
+}
+
+cJSON *view_checkpoint_json(const sl_snapshot *s)
+{
+	char t[40];
+	sl_iso_time(s->created_ms, t, sizeof(t));
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", s->id);
+	cJSON_AddStringToObject(o, "name", s->name);
+	cJSON_AddStringToObject(o, "sandboxId", s->checkpoint_of);
 	cJSON_AddStringToObject(o, "createdAt", t);
 	return o;
 }

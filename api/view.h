@@ -13,6 +13,8 @@
 /* The API's Sandbox (internal fields omitted). */
 cJSON *view_sandbox_json(const sl_sandbox *sb);
 cJSON *view_snapshot_json(const sl_snapshot *s);
+/* The API's Checkpoint: {id, name, sandboxId, createdAt}. */
+cJSON *view_checkpoint_json(const sl_snapshot *s);
 cJSON *view_volume_json(const sl_volume *v);
 cJSON *view_exec_json(const sl_exec *e);
 

@@ -6,8 +6,8 @@
 # bundles, crun's state) and is removed at exit together with the host quirk it applied
 # (a v1 hugetlb mount for crun); the last step checks the host is as before.
 # Environment: BENCH_RUNS (one-shot/exec runs), BENCH_DENSITY ("10 100 1000"),
-# BENCH_CRUN_DENSITY, BENCH_SECTIONS ("oneshot exec parallel density api lifecycle network
-# images build"),
+# BENCH_CRUN_DENSITY, BENCH_SECTIONS ("oneshot exec parallel density api lifecycle fork
+# network images build"), FORK_RUNS (fork section, 5),
 # BENCH_NET_DENSITY (sandboxes with network on for the memory measure), BENCH_OUT,
 # BENCH_BUDGET (seconds: a crun density step that would run past it is skipped),
 # BENCH_POOL (ready sandboxes of `serve --pool` for the pool rows, 4), BENCH_POOL_PACE (ms
@@ -47,7 +47,7 @@ quick)
 	exit 2
 	;;
 esac
-SECTIONS=${BENCH_SECTIONS:-oneshot exec parallel density api lifecycle network images build}
+SECTIONS=${BENCH_SECTIONS:-oneshot exec parallel density api lifecycle fork network images build}
 POOL=${BENCH_POOL:-4} POOL_PACE=${BENCH_POOL_PACE:-50}
 # Milliseconds between the timed operations of the latency rows (0: back to back). With a
 # pause, what one run leaves to finish after it answered (sandlot's release, every
@@ -902,11 +902,66 @@ bench_build() {
 		-v sandlot "$SL" image build -t bench-build "$ctx" \;)
 	solo_row build-cached "image build: 10-step Dockerfile, all cached" "$out" sandlot 100
 }
+# The store's used bytes (data and metadata), after a commit.
+store_used() {
+	local st=$SANDLOT_STATE_DIR/store
+	btrfs filesystem sync "$st" >/dev/null 2>&1 || true
+	btrfs filesystem usage -b "$st" 2>/dev/null | awk '$1 == "Used:" { print $2; exit }'
+}
+
+# fork: 10 copies of a sandbox holding 1 GiB of files (64 files of 16 MiB), one API call
+# (POST /v1/sandboxes/{id}/fork {"count":10}) timed by curl, FORK_RUNS times (the copies
+# deleted between runs, the store settled); and the disk the 10 copies take: the store's
+# used bytes after the fork less before it (docs/forks.md).
+bench_fork() {
+	have_serve || return 0
+	if ! start_serve; then
+		failed "fork: sandlot serve did not answer on $API_SOCK"
+		stop_serve
+		return 0
+	fi
+	local c=(curl -sS --fail --unix-socket "$API_SOCK" -H 'Content-Type: application/json')
+	local sbx runs=${FORK_RUNS:-5} i t times=() used0 used1 kib=() ids
+	sbx=$("${c[@]}" -X POST http://b/v1/sandboxes -d '{"image":"busybox","resources":{"disk":"2Gi"}}' |
+		jq -r .id) || { failed "fork: create"; stop_serve; return 0; }
+	say "fork: filling the source with 1 GiB of files"
+	"$SL" exec "$sbx" -- sh -c 'mkdir -p /root/data && for i in $(seq 1 64); do
+		dd if=/dev/urandom of=/root/data/f$i bs=1M count=16 2>/dev/null; done' ||
+		{ failed "fork: fill"; stop_serve; return 0; }
+	say "fork: 10 copies of it ($runs runs)"
+	for ((i = 0; i < runs; i++)); do
+		quiesce "a fork" >/dev/null 2>&1
+		used0=$(store_used)
+		t=$("${c[@]}" -o "$ROOT/fork.json" -w '%{time_total}' -X POST \
+			"http://b/v1/sandboxes/$sbx/fork" -d '{"count":10}') ||
+			{ failed "fork: POST fork"; break; }
+		used1=$(store_used)
+		times+=("$(awk -v t="$t" 'BEGIN { printf "%.3f", t * 1000 }')")
+		kib+=("$(awk -v a="$used0" -v b="$used1" 'BEGIN { printf "%.0f", (b - a) / 1024 }')")
+		ids=$(jq -r '.sandboxes[].id' "$ROOT/fork.json")
+		for id in $ids; do "${c[@]}" -X DELETE "http://b/v1/sandboxes/$id" >/dev/null || true; done
+	done
+	"${c[@]}" -X DELETE "http://b/v1/sandboxes/$sbx" >/dev/null || true
+	stop_serve
+	[ ${#times[@]} -gt 0 ] || return 0
+	local med p99 kmed kmax
+	med=$(printf '%s\n' "${times[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+	p99=$(printf '%s\n' "${times[@]}" | sort -g | tail -1)
+	kmed=$(printf '%s\n' "${kib[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+	kmax=$(printf '%s\n' "${kib[@]}" | sort -g | tail -1)
+	say "fork: times (ms) ${times[*]}; new disk (KiB) ${kib[*]}"
+	row fork-10 "fork: 10 copies of a sandbox with 1 GiB of files (API)" ms "$med" "$p99" \
+		- - - - "≤ 1000 ms" "$(le "$med" 1000)"
+	row fork-10-disk "fork: new disk of those 10 copies (max: p99 column)" KiB "$kmed" "$kmax" \
+		- - - - "≤ 10240 KiB" "$(le "$kmax" 10240)"
+}
+
 want oneshot && bench_oneshot
 want exec && quiesce "the exec section" && bench_exec
 want parallel && quiesce "the parallel section" && bench_parallel
 want api && quiesce "the api section" && bench_api
 want lifecycle && quiesce "the lifecycle section" && bench_lifecycle
+want fork && quiesce "the fork section" && bench_fork
 want density && bench_density # each step waits for the store (density_one)
 want network && quiesce "the network section" && bench_network
 want images && quiesce "the images section" && bench_images

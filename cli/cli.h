@@ -12,6 +12,8 @@
 
 /* Print "sandlot: <msg>" and return 125. */
 int cli_fail(const sl_err *err);
+/* Print O as indented JSON and a newline. */
+void cli_print_json(const cJSON *o);
 int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 int cmd_run(sl_ctx *ctx, int argc, char **argv);
@@ -23,6 +25,9 @@ int cmd_rm(sl_ctx *ctx, int argc, char **argv);
 int cmd_image(sl_ctx *ctx, int argc, char **argv);
 int cmd_lifecycle(sl_ctx *ctx, int argc, char **argv);
 int cmd_snapshot(sl_ctx *ctx, int argc, char **argv);
+int cmd_fork(sl_ctx *ctx, int argc, char **argv);
+int cmd_checkpoint(sl_ctx *ctx, int argc, char **argv);
+int cmd_rollback(sl_ctx *ctx, int argc, char **argv);
 int cmd_volume(sl_ctx *ctx, int argc, char **argv);
 int cmd_secret(sl_ctx *ctx, int argc, char **argv);
 int cmd_cp(sl_ctx *ctx, int argc, char **argv);

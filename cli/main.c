@@ -2,6 +2,7 @@
  * turns failures into one line on stderr and exit status 125. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -22,6 +23,9 @@ static const char usage[] =
 	"  key ls   key rm NAME\n"
 	"  pause|resume|stop|start ID...\n"
 	"  snapshot create ID [--name N]   snapshot ls   snapshot rm ID|NAME\n"
+	"  fork ID [-n N] [--name NAME]   N copies of a sandbox's files and settings\n"
+	"  checkpoint create ID NAME   checkpoint ls ID   checkpoint rm ID NAME\n"
+	"  rollback ID CHECKPOINT      the sandbox's files back as the checkpoint has them\n"
 	"  volume create NAME   volume ls   volume rm NAME\n"
 	"  secret set NAME (the value on stdin)   secret ls   secret rm NAME\n"
 	"  image import NAME FILE|-   image pull REF   image ls   image rm NAME   image inspect NAME\n"
@@ -41,6 +45,14 @@ int cli_fail(const sl_err *err)
 {
 	fprintf(stderr, "sandlot: %s\n", err->msg[0] ? err->msg : "unknown error");
 	return EXIT_SANDLOT;
+}
+
+void cli_print_json(const cJSON *o)
+{
+	char *s = cJSON_Print(o);
+	if (s)
+		puts(s);
+	free(s);
 }
 
 int cli_usage(const char *fmt, ...)
@@ -79,7 +91,8 @@ int main(int argc, char **argv)
 		{ "rm", cmd_rm },	 { "image", cmd_image },	   { "pause", cmd_lifecycle },
 		{ "resume", cmd_lifecycle }, { "stop", cmd_lifecycle }, { "start", cmd_lifecycle },
 		{ "snapshot", cmd_snapshot }, { "volume", cmd_volume }, { "cp", cmd_cp },
-		{ "secret", cmd_secret },
+		{ "secret", cmd_secret }, { "fork", cmd_fork }, { "checkpoint", cmd_checkpoint },
+		{ "rollback", cmd_rollback },
 		{ "serve", cmd_serve },	 { "key", cmd_key },	   { "code", cmd_code },
 	};
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||

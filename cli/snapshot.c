@@ -41,11 +41,8 @@ int cmd_snapshot(sl_ctx *ctx, int argc, char **argv)
 				       list[i].name[0] ? list[i].name : "-", list[i].sandbox_id,
 				       list[i].image);
 		}
-		if (json) {
-			char *s = cJSON_Print(arr);
-			puts(s);
-			free(s);
-		}
+		if (json)
+			cli_print_json(arr);
 		cJSON_Delete(arr);
 		free(list);
 		return 0;

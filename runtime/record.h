@@ -61,6 +61,14 @@ typedef struct sl_sandbox {
 	char reason[256]; /* why it ended, or why it is broken */
 	char boot_id[40]; /* the boot its init was started in */
 	char snapshot[32]; /* the snapshot it was created from, or "" */
+	char forked_from[32]; /* the sandbox it is a fork of, or "" */
+	/* What happens once it has been stopped a while (Daytona's intervals, in minutes as
+	 * Daytona sends them; only when stop_policy): archived after auto_archive_min (0:
+	 * the most, 30 days), deleted after auto_delete_min (-1: never, 0: at the stop).
+	 * Archived: stopped with its files kept (memory is not kept: no hibernate yet). */
+	bool stop_policy, archived;
+	int64_t auto_archive_min, auto_delete_min;
+	int64_t stopped_ms; /* when it was last stopped (0: running since) */
 	cJSON *volumes;	   /* array of {name, mountPath, readOnly} */
 	/* Timeouts in ms (0: none). expires_ms: the lifetime deadline (unix ms), kept
 	 * in the record so a daemon that was down when it passed acts on it at start. */

@@ -186,6 +186,7 @@ static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
 		usleep(10000);
 	}
 	sl_crash_point("release-layer-gone");
+	checkpoint_delete_all(ctx, sb->id);
 	/* For the next create: a layer of the default size ready for it, and one cloned
 	 * from the snapshot this sandbox was made from. */
 	store_layer_spares_fill(&ctx->cfg, ctx->cfg.def_disk, sb->id);
@@ -536,7 +537,10 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	sl_image img;
 	sl_snapshot snap = { 0 }, base = { 0 };
 	const char *image = o->image;
-	if (o->snapshot) {
+	if (o->fork_base) {
+		snap = *o->fork_base;
+		image = snap.digest;
+	} else if (o->snapshot) {
 		if (snapshot_get(ctx, o->snapshot, &snap, err) < 0)
 			return -1;
 		if (o->image && strcmp(o->image, snap.image) && strcmp(o->image, snap.digest))
@@ -556,7 +560,9 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	snprintf(sb.name, sizeof(sb.name), "%s", o->name ? o->name : "");
 	sb.status = SL_ST_CREATING;
 	snprintf(sb.image, sizeof(sb.image), "%s", snap.id[0] ? snap.image : img.name);
-	snprintf(sb.snapshot, sizeof(sb.snapshot), "%s", snap.id);
+	snprintf(sb.snapshot, sizeof(sb.snapshot), "%s", o->fork_base ? "" : snap.id);
+	snprintf(sb.forked_from, sizeof(sb.forked_from), "%s",
+		 o->fork_base ? snap.sandbox_id : "");
 	snprintf(sb.digest, sizeof(sb.digest), "%s", img.digest);
 	snprintf(sb.user, sizeof(sb.user), "%s", o->user ? o->user : img.user);
 	snprintf(sb.workdir, sizeof(sb.workdir), "%s", o->workdir ? o->workdir : img.workdir);
@@ -1001,6 +1007,20 @@ int sandbox_resume(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
 	return set_frozen(ctx, ref, false, out, err);
 }
 
+/* Every process ended (stop_processes) and the record says stopped. */
+static void stop_locked(sl_ctx *ctx, sl_sandbox *sb, int grace_ms)
+{
+	stop_processes(ctx, sb, grace_ms);
+	char sock[PATH_MAX];
+	state_run_dir(&ctx->cfg, sb->id, sock, sizeof(sock));
+	strcat(sock, "/init.sock");
+	unlink(sock);
+	sb->status = SL_ST_STOPPED;
+	sb->init_pid = 0;
+	sb->init_start = 0;
+	sb->stopped_ms = sl_now_ms();
+}
+
 int sandbox_stop(sl_ctx *ctx, const char *ref, int grace_ms, sl_sandbox *out, sl_err *err)
 {
 	sl_sandbox sb;
@@ -1012,14 +1032,7 @@ int sandbox_stop(sl_ctx *ctx, const char *ref, int grace_ms, sl_sandbox *out, sl
 		sandbox_free(&sb);
 		return r;
 	}
-	stop_processes(ctx, &sb, grace_ms);
-	char sock[PATH_MAX];
-	state_run_dir(&ctx->cfg, sb.id, sock, sizeof(sock));
-	strcat(sock, "/init.sock");
-	unlink(sock);
-	sb.status = SL_ST_STOPPED;
-	sb.init_pid = 0;
-	sb.init_start = 0;
+	stop_locked(ctx, &sb, grace_ms);
 	return save_change(ctx, &sb, 0, out, err);
 }
 
@@ -1041,8 +1054,104 @@ int sandbox_start(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
 		r = start_init(ctx, &sb, NULL, 0, NULL, NULL, err);
 	if (r == 0) {
 		sb.status = SL_ST_RUNNING;
+		sb.archived = false;
+		sb.stopped_ms = 0;
 		r = record_save(ctx, &sb, true, err);
 	}
+	if (r == 0 && out)
+		*out = sb;
+	else
+		sandbox_free(&sb);
+	return r;
+}
+
+int sandbox_set_stop_policy(sl_ctx *ctx, const char *ref, int64_t archive_min, int64_t delete_min,
+			    sl_sandbox *out, sl_err *err)
+{
+	if ((archive_min != INT64_MIN && archive_min < 0) ||
+	    (delete_min != INT64_MIN && delete_min < -1))
+		return sl_fail(err, SL_INVALID, 0,
+			       "intervals: archive after 0 or more minutes, delete after -1 or more");
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
+		return -1;
+	if (!sb.stop_policy) { /* Daytona's defaults for what is not given */
+		sb.stop_policy = true;
+		sb.auto_archive_min = 0;
+		sb.auto_delete_min = -1;
+	}
+	if (archive_min != INT64_MIN)
+		sb.auto_archive_min = archive_min;
+	if (delete_min != INT64_MIN)
+		sb.auto_delete_min = delete_min;
+	return save_change(ctx, &sb, 0, out, err);
+}
+
+int sandbox_archive(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
+{
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
+		return -1;
+	if (sb.status == SL_ST_RUNNING || sb.status == SL_ST_PAUSED) {
+		stop_locked(ctx, &sb, 10000);
+	} else if (sb.status != SL_ST_STOPPED) {
+		int r = want_status(&sb, SL_ST_STOPPED, "archived", err);
+		sandbox_free(&sb);
+		return r;
+	}
+	sb.archived = true;
+	return save_change(ctx, &sb, 0, out, err);
+}
+
+/* Every process ended; the layer put back as checkpoint CP has it; started again when
+ * RESTART. A layer that cannot be replaced leaves the old files, started again too. */
+static int rollback_locked(sl_ctx *ctx, sl_sandbox *sb, const sl_snapshot *cp, bool restart,
+			   sl_err *err)
+{
+	bool was_stopped = sb->status == SL_ST_STOPPED;
+	int64_t stopped_ms = sb->stopped_ms;
+	stop_locked(ctx, sb, 0);
+	if (was_stopped)
+		sb->stopped_ms = stopped_ms;
+	int r = store_ensure(&ctx->cfg, err);
+	if (r == 0)
+		r = store_layer_replace(&ctx->cfg, sb->id, cp->id, sb->disk_bytes, err);
+	sl_err e2 = { 0 };
+	if (restart && start_init(ctx, sb, NULL, 0, NULL, NULL, r == 0 ? err : &e2) == 0) {
+		sb->status = SL_ST_RUNNING;
+		sb->stopped_ms = 0;
+	} else if (restart && r == 0) {
+		r = -1;
+	}
+	return r;
+}
+
+int sandbox_rollback(sl_ctx *ctx, const char *ref, const char *checkpoint, sl_sandbox *out,
+		     sl_err *err)
+{
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	if (load_locked(ctx, ref, &sb, &lk, err) < 0)
+		return -1;
+	sl_snapshot cp;
+	int r = 0;
+	if (sb.status != SL_ST_RUNNING && sb.status != SL_ST_PAUSED && sb.status != SL_ST_STOPPED &&
+	    sb.status != SL_ST_FAILED)
+		r = want_status(&sb, SL_ST_RUNNING, "rolled back", err);
+	if (r == 0)
+		r = checkpoint_find(ctx, sb.id, checkpoint, &cp, err);
+	if (r < 0) {
+		sandbox_free(&sb);
+		return -1;
+	}
+	r = rollback_locked(ctx, &sb, &cp, sb.status == SL_ST_RUNNING || sb.status == SL_ST_PAUSED,
+			    err);
+	/* The record says what is true now, whatever the rollback's result. */
+	sl_err e2 = { 0 };
+	if (record_save(ctx, &sb, true, r == 0 ? err : &e2) < 0 && r == 0)
+		r = -1;
 	if (r == 0 && out)
 		*out = sb;
 	else

@@ -57,6 +57,9 @@ typedef struct sl_create_opts {
 	 * went. On failure it is closed. */
 	const struct sl_spawn *first;
 	struct sl_proc *first_proc;
+	/* Internal (forks: fork.c): start with this fork base's files (snapshot.h), and
+	 * record the source as forked_from rather than a snapshot. */
+	const struct sl_snapshot *fork_base;
 } sl_create_opts;
 
 /* What the host grants a create before it starts: a disk within cfg.max_disk
@@ -96,6 +99,20 @@ int sandbox_pause(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
 int sandbox_resume(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
 int sandbox_stop(sl_ctx *ctx, const char *ref, int grace_ms, sl_sandbox *out, sl_err *err);
 int sandbox_start(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
+/* Put the sandbox's files back as checkpoint CHECKPOINT (its name or id, checkpoint.h in
+ * snapshot.h) holds them: every process ends, the writable layer is replaced by a clone
+ * of the checkpoint, and a sandbox that was running or paused starts again from its
+ * image's entry (running). Its id, name, ports, volumes, network and execution records
+ * stay. A checkpoint of another sandbox: SL_CONFLICT. */
+int sandbox_rollback(sl_ctx *ctx, const char *ref, const char *checkpoint, sl_sandbox *out,
+		     sl_err *err);
+/* The stop policy (record.h, Daytona's autoArchive/autoDeleteInterval, in minutes):
+ * INT64_MIN keeps one. archive_min >= 0; delete_min >= -1. */
+int sandbox_set_stop_policy(sl_ctx *ctx, const char *ref, int64_t archive_min, int64_t delete_min,
+			    sl_sandbox *out, sl_err *err);
+/* Archive: stop a running or paused sandbox (files kept) and mark it archived; a stopped
+ * one is only marked. start clears the mark. */
+int sandbox_archive(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
 /* Replace the labels (an object of strings). */
 int sandbox_set_labels(sl_ctx *ctx, const char *ref, const cJSON *labels, sl_sandbox *out,
 		       sl_err *err);

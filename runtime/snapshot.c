@@ -58,6 +58,10 @@ static int snap_save(const sl_ctx *ctx, const sl_snapshot *s, sl_err *err)
 	cJSON_AddNumberToObject(o, "uid_base", s->uid_base);
 	cJSON_AddNumberToObject(o, "created_ms", (double)s->created_ms);
 	cJSON_AddStringToObject(o, "owner", s->owner);
+	if (s->checkpoint_of[0])
+		cJSON_AddStringToObject(o, "checkpoint_of", s->checkpoint_of);
+	if (s->fork_base)
+		cJSON_AddBoolToObject(o, "fork_base", true);
 	_cleanup_free_ char *txt = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return txt ? state_write_atomic(p, txt, strlen(txt), err)
@@ -98,6 +102,10 @@ static int snap_load(const sl_ctx *ctx, const char *id, sl_snapshot *s, sl_err *
 	const cJSON *cm = cJSON_GetObjectItemCaseSensitive(o, v1 ? "createdMs" : "created_ms");
 	s->uid_base = cJSON_IsNumber(ub) ? (uint32_t)ub->valuedouble : 0;
 	s->created_ms = cJSON_IsNumber(cm) ? (int64_t)cm->valuedouble : 0;
+	const cJSON *ck = cJSON_GetObjectItemCaseSensitive(o, "checkpoint_of");
+	snprintf(s->checkpoint_of, sizeof(s->checkpoint_of), "%s",
+		 cJSON_IsString(ck) ? ck->valuestring : "");
+	s->fork_base = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "fork_base"));
 	cJSON_Delete(o);
 	return 0;
 }
@@ -165,14 +173,28 @@ static int thaw_if_running(sl_ctx *ctx, const char *id, sl_err *err)
 	return r;
 }
 
-/* What the maker of SNP_ID (dead: its marker MFD is ours now) left behind. */
+static void snap_unlink_record(const sl_ctx *ctx, const char *snp_id)
+{
+	char p[PATH_MAX];
+	snap_dir(ctx, p, sizeof(p));
+	snprintf(p + strlen(p), sizeof(p) - strlen(p), "/%s.json", snp_id);
+	unlink(p);
+}
+
+/* What the maker of SNP_ID (dead: its marker MFD is ours now) left behind. A fork base
+ * with its record goes too: it was never meant to outlive its maker. */
 static void making_undo(sl_ctx *ctx, const char *snp_id, int mfd)
 {
 	char froze[40] = "";
 	ssize_t n = pread(mfd, froze, sizeof(froze) - 1, 0);
 	froze[n > 0 ? n : 0] = '\0';
 	sl_err e = {0};
-	if (!snap_has_record(ctx, snp_id) &&
+	sl_snapshot rec;
+	bool base = snap_load(ctx, snp_id, &rec, &e) == 0 && rec.fork_base;
+	sl_err_clear(&e);
+	if (base)
+		snap_unlink_record(ctx, snp_id);
+	if ((base || !snap_has_record(ctx, snp_id)) &&
 	    store_snapshot_destroy(&ctx->cfg, snp_id, &e) < 0 && e.errnum != ENOENT)
 		sl_log(SL_LOG_WARN, "snapshot %s: remove the half-made subvolume: %s", snp_id,
 		       e.msg);
@@ -235,11 +257,17 @@ static int snap_find(sl_ctx *ctx, const char *ref, sl_snapshot *out, sl_err *err
 	return snap_load(ctx, id, out, err);
 }
 
+static bool snap_hidden(const sl_snapshot *s)
+{
+	return s->checkpoint_of[0] || s->fork_base;
+}
+
 int snapshot_get(sl_ctx *ctx, const char *ref, sl_snapshot *out, sl_err *err)
 {
 	if (snap_find(ctx, ref, out, err) < 0)
 		return -1;
-	if (!owner_sees(out->owner)) /* another key's: as if there were none */
+	/* Another key's, a checkpoint or a fork base: as if there were none. */
+	if (!owner_sees(out->owner) || snap_hidden(out))
 		return sl_fail(err, SL_NOTFOUND, 0, "snapshot %s not found", ref);
 	return 0;
 }
@@ -254,6 +282,73 @@ static int name_free_for(sl_ctx *ctx, const char *name, const char *owner, sl_er
 	return sl_fail(err, SL_CONFLICT, 0, "snapshot name %s is taken by another API key", name);
 }
 
+/* What a capture checks under the sandbox's lock, before anything is made. */
+typedef int (*capture_check)(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot *s,
+			     sl_err *err);
+
+/* The sandbox's files now, as S (name and kind filled by the caller; the rest here), a
+ * running sandbox frozen for the instant, and S's record saved. With KEEP_MFD, the
+ * making marker stays held and is handed back (a fork base). */
+static int capture(sl_ctx *ctx, const char *sandbox_ref, capture_check check, sl_snapshot *s,
+		   int *keep_mfd, sl_err *err)
+{
+	snapshot_collect_unfinished(ctx);
+	/* Under the sandbox's lock: no pause, resume or stop comes between the freeze and
+	 * the thaw. */
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	if (sandbox_get_locked(ctx, sandbox_ref, &sb, &lk, err) < 0)
+		return -1;
+	if (sb.status == SL_ST_TERMINATED || sb.status == SL_ST_CREATING) {
+		int r = sl_fail(err, sb.status == SL_ST_TERMINATED ? SL_NOTFOUND : SL_CONFLICT, 0,
+				"sandbox %s is %s; nothing to snapshot", sb.id,
+				sandbox_status_name(sb.status));
+		sandbox_free(&sb);
+		return r;
+	}
+	if (check && check(ctx, &sb, s, err) < 0) {
+		sandbox_free(&sb);
+		return -1;
+	}
+	sl_new_id("snp_", s->id, sizeof(s->id));
+	snprintf(s->sandbox_id, sizeof(s->sandbox_id), "%s", sb.id);
+	snprintf(s->image, sizeof(s->image), "%s", sb.image);
+	snprintf(s->digest, sizeof(s->digest), "%s", sb.digest);
+	s->uid_base = sb.uid_base;
+	s->created_ms = sl_now_ms();
+	snprintf(s->owner, sizeof(s->owner), "%s", owner_acting());
+	char cg[64];
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
+	bool running = sb.status == SL_ST_RUNNING;
+	int mfd = making_begin(ctx, s->id, running ? sb.id : "", err);
+	if (mfd < 0) {
+		sandbox_free(&sb);
+		return -1;
+	}
+	/* Freeze a running sandbox so no write is half done at the instant of capture. */
+	bool froze = running && cgroup_freeze(ctx->cg, cg, true, err) == 0;
+	int r = running && !froze ? -1 : store_ensure(&ctx->cfg, err);
+	if (r == 0)
+		r = store_snapshot_create(&ctx->cfg, sb.id, s->id, err);
+	sl_crash_point("snapshot-frozen");
+	if (froze) {
+		sl_err e2 = { 0 };
+		cgroup_freeze(ctx->cg, cg, false, &e2);
+	}
+	sandbox_free(&sb);
+	if (r == 0 && snap_save(ctx, s, err) < 0) {
+		store_snapshot_destroy(&ctx->cfg, s->id, NULL);
+		r = -1;
+	}
+	sl_crash_point("snapshot-recorded"); /* its record saved, its marker still held */
+	if (r == 0 && keep_mfd) {
+		*keep_mfd = mfd;
+		return 0;
+	}
+	making_end(ctx, s->id, mfd);
+	return r;
+}
+
 int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_snapshot *out,
 		    sl_err *err)
 {
@@ -263,52 +358,9 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 			       name);
 	if (name && *name && name_free_for(ctx, name, owner_acting(), err) < 0)
 		return -1;
-	snapshot_collect_unfinished(ctx);
-	/* Under the sandbox's lock: no pause, resume or stop comes between the freeze and
-	 * the thaw. */
-	sl_sandbox sb;
-	_cleanup_close_ int lk = -1;
-	if (sandbox_get_locked(ctx, sandbox_ref, &sb, &lk, err) < 0)
-		return -1;
-	if (sb.status == SL_ST_TERMINATED || sb.status == SL_ST_CREATING) {
-		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is %s; nothing to snapshot", sb.id,
-			       sandbox_status_name(sb.status));
-	}
 	sl_snapshot s = { 0 };
-	sl_new_id("snp_", s.id, sizeof(s.id));
 	snprintf(s.name, sizeof(s.name), "%s", name ? name : "");
-	snprintf(s.sandbox_id, sizeof(s.sandbox_id), "%s", sb.id);
-	snprintf(s.image, sizeof(s.image), "%s", sb.image);
-	snprintf(s.digest, sizeof(s.digest), "%s", sb.digest);
-	s.uid_base = sb.uid_base;
-	s.created_ms = sl_now_ms();
-	snprintf(s.owner, sizeof(s.owner), "%s", owner_acting());
-	char cg[64];
-	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
-	bool running = sb.status == SL_ST_RUNNING;
-	int mfd = making_begin(ctx, s.id, running ? sb.id : "", err);
-	if (mfd < 0) {
-		sandbox_free(&sb);
-		return -1;
-	}
-	/* Freeze a running sandbox so no write is half done at the instant of capture. */
-	bool froze = running && cgroup_freeze(ctx->cg, cg, true, err) == 0;
-	int r = running && !froze ? -1 : store_ensure(&ctx->cfg, err);
-	if (r == 0)
-		r = store_snapshot_create(&ctx->cfg, sb.id, s.id, err);
-	sl_crash_point("snapshot-frozen");
-	if (froze) {
-		sl_err e2 = { 0 };
-		cgroup_freeze(ctx->cg, cg, false, &e2);
-	}
-	sandbox_free(&sb);
-	if (r == 0 && snap_save(ctx, &s, err) < 0) {
-		store_snapshot_destroy(&ctx->cfg, s.id, NULL);
-		r = -1;
-	}
-	sl_crash_point("snapshot-recorded"); /* its record saved, its marker still held */
-	making_end(ctx, s.id, mfd);
-	if (r < 0)
+	if (capture(ctx, sandbox_ref, NULL, &s, NULL, err) < 0)
 		return -1;
 	if (s.name[0]) {
 		char p[PATH_MAX];
@@ -324,7 +376,10 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 	return 0;
 }
 
-int snapshot_list(sl_ctx *ctx, sl_snapshot **out, size_t *n, sl_err *err)
+/* The records PRED keeps (with ARG), those of other keys too when ANY_OWNER, oldest
+ * first. */
+static int list_where(sl_ctx *ctx, bool (*pred)(const sl_snapshot *, const void *),
+		      const void *arg, bool any_owner, sl_snapshot **out, size_t *n, sl_err *err)
 {
 	char p[PATH_MAX];
 	snap_dir(ctx, p, sizeof(p));
@@ -342,17 +397,38 @@ int snapshot_list(sl_ctx *ctx, sl_snapshot **out, size_t *n, sl_err *err)
 		char id[40];
 		snprintf(id, sizeof(id), "%s", ids[i]);
 		sl_err e2 = { 0 };
-		if (snap_load(ctx, id, &(*out)[*n], &e2) == 0 && owner_sees((*out)[*n].owner)) {
-			/* Only the newest snapshot with a name carries it (tags). */
-			sl_snapshot owner;
-			if ((*out)[*n].name[0] &&
-			    (snapshot_get(ctx, (*out)[*n].name, &owner, &e2) < 0 ||
-			     strcmp(owner.id, (*out)[*n].id)))
-				(*out)[*n].name[0] = '\0';
+		sl_snapshot *s = &(*out)[*n];
+		if (snap_load(ctx, id, s, &e2) == 0 && (any_owner || owner_sees(s->owner)) &&
+		    pred(s, arg))
 			(*n)++;
-		}
 	}
 	state_free_names(ids, nids);
+	for (size_t i = 1; i < *n; i++) /* a few dozen at most: insertion sort */
+		for (size_t j = i; j > 0 && (*out)[j - 1].created_ms > (*out)[j].created_ms; j--) {
+			sl_snapshot t = (*out)[j];
+			(*out)[j] = (*out)[j - 1];
+			(*out)[j - 1] = t;
+		}
+	return 0;
+}
+
+static bool is_plain(const sl_snapshot *s, const void *arg)
+{
+	return !snap_hidden(s);
+}
+
+int snapshot_list(sl_ctx *ctx, sl_snapshot **out, size_t *n, sl_err *err)
+{
+	if (list_where(ctx, is_plain, NULL, false, out, n, err) < 0)
+		return -1;
+	/* Only the newest snapshot with a name carries it (tags). */
+	for (size_t i = 0; i < *n; i++) {
+		sl_snapshot owner;
+		sl_err e2 = { 0 };
+		if ((*out)[i].name[0] && (snapshot_get(ctx, (*out)[i].name, &owner, &e2) < 0 ||
+					  strcmp(owner.id, (*out)[i].id)))
+			(*out)[i].name[0] = '\0';
+	}
 	return 0;
 }
 
@@ -534,4 +610,179 @@ int snapshot_import(sl_ctx *ctx, const char *name, int in_fd, sl_snapshot *out, 
 		return -1;
 	*out = s;
 	return 0;
+}
+
+/* ---- checkpoints ---- */
+
+static bool is_checkpoint_of(const sl_snapshot *s, const void *sandbox_id)
+{
+	return !strcmp(s->checkpoint_of, sandbox_id);
+}
+
+/* Under the sandbox's lock: its checkpoint names are unique, and few. */
+static int checkpoint_check(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot *s, sl_err *err)
+{
+	sl_snapshot *list;
+	size_t n;
+	if (list_where(ctx, is_checkpoint_of, sb->id, true, &list, &n, err) < 0)
+		return -1;
+	int r = 0;
+	for (size_t i = 0; i < n && !r; i++)
+		if (!strcmp(list[i].name, s->name))
+			r = sl_fail(err, SL_CONFLICT, 0,
+				    "sandbox %s already has a checkpoint named %s; delete it first",
+				    sb->id, s->name);
+	if (!r && n >= SL_CHECKPOINTS_MAX)
+		r = sl_fail(err, SL_EXHAUSTED, 0,
+			    "sandbox %s has %d checkpoints, the most it may keep; delete one first",
+			    sb->id, SL_CHECKPOINTS_MAX);
+	free(list);
+	return r;
+}
+
+int checkpoint_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_snapshot *out,
+		      sl_err *err)
+{
+	if (!name || !valid_name(name))
+		return sl_fail(err, SL_INVALID, 0,
+			       "checkpoint name \"%s\": use 1-63 lowercase letters, digits, '-', "
+			       "'.', '_' (not starting with snp_)",
+			       name ? name : "");
+	sl_snapshot s = { 0 };
+	snprintf(s.name, sizeof(s.name), "%s", name);
+	/* The sandbox's id, known only under its lock: capture fills sandbox_id. */
+	sl_sandbox sb;
+	if (sandbox_get(ctx, sandbox_ref, &sb, err) < 0)
+		return -1;
+	snprintf(s.checkpoint_of, sizeof(s.checkpoint_of), "%s", sb.id);
+	sandbox_free(&sb);
+	if (capture(ctx, s.checkpoint_of, checkpoint_check, &s, NULL, err) < 0)
+		return -1;
+	*out = s;
+	return 0;
+}
+
+int checkpoint_list(sl_ctx *ctx, const char *sandbox_ref, sl_snapshot **out, size_t *n,
+		    sl_err *err)
+{
+	sl_sandbox sb;
+	if (sandbox_get(ctx, sandbox_ref, &sb, err) < 0)
+		return -1;
+	int r = sb.status == SL_ST_TERMINATED
+			? sl_fail(err, SL_NOTFOUND, 0, "sandbox %s is terminated", sb.id)
+			: list_where(ctx, is_checkpoint_of, sb.id, false, out, n, err);
+	sandbox_free(&sb);
+	return r;
+}
+
+int checkpoint_find(sl_ctx *ctx, const char *sandbox_id, const char *ref, sl_snapshot *out,
+		    sl_err *err)
+{
+	if (!ref || !*ref || strchr(ref, '/') || ref[0] == '.')
+		return sl_fail(err, SL_INVALID, 0, "\"%s\" is not a checkpoint name",
+			       ref ? ref : "");
+	if (!strncmp(ref, "snp_", 4)) {
+		sl_err e = { 0 };
+		if (!id_ok(ref, "snp_") || snap_load(ctx, ref, out, &e) < 0 ||
+		    !owner_sees(out->owner) || !out->checkpoint_of[0])
+			return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s has no checkpoint %s",
+				       sandbox_id, ref);
+		if (strcmp(out->checkpoint_of, sandbox_id))
+			return sl_fail(err, SL_CONFLICT, 0,
+				       "checkpoint %s belongs to sandbox %s, not %s: a sandbox "
+				       "rolls back only to its own checkpoints (fork to copy "
+				       "another sandbox)",
+				       ref, out->checkpoint_of, sandbox_id);
+		return 0;
+	}
+	sl_snapshot *list;
+	size_t n;
+	if (list_where(ctx, is_checkpoint_of, sandbox_id, false, &list, &n, err) < 0)
+		return -1;
+	int r = sl_fail(err, SL_NOTFOUND, 0, "sandbox %s has no checkpoint named %s", sandbox_id,
+			ref);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(list[i].name, ref)) {
+			*out = list[i];
+			sl_err_clear(err);
+			r = 0;
+			break;
+		}
+	free(list);
+	return r;
+}
+
+static int checkpoint_remove(sl_ctx *ctx, const sl_snapshot *s, sl_err *err)
+{
+	if (store_snapshot_destroy(&ctx->cfg, s->id, err) < 0)
+		return -1;
+	snap_unlink_record(ctx, s->id);
+	return 0;
+}
+
+int checkpoint_delete(sl_ctx *ctx, const char *sandbox_ref, const char *ref, sl_err *err)
+{
+	/* Under the sandbox's lock: not while a rollback clones it. */
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	if (sandbox_get_locked(ctx, sandbox_ref, &sb, &lk, err) < 0)
+		return -1;
+	sl_snapshot s;
+	int r = sb.status == SL_ST_TERMINATED
+			? sl_fail(err, SL_NOTFOUND, 0, "sandbox %s is terminated", sb.id)
+			: checkpoint_find(ctx, sb.id, ref, &s, err);
+	if (r == 0)
+		r = checkpoint_remove(ctx, &s, err);
+	sandbox_free(&sb);
+	return r;
+}
+
+void checkpoint_delete_all(sl_ctx *ctx, const char *sandbox_id)
+{
+	sl_snapshot *list;
+	size_t n;
+	sl_err e = { 0 };
+	if (list_where(ctx, is_checkpoint_of, sandbox_id, true, &list, &n, &e) < 0) {
+		sl_log(SL_LOG_WARN, "sandbox %s: list its checkpoints: %s", sandbox_id, e.msg);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		sl_err_clear(&e);
+		if (checkpoint_remove(ctx, &list[i], &e) < 0)
+			sl_log(SL_LOG_WARN, "sandbox %s: delete checkpoint %s: %s", sandbox_id,
+			       list[i].id, e.msg);
+	}
+	free(list);
+}
+
+/* ---- fork bases ---- */
+
+static int fork_check(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot *s, sl_err *err)
+{
+	if (sb->status == SL_ST_RUNNING || sb->status == SL_ST_PAUSED)
+		return 0;
+	return sl_fail(err, SL_CONFLICT, 0,
+		       "sandbox %s is %s; only a running or paused sandbox can be forked", sb->id,
+		       sandbox_status_name(sb->status));
+}
+
+int snapshot_fork_base(sl_ctx *ctx, const char *sandbox_ref, sl_snapshot *out, int *mfd,
+		       sl_err *err)
+{
+	sl_snapshot s = { 0 };
+	s.fork_base = true;
+	if (capture(ctx, sandbox_ref, fork_check, &s, mfd, err) < 0)
+		return -1;
+	*out = s;
+	return 0;
+}
+
+void snapshot_fork_base_drop(sl_ctx *ctx, const sl_snapshot *s, int mfd)
+{
+	sl_err e = { 0 };
+	snap_unlink_record(ctx, s->id);
+	if (store_snapshot_destroy(&ctx->cfg, s->id, &e) < 0)
+		sl_log(SL_LOG_WARN, "fork of %s: delete its base %s: %s", s->sandbox_id, s->id,
+		       e.msg);
+	making_end(ctx, s->id, mfd);
 }

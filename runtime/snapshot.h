@@ -4,6 +4,7 @@
 #ifndef SANDLOT_SNAPSHOT_H
 #define SANDLOT_SNAPSHOT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -21,6 +22,11 @@ typedef struct sl_snapshot {
 	uint32_t uid_base; /* the owner range its files were written under */
 	int64_t created_ms;
 	char owner[SL_OWNER_LEN]; /* the key that made it (owner.h): others get "not found" */
+	/* Hidden from the snapshot calls (get, list, delete): a checkpoint belongs to the
+	 * sandbox it names, its name unique among that sandbox's; a fork base lives only
+	 * while its forks are made. */
+	char checkpoint_of[32];
+	bool fork_base;
 } sl_snapshot;
 
 /* Capture a sandbox's files consistently: a running sandbox is frozen for the instant
@@ -44,5 +50,28 @@ int snapshot_import(sl_ctx *ctx, const char *name, int in_fd, sl_snapshot *out, 
 /* Make dst_id's writable layer a copy of the snapshot, owned by dst_base's range. */
 int snapshot_clone_layer(sl_ctx *ctx, const sl_snapshot *s, const char *dst_id, uint32_t dst_base,
 			 uint64_t disk_bytes, sl_err *err);
+
+/* ---- checkpoints: named snapshots of one sandbox, for rolling it back ----
+ * Each is a snapshot record with checkpoint_of set; the sandbox's destroy deletes them. */
+#define SL_CHECKPOINTS_MAX 64 /* per sandbox */
+int checkpoint_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_snapshot *out,
+		      sl_err *err);
+/* SANDBOX_REF's checkpoints, oldest first. */
+int checkpoint_list(sl_ctx *ctx, const char *sandbox_ref, sl_snapshot **out, size_t *n,
+		    sl_err *err);
+/* Checkpoint REF (its name, or its snp_ id) of sandbox SANDBOX_ID (an id, not a name):
+ * SL_NOTFOUND when it has none such; SL_CONFLICT when REF is another sandbox's. */
+int checkpoint_find(sl_ctx *ctx, const char *sandbox_id, const char *ref, sl_snapshot *out,
+		    sl_err *err);
+int checkpoint_delete(sl_ctx *ctx, const char *sandbox_ref, const char *ref, sl_err *err);
+/* Delete every checkpoint of SANDBOX_ID (its destroy); what fails is logged. */
+void checkpoint_delete_all(sl_ctx *ctx, const char *sandbox_id);
+
+/* ---- fork bases: the files of a sandbox at one instant, while forks are made of them ----
+ * A hidden snapshot whose making marker stays held (*mfd) until snapshot_fork_base_drop:
+ * a forker that dies leaves it to snapshot_collect_unfinished, which deletes it. */
+int snapshot_fork_base(sl_ctx *ctx, const char *sandbox_ref, sl_snapshot *out, int *mfd,
+		       sl_err *err);
+void snapshot_fork_base_drop(sl_ctx *ctx, const sl_snapshot *s, int mfd);
 
 #endif

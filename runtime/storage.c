@@ -374,6 +374,37 @@ int store_layer_clone_snapshot(const sl_config *cfg, const char *id, const char 
 	return store_layer_create_from(cfg, id, src, disk_bytes, err);
 }
 
+int store_layer_replace(const sl_config *cfg, const char *id, const char *snp_id,
+			uint64_t disk_bytes, sl_err *err)
+{
+	_cleanup_close_ int parent = open_kind(cfg, "sandboxes", err);
+	if (parent < 0)
+		return -1;
+	char old[80];
+	snprintf(old, sizeof(old), ".rollback-%s", id);
+	destroy_subvol(cfg, "sandboxes", old, NULL); /* one a crash left, if any */
+	if (renameat2(parent, id, parent, old, RENAME_NOREPLACE) < 0)
+		return sl_sysfail(err, "sandbox %s: set its writable layer aside", id);
+	if (store_layer_clone_snapshot(cfg, id, snp_id, disk_bytes, err) < 0) {
+		if (renameat2(parent, old, parent, id, RENAME_NOREPLACE) < 0)
+			sl_log(SL_LOG_WARN, "sandbox %s: put its writable layer back: %s", id,
+			       strerror(errno));
+		return -1;
+	}
+	/* The old overlay may be busy a moment after its namespace went (as at a
+	 * destroy); store_layers_collect takes what stays. */
+	sl_err e = { 0 };
+	for (int i = 0; i < 50; i++) {
+		sl_err_clear(&e);
+		if (destroy_subvol(cfg, "sandboxes", old, &e) == 0 || e.errnum != EBUSY)
+			break;
+		usleep(10000);
+	}
+	if (e.kind)
+		sl_log(SL_LOG_WARN, "sandbox %s: delete its old writable layer: %s", id, e.msg);
+	return 0;
+}
+
 int store_snapshot_path(const sl_config *cfg, const char *snp_id, char *buf, size_t len)
 {
 	return snprintf(buf, len, "%s/store/snapshots/%s", cfg->state_dir, snp_id) >= (int)len ? -1
@@ -465,8 +496,10 @@ int store_layers_collect(const sl_config *cfg, bool (*known)(void *arg, const ch
 		bool gone = false;
 		if (!strncmp(de->d_name, "sbx_", 4)) {
 			gone = !known(arg, de->d_name);
-		} else if (!strncmp(de->d_name, ".building-", 10)) {
-			/* A fill takes milliseconds: one this old was left by a crash. */
+		} else if (!strncmp(de->d_name, ".building-", 10) ||
+			   !strncmp(de->d_name, ".rollback-", 10)) {
+			/* A fill or a rollback takes milliseconds: one this old was left by a
+			 * crash (or a layer that stayed busy: gone by now). */
 			struct stat st;
 			gone = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			       now - st.st_mtime > 60;

@@ -43,6 +43,10 @@ int store_layer_clone_snapshot(const sl_config *cfg, const char *id, const char 
  * release of a sandbox made from it; TAG as for store_layer_spares_fill. */
 void store_clone_spares_fill(const sl_config *cfg, const char *snp_id, uint64_t disk_bytes,
 			     const char *tag);
+/* Replace sandbox ID's writable layer (no process using it) by a clone of snapshot
+ * SNP_ID of the same uid range, under the same limit; on failure the old one stays. */
+int store_layer_replace(const sl_config *cfg, const char *id, const char *snp_id,
+			uint64_t disk_bytes, sl_err *err);
 /* Snapshots of sandbox layers: <store>/snapshots/<snp_id>, read-only. */
 int store_snapshot_create(const sl_config *cfg, const char *sandbox_id, const char *snp_id,
 			  sl_err *err);

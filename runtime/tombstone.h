@@ -31,6 +31,9 @@ typedef struct sl_deadline {
 	pid_t init_pid;	    /* what "running" is checked against */
 	uint64_t init_start;
 	char boot_id[40];
+	/* The stop policy (record.h): when set, what a stopped sandbox comes to. */
+	bool stop_policy, archived;
+	int64_t auto_archive_min, auto_delete_min, stopped_ms;
 } sl_deadline;
 /* Every live sandbox's deadlines. A record whose file is the one read before (same inode,
  * size and ctime) within the last 30 s is not parsed again: at N sandboxes a sweep is N

@@ -31,6 +31,18 @@ int dt_capture(api_req *r, const sl_sandbox *sb, char *const *argv, size_t cap, 
  * and snapshots). *DOCKERFILE: buildInfo's Dockerfile (checked), NULL when none. */
 int dt_v1_body(api_req *r, const cJSON *body, cJSON *v1, const char **dockerfile, sl_err *err);
 enum MHD_Result dt_sandbox_create(api_req *r);
+/* The live sandbox of r->param[0] (touched), and a reply of its DTO (daytona_sandbox.c). */
+int dt_lookup(api_req *r, sl_sandbox *sb, sl_err *err);
+enum MHD_Result dt_reply_sandbox(api_req *r, const char *id, unsigned status);
+/* A create BODY's autoArchiveInterval / autoDeleteInterval set on sandbox ID: 0 set (the
+ * record in *OUT), 1 neither given, -1 failed (logged). */
+int dt_stop_policy_apply(api_req *r, const cJSON *body, const char *id, sl_sandbox *out);
+/* forks, snapshots of a sandbox, archive, the stop intervals (daytona_fork.c) */
+enum MHD_Result dt_sandbox_fork(api_req *r);
+enum MHD_Result dt_sandbox_snapshot(api_req *r);
+enum MHD_Result dt_sandbox_archive(api_req *r);
+enum MHD_Result dt_sandbox_autoarchive(api_req *r);
+enum MHD_Result dt_sandbox_autodelete(api_req *r);
 enum MHD_Result dt_sandbox_list(api_req *r);
 enum MHD_Result dt_sandbox_get(api_req *r);
 enum MHD_Result dt_sandbox_delete(api_req *r);

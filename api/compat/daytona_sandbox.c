@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "log.h"
 #include "snapshot.h"
 #include "daytona.h"
 
@@ -60,7 +61,10 @@ static cJSON *sandbox_dto(api_req *r, const sl_sandbox *sb)
 	cJSON_AddNumberToObject(o, "gpu", 0);
 	cJSON_AddNumberToObject(o, "memory", mem / GIB);
 	cJSON_AddNumberToObject(o, "disk", disk / GIB);
-	const char *state = dt_state(sandbox_status_name(sb->status));
+	/* Archived: stopped with its files (no hibernate yet to keep its memory). */
+	const char *state = sb->archived && sb->status == SL_ST_STOPPED
+				    ? "archived"
+				    : dt_state(sandbox_status_name(sb->status));
 	cJSON_AddStringToObject(o, "state", state);
 	cJSON_AddStringToObject(o, "desiredState",
 				!strcmp(state, "stopped") || !strcmp(state, "destroyed") ? state
@@ -72,9 +76,12 @@ static cJSON *sandbox_dto(api_req *r, const sl_sandbox *sb)
 	cJSON_AddStringToObject(o, "daemonVersion", SANDLOT_VERSION);
 	cJSON_AddBoolToObject(o, "recoverable", false);
 	cJSON_AddNumberToObject(o, "autoStopInterval", (double)(sb->idle_ms / 60000));
-	cJSON_AddNumberToObject(o, "autoArchiveInterval", 0);
+	cJSON_AddNumberToObject(o, "autoArchiveInterval",
+				(double)(sb->stop_policy ? sb->auto_archive_min : 0));
 	cJSON_AddNumberToObject(o, "autoPauseInterval", 0);
-	cJSON_AddNumberToObject(o, "autoDeleteInterval", sb->ephemeral ? 0 : -1);
+	cJSON_AddNumberToObject(o, "autoDeleteInterval",
+				sb->stop_policy ? (double)sb->auto_delete_min
+						: sb->ephemeral ? 0 : -1);
 	copy_item(o, "createdAt", v1, "createdAt");
 	copy_item(o, "updatedAt", v1, "createdAt");
 	const cJSON *exp = cJSON_GetObjectItemCaseSensitive(v1, "expiresAt");
@@ -153,6 +160,34 @@ static int minutes(const cJSON *body, const char *key, bool neg, int64_t *out, b
 		return sl_fail(err, SL_INVALID, 0, "%s: expected a whole number of minutes%s", key,
 			       neg ? " (or -1)" : "");
 	*out = (int64_t)v->valuedouble;
+	return 0;
+}
+
+int dt_lookup(api_req *r, sl_sandbox *sb, sl_err *err)
+{
+	return lookup(r, sb, err);
+}
+
+enum MHD_Result dt_reply_sandbox(api_req *r, const char *id, unsigned status)
+{
+	return reply_dto(r, id, status);
+}
+
+int dt_stop_policy_apply(api_req *r, const cJSON *body, const char *id, sl_sandbox *out)
+{
+	int64_t arch = INT64_MIN, del = INT64_MIN;
+	bool ag = false, dg = false;
+	sl_err err = {0};
+	if (body && (minutes(body, "autoArchiveInterval", false, &arch, &ag, &err) < 0 ||
+		     minutes(body, "autoDeleteInterval", true, &del, &dg, &err) < 0))
+		return -1;
+	if (!ag && !dg)
+		return 1;
+	if (sandbox_set_stop_policy(r->srv->ctx, id, ag ? arch : INT64_MIN, dg ? del : INT64_MIN,
+				    out, &err) < 0) {
+		sl_log(SL_LOG_WARN, "sandbox %s: stop policy: %s", id, err.msg);
+		return -1;
+	}
 	return 0;
 }
 
@@ -346,10 +381,10 @@ int dt_v1_body(api_req *r, const cJSON *body, cJSON *v1, const char **dockerfile
 	    minutes(body, "autoDeleteInterval", true, &del, &del_given, err) < 0 ||
 	    minutes(body, "ttlMinutes", false, &ttl, &ttl_given, err) < 0)
 		return -1;
-	if (del > 0)
-		return sl_fail(err, SL_NOTIMPL, 0,
-			       "autoDeleteInterval: sandlot can delete a sandbox when it stops "
-			       "(0) or keep it (-1); a delay after stopping is not available");
+	int64_t arch;
+	bool arch_given;
+	if (minutes(body, "autoArchiveInterval", false, &arch, &arch_given, err) < 0)
+		return -1;
 	if (name)
 		cJSON_AddStringToObject(v1, "name", name);
 	if (user)
@@ -385,6 +420,12 @@ enum MHD_Result dt_sandbox_create(api_req *r)
 	if (rc == 0 && dockerfile)
 		rc = dt_build_create(r, v1, dockerfile, &o, &err);
 	if (rc == 0 && !o && (rc = api_sandbox_create_from(r->srv, v1, false, false, &sb, &err)) == 0) {
+		/* autoArchiveInterval and autoDeleteInterval: the stop policy, on the record. */
+		sl_sandbox now;
+		if (dt_stop_policy_apply(r, body, sb.id, &now) == 0) {
+			sandbox_free(&sb);
+			sb = now;
+		}
 		o = sandbox_dto(r, &sb);
 		sandbox_free(&sb);
 	}

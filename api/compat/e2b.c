@@ -350,6 +350,11 @@ static cJSON *connection_json(api_server *s, const sl_sandbox *sb)
 	return o;
 }
 
+cJSON *e2b_connection_json(api_server *s, const sl_sandbox *sb)
+{
+	return connection_json(s, sb);
+}
+
 /* A sandbox named in the path: E2B answers 404 in the body for unknown and dead ones. */
 static int path_sandbox(api_req *r, sl_sandbox *sb, enum MHD_Result *ret)
 {
@@ -911,7 +916,7 @@ static bool claims(api_req *r)
 	return !strncmp(r->url, "/v2/sandboxes", 13) || !strncmp(r->url, "/sandboxes", 10) ||
 	       !strncmp(r->url, "/v3/templates", 13) || !strncmp(r->url, "/v2/templates/", 14) ||
 	       !strncmp(r->url, "/templates/", 11) || !strcmp(r->url, "/secrets") ||
-	       !strncmp(r->url, "/secrets/", 9);
+	       !strncmp(r->url, "/secrets/", 9) || !strcmp(r->url, "/snapshots");
 }
 
 static enum MHD_Result no_route(api_req *r, bool path_known, const char *allow)
@@ -958,6 +963,10 @@ static const api_route routes[] = {
 	{ "POST",   "/sandboxes/{id}/connect", API_BODY_JSON, connect_sandbox, NULL, NULL, 0 },
 	{ "GET",    "/sandboxes/{id}/metrics", API_BODY_NONE, metrics, NULL, NULL, 0 },
 	/* the Secret client (e2b_secrets.c) */
+	{ "POST",   "/sandboxes/{id}/fork", API_BODY_JSON, e2b_fork, NULL, NULL, 0 },
+	{ "POST",   "/sandboxes/{id}/snapshots", API_BODY_JSON, e2b_snapshot_create, NULL, NULL, 0 },
+	{ "GET",    "/snapshots", API_BODY_NONE, e2b_snapshot_list, NULL, NULL, 0 },
+	{ "DELETE", "/templates/{tid}", API_BODY_NONE, e2b_snapshot_delete, NULL, NULL, 0 },
 	{ "GET",    "/secrets", API_BODY_NONE, e2b_secret_list, NULL, NULL, 0 },
 	{ "POST",   "/secrets", API_BODY_JSON, e2b_secret_create, NULL, NULL, 0 },
 	{ "GET",    "/secrets/{sid}", API_BODY_NONE, e2b_secret_get, NULL, NULL, 0 },

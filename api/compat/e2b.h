@@ -66,6 +66,15 @@ int e2b_files_post_chunk(api_req *r, const char *data, size_t len, sl_err *err);
 /* Constant-time equality of a presented secret with the expected one (e2b.c). */
 bool e2b_secret_equal(const char *given, const char *want);
 
+/* The create's answer for SB: sandboxID, templateID, envd and traffic tokens (e2b.c). */
+cJSON *e2b_connection_json(api_server *s, const sl_sandbox *sb);
+
+/* forks and snapshots (e2b_snapshots.c) */
+enum MHD_Result e2b_fork(api_req *r);
+enum MHD_Result e2b_snapshot_create(api_req *r);
+enum MHD_Result e2b_snapshot_list(api_req *r);
+enum MHD_Result e2b_snapshot_delete(api_req *r);
+
 /* template builds (e2b_template.c) */
 enum MHD_Result e2b_template_request(api_req *r);
 enum MHD_Result e2b_template_alias(api_req *r);

@@ -315,16 +315,72 @@ test('labels and autostop', async () => {
   assert.equal(got.labels.role, 'changed');
 });
 
-test('autoDeleteInterval: 0 deletes on stop; a delay is refused plainly', async () => {
+test('autoDeleteInterval: 0 deletes on stop; below -1 is refused', async () => {
   const eph = await create({ ephemeral: true, labels: { suite: tag, role: 'eph' } });
   assert.equal(eph.autoDeleteInterval, 0);
   await eph.stop();
   await assert.rejects(daytona.get(eph.id), DaytonaNotFoundError);
-  await assert.rejects(create({ autoDeleteInterval: 60 }), (e) => {
-    assert.equal(e.statusCode, 501);
-    assert.match(e.message, /autoDeleteInterval/);
-    return true;
-  });
+  await assert.rejects(create({ autoDeleteInterval: -2 }), /autoDeleteInterval/);
+});
+
+test('fork: a copy of the files of the instant, writes after private; createSnapshot(name)', async () => {
+  const src = await create({ labels: { suite: tag, role: 'fork-src' } });
+  await src.fs.uploadFile(Buffer.from('before'), '/root/f.txt');
+  const fork = await src.fork({ name: `fk-${tag}` });
+  made.push(fork);
+  assert.notEqual(fork.id, src.id);
+  assert.equal(fork.name, `fk-${tag}`);
+  assert.equal(fork.state, 'started');
+  assert.equal(fork.labels.role, 'fork-src');
+  assert.equal((await fork.fs.downloadFile('/root/f.txt')).toString(), 'before');
+  await fork.fs.uploadFile(Buffer.from('fork'), '/root/f.txt');
+  assert.equal((await src.fs.downloadFile('/root/f.txt')).toString(), 'before');
+  assert.equal((await v1(`/sandboxes/${fork.id}`)).body.forkedFrom, src.id);
+  // createSnapshot: a sandlot snapshot of that name, which a create's snapshot takes.
+  await src.createSnapshot(`dsnap-${tag}`);
+  assert.equal(src.state, 'started');
+  const from = await create({ snapshot: `dsnap-${tag}`, labels: { suite: tag } });
+  assert.equal((await from.fs.downloadFile('/root/f.txt')).toString(), 'before');
+  await assert.rejects(src.createSnapshot('Not A Name'), /name/);
+});
+
+test('intervals in minutes: stored, archive(), auto-delete and auto-archive enforced', async () => {
+  const sb = await create({ autoArchiveInterval: 7, autoDeleteInterval: -1, labels: { suite: tag } });
+  assert.equal(sb.autoArchiveInterval, 7);
+  assert.equal(sb.autoDeleteInterval, -1);
+  await sb.setAutoArchiveInterval(5);
+  await sb.setAutoDeleteInterval(120);
+  let got = await daytona.get(sb.id);
+  assert.equal(got.autoArchiveInterval, 5);
+  assert.equal(got.autoDeleteInterval, 120);
+  // archive(): stopped with its files kept; start brings it back.
+  await sb.fs.uploadFile(Buffer.from('kept'), '/root/a.txt');
+  await sb.archive();
+  assert.equal(sb.state, 'archived');
+  assert.equal((await v1(`/sandboxes/${sb.id}`)).body.status, 'stopped');
+  await sb.start();
+  assert.equal(sb.state, 'started');
+  assert.equal((await sb.fs.downloadFile('/root/a.txt')).toString(), 'kept');
+  // autoDeleteInterval 0 set later: deleted once stopped (the daemon's sweep, each second).
+  const del = await create({ labels: { suite: tag } });
+  await del.setAutoDeleteInterval(0);
+  await del.stop();
+  let gone = false;
+  for (let i = 0; i < 50 && !gone; i++) {
+    gone = await daytona.get(del.id).then(() => false, (e) => e instanceof DaytonaNotFoundError);
+    if (!gone) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(gone, 'a sandbox with autoDeleteInterval 0 outlived its stop');
+  // autoArchiveInterval 1: archived a minute after its stop.
+  const arc = await create({ autoArchiveInterval: 1, labels: { suite: tag } });
+  await arc.stop();
+  let state = '';
+  for (let i = 0; i < 80 && state !== 'archived'; i++) {
+    state = (await daytona.get(arc.id)).state;
+    if (state !== 'archived') await new Promise((r) => setTimeout(r, 1000));
+  }
+  assert.equal(state, 'archived');
+  await assert.rejects(sb.setAutoArchiveInterval(-1), /autoArchiveInterval/);
 });
 
 test('secrets: {ENV: name} from a /v1 secret is the env of commands, never in the record', async () => {
