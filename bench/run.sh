@@ -789,6 +789,21 @@ bench_network() {
 		row net-api "API create → first command → delete, network on vs off" ms \
 			"$(field "$out" net-on 3)" "$(field "$out" net-on 4)" net-off \
 			"$(field "$out" net-off 3)" "$(field "$out" net-off 4)" "$r" - -
+		# Domain rules: the set, the DNS lock rules and the set's removal at delete.
+		say "network: the same with a domain rule vs without ($RUNS runs each)"
+		out=$(measure "network: API cycle with domain rules" "${api[@]}" --runs "$RUNS" \
+			--warmup "$WARMUP" --pause "$PAUSE" \
+			-v net-names @http POST /v1/sandboxes \
+			'{"image":"busybox","network":{"enabled":true,"allow":["example.com"]}}' :: \
+			@http POST "/v1/sandboxes/{id}/executions?wait=30s" "$cmd" :: \
+			@http DELETE "/v1/sandboxes/{id}" \; \
+			-v net-on @http POST /v1/sandboxes '{"image":"busybox","network":{"enabled":true}}' :: \
+			@http POST "/v1/sandboxes/{id}/executions?wait=30s" "$cmd" :: \
+			@http DELETE "/v1/sandboxes/{id}" \;)
+		r=$(ratio "$(field "$out" net-names 3)" "$(field "$out" net-on 3)")
+		row net-names "API create → first command → delete, domain rule vs network on" ms \
+			"$(field "$out" net-names 3)" "$(field "$out" net-names 4)" net-on \
+			"$(field "$out" net-on 3)" "$(field "$out" net-on 4)" "$r" - -
 	else
 		failed "network: sandlot serve did not answer"
 	fi

@@ -10,6 +10,7 @@
 #include "cleanup.h"
 #include "snapshot.h"
 #include "daytona.h"
+#include "netname.h"
 
 #define GIB	     1073741824.0
 #define LIST_DEFAULT 100
@@ -84,16 +85,20 @@ static cJSON *sandbox_dto(api_req *r, const sl_sandbox *sb)
 	const cJSON *net = cJSON_GetObjectItemCaseSensitive(v1, "network");
 	bool on = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(net, "enabled"));
 	cJSON_AddBoolToObject(o, "networkBlockAll", !on);
+	/* allow holds CIDRs and names: each goes back to its own Daytona list. */
 	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(net, "allow"), *a;
-	buf[0] = '\0';
-	cJSON_ArrayForEach(a, allow)
-	{
-		if (cJSON_IsString(a) && strlen(buf) + strlen(a->valuestring) + 2 < sizeof(buf))
-			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s",
-				 buf[0] ? "," : "", a->valuestring);
+	for (int names = 0; names < 2; names++) {
+		buf[0] = '\0';
+		cJSON_ArrayForEach(a, allow)
+		{
+			if (cJSON_IsString(a) && netname_is_name(a->valuestring) == names &&
+			    strlen(buf) + strlen(a->valuestring) + 2 < sizeof(buf))
+				snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s",
+					 buf[0] ? "," : "", a->valuestring);
+		}
+		if (on && buf[0])
+			cJSON_AddStringToObject(o, names ? "domainAllowList" : "networkAllowList", buf);
 	}
-	if (on && buf[0])
-		cJSON_AddStringToObject(o, "networkAllowList", buf);
 	cJSON *vols = cJSON_AddArrayToObject(o, "volumes");
 	const cJSON *vol;
 	cJSON_ArrayForEach(vol, sb->volumes)
@@ -184,22 +189,40 @@ static int resources(const cJSON *body, cJSON *v1, sl_err *err)
 	return 0;
 }
 
-/* networkBlockAll / networkAllowList ("cidr,cidr") as /v1's network object. Absent:
- * sandlot's default (no network), or with --provider-defaults Daytona's (an open one). */
+/* "a,b c" into ARR (trimmed, empty entries skipped). */
+static void split_into(cJSON *arr, const char *text)
+{
+	_cleanup_free_ char *copy = strdup(text);
+	char *save = NULL;
+	for (char *t = copy ? strtok_r(copy, ", ", &save) : NULL; t;
+	     t = strtok_r(NULL, ", ", &save))
+		cJSON_AddItemToArray(arr, cJSON_CreateString(t));
+}
+
+/* networkBlockAll / networkAllowList ("cidr,cidr") / domainAllowList ("a.com,*.b.io") as
+ * /v1's network object: both lists make its allow list (names and CIDRs mix there).
+ * Absent: sandlot's default (no network), or with --provider-defaults Daytona's (an open
+ * one). */
 static int network(const cJSON *body, cJSON *v1, bool provider_defaults, sl_err *err)
 {
 	const cJSON *block = cJSON_GetObjectItemCaseSensitive(body, "networkBlockAll");
-	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(body, "networkAllowList");
+	const cJSON *lists[2] = {cJSON_GetObjectItemCaseSensitive(body, "networkAllowList"),
+				 cJSON_GetObjectItemCaseSensitive(body, "domainAllowList")};
+	const char *names[2] = {"networkAllowList", "domainAllowList"};
 	if (block && !cJSON_IsNull(block) && !cJSON_IsBool(block))
 		return sl_fail(err, SL_INVALID, 0, "networkBlockAll: expected true or false");
-	if (allow && !cJSON_IsNull(allow) && !cJSON_IsString(allow))
-		return sl_fail(err, SL_INVALID, 0,
-			       "networkAllowList: expected a comma-separated string of CIDRs");
-	bool has_allow = cJSON_IsString(allow) && allow->valuestring[0];
+	bool has_allow = false;
+	for (int i = 0; i < 2; i++) {
+		if (lists[i] && !cJSON_IsNull(lists[i]) && !cJSON_IsString(lists[i]))
+			return sl_fail(err, SL_INVALID, 0, "%s: expected a comma-separated string of %s",
+				       names[i], i ? "domain names" : "CIDRs");
+		has_allow |= cJSON_IsString(lists[i]) && lists[i]->valuestring[0];
+	}
 	if (cJSON_IsTrue(block)) {
 		if (has_allow)
 			return sl_fail(err, SL_INVALID, 0,
-				       "networkBlockAll and networkAllowList exclude each other");
+				       "networkBlockAll and networkAllowList/domainAllowList exclude "
+				       "each other");
 		cJSON *n = cJSON_AddObjectToObject(v1, "network");
 		cJSON_AddBoolToObject(n, "enabled", false);
 		return 0;
@@ -211,11 +234,9 @@ static int network(const cJSON *body, cJSON *v1, bool provider_defaults, sl_err 
 	if (!has_allow)
 		return 0;
 	cJSON *list = cJSON_AddArrayToObject(n, "allow");
-	_cleanup_free_ char *copy = strdup(allow->valuestring);
-	char *save = NULL;
-	for (char *t = copy ? strtok_r(copy, ", ", &save) : NULL; t;
-	     t = strtok_r(NULL, ", ", &save))
-		cJSON_AddItemToArray(list, cJSON_CreateString(t));
+	for (int i = 0; i < 2; i++)
+		if (cJSON_IsString(lists[i]))
+			split_into(list, lists[i]->valuestring);
 	return 0;
 }
 
@@ -244,7 +265,7 @@ static int base(api_req *r, const cJSON *body, cJSON *v1, const char **dockerfil
 /* Options sandlot has no counterpart for: refused when they ask for something. */
 static int unsupported(const cJSON *body, sl_err *err)
 {
-	static const char *const keys[] = {"domainAllowList", "outboundProxyUrl",
+	static const char *const keys[] = {"outboundProxyUrl",
 					   "linkedSandbox", "otelEndpointOverride"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, keys[i]);
