@@ -372,8 +372,9 @@ int api_resolver_start(sl_ctx *ctx, api_resolver **out, sl_err *err)
 	}
 	if (r->nup == 0) {
 		free(r);
-		return sl_fail(err, SL_INVALID, 0,
-			       "resolver: no upstream name server (give `serve --dns IP`)");
+		return sl_fail(err, SL_NOTFOUND, 0,
+			       "resolver: no upstream name server in /etc/resolv.conf (give "
+			       "`serve --dns IP`)");
 	}
 	r->gateway = subnet_gateway(&subnet);
 	if ((r->udp = gateway_socket(r->gateway, SOCK_DGRAM, err)) < 0 ||

@@ -763,9 +763,14 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 	/* Without it sandboxes use the host's name servers and domain rules are refused. */
 	api_resolver *resolver = NULL;
 	sl_err rerr = {0};
-	if (r == 0 && api_resolver_start(ctx, &resolver, &rerr) < 0)
-		sl_log(SL_LOG_WARN, "serve: no resolver for sandboxes, domain rules refused: %s",
-		       rerr.msg);
+	if (r == 0 && api_resolver_start(ctx, &resolver, &rerr) < 0) {
+		if (rerr.kind == SL_INVALID) /* the operator's --dns: say so, do not start */
+			r = sl_fail(err, SL_INVALID, 0, "%s", rerr.msg);
+		else
+			sl_log(SL_LOG_WARN,
+			       "serve: no resolver for sandboxes, domain rules refused: %s",
+			       rerr.msg);
+	}
 	if (r == 0)
 		r = api_preview_start(&srv,
 				      o->preview_any	? 0

@@ -253,6 +253,12 @@ static void test_names_bad_input(void **state)
 	assert_int_equal(r.status, 125);
 	assert_true(e2e_contains(r.err, "domain rules need the daemon's resolver"));
 	e2e_result_free(&r);
+	/* serve refuses an upstream that is not an address before it starts. */
+	e2e_sandlot(&r, NULL, 0, "serve", "--dns", "1.2.3", NULL);
+	assert_int_not_equal(r.status, 0);
+	if (!e2e_contains(r.err, "--dns: \"1.2.3\" is not an IPv4 or IPv6 address"))
+		fail_msg("serve --dns 1.2.3: %s", r.err);
+	e2e_result_free(&r);
 	free(path), free(id);
 }
 
