@@ -445,6 +445,13 @@ test('network: block-all, and an allow-list', async () => {
   assert.equal(named.domainAllowList, 'example.com,*.daytona.io');
   assert.deepEqual((await v1(`/sandboxes/${named.id}`)).body.network.allow,
     ['203.0.113.0/24', 'example.com', '*.daytona.io']);
+  // updateNetworkSettings: a list replaces its kind, block-all false clears both.
+  await named.updateNetworkSettings({ domainAllowList: 'pypi.org' });
+  assert.equal(named.domainAllowList, 'pypi.org');
+  assert.deepEqual((await v1(`/sandboxes/${named.id}`)).body.network.allow, ['203.0.113.0/24', 'pypi.org']);
+  await named.updateNetworkSettings({ networkBlockAll: false });
+  assert.deepEqual((await v1(`/sandboxes/${named.id}`)).body.network.allow, []);
+  await assert.rejects(named.updateNetworkSettings({ networkBlockAll: true }), /cannot turn it off/);
   await named.delete();
   await assert.rejects(create({ networkBlockAll: true, domainAllowList: 'example.com' }), /exclude each other/);
   await assert.rejects(create({ domainAllowList: 'bad..name' }), /neither a CIDR nor a domain name/);
