@@ -120,6 +120,21 @@ static bool resolves(const char *id, const char *name, const char *addr)
 	return ok;
 }
 
+/* The time of one lookup of NAME in the sandbox, ms (20 in one shell, averaged); the
+ * cost of the resolver's path (forwarding, and admitting for an allowed name). */
+static double lookup_ms(const char *id, const char *name)
+{
+	char *line = e2e_printf("for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; "
+				"do nslookup %s >/dev/null 2>&1; done",
+				name);
+	free(e2e_sh_ok(id, "true"));
+	int64_t t0 = e2e_now_ms();
+	free(e2e_sh_ok(id, line));
+	double ms = (double)(e2e_now_ms() - t0) / 20;
+	free(line);
+	return ms;
+}
+
 static void test_names_allow_wildcard_patch_restart(void **state)
 {
 	e2e_daemon d;
@@ -144,6 +159,9 @@ static void test_names_allow_wildcard_patch_restart(void **state)
 	char *tcp53 = dial(id, UP_DNS, 53);
 	assert_false(e2e_contains(tcp53, "open"));
 	assert_false(reaches(id, UP_DNS, PORT, "web"));
+	printf("names: lookup of an allowed name (forwarded, admitted) %.1f ms, of a refused "
+	       "one %.1f ms\n",
+	       lookup_ms(id, "allowed.test"), lookup_ms(id, "blocked.test"));
 
 	/* A rule change holds for the next connection, no restart: the old name's
 	 * addresses are forgotten, the new name resolves. */
@@ -194,6 +212,8 @@ static void test_names_deny_only(void **state)
 	/* No rules at all: every name resolves through the daemon. */
 	id = create_with(&d, "[]");
 	assert_true(reaches(id, "blocked.test", PORT, "web " BLOCKED));
+	printf("names: lookup without domain rules (forwarded) %.1f ms\n",
+	       lookup_ms(id, "allowed.test"));
 	api_rm(&d, id);
 	free(id);
 	e2e_daemon_stop(&d);
