@@ -89,8 +89,11 @@ $(BUILD)/libsandlot-api.a: $(API_LIB_OBJ)
 API_UNIT_BIN := $(BUILD)/tests/test_api_parse $(BUILD)/tests/test_ports_parse
 $(API_UNIT_BIN): $(BUILD)/libsandlot-api.a $(API_OBJ)
 $(API_UNIT_BIN): UNIT_EXTRA := $(BUILD)/libsandlot-api.a $(API_OBJ) $(API_LIBS)
-# The network test reads the nftables ruleset before and after.
-$(BUILD)/tests/e2e_test_net: LDLIBS += $(shell pkg-config --libs libnftables)
+# The network tests read the nftables ruleset before and after (tests/e2e/netlab.c).
+NETLAB_BIN := $(BUILD)/tests/e2e_test_net $(BUILD)/tests/e2e_test_net_names
+$(NETLAB_BIN): LDLIBS += $(shell pkg-config --libs libnftables)
+$(NETLAB_BIN): E2E_EXTRA := tests/e2e/netlab.c
+$(NETLAB_BIN): tests/e2e/netlab.c tests/e2e/netlab.h
 
 # Loaded by the sandlot binary only when it reads an archive; it uses the binary's
 # own sl_fail/fs_remove_tree/sl_log (exported), and binds its own symbols first.

@@ -4,7 +4,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -18,18 +21,16 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <malloc.h>
-#include <poll.h>
-#include <pthread.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "clock.h"
-#include "log.h"
-#include "reap.h"
-#include "net.h"
-#include "state.h"
 #include "http.h"
+#include "log.h"
+#include "net.h"
+#include "reap.h"
+#include "resolver.h"
+#include "state.h"
 
 /* How far a body is read (and dropped) so the client still gets its error: past the cap
  * for a 413, in all for an answer found from the head alone (api_req.deferred). Beyond
@@ -596,12 +597,12 @@ static int listener_start(api_listener *l, sl_err *err)
 	 * TLS options close the list when there are none (a NULL key ends it there). */
 	l->mhd = MHD_start_daemon(
 	    flags | (tls ? MHD_USE_TLS : 0), 0, NULL, NULL, on_request, l,
-	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, l, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-	    l, MHD_OPTION_NOTIFY_CONNECTION, on_connection, l, MHD_OPTION_CONNECTION_LIMIT,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, l, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, l, MHD_OPTION_CONNECTION_LIMIT,
 	    l->caps.max + 16, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
 	    MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout,
-	    tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, l->tls_key,
-	    MHD_OPTION_HTTPS_MEM_CERT, l->tls_cert, MHD_OPTION_END);
+	    tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, l->tls_key, MHD_OPTION_HTTPS_MEM_CERT,
+	    l->tls_cert, MHD_OPTION_END);
 	if (!l->mhd)
 		return sl_fail(err, SL_INTERNAL, errno, "start the HTTP server on %s", l->where);
 	int e = pthread_create(&l->accepter, NULL, listener_accept, l);
@@ -759,8 +760,22 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 
 	/* The network's host side, once made, stays until we stop (net.h). */
 	int r = net_hold(&ctx->cfg, err);
+	/* Without it sandboxes use the host's name servers and domain rules are refused. */
+	api_resolver *resolver = NULL;
+	sl_err rerr = {0};
+	if (r == 0 && api_resolver_start(ctx, &resolver, &rerr) < 0) {
+		if (rerr.kind == SL_INVALID) /* the operator's --dns: say so, do not start */
+			r = sl_fail(err, SL_INVALID, 0, "%s", rerr.msg);
+		else
+			sl_log(SL_LOG_WARN,
+			       "serve: no resolver for sandboxes, domain rules refused: %s",
+			       rerr.msg);
+	}
 	if (r == 0)
-		r = api_preview_start(&srv, o->preview_any ? 0 : o->preview_port ? o->preview_port : 7081,
+		r = api_preview_start(&srv,
+				      o->preview_any	? 0
+				      : o->preview_port ? o->preview_port
+							: 7081,
 				      err);
 	if (r == 0)
 		r = api_pool_start(&srv, o->pools, o->npools, err);
@@ -814,6 +829,7 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 		       atomic_load(&srv.imports));
 	while (atomic_load(&srv.imports))
 		usleep(50 * 1000);
+	api_resolver_stop(ctx, resolver);
 	/* After the pool and the releases it finishes: the last detach is done. */
 	net_unhold(&ctx->cfg);
 	api_pty_sweep(&srv, true);

@@ -762,6 +762,24 @@ bench_lifecycle() {
 	stop_serve
 }
 
+# API create → first command → delete with create body A-BODY against B-BODY, interleaved:
+# row NAME (DESC), A against B.
+api_cycle_row() { # NAME DESC A A-BODY B B-BODY
+	local name=$1 desc=$2 a=$3 b=$5 out v body steps=()
+	for v in "$a" "$b"; do
+		[ "$v" = "$a" ] && body=$4 || body=$6
+		steps+=(-v "$v" @http POST /v1/sandboxes "$body" :: \
+			@http POST "/v1/sandboxes/{id}/executions?wait=30s" '{"command":["/bin/true"]}' :: \
+			@http DELETE "/v1/sandboxes/{id}" \;)
+	done
+	say "network: $desc ($RUNS runs each)"
+	out=$(measure "network: $desc" --socket "$API_SOCK" --runs "$RUNS" --warmup "$WARMUP" \
+		--pause "$PAUSE" "${steps[@]}")
+	row "$name" "$desc" ms "$(field "$out" "$a" 3)" "$(field "$out" "$a" 4)" "$b" \
+		"$(field "$out" "$b" 3)" "$(field "$out" "$b" 4)" \
+		"$(ratio "$(field "$out" "$a" 3)" "$(field "$out" "$b" 3)")" - -
+}
+
 # Network on vs off: CLI one-shot and API create → first command → delete, then host
 # memory per idle sandbox with its network on (veth, lease, nft chain) against off.
 bench_network() {
@@ -775,20 +793,13 @@ bench_network() {
 		"$(field "$out" net-on 4)" net-off "$(field "$out" net-off 3)" \
 		"$(field "$out" net-off 4)" "$r" - -
 	if have_serve && start_serve; then
-		local api=(--socket "$API_SOCK") cmd='{"command":["/bin/true"]}'
-		say "network: API create → first command → delete, network on vs off ($RUNS runs each)"
-		out=$(measure "network: API create → command → delete" "${api[@]}" --runs "$RUNS" \
-			--warmup "$WARMUP" --pause "$PAUSE" \
-			-v net-on @http POST /v1/sandboxes '{"image":"busybox","network":{"enabled":true}}' :: \
-			@http POST "/v1/sandboxes/{id}/executions?wait=30s" "$cmd" :: \
-			@http DELETE "/v1/sandboxes/{id}" \; \
-			-v net-off @http POST /v1/sandboxes '{"image":"busybox"}' :: \
-			@http POST "/v1/sandboxes/{id}/executions?wait=30s" "$cmd" :: \
-			@http DELETE "/v1/sandboxes/{id}" \;)
-		r=$(ratio "$(field "$out" net-on 3)" "$(field "$out" net-off 3)")
-		row net-api "API create → first command → delete, network on vs off" ms \
-			"$(field "$out" net-on 3)" "$(field "$out" net-on 4)" net-off \
-			"$(field "$out" net-off 3)" "$(field "$out" net-off 4)" "$r" - -
+		local on='{"image":"busybox","network":{"enabled":true}}'
+		api_cycle_row net-api "API create → first command → delete, network on vs off" \
+			net-on "$on" net-off '{"image":"busybox"}'
+		# Domain rules: the set, the DNS lock rules and the set's removal at delete.
+		api_cycle_row net-names \
+			"API create → first command → delete, domain rule vs network on" net-names \
+			'{"image":"busybox","network":{"enabled":true,"allow":["example.com"]}}' net-on "$on"
 	else
 		failed "network: sandlot serve did not answer"
 	fi

@@ -8,9 +8,9 @@
 #include <time.h>
 
 #include "api.h"
+#include "cli.h"
 #include "dl.h"
 #include "netaddr.h"
-#include "cli.h"
 #include "packages.h"
 #include "quantity.h"
 #include "space.h"
@@ -38,8 +38,8 @@ static int pool_parse(const char *spec, api_pool_spec *out, sl_err *err)
 			       "--pool \"%s\": give [IMAGE=]N with N from 0 to %d", spec,
 			       API_MAX_POOL_SIZE);
 	if (eq && (eq == spec || (size_t)(eq - spec) >= sizeof(out->image)))
-		return sl_fail(err, SL_INVALID, 0, "--pool \"%s\": the image name is empty or too long",
-			       spec);
+		return sl_fail(err, SL_INVALID, 0,
+			       "--pool \"%s\": the image name is empty or too long", spec);
 	snprintf(out->image, sizeof(out->image), "%.*s", eq ? (int)(eq - spec) : 0, spec);
 	out->size = (int)n;
 	return 0;
@@ -99,11 +99,35 @@ static int private_apply(sl_config *cfg, const char *priv, sl_err *err)
 /* Over 120 lines: one getopt switch, a case per option, and the usage text. */
 int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 {
-	enum { O_SOCKET = 256, O_LISTEN, O_REMOTE, O_STATE, O_MAXBODY, O_MAXUP, O_PREVIEW,
-	       O_APT, O_PIPIDX, O_WHEELS, O_NPM, O_POOL, O_TLSCERT, O_TLSKEY, O_ALLOWUID,
-	       O_PROVDEF, O_CONNTO, O_MAXCONNS, O_MAXCLIENT,
-	       O_MAXDISK, O_MINFREE, O_MAXIMPORTS, O_REGMIRROR, O_INSECURE, O_AUTHFILE,
-	       O_ALLOWPRIV };
+	enum {
+		O_SOCKET = 256,
+		O_LISTEN,
+		O_REMOTE,
+		O_STATE,
+		O_MAXBODY,
+		O_MAXUP,
+		O_PREVIEW,
+		O_APT,
+		O_PIPIDX,
+		O_WHEELS,
+		O_NPM,
+		O_POOL,
+		O_TLSCERT,
+		O_TLSKEY,
+		O_ALLOWUID,
+		O_PROVDEF,
+		O_CONNTO,
+		O_MAXCONNS,
+		O_MAXCLIENT,
+		O_MAXDISK,
+		O_MINFREE,
+		O_MAXIMPORTS,
+		O_REGMIRROR,
+		O_INSECURE,
+		O_AUTHFILE,
+		O_ALLOWPRIV,
+		O_DNS
+	};
 	static const struct option opts[] = {
 	    {"socket", required_argument, 0, O_SOCKET},
 	    {"listen", required_argument, 0, O_LISTEN},
@@ -131,6 +155,7 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	    {"insecure-registry", required_argument, 0, O_INSECURE},
 	    {"auth-file", required_argument, 0, O_AUTHFILE},
 	    {"allow-private", required_argument, 0, O_ALLOWPRIV},
+	    {"dns", required_argument, 0, O_DNS},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -146,6 +171,8 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 	const char *grants[3] = {NULL};
 	/* --allow-private: appended to SANDLOT_NET_ALLOW_PRIVATE's list, checked at once. */
 	char priv[sizeof(ctx->cfg.net_allow_private)] = "";
+	/* --dns: the resolver's upstream servers, replacing SANDLOT_NET_DNS's. */
+	char dns[sizeof(ctx->cfg.net_dns)] = "";
 	const char *reg[32][2];
 	size_t nreg = 0;
 	sl_err err = {0};
@@ -203,11 +230,13 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			o.provider_defaults = true;
 			break;
 		case O_CONNTO:
-			if (count_parse("--conn-timeout", optarg, 0, 86400, &o.conn_timeout, &err) < 0)
+			if (count_parse("--conn-timeout", optarg, 0, 86400, &o.conn_timeout, &err) <
+			    0)
 				return cli_fail(&err);
 			break;
 		case O_MAXCONNS:
-			if (count_parse("--max-conns", optarg, 1, API_CONNS_MAX, &o.max_conns, &err) < 0)
+			if (count_parse("--max-conns", optarg, 1, API_CONNS_MAX, &o.max_conns,
+					&err) < 0)
 				return cli_fail(&err);
 			break;
 		case O_MAXCLIENT:
@@ -238,12 +267,17 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			src[c - O_APT] = optarg;
 			break;
 		case O_ALLOWPRIV:
-			if (net_private_list_parse("--allow-private", optarg, NULL, SL_NET_MAX_PRIVATE,
-						   &err) < 0)
+			if (net_private_list_parse("--allow-private", optarg, NULL,
+						   SL_NET_MAX_PRIVATE, &err) < 0)
 				return cli_fail(&err);
 			if (strlen(priv) + strlen(optarg) + 2 > sizeof(priv))
 				return cli_usage("serve: --allow-private: too many ranges");
 			strcat(strcat(priv, ","), optarg);
+			break;
+		case O_DNS:
+			if (strlen(dns) + strlen(optarg) + 2 > sizeof(dns))
+				return cli_usage("serve: --dns: too many servers");
+			strcat(strcat(dns, ","), optarg);
 			break;
 		case 'h':
 			puts("usage: sandlot serve [--socket PATH] [--listen 127.0.0.1:PORT] "
@@ -254,7 +288,8 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			     "[COMPONENT...]'] [--pip-index URL]\n"
 			     "                     [--pip-wheels DIR] [--npm-registry URL]   "
 			     "(package sources, docs/packages.md)\n"
-			     "                     [--pool [IMAGE=]N]   (N ready sandboxes of IMAGE, "
+			     "                     [--pool [IMAGE=]N]   (N ready sandboxes of "
+			     "IMAGE, "
 			     "default image if none; repeatable)\n"
 			     "                     [--allow-uid UID|USER[,...]]   (repeatable)\n"
 			     "                     [--provider-defaults]\n"
@@ -266,17 +301,21 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			     "WebSockets, E2B streams).\n"
 			     "Each listener (and the relays and previews together) takes "
 			     "--max-conns connections,\n"
-			     "--max-conns-per-client from one local uid (or remote address); more are "
+			     "--max-conns-per-client from one local uid (or remote address); more "
+			     "are "
 			     "refused (429).\n"
 			     "                     [--max-disk QUANTITY (default: the store's "
 			     "size)] [--min-free 1Gi|N%|0] [--max-imports 2]\n"
-			     "Port relays and preview URLs (loopback) let in root and the --allow-uid "
+			     "Port relays and preview URLs (loopback) let in root and the "
+			     "--allow-uid "
 			     "users;\n"
 			     "others need a public port or the sandbox's preview token "
 			     "(docs/api.md, \"Ports\").\n"
-			     "--provider-defaults: sandboxes made through the E2B and Daytona APIs get "
+			     "--provider-defaults: sandboxes made through the E2B and Daytona APIs "
+			     "get "
 			     "their\n"
-			     "provider's defaults (E2B: public ports and network on; Daytona: network "
+			     "provider's defaults (E2B: public ports and network on; Daytona: "
+			     "network "
 			     "on).\n"
 			     "--max-disk: the most disk a sandbox may ask for (400 past it); "
 			     "--min-free: the free\n"
@@ -291,6 +330,10 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 			     "   private ranges every network-on sandbox may reach (closed by "
 			     "default;\n"
 			     "   docs/network.md, \"Private ranges\")\n"
+			     "                     [--dns IP[,...]]   (repeatable; the upstream of "
+			     "the sandboxes' resolver,\n"
+			     "   default the host's resolv.conf; docs/network.md, \"Domain "
+			     "rules\")\n"
 			     "The unix socket (default <run dir>/sandlot.sock, mode 0660) needs no "
 			     "key;\n"
 			     "TCP clients send the key `sandlot key` prints.");
@@ -307,6 +350,11 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 		return cli_fail(&err);
 	if (priv[0] && private_apply(&ctx->cfg, priv, &err) < 0)
 		return cli_fail(&err);
+	if (dns[0]) { /* checked by the resolver as it starts */
+		if (strspn(dns + 1, "0123456789abcdefABCDEF.:,") != strlen(dns + 1))
+			return cli_usage("serve: --dns %s: give IP addresses", dns + 1);
+		snprintf(ctx->cfg.net_dns, sizeof(ctx->cfg.net_dns), "%s", dns + 1);
+	}
 	for (size_t i = 0; i < nreg; i++)
 		if (cli_registry_flag(&ctx->cfg, reg[i][0], reg[i][1]) < 0)
 			return EXIT_SANDLOT;
@@ -321,8 +369,8 @@ int cmd_serve(sl_ctx *ctx, int argc, char **argv)
 		return cli_fail(&err);
 	/* The server (libmicrohttpd, gnutls) is a module: other verbs don't load it. */
 	int (*serve)(sl_ctx *, const api_options *, sl_err *) =
-		(int (*)(sl_ctx *, const api_options *, sl_err *))sl_module_symbol(
-			"sandlot-api.so", "SANDLOT_API_SO", "api_serve", &err);
+	    (int (*)(sl_ctx *, const api_options *, sl_err *))sl_module_symbol(
+		"sandlot-api.so", "SANDLOT_API_SO", "api_serve", &err);
 	if (!serve || serve(ctx, &o, &err) < 0)
 		return cli_fail(&err);
 	return 0;

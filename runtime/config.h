@@ -4,15 +4,16 @@
 #define SANDLOT_CONFIG_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "err.h"
 #include "space.h"
 
 typedef struct sl_config {
-	char state_dir[PATH_MAX / 4]; /* SANDLOT_STATE_DIR, default /var/lib/sandlot */
-	char run_dir[PATH_MAX / 4];   /* SANDLOT_RUN_DIR, default /run/sandlot */
-	char init_path[PATH_MAX / 4]; /* SANDLOT_INIT, default: next to the binary */
+	char state_dir[PATH_MAX / 4];	    /* SANDLOT_STATE_DIR, default /var/lib/sandlot */
+	char run_dir[PATH_MAX / 4];	    /* SANDLOT_RUN_DIR, default /run/sandlot */
+	char init_path[PATH_MAX / 4];	    /* SANDLOT_INIT, default: next to the binary */
 	char seccomp_profile[PATH_MAX / 4]; /* SANDLOT_SECCOMP_PROFILE */
 	char cgroup_root[PATH_MAX / 4];	    /* SANDLOT_CGROUP_ROOT, default /sys/fs/cgroup */
 	uint32_t uid_base;		    /* SANDLOT_UID_BASE: first host uid of sandbox ranges */
@@ -44,12 +45,15 @@ typedef struct sl_config {
 	/* Sandbox networking (docs/network.md): the bridge (also our nftables table's
 	 * name), its subnet ("" picks a free one), and the DNS servers given to sandboxes
 	 * ("" copies the host's non-loopback ones). */
-	char net_bridge[16];  /* SANDLOT_NET_BRIDGE, default sandlot0 */
-	char net_subnet[32];  /* SANDLOT_NET_SUBNET */
-	char net_dns[128];    /* SANDLOT_NET_DNS: comma-separated addresses */
+	char net_bridge[16]; /* SANDLOT_NET_BRIDGE, default sandlot0 */
+	char net_subnet[32]; /* SANDLOT_NET_SUBNET */
+	char net_dns[128];   /* SANDLOT_NET_DNS: comma-separated addresses */
 	/* SANDLOT_NET_ALLOW_PRIVATE (`serve --allow-private`): private ranges opened to
 	 * every sandbox (netaddr.h, net_private_list_parse), comma-separated. */
 	char net_allow_private[1024];
+	/* Set by `sandlot serve` once its resolver listens on the gateway (api/resolver.c):
+	 * sandboxes then resolve through it and may have domain rules (netname.h). */
+	bool net_resolver;
 } sl_config;
 
 int config_load(sl_config *cfg, sl_err *err);

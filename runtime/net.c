@@ -340,8 +340,9 @@ static int nft_run_absent_ok(struct nft_ctx *nft, const char *cmd, sl_err *err)
  * every table's base chain at a hook, so ours only ever narrows what may pass. */
 static int table_create(struct nft_ctx *nft, const char *br, const sl_cidr *subnet, sl_err *err)
 {
-	char cmd[4096], sub[24];
+	char cmd[4096], sub[24], gw[16];
 	cidr_format(subnet, sub, sizeof(sub));
+	ipv4_format(subnet_gateway(subnet), gw, sizeof(gw));
 	snprintf(cmd, sizeof(cmd),
 		 "table inet %1$s {\n"
 		 " map egress { type ipv4_addr : verdict; }\n"
@@ -349,6 +350,8 @@ static int table_create(struct nft_ctx *nft, const char *br, const sl_cidr *subn
 		  * listeners, not the API or preview ports. */
 		 " chain input { type filter hook input priority filter - 10; policy accept;\n"
 		 "  iifname \"%1$s\" ct state established,related accept\n"
+		 /* the daemon's resolver (api/resolver.c), when one runs */
+		 "  iifname \"%1$s\" ip daddr %3$s meta l4proto { tcp, udp } th dport 53 accept\n"
 		 "  iifname \"%1$s\" reject with icmpx type admin-prohibited\n }\n"
 		 " chain forward { type filter hook forward priority filter - 10; policy accept;\n"
 		 /* sandbox to sandbox through the host's routing */
@@ -363,7 +366,7 @@ static int table_create(struct nft_ctx *nft, const char *br, const sl_cidr *subn
 		 " chain postrouting { type nat hook postrouting priority srcnat; policy accept;\n"
 		 "  ip saddr %2$s oifname != \"%1$s\" masquerade\n }\n"
 		 "}\n",
-		 br, sub);
+		 br, sub, gw);
 	return nft_run(nft, cmd, err);
 }
 
@@ -452,9 +455,32 @@ static size_t private_rules(char *s, size_t cap, size_t n, const char *br, const
 	return n + snprintf(s + n, cap - n, " reject with icmpx type admin-prohibited\n");
 }
 
-static int chain_script(const char *br, const sl_net_sandbox *ns, char **out, sl_err *err)
+/* Well-known public resolvers that answer DNS over HTTPS (and over QUIC) on 443: closed
+ * to a sandbox with domain rules, which could otherwise resolve past the daemon's
+ * resolver. Any other DoH server is just a web server to the rules (docs/network.md). */
+static const char doh_resolvers[] =
+    "{ 1.1.1.1, 1.0.0.1, 8.8.8.8, 8.8.4.4, 9.9.9.9, 149.112.112.112, 9.9.9.10, "
+    "149.112.112.10, 9.9.9.11, 208.67.222.222, 208.67.220.220, 94.140.14.14, "
+    "94.140.15.15, 185.228.168.9, 185.228.169.9, 76.76.2.0, 76.76.10.0, 76.76.19.19, "
+    "45.90.28.0, 45.90.30.0, 194.242.2.2, 86.54.11.1, 86.54.11.100 }";
+
+/* A sandbox with domain rules: DNS (53), DoT (853) to anything but the daemon's
+ * resolver (which is the host, not forwarded, so never here), DoH to known resolvers. */
+static size_t dns_lock_rules(char *s, size_t cap, size_t n, const char *br, const char *id)
 {
-	size_t cap = 2048 + (2 * ns->nallow + ns->ndeny + 2 * ns->ndns) * 160 + ns->nopen * 24;
+	n += snprintf(s + n, cap - n,
+		      "add rule inet %1$s %2$s meta l4proto { tcp, udp } th dport { 53, 853 } "
+		      "reject with icmpx type admin-prohibited\n"
+		      "add rule inet %1$s %2$s ip daddr %3$s meta l4proto { tcp, udp } th dport "
+		      "443 reject with icmpx type admin-prohibited\n",
+		      br, id, doh_resolvers);
+	return n;
+}
+
+static int chain_script(const char *br, const sl_net_sandbox *ns, bool flush_names, char **out,
+			sl_err *err)
+{
+	size_t cap = 3072 + (2 * ns->nallow + ns->ndeny + 2 * ns->ndns) * 160 + ns->nopen * 24;
 	char *s = malloc(cap), addr[16], c[24];
 	if (!s)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "egress rules of %s", ns->id);
@@ -462,6 +488,17 @@ static int chain_script(const char *br, const sl_net_sandbox *ns, char **out, sl
 	ipv4_format(ns->addr, addr, sizeof(addr));
 	n += snprintf(s + n, cap - n, "add chain inet %s %s\nflush chain inet %s %s\n", br, ns->id,
 		      br, ns->id);
+	if (ns->names) {
+		/* The addresses the resolver admitted, each for its record's TTL. A rule
+		 * change forgets them: names no longer allowed must not stay reachable. */
+		n += snprintf(s + n, cap - n,
+			      "add set inet %1$s %2$s_names { type ipv4_addr; flags timeout; }\n",
+			      br, ns->id);
+		if (flush_names)
+			n += snprintf(s + n, cap - n, "flush set inet %s %s_names\n", br, ns->id);
+	}
+	if (ns->dns_locked)
+		n = dns_lock_rules(s, cap, n, br, ns->id);
 	for (size_t i = 0; i < ns->ndeny; i++) {
 		cidr_format(&ns->deny[i], c, sizeof(c));
 		n += snprintf(s + n, cap - n,
@@ -475,8 +512,15 @@ static int chain_script(const char *br, const sl_net_sandbox *ns, char **out, sl
 		n += snprintf(s + n, cap - n, "add rule inet %s %s ip daddr %s accept\n", br,
 			      ns->id, c);
 	}
+	if (ns->names)
+		/* Then connections admitted before whose address has since timed out. */
+		n += snprintf(s + n, cap - n,
+			      "add rule inet %1$s %2$s ip daddr @%2$s_names accept\n"
+			      "add rule inet %1$s %2$s ct state established,related accept\n",
+			      br, ns->id);
 	n += snprintf(s + n, cap - n, "add rule inet %s %s %s\n", br, ns->id,
-		      ns->nallow ? "reject with icmpx type admin-prohibited" : "accept");
+		      ns->nallow || ns->names ? "reject with icmpx type admin-prohibited"
+					      : "accept");
 	snprintf(s + n, cap - n, "add element inet %s egress { %s : jump %s }\n", br, addr, ns->id);
 	*out = s;
 	return 0;
@@ -750,7 +794,7 @@ static int veth_setup(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *
 		nlfail(err, r, "attach %s to the bridge", veth);
 	else if (port_isolate(sk, rtnl_link_get_ifindex(l), err) < 0 || link_up(sk, l, err) < 0 ||
 		 configure_inside(netns, ns, err) < 0 ||
-		 chain_script(cfg->net_bridge, ns, &script, err) < 0 ||
+		 chain_script(cfg->net_bridge, ns, false, &script, err) < 0 ||
 		 nft_run(nft, script, err) < 0)
 		r = -1;
 	else
@@ -789,14 +833,41 @@ int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
 	_cleanup_close_ int lk = lock_net(cfg, err);
 	_cleanup_free_ char *script = NULL;
 	struct nft_ctx *nft = lk >= 0 ? nft_open(err) : NULL;
-	if (!nft || chain_script(cfg->net_bridge, ns, &script, err) < 0 ||
+	if (!nft || chain_script(cfg->net_bridge, ns, true, &script, err) < 0 ||
 	    nft_run(nft, script, err) < 0)
 		return sl_wrap(err, "egress rules of %s", ns->id);
 	return 0;
 }
 
-int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool keep_host,
-	       sl_err *err)
+int net_names_admit(const sl_config *cfg, const char *id, const uint32_t *addrs,
+		    const uint32_t *ttls, size_t n, sl_err *err)
+{
+	if (n == 0)
+		return 0;
+	size_t cap = 256 + n * 48, at = 0;
+	_cleanup_free_ char *els = malloc(cap), *cmd = malloc(3 * cap);
+	if (!els || !cmd)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "names of %s", id);
+	char a[16];
+	for (size_t i = 0; i < n && at < cap; i++) {
+		ipv4_format(addrs[i], a, sizeof(a));
+		at += snprintf(els + at, cap - at, "%s%s timeout %us", i ? ", " : "", a, ttls[i]);
+	}
+	/* Add (so it exists), delete, add: one transaction that also renews the timeout of
+	 * an address already in the set, which a lone add leaves as it was. */
+	snprintf(cmd, 3 * cap,
+		 "add element inet %1$s %2$s_names { %3$s }\n"
+		 "delete element inet %1$s %2$s_names { %3$s }\n"
+		 "add element inet %1$s %2$s_names { %3$s }\n",
+		 cfg->net_bridge, id, els);
+	_cleanup_close_ int lk = lock_net(cfg, err);
+	struct nft_ctx *nft = lk >= 0 ? nft_open(err) : NULL;
+	if (!nft || nft_run(nft, cmd, err) < 0)
+		return sl_wrap(err, "names of %s", id);
+	return 0;
+}
+
+int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool keep_host, sl_err *err)
 {
 	char veth[16], cmd[256], a[16];
 	net_veth_name(id, veth);
@@ -831,6 +902,10 @@ int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool keep_ho
 		if (nft_run_absent_ok(nft, cmd, err) < 0)
 			return sl_wrap(err, "network of %s", id);
 	}
+	/* After the chain that refers to it; most sandboxes have none (no domain rules). */
+	snprintf(cmd, sizeof(cmd), "delete set inet %s %s_names", cfg->net_bridge, id);
+	if (nft_run_absent_ok(nft, cmd, err) < 0)
+		return sl_wrap(err, "network of %s", id);
 	return idle;
 }
 

@@ -16,8 +16,8 @@
 
 #define SL_NET_MAX_RULES 64 /* allow and deny entries, each */
 /* Private ranges opened: the operator's (SL_NET_MAX_PRIVATE) and a sandbox's own. */
-#define SL_NET_MAX_OPEN	 (SL_NET_MAX_PRIVATE + SL_NET_MAX_RULES)
-#define SL_NET_MAX_DNS	 8  /* name servers a sandbox is given */
+#define SL_NET_MAX_OPEN (SL_NET_MAX_PRIVATE + SL_NET_MAX_RULES)
+#define SL_NET_MAX_DNS	8 /* name servers a sandbox is given */
 
 /* One sandbox's network as the host side needs it. */
 typedef struct sl_net_sandbox {
@@ -35,6 +35,11 @@ typedef struct sl_net_sandbox {
 	size_t nopen;
 	const uint32_t *dns;
 	size_t ndns;
+	/* Domain rules (docs/network.md, "Domain rules"). NAMES: the allow list has names,
+	 * so the addresses the daemon's resolver admitted (the set <id>_names) are
+	 * reachable beside the allowed CIDRs, and nothing else. DNS_LOCKED: some list has
+	 * names, so DNS, DoT and DoH to anything but the daemon's resolver are refused. */
+	bool names, dns_locked;
 } sl_net_sandbox;
 
 /* The bridge subnet: SANDLOT_NET_SUBNET, else the one chosen before (kept in
@@ -46,12 +51,15 @@ int net_subnet(const sl_config *cfg, sl_cidr *subnet, sl_err *err);
 int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err);
 /* Replace the sandbox's egress rules (its chain must exist: it is running). */
 int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err);
+/* Admit ADDRS (N of them, each for its TTL in seconds) to sandbox ID's set of resolved
+ * names (its chain must exist); an address already there gets the new timeout. */
+int net_names_admit(const sl_config *cfg, const char *id, const uint32_t *addrs,
+		    const uint32_t *ttls, size_t n, sl_err *err);
 /* Remove the sandbox's veth and chain (whatever of them exists), then the host side
  * when no sandbox network is left — unless KEEP_HOST: then it returns 1 when it left
  * the host side up with no network on it (the caller takes it down later, with
  * net_down_if_idle), 0 when other networks are still on it. */
-int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool keep_host,
-	       sl_err *err);
+int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool keep_host, sl_err *err);
 
 /* The daemon's hold (nethold.c, in the binary): while a live `sandlot serve` holds it,
  * the host side stays up when the last sandbox network goes, so a lone network sandbox

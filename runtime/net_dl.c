@@ -23,11 +23,17 @@ int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
 	return fn ? fn(cfg, ns, err) : -1;
 }
 
-int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool keep_host,
-	       sl_err *err)
+int net_names_admit(const sl_config *cfg, const char *id, const uint32_t *addrs,
+		    const uint32_t *ttls, size_t n, sl_err *err)
 {
-	int (*fn)(const sl_config *, const char *, uint32_t, bool, sl_err *) =
-		NET_FN(net_detach);
+	int (*fn)(const sl_config *, const char *, const uint32_t *, const uint32_t *, size_t,
+		  sl_err *) = NET_FN(net_names_admit);
+	return fn ? fn(cfg, id, addrs, ttls, n, err) : -1;
+}
+
+int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool keep_host, sl_err *err)
+{
+	int (*fn)(const sl_config *, const char *, uint32_t, bool, sl_err *) = NET_FN(net_detach);
 	return fn ? fn(cfg, id, addr, keep_host, err) : -1;
 }
 

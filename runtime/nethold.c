@@ -1,5 +1,6 @@
 /* nethold.c — the daemon's hold on the network's host side (net.h). In the binary, not
- * in sandlot-net.so: a daemon that never sees a network never loads the module. */
+ * in sandlot-net.so: the hold is taken before the module is loaded (the daemon's resolver
+ * loads it to learn the gateway). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -583,7 +583,7 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	if (record_kv_object("env", o->env, &sb.env, err) < 0 ||
 	    record_kv_object("labels", o->labels, &sb.labels, err) < 0 ||
 	    record_ports_apply(&sb.ports, o->ports, o->nports, err) < 0 ||
-	    sbxnet_lists(&o->net, &sb.net_allow, &sb.net_deny, err) < 0 ||
+	    sbxnet_lists(&ctx->cfg, &o->net, &sb.net_allow, &sb.net_deny, err) < 0 ||
 	    sbxnet_open_list(&o->net, &sb.net_open, err) < 0) {
 		sandbox_free(&sb);
 		return -1;
@@ -1208,7 +1208,7 @@ int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl
 			sl_err *err)
 {
 	cJSON *allow = NULL, *deny = NULL;
-	if (sbxnet_lists(net, &allow, &deny, err) < 0)
+	if (sbxnet_lists(&ctx->cfg, net, &allow, &deny, err) < 0)
 		return -1;
 	sl_sandbox sb;
 	_cleanup_close_ int lk = -1;

@@ -13,33 +13,70 @@
 
 #include "claim.h"
 #include "cleanup.h"
+#include "netname.h"
 #include "state.h"
 
 /* ---- network ---- */
 
-/* The allow/deny lists of o, parsed and normalised ("10.0.0.0/8") into arrays. */
-int sbxnet_lists(const sl_net_opts *o, cJSON **allow, cJSON **deny, sl_err *err)
+/* One entry of a list: a CIDR (normalised, "10.0.0.0/8") or, with the daemon's resolver,
+ * a domain name (lowercased). */
+static int rule_text(const sl_config *cfg, const char *field, const char *s, char *text, size_t len,
+		     sl_err *err)
 {
-	const char *const *lists[2] = { o->allow, o->deny };
-	const char *names[2] = { "network.allow", "network.deny" };
-	cJSON *out[2] = { NULL, NULL };
+	if (!netname_is_name(s)) {
+		sl_cidr cidr;
+		if (cidr_parse(field, s, &cidr, err) < 0)
+			return -1;
+		cidr_format(&cidr, text, len);
+		return 0;
+	}
+	char name[SL_NAME_MAX + 1];
+	if (strchr(s, ':') || strchr(s, '/'))
+		return cidr_parse(field, s, &(sl_cidr){0}, err); /* IPv6, a bad CIDR */
+	if (netname_parse(field, s, name, err) < 0)
+		return -1;
+	if (!cfg->net_resolver)
+		return sl_fail(err, SL_INVALID, 0,
+			       "%s: \"%s\": domain rules need the daemon's resolver: create the "
+			       "sandbox through the API (`sandlot serve`), not the CLI alone "
+			       "(docs/network.md, \"Domain rules\")",
+			       field, name);
+	snprintf(text, len, "%s", name);
+	return 0;
+}
+
+/* The allow/deny lists of o, parsed and normalised into arrays. */
+int sbxnet_lists(const sl_config *cfg, const sl_net_opts *o, cJSON **allow, cJSON **deny,
+		 sl_err *err)
+{
+	const char *const *lists[2] = {o->allow, o->deny};
+	const char *names[2] = {"network.allow", "network.deny"};
+	cJSON *out[2] = {NULL, NULL};
 	for (int k = 0; k < 2; k++) {
 		if (!lists[k])
 			continue;
 		out[k] = cJSON_CreateArray();
 		size_t i = 0;
 		for (const char *const *c = lists[k]; *c; c++, i++) {
-			char field[40], text[24];
-			sl_cidr cidr;
+			char field[40], text[SL_NAME_MAX + 1];
 			snprintf(field, sizeof(field), "%s[%zu]", names[k], i);
 			if (i >= SL_NET_MAX_RULES) {
 				sl_fail(err, SL_INVALID, 0, "%s: at most %d entries", names[k],
 					SL_NET_MAX_RULES);
 				goto fail;
 			}
-			if (cidr_parse(field, *c, &cidr, err) < 0)
+			if (rule_text(cfg, field, *c, text, sizeof(text), err) < 0)
 				goto fail;
-			cidr_format(&cidr, text, sizeof(text));
+			/* Deny wins: with every address denied nothing is left to allow. */
+			if (k == 1 && !strcmp(text, "0.0.0.0/0")) {
+				sl_fail(err, SL_INVALID, 0,
+					"%s: 0.0.0.0/0 blocks every destination, whatever allow "
+					"says (deny wins): list what may be reached in "
+					"network.allow, or turn the network off "
+					"(\"enabled\": false)",
+					field);
+				goto fail;
+			}
 			cJSON_AddItemToArray(out[k], cJSON_CreateString(text));
 		}
 	}
@@ -82,8 +119,9 @@ static size_t cidrs_from(const cJSON *arr, sl_cidr *out, size_t max)
 {
 	size_t n = 0;
 	const cJSON *it;
-	sl_err e = { 0 };
+	sl_err e = {0};
 	cJSON_ArrayForEach(it, arr) if (n < max && cJSON_IsString(it) &&
+					!netname_is_name(it->valuestring) &&
 					cidr_parse("rule", it->valuestring, &out[n], &e) == 0) n++;
 	return n;
 }
@@ -136,9 +174,13 @@ int sbxnet_spec(const sl_config *cfg, const sl_sandbox *sb, sl_net_sandbox *ns, 
 		return -1;
 	ns->open = b->open;
 	ns->nopen = (size_t)n + cidrs_from(sb->net_open, b->open + n, SL_NET_MAX_RULES);
+	ns->names = netname_any(sb->net_allow);
+	ns->dns_locked = ns->names || netname_any(sb->net_deny);
+	ns->dns = b->dns;
+	if (cfg->net_resolver)
+		return 0; /* it asks the daemon's resolver, on the gateway */
 	char names[SL_NET_MAX_DNS][64];
 	size_t nn = nameservers(cfg, names, SL_NET_MAX_DNS, NULL, 0);
-	ns->dns = b->dns;
 	for (size_t i = 0; i < nn; i++)
 		if (ipv4_parse(names[i], &b->dns[ns->ndns]))
 			ns->ndns++;
@@ -227,7 +269,14 @@ void sbxnet_etc_files(const sl_ctx *ctx, const sl_sandbox *sb, char *hosts, size
 		 sb->net_addr, name);
 	size_t n = snprintf(resolv, rlen, "# written by sandlot at start (docs/network.md)\n");
 	char names[SL_NET_MAX_DNS][64], other[1024];
-	size_t nn = nameservers(&ctx->cfg, names, SL_NET_MAX_DNS, other, sizeof(other));
+	size_t nn;
+	if (ctx->cfg.net_resolver) { /* the daemon's resolver (api/resolver.c) */
+		snprintf(names[0], sizeof(names[0]), "%s", sb->net_gateway);
+		nn = 1;
+		nameservers(&ctx->cfg, names + 1, 0, other, sizeof(other));
+	} else {
+		nn = nameservers(&ctx->cfg, names, SL_NET_MAX_DNS, other, sizeof(other));
+	}
 	for (size_t i = 0; i < nn && n < rlen; i++)
 		n += snprintf(resolv + n, rlen - n, "nameserver %s\n", names[i]);
 	if (n < rlen)

@@ -17,16 +17,18 @@
 /* Network at create (issue 7). Off: a new netns with only lo. */
 typedef struct sl_net_opts {
 	bool enabled;
-	const char *const *allow; /* CIDRs, NULL-terminated; NULL: whatever NAT reaches */
-	const char *const *deny;  /* CIDRs refused even when allowed */
+	const char *const *allow; /* CIDRs and domain names, NULL-terminated; NULL: whatever
+				   * NAT reaches */
+	const char *const *deny;  /* CIDRs and names refused even when allowed */
 	/* Internal (package installs): private CIDRs opened to this sandbox alone (its
 	 * mirrors), not checked against the closed ranges and not shown by the API. */
 	const char *const *open;
 } sl_net_opts;
 
-/* The allow/deny lists of o, parsed and normalised ("10.0.0.0/8") into arrays (NULL:
- * the list was not given). */
-int sbxnet_lists(const sl_net_opts *o, cJSON **allow, cJSON **deny, sl_err *err);
+/* The allow/deny lists of o, parsed and normalised ("10.0.0.0/8", "*.example.com") into
+ * arrays (NULL: the list was not given). Domain names only when cfg->net_resolver. */
+int sbxnet_lists(const sl_config *cfg, const sl_net_opts *o, cJSON **allow, cJSON **deny,
+		 sl_err *err);
 /* o->open as a normalised array (NULL when none). */
 int sbxnet_open_list(const sl_net_opts *o, cJSON **open, sl_err *err);
 /* The arrays an sl_net_sandbox points into. */

@@ -115,6 +115,7 @@ static const api_route routes[] = {
 	{ "POST",   "/api/sandbox/{id}/start", API_BODY_NONE, dt_sandbox_start, NULL, NULL, 0 },
 	{ "POST",   "/api/sandbox/{id}/stop", API_BODY_NONE, dt_sandbox_stop, NULL, NULL, 0 },
 	{ "PUT",    "/api/sandbox/{id}/labels", API_BODY_JSON, dt_sandbox_labels, NULL, NULL, 0 },
+	{ "POST",   "/api/sandbox/{id}/network-settings", API_BODY_JSON, dt_sandbox_network, NULL, NULL, 0 },
 	{ "POST",   "/api/sandbox/{id}/last-activity", API_BODY_NONE, dt_sandbox_activity, NULL, NULL, 0 },
 	{ "POST",   "/api/sandbox/{id}/autostop/{n}", API_BODY_NONE, dt_sandbox_autostop, NULL, NULL, 0 },
 	{ "POST",   "/api/sandbox/{id}/ttl/{n}", API_BODY_NONE, dt_sandbox_ttl, NULL, NULL, 0 },

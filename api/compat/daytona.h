@@ -49,6 +49,7 @@ enum MHD_Result dt_sandbox_delete(api_req *r);
 enum MHD_Result dt_sandbox_start(api_req *r);
 enum MHD_Result dt_sandbox_stop(api_req *r);
 enum MHD_Result dt_sandbox_labels(api_req *r);
+enum MHD_Result dt_sandbox_network(api_req *r);
 enum MHD_Result dt_sandbox_autostop(api_req *r);
 enum MHD_Result dt_sandbox_activity(api_req *r);
 enum MHD_Result dt_sandbox_ttl(api_req *r);

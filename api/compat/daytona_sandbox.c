@@ -8,9 +8,10 @@
 #include <string.h>
 
 #include "cleanup.h"
-#include "log.h"
-#include "snapshot.h"
 #include "daytona.h"
+#include "log.h"
+#include "netname.h"
+#include "snapshot.h"
 
 #define GIB	     1073741824.0
 #define LIST_DEFAULT 100
@@ -26,7 +27,7 @@ static const char *dt_state(const char *status)
 		return "destroyed";
 	if (!strcmp(status, "failed") || !strcmp(status, "broken"))
 		return "error"; /* broken: a record that cannot be read */
-	return status; /* creating, stopped, paused: the same words */
+	return status;		/* creating, stopped, paused: the same words */
 }
 
 static void copy_item(cJSON *to, const char *key, const cJSON *from, const char *fkey)
@@ -91,16 +92,21 @@ static cJSON *sandbox_dto(api_req *r, const sl_sandbox *sb)
 	const cJSON *net = cJSON_GetObjectItemCaseSensitive(v1, "network");
 	bool on = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(net, "enabled"));
 	cJSON_AddBoolToObject(o, "networkBlockAll", !on);
+	/* allow holds CIDRs and names: each goes back to its own Daytona list. */
 	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(net, "allow"), *a;
-	buf[0] = '\0';
-	cJSON_ArrayForEach(a, allow)
-	{
-		if (cJSON_IsString(a) && strlen(buf) + strlen(a->valuestring) + 2 < sizeof(buf))
-			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s",
-				 buf[0] ? "," : "", a->valuestring);
+	for (int names = 0; names < 2; names++) {
+		buf[0] = '\0';
+		cJSON_ArrayForEach(a, allow)
+		{
+			if (cJSON_IsString(a) && netname_is_name(a->valuestring) == names &&
+			    strlen(buf) + strlen(a->valuestring) + 2 < sizeof(buf))
+				snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s",
+					 buf[0] ? "," : "", a->valuestring);
+		}
+		if (on && buf[0])
+			cJSON_AddStringToObject(o, names ? "domainAllowList" : "networkAllowList",
+						buf);
 	}
-	if (on && buf[0])
-		cJSON_AddStringToObject(o, "networkAllowList", buf);
 	cJSON *vols = cJSON_AddArrayToObject(o, "volumes");
 	const cJSON *vol;
 	cJSON_ArrayForEach(vol, sb->volumes)
@@ -125,8 +131,8 @@ static int lookup(api_req *r, sl_sandbox *sb, sl_err *err)
 	cJSON *dto = NULL;
 	if (dt_build_resolve(r, &dto) == 2) {
 		cJSON_Delete(dto);
-		return sl_fail(err, SL_CONFLICT, 0, "sandbox %s is being built; wait for it to start",
-			       r->param[0]);
+		return sl_fail(err, SL_CONFLICT, 0,
+			       "sandbox %s is being built; wait for it to start", r->param[0]);
 	}
 	if (api_sandbox_live(r->srv, r->param[0], sb, err) < 0)
 		return -1;
@@ -219,45 +225,78 @@ static int resources(const cJSON *body, cJSON *v1, sl_err *err)
 	return 0;
 }
 
-/* networkBlockAll / networkAllowList ("cidr,cidr") as /v1's network object. Absent:
- * sandlot's default (no network), or with --provider-defaults Daytona's (an open one). */
+/* "a,b c" into ARR (trimmed, empty entries skipped). */
+static void split_into(cJSON *arr, const char *text)
+{
+	_cleanup_free_ char *copy = strdup(text);
+	char *save = NULL;
+	for (char *t = copy ? strtok_r(copy, ", ", &save) : NULL; t;
+	     t = strtok_r(NULL, ", ", &save))
+		cJSON_AddItemToArray(arr, cJSON_CreateString(t));
+}
+
+/* networkBlockAll / networkAllowList ("cidr,cidr") / domainAllowList ("a.com,*.b.io") as
+ * /v1's network object: both lists make its allow list (names and CIDRs mix there).
+ * Absent: sandlot's default (no network), or with --provider-defaults Daytona's (an open
+ * one). */
+/* Daytona's three network keys of BODY, type-checked: *HAS_ALLOW when a list is not empty. */
+typedef struct dt_net {
+	const cJSON *block, *lists[2]; /* networkAllowList, domainAllowList */
+	bool has_allow;
+} dt_net;
+
+static int net_keys(const cJSON *body, dt_net *n, sl_err *err)
+{
+	static const char *const names[2] = {"networkAllowList", "domainAllowList"};
+	n->block = cJSON_GetObjectItemCaseSensitive(body, "networkBlockAll");
+	n->has_allow = false;
+	if (n->block && !cJSON_IsNull(n->block) && !cJSON_IsBool(n->block))
+		return sl_fail(err, SL_INVALID, 0, "networkBlockAll: expected true or false");
+	for (int i = 0; i < 2; i++) {
+		n->lists[i] = cJSON_GetObjectItemCaseSensitive(body, names[i]);
+		if (n->lists[i] && !cJSON_IsNull(n->lists[i]) && !cJSON_IsString(n->lists[i]))
+			return sl_fail(err, SL_INVALID, 0,
+				       "%s: expected a comma-separated string of %s", names[i],
+				       i ? "domain names" : "CIDRs");
+		n->has_allow |= cJSON_IsString(n->lists[i]) && n->lists[i]->valuestring[0];
+	}
+	if (cJSON_IsTrue(n->block) && n->has_allow)
+		return sl_fail(
+		    err, SL_INVALID, 0,
+		    "networkBlockAll and networkAllowList/domainAllowList exclude each other");
+	return 0;
+}
+
+/* networkBlockAll / networkAllowList ("cidr,cidr") / domainAllowList ("a.com,*.b.io") as
+ * /v1's network object: both lists make its allow list (names and CIDRs mix there).
+ * Absent: sandlot's default (no network), or with --provider-defaults Daytona's (an open
+ * one). */
 static int network(const cJSON *body, cJSON *v1, bool provider_defaults, sl_err *err)
 {
-	const cJSON *block = cJSON_GetObjectItemCaseSensitive(body, "networkBlockAll");
-	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(body, "networkAllowList");
-	if (block && !cJSON_IsNull(block) && !cJSON_IsBool(block))
-		return sl_fail(err, SL_INVALID, 0, "networkBlockAll: expected true or false");
-	if (allow && !cJSON_IsNull(allow) && !cJSON_IsString(allow))
-		return sl_fail(err, SL_INVALID, 0,
-			       "networkAllowList: expected a comma-separated string of CIDRs");
-	bool has_allow = cJSON_IsString(allow) && allow->valuestring[0];
-	if (cJSON_IsTrue(block)) {
-		if (has_allow)
-			return sl_fail(err, SL_INVALID, 0,
-				       "networkBlockAll and networkAllowList exclude each other");
+	dt_net k;
+	if (net_keys(body, &k, err) < 0)
+		return -1;
+	if (cJSON_IsTrue(k.block)) {
 		cJSON *n = cJSON_AddObjectToObject(v1, "network");
 		cJSON_AddBoolToObject(n, "enabled", false);
 		return 0;
 	}
-	if (!has_allow && !cJSON_IsFalse(block) && !provider_defaults)
+	if (!k.has_allow && !cJSON_IsFalse(k.block) && !provider_defaults)
 		return 0;
 	cJSON *n = cJSON_AddObjectToObject(v1, "network");
 	cJSON_AddBoolToObject(n, "enabled", true);
-	if (!has_allow)
+	if (!k.has_allow)
 		return 0;
 	cJSON *list = cJSON_AddArrayToObject(n, "allow");
-	_cleanup_free_ char *copy = strdup(allow->valuestring);
-	char *save = NULL;
-	for (char *t = copy ? strtok_r(copy, ", ", &save) : NULL; t;
-	     t = strtok_r(NULL, ", ", &save))
-		cJSON_AddItemToArray(list, cJSON_CreateString(t));
+	for (int i = 0; i < 2; i++)
+		if (cJSON_IsString(k.lists[i]))
+			split_into(list, k.lists[i]->valuestring);
 	return 0;
 }
 
 /* snapshot: a sandlot snapshot by that name or id, else an image (Daytona's snapshots
  * are what sandlot calls images). buildInfo: its Dockerfile, for dt_build_create. */
-static int base(api_req *r, const cJSON *body, cJSON *v1, const char **dockerfile,
-		sl_err *err)
+static int base(api_req *r, const cJSON *body, cJSON *v1, const char **dockerfile, sl_err *err)
 {
 	const char *snap = NULL;
 	*dockerfile = NULL;
@@ -279,8 +318,8 @@ static int base(api_req *r, const cJSON *body, cJSON *v1, const char **dockerfil
 /* Options sandlot has no counterpart for: refused when they ask for something. */
 static int unsupported(const cJSON *body, sl_err *err)
 {
-	static const char *const keys[] = {"domainAllowList", "outboundProxyUrl",
-					   "linkedSandbox", "otelEndpointOverride"};
+	static const char *const keys[] = {"outboundProxyUrl", "linkedSandbox",
+					   "otelEndpointOverride"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, keys[i]);
 		if (v && !cJSON_IsNull(v) && !(cJSON_IsString(v) && !v->valuestring[0]) &&
@@ -305,12 +344,13 @@ static int secrets(const cJSON *body, cJSON *v1, sl_err *err)
 	cJSON_ArrayForEach(it, v)
 	{
 		if (!cJSON_IsObject(it))
-			return sl_fail(err, SL_INVALID, 0, "secrets: expected an array of {ENV: name}");
+			return sl_fail(err, SL_INVALID, 0,
+				       "secrets: expected an array of {ENV: name}");
 		cJSON_ArrayForEach(kv, it)
 		{
 			if (!cJSON_IsString(kv))
-				return sl_fail(err, SL_INVALID, 0, "secrets.%.140s: expected a name",
-					       kv->string);
+				return sl_fail(err, SL_INVALID, 0,
+					       "secrets.%.140s: expected a name", kv->string);
 			cJSON_DeleteItemFromObjectCaseSensitive(out, kv->string);
 			cJSON_AddStringToObject(out, kv->string, kv->valuestring);
 		}
@@ -363,20 +403,17 @@ static int public_ports(const cJSON *body, cJSON *v1, sl_err *err)
 	return 0;
 }
 
-int dt_v1_body(api_req *r, const cJSON *body, cJSON *v1, const char **dockerfile,
-	       sl_err *err)
+int dt_v1_body(api_req *r, const cJSON *body, cJSON *v1, const char **dockerfile, sl_err *err)
 {
 	const char *name = NULL, *user = NULL;
 	int64_t stop = 0, del = -1, ttl = 0;
 	bool stop_given, del_given, ttl_given;
 	if (api_json_string(body, "", "name", &name, err) < 0 ||
 	    api_json_string(body, "", "user", &user, err) < 0 ||
-	    base(r, body, v1, dockerfile, err) < 0 ||
-	    resources(body, v1, err) < 0 ||
+	    base(r, body, v1, dockerfile, err) < 0 || resources(body, v1, err) < 0 ||
 	    network(body, v1, r->srv->opt.provider_defaults, err) < 0 ||
-	    public_ports(body, v1, err) < 0 ||
-	    volumes(body, v1, err) < 0 || secrets(body, v1, err) < 0 ||
-	    unsupported(body, err) < 0 ||
+	    public_ports(body, v1, err) < 0 || volumes(body, v1, err) < 0 ||
+	    secrets(body, v1, err) < 0 || unsupported(body, err) < 0 ||
 	    minutes(body, "autoStopInterval", false, &stop, &stop_given, err) < 0 ||
 	    minutes(body, "autoDeleteInterval", true, &del, &del_given, err) < 0 ||
 	    minutes(body, "ttlMinutes", false, &ttl, &ttl_given, err) < 0)
@@ -625,6 +662,49 @@ enum MHD_Result dt_sandbox_labels(api_req *r)
 	cJSON_AddItemToObject(o, "labels",
 			      now.labels ? cJSON_Duplicate(now.labels, 1) : cJSON_CreateObject());
 	return api_reply_json(r, 200, o);
+}
+
+/* updateNetworkSettings: networkAllowList and domainAllowList replace the CIDRs and the
+ * names of /v1's allow list (a list not given keeps its kind); networkBlockAll false
+ * alone clears it (the open internet). A sandbox's network cannot go on or off after
+ * create in sandlot: networkBlockAll true on a network-on sandbox, or a list on a
+ * network-off one, is 400. */
+enum MHD_Result dt_sandbox_network(api_req *r)
+{
+	const cJSON *body, *it;
+	sl_err err = {0};
+	dt_net k;
+	_cleanup_sandbox_ sl_sandbox sb = {0};
+	if (api_body_object(r, false, &body, &err) < 0 || net_keys(body, &k, &err) < 0 ||
+	    lookup(r, &sb, &err) < 0)
+		return dt_error(r, &err, NULL);
+	if (cJSON_IsTrue(k.block) != !sb.net_enabled && (cJSON_IsBool(k.block) || k.has_allow))
+		return dt_fail(r, SL_INVALID, NULL,
+			       "sandbox %s was created with its network %s; sandlot cannot turn it "
+			       "%s (create it with networkBlockAll %s)",
+			       sb.id, sb.net_enabled ? "on" : "off", sb.net_enabled ? "off" : "on",
+			       sb.net_enabled ? "true" : "false");
+	if (!sb.net_enabled)
+		return reply_dto(r, sb.id, 200);
+	_cleanup_cjson_ cJSON *allow = cJSON_CreateArray();
+	for (int names = 0; names < 2 && (k.has_allow || !cJSON_IsFalse(k.block)); names++) {
+		if (cJSON_IsString(k.lists[names]))
+			split_into(allow, k.lists[names]->valuestring);
+		else
+			cJSON_ArrayForEach(it, sb.net_allow) if (cJSON_IsString(it) &&
+								 netname_is_name(it->valuestring) ==
+								     names)
+			    cJSON_AddItemToArray(allow, cJSON_CreateString(it->valuestring));
+	}
+	size_t n = (size_t)cJSON_GetArraySize(allow), i = 0;
+	_cleanup_free_ const char **v = calloc(n + 1, sizeof(*v));
+	if (!v)
+		return dt_fail(r, SL_INTERNAL, NULL, "out of memory");
+	cJSON_ArrayForEach(it, allow) v[i++] = it->valuestring;
+	sl_net_opts net = {.enabled = true, .allow = v};
+	if (sandbox_set_network(r->srv->ctx, sb.id, &net, NULL, &err) < 0)
+		return dt_error(r, &err, NULL);
+	return reply_dto(r, sb.id, 200);
 }
 
 /* The {n} of an interval route: whole minutes. */

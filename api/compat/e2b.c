@@ -326,6 +326,15 @@ static cJSON *sandbox_e2b_json(const sl_sandbox *sb, bool detail)
 		cJSON_AddBoolToObject(o, "allowInternetAccess", sb->net_enabled);
 		cJSON *net = cJSON_AddObjectToObject(o, "network");
 		cJSON_AddBoolToObject(net, "allowPublicTraffic", sandbox_port_public(sb, SL_PORT_ALL));
+		/* /v1's rules the way E2B writes them: an allow list is "deny all but". */
+		if (cJSON_GetArraySize(sb->net_allow)) {
+			cJSON_AddItemToObject(net, "allowOut", cJSON_Duplicate(sb->net_allow, 1));
+			cJSON *deny = sb->net_deny ? cJSON_Duplicate(sb->net_deny, 1) : cJSON_CreateArray();
+			cJSON_AddItemToArray(deny, cJSON_CreateString("0.0.0.0/0"));
+			cJSON_AddItemToObject(net, "denyOut", deny);
+		} else if (cJSON_GetArraySize(sb->net_deny)) {
+			cJSON_AddItemToObject(net, "denyOut", cJSON_Duplicate(sb->net_deny, 1));
+		}
 		cJSON *l = cJSON_AddObjectToObject(o, "lifecycle");
 		cJSON_AddStringToObject(l, "onTimeout", "kill");
 		cJSON_AddBoolToObject(l, "autoResume", false);
@@ -394,11 +403,13 @@ static bool is_everything(const cJSON *c)
 }
 
 /* E2B's network options as /v1's `network` object. allow_internet_access turns the
- * network on or off; network.allowOut/denyOut are CIDR lists where allowOut wins over
- * denyOut. sandlot's deny wins over its allow, so E2B's "deny everything but X"
- * (denyOut 0.0.0.0/0, allowOut X) is /v1's allow [X]; other denyOut ranges are /v1's
- * deny, and allowOut without a deny-all admits no more than the default (everything).
- * Neither given: sandlot's default, no network; with --provider-defaults E2B's, on. */
+ * network on; false is E2B's denyOut ALL_TRAFFIC. network.allowOut/denyOut are lists of
+ * CIDRs and domain names ("*.github.com") where allowOut wins over denyOut. sandlot's
+ * deny wins over its allow, so E2B's "deny everything but X" (denyOut 0.0.0.0/0 or
+ * allow_internet_access false, allowOut X) is /v1's allow [X]; other denyOut entries are
+ * /v1's deny, and allowOut without a deny-all admits no more than the default
+ * (everything). Neither given: sandlot's default, no network; with --provider-defaults
+ * E2B's, on. Everything denied and nothing allowed: the network off. */
 int e2b_network_body(const cJSON *in, cJSON *body, bool provider_defaults, sl_err *err)
 {
 	const cJSON *inet = cJSON_GetObjectItemCaseSensitive(in, "allow_internet_access");
@@ -410,14 +421,13 @@ int e2b_network_body(const cJSON *in, cJSON *body, bool provider_defaults, sl_er
 	const cJSON *aout = cJSON_IsObject(net) ? cJSON_GetObjectItemCaseSensitive(net, "allowOut") : NULL;
 	const cJSON *dout = cJSON_IsObject(net) ? cJSON_GetObjectItemCaseSensitive(net, "denyOut") : NULL;
 	if ((aout && !cJSON_IsArray(aout)) || (dout && !cJSON_IsArray(dout)))
-		return sl_fail(err, SL_INVALID, 0, "network.allowOut/denyOut: must be lists of CIDRs");
+		return sl_fail(err, SL_INVALID, 0,
+			       "network.allowOut/denyOut: must be lists of CIDRs and domain names");
 	bool on = cJSON_IsTrue(inet) || cJSON_GetArraySize(aout) > 0 || cJSON_GetArraySize(dout) > 0 ||
 		  (provider_defaults && !inet);
-	if (cJSON_IsFalse(inet))
-		on = false;
 	if (!cJSON_IsBool(inet) && !on)
 		return 0;
-	bool deny_all = false;
+	bool deny_all = cJSON_IsFalse(inet);
 	const cJSON *c;
 	cJSON_ArrayForEach(c, dout) deny_all |= is_everything(c);
 	/* Everything denied and nothing allowed: no way out, as with no network. */

@@ -25,11 +25,12 @@
 #include <nftables/libnftables.h>
 
 #include "common.h"
+#include "netlab.h"
 
-#define INET_A "203.0.113.10"
-#define INET_B "203.0.113.20"
-#define INET_HOST "203.0.113.1" /* the host's end: what NAT makes sources look like */
-#define META "169.254.99.1"	/* link-local, served by the test's "internet" */
+#define INET_A	  "203.0.113.10"
+#define INET_B	  "203.0.113.20"
+#define INET_HOST "203.0.113.1"	 /* the host's end: what NAT makes sources look like */
+#define META	  "169.254.99.1" /* link-local, served by the test's "internet" */
 #define INET_PORT 8080
 #define INET_VETH "sltinet0"
 /* Private ranges, closed by default; the benchmark range 198.18.0.0/15 is not. */
@@ -40,67 +41,6 @@
 #define BENCH_NET "198.18.7.10"
 
 static pid_t inet_pid; /* the "internet": a server in its own network namespace */
-
-
-static void run_ok(const char *line)
-{
-	char *argv[] = {"/bin/sh", "-c", (char *)line, NULL};
-	e2e_result r;
-	if (e2e_run(&r, NULL, 0, 20000, argv) != 0)
-		fail_msg("`%s` exited %d: %s", line, r.status, r.err);
-	e2e_result_free(&r);
-}
-
-/* Accept forever on LISTEN_FD, answering "BANNER <local addr> from <peer addr>". */
-static void __attribute__((noreturn)) banner_server(int listen_fd, const char *banner)
-{
-	for (;;) {
-		struct sockaddr_in peer, local;
-		socklen_t pl = sizeof(peer), ll = sizeof(local);
-		int c = accept(listen_fd, (struct sockaddr *)&peer, &pl);
-		if (c < 0)
-			continue;
-		getsockname(c, (struct sockaddr *)&local, &ll);
-		char a[32], b[32];
-		inet_ntop(AF_INET, &local.sin_addr, a, sizeof(a));
-		inet_ntop(AF_INET, &peer.sin_addr, b, sizeof(b));
-		dprintf(c, "%s %s from %s\n", banner, a, b);
-		close(c);
-	}
-}
-
-static int listen_on(const char *addr, int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-	inet_pton(AF_INET, addr, &sa.sin_addr);
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0)
-		fail_msg("listen on %s:%d: %s", addr, port, strerror(errno));
-	return fd;
-}
-
-/* A banner server on a host address in a child (killed by the caller). */
-static pid_t host_server(const char *addr, int port, const char *banner)
-{
-	int fd = listen_on(addr, port);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		banner_server(fd, banner);
-	}
-	close(fd);
-	return pid;
-}
-
-static void child_kill(pid_t pid)
-{
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
-}
 
 static void internet_up(void)
 {
@@ -156,107 +96,11 @@ static void internet_down(void)
 	inet_pid = 0;
 }
 
-/* ---- host state beyond the harness's: nftables, ip_forward, leases ---------------------- */
-
-static char *nft_ruleset(void)
-{
-	struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
-	assert_non_null(nft);
-	nft_ctx_buffer_output(nft);
-	nft_ctx_buffer_error(nft);
-	assert_int_equal(nft_run_cmd_from_buffer(nft, "list ruleset"), 0);
-	char *s = strdup(nft_ctx_get_output_buffer(nft));
-	nft_ctx_free(nft);
-	return s;
-}
-
-static char *ip_forward(void)
-{
-	char *s = e2e_read_file("/proc/sys/net/ipv4/ip_forward");
-	assert_non_null(s);
-	return s;
-}
-
-static int leases_count(void)
-{
-	char *dir = e2e_printf("%s/leases", getenv("SANDLOT_STATE_DIR"));
-	DIR *d = opendir(dir);
-	int n = 0;
-	struct dirent *e;
-	while (d && (e = readdir(d)))
-		n += e->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	free(dir);
-	return n;
-}
-
-typedef struct net_state {
-	void *snap; /* the harness's */
-	char *nft, *fwd;
-	int leases;
-} net_state;
-
-static int net_setup(void **state)
-{
-	net_state *s = calloc(1, sizeof(*s));
-	e2e_test_setup(&s->snap);
-	s->nft = nft_ruleset();
-	s->fwd = ip_forward();
-	s->leases = leases_count();
-	*state = s;
-	return 0;
-}
-
-/* The harness's leak check, then: the nft ruleset, ip_forward and the lease store are
- * as before the test (the host side goes with the last network). */
-static int net_teardown(void **state)
-{
-	net_state *s = *state;
-	/* The harness's check first: it waits for a `run`'s detached release to be over
-	 * (its process is ours), after which the host side is what the last release left. */
-	e2e_test_teardown(&s->snap);
-	char *nft = nft_ruleset(), *fwd = ip_forward();
-	int leases = leases_count();
-	if (strcmp(nft, s->nft))
-		fail_msg("nft ruleset changed:\nbefore:\n%s\nafter:\n%s", s->nft, nft);
-	assert_string_equal(fwd, s->fwd);
-	assert_int_equal(leases, s->leases);
-	free(nft), free(fwd), free(s->nft), free(s->fwd), free(s);
-	return 0;
-}
-
-#define NET_TEST(fn) cmocka_unit_test_setup_teardown(fn, net_setup, net_teardown)
-
 /* ---- sandboxes ----------------------------------------------------------------------- */
 
 static char *create_net(const char *extra1, const char *extra2)
 {
 	return e2e_sandlot_ok("create", "--image", "busybox", "--network", extra1, extra2, NULL);
-}
-
-static void rm(const char *id)
-{
-	free(e2e_sandlot_ok("rm", "-f", id, NULL));
-}
-
-
-
-/* What a TCP connection from sandbox ID to ADDR:PORT reads ("" when none). */
-static char *dial(const char *id, const char *addr, int port)
-{
-	char *line = e2e_printf("nc -w 3 %s %d </dev/null 2>&1; true", addr, port);
-	char *out = e2e_sh_ok(id, line);
-	free(line);
-	return out;
-}
-
-static bool reaches(const char *id, const char *addr, int port, const char *banner)
-{
-	char *out = dial(id, addr, port);
-	bool ok = e2e_contains(out, banner);
-	free(out);
-	return ok;
 }
 
 /* A string field of network in `sandlot inspect ID`. */
@@ -274,32 +118,6 @@ static char *net_field(const char *id, const char *key)
 }
 
 /* ---- the daemon, driven with common.h's HTTP client ---------------------------------- */
-
-/* METHOD PATH (with BODY) to D; fails unless the status is WANT; the parsed body. */
-static cJSON *api(const e2e_daemon *d, const char *method, const char *path, const char *body,
-		  long want)
-{
-	e2e_resp r;
-	e2e_req q = {.method = method,
-		     .path = path,
-		     .body = body,
-		     .len = body ? strlen(body) : 0,
-		     .d = d,
-		     .timeout_ms = 60000};
-	if (e2e_http_q(&r, &q) != want)
-		fail_msg("%s %s: HTTP %ld, not %ld: %s", method, path, r.status, want, r.body);
-	cJSON *j = r.json;
-	r.json = NULL;
-	e2e_resp_free(&r);
-	return j;
-}
-
-static void daemon_start(e2e_daemon *d)
-{
-	char *sock = e2e_printf("%s/api.sock", e2e_root());
-	e2e_daemon_start(d, sock, true, NULL);
-	free(sock);
-}
 
 /* The daemon's preview port, from its health. */
 static int preview_port(const e2e_daemon *d)
@@ -375,8 +193,8 @@ static void test_net_run_cli(void **state)
 	 * name stays claimed until then: the same name again at once waits for it rather
 	 * than failing. */
 	for (int i = 0; i < 2; i++) {
-		e2e_sandlot(&r, NULL, 0, "run", "--name", "again", "--image", "busybox", "--network",
-			    "--", "hostname", NULL);
+		e2e_sandlot(&r, NULL, 0, "run", "--name", "again", "--image", "busybox",
+			    "--network", "--", "hostname", NULL);
 		if (r.status != 0)
 			fail_msg("run --name again (%d): %d %s", i, r.status, r.err);
 		assert_string_equal(r.out, "again\n");
@@ -389,7 +207,8 @@ static void test_net_isolation(void **state)
 	char *a = create_net(NULL, NULL), *b = create_net(NULL, NULL);
 	char *baddr = net_field(b, "address"), *gw = net_field(a, "gateway");
 	/* B serves on 9000; it answers itself, but not A. */
-	free(e2e_sh_ok(b, "(while true; do echo sandbox-b | nc -l -p 9000; done) >/dev/null 2>&1 &"));
+	free(e2e_sh_ok(b,
+		       "(while true; do echo sandbox-b | nc -l -p 9000; done) >/dev/null 2>&1 &"));
 	usleep(200000);
 	assert_true(reaches(b, "127.0.0.1", 9000, "sandbox-b"));
 	assert_false(reaches(a, baddr, 9000, "sandbox-b"));
@@ -400,8 +219,8 @@ static void test_net_isolation(void **state)
 	daemon_start(&d);
 	/* Control: the host itself reaches them all, and the "metadata" address. */
 	char *line = e2e_printf("busybox nc -w 3 %s 9101 </dev/null; busybox nc -w 3 127.0.0.1 "
-			     "9102 </dev/null; busybox nc -w 3 " META " %d </dev/null",
-			     gw, INET_PORT);
+				"9102 </dev/null; busybox nc -w 3 " META " %d </dev/null",
+				gw, INET_PORT);
 	char *argv[] = {"/bin/sh", "-c", line, NULL};
 	e2e_result r;
 	e2e_run(&r, NULL, 0, 20000, argv);
@@ -508,8 +327,8 @@ static void test_net_many_distinct_and_restart(void **state)
 	/* 20 creates at once, each its own process: the lease claims race. */
 	char *bin = e2e_build_path("sandlot");
 	char *line = e2e_printf("for i in $(seq %d); do %s create --image busybox --network "
-			     ">%s/many.$i 2>&1 & done; wait",
-			     MANY, bin, e2e_root());
+				">%s/many.$i 2>&1 & done; wait",
+				MANY, bin, e2e_root());
 	run_ok(line);
 	free(line);
 	free(bin);
@@ -540,13 +359,14 @@ static void test_net_many_distinct_and_restart(void **state)
 	cJSON *sb = api(&d, "GET", p0, NULL, 200);
 	assert_string_equal(jaddr(sb), addrs[0]);
 	cJSON_Delete(sb);
-	sb = api(&d, "POST", "/v1/sandboxes", "{\"image\":\"busybox\",\"network\":{\"enabled\":true}}",
-		 201);
+	sb = api(&d, "POST", "/v1/sandboxes",
+		 "{\"image\":\"busybox\",\"network\":{\"enabled\":true}}", 201);
 	const char *na = jaddr(sb);
 	assert_non_null(na);
 	for (int i = 0; i < MANY; i++)
 		assert_string_not_equal(na, addrs[i]);
-	char *pn = e2e_printf("/v1/sandboxes/%s", cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring);
+	char *pn =
+	    e2e_printf("/v1/sandboxes/%s", cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring);
 	cJSON_Delete(sb);
 	cJSON_Delete(api(&d, "DELETE", pn, NULL, 204));
 	e2e_daemon_halt(&d);
@@ -710,7 +530,7 @@ static void test_net_daemon_table_removed_behind_its_back(void **state)
 	const char *bid = cJSON_GetObjectItemCaseSensitive(b, "id")->valuestring;
 	/* Its NAT and egress rules are there: the "internet" answers. */
 	assert_true(reaches(bid, INET_A, INET_PORT, "internet"));
-	cJSON *sbs[] = { a, b };
+	cJSON *sbs[] = {a, b};
 	for (int i = 0; i < 2; i++) {
 		char *p = e2e_printf("/v1/sandboxes/%s",
 				     cJSON_GetObjectItemCaseSensitive(sbs[i], "id")->valuestring);
@@ -898,21 +718,21 @@ static int group_teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		NET_TEST(test_net_off_only_lo),
-		NET_TEST(test_net_on_nat_resolv_hosts),
-		NET_TEST(test_net_run_cli),
-		NET_TEST(test_net_run_cli_keeps_bridge_a_moment),
-		NET_TEST(test_net_isolation),
-		NET_TEST(test_net_allow_deny_patch),
-		NET_TEST(test_net_snapshot_keeps_working),
-		NET_TEST(test_net_many_distinct_and_restart),
-		NET_TEST(test_net_create_delete_cycles),
-		NET_TEST(test_net_daemon_holds_host_side),
-		NET_TEST(test_net_daemon_table_removed_behind_its_back),
-		NET_TEST(test_net_private_closed_by_default),
-		NET_TEST(test_net_allow_private_operator),
-		NET_TEST(test_net_private_resolver),
-		NET_TEST(test_net_bad_input),
+	    NET_TEST(test_net_off_only_lo),
+	    NET_TEST(test_net_on_nat_resolv_hosts),
+	    NET_TEST(test_net_run_cli),
+	    NET_TEST(test_net_run_cli_keeps_bridge_a_moment),
+	    NET_TEST(test_net_isolation),
+	    NET_TEST(test_net_allow_deny_patch),
+	    NET_TEST(test_net_snapshot_keeps_working),
+	    NET_TEST(test_net_many_distinct_and_restart),
+	    NET_TEST(test_net_create_delete_cycles),
+	    NET_TEST(test_net_daemon_holds_host_side),
+	    NET_TEST(test_net_daemon_table_removed_behind_its_back),
+	    NET_TEST(test_net_private_closed_by_default),
+	    NET_TEST(test_net_allow_private_operator),
+	    NET_TEST(test_net_private_resolver),
+	    NET_TEST(test_net_bad_input),
 	};
 	e2e_apply_filter();
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

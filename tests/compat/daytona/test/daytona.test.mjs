@@ -491,6 +491,26 @@ test('network: block-all, and an allow-list', async () => {
   const net = (await v1(`/sandboxes/${allowed.id}`)).body.network;
   assert.equal(net.enabled, true);
   assert.deepEqual(net.allow, ['10.0.0.0/8']);
+  await allowed.delete();
+  // Domains beside CIDRs: one /v1 allow list, each back in its own Daytona list.
+  const named = await create({
+    networkAllowList: '203.0.113.0/24', domainAllowList: 'example.com, *.daytona.io',
+    labels: { suite: tag, role: 'net3' },
+  });
+  assert.equal(named.networkAllowList, '203.0.113.0/24');
+  assert.equal(named.domainAllowList, 'example.com,*.daytona.io');
+  assert.deepEqual((await v1(`/sandboxes/${named.id}`)).body.network.allow,
+    ['203.0.113.0/24', 'example.com', '*.daytona.io']);
+  // updateNetworkSettings: a list replaces its kind, block-all false clears both.
+  await named.updateNetworkSettings({ domainAllowList: 'pypi.org' });
+  assert.equal(named.domainAllowList, 'pypi.org');
+  assert.deepEqual((await v1(`/sandboxes/${named.id}`)).body.network.allow, ['203.0.113.0/24', 'pypi.org']);
+  await named.updateNetworkSettings({ networkBlockAll: false });
+  assert.deepEqual((await v1(`/sandboxes/${named.id}`)).body.network.allow, []);
+  await assert.rejects(named.updateNetworkSettings({ networkBlockAll: true }), /cannot turn it off/);
+  await named.delete();
+  await assert.rejects(create({ networkBlockAll: true, domainAllowList: 'example.com' }), /exclude each other/);
+  await assert.rejects(create({ domainAllowList: 'bad..name' }), /neither a CIDR nor a domain name/);
 });
 
 test('error classes: unknown sandbox, missing file, bad input, wrong key, conflict', async () => {

@@ -3,7 +3,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { tracker, v1, sleep, sandlotKey } from '../lib.mjs';
-import { Sandbox, SandboxNotFoundError } from 'e2b';
+import { Sandbox, SandboxNotFoundError, ALL_TRAFFIC } from 'e2b';
 
 const t = tracker();
 after(() => t.cleanup());
@@ -199,4 +199,36 @@ test('network: off unless asked; allowInternetAccess and allowOut/denyOut reach 
 	assert.deepEqual(n.deny ?? [], []);
 	const closed = t.add(await Sandbox.create({ allowInternetAccess: false, timeoutMs: 60_000 }));
 	assert.equal((await net(closed)).enabled, false);
+});
+
+test('network: domain names and ALL_TRAFFIC in allowOut/denyOut', async () => {
+	const net = async (sbx) => (await v1('GET', `/v1/sandboxes/${sbx.sandboxId}`)).network;
+	// The SDK's own pattern: deny everything but some domains.
+	const only = t.add(await Sandbox.create({
+		network: { allowOut: ['*.github.com', 'pypi.org'], denyOut: [ALL_TRAFFIC] }, timeoutMs: 60_000,
+	}));
+	const n = await net(only);
+	assert.equal(n.enabled, true);
+	assert.deepEqual(n.allow, ['*.github.com', 'pypi.org']);
+	const info = await only.getInfo();
+	assert.deepEqual(info.network.allowOut, ['*.github.com', 'pypi.org']);
+	assert.ok(info.network.denyOut.includes(ALL_TRAFFIC));
+	// The sandbox resolves through the daemon: its resolv.conf names the gateway.
+	const resolv = (await only.commands.run('cat /etc/resolv.conf')).stdout;
+	assert.match(resolv, new RegExp(`nameserver ${n.gateway.replace(/\./g, '\\.')}`));
+	// allowInternetAccess: false is denyOut ALL_TRAFFIC: with allowOut, only those.
+	const some = t.add(await Sandbox.create({
+		allowInternetAccess: false, network: { allowOut: ['Example.COM.'] }, timeoutMs: 60_000,
+	}));
+	assert.deepEqual((await net(some)).allow, ['example.com']);
+	// A denied domain beside the open internet.
+	const deny = t.add(await Sandbox.create({ network: { denyOut: ['evil.example'] }, timeoutMs: 60_000 }));
+	const dn = await net(deny);
+	assert.equal(dn.enabled, true);
+	assert.deepEqual(dn.deny, ['evil.example']);
+	assert.deepEqual(dn.allow ?? [], []);
+	await assert.rejects(
+		Sandbox.create({ network: { allowOut: ['not a domain'], denyOut: [ALL_TRAFFIC] } }),
+		/400: network.allow\[0\]: "not a domain" is neither a CIDR nor a domain name/,
+	);
 });
