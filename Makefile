@@ -48,7 +48,11 @@ E2E_LIBS    := $(shell pkg-config --libs libcurl)
 
 .PHONY: all test unit e2e images clean format
 all: $(BUILD)/sandlot $(BUILD)/sandlot-archive.so $(BUILD)/sandlot-api.so $(BUILD)/sandlot-init \
-     $(BUILD)/probe $(BUILD)/sandlot-net.so $(BUILD)/sandlot-registry.so
+     $(BUILD)/probe $(BUILD)/sandlot-net.so $(BUILD)/sandlot-registry.so $(BUILD)/sandlot-oci
+
+# runc's command line for containerd and podman (docs/oci.md): sandlot by another name.
+$(BUILD)/sandlot-oci: $(BUILD)/sandlot
+	ln -sf sandlot $@
 
 $(BUILD)/%.o: %.c $(wildcard runtime/*.h cli/*.h init/*.h)
 	@mkdir -p $(dir $@)
