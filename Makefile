@@ -222,8 +222,19 @@ COMPAT_DIRS := $(patsubst %/package.json,%,$(wildcard tests/compat/*/package.jso
 compat: all images
 	@set -e; for d in $(COMPAT_DIRS); do SANDLOT_BUILD=$(abspath $(BUILD)) $(LOCK) bash tests/compat/run-suite.sh $$d; done
 
+# sandlot-oci under containerd and against runc (tests/e2e/oci.sh), and the Kubernetes
+# manifests against agent-sandbox's CRDs and containerd's reading of the fragment.
+.PHONY: oci-e2e k8s-check
+oci-e2e: all images
+	SANDLOT_BUILD=$(BUILD) $(LOCK) bash tests/e2e/oci.sh
+k8s-check:
+	python3 tests/k8s/validate.py
+	sh tests/k8s/containerd-fragment.sh
+
 test: all
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory k8s-check
+	@$(MAKE) --no-print-directory oci-e2e
 	@$(MAKE) --no-print-directory fuzz-short
 	@$(MAKE) --no-print-directory e2e
 	@$(MAKE) --no-print-directory load-short
@@ -306,6 +317,7 @@ $(BUILD)/bench-exec-latency: bench/exec_latency.c $(BUILD)/libsandlot.a $(ARCHIV
 
 bench: all images $(BUILD)/bench-driver $(BUILD)/bench-exec-latency
 	$(LOCK) bash bench/run.sh full
+	SANDLOT_BUILD=$(BUILD) $(LOCK) bash bench/oci.sh
 
 bench-quick: all images $(BUILD)/bench-driver $(BUILD)/bench-exec-latency
 	$(LOCK) bash bench/run.sh quick

@@ -450,8 +450,12 @@ int ocirun_state(sl_ctx *ctx, const char *root, const char *id, char **json, sl_
 	cJSON_AddStringToObject(o, "rootfs", rootfs);
 	cJSON_AddStringToObject(o, "created", s.created);
 	cJSON_AddStringToObject(o, "owner", "");
+	/* As runc: no annotations key when there are none. */
 	cJSON *ann = cJSON_Parse(s.annotations ? s.annotations : "{}");
-	cJSON_AddItemToObject(o, "annotations", ann ? ann : cJSON_CreateObject());
+	if (ann && cJSON_GetArraySize(ann))
+		cJSON_AddItemToObject(o, "annotations", ann);
+	else
+		cJSON_Delete(ann);
 	state_free(&s);
 	*json = cJSON_Print(o);
 	return 0;
