@@ -218,7 +218,8 @@ static void spec_mount(const sl_oci_launch *l, int errfd, int rootfd, const oci_
 	if (m->bind) {
 		if (mount(m->source, at, NULL, MS_BIND | (m->recursive ? MS_REC : 0), NULL) < 0)
 			child_fail(errfd, errno, "bind %s on %s", m->source, m->dest);
-		_cleanup_close_ int mnt = open(at, O_PATH | O_CLOEXEC);
+		/* Opened again by name: the new mount, not the directory under it. */
+		_cleanup_close_ int mnt = mount_point(errfd, rootfd, m->dest, file);
 		snprintf(at, sizeof(at), "/proc/self/fd/%d", mnt);
 		if (fl && mount(NULL, at, NULL, MS_BIND | MS_REMOUNT | fl, NULL) < 0)
 			child_fail(errfd, errno, "remount %s", m->dest);
@@ -474,7 +475,8 @@ int launch_oci_init(const sl_oci_launch *l, pid_t *pid, sl_err *err)
 	    launch_mkdir_in(l->dir, "empty", 0555, err) < 0)
 		return -1;
 	snprintf(p, sizeof(p), "%s/exec.fifo", l->dir);
-	if (mkfifo(p, 0600) < 0)
+	/* The init opens it as the container's root. */
+	if (mkfifo(p, 0600) < 0 || chown(p, l->uid_base, l->uid_base) < 0)
 		return sl_sysfail(err, "create %s", p);
 	if ((f.fifo = open(p, O_PATH | O_CLOEXEC)) < 0) {
 		sl_sysfail(err, "open %s", p);

@@ -134,7 +134,7 @@ refuse host-pid "c['linux']['namespaces'] = [n for n in c['linux']['namespaces']
 refuse sys-admin "c['process']['capabilities']['bounding'].append('CAP_SYS_ADMIN')" "CAP_SYS_ADMIN is beyond"
 "$O" --systemd-cgroup --root "$T/oci-root" state x > /dev/null 2>&1 && bad "--systemd-cgroup accepted" || ok "--systemd-cgroup refused"
 
-CGROUPS_AFTER=$(find /sys/fs/cgroup -maxdepth 3 -type d 2>/dev/null | grep -v -e '/sl$' -e '/sandlot-oci$' -e '/runc-e2e$' | sort)
+CGROUPS_AFTER=$(find /sys/fs/cgroup -maxdepth 3 -type d 2>/dev/null | grep -v -e '/sl$' -e '/sandlot-oci$' -e '/runc-e2e$' -e '/sandlot$' | sort)
 LEFT=$(comm -13 <(echo "$CGROUPS_BEFORE") <(echo "$CGROUPS_AFTER"))
 [ -z "$LEFT" ] && ok "no cgroup left behind" || bad "cgroups left: $LEFT"
 if [ $fails = 0 ]; then echo "oci e2e: all passed"; else echo "oci e2e: $fails failed"; fi
