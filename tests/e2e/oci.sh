@@ -18,12 +18,16 @@ expect_eq() { if [ "$2" = "$3" ]; then ok "$1 ($2)"; else bad "$1: got '$2', wan
 
 mkdir -p "$T/rootfs"
 tar xf "$BUILD/images/busybox.tar" -C "$T/rootfs"
+cp "$BUILD/images/busybox.tar" "$T/busybox.tar"
+mkdir -p "$T/pm-tmp"
 CGROUPS_BEFORE=$(find /sys/fs/cgroup -maxdepth 3 -type d 2>/dev/null | sort)
 
 # ---- containerd of our own ----
 . "$SRC/tests/e2e/oci-lib.sh"
 oci_containerd_start
 cleanup() {
+	[ -d "$T/pm-root" ] && podman --root "$T/pm-root" --runroot "$T/pm-run" --storage-driver overlay \
+		--runtime "$O" --cgroup-manager=cgroupfs --events-backend=file rm -af -t 0 > /dev/null 2>&1
 	oci_containerd_stop
 	for r in "$T/oci-root" "$T/runc-root"; do
 		for d in "$r"/*/; do
@@ -33,7 +37,7 @@ cleanup() {
 			else "$O" --root "$r" delete --force "$id" 2>/dev/null; fi
 		done
 	done
-	oci_cgroups_rm sl sandlot-oci runc-e2e
+	oci_cgroups_rm sl sandlot-oci runc-e2e libpod_parent
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -72,6 +76,30 @@ $C task kill -s KILL long; sleep 0.3
 expect_eq "killed" "$($C task ls | awk '$1=="long"{print $3}')" STOPPED
 $C task delete long > /dev/null && ok "task deleted" || bad "task delete"
 $C containers delete long || bad "container delete"
+
+# ---- podman --runtime sandlot-oci (conmon drives it; overlay storage: the rootfs is an
+# overlay podman mounted, remade from id-mapped layers) ----
+PM="podman --root $T/pm-root --runroot $T/pm-run --storage-driver overlay --runtime $O
+	--cgroup-manager=cgroupfs --events-backend=file --tmpdir $T/pm-tmp"
+PMRUN="run --network none --ulimit nofile=1024:1024 --ulimit nproc=4096:4096"
+$PM import "$T/busybox.tar" localhost/sl-busybox > /dev/null 2>&1 || bad "podman import"
+$PM $PMRUN --rm localhost/sl-busybox sh -c 'exit 7' > "$T/out" 2>&1
+expect_eq "podman run exits with the container's code" "$?" 7
+$PM $PMRUN --rm localhost/sl-busybox sh -c \
+	'cat /proc/self/uid_map; grep -E "^(Seccomp|CapBnd):" /proc/self/status' > "$T/pm-inside" 2>&1
+read -r ins host len < "$T/pm-inside"
+if [ "$ins" = 0 ] && [ "$host" != 0 ] && [ "$len" = 65536 ]; then ok "podman: uid_map of its own (0 $host $len)"
+else bad "podman inside: $(cat "$T/pm-inside")"; fi
+expect_eq "podman: Seccomp" "$(awk '/^Seccomp:/{print $2}' "$T/pm-inside")" 2
+expect_eq "podman: bounding set" "$(awk '/^CapBnd:/{print $2}' "$T/pm-inside")" 00000000800405fb
+script -qec "$PM $PMRUN -it --rm localhost/sl-busybox sh -c 'tty; exit 3'" /dev/null > "$T/out" 2>&1
+rc=$?
+if [ $rc = 3 ] && grep -q '^/dev/pts/' "$T/out"; then ok "podman run -it: a pty through the console socket"
+else bad "podman run -it: rc=$rc $(tr -d '\r' < "$T/out" | head -3)"; fi
+$PM $PMRUN -d --name pe localhost/sl-busybox sleep 1000 > /dev/null 2>&1 || bad "podman run -d"
+$PM exec pe sh -c 'exit 4'
+expect_eq "podman exec exits with its code" "$?" 4
+$PM rm -f -t 0 pe > /dev/null 2>&1 || bad "podman rm -f"
 
 # ---- the same bundle under runc and sandlot-oci ----
 mkdir -p "$T/bundle" && (cd "$T/bundle" && runc spec)
@@ -134,7 +162,7 @@ refuse host-pid "c['linux']['namespaces'] = [n for n in c['linux']['namespaces']
 refuse sys-admin "c['process']['capabilities']['bounding'].append('CAP_SYS_ADMIN')" "CAP_SYS_ADMIN is beyond"
 "$O" --systemd-cgroup --root "$T/oci-root" state x > /dev/null 2>&1 && bad "--systemd-cgroup accepted" || ok "--systemd-cgroup refused"
 
-CGROUPS_AFTER=$(find /sys/fs/cgroup -maxdepth 3 -type d 2>/dev/null | grep -v -e '/sl$' -e '/sandlot-oci$' -e '/runc-e2e$' -e '/sandlot$' | sort)
+CGROUPS_AFTER=$(find /sys/fs/cgroup -maxdepth 3 -type d 2>/dev/null | grep -v -e '/sl$' -e '/sandlot-oci$' -e '/runc-e2e$' -e '/sandlot$' -e '/libpod_parent$' | sort)
 LEFT=$(comm -13 <(echo "$CGROUPS_BEFORE") <(echo "$CGROUPS_AFTER"))
 [ -z "$LEFT" ] && ok "no cgroup left behind" || bad "cgroups left: $LEFT"
 if [ $fails = 0 ]; then echo "oci e2e: all passed"; else echo "oci e2e: $fails failed"; fi
