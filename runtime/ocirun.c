@@ -152,6 +152,17 @@ static enum oci_status status_of(const oci_state *s, const char *dir)
 	return s->paused ? ST_PAUSED : ST_RUNNING;
 }
 
+/* ID's state (its annotations freed) and status. */
+static int state_status(const char *root, const char *id, oci_state *s, char dir[PATH_MAX],
+			enum oci_status *st, sl_err *err)
+{
+	if (state_load(root, id, s, dir, err) < 0)
+		return -1;
+	state_free(s);
+	*st = status_of(s, dir);
+	return 0;
+}
+
 /* <state>/oci/<owner>: the containers holding the owner's uid range, one file each. */
 static void owner_path(const sl_ctx *ctx, const char *owner, const char *name, char *buf,
 		       size_t len)
@@ -465,10 +476,10 @@ int ocirun_kill(sl_ctx *ctx, const char *root, const char *id, int sig, bool all
 {
 	oci_state s;
 	char dir[PATH_MAX];
-	if (state_load(root, id, &s, dir, err) < 0)
+	enum oci_status st;
+	if (state_status(root, id, &s, dir, &st, err) < 0)
 		return -1;
-	state_free(&s);
-	if (status_of(&s, dir) == ST_STOPPED)
+	if (st == ST_STOPPED)
 		return sl_fail(err, SL_CONFLICT, 0, "container %s is not running", id);
 	if (!all)
 		return kill(s.pid, sig) < 0 ? sl_sysfail(err, "container %s: kill", id) : 0;
@@ -486,10 +497,9 @@ int ocirun_delete(sl_ctx *ctx, const char *root, const char *id, bool force, sl_
 {
 	oci_state s;
 	char dir[PATH_MAX];
-	if (state_load(root, id, &s, dir, err) < 0)
+	enum oci_status st;
+	if (state_status(root, id, &s, dir, &st, err) < 0)
 		return -1;
-	state_free(&s);
-	enum oci_status st = status_of(&s, dir);
 	if ((st == ST_RUNNING || st == ST_PAUSED) && !force)
 		return sl_fail(err, SL_CONFLICT, 0,
 			       "cannot delete container %s that is not "
@@ -512,10 +522,9 @@ int ocirun_exec(sl_ctx *ctx, const char *root, const char *id, const oci_exec_op
 {
 	oci_state s;
 	char dir[PATH_MAX];
-	if (state_load(root, id, &s, dir, err) < 0)
+	enum oci_status st;
+	if (state_status(root, id, &s, dir, &st, err) < 0)
 		return -1;
-	state_free(&s);
-	enum oci_status st = status_of(&s, dir);
 	if (st != ST_RUNNING && st != ST_CREATED)
 		return sl_fail(err, SL_CONFLICT, 0, "cannot exec in container %s: it is %s", id,
 			       status_names[st]);
@@ -573,12 +582,12 @@ int ocirun_ps(sl_ctx *ctx, const char *root, const char *id, char **json, sl_err
 {
 	oci_state s;
 	char dir[PATH_MAX];
-	if (state_load(root, id, &s, dir, err) < 0)
+	enum oci_status st;
+	if (state_status(root, id, &s, dir, &st, err) < 0)
 		return -1;
-	state_free(&s);
 	pid_t *pids = NULL;
 	size_t n = 0;
-	if (status_of(&s, dir) != ST_STOPPED && cgroup_procs(ctx->cg, s.cgroup, &pids, &n, err) < 0)
+	if (st != ST_STOPPED && cgroup_procs(ctx->cg, s.cgroup, &pids, &n, err) < 0)
 		return -1;
 	_cleanup_cjson_ cJSON *a = cJSON_CreateArray();
 	for (size_t i = 0; i < n; i++)
