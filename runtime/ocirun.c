@@ -320,22 +320,49 @@ static void create_undo(sl_ctx *ctx, const oci_state *s, const char *dir, bool c
 	fs_remove_tree(dir, &e);
 }
 
+/* The user namespace at PATH (/proc/<pid>/ns/user), joined as a whole: an fd, its host id
+ * of root in *BASE (its uid_map must be one 65536-wide range from 0, as sandlot makes). */
+static int userns_join(const char *path, uint32_t *base, sl_err *err)
+{
+	char map[PATH_MAX];
+	unsigned long in, host, len;
+	const char *ns = strstr(path, "/ns/user");
+	if (strncmp(path, "/proc/", 6) || !ns || ns[8])
+		return sl_fail(err, SL_INVALID, 0,
+			       "user namespace path %s: want /proc/<pid>/ns/user", path);
+	snprintf(map, sizeof(map), "%.*s/uid_map", (int)(ns - path), path);
+	_cleanup_fclose_ FILE *f = fopen(map, "re");
+	if (!f || fscanf(f, "%lu %lu %lu", &in, &host, &len) != 3 || in != 0 || len != 65536 ||
+	    host < 65536)
+		return sl_fail(err, SL_INVALID, 0,
+			       "user namespace %s: its uid_map is not one range "
+			       "of 65536 from 0 to a host id of 65536 or above",
+			       path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sl_fail(err, SL_INVALID, errno, "user namespace %s", path);
+	*base = (uint32_t)host;
+	return fd;
+}
+
 static int create_launch(sl_ctx *ctx, const oci_spec *spec, const oci_create_opts *o, oci_state *s,
 			 const char *dir, sl_err *err)
 {
 	bool spec_only = spec->spec_only && spec_only_allowed();
-	if (spec->ns[OCI_NS_USER] && spec->ns_path[OCI_NS_USER][0])
-		return sl_fail(err, SL_NOTIMPL, 0,
-			       "joining a user namespace by path is not "
-			       "supported yet");
-	if (spec->has_mapping)
+	const char *join_user = spec->ns[OCI_NS_USER] ? spec->ns_path[OCI_NS_USER] : "";
+	_cleanup_close_ int userns = -1;
+	if (join_user[0]) {
+		/* A pod's user namespace (the pause container's, hostUsers: false). */
+		if ((userns = userns_join(join_user, &s->uid_base, err)) < 0)
+			return -1;
+	} else if (spec->has_mapping) {
 		s->uid_base = spec->map_host;
-	else if (!spec_only && range_take(ctx, spec, s, s->id, err) < 0)
+	} else if (!spec_only && range_take(ctx, spec, s, s->id, err) < 0) {
 		return -1;
+	}
 	s->userns = s->uid_base != 0;
 	s->caps = spec->proc.caps & (spec_only ? oci_caps_accepted() : seccomp_default_caps());
-	_cleanup_close_ int userns = s->userns ? launch_userns_open(s->uid_base, err) : -1;
-	if (s->userns && userns < 0)
+	if (s->userns && userns < 0 && (userns = launch_userns_open(s->uid_base, err)) < 0)
 		return -1;
 	if (cgroup_name(spec, s->id, s->cgroup, sizeof(s->cgroup), err) < 0)
 		return -1;
