@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -186,9 +187,23 @@ static void shift_ids(const char *data, uint32_t base, char *out, size_t len)
 		snprintf(out + o, len - o, "%sgid=%u", o ? "," : "", base);
 }
 
+static int mount_point_make(int errfd, int rootfd, const char *dest, bool file);
+
 /* The mount point of DEST under ROOTFD: its parents made, itself a directory or (a bind of
- * a file) a file. */
-static int mount_point(int errfd, int rootfd, const char *dest, bool file)
+ * a file) a file. Made as the container's root (fs ids BASE): host root has no id on an
+ * id-mapped root (EOVERFLOW), and what it makes there is the container's anyway. */
+static int mount_point(int errfd, int rootfd, const char *dest, bool file, uint32_t base)
+{
+	setfsgid(base);
+	setfsuid(base);
+	int fd = mount_point_make(errfd, rootfd, dest, file);
+	/* Back to 0: the file-system capabilities come back from the permitted set. */
+	setfsuid(0);
+	setfsgid(0);
+	return fd;
+}
+
+static int mount_point_make(int errfd, int rootfd, const char *dest, bool file)
 {
 	char parent[PATH_MAX];
 	snprintf(parent, sizeof(parent), "%s", dest);
@@ -212,14 +227,14 @@ static void spec_mount(const sl_oci_launch *l, int errfd, int rootfd, const oci_
 		return; /* no host cgroup tree inside (docs/oci.md) */
 	struct stat st;
 	bool file = m->bind && stat(m->source, &st) == 0 && !S_ISDIR(st.st_mode);
-	_cleanup_close_ int fd = mount_point(errfd, rootfd, m->dest, file);
+	_cleanup_close_ int fd = mount_point(errfd, rootfd, m->dest, file, l->uid_base);
 	snprintf(at, sizeof(at), "/proc/self/fd/%d", fd);
 	unsigned long fl = m->flags;
 	if (m->bind) {
 		if (mount(m->source, at, NULL, MS_BIND | (m->recursive ? MS_REC : 0), NULL) < 0)
 			child_fail(errfd, errno, "bind %s on %s", m->source, m->dest);
 		/* Opened again by name: the new mount, not the directory under it. */
-		_cleanup_close_ int mnt = mount_point(errfd, rootfd, m->dest, file);
+		_cleanup_close_ int mnt = mount_point(errfd, rootfd, m->dest, file, l->uid_base);
 		snprintf(at, sizeof(at), "/proc/self/fd/%d", mnt);
 		if (fl && mount(NULL, at, NULL, MS_BIND | MS_REMOUNT | fl, NULL) < 0)
 			child_fail(errfd, errno, "remount %s", m->dest);
@@ -241,7 +256,7 @@ static void spec_mount(const sl_oci_launch *l, int errfd, int rootfd, const oci_
 		}
 	}
 	if (m->propagation) {
-		_cleanup_close_ int mnt = mount_point(errfd, rootfd, m->dest, file);
+		_cleanup_close_ int mnt = mount_point(errfd, rootfd, m->dest, file, l->uid_base);
 		snprintf(at, sizeof(at), "/proc/self/fd/%d", mnt);
 		if (mount(NULL, at, NULL, m->propagation, NULL) < 0)
 			child_fail(errfd, errno, "propagation of %s", m->dest);
