@@ -356,8 +356,9 @@ static void __attribute__((noreturn)) exec_process(const sl_oci_launch *l, const
 		_exit(126);
 	}
 	environ = p->env;
-	if (l->filter && seccomp_load(l->filter) < 0) {
-		fprintf(stderr, "sandlot-oci: load the seccomp filter\n");
+	sl_err err = {0};
+	if (l->filter && seccomp_bpf_install(l->filter, &err) < 0) {
+		fprintf(stderr, "sandlot-oci: %s\n", err.msg);
 		_exit(126);
 	}
 	execvp(p->args[0], p->args);

@@ -21,7 +21,7 @@ typedef struct sl_oci_launch {
 	uint32_t uid_base;	 /* host id of root inside (0 without a user namespace) */
 	const char *const *join; /* cgroup.procs files (cgroup_join_files) */
 	size_t njoin;
-	scmp_filter_ctx filter; /* loaded just before the exec; NULL: none */
+	const sl_bpf *filter;	/* installed just before the exec; NULL: none */
 	uint64_t caps;		/* what the process keeps (1ULL << CAP_x) */
 	const char *console;	/* --console-socket, or NULL */
 	int preserve_fds;	/* fds 3..3+N-1 pass to the process */

@@ -267,26 +267,29 @@ static int cgroup_name(const oci_spec *spec, const char *id, char *buf, size_t l
 	return 0;
 }
 
-/* The filter of a container: the spec's profile when it has one, else sandlot's (unless
- * SPEC_ONLY); *SOURCE says which. */
-static int filter_make(sl_ctx *ctx, const char *spec_json, bool spec_only, uint64_t caps,
-		       scmp_filter_ctx *out, char source[8], sl_err *err)
+/* The filter of the container in DIR, from the BPF cache (<state>/seccomp-cache): the
+ * spec's profile (SPEC_JSON, kept as DIR/seccomp.json for its execs) when it has one, else
+ * sandlot's; none when SOURCE is "none" already (spec-only). *SOURCE says which. */
+static int filter_make(sl_ctx *ctx, const char *dir, const char *spec_json, uint64_t caps,
+		       sl_bpf *out, char source[8], sl_err *err)
 {
-	*out = NULL;
-	_cleanup_free_ char *text = NULL;
-	size_t len;
+	char path[PATH_MAX], cache[PATH_MAX];
+	memset(out, 0, sizeof(*out));
+	if (!strcmp(source, "none"))
+		return 0;
+	snprintf(path, sizeof(path), "%s/seccomp.json", dir);
 	if (spec_json) {
 		snprintf(source, 8, "spec");
-		return seccomp_profile_compile(spec_json, strlen(spec_json), caps, NULL, out, err);
+		if (state_write_atomic_nosync(path, spec_json, strlen(spec_json), err) < 0)
+			return -1;
+	} else if (strcmp(source, "spec")) { /* "spec": an exec, the profile its create kept */
+		snprintf(source, 8, "sandlot");
+		snprintf(path, sizeof(path), "%s", ctx->cfg.seccomp_profile);
 	}
-	if (spec_only) {
-		snprintf(source, 8, "none");
-		return 0;
-	}
-	snprintf(source, 8, "sandlot");
-	if (state_read_file(ctx->cfg.seccomp_profile, 1 << 22, &text, &len, err) < 0)
-		return -1;
-	return seccomp_profile_compile(text, len, caps, NULL, out, err);
+	snprintf(cache, sizeof(cache), "%s/seccomp-cache", ctx->cfg.state_dir);
+	if (seccomp_bpf_get(path, cache, caps, out, err) < 0)
+		return sl_wrap(err, "seccomp profile %s: ", path);
+	return 0;
 }
 
 static int read_bundle(const char *bundle, oci_spec *spec, sl_err *err)
@@ -372,11 +375,12 @@ static int create_launch(sl_ctx *ctx, const oci_spec *spec, const oci_create_opt
 	char joinbuf[PATH_MAX * 2];
 	const char *join[8];
 	size_t njoin = 0;
-	scmp_filter_ctx filter = NULL;
+	sl_bpf filter = {0};
+	snprintf(s->seccomp, sizeof(s->seccomp), "%s",
+		 spec_only && !spec->seccomp_json ? "none" : "");
 	if (cgroup_join_files(ctx->cg, s->cgroup, joinbuf, sizeof(joinbuf), join, 8, &njoin, err) <
 		0 ||
-	    filter_make(ctx, spec->seccomp_json, spec_only, s->caps, &filter, s->seccomp, err) <
-		0) {
+	    filter_make(ctx, dir, spec->seccomp_json, s->caps, &filter, s->seccomp, err) < 0) {
 		create_undo(ctx, s, dir, true);
 		return -1;
 	}
@@ -387,14 +391,13 @@ static int create_launch(sl_ctx *ctx, const oci_spec *spec, const oci_create_opt
 			   .uid_base = s->uid_base,
 			   .join = join,
 			   .njoin = njoin,
-			   .filter = filter,
+			   .filter = filter.insns ? &filter : NULL,
 			   .caps = s->caps,
 			   .console = o->console_socket,
 			   .preserve_fds = o->preserve_fds};
 	pid_t pid;
 	int r = launch_oci_init(&l, &pid, err);
-	if (filter)
-		seccomp_release(filter);
+	seccomp_bpf_free(&filter);
 	if (r < 0) {
 		create_undo(ctx, s, dir, true);
 		return -1;
@@ -562,19 +565,14 @@ int ocirun_exec(sl_ctx *ctx, const char *root, const char *id, const oci_exec_op
 	oci_process proc;
 	if (oci_process_parse(text, len, &proc, err) < 0)
 		return -1;
-	oci_spec spec = {0};
-	scmp_filter_ctx filter = NULL;
-	char source[8];
+	sl_bpf filter = {0};
 	char joinbuf[PATH_MAX * 2];
 	const char *join[8];
 	size_t njoin = 0;
 	int r = -1;
 	pid_t pid;
 	/* The container's filter again: the spec's profile, sandlot's, or none. */
-	if (!strcmp(s.seccomp, "spec") && read_bundle(s.bundle, &spec, err) < 0)
-		goto out;
-	if (strcmp(s.seccomp, "none") &&
-	    filter_make(ctx, spec.seccomp_json, false, s.caps, &filter, source, err) < 0)
+	if (filter_make(ctx, dir, NULL, s.caps, &filter, s.seccomp, err) < 0)
 		goto out;
 	if (cgroup_join_files(ctx->cg, s.cgroup, joinbuf, sizeof(joinbuf), join, 8, &njoin, err) <
 	    0)
@@ -583,7 +581,7 @@ int ocirun_exec(sl_ctx *ctx, const char *root, const char *id, const oci_exec_op
 			   .uid_base = s.uid_base,
 			   .join = join,
 			   .njoin = njoin,
-			   .filter = filter,
+			   .filter = filter.insns ? &filter : NULL,
 			   .caps = s.caps,
 			   .console = o->console_socket,
 			   .preserve_fds = -1};
@@ -598,9 +596,7 @@ int ocirun_exec(sl_ctx *ctx, const char *root, const char *id, const oci_exec_op
 		*status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 	}
 out:
-	if (filter)
-		seccomp_release(filter);
-	oci_spec_free(&spec);
+	seccomp_bpf_free(&filter);
 	oci_process_free(&proc);
 	return r;
 }
