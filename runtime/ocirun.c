@@ -288,7 +288,7 @@ static int filter_make(sl_ctx *ctx, const char *dir, const char *spec_json, uint
 	}
 	snprintf(cache, sizeof(cache), "%s/seccomp-cache", ctx->cfg.state_dir);
 	if (seccomp_bpf_get(path, cache, caps, out, err) < 0)
-		return sl_wrap(err, "seccomp profile %s: ", path);
+		return sl_wrap(err, "seccomp profile %s", path);
 	return 0;
 }
 
@@ -302,7 +302,7 @@ static int read_bundle(const char *bundle, oci_spec *spec, sl_err *err)
 	if (state_read_file(p, 4 << 20, &text, &len, &e) < 0)
 		return sl_fail(err, SL_INVALID, e.errnum, "bundle %s: read config.json", bundle);
 	if (oci_spec_parse(text, len, spec, err) < 0)
-		return sl_wrap(err, "bundle %s: ", bundle);
+		return sl_wrap(err, "bundle %s", bundle);
 	return 0;
 }
 
@@ -436,9 +436,9 @@ int ocirun_create(sl_ctx *ctx, const char *root, const char *id, const oci_creat
 	container_dir(root, id, dir, sizeof(dir));
 	int r = state_mkdirs(root, 0700, err);
 	if (r == 0 && mkdir(dir, 0700) < 0)
-		r = errno == EEXIST
-			? sl_fail(err, SL_CONFLICT, 0, "container with id exists: %s", id)
-			: sl_sysfail(err, "create %s", dir);
+		r = errno == EEXIST ? sl_fail(err, SL_CONFLICT, 0,
+					      "container with given ID already exists: %s", id)
+				    : sl_sysfail(err, "create %s", dir);
 	if (r == 0)
 		r = create_launch(ctx, &spec, o, &s, dir, err);
 	s.annotations = NULL;

@@ -38,4 +38,5 @@ oci_cgroups_rm() {
 			[ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
 		done
 	done
+	return 0
 }
