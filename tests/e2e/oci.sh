@@ -102,6 +102,19 @@ $PM exec pe sh -c 'exit 4'
 expect_eq "podman exec exits with its code" "$?" 4
 $PM rm -f -t 0 pe > /dev/null 2>&1 || bad "podman rm -f"
 
+# ---- an image in containerd's overlayfs snapshotter: the rootfs the shim hands over is an
+# overlay it mounted, which sandlot-oci remakes from id-mapped layers ----
+$PM save --format docker-archive -o "$T/bb-image.tar" localhost/sl-busybox > /dev/null 2>&1 || bad "podman save"
+$C images import "$T/bb-image.tar" > /dev/null 2>&1 || bad "ctr images import"
+IMG=$($C images ls -q | grep sl-busybox | head -1)
+$RUN --rm --snapshotter overlayfs "$IMG" snap1 /bin/sh -c \
+	'echo written > /root/f && cat /root/f && cat /proc/self/uid_map && ls -ln /bin/busybox && exit 6' > "$T/out" 2>&1
+rc=$?
+if [ $rc = 6 ] && grep -q '^written$' "$T/out" && ! grep -q ' 0 *0 *4294967295' "$T/out" &&
+	grep -q ' 0 *0 .*busybox' "$T/out"; then
+	ok "ctr run IMAGE (overlayfs snapshotter): exit 6, writable, files owned by root inside, own uid_map"
+else bad "ctr run IMAGE: rc=$rc $(tr '\n' ' ' < "$T/out" | cut -c1-300)"; fi
+
 # ---- the same bundle under runc and sandlot-oci ----
 mkdir -p "$T/bundle" && (cd "$T/bundle" && runc spec)
 python3 - "$T/bundle/config.json" "$T/rootfs" <<'PY'
