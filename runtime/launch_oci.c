@@ -73,11 +73,11 @@ static bool opt_value(const char *opts, const char *key, char *buf, size_t len)
 
 /* An overlay (containerd's snapshotter hands one over, mounted) cannot be id-mapped
  * whole: the kernel refuses an id-mapped mount of a merged overlay. Made again from its
- * layers, each lower one id-mapped read-only and the upper's directory id-mapped, as a
- * detached mount. */
-static int overlay_remount(const char *path, const char *opts, int userns, sl_err *err)
+ * layers, each lower one id-mapped read-only, the upper one as it is, as a detached mount. */
+static int overlay_remount(const char *path, const char *opts, int userns, uint32_t base,
+			   sl_err *err)
 {
-	char lower[8192], upper[PATH_MAX], work[PATH_MAX], spec[16384] = "", p[PATH_MAX];
+	char lower[8192], upper[PATH_MAX], work[PATH_MAX], spec[16384] = "";
 	if (!opt_value(opts, "lowerdir", lower, sizeof(lower)) ||
 	    !opt_value(opts, "upperdir", upper, sizeof(upper)) ||
 	    !opt_value(opts, "workdir", work, sizeof(work)))
@@ -85,7 +85,7 @@ static int overlay_remount(const char *path, const char *opts, int userns, sl_er
 			       "rootfs %s: an overlay without lowerdir, "
 			       "upperdir and workdir is not supported",
 			       path);
-	int fds[128], n = 0, ret = -1, top = -1;
+	int fds[128], n = 0, ret = -1;
 	for (char *l = strtok(lower, ":"); l; l = strtok(NULL, ":")) {
 		if (n == 128 || (fds[n] = launch_idmapped_tree(l, userns, true, err)) < 0)
 			goto out;
@@ -93,26 +93,20 @@ static int overlay_remount(const char *path, const char *opts, int userns, sl_er
 		snprintf(spec + sl, sizeof(spec) - sl, "%s/proc/self/fd/%d", n ? ":" : "", fds[n]);
 		n++;
 	}
-	/* The upper and work dirs share a parent (a snapshot's fs/ and work/). */
-	snprintf(p, sizeof(p), "%s", upper);
-	char *slash = strrchr(p, '/');
-	if (!slash || strncmp(work, p, (size_t)(slash - p)) || work[slash - p] != '/') {
-		sl_fail(err, SL_INVALID, 0,
-			"rootfs %s: upperdir and workdir in different "
-			"directories",
-			path);
+	/* The upper layer is the container's own (empty when it starts): it stays a plain
+	 * path, its root given to the container's root, so files the container makes there
+	 * are its ids on disk, as a sandbox's writable layer is (launch.c). Host root mounts
+	 * it: its work dir and copy-ups need no id in the range. */
+	struct stat st;
+	if (stat(upper, &st) < 0 || (st.st_uid == 0 && chown(upper, base, base) < 0)) {
+		sl_sysfail(err, "rootfs %s: upper layer %s", path, upper);
 		goto out;
 	}
-	*slash = '\0';
-	if ((top = launch_idmapped_tree(p, userns, false, err)) < 0)
-		goto out;
 	int fs = fsopen("overlay", FSOPEN_CLOEXEC);
-	char up[64 + PATH_MAX], wk[64 + PATH_MAX], why[256] = "";
-	snprintf(up, sizeof(up), "/proc/self/fd/%d/%s", top, slash + 1);
-	snprintf(wk, sizeof(wk), "/proc/self/fd/%d/%s", top, work + (slash - p) + 1);
+	char why[256] = "";
 	if (fs < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", spec, 0) < 0 ||
-	    fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", up, 0) < 0 ||
-	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", wk, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
 	    (ret = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV)) < 0) {
 		int e = errno;
@@ -127,8 +121,6 @@ static int overlay_remount(const char *path, const char *opts, int userns, sl_er
 out:
 	while (n > 0)
 		close(fds[--n]);
-	if (top >= 0)
-		close(top);
 	return ret;
 }
 
@@ -154,7 +146,7 @@ static int root_tree(const sl_oci_launch *l, sl_err *err)
 		if (overlay_options(real, opts, sizeof(opts), err) < 0)
 			return -1;
 		if (opts[0])
-			return overlay_remount(real, opts, l->userns, err);
+			return overlay_remount(real, opts, l->userns, l->uid_base, err);
 	}
 	return launch_idmapped_tree(real, l->userns, s->root_readonly, err);
 }
