@@ -48,7 +48,11 @@ E2E_LIBS    := $(shell pkg-config --libs libcurl)
 
 .PHONY: all test unit e2e images clean format
 all: $(BUILD)/sandlot $(BUILD)/sandlot-archive.so $(BUILD)/sandlot-api.so $(BUILD)/sandlot-init \
-     $(BUILD)/probe $(BUILD)/sandlot-net.so $(BUILD)/sandlot-registry.so
+     $(BUILD)/probe $(BUILD)/sandlot-net.so $(BUILD)/sandlot-registry.so $(BUILD)/sandlot-oci
+
+# runc's command line for containerd and podman (docs/oci.md): sandlot by another name.
+$(BUILD)/sandlot-oci: $(BUILD)/sandlot
+	ln -sf sandlot $@
 
 $(BUILD)/%.o: %.c $(wildcard runtime/*.h cli/*.h init/*.h)
 	@mkdir -p $(dir $@)
@@ -221,8 +225,19 @@ COMPAT_DIRS := $(patsubst %/package.json,%,$(wildcard tests/compat/*/package.jso
 compat: all images
 	@set -e; for d in $(COMPAT_DIRS); do SANDLOT_BUILD=$(abspath $(BUILD)) $(LOCK) bash tests/compat/run-suite.sh $$d; done
 
+# sandlot-oci under containerd and against runc (tests/e2e/oci.sh), and the Kubernetes
+# manifests against agent-sandbox's CRDs and containerd's reading of the fragment.
+.PHONY: oci-e2e k8s-check
+oci-e2e: all images
+	SANDLOT_BUILD=$(BUILD) $(LOCK) bash tests/e2e/oci.sh
+k8s-check:
+	python3 tests/k8s/validate.py
+	sh tests/k8s/containerd-fragment.sh
+
 test: all
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory k8s-check
+	@$(MAKE) --no-print-directory oci-e2e
 	@$(MAKE) --no-print-directory fuzz-short
 	@$(MAKE) --no-print-directory e2e
 	@$(MAKE) --no-print-directory load-short
@@ -305,6 +320,7 @@ $(BUILD)/bench-exec-latency: bench/exec_latency.c $(BUILD)/libsandlot.a $(ARCHIV
 
 bench: all images $(BUILD)/bench-driver $(BUILD)/bench-exec-latency
 	$(LOCK) bash bench/run.sh full
+	SANDLOT_BUILD=$(BUILD) $(LOCK) bash bench/oci.sh
 
 bench-quick: all images $(BUILD)/bench-driver $(BUILD)/bench-exec-latency
 	$(LOCK) bash bench/run.sh quick

@@ -40,6 +40,8 @@ int cmd_image_build(sl_ctx *ctx, int argc, char **argv);
 int cli_registry_flag(sl_config *cfg, const char *flag, const char *value);
 /* `doctor` opens the runtime itself: not being able to is its exit 2. */
 int cmd_doctor(int argc, char **argv);
+/* `sandlot-oci`: runc's command line (argv[0] is the link's name). */
+int cmd_oci(int argc, char **argv);
 /* `mcp` needs only the config (the daemon's socket): it is a bridge to the daemon's /mcp. */
 int cmd_mcp(int argc, char **argv);
 

@@ -95,6 +95,9 @@ int main(int argc, char **argv)
 		{ "rollback", cmd_rollback },
 		{ "serve", cmd_serve },	 { "key", cmd_key },	   { "code", cmd_code },
 	};
+	const char *self = strrchr(argv[0], '/');
+	if (!strcmp(self ? self + 1 : argv[0], "sandlot-oci"))
+		return cmd_oci(argc, argv);
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help")) {
 		fputs(usage, argc < 2 ? stderr : stdout);

@@ -126,6 +126,21 @@ static void spare_keep(const sl_ctx *ctx, const char *path, const char *id, cons
 
 enum claim_owner { OWNER_GONE, OWNER_LIVE, OWNER_RELEASING };
 
+/* An sandlot-oci owner ("oci_<hash>", a container or a pod's containers) lives while its
+ * directory <state>/oci/<owner> lists a container, or while it is new (being made). */
+static bool oci_owner_live(const sl_ctx *ctx, const char *owner, const char *path)
+{
+	char d[PATH_MAX];
+	snprintf(d, sizeof(d), "%s/oci/%s", ctx->cfg.state_dir, owner);
+	_cleanup_closedir_ DIR *dir = opendir(d);
+	struct dirent *de;
+	while (dir && (de = readdir(dir)))
+		if (de->d_name[0] != '.')
+			return true;
+	struct stat st;
+	return lstat(path, &st) == 0 && time(NULL) - st.st_mtime <= 60;
+}
+
 /* Who holds claim PATH: nobody any more (stale), a live sandbox (or one being made), or
  * a tombstone whose releaser is still freeing it. */
 static enum claim_owner claim_owner(const sl_ctx *ctx, const char *path)
@@ -138,6 +153,8 @@ static enum claim_owner claim_owner(const sl_ctx *ctx, const char *path)
 		return OWNER_LIVE;
 	sl_sandbox sb;
 	sl_err e = { 0 };
+	if (!strncmp(owner, "oci_", 4))
+		return oci_owner_live(ctx, owner, path) ? OWNER_LIVE : OWNER_GONE;
 	if (strncmp(owner, "sbx_", 4) || record_load(ctx, owner, &sb, &e) < 0) {
 		/* Its creator writes the record right after the claim: only an old
 		 * claim without a record is stale. */
@@ -233,4 +250,23 @@ void claim_find(const sl_ctx *ctx, const char *kind, const char *id, char *key, 
 			return;
 		}
 	}
+}
+
+int claim_uid_range(const sl_ctx *ctx, const char *owner, uint64_t h, uint32_t *base, sl_err *err)
+{
+	/* Probed from a slot the owner's hash picks, not from 0: at N sandboxes the first
+	 * try is nearly always free, where a scan for the lowest was O(N). */
+	for (uint32_t i = 0; i < ctx->cfg.uid_slots; i++) {
+		uint32_t slot = (uint32_t)((h + i) % ctx->cfg.uid_slots);
+		char key[16];
+		snprintf(key, sizeof(key), "%u", slot);
+		int r = claim_take(ctx, "slots", key, owner, false, err);
+		if (r < 0)
+			return -1;
+		if (r == 1) /* a live owner's: try the next one */
+			continue;
+		*base = ctx->cfg.uid_base + slot * 65536u;
+		return 0;
+	}
+	return sl_fail(err, SL_EXHAUSTED, 0, "no free uid range for another sandbox");
 }

@@ -4,6 +4,7 @@
 #define SANDLOT_CLAIM_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "ctx.h"
@@ -19,6 +20,10 @@ ssize_t claim_read(const char *path, char owner[40]);
  * released (a name). */
 int claim_take(const sl_ctx *ctx, const char *kind, const char *key, const char *id, bool wait,
 	       sl_err *err);
+/* A free 65536-wide uid range claimed for OWNER (slots/<n>), probed from the slot hash H
+ * picks: its first host id in *BASE. SL_EXHAUSTED when every one is taken. */
+int claim_uid_range(const sl_ctx *ctx, const char *owner, uint64_t h, uint32_t *base,
+		    sl_err *err);
 /* Release ID's claim KIND/KEY (kept as a spare file for the next claim). */
 void claim_drop(const sl_ctx *ctx, const char *kind, const char *key, const char *id);
 /* Release every claim of SB: uid range, address, name. */

@@ -44,19 +44,13 @@
 #include "launch_internal.h"
 #include "log.h"
 
-/* The container-default capability set: all a process running as root inside keeps. */
-static const int keep_caps[] = {
-	CAP_CHOWN, CAP_DAC_OVERRIDE,	 CAP_FOWNER, CAP_FSETID, CAP_KILL,	 CAP_NET_BIND_SERVICE,
-	CAP_SETFCAP, CAP_SETGID, CAP_SETPCAP, CAP_SETUID, CAP_SYS_CHROOT,
-};
-
 /* What container runtimes hide or freeze in /proc and /sys. */
 const char *const launch_masked_paths[] = {
 	"proc/acpi",	  "proc/asound",	"proc/kcore",	"proc/keys",  "proc/latency_stats",
 	"proc/timer_list", "proc/timer_stats", "proc/sched_debug", "proc/scsi", "sys/firmware",
 	"sys/devices/virtual/powercap", "proc/interrupts", NULL,
 };
-static const char *const readonly_paths[] = {
+const char *const launch_readonly_paths[] = {
 	"proc/bus", "proc/fs", "proc/irq", "proc/sys", "proc/sysrq-trigger", NULL,
 };
 
@@ -149,7 +143,7 @@ static void mount_in(int errfd, int rootfd, const char *name, const char *type, 
 		child_fail(errfd, errno, "mount %s on /%s", type, name);
 }
 
-static void make_dev(int errfd, int devfd, uint32_t base)
+void launch_make_dev(int errfd, int devfd, uint32_t base)
 {
 	static const struct {
 		const char *name;
@@ -189,14 +183,16 @@ static void make_dev(int errfd, int devfd, uint32_t base)
  * dir), not a tmpfs as runc does: the view is the same, but each tmpfs is a superblock,
  * and every superblock on the host adds a shrinker slot to every memory cgroup's
  * shrinker map, so with N sandboxes each one pays for all of them (docs/bench.md). */
-static void mask_paths(int errfd, const char *root, const char *empty, bool sys_masked)
+void launch_mask_paths(int errfd, const char *root, const char *empty,
+		       const char *const *masked, const char *const *readonly, bool sys_masked)
 {
 	char p[PATH_MAX], devnull[PATH_MAX];
 	snprintf(devnull, sizeof(devnull), "%s/dev/null", root);
-	for (int i = 0; launch_masked_paths[i]; i++) {
-		if (sys_masked && !strncmp(launch_masked_paths[i], "sys/", 4))
+	for (int i = 0; masked && masked[i]; i++) {
+		const char *m = masked[i] + (masked[i][0] == '/');
+		if (sys_masked && !strncmp(m, "sys/", 4))
 			continue;
-		snprintf(p, sizeof(p), "%s/%s", root, launch_masked_paths[i]);
+		snprintf(p, sizeof(p), "%s/%s", root, m);
 		struct stat st;
 		if (lstat(p, &st) < 0)
 			continue;
@@ -207,16 +203,17 @@ static void mask_paths(int errfd, const char *root, const char *empty, bool sys_
 				  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 				  NULL);
 		if (r < 0)
-			child_fail(errfd, errno, "mask /%s", launch_masked_paths[i]);
+			child_fail(errfd, errno, "mask /%s", m);
 	}
-	for (int i = 0; readonly_paths[i]; i++) {
-		snprintf(p, sizeof(p), "%s/%s", root, readonly_paths[i]);
+	for (int i = 0; readonly && readonly[i]; i++) {
+		const char *m = readonly[i] + (readonly[i][0] == '/');
+		snprintf(p, sizeof(p), "%s/%s", root, m);
 		if (access(p, F_OK) < 0)
 			continue;
 		if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0 ||
 		    mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
 			  NULL) < 0)
-			child_fail(errfd, errno, "make /%s read-only", readonly_paths[i]);
+			child_fail(errfd, errno, "make /%s read-only", m);
 	}
 }
 
@@ -280,13 +277,13 @@ void launch_kernel_fs(int errfd, int dirfd, const char *dir, const char *empty, 
 	_cleanup_close_ int devfd = openat(dirfd, "dev", O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (devfd < 0)
 		child_fail(errfd, errno, "open /dev");
-	make_dev(errfd, devfd, base);
-	mask_paths(errfd, dir, empty, sys_shared);
+	launch_make_dev(errfd, devfd, base);
+	launch_mask_paths(errfd, dir, empty, launch_masked_paths, launch_readonly_paths, sys_shared);
 }
 
 /* No malloc from here on: in a multi-threaded daemon the clone()d child may hold a
  * copy of a lock another thread had taken. Raw capset instead of libcap. */
-static void drop_privileges(int errfd)
+void launch_drop_privileges(int errfd, uint64_t keep)
 {
 	int last = CAP_LAST_CAP;
 	char buf[16];
@@ -299,9 +296,6 @@ static void drop_privileges(int errfd)
 		}
 		close(fd);
 	}
-	uint64_t keep = 0;
-	for (size_t i = 0; i < sizeof(keep_caps) / sizeof(keep_caps[0]); i++)
-		keep |= 1ULL << keep_caps[i];
 	for (int c = 0; c <= last && c < 64; c++)
 		if (!(keep & (1ULL << c)) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
 		    errno != EINVAL)
@@ -340,7 +334,7 @@ static void write_etc(int errfd, int rootfd, const char *name, const char *text,
 
 /* mkdir -p of an absolute path under the rootfs, one component at a time, never
  * following a symlink the image or a snapshot planted; returns an O_PATH fd. */
-static int make_target(int errfd, int rootfd, const char *path)
+int launch_make_target(int errfd, int rootfd, const char *path)
 {
 	char comp[256];
 	int dir = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
@@ -496,7 +490,7 @@ void __attribute__((noreturn))
 child_finish(const sl_launch *l, struct child_fds *f, int rootfd, const sl_bpf *filter)
 {
 	for (size_t i = 0; i < l->nmounts; i++) {
-		_cleanup_close_ int target = make_target(f->err, rootfd, l->mounts[i].target);
+		_cleanup_close_ int target = launch_make_target(f->err, rootfd, l->mounts[i].target);
 		if (move_mount(f->mounts[i], "", target, "",
 			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 			child_fail(f->err, errno, "mount volume on %s", l->mounts[i].target);
@@ -516,7 +510,7 @@ child_finish(const sl_launch *l, struct child_fds *f, int rootfd, const sl_bpf *
 	if (setns(f->userns, CLONE_NEWUSER) < 0 || syscall(SYS_setgroups, 0, NULL) < 0 ||
 	    syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0)
 		child_fail(f->err, errno, "enter the sandbox user namespace");
-	drop_privileges(f->err);
+	launch_drop_privileges(f->err, seccomp_default_caps());
 	int lfd = fcntl(f->listen, F_DUPFD_CLOEXEC, 100);
 	int logfd = fcntl(f->log, F_DUPFD_CLOEXEC, 100);
 	int cfd = f->client >= 0 ? fcntl(f->client, F_DUPFD_CLOEXEC, 100) : -1;
@@ -621,6 +615,17 @@ fail:
 	return -1;
 }
 
+static void userns_helper_release(struct userns_helper *h);
+static void userns_helper_reap(struct userns_helper *h);
+
+int launch_userns_open(uint32_t base, sl_err *err)
+{
+	struct userns_helper helper __attribute__((cleanup(userns_helper_reap)));
+	helper.pid = 0;
+	helper.hold = -1;
+	return make_userns(base, &helper, err);
+}
+
 static void userns_helper_release(struct userns_helper *h)
 {
 	if (h->hold >= 0)
@@ -641,7 +646,7 @@ static void userns_helper_reap(struct userns_helper *h)
 
 /* A detached mount of dir whose ids are shifted into the sandbox's range: shared
  * image files show their real owners inside, and volumes keep one ownership. */
-static int idmapped_tree(const char *dir, int userns, bool readonly, sl_err *err)
+int launch_idmapped_tree(const char *dir, int userns, bool readonly, sl_err *err)
 {
 	int fd = open_tree(AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (fd < 0)
@@ -823,7 +828,7 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	_cleanup_close_ int userns = make_userns(l->uid_base, &helper, err);
 	if (userns < 0)
 		return -1;
-	int lower_fd = idmapped_tree(l->image_layer, userns, true, err);
+	int lower_fd = launch_idmapped_tree(l->image_layer, userns, true, err);
 	/* The namespace lives on through our fd: let its helper go (reaped on return). */
 	userns_helper_release(&helper);
 	_cleanup_close_ int lower = lower_fd;
@@ -870,7 +875,7 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 		return sl_fail(err, SL_INVALID, 0, "at most %d volumes", SL_MAX_VOLUMES);
 	for (; nvol < l->nmounts; nvol++) {
 		const sl_mount *m = &l->mounts[nvol];
-		vol_fds[nvol] = m->source ? idmapped_tree(m->source, userns, m->readonly, err)
+		vol_fds[nvol] = m->source ? launch_idmapped_tree(m->source, userns, m->readonly, err)
 					  : fcntl(m->tree_fd, F_DUPFD_CLOEXEC, 3);
 		if (vol_fds[nvol] < 0 && !m->source)
 			sl_sysfail(err, "sandbox %s: mount on %s", l->id, m->target);

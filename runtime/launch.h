@@ -124,6 +124,9 @@ int launch_new_netns(sl_err *err);
  * directories proc, sys, dev, newroot, lower and empty. */
 int stage_ns_open(const char *dir);
 
+/* A user namespace mapping 0..65535 to BASE.., held by the returned fd (-1 on failure). */
+int launch_userns_open(uint32_t base, sl_err *err);
+
 /* Starts init; on success *init_pid is its host pid and it is listening on
  * <run_dir>/init.sock. On failure nothing it made is left running or mounted. */
 int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err);

@@ -27,6 +27,7 @@
 
 /* What container runtimes hide in /proc and /sys (NULL-terminated). */
 extern const char *const launch_masked_paths[];
+extern const char *const launch_readonly_paths[];
 
 /* The fds a child works with, made by the launcher before the clone. */
 struct child_fds {
@@ -49,6 +50,18 @@ void child_keep_lower(const struct child_fds *f, const char *dir);
 /* /proc, /sys and /dev of a new root at DIRFD (DIR), owned by host uid BASE. */
 void launch_kernel_fs(int errfd, int dirfd, const char *dir, const char *empty, uint32_t base,
 		      bool new_net, bool proc_mounted, bool sys_shared);
+/* The nodes, links, /dev/pts and /dev/shm of a /dev tmpfs at DEVFD, owned by host uid BASE. */
+void launch_make_dev(int errfd, int devfd, uint32_t base);
+/* MASKED hidden and READONLY made read-only under ROOT (paths relative to it, a leading
+ * "/" ignored; missing ones skipped; EMPTY: the empty directory a masked directory gets;
+ * SYS_MASKED: leave sys/ alone). */
+void launch_mask_paths(int errfd, const char *root, const char *empty,
+		       const char *const *masked, const char *const *readonly, bool sys_masked);
+/* Keep only KEEP (1ULL << CAP_x) in the bounding, permitted and effective sets, clear the
+ * inheritable and ambient ones, and set no_new_privs. */
+void launch_drop_privileges(int errfd, uint64_t keep);
+/* mkdir -p of absolute PATH under ROOTFD, no symlink followed: an O_PATH fd of it. */
+int launch_make_target(int errfd, int rootfd, const char *path);
 /* pivot_root into DIR, the old root detached. */
 void launch_pivot_into(int errfd, const char *dir);
 /* Drop into the sandbox's user namespace and exec init: the end of every child. */
@@ -61,6 +74,9 @@ int launch_open_mountpoint(int dirfd, const char *name, int is_dir);
 int launch_overlay_mount(const sl_launch *l, const char *lowerdir, char *why, size_t whylen);
 
 /* ---- the launcher's side (launch.c) ---- */
+
+/* A detached clone of DIR's mount, its ids shifted into USERNS's range. */
+int launch_idmapped_tree(const char *dir, int userns, bool readonly, sl_err *err);
 
 /* A clone stack (kept for the next launch), and its return. */
 char *launch_stack_get(void);

@@ -74,19 +74,7 @@ static int reserve(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 				     : sl_fail(err, SL_CONFLICT, 0,
 					       "a sandbox named %s already exists", sb->name);
 	}
-	/* Probed from a slot the id's random letters pick, not from 0: at N sandboxes the
-	 * first try is nearly always free, where a scan for the lowest was O(N). */
-	uint64_t h = sl_id_hash(sb->id);
-	for (uint32_t i = 0; i < ctx->cfg.uid_slots; i++) {
-		uint32_t slot = (uint32_t)((h + i) % ctx->cfg.uid_slots);
-		char key[16];
-		snprintf(key, sizeof(key), "%u", slot);
-		int r = claim_take(ctx, "slots", key, sb->id, false, err);
-		if (r < 0)
-			break;
-		if (r == 1) /* a live sandbox's: try the next one */
-			continue;
-		sb->uid_base = ctx->cfg.uid_base + slot * 65536u;
+	if (claim_uid_range(ctx, sb->id, sl_id_hash(sb->id), &sb->uid_base, err) == 0) {
 		state_sandbox_dir(&ctx->cfg, sb->id, dir, sizeof(dir));
 		if (spare_record_dir(ctx, dir) < 0 ||
 		    record_save_creating(ctx, sb, false, err) < 0) {
@@ -99,7 +87,7 @@ static int reserve(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	}
 	if (sb->name[0])
 		claim_drop(ctx, "names", sb->name, sb->id);
-	return err->kind ? -1 : sl_fail(err, SL_EXHAUSTED, 0, "no free uid range for another sandbox");
+	return -1;
 }
 
 static int load_bpf_locked(sl_ctx *ctx, sl_err *err);

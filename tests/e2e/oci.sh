@@ -1,0 +1,189 @@
+#!/bin/bash
+# tests/e2e/oci.sh — sandlot-oci under real engines (docs/oci.md): containerd started here
+# with its state under a temp dir (cgroupfs), driving sandlot-oci through its stock runc shim
+# (`ctr run --runc-binary`); the same bundles under runc and sandlot-oci compared
+# (state keys, status transitions, the duplicate-id error); bad input refused with a JSON
+# log line and nothing left behind. Run under the test lock (make oci-e2e does).
+set -u
+BUILD=${SANDLOT_BUILD:-build}
+O=$(cd "$BUILD" && pwd)/sandlot-oci
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+T=$(mktemp -d /tmp/sandlot-oci-e2e.XXXXXX)
+export SANDLOT_STATE_DIR=$T/sl-state SANDLOT_RUN_DIR=$T/sl-run
+export SANDLOT_SECCOMP_PROFILE=$SRC/seccomp/default.json
+fails=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+expect_eq() { if [ "$2" = "$3" ]; then ok "$1 ($2)"; else bad "$1: got '$2', want '$3'"; fi; }
+
+mkdir -p "$T/rootfs"
+tar xf "$BUILD/images/busybox.tar" -C "$T/rootfs"
+cp "$BUILD/images/busybox.tar" "$T/busybox.tar"
+mkdir -p "$T/pm-tmp"
+CGROUPS_BEFORE=$(find /sys/fs/cgroup -maxdepth 3 -type d 2>/dev/null | sort)
+
+# ---- containerd of our own ----
+. "$SRC/tests/e2e/oci-lib.sh"
+oci_containerd_start
+cleanup() {
+	[ -d "$T/pm-root" ] && podman --root "$T/pm-root" --runroot "$T/pm-run" --storage-driver overlay \
+		--runtime "$O" --cgroup-manager=cgroupfs --events-backend=file rm -af -t 0 > /dev/null 2>&1
+	oci_containerd_stop
+	for r in "$T/oci-root" "$T/runc-root"; do
+		for d in "$r"/*/; do
+			[ -d "$d" ] || continue
+			id=$(basename "$d")
+			if [ "$r" = "$T/runc-root" ]; then runc --root "$r" delete -f "$id" 2>/dev/null
+			else "$O" --root "$r" delete --force "$id" 2>/dev/null; fi
+		done
+	done
+	oci_cgroups_rm sl sandlot-oci runc-e2e libpod_parent
+	rm -rf "$T"
+}
+trap cleanup EXIT
+RUN="$C run --runc-binary $O --runc-root $T/shim-root"
+
+# ---- ctr run: exit code and what the container is inside ----
+$RUN --rm --rootfs "$T/rootfs" exit7 /bin/sh -c 'exit 7' > "$T/out" 2>&1
+expect_eq "ctr run exits with the container's code" "$?" 7
+$RUN --rm --rootfs "$T/rootfs" inside /bin/sh -c \
+	'cat /proc/self/uid_map; grep -E "^(Seccomp|CapBnd|CapEff|NoNewPrivs):" /proc/self/status' > "$T/inside" 2>&1
+read -r ins host len < "$T/inside"
+if [ "$ins" = 0 ] && [ "$host" != 0 ] && [ "$len" = 65536 ]; then ok "uid_map is a range of its own (0 $host $len)"
+else bad "uid_map: $(head -1 "$T/inside")"; fi
+expect_eq "seccomp filter on" "$(awk '/^Seccomp:/{print $2}' "$T/inside")" 2
+expect_eq "no_new_privs" "$(awk '/^NoNewPrivs:/{print $2}' "$T/inside")" 1
+# sandlot's set: CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID SETPCAP NET_BIND_SERVICE SYS_CHROOT SETFCAP
+expect_eq "bounding set is sandlot's" "$(awk '/^CapBnd:/{print $2}' "$T/inside")" 00000000800405fb
+
+# ---- a detached task: exec, pause/resume, ps, kill, delete ----
+$RUN -d --rootfs "$T/rootfs" long /bin/sleep 1000 > "$T/out" 2>&1 || bad "ctr run -d: $(cat "$T/out")"
+$C task exec --exec-id e1 long /bin/sh -c 'exit 5'
+expect_eq "ctr task exec exits with its code" "$?" 5
+$C task exec --exec-id e2 long /bin/sh -c 'grep ^Seccomp: /proc/self/status' > "$T/out" 2>&1
+expect_eq "an exec'd process is filtered too" "$(awk '{print $2}' "$T/out")" 2
+$C task pause long && expect_eq "paused" "$($C task ls | awk '$1=="long"{print $3}')" PAUSED
+$C task resume long && expect_eq "resumed" "$($C task ls | awk '$1=="long"{print $3}')" RUNNING
+LPID=$($C task ls | awk '$1=="long"{print $2}')
+expect_eq "ctr task ps lists the init" "$($C task ps long | awk 'NR>1{print $1}' | head -1)" "$LPID"
+
+# ---- a second container in the first one's network namespace ----
+$RUN --rm --with-ns "network:/proc/$LPID/ns/net" --rootfs "$T/rootfs" joiner \
+	/bin/sh -c 'readlink /proc/self/ns/net' > "$T/out" 2>&1
+expect_eq "joined the first container's netns" "$(cat "$T/out")" "$(readlink /proc/"$LPID"/ns/net)"
+
+$C task kill -s KILL long; sleep 0.3
+expect_eq "killed" "$($C task ls | awk '$1=="long"{print $3}')" STOPPED
+$C task delete long > /dev/null && ok "task deleted" || bad "task delete"
+$C containers delete long || bad "container delete"
+
+# ---- podman --runtime sandlot-oci (conmon drives it; overlay storage: the rootfs is an
+# overlay podman mounted, remade from id-mapped layers) ----
+PM="podman --root $T/pm-root --runroot $T/pm-run --storage-driver overlay --runtime $O --cgroup-manager=cgroupfs --events-backend=file --tmpdir $T/pm-tmp"
+# Podman's default profile has rules sandlot's compiler refuses (one syscall, two actions:
+# docs/oci.md); unconfined leaves the spec without one, and sandlot adds its own.
+PMRUN="run --network none --ulimit nofile=1024:1024 --ulimit nproc=4096:4096 --security-opt seccomp=unconfined"
+$PM import "$T/busybox.tar" localhost/sl-busybox > /dev/null 2>&1 || bad "podman import"
+# `podman run` itself (its rootfs: an overlay podman mounted, remade from id-mapped
+# layers) is refused by the kernel here ("overlay of id-mapped layers: Invalid argument",
+# docs/oci.md, "Not yet"): these checks run only with OCI_PODMAN_RUN=1 until that is
+# fixed, so `make test` does not claim what does not work yet.
+if [ "${OCI_PODMAN_RUN:-0}" = 1 ]; then
+$PM $PMRUN --rm localhost/sl-busybox sh -c 'exit 7' > "$T/out" 2>&1
+expect_eq "podman run exits with the container's code" "$?" 7
+$PM $PMRUN --rm localhost/sl-busybox sh -c \
+	'cat /proc/self/uid_map; grep -E "^(Seccomp|CapBnd):" /proc/self/status' > "$T/pm-inside" 2>&1
+read -r ins host len < "$T/pm-inside"
+if [ "$ins" = 0 ] && [ "$host" != 0 ] && [ "$len" = 65536 ]; then ok "podman: uid_map of its own (0 $host $len)"
+else bad "podman inside: $(cat "$T/pm-inside")"; fi
+expect_eq "podman: Seccomp" "$(awk '/^Seccomp:/{print $2}' "$T/pm-inside")" 2
+expect_eq "podman: bounding set" "$(awk '/^CapBnd:/{print $2}' "$T/pm-inside")" 00000000800405fb
+script -qec "$PM $PMRUN -it --rm localhost/sl-busybox sh -c 'tty; exit 3'" /dev/null > "$T/out" 2>&1
+rc=$?
+if [ $rc = 3 ] && grep -q '^/dev/pts/' "$T/out"; then ok "podman run -it: a pty through the console socket"
+else bad "podman run -it: rc=$rc $(tr -d '\r' < "$T/out" | head -3)"; fi
+fi
+$PM $PMRUN -d --name pe localhost/sl-busybox sleep 1000 > /dev/null 2>&1 || bad "podman run -d"
+$PM exec pe sh -c 'exit 4'
+expect_eq "podman exec exits with its code" "$?" 4
+$PM rm -f -t 0 pe > /dev/null 2>&1 || bad "podman rm -f"
+
+# ---- an image in containerd's overlayfs snapshotter: the rootfs the shim hands over is an
+# overlay it mounted, which sandlot-oci remakes from id-mapped layers ----
+$PM save --format docker-archive -o "$T/bb-image.tar" localhost/sl-busybox > /dev/null 2>&1 || bad "podman save"
+$C images import "$T/bb-image.tar" > /dev/null 2>&1 || bad "ctr images import"
+IMG=$($C images ls -q | grep sl-busybox | head -1)
+$RUN --rm --snapshotter overlayfs "$IMG" snap1 /bin/sh -c \
+	'echo written > /root/f && cat /root/f && cat /proc/self/uid_map && ls -ln /bin/busybox && exit 6' > "$T/out" 2>&1
+rc=$?
+if [ $rc = 6 ] && grep -q '^written$' "$T/out" && ! grep -q ' 0 *0 *4294967295' "$T/out" &&
+	grep -q ' 0 *0 .*busybox' "$T/out"; then
+	ok "ctr run IMAGE (overlayfs snapshotter): exit 6, writable, files owned by root inside, own uid_map"
+else bad "ctr run IMAGE: rc=$rc $(tr '\n' ' ' < "$T/out" | cut -c1-300)"; fi
+
+# ---- the same bundle under runc and sandlot-oci ----
+mkdir -p "$T/bundle" && (cd "$T/bundle" && runc spec)
+python3 - "$T/bundle/config.json" "$T/rootfs" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["root"] = {"path": sys.argv[2], "readonly": False}
+c["process"]["terminal"] = False
+c["process"]["args"] = ["/bin/sleep", "1000"]
+c["linux"]["cgroupsPath"] = "/runc-e2e/ID"
+json.dump(c, open(sys.argv[1], "w"))
+PY
+diff_run() { # RUNTIME ROOT -> the statuses and state keys it went through
+	local rt=$1 root=$2 id=d1 log=$T/$3.log
+	sed -i "s|/runc-e2e/[^\"]*|/runc-e2e/$3|" "$T/bundle/config.json"
+	$rt --root "$root" --log "$log" --log-format json create --bundle "$T/bundle" --pid-file "$T/$3.pid" $id > /dev/null 2>&1 </dev/null
+	echo "create=$?"
+	$rt --root "$root" state $id | python3 -c 'import json,sys; s=json.load(sys.stdin); print("status=" + s["status"]); print("keys=" + ",".join(sorted(k for k in s if k not in ("rootfs",))))'
+	$rt --root "$root" --log "$log" --log-format json create --bundle "$T/bundle" $id > /dev/null 2>&1 </dev/null
+	echo "duplicate=$?"
+	$rt --root "$root" start $id; echo "start=$?"
+	$rt --root "$root" state $id | python3 -c 'import json,sys; print("status=" + json.load(sys.stdin)["status"])'
+	$rt --root "$root" start $id > /dev/null 2>&1; echo "start-again=$?"
+	$rt --root "$root" delete $id > /dev/null 2>&1; echo "delete-running=$?"
+	$rt --root "$root" kill $id KILL; echo "kill=$?"
+	sleep 0.3
+	$rt --root "$root" state $id | python3 -c 'import json,sys; print("status=" + json.load(sys.stdin)["status"])'
+	$rt --root "$root" delete $id; echo "delete=$?"
+	$rt --root "$root" state $id > /dev/null 2>&1; echo "state-after-delete=$?"
+}
+# runc's init is our child here (no subreaper): reap it when killed, as a shim would.
+diff_run runc "$T/runc-root" runc > "$T/runc.trace" 2>&1
+diff_run "$O" "$T/oci-root" oci > "$T/oci.trace" 2>&1
+normalise() { sed -e 's/=[1-9][0-9]*$/=nonzero/' "$1"; }
+if diff <(normalise "$T/runc.trace") <(normalise "$T/oci.trace") > "$T/trace.diff"; then
+	ok "runc and sandlot-oci agree: $(normalise "$T/oci.trace" | tr '\n' ' ')"
+else bad "runc and sandlot-oci differ:"; cat "$T/trace.diff"; fi
+grep -q 'container with given ID already exists' "$T/runc.log" && grep -q 'container with given ID already exists' "$T/oci.log" \
+	&& ok "duplicate id: the same message in both JSON logs" || bad "duplicate id message: $(tail -2 "$T/oci.log")"
+
+# ---- bad input: a clear JSON log line, non-zero, nothing left ----
+refuse() { # NAME CONFIG-EDIT(python) WANT-IN-MESSAGE
+	local b=$T/bad-$1 log=$T/bad-$1.log
+	mkdir -p "$b"
+	case $2 in
+	missing) ;;
+	invalid) echo '{"ociVersion": "1.0.2", ' > "$b/config.json" ;;
+	*) python3 -c "import json,sys; c=json.load(open('$T/bundle/config.json')); $2; json.dump(c, open('$b/config.json','w'))" ;;
+	esac
+	"$O" --root "$T/oci-root" --log "$log" --log-format json create --bundle "$b" bad-$1 > /dev/null 2>&1
+	local rc=$?
+	if [ $rc != 0 ] && python3 -c "import json,sys; l=json.loads(open('$log').read().splitlines()[-1]); assert l['level']=='error' and '$3' in l['msg'], l" 2>/dev/null \
+		&& [ ! -e "$T/oci-root/bad-$1" ]; then ok "refused $1: $(tail -1 "$log" | cut -c1-150)"
+	else bad "$1: rc=$rc log=$(tail -1 "$log" 2>/dev/null) left=$(ls "$T/oci-root" 2>/dev/null)"; fi
+}
+refuse missing-config missing "read config.json"
+refuse invalid-config invalid "not a valid JSON object"
+refuse unknown-ns "c['linux']['namespaces'].append({'type': 'foo'})" "unknown namespace type foo"
+refuse host-pid "c['linux']['namespaces'] = [n for n in c['linux']['namespaces'] if n['type'] != 'pid']" "pid namespace is refused"
+refuse sys-admin "c['process']['capabilities']['bounding'].append('CAP_SYS_ADMIN')" "CAP_SYS_ADMIN is beyond"
+"$O" --systemd-cgroup --root "$T/oci-root" state x > /dev/null 2>&1 && bad "--systemd-cgroup accepted" || ok "--systemd-cgroup refused"
+
+CGROUPS_AFTER=$(find /sys/fs/cgroup -maxdepth 3 -type d 2>/dev/null | grep -v -e '/sl$' -e '/sandlot-oci$' -e '/runc-e2e$' -e '/sandlot$' -e '/libpod_parent' | sort)
+LEFT=$(comm -13 <(echo "$CGROUPS_BEFORE") <(echo "$CGROUPS_AFTER"))
+[ -z "$LEFT" ] && ok "no cgroup left behind" || bad "cgroups left: $LEFT"
+if [ $fails = 0 ]; then echo "oci e2e: all passed"; else echo "oci e2e: $fails failed"; fi
+[ $fails = 0 ]
