@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "clock.h"
 #include "connect.h"
 #include "crash.h"
@@ -98,6 +99,77 @@ static void conn_end(struct conn *c)
 	free(c);
 }
 
+/* A request head read from FD into HEAD (HEAD_MAX + 1 bytes; *LEN of them read, NUL
+ * after): where its blank line starts, or NULL when it did not come whole within 10 s (or
+ * --conn-timeout when shorter), however it trickled. */
+static char *read_head(api_server *s, int fd, char *head, size_t *len)
+{
+	char *eoh = NULL;
+	unsigned limit_s =
+	    s->opt.conn_timeout && s->opt.conn_timeout < 10 ? s->opt.conn_timeout : 10;
+	int64_t deadline = sl_mono_ms() + limit_s * 1000ll;
+	*len = 0;
+	head[0] = '\0';
+	while (!eoh && *len < HEAD_MAX) {
+		struct pollfd p = {fd, POLLIN, 0};
+		int64_t left = deadline - sl_mono_ms();
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			break;
+		ssize_t n = read(fd, head + *len, HEAD_MAX - *len);
+		if (n <= 0)
+			break;
+		*len += n;
+		head[*len] = '\0';
+		eoh = strstr(head, "\r\n\r\n");
+	}
+	return eoh;
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+	return send(fd, p, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -1;
+}
+
+/* Does the client's first data look like an HTTP/1 request line ("GET ", "POST ")? */
+static bool speaks_http(int fd)
+{
+	char peek[8];
+	ssize_t n = recv(fd, peek, sizeof(peek), MSG_PEEK);
+	ssize_t i = 0;
+	while (i < n && peek[i] >= 'A' && peek[i] <= 'Z')
+		i++;
+	return i >= 3 && i < n && peek[i] == ' ';
+}
+
+/* Cookies ignore ports: a browser sends a relayed port on 127.0.0.1 or sandlot.localhost
+ * the cookies of every other port of that host, the dashboard's among them. So when the
+ * client speaks first, in HTTP/1, its head goes through the preview proxy's parser, which
+ * cuts sandlot's cookies out and asks for "Connection: close" (each request then comes on
+ * a new connection, through here). A server that speaks first, or another protocol, is
+ * relayed as it is. -1: the connection ends. */
+static int relay_first_head(api_server *s, int client, int in)
+{
+	struct pollfd p[2] = {{client, POLLIN, 0}, {in, POLLIN, 0}};
+	if (poll(p, 2, -1) <= 0 || !(p[0].revents & POLLIN) || !speaks_http(client))
+		return 0;
+	_cleanup_free_ char *head = malloc(HEAD_MAX + 1);
+	size_t len = 0;
+	if (!head)
+		return -1;
+	char *eoh = read_head(s, client, head, &len);
+	preview_req pr = {0};
+	int r;
+	if (eoh && preview_head_parse(head, eoh + 4 - head, &pr) == 0)
+		r = send_all(in, pr.head, pr.head_len) < 0 ||
+			    send_all(in, eoh + 4, head + len - eoh - 4) < 0
+			? -1
+			: 0;
+	else /* not a head after all: as it came */
+		r = send_all(in, head, len);
+	preview_req_free(&pr);
+	return r;
+}
+
 static void *relay_conn(void *arg)
 {
 	struct conn *c = arg;
@@ -111,7 +183,8 @@ static void *relay_conn(void *arg)
 		sandbox_free(&sb);
 	}
 	if (in >= 0) {
-		splice_both(c->fd, in);
+		if (relay_first_head(c->srv, c->fd, in) == 0)
+			splice_both(c->fd, in);
 		close(in);
 	}
 	conn_end(c);
@@ -378,22 +451,7 @@ static void *preview_conn(void *arg)
 	api_server *s = c->srv;
 	char *head = malloc(HEAD_MAX + 1);
 	size_t len = 0;
-	char *eoh = NULL;
-	/* The whole head within 10 s (or --conn-timeout when shorter), however it trickles. */
-	unsigned limit_s = s->opt.conn_timeout && s->opt.conn_timeout < 10 ? s->opt.conn_timeout : 10;
-	int64_t deadline = sl_mono_ms() + limit_s * 1000ll;
-	while (head && !eoh && len < HEAD_MAX) {
-		struct pollfd p = { c->fd, POLLIN, 0 };
-		int64_t left = deadline - sl_mono_ms();
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			break;
-		ssize_t n = read(c->fd, head + len, HEAD_MAX - len);
-		if (n <= 0)
-			break;
-		len += n;
-		head[len] = '\0';
-		eoh = strstr(head, "\r\n\r\n");
-	}
+	char *eoh = head ? read_head(s, c->fd, head, &len) : NULL;
 	preview_req pr = { 0 };
 	bool parsed = eoh && preview_head_parse(head, eoh + 4 - head, &pr) == 0;
 	sl_sandbox sb;

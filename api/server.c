@@ -188,11 +188,19 @@ static bool authorized(api_req *r)
 	}
 	if (!given)
 		given = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-API-Key");
+	if (!given) {
+		/* The dashboard's session cookie, from its own page only (ui.c). */
+		int c = api_ui_cookie_auth(r);
+		r->ui_refused = c < 0;
+		return c > 0;
+	}
 	return api_key_identify(&r->srv->ctx->cfg, r->srv->key, given, r->owner) == 0;
 }
 
 static enum MHD_Result reply_unauthorized(api_req *r)
 {
+	if (r->ui_refused)
+		return api_ui_reply_forbidden(r);
 	struct MHD_Response *resp = api_error_response(
 	    "UNAUTHENTICATED",
 	    "this listener needs the API key: send \"Authorization: Bearer KEY\" or "
@@ -729,6 +737,8 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 		if (tcp_listener(o->listen, o->allow_remote, tls_cert != NULL, &ls[1].fd,
 				 ls[1].where, sizeof(ls[1].where), err) < 0)
 			return -1;
+		const char *port = strrchr(ls[1].where, ':');
+		srv.tcp_port = port ? (uint16_t)atoi(port + 1) : 0;
 		nl = 2;
 	}
 	if (unix_listener(sock, &ls[0].fd, err) < 0) {
@@ -759,6 +769,8 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 
 	/* The network's host side, once made, stays until we stop (net.h). */
 	int r = net_hold(&ctx->cfg, err);
+	if (r == 0)
+		r = api_events_start(&srv, err);
 	if (r == 0)
 		r = api_preview_start(&srv, o->preview_any ? 0 : o->preview_port ? o->preview_port : 7081,
 				      err);
@@ -821,7 +833,8 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 		shutdown(srv.preview_fd, SHUT_RDWR);
 		close(srv.preview_fd);
 	}
-	api_ports_stop(&srv); /* after the preview's listener: they share the caps */
+	api_ports_stop(&srv);  /* after the preview's listener: they share the caps */
+	api_events_stop(&srv); /* after the listeners and the pool: nothing writes records */
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	return r;
 }
