@@ -457,13 +457,22 @@ function terminalSection(sb) {
     const te = new TextEncoder();
     ws.onmessage = (m) => term.write(typeof m.data === 'string' ? m.data : new Uint8Array(m.data));
     ws.onclose = () => { term.write('\r\n[session ended]\r\n'); ws = null; btn.disabled = false; };
+    // Escape then Tab (within a second) leaves the terminal, so the keyboard is never
+    // trapped; Escape alone still reaches the shell.
+    let escAt = 0;
+    term.attachCustomKeyEventHandler((ev) => {
+      if (ev.type !== 'keydown') return true;
+      if (ev.key === 'Escape') escAt = Date.now();
+      else if (ev.key === 'Tab' && Date.now() - escAt < 1000) return false;
+      return true;
+    });
     term.onData((d) => { if (ws && ws.readyState === 1) ws.send(te.encode(d)); });
     term.onResize(({ cols, rows }) => { if (ws && ws.readyState === 1) ws.send(JSON.stringify({ type: 'resize', cols, rows })); });
     btn.disabled = true;
     term.focus();
   });
   const btn = h('button', { type: 'button', id: 'open-terminal', onclick: open }, 'Open terminal');
-  return section('Terminal', h('p', { class: 'dim' }, 'A shell on a pty, over the attach WebSocket. Tab and arrow keys go to the shell; leave with Ctrl-D or Escape then Tab.'), btn, box);
+  return section('Terminal', h('p', { class: 'dim' }, 'A shell on a pty, over the attach WebSocket. Keys go to the shell; Escape then Tab leaves the terminal, Ctrl-D ends the shell.'), btn, box);
 }
 
 const EDIT_MAX = 256 * 1024;
