@@ -36,7 +36,10 @@ CLI_OBJ     := $(CLI_SRC:%.c=$(BUILD)/%.o)
 # api/ is `sandlot serve`, built as sandlot-api.so (libmicrohttpd, gnutls: ~9 ms of
 # loading no other verb should pay; runtime/dl.h). key.c (`key`) and view.c (the API's JSON
 # shapes, which `ls --format json` and `inspect` print too) stay in the binary.
-API_SRC     := $(filter-out api/key.c api/view.c,$(wildcard api/*.c)) $(wildcard api/compat/*.c)
+# The dashboard's files (ui/, docs/dashboard.md), bundled by esbuild and embedded in it.
+UI_ASSETS   := build/ui/ui_assets.c
+API_SRC     := $(filter-out api/key.c api/view.c,$(wildcard api/*.c)) $(wildcard api/compat/*.c) \
+	       $(UI_ASSETS)
 API_OBJ     := $(BUILD)/api/key.o $(BUILD)/api/view.o
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
 UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -114,6 +117,21 @@ $(BUILD)/sandlot-net.so: $(NET_SRC) $(wildcard runtime/*.h)
 $(BUILD)/sandlot-registry.so: $(REGISTRY_SRC) runtime/registry.h runtime/err.h
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags libcurl) -fPIC -shared -Wl,-Bsymbolic -o $@ \
 		$(REGISTRY_SRC) $(shell pkg-config --libs libcurl libcjson)
+
+# The dashboard (ui/): its JavaScript dependencies from npm at the versions of the committed
+# lockfile (npm ci, run again only when the lockfile changes: `make` works offline after the
+# first build), bundled with Debian's esbuild, then embedded as C arrays (ui/embed.py). The
+# same build/ui for SAN=1, as the images.
+UI_NPM := ui/node_modules/.sandlot-lock-sha
+$(UI_NPM): ui/package-lock.json
+	cd ui && npm ci --no-audit --no-fund --loglevel=error
+	sha256sum ui/package-lock.json | cut -c1-64 >$@
+build/ui/app.js: $(UI_NPM) $(wildcard ui/src/*)
+	@mkdir -p build/ui
+	esbuild ui/src/main.js --bundle --minify --target=es2020 --outfile=$@ --log-level=warning
+build/ui/app.css: build/ui/app.js
+$(UI_ASSETS): build/ui/app.js build/ui/app.css ui/index.html ui/embed.py
+	python3 ui/embed.py $@ ui/index.html build/ui/app.js build/ui/app.css
 
 # pid 1 of every sandbox: static (musl), no shared libraries, tiny.
 $(BUILD)/sandlot-init: init/init.c init/proto.h
@@ -270,7 +288,7 @@ FUZZ_CFLAGS   := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -std=gnu11 -Wall -We
 # Archive extraction is linked in directly (not archive_dl.c); networking and the registry
 # client (libcurl) stay out.
 FUZZ_LIB_SRC  := $(filter-out runtime/archive_dl.c $(NET_SRC) $(REGISTRY_SRC),$(wildcard runtime/*.c)) \
-		 $(wildcard api/*.c api/compat/*.c)
+		 $(wildcard api/*.c api/compat/*.c) $(UI_ASSETS)
 FUZZ_LIB_OBJ  := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_LIBS     := $(LDLIBS) $(ARCHIVE_LIBS) $(shell pkg-config --libs libmicrohttpd zlib)
 FUZZ_TARGETS  := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))

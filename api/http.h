@@ -43,6 +43,9 @@ typedef struct api_server {
 	atomic_uint imports;   /* image imports running (at most cfg.max_imports) */
 	struct dt_builds *dt_builds; /* the Daytona façade's builds (compat/daytona_build.c) */
 	struct mcp_sessions *mcp;    /* the MCP server's sessions (mcp.c) */
+	struct api_ui *ui;	     /* the dashboard's sessions and sign-in tokens (ui.c) */
+	struct api_events *events;   /* the event stream's ring (events.c) */
+	uint16_t tcp_port;	     /* the TCP listener's port (0: none), for `sandlot ui` */
 } api_server;
 
 typedef struct api_pool api_pool;
@@ -104,7 +107,7 @@ typedef struct api_facade {
 } api_facade;
 
 extern const api_facade api_facade_daytona, api_facade_e2b, api_facade_agentuity,
-    api_facade_mcp;
+    api_facade_mcp, api_facade_ui;
 /* NULL-terminated, in the order they are asked (routes.c). */
 extern const api_facade *const api_facades[];
 
@@ -114,6 +117,7 @@ struct api_req {
 	const api_route *route;
 	const api_facade *facade; /* the façade that claimed the request, or NULL (/v1) */
 	bool keyed;		  /* it came on a listener that needs the API key */
+	bool ui_refused;	  /* a dashboard cookie used from another origin (ui.c) */
 	char owner[SL_OWNER_LEN]; /* the key it acts for ("" the admin, the socket's) */
 	char method[16];
 	char *url;
@@ -138,6 +142,17 @@ struct api_req {
 	void *upload; /* a raw route's state, released by upload_free */
 	void (*upload_free)(api_req *r);
 };
+
+/* ---- the dashboard (ui.c) and the event stream (events.c) ---- */
+
+/* R's dashboard session cookie: 1 (r->owner set), 0 (none, or not a live session), -1
+ * (a live session used from another origin: answer api_ui_reply_forbidden). */
+int api_ui_cookie_auth(api_req *r);
+enum MHD_Result api_ui_reply_forbidden(api_req *r);
+/* The ring the runtime's record writes feed (ctx->record_changed); freed at the stop. */
+int api_events_start(api_server *s, sl_err *err);
+void api_events_stop(api_server *s);
+enum MHD_Result api_events(api_req *r);
 
 /* ---- routing (routes.c) ---- */
 

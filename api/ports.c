@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "clock.h"
 #include "connect.h"
 #include "crash.h"
@@ -98,6 +99,144 @@ static void conn_end(struct conn *c)
 	free(c);
 }
 
+/* A request head read from FD into HEAD (HEAD_MAX + 1 bytes; *LEN of them read, NUL
+ * after): where its blank line starts, or NULL when it did not come whole within 10 s (or
+ * --conn-timeout when shorter), however it trickled. */
+static char *read_head(api_server *s, int fd, char *head, size_t *len)
+{
+	char *eoh = NULL;
+	unsigned limit_s =
+	    s->opt.conn_timeout && s->opt.conn_timeout < 10 ? s->opt.conn_timeout : 10;
+	int64_t deadline = sl_mono_ms() + limit_s * 1000ll;
+	*len = 0;
+	head[0] = '\0';
+	while (!eoh && *len < HEAD_MAX) {
+		struct pollfd p = {fd, POLLIN, 0};
+		int64_t left = deadline - sl_mono_ms();
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			break;
+		ssize_t n = read(fd, head + *len, HEAD_MAX - *len);
+		if (n <= 0)
+			break;
+		*len += n;
+		head[*len] = '\0';
+		eoh = strstr(head, "\r\n\r\n");
+	}
+	return eoh;
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+	return send(fd, p, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -1;
+}
+
+/* Does the client's first data look like an HTTP/1 request line ("GET ", "POST ")? */
+static bool speaks_http(int fd)
+{
+	char peek[8];
+	ssize_t n = recv(fd, peek, sizeof(peek), MSG_PEEK);
+	ssize_t i = 0;
+	while (i < n && peek[i] >= 'A' && peek[i] <= 'Z')
+		i++;
+	return i >= 3 && i < n && peek[i] == ' ';
+}
+
+/* The declared body length of a request head (0 when none), or -1 when it is chunked. */
+static long long head_body_length(const char *head)
+{
+	const char *te = strcasestr(head, "\r\nTransfer-Encoding:");
+	if (te)
+		return -1;
+	const char *cl = strcasestr(head, "\r\nContent-Length:");
+	return cl ? strtoll(cl + 17, NULL, 10) : 0;
+}
+
+/* The rest of one relayed HTTP request: BODY bytes more of the client's, and the server's
+ * answer. The client's next request (a reused connection: a server may ignore our
+ * "Connection: close") ends the connection instead of passing unchecked; the browser
+ * sends it again on a new one, through relay_first_head. */
+static void relay_one_request(int client, int in, long long body)
+{
+	char buf[65536];
+	bool client_open = true;
+	for (;;) {
+		struct pollfd p[2] = {{client, client_open ? POLLIN : 0, 0}, {in, POLLIN, 0}};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+			ssize_t n = read(in, buf, sizeof(buf));
+			if (n <= 0 || send_all(client, buf, n) < 0)
+				return;
+		}
+		if (!client_open || !(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if (body <= 0)
+			return;
+		ssize_t n = read(client, buf, body < (long long)sizeof(buf) ? (size_t)body : sizeof(buf));
+		if (n <= 0) {
+			client_open = false;
+			shutdown(in, SHUT_WR);
+			continue;
+		}
+		body -= n;
+		if (send_all(in, buf, n) < 0)
+			return;
+	}
+}
+
+/* Cookies ignore ports: a browser sends a relayed port on 127.0.0.1 or sandlot.localhost
+ * the cookies of every other port of that host, the dashboard's among them. So what a
+ * client sends first is looked at, whoever speaks first (what the server sends before is
+ * passed on): an HTTP/1 request head goes through the preview proxy's parser, which cuts
+ * sandlot's cookies out and asks for "Connection: close", and the connection then carries
+ * that one request (relay_one_request); a head that does not parse ends the connection.
+ * Any other protocol, a WebSocket after its upgrade, or a chunked upload is relayed as
+ * it is. 0: relay the rest as it is; 1: done;
+ * -1: the connection ends. */
+static int relay_first_head(api_server *s, int client, int in)
+{
+	char buf[16384];
+	for (;;) {
+		struct pollfd p[2] = {{client, POLLIN, 0}, {in, POLLIN, 0}};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
+			break;
+		ssize_t n = read(in, buf, sizeof(buf));
+		if (n <= 0 || send_all(client, buf, n) < 0)
+			return -1;
+	}
+	if (!speaks_http(client))
+		return 0;
+	_cleanup_free_ char *head = malloc(HEAD_MAX + 1);
+	size_t len = 0;
+	if (!head)
+		return -1;
+	char *eoh = read_head(s, client, head, &len);
+	preview_req pr = {0};
+	/* A head too long, too slow or malformed is not passed on whole: it may carry a
+	 * cookie (a sandbox's page can set cookies on this host, and pad the head with them). */
+	if (!eoh || preview_head_parse(head, eoh + 4 - head, &pr) < 0) {
+		preview_req_free(&pr);
+		return -1;
+	}
+	size_t extra = head + len - eoh - 4;
+	long long body = head_body_length(pr.head);
+	int r = send_all(in, pr.head, pr.head_len) < 0 || send_all(in, eoh + 4, extra) < 0 ? -1 : 0;
+	if (r == 0 && !pr.upgrade && body >= 0) {
+		relay_one_request(client, in, body - (long long)extra);
+		r = 1;
+	}
+	preview_req_free(&pr);
+	return r;
+}
+
 static void *relay_conn(void *arg)
 {
 	struct conn *c = arg;
@@ -111,7 +250,8 @@ static void *relay_conn(void *arg)
 		sandbox_free(&sb);
 	}
 	if (in >= 0) {
-		splice_both(c->fd, in);
+		if (relay_first_head(c->srv, c->fd, in) == 0)
+			splice_both(c->fd, in);
 		close(in);
 	}
 	conn_end(c);
@@ -378,22 +518,7 @@ static void *preview_conn(void *arg)
 	api_server *s = c->srv;
 	char *head = malloc(HEAD_MAX + 1);
 	size_t len = 0;
-	char *eoh = NULL;
-	/* The whole head within 10 s (or --conn-timeout when shorter), however it trickles. */
-	unsigned limit_s = s->opt.conn_timeout && s->opt.conn_timeout < 10 ? s->opt.conn_timeout : 10;
-	int64_t deadline = sl_mono_ms() + limit_s * 1000ll;
-	while (head && !eoh && len < HEAD_MAX) {
-		struct pollfd p = { c->fd, POLLIN, 0 };
-		int64_t left = deadline - sl_mono_ms();
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			break;
-		ssize_t n = read(c->fd, head + len, HEAD_MAX - len);
-		if (n <= 0)
-			break;
-		len += n;
-		head[len] = '\0';
-		eoh = strstr(head, "\r\n\r\n");
-	}
+	char *eoh = head ? read_head(s, c->fd, head, &len) : NULL;
 	preview_req pr = { 0 };
 	bool parsed = eoh && preview_head_parse(head, eoh + 4 - head, &pr) == 0;
 	sl_sandbox sb;

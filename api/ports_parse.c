@@ -1,6 +1,7 @@
 /* ports_parse.c — the `ports` object of a create or PATCH, and a preview request's head:
  * the Host it routes by, the credential it carries, and the head forwarded without it. */
 #include "ports_parse.h"
+#include "ui.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -98,8 +99,8 @@ static void put(char *buf, size_t *at, const char *s, size_t n)
 	*at += n;
 }
 
-/* The Cookie header's value without sandlot_token=..., its value recorded; OUT holds
- * 2 * LEN bytes. */
+/* The Cookie header's value without sandlot_token=... and the dashboard's cookie, its value
+ * recorded; OUT holds 2 * LEN bytes. */
 static size_t cookie_strip(preview_req *r, const char *v, size_t len, char *out)
 {
 	size_t o = 0;
@@ -111,8 +112,12 @@ static size_t cookie_strip(preview_req *r, const char *v, size_t len, char *out)
 		while (s < e && (*s == ' ' || *s == '\t'))
 			s++;
 		size_t nl = strlen(PREVIEW_COOKIE_NAME);
+		size_t ul = strlen(UI_COOKIE_NAME);
 		if ((size_t)(e - s) > nl && !strncmp(s, PREVIEW_COOKIE_NAME, nl) && s[nl] == '=') {
 			add_cred(r, PREVIEW_COOKIE, s + nl + 1, e - s - nl - 1);
+		} else if ((size_t)(e - s) > ul && !strncmp(s, UI_COOKIE_NAME, ul) &&
+			   s[ul] == '=') {
+			/* The dashboard's session is never the sandbox's business (ui.c). */
 		} else if (e > s) {
 			if (o)
 				put(out, &o, "; ", 2);

@@ -65,6 +65,7 @@ static const api_route v1_routes[] = {
 	{ "DELETE", "/v1/secrets/{name}", API_BODY_NONE, api_secrets_delete, NULL, NULL },
 	{ "POST",   "/v1/run", API_BODY_JSON, api_run, NULL, NULL },
 	{ "GET",    "/v1/health", API_BODY_NONE, api_health, NULL, NULL },
+	{ "GET",    "/v1/events", API_BODY_NONE, api_events, NULL, NULL },
 	{ "GET",    "/metrics", API_BODY_NONE, api_metrics, NULL, NULL },
 };
 /* clang-format on */
@@ -175,5 +176,6 @@ const api_route *api_route_match(api_req *r, const char *method, const char *pat
 
 /* The compatibility façades (api/compat/) and the MCP server (api/mcp.c), asked in this
  * order before /v1. */
-const api_facade *const api_facades[] = {&api_facade_mcp, &api_facade_daytona, &api_facade_e2b,
+const api_facade *const api_facades[] = {&api_facade_mcp,	&api_facade_ui,
+					 &api_facade_daytona,	&api_facade_e2b,
 					 &api_facade_agentuity, NULL};

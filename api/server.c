@@ -189,11 +189,19 @@ static bool authorized(api_req *r)
 	}
 	if (!given)
 		given = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-API-Key");
+	if (!given) {
+		/* The dashboard's session cookie, from its own page only (ui.c). */
+		int c = api_ui_cookie_auth(r);
+		r->ui_refused = c < 0;
+		return c > 0;
+	}
 	return api_key_identify(&r->srv->ctx->cfg, r->srv->key, given, r->owner) == 0;
 }
 
 static enum MHD_Result reply_unauthorized(api_req *r)
 {
+	if (r->ui_refused)
+		return api_ui_reply_forbidden(r);
 	struct MHD_Response *resp = api_error_response(
 	    "UNAUTHENTICATED",
 	    "this listener needs the API key: send \"Authorization: Bearer KEY\" or "
@@ -730,6 +738,8 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 		if (tcp_listener(o->listen, o->allow_remote, tls_cert != NULL, &ls[1].fd,
 				 ls[1].where, sizeof(ls[1].where), err) < 0)
 			return -1;
+		const char *port = strrchr(ls[1].where, ':');
+		srv.tcp_port = port ? (uint16_t)atoi(port + 1) : 0;
 		nl = 2;
 	}
 	if (unix_listener(sock, &ls[0].fd, err) < 0) {
@@ -772,10 +782,9 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 			       rerr.msg);
 	}
 	if (r == 0)
-		r = api_preview_start(&srv,
-				      o->preview_any	? 0
-				      : o->preview_port ? o->preview_port
-							: 7081,
+		r = api_events_start(&srv, err);
+	if (r == 0)
+		r = api_preview_start(&srv, o->preview_any ? 0 : o->preview_port ? o->preview_port : 7081,
 				      err);
 	if (r == 0)
 		r = api_pool_start(&srv, o->pools, o->npools, err);
@@ -837,7 +846,8 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 		shutdown(srv.preview_fd, SHUT_RDWR);
 		close(srv.preview_fd);
 	}
-	api_ports_stop(&srv); /* after the preview's listener: they share the caps */
+	api_ports_stop(&srv);  /* after the preview's listener: they share the caps */
+	api_events_stop(&srv); /* after the listeners and the pool: nothing writes records */
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	return r;
 }

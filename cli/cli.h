@@ -44,5 +44,21 @@ int cmd_doctor(int argc, char **argv);
 int cmd_oci(int argc, char **argv);
 /* `mcp` needs only the config (the daemon's socket): it is a bridge to the daemon's /mcp. */
 int cmd_mcp(int argc, char **argv);
+/* `ui`: a one-time sign-in link to the dashboard, asked of the daemon (docs/dashboard.md). */
+int cmd_ui(int argc, char **argv);
+
+/* One request to the daemon on its unix socket (daemon.c). */
+typedef struct cli_http_reply {
+	int status;
+	char session[80]; /* `mcp`: the Mcp-Session-Id of the answer */
+	char *body;	  /* NUL-terminated; points into buf */
+	char *buf;	  /* the head (NUL-terminated) and body: free() it */
+} cli_http_reply;
+/* EXTRA_HEADERS: "Name: value\r\n" lines, or NULL. */
+int cli_daemon_http(const char *socket_path, const char *method, const char *path,
+		    const char *extra_headers, const char *body, size_t len, cli_http_reply *out,
+		    sl_err *err);
+/* The value of header NAME in R's head (up to its line's end), or NULL. */
+const char *cli_http_header(const cli_http_reply *r, const char *name);
 
 #endif

@@ -18,6 +18,7 @@ static const char usage[] =
 	"  code ID --language python|typescript|javascript|bash (CODE | -)\n"
 	"  serve [--socket PATH] [--listen 127.0.0.1:PORT]\n"
 	"  mcp [--socket PATH]   the MCP server over stdio, for AI clients (docs/mcp.md)\n"
+    "  ui [--socket PATH]    a one-time sign-in link to the dashboard (docs/dashboard.md)\n"
 	"  key                print the admin API key (sees and manages everything)\n"
 	"  key create NAME    issue a key (printed once; it sees only what it makes)\n"
 	"  key ls   key rm NAME\n"
@@ -107,6 +108,8 @@ int main(int argc, char **argv)
 		return cmd_doctor(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mcp"))
 		return cmd_mcp(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "ui"))
+		return cmd_ui(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
 		if (strcmp(argv[1], verbs[i].name) != 0)
 			continue;

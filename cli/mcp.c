@@ -33,77 +33,19 @@ typedef struct bridge {
 	char *initialize; /* the client's initialize line, to make a new session */
 } bridge;
 
-typedef struct http_reply {
-	int status;
-	char session[80];
-	char *body; /* NUL-terminated; points into the buffer */
-	char *buf;
-} http_reply;
-
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		p += w, n -= w;
-	}
-	return 0;
-}
-
-/* One request on a connection of its own (Connection: close: the answer ends at EOF). */
+/* One MCP request on a connection of its own, with the session's header when there is one;
+ * the session the daemon names in its answer into *SID_OUT (80 bytes). */
 static int http_call(const bridge *b, const char *session, const char *method, const char *body,
-		     size_t len, http_reply *out, sl_err *err)
+		     size_t len, cli_http_reply *out, sl_err *err)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	memset(out, 0, sizeof(*out));
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", b->socket);
-	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return sl_sysfail(err, "socket");
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return sl_fail(err, SL_INTERNAL, errno,
-			       "no sandlot daemon on %s (start `sandlot serve`, or pass --socket)",
-			       b->socket);
-	char head[512];
-	int n = snprintf(head, sizeof(head),
-			 "%s /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
-			 "Content-Type: application/json\r\n"
-			 "Accept: application/json, text/event-stream\r\n"
-			 "Content-Length: %zu\r\n%s%s%s\r\n",
-			 method, len, session[0] ? "Mcp-Session-Id: " : "", session,
-			 session[0] ? "\r\n" : "");
-	if (write_all(fd, head, n) < 0 || write_all(fd, body, len) < 0)
-		return sl_sysfail(err, "send to the daemon on %s", b->socket);
-	size_t cap = 65536, got = 0;
-	for (;;) {
-		if (got + 1 >= cap || !out->buf) {
-			char *nb = realloc(out->buf, out->buf ? cap *= 2 : cap);
-			if (!nb)
-				return sl_fail(err, SL_INTERNAL, ENOMEM, "the daemon's answer");
-			out->buf = nb;
-		}
-		ssize_t r = read(fd, out->buf + got, cap - 1 - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return sl_sysfail(err, "read the daemon's answer");
-		if (r == 0)
-			break;
-		got += r;
-	}
-	out->buf[got] = '\0';
-	char *end = strstr(out->buf, "\r\n\r\n");
-	if (sscanf(out->buf, "HTTP/1.%*d %d", &out->status) != 1 || !end)
-		return sl_fail(err, SL_INTERNAL, 0, "the daemon on %s gave no HTTP answer",
-			       b->socket);
-	*end = '\0';
-	out->body = end + 4;
-	for (char *h = strstr(out->buf, "\r\n"); h; h = strstr(h + 2, "\r\n"))
-		if (!strncasecmp(h + 2, "Mcp-Session-Id:", 15))
-			sscanf(h + 17, " %79[^\r\n ]", out->session);
+	char extra[160] = "";
+	if (session[0])
+		snprintf(extra, sizeof(extra), "Mcp-Session-Id: %s\r\n", session);
+	if (cli_daemon_http(b->socket, method, "/mcp", extra, body, len, out, err) < 0)
+		return -1;
+	const char *h = cli_http_header(out, "Mcp-Session-Id");
+	if (h)
+		sscanf(h, "%79[^\r\n ]", out->session);
 	return 0;
 }
 
@@ -161,7 +103,7 @@ static void session_renew(bridge *b, const char *stale)
 {
 	pthread_mutex_lock(&b->mu);
 	if (!strcmp(b->session, stale) && b->initialize) {
-		http_reply again;
+		cli_http_reply again;
 		sl_err err = {0};
 		b->session[0] = '\0';
 		if (http_call(b, "", "POST", b->initialize, strlen(b->initialize), &again, &err) ==
@@ -180,7 +122,7 @@ static int forward(bridge *b, const char *line, size_t len, bool init, sl_err *e
 	char sid[80] = "";
 	if (!init)
 		session_get(b, sid);
-	http_reply rep;
+	cli_http_reply rep;
 	int rc = http_call(b, sid, "POST", line, len, &rep, err);
 	if (rc == 0 && rep.status == 404 && sid[0]) {
 		session_renew(b, sid);
@@ -317,7 +259,7 @@ int cmd_mcp(int argc, char **argv)
 	/* The client closed stdin: the answers still to come, then the session's end. */
 	inflight_wait(&b, 0);
 	if (b.session[0]) {
-		http_reply rep;
+		cli_http_reply rep;
 		sl_err err = {0};
 		http_call(&b, b.session, "DELETE", "", 0, &rep, &err);
 		free(rep.buf);

@@ -33,6 +33,11 @@ typedef struct sl_ctx {
 	 * fsynced before the call returns. */
 	void (*sync_soon)(void *arg, const char *id);
 	void *sync_soon_arg;
+	/* Set by the daemon: sandbox ID's record was just written (any change of its status,
+	 * limits, labels, ...), by any thread of this process. Its event stream
+	 * (api/events.c) publishes it. Must be cheap: called with the record lock held. */
+	void (*record_changed)(void *arg, const char *id);
+	void *record_changed_arg;
 	sl_dirwatches watches; /* idle inotify instances, for waiters of executions */
 	/* Set by `sandlot run`'s releaser: the last network's release leaves the host side
 	 * (bridge, table, ip_forward) up, and says so in net_left_up; the caller takes it

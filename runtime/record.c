@@ -159,12 +159,17 @@ static int record_write(const sl_ctx *ctx, const sl_sandbox *sb, enum rec_write 
 	_cleanup_free_ char *s = record_encode(sb);
 	if (!s)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "serialise %s", sb->id);
-	if (how == REC_VOLATILE || !ctx->sync_soon)
-		return state_write_record(p, s, strlen(s), how != REC_VOLATILE, err);
-	/* The daemon's: answer now, durable ~20 ms later (api/pool.c, the syncer). */
-	if (state_write_record_soon(p, s, strlen(s), err) < 0)
-		return -1;
-	ctx->sync_soon(ctx->sync_soon_arg, sb->id);
+	if (how == REC_VOLATILE || !ctx->sync_soon) {
+		if (state_write_record(p, s, strlen(s), how != REC_VOLATILE, err) < 0)
+			return -1;
+	} else {
+		/* The daemon's: answer now, durable ~20 ms later (api/pool.c, the syncer). */
+		if (state_write_record_soon(p, s, strlen(s), err) < 0)
+			return -1;
+		ctx->sync_soon(ctx->sync_soon_arg, sb->id);
+	}
+	if (ctx->record_changed)
+		ctx->record_changed(ctx->record_changed_arg, sb->id);
 	return 0;
 }
 

@@ -134,12 +134,30 @@ static void test_head_credentials_cut(void **state)
 	preview_req_free(&r);
 }
 
+/* The dashboard's session cookie never reaches a sandbox (api/ui.c): cut, and not a
+ * credential; a cookie whose name only starts like it is kept. */
+static void test_head_dashboard_cookie_cut(void **state)
+{
+	preview_req r;
+	parse("GET / HTTP/1.1\r\nHost: sandlot.localhost:40001\r\n"
+	      "Cookie: a=1; sandlot_session=SSS; sandlot_sessions=2\r\n"
+	      "Cookie: sandlot_session=TTT\r\n\r\n",
+	      &r);
+	assert_int_equal(r.ncred, 0);
+	assert_null(strstr(r.head, "SSS"));
+	assert_null(strstr(r.head, "TTT"));
+	assert_string_equal(r.head, "GET / HTTP/1.1\r\nHost: sandlot.localhost:40001\r\n"
+				    "Cookie: a=1; sandlot_sessions=2\r\nConnection: close\r\n\r\n");
+	preview_req_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_ports_object),
 	    cmocka_unit_test(test_head_routes_and_closes),
 	    cmocka_unit_test(test_head_credentials_cut),
+	    cmocka_unit_test(test_head_dashboard_cookie_cut),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
