@@ -205,7 +205,9 @@ install-images: all images
 
 # Suites that make sandboxes take a host-wide lock: their leak checks look at the whole
 # host, so two of them (or a bench) must never run at once, also from two checkouts.
-LOCK ?= flock /tmp/sandlot-test.lock
+# -o: the lock stays with flock(1), not with what the suite starts, so a daemon left
+# running by a killed suite (or a debugging session) cannot hold it for everyone.
+LOCK ?= flock -o /tmp/sandlot-test.lock
 
 e2e: all images $(E2E_BIN)
 	@set -e; for t in $(E2E_BIN); do echo "== $$t"; \

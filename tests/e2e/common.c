@@ -1437,7 +1437,8 @@ void e2e_daemon_start(e2e_daemon *d, const char *sock, bool tcp, const char *con
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		/* A test that dies (a sanitizer's abort) takes its daemon along: left running,
-		 * it would hold the host-wide test lock it inherited from flock(1). */
+		 * it would hold the host-wide test lock if it inherited it (make's LOCK is
+		 * `flock -o`, which keeps it from the suite; a lock taken by hand may not). */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		int fd = open(d->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
