@@ -676,6 +676,61 @@ static enum MHD_Result pause_sandbox(api_req *r)
 	return api_reply_empty(r, 204);
 }
 
+/* updateNetwork: allowOut, denyOut and allow_internet_access as at create
+ * (e2b_network_body), the sandbox's rules replaced for new connections. sandlot cannot
+ * turn a network on or off after create, so a change that would (allowOut on a sandbox
+ * made without one; everything denied, nothing allowed, on one with it) is a 400 naming
+ * that; `rules` and `egressProxy` (E2B's request rewriting and proxy) are not kept. */
+static enum MHD_Result update_network(api_req *r)
+{
+	const cJSON *in;
+	sl_err err = {0};
+	_cleanup_sandbox_ sl_sandbox sb = {0};
+	enum MHD_Result ret;
+	if (api_body_object(r, false, &in, &err) < 0)
+		return e2b_reply_err(r, &err);
+	static const char *const unkept[] = {"rules", "egressProxy"};
+	for (size_t i = 0; i < 2; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(in, unkept[i]);
+		if (v && !cJSON_IsNull(v))
+			return e2b_reply_code(r, 400, "%s: not supported by sandlot", unkept[i]);
+	}
+	/* The create's reader wants them as create sends them: under network. */
+	_cleanup_cjson_ cJSON *create = cJSON_CreateObject(), *body = cJSON_CreateObject();
+	cJSON *net = cJSON_AddObjectToObject(create, "network");
+	static const char *const lists[] = {"allowOut", "denyOut"};
+	for (size_t i = 0; i < 2; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(in, lists[i]);
+		if (v && !cJSON_IsNull(v))
+			cJSON_AddItemToObject(net, lists[i], cJSON_Duplicate(v, 1));
+	}
+	const cJSON *inet = cJSON_GetObjectItemCaseSensitive(in, "allow_internet_access");
+	if (inet)
+		cJSON_AddItemToObject(create, "allow_internet_access", cJSON_Duplicate(inet, 1));
+	if (e2b_network_body(create, body, true, &err) < 0)
+		return e2b_reply_err(r, &err);
+	if (path_sandbox(r, &sb, &ret) < 0)
+		return ret;
+	sl_net_opts opts;
+	bool given;
+	char **allow = NULL, **deny = NULL;
+	if (api_json_network(body, "network", &opts, &given, &allow, &deny, &err) < 0)
+		return e2b_reply_err(r, &err);
+	int rc = 0;
+	if (opts.enabled != sb.net_enabled)
+		rc = sl_fail(&err, SL_INVALID, 0,
+			     "sandbox %s was created with its network %s; sandlot cannot turn it %s "
+			     "after create",
+			     sb.id, sb.net_enabled ? "on" : "off", sb.net_enabled ? "off" : "on");
+	else if (opts.enabled)
+		rc = sandbox_set_network(r->srv->ctx, sb.id, &opts, NULL, &err);
+	api_strv_free(allow);
+	api_strv_free(deny);
+	if (rc < 0)
+		return e2b_reply_err(r, &err);
+	return api_reply_empty(r, 204);
+}
+
 static enum MHD_Result kill_sandbox(api_req *r)
 {
 	_cleanup_sandbox_ sl_sandbox sb = {0};
@@ -968,6 +1023,7 @@ static const api_route routes[] = {
 	{ "GET",    "/sandboxes/{id}", API_BODY_NONE, get_sandbox, NULL, NULL, 0 },
 	{ "DELETE", "/sandboxes/{id}", API_BODY_NONE, kill_sandbox, NULL, NULL, 0 },
 	{ "POST",   "/sandboxes/{id}/timeout", API_BODY_JSON, set_timeout, NULL, NULL, 0 },
+	{ "PUT",    "/sandboxes/{id}/network", API_BODY_JSON, update_network, NULL, NULL, 0 },
 	{ "POST",   "/sandboxes/{id}/pause", API_BODY_JSON, pause_sandbox, NULL, NULL, 0 },
 	{ "POST",   "/sandboxes/{id}/resume", API_BODY_JSON, connect_sandbox, NULL, NULL, 0 },
 	{ "POST",   "/sandboxes/{id}/connect", API_BODY_JSON, connect_sandbox, NULL, NULL, 0 },

@@ -232,3 +232,28 @@ test('network: domain names and ALL_TRAFFIC in allowOut/denyOut', async () => {
 		/400: network.allow\[0\]: "not a domain" is neither a CIDR nor a domain name/,
 	);
 });
+
+test('updateNetwork: the rules replaced while it runs; on/off after create refused', async () => {
+	const net = async (sbx) => (await v1('GET', `/v1/sandboxes/${sbx.sandboxId}`)).network;
+	const sbx = t.add(await Sandbox.create({
+		network: { allowOut: ['pypi.org'], denyOut: [ALL_TRAFFIC] }, timeoutMs: 60_000,
+	}));
+	await sbx.updateNetwork({ allowOut: ['*.github.com', '198.51.100.0/24'], denyOut: [ALL_TRAFFIC] });
+	assert.deepEqual((await net(sbx)).allow, ['*.github.com', '198.51.100.0/24']);
+	assert.deepEqual((await sbx.getInfo()).network.allowOut, ['*.github.com', '198.51.100.0/24']);
+	// Fields omitted are cleared (the SDK's words): the open internet, a denied name beside it.
+	await sbx.updateNetwork({ denyOut: ['evil.example'] });
+	const n = await net(sbx);
+	assert.deepEqual(n.allow ?? [], []);
+	assert.deepEqual(n.deny, ['evil.example']);
+	await assert.rejects(sbx.updateNetwork({ allowOut: ['not a domain'], denyOut: [ALL_TRAFFIC] }),
+		/400: network.allow\[0\]: "not a domain" is neither a CIDR nor a domain name/);
+	await assert.rejects(sbx.updateNetwork({ rules: { 'api.example.com': [] } }), /400: rules: not supported/);
+	// Network off at create: sandlot cannot turn it on.
+	const off = t.add(await Sandbox.create({ timeoutMs: 60_000 }));
+	await assert.rejects(off.updateNetwork({ allowOut: ['pypi.org'], denyOut: [ALL_TRAFFIC] }),
+		/400: sandbox \S+ was created with its network off; sandlot cannot turn it on/);
+	assert.equal((await net(off)).enabled, false);
+	await assert.rejects(Sandbox.updateNetwork('sbx_nosuchsandbox0000000', { denyOut: ['a.example'] }),
+		SandboxNotFoundError);
+});
