@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tests/k8s/validate.py — every object under deploy/k8s/ checked against its schema: the
-agent-sandbox CRDs (../shared/reference/agent-sandbox/crds, each version's
+agent-sandbox CRDs (tests/k8s/crds, copied from agent-sandbox; each version's
 openAPIV3Schema) and, for RuntimeClass, the fields the apiserver requires; the sandlot
 policy (runtimeClassName sandlot, default-deny network policy) on the template; every
 fixture under tests/k8s/bad/ must fail. Exit 0 only when all hold."""
@@ -11,7 +11,7 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CRDS = os.environ.get("SANDLOT_CRDS",
-                      os.path.join(ROOT, "..", "shared", "reference", "agent-sandbox", "crds"))
+                      os.path.join(ROOT, "tests", "k8s", "crds"))
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 RUNTIMECLASS = {
     "type": "object",
