@@ -594,48 +594,101 @@ function simpleTable(id, cols, rows) {
   return h('table', { id }, h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))), h('tbody', {}, rows));
 }
 
+// A progress answer (pull, build): one JSON object a line, the last the image or an
+// error; ONLINE sees each. Returns the last.
+async function jsonLines(r, online) {
+  if (!r.ok) {
+    const t = await r.text();
+    let msg = `${r.status}`;
+    try { msg = JSON.parse(t).error.message; } catch (e) { /* not JSON */ }
+    throw new Error(msg);
+  }
+  const reader = r.body.getReader();
+  const dec = new TextDecoder();
+  let buf = '';
+  let last = null;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += dec.decode(value, { stream: true });
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      if (!line.trim()) continue;
+      last = JSON.parse(line);
+      online(last);
+    }
+  }
+  return last;
+}
+
+// A tar archive (ustar) of FILES, {name: text}: a build's context from the page.
+function tarOf(files) {
+  const enc8 = new TextEncoder();
+  const blocks = [];
+  for (const [name, text] of Object.entries(files)) {
+    const data = enc8.encode(text);
+    const head = new Uint8Array(512);
+    const put = (off, len, str) => head.set(enc8.encode(str).slice(0, len), off);
+    const octal = (n, len) => n.toString(8).padStart(len - 1, '0');
+    put(0, 100, name);
+    put(100, 8, octal(0o644, 8));
+    put(108, 8, octal(0, 8));
+    put(116, 8, octal(0, 8));
+    put(124, 12, octal(data.length, 12));
+    put(136, 12, octal(Math.floor(Date.now() / 1000), 12));
+    put(148, 8, '        ');
+    put(156, 1, '0');
+    put(257, 6, 'ustar');
+    put(263, 2, '00');
+    const sum = head.reduce((a, c) => a + c, 0);
+    put(148, 8, `${octal(sum, 7)}\0 `);
+    blocks.push(head, data, new Uint8Array((512 - (data.length % 512)) % 512));
+  }
+  blocks.push(new Uint8Array(1024));
+  return new Blob(blocks);
+}
+
 async function viewImages() {
   const r = await api('GET', '/v1/images');
   const ref = h('input', { id: 'pull-ref', placeholder: 'python:3.12-slim', required: true });
   const status = h('p', { id: 'pull-status', 'aria-live': 'polite' });
   const pull = h('form', { class: 'inline', onsubmit: action(async () => {
-    // The answer is one JSON object a line: progress, then the image or an error.
     status.textContent = `Pulling ${ref.value}…`;
-    const r = await fetch('/v1/images/pull', { method: 'POST', credentials: 'same-origin',
+    const res = await fetch('/v1/images/pull', { method: 'POST', credentials: 'same-origin',
       headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ref: ref.value }) });
-    if (!r.ok) {
-      status.textContent = '';
-      const t = await r.text();
-      let msg = `${r.status}`;
-      try { msg = JSON.parse(t).error.message; } catch (e) { /* not JSON */ }
-      throw new Error(msg);
-    }
-    const reader = r.body.getReader();
-    const dec = new TextDecoder();
-    let buf = '';
-    let last = null;
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buf += dec.decode(value, { stream: true });
-      let nl;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (!line.trim()) continue;
-        last = JSON.parse(line);
-        if (last.status) {
-          status.replaceChildren(`${last.status} ${last.layer || ''} `,
-            last.total ? h('progress', { max: last.total, value: last.current || 0 }) : '',
-            last.total ? ` ${bytes(last.current || 0)} of ${bytes(last.total)}` : '');
+    let last;
+    try {
+      last = await jsonLines(res, (l) => {
+        if (l.status) {
+          status.replaceChildren(`${l.status} ${l.layer || ''} `,
+            l.total ? h('progress', { max: l.total, value: l.current || 0 }) : '',
+            l.total ? ` ${bytes(l.current || 0)} of ${bytes(l.total)}` : '');
         }
-      }
-    }
+      });
+    } catch (e) { status.textContent = ''; throw e; }
     if (!last || last.error) { status.textContent = ''; throw new Error(last ? last.error.message : 'the pull ended early'); }
     toast(`pulled ${last.name || ref.value}`);
     viewImages();
   }) }, h('label', { for: 'pull-ref' }, 'Pull'), ref, h('button', { type: 'submit' }, 'Pull'));
-  main().replaceChildren(h('h1', {}, 'Images'), pull, status,
+  // A build from a Dockerfile typed here (its context: that one file), its steps shown as
+  // they come (docs/images.md, "Builds").
+  const bname = h('input', { id: 'build-name', placeholder: 'my-image', required: true });
+  const dockerfile = h('textarea', { id: 'build-dockerfile', rows: 4, cols: 60, required: true,
+    placeholder: 'FROM busybox\nRUN echo hello > /hello.txt' });
+  const blog = h('pre', { id: 'build-log', class: 'mono', 'aria-live': 'polite' });
+  const build = h('form', { class: 'stack', onsubmit: action(async () => {
+    blog.textContent = '';
+    const res = await fetch(`/v1/images/build?name=${enc(bname.value)}`, { method: 'POST', credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/x-tar' }, body: tarOf({ Dockerfile: dockerfile.value }) });
+    const last = await jsonLines(res, (l) => { if (l.stream !== undefined) blog.append(`${l.stream}\n`); });
+    if (!last || last.error) throw new Error(last ? last.error.message : 'the build ended early');
+    toast(`built ${bname.value}`);
+    viewImages();
+  }) }, h('label', { for: 'build-name' }, 'Build'), bname,
+    h('label', { for: 'build-dockerfile' }, 'Dockerfile'), dockerfile, h('button', { type: 'submit', id: 'build-submit' }, 'Build'));
+  main().replaceChildren(h('h1', {}, 'Images'), pull, status, build, blog,
     simpleTable('images', ['Name', 'Digest', 'Size', 'User', 'Created', ''], r.images.map((i) => h('tr', {},
       h('td', {}, i.name), h('td', { class: 'mono' }, (i.digest || '').slice(0, 19)), h('td', {}, bytes(i.sizeBytes)),
       h('td', {}, i.user), h('td', {}, age(i.createdAt)),

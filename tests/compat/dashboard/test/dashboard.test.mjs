@@ -231,6 +231,30 @@ test('the other views: images, snapshots, volumes, system', async () => {
   }
 });
 
+test('an image built from a Dockerfile typed on the page, its steps shown as they come', async () => {
+  await page.goto(`${UI}/ui/#/images`);
+  await page.waitForSelector('#build-dockerfile');
+  await page.type('#build-name', 'ui-built');
+  await page.$eval('#build-dockerfile', (e) => { e.value = 'FROM busybox\nRUN echo built-on-the-page > /ui.txt\n'; });
+  await page.click('#build-submit');
+  await page.waitForFunction(() => /built ui-built sha256:/.test(document.querySelector('#build-log').textContent), { timeout: 60000 });
+  const log = await page.$eval('#build-log', (e) => e.textContent);
+  assert.match(log, /STEP 1\/2: FROM busybox/);
+  assert.match(log, /STEP 2\/2: RUN echo built-on-the-page/);
+  await page.waitForFunction(() => document.querySelector('#images').textContent.includes('ui-built'), { timeout: 20000 });
+  // The image is real: a sandbox from it has the file the RUN wrote.
+  const sb = await apiCall('POST', '/v1/run', { image: 'ui-built', command: ['cat', '/ui.txt'] });
+  assert.equal(sb.status, 200, sb.text);
+  assert.equal(sb.json.stdout, 'built-on-the-page\n');
+  // A Dockerfile that fails names its line on the page; nothing is named.
+  await page.$eval('#build-name', (e) => { e.value = 'ui-broken'; });
+  await page.$eval('#build-dockerfile', (e) => { e.value = 'FROM busybox\nRUN exit 3\n'; });
+  await page.click('#build-submit');
+  await page.waitForFunction(() => /line 2: RUN exit 3: exit code 3/i.test(document.body.textContent), { timeout: 60000 });
+  assert.equal((await apiCall('GET', '/v1/images/ui-broken')).status, 404);
+  assert.equal((await apiCall('DELETE', '/v1/images/ui-built')).status, 204);
+});
+
 test('the page holds one event stream and makes no periodic list requests', async () => {
   await page.goto('about:blank');
   seen.length = 0;
