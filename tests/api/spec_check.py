@@ -51,7 +51,9 @@ def request(sock_path, method, path, body=None):
         sock.sendall(head.encode() + b"\r\n" + payload)
         resp = http.client.HTTPResponse(sock, method=method)
         resp.begin()
-        data = resp.read()
+        # A stream of events (GET /v1/events) does not end: its head is the answer.
+        streaming = (resp.getheader("Content-Type") or "").startswith("text/event-stream")
+        data = b"" if streaming else resp.read()
     finally:
         sock.close()
     try:
