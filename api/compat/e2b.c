@@ -709,6 +709,10 @@ static enum MHD_Result update_network(api_req *r)
 		cJSON_AddItemToObject(create, "allow_internet_access", cJSON_Duplicate(inet, 1));
 	if (e2b_network_body(create, body, true, &err) < 0)
 		return e2b_reply_err(r, &err);
+	/* Omitted is cleared: no allow list here is none, not the one the sandbox had. */
+	cJSON *netv = cJSON_GetObjectItemCaseSensitive(body, "network");
+	if (cJSON_IsObject(netv) && !cJSON_GetObjectItemCaseSensitive(netv, "allow"))
+		cJSON_AddItemToObject(netv, "allow", cJSON_CreateArray());
 	if (path_sandbox(r, &sb, &ret) < 0)
 		return ret;
 	sl_net_opts opts;

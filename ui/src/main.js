@@ -650,7 +650,7 @@ function tarOf(files) {
   return new Blob(blocks);
 }
 
-async function viewImages() {
+async function viewImages(keep = {}) {
   const r = await api('GET', '/v1/images');
   const ref = h('input', { id: 'pull-ref', placeholder: 'python:3.12-slim', required: true });
   const status = h('p', { id: 'pull-status', 'aria-live': 'polite' });
@@ -677,7 +677,8 @@ async function viewImages() {
   const bname = h('input', { id: 'build-name', placeholder: 'my-image', required: true });
   const dockerfile = h('textarea', { id: 'build-dockerfile', rows: 4, cols: 60, required: true,
     placeholder: 'FROM busybox\nRUN echo hello > /hello.txt' });
-  const blog = h('pre', { id: 'build-log', class: 'mono', 'aria-live': 'polite' });
+  // A finished build's steps stay shown when the list is redrawn with its image.
+  const blog = h('pre', { id: 'build-log', class: 'mono', 'aria-live': 'polite' }, keep.buildLog || '');
   const build = h('form', { class: 'stack', onsubmit: action(async () => {
     blog.textContent = '';
     const res = await fetch(`/v1/images/build?name=${enc(bname.value)}`, { method: 'POST', credentials: 'same-origin',
@@ -685,7 +686,7 @@ async function viewImages() {
     const last = await jsonLines(res, (l) => { if (l.stream !== undefined) blog.append(`${l.stream}\n`); });
     if (!last || last.error) throw new Error(last ? last.error.message : 'the build ended early');
     toast(`built ${bname.value}`);
-    viewImages();
+    viewImages({ buildLog: blog.textContent });
   }) }, h('label', { for: 'build-name' }, 'Build'), bname,
     h('label', { for: 'build-dockerfile' }, 'Dockerfile'), dockerfile, h('button', { type: 'submit', id: 'build-submit' }, 'Build'));
   main().replaceChildren(h('h1', {}, 'Images'), pull, status, build, blog,
