@@ -94,6 +94,9 @@ typedef struct api_facade {
 	bool (*claims)(api_req *r);
 	const api_route *routes;
 	size_t nroutes;
+	/* A path one of its routes names literally is only that route's, for every method
+	 * (as /v1's: /ui/login is never the file "login"). */
+	bool literal_wins;
 	/* No route matched (PATH_KNOWN: another method serves it; ALLOW lists them). */
 	enum MHD_Result (*no_route)(api_req *r, bool path_known, const char *allow);
 	/* The API key was missing or wrong on a keyed listener. */
@@ -160,10 +163,10 @@ enum MHD_Result api_events(api_req *r);
  * whether some other method serves PATH (405 rather than 404). */
 const api_route *api_route_match(api_req *r, const char *method, const char *path, bool *path_known,
 				 char *allow, size_t allow_len);
-/* The same over another table (a façade's). */
-const api_route *api_route_match_in(const api_route *table, size_t ntable, api_req *r,
-				    const char *method, const char *path, bool *path_known,
-				    char *allow, size_t allow_len);
+/* The same over a façade's table (its literal_wins). */
+const api_route *api_route_match_in(const api_facade *f, api_req *r, const char *method,
+				    const char *path, bool *path_known, char *allow,
+				    size_t allow_len);
 
 /* ---- replies (http.c) ---- */
 

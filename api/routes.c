@@ -106,7 +106,7 @@ static bool match(const char *pattern, const char *path, const char **caps, size
 	return !*p && !*s;
 }
 
-/* LITERAL_WINS (/v1 only; the façades' tables keep their order): a path that a route
+/* LITERAL_WINS (/v1's, and a façade's that asks; the others keep their order): a path that a route
  * names literally is that route's (POST /v1/images/build is not the image "build"), so
  * routes with parameters do not match it. */
 static const api_route *route_match(const api_route *table, size_t ntable, bool literal_wins,
@@ -160,11 +160,12 @@ static const api_route *route_match(const api_route *table, size_t ntable, bool 
 	return hit;
 }
 
-const api_route *api_route_match_in(const api_route *table, size_t ntable, api_req *r,
-				    const char *method, const char *path, bool *path_known,
-				    char *allow, size_t allow_len)
+const api_route *api_route_match_in(const api_facade *f, api_req *r, const char *method,
+				    const char *path, bool *path_known, char *allow,
+				    size_t allow_len)
 {
-	return route_match(table, ntable, false, r, method, path, path_known, allow, allow_len);
+	return route_match(f->routes, f->nroutes, f->literal_wins, r, method, path, path_known,
+			   allow, allow_len);
 }
 
 const api_route *api_route_match(api_req *r, const char *method, const char *path, bool *path_known,

@@ -299,8 +299,7 @@ static enum MHD_Result req_begin_route(api_listener *l, api_req *r)
 			r->facade = *f;
 	if (r->facade) {
 		const api_facade *f = r->facade;
-		r->route = api_route_match_in(f->routes, f->nroutes, r, r->method, r->url, &known,
-					      allow, sizeof(allow));
+		r->route = api_route_match_in(f, r, r->method, r->url, &known, allow, sizeof(allow));
 		if (l->need_key && !(r->route && (r->route->flags & API_ROUTE_OWN_AUTH)) &&
 		    !authorized(r))
 			return f->unauthorized ? f->unauthorized(r) : reply_unauthorized(r);

@@ -267,18 +267,6 @@ static enum MHD_Result ui_index(api_req *r)
 
 static enum MHD_Result ui_file(api_req *r)
 {
-	/* The sign-in routes are POST only: /ui/{file+} must not answer them with a 404. */
-	static const char *const posts[] = {"login", "logout", "token"};
-	for (size_t i = 0; i < sizeof(posts) / sizeof(posts[0]); i++) {
-		if (strcmp(r->param[0], posts[i]))
-			continue;
-		char msg[128];
-		snprintf(msg, sizeof(msg), "%s answers POST, not %s", r->url, r->method);
-		struct MHD_Response *resp = api_error_response("METHOD_NOT_ALLOWED", msg, NULL);
-		if (resp)
-			MHD_add_response_header(resp, "Allow", "POST");
-		return api_reply(r, 405, resp);
-	}
 	return serve_asset(r, r->param[0]);
 }
 
@@ -396,5 +384,7 @@ const api_facade api_facade_ui = {.name = "ui",
 				  .claims = ui_claims,
 				  .routes = ui_routes,
 				  .nroutes = sizeof(ui_routes) / sizeof(ui_routes[0]),
+				  /* GET /ui/login is the POST route's 405, not a file */
+				  .literal_wins = true,
 				  .gate = ui_gate,
 				  .stop = ui_stop};
