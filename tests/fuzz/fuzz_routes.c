@@ -36,15 +36,14 @@ static void check(const api_route *hit, api_req *r, const char *method, const ch
 	}
 }
 
-static void route_in(const api_route *table, size_t n, const char *method, const char *path,
-		     bool v1)
+static void route_in(const api_facade *f, const char *method, const char *path)
 {
 	api_req r = {0};
 	char allow[64];
 	bool known;
 	const api_route *hit =
-	    v1 ? api_route_match(&r, method, path, &known, allow, sizeof(allow))
-	       : api_route_match_in(table, n, &r, method, path, &known, allow, sizeof(allow));
+	    f ? api_route_match_in(f, &r, method, path, &known, allow, sizeof(allow))
+	      : api_route_match(&r, method, path, &known, allow, sizeof(allow));
 	check(hit, &r, method, path, known, allow, sizeof(allow));
 	for (int i = 0; i < r.nparam; i++)
 		free(r.param[i]);
@@ -56,9 +55,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *method = fuzz_line(&in);
 	size_t len;
 	char *path = fuzz_rest(&in, &len); /* a C string, as libmicrohttpd hands it over */
-	route_in(NULL, 0, method, path, true);
+	route_in(NULL, method, path);
 	for (const api_facade *const *f = api_facades; *f; f++)
-		route_in((*f)->routes, (*f)->nroutes, method, path, false);
+		route_in(*f, method, path);
 	free(path);
 	free(method);
 	return 0;
