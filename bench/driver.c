@@ -3,6 +3,7 @@
  *
  *   bench-driver time [--runs N] [--warmup N] [--parallel P --duration S] [--socket PATH]
  *                     [--samples FILE] [--capture FILE] [--timeout S] [--pause MS]
+ *                     [--order rotate|fixed]
  *                     -v NAME STEP [:: STEP]... ';'  [-v NAME ... ';']...
  *   bench-driver stats [COLUMN]      statistics of the numbers on stdin
  *
@@ -17,7 +18,10 @@
  * With --parallel P, each round runs P clients of one variant for S seconds (variants
  * take turns); ops_per_s is completed operations per second of wall time. --pause MS
  * waits that long (untimed) before each sequential operation: a client at an agent's
- * pace, which lets background work (a daemon's pool refill, releases) catch up. */
+ * pace, which lets background work (a daemon's pool refill, releases) catch up. Each round
+ * of a sequential run starts one variant further on (A B, B A, ...) so that no variant
+ * always follows another; --order fixed keeps A B every round, for variants that are the
+ * halves of one cycle (pause, then resume). */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -64,6 +68,7 @@ struct variant {
 struct opts {
 	int runs, warmup, parallel;
 	double duration_s, timeout_s, pause_ms;
+	bool fixed_order;
 	const char *socket, *samples, *capture;
 };
 
@@ -413,7 +418,7 @@ static int run_sequential(struct variant *vs, int nv, const struct opts *o)
 	for (int round = 0; round < o->warmup + o->runs && ret == 0; round++) {
 		/* Rotate the order too, so no variant always runs right after another. */
 		for (int j = 0; j < nv; j++) {
-			struct variant *v = &vs[(round + j) % nv];
+			struct variant *v = &vs[(o->fixed_order ? j : round + j) % nv];
 			if (o->pause_ms > 0) {
 				struct timespec ts = {(time_t)(o->pause_ms / 1000),
 						      (long)(fmod(o->pause_ms, 1000) * 1e6)};
@@ -537,6 +542,7 @@ static int usage(const char *why)
 		"usage: bench-driver time [--runs N] [--warmup N] [--parallel P --duration S]\n"
 		"                         [--socket PATH] [--samples FILE] [--capture FILE] "
 		"[--timeout S]\n"
+		"                         [--pause MS] [--order rotate|fixed]\n"
 		"                         -v NAME STEP [:: STEP]... ';' ...\n"
 		"       bench-driver stats [COLUMN] < numbers\n",
 		why);
@@ -564,6 +570,8 @@ static int parse_time_args(int argc, char **argv, struct opts *o, struct variant
 			o->socket = val;
 		else if (!strcmp(k, "--pause"))
 			o->pause_ms = atof(val);
+		else if (!strcmp(k, "--order") && (!strcmp(val, "fixed") || !strcmp(val, "rotate")))
+			o->fixed_order = !strcmp(val, "fixed");
 		else if (!strcmp(k, "--samples"))
 			o->samples = val;
 		else if (!strcmp(k, "--capture"))
