@@ -287,7 +287,9 @@ static int filter_make(sl_ctx *ctx, const char *dir, const char *spec_json, uint
 		snprintf(path, sizeof(path), "%s", ctx->cfg.seccomp_profile);
 	}
 	snprintf(cache, sizeof(cache), "%s/seccomp-cache", ctx->cfg.state_dir);
-	if (seccomp_bpf_get(path, cache, caps, out, err) < 0)
+	/* A spec's profile as runc takes it; sandlot's own strictly (seccomp.h). */
+	if ((!strcmp(source, "spec") ? seccomp_bpf_get_spec(path, cache, caps, out, err)
+				     : seccomp_bpf_get(path, cache, caps, out, err)) < 0)
 		return sl_wrap(err, "seccomp profile %s", path);
 	return 0;
 }
