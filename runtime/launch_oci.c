@@ -260,12 +260,55 @@ static int mount_point_make(int errfd, int rootfd, const char *dest, bool file)
 	return fd;
 }
 
+/* ROOTFD's DEST, a directory the caller has just mounted on, opened again: the new mount,
+ * not the directory under it, as "/proc/self/fd/N" in AT. */
+static int mounted_at(int errfd, int rootfd, const char *dest, bool file, uint32_t base, char *at,
+		      size_t len)
+{
+	int fd = mount_point(errfd, rootfd, dest, file, base);
+	snprintf(at, len, "/proc/self/fd/%d", fd);
+	return fd;
+}
+
+/* A spec's `cgroup` mount: no host cgroup tree, the container's own cgroup read-only (a
+ * bind of its directory on v2; on v1 a tmpfs of one directory per controller, each a bind
+ * of the container's cgroup in it), so what it reads of its limits is its own. */
+static void cgroup_mount(const sl_oci_launch *l, int errfd, int rootfd, const oci_mount *m)
+{
+	static const unsigned long ro =
+	    MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+	char at[64], sub[PATH_MAX], data[128];
+	if (!l->ncg)
+		return;
+	_cleanup_close_ int fd =
+	    mounted_at(errfd, rootfd, m->dest, false, l->uid_base, at, sizeof(at));
+	bool v2 = l->ncg == 1 && !l->cg_names[0][0];
+	shift_ids("mode=755,size=64k", l->uid_base, data, sizeof(data));
+	if (v2 ? mount(l->cg_dirs[0], at, NULL, MS_BIND, NULL) < 0
+	       : mount("cgroup", at, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, data) < 0)
+		child_fail(errfd, errno, "cgroup mount on %s", m->dest);
+	_cleanup_close_ int mnt =
+	    mounted_at(errfd, rootfd, m->dest, false, l->uid_base, at, sizeof(at));
+	for (size_t i = 0; !v2 && i < l->ncg; i++) {
+		snprintf(sub, sizeof(sub), "%s/%s", at, l->cg_names[i]);
+		if ((mkdirat(mnt, l->cg_names[i], 0755) < 0 && errno != EEXIST) ||
+		    mount(l->cg_dirs[i], sub, NULL, MS_BIND, NULL) < 0 ||
+		    mount(NULL, sub, NULL, ro, NULL) < 0)
+			child_fail(errfd, errno, "cgroup %s on %s/%s", l->cg_dirs[i], m->dest,
+				   l->cg_names[i]);
+	}
+	if (mount(NULL, at, NULL, ro, NULL) < 0)
+		child_fail(errfd, errno, "make %s read-only", m->dest);
+}
+
 static void spec_mount(const sl_oci_launch *l, int errfd, int rootfd, const oci_mount *m)
 {
 	char at[64], data[1024];
 	const char *t = m->type;
-	if (!strcmp(t, "cgroup") || !strcmp(t, "cgroup2"))
-		return; /* no host cgroup tree inside (docs/oci.md) */
+	if (!strcmp(t, "cgroup") || !strcmp(t, "cgroup2")) {
+		cgroup_mount(l, errfd, rootfd, m);
+		return;
+	}
 	struct stat st;
 	bool file = m->bind && stat(m->source, &st) == 0 && !S_ISDIR(st.st_mode);
 	_cleanup_close_ int fd = mount_point(errfd, rootfd, m->dest, file, l->uid_base);

@@ -124,6 +124,15 @@ if [ "$ins" = 0 ] && [ "$host" != 0 ] && [ "$len" = 65536 ]; then ok "podman: ui
 else bad "podman inside: $(cat "$T/pm-inside")"; fi
 expect_eq "podman: Seccomp (podman's profile)" "$(awk '/^Seccomp:/{print $2}' "$T/pm-inside")" 2
 expect_eq "podman: bounding set" "$(awk '/^CapBnd:/{print $2}' "$T/pm-inside")" 00000000800405fb
+# The spec's `cgroup` mount (podman writes one; ctr's default spec has none): the
+# container's own cgroup, read-only.
+$PM $PMRUN --memory 64m --rm localhost/sl-busybox sh -c \
+	'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max
+	(echo 1 > /sys/fs/cgroup/memory/memory.limit_in_bytes || echo 1 > /sys/fs/cgroup/memory.max) 2>/dev/null && echo writable
+	ls /sys/fs/cgroup | tr "\n" " "' > "$T/out" 2>&1
+if [ "$(head -1 "$T/out")" = 67108864 ] && ! grep -q writable "$T/out"; then
+	ok "podman: the cgroup mount is its own cgroup, read-only ($(tail -1 "$T/out"))"
+else bad "podman cgroup mount: $(tr '\n' ' ' < "$T/out")"; fi
 $PM $PMRUN --security-opt seccomp=unconfined --rm localhost/sl-busybox grep ^Seccomp: /proc/self/status > "$T/out" 2>&1
 expect_eq "podman seccomp=unconfined: sandlot's profile added" "$(awk '{print $2}' "$T/out")" 2
 # conmon writes a NUL to the pty's master at attach, echoed back as "^@" before or after
@@ -213,6 +222,9 @@ refuse invalid-config invalid "not a valid JSON object"
 refuse unknown-ns "c['linux']['namespaces'].append({'type': 'foo'})" "unknown namespace type foo"
 refuse host-pid "c['linux']['namespaces'] = [n for n in c['linux']['namespaces'] if n['type'] != 'pid']" "pid namespace is refused"
 refuse sys-admin "c['process']['capabilities']['bounding'].append('CAP_SYS_ADMIN')" "CAP_SYS_ADMIN is beyond"
+refuse hooks "c['hooks'] = {'prestart': [{'path': '/bin/true'}]}" "hooks.prestart: hooks are not supported"
+refuse devices "c['linux']['devices'] = [{'path': '/dev/sda', 'type': 'b', 'major': 8, 'minor': 0}]" "device nodes from the host are refused"
+refuse mnt-join "[n.update(path='/proc/1/ns/mnt') for n in c['linux']['namespaces'] if n['type'] == 'mount']" "joining the mount namespace /proc/1/ns/mnt"
 "$O" --systemd-cgroup --root "$T/oci-root" state x > /dev/null 2>&1 && bad "--systemd-cgroup accepted" || ok "--systemd-cgroup refused"
 
 CGROUPS_AFTER=$(find /sys/fs/cgroup -maxdepth 3 -type d 2>/dev/null | grep -v -e '/sl$' -e '/sandlot-oci$' -e '/runc-e2e$' -e '/sandlot$' -e '/libpod_parent' | sort)
