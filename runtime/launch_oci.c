@@ -260,16 +260,6 @@ static int mount_point_make(int errfd, int rootfd, const char *dest, bool file)
 	return fd;
 }
 
-/* ROOTFD's DEST, a directory the caller has just mounted on, opened again: the new mount,
- * not the directory under it, as "/proc/self/fd/N" in AT. */
-static int mounted_at(int errfd, int rootfd, const char *dest, bool file, uint32_t base, char *at,
-		      size_t len)
-{
-	int fd = mount_point(errfd, rootfd, dest, file, base);
-	snprintf(at, len, "/proc/self/fd/%d", fd);
-	return fd;
-}
-
 /* A spec's `cgroup` mount: no host cgroup tree, the container's own cgroup read-only (a
  * bind of its directory on v2; on v1 a tmpfs of one directory per controller, each a bind
  * of the container's cgroup in it), so what it reads of its limits is its own. */
@@ -280,15 +270,16 @@ static void cgroup_mount(const sl_oci_launch *l, int errfd, int rootfd, const oc
 	char at[64], sub[PATH_MAX], data[128];
 	if (!l->ncg)
 		return;
-	_cleanup_close_ int fd =
-	    mounted_at(errfd, rootfd, m->dest, false, l->uid_base, at, sizeof(at));
+	_cleanup_close_ int fd = mount_point(errfd, rootfd, m->dest, false, l->uid_base);
+	snprintf(at, sizeof(at), "/proc/self/fd/%d", fd);
 	bool v2 = l->ncg == 1 && !l->cg_names[0][0];
 	shift_ids("mode=755,size=64k", l->uid_base, data, sizeof(data));
 	if (v2 ? mount(l->cg_dirs[0], at, NULL, MS_BIND, NULL) < 0
 	       : mount("cgroup", at, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, data) < 0)
 		child_fail(errfd, errno, "cgroup mount on %s", m->dest);
-	_cleanup_close_ int mnt =
-	    mounted_at(errfd, rootfd, m->dest, false, l->uid_base, at, sizeof(at));
+	/* Opened again by name: the new mount, not the directory under it. */
+	_cleanup_close_ int mnt = mount_point(errfd, rootfd, m->dest, false, l->uid_base);
+	snprintf(at, sizeof(at), "/proc/self/fd/%d", mnt);
 	for (size_t i = 0; !v2 && i < l->ncg; i++) {
 		snprintf(sub, sizeof(sub), "%s/%s", at, l->cg_names[i]);
 		if ((mkdirat(mnt, l->cg_names[i], 0755) < 0 && errno != EEXIST) ||
