@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fsutil.h"
 #include "launch_internal.h"
 
 extern char **environ;
@@ -71,13 +72,57 @@ static bool opt_value(const char *opts, const char *key, char *buf, size_t len)
 	return false;
 }
 
+/* The options of the overlay OPTS besides its layers, set on the new one FS as they were:
+ * podman mounts with `volatile` (mountinfo: `fsync=volatile`), and the kernel refuses a
+ * work dir a volatile mount used ("incompat feature 'volatile'", EINVAL) to a mount
+ * without it; `userxattr`, `metacopy`, `redirect_dir`, `index` likewise name how the
+ * layers on disk were written. The failing one is named in WHY. */
+static int overlay_carry_options(int fs, const char *opts, char *why, size_t len)
+{
+	static const char *const layers[] = {"rw", "ro", "lowerdir", "upperdir", "workdir"};
+	for (const char *p = opts; *p;) {
+		size_t n = strcspn(p, ","), kl = strcspn(p, "=,");
+		char key[64], val[256];
+		bool skip = kl >= sizeof(key) || n - kl > sizeof(val);
+		for (size_t i = 0; !skip && i < sizeof(layers) / sizeof(layers[0]); i++)
+			skip = strlen(layers[i]) == kl && !strncmp(p, layers[i], kl);
+		if (!skip) {
+			snprintf(key, sizeof(key), "%.*s", (int)kl, p);
+			snprintf(val, sizeof(val), "%.*s", (int)(n > kl ? n - kl - 1 : 0),
+				 p + kl + 1);
+			if ((n > kl ? fsconfig(fs, FSCONFIG_SET_STRING, key, val, 0)
+				    : fsconfig(fs, FSCONFIG_SET_FLAG, key, NULL, 0)) < 0) {
+				snprintf(why, len, "option %.*s", (int)n, p);
+				return -1;
+			}
+		}
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+/* A work dir of our own beside the engine's WORK, made afresh: the engine's own is its
+ * live mount's, and a mount the kernel finds the mark of a volatile one in
+ * (work/incompat/volatile, podman's `run --rm`) is refused with EINVAL; the kernel leaves
+ * removing that mark to user space, and an old one of ours may carry it. */
+static int overlay_own_workdir(const char *work, char *mine, size_t len, sl_err *err)
+{
+	if ((size_t)snprintf(mine, len, "%s.sandlot-oci", work) >= len)
+		return sl_fail(err, SL_INVALID, 0, "overlay work dir %s: path too long", work);
+	if (fs_remove_tree(mine, err) < 0)
+		return -1;
+	if (mkdir(mine, 0700) < 0)
+		return sl_sysfail(err, "overlay work dir %s", mine);
+	return 0;
+}
+
 /* An overlay (containerd's snapshotter hands one over, mounted) cannot be id-mapped
  * whole: the kernel refuses an id-mapped mount of a merged overlay. Made again from its
  * layers, each lower one id-mapped read-only, the upper one as it is, as a detached mount. */
 static int overlay_remount(const char *path, const char *opts, int userns, uint32_t base,
 			   sl_err *err)
 {
-	char lower[8192], upper[PATH_MAX], work[PATH_MAX], spec[16384] = "";
+	char lower[8192], upper[PATH_MAX], work[PATH_MAX], mywork[PATH_MAX], spec[16384] = "";
 	if (!opt_value(opts, "lowerdir", lower, sizeof(lower)) ||
 	    !opt_value(opts, "upperdir", upper, sizeof(upper)) ||
 	    !opt_value(opts, "workdir", work, sizeof(work)))
@@ -85,6 +130,8 @@ static int overlay_remount(const char *path, const char *opts, int userns, uint3
 			       "rootfs %s: an overlay without lowerdir, "
 			       "upperdir and workdir is not supported",
 			       path);
+	if (overlay_own_workdir(work, mywork, sizeof(mywork), err) < 0)
+		return -1;
 	int fds[128], n = 0, ret = -1;
 	for (char *l = strtok(lower, ":"); l; l = strtok(NULL, ":")) {
 		if (n == 128 || (fds[n] = launch_idmapped_tree(l, userns, true, err)) < 0)
@@ -106,12 +153,14 @@ static int overlay_remount(const char *path, const char *opts, int userns, uint3
 	char why[256] = "";
 	if (fs < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", spec, 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0 ||
-	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", mywork, 0) < 0 ||
+	    overlay_carry_options(fs, opts, why, sizeof(why)) < 0 ||
 	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
 	    (ret = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV)) < 0) {
 		int e = errno;
-		ssize_t r = fs >= 0 ? read(fs, why, sizeof(why) - 1) : -1;
-		why[r > 0 ? r : 0] = '\0';
+		ssize_t r;
+		if (!why[0] && fs >= 0 && (r = read(fs, why, sizeof(why) - 1)) > 0)
+			why[r] = '\0';
 		sl_fail(err, SL_INTERNAL, e, "rootfs %s: overlay of id-mapped layers%s%s", path,
 			why[0] ? ": " : "", why);
 		ret = -1;
@@ -211,12 +260,46 @@ static int mount_point_make(int errfd, int rootfd, const char *dest, bool file)
 	return fd;
 }
 
+/* A spec's `cgroup` mount: no host cgroup tree, the container's own cgroup read-only (a
+ * bind of its directory on v2; on v1 a tmpfs of one directory per controller, each a bind
+ * of the container's cgroup in it), so what it reads of its limits is its own. */
+static void cgroup_mount(const sl_oci_launch *l, int errfd, int rootfd, const oci_mount *m)
+{
+	static const unsigned long ro =
+	    MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+	char at[64], sub[PATH_MAX], data[128];
+	if (!l->ncg)
+		return;
+	_cleanup_close_ int fd = mount_point(errfd, rootfd, m->dest, false, l->uid_base);
+	snprintf(at, sizeof(at), "/proc/self/fd/%d", fd);
+	bool v2 = l->ncg == 1 && !l->cg_names[0][0];
+	shift_ids("mode=755,size=64k", l->uid_base, data, sizeof(data));
+	if (v2 ? mount(l->cg_dirs[0], at, NULL, MS_BIND, NULL) < 0
+	       : mount("cgroup", at, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, data) < 0)
+		child_fail(errfd, errno, "cgroup mount on %s", m->dest);
+	/* Opened again by name: the new mount, not the directory under it. */
+	_cleanup_close_ int mnt = mount_point(errfd, rootfd, m->dest, false, l->uid_base);
+	snprintf(at, sizeof(at), "/proc/self/fd/%d", mnt);
+	for (size_t i = 0; !v2 && i < l->ncg; i++) {
+		snprintf(sub, sizeof(sub), "%s/%s", at, l->cg_names[i]);
+		if ((mkdirat(mnt, l->cg_names[i], 0755) < 0 && errno != EEXIST) ||
+		    mount(l->cg_dirs[i], sub, NULL, MS_BIND, NULL) < 0 ||
+		    mount(NULL, sub, NULL, ro, NULL) < 0)
+			child_fail(errfd, errno, "cgroup %s on %s/%s", l->cg_dirs[i], m->dest,
+				   l->cg_names[i]);
+	}
+	if (mount(NULL, at, NULL, ro, NULL) < 0)
+		child_fail(errfd, errno, "make %s read-only", m->dest);
+}
+
 static void spec_mount(const sl_oci_launch *l, int errfd, int rootfd, const oci_mount *m)
 {
 	char at[64], data[1024];
 	const char *t = m->type;
-	if (!strcmp(t, "cgroup") || !strcmp(t, "cgroup2"))
-		return; /* no host cgroup tree inside (docs/oci.md) */
+	if (!strcmp(t, "cgroup") || !strcmp(t, "cgroup2")) {
+		cgroup_mount(l, errfd, rootfd, m);
+		return;
+	}
 	struct stat st;
 	bool file = m->bind && stat(m->source, &st) == 0 && !S_ISDIR(st.st_mode);
 	_cleanup_close_ int fd = mount_point(errfd, rootfd, m->dest, file, l->uid_base);

@@ -21,10 +21,15 @@ typedef struct sl_oci_launch {
 	uint32_t uid_base;	 /* host id of root inside (0 without a user namespace) */
 	const char *const *join; /* cgroup.procs files (cgroup_join_files) */
 	size_t njoin;
-	const sl_bpf *filter;	/* installed just before the exec; NULL: none */
-	uint64_t caps;		/* what the process keeps (1ULL << CAP_x) */
-	const char *console;	/* --console-socket, or NULL */
-	int preserve_fds;	/* fds 3..3+N-1 pass to the process */
+	const sl_bpf *filter; /* installed just before the exec; NULL: none */
+	uint64_t caps;	      /* what the process keeps (1ULL << CAP_x) */
+	const char *console;  /* --console-socket, or NULL */
+	int preserve_fds;     /* fds 3..3+N-1 pass to the process */
+	/* What a spec's `cgroup` mount shows, read-only: the container's own cgroup, at
+	 * CG_NAMES[i] under the mount point (v1: a controller's name; v2: "", the mount point
+	 * itself), from the host's CG_DIRS[i]. None (NCG 0): the mount is skipped. */
+	const char *const *cg_names, *const *cg_dirs;
+	size_t ncg;
 } sl_oci_launch;
 
 /* The container's init, stopped before its exec until `start` opens DIR/exec.fifo: its

@@ -245,6 +245,34 @@ static bool spec_only_allowed(void)
 	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "allowSpecOnly"));
 }
 
+/* The controllers a v1 `cgroup` mount shows: the ones sandlot's cgroups are made in. */
+static const char *const cg_controllers[] = {"cpu", "cpuacct", "memory", "pids", "freezer"};
+#define CG_VIEW_MAX (sizeof(cg_controllers) / sizeof(cg_controllers[0]))
+
+/* What SPEC's `cgroup` mount (if it has one) shows of the cgroup NAME: its directory per
+ * controller into DIRS, with their names, in *N (launch_oci.h). Each is made readable to
+ * the container's root: sandlot's cgroups are 0700, and their parents keep the host's
+ * other users out still. */
+static int cgroup_view(sl_ctx *ctx, const oci_spec *spec, const char *name, char dirs[][PATH_MAX],
+		       const char **names, const char **paths, size_t *n, sl_err *err)
+{
+	*n = 0;
+	bool wanted = false;
+	for (size_t i = 0; i < spec->nmounts; i++)
+		wanted |= !strncmp(spec->mounts[i].type, "cgroup", 6);
+	bool v2 = cgroup_version(ctx->cg) == 2;
+	for (size_t i = 0; wanted && i < (v2 ? 1 : CG_VIEW_MAX); i++) {
+		if (cgroup_path(ctx->cg, v2 ? NULL : cg_controllers[i], name, dirs[i], PATH_MAX) <
+			0 ||
+		    chmod(dirs[i], 0755) < 0)
+			return sl_sysfail(err, "cgroup %s: its view for the container", name);
+		names[i] = v2 ? "" : cg_controllers[i];
+		paths[i] = dirs[i];
+		(*n)++;
+	}
+	return 0;
+}
+
 /* The cgroup a cgroupsPath names (cgroupfs only: "slice:prefix:name" is systemd's). */
 static int cgroup_name(const oci_spec *spec, const char *id, char *buf, size_t len, sl_err *err)
 {
@@ -287,7 +315,9 @@ static int filter_make(sl_ctx *ctx, const char *dir, const char *spec_json, uint
 		snprintf(path, sizeof(path), "%s", ctx->cfg.seccomp_profile);
 	}
 	snprintf(cache, sizeof(cache), "%s/seccomp-cache", ctx->cfg.state_dir);
-	if (seccomp_bpf_get(path, cache, caps, out, err) < 0)
+	/* A spec's profile as runc takes it; sandlot's own strictly (seccomp.h). */
+	if ((!strcmp(source, "spec") ? seccomp_bpf_get_spec(path, cache, caps, out, err)
+				     : seccomp_bpf_get(path, cache, caps, out, err)) < 0)
 		return sl_wrap(err, "seccomp profile %s", path);
 	return 0;
 }
@@ -372,14 +402,15 @@ static int create_launch(sl_ctx *ctx, const oci_spec *spec, const oci_create_opt
 	s->limits = spec->limits;
 	if (cgroup_create(ctx->cg, s->cgroup, &s->limits, err) < 0)
 		return -1;
-	char joinbuf[PATH_MAX * 2];
-	const char *join[8];
-	size_t njoin = 0;
+	char joinbuf[PATH_MAX * 2], cgdirs[CG_VIEW_MAX][PATH_MAX];
+	const char *join[8], *cgnames[CG_VIEW_MAX], *cgpaths[CG_VIEW_MAX];
+	size_t njoin = 0, ncg = 0;
 	sl_bpf filter = {0};
 	snprintf(s->seccomp, sizeof(s->seccomp), "%s",
 		 spec_only && !spec->seccomp_json ? "none" : "");
 	if (cgroup_join_files(ctx->cg, s->cgroup, joinbuf, sizeof(joinbuf), join, 8, &njoin, err) <
 		0 ||
+	    cgroup_view(ctx, spec, s->cgroup, cgdirs, cgnames, cgpaths, &ncg, err) < 0 ||
 	    filter_make(ctx, dir, spec->seccomp_json, s->caps, &filter, s->seccomp, err) < 0) {
 		create_undo(ctx, s, dir, true);
 		return -1;
@@ -394,7 +425,10 @@ static int create_launch(sl_ctx *ctx, const oci_spec *spec, const oci_create_opt
 			   .filter = filter.insns ? &filter : NULL,
 			   .caps = s->caps,
 			   .console = o->console_socket,
-			   .preserve_fds = o->preserve_fds};
+			   .preserve_fds = o->preserve_fds,
+			   .cg_names = cgnames,
+			   .cg_dirs = cgpaths,
+			   .ncg = ncg};
 	pid_t pid;
 	int r = launch_oci_init(&l, &pid, err);
 	seccomp_bpf_free(&filter);

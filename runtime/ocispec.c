@@ -319,6 +319,13 @@ static int namespaces_fill(const cJSON *lx, oci_spec *s, sl_err *err)
 		if (!s->ns_path[k])
 			s->ns_path[k] = strdup("");
 	}
+	/* The container's mount namespace is where its root is remade (id-mapped layers) and its
+	 * masks laid: one it joined would have neither. */
+	if (s->ns_path[OCI_NS_MNT] && s->ns_path[OCI_NS_MNT][0])
+		return sl_fail(err, SL_INVALID, 0,
+			       "linux.namespaces: joining the mount namespace %s is not "
+			       "supported (a container gets its own, made from root.path)",
+			       s->ns_path[OCI_NS_MNT]);
 	static const int needed[] = {OCI_NS_PID, OCI_NS_NET, OCI_NS_MNT, OCI_NS_IPC, OCI_NS_UTS};
 	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
 		if (!s->ns[needed[i]])
@@ -390,6 +397,10 @@ static int linux_fill(const cJSON *lx, oci_spec *s, sl_err *err)
 		return sl_fail(err, SL_INVALID, 0, "linux: missing or not an object");
 	if (namespaces_fill(lx, s, err) < 0 || mappings_fill(lx, s, err) < 0)
 		return -1;
+	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(lx, "devices")) > 0)
+		return sl_fail(err, SL_INVALID, 0,
+			       "linux.devices: device nodes from the host are refused (a "
+			       "container gets sandlot's minimal /dev)");
 	s->cgroups_path = dup_or_null(lx, "cgroupsPath");
 	resources_fill(cJSON_GetObjectItemCaseSensitive(lx, "resources"), &s->limits);
 	const cJSON *sc = cJSON_GetObjectItemCaseSensitive(lx, "seccomp");
@@ -414,6 +425,24 @@ static int linux_fill(const cJSON *lx, oci_spec *s, sl_err *err)
 	return 0;
 }
 
+/* Hooks are host programs run as root around the container's life; sandlot-oci runs none,
+ * so a spec that names one is refused rather than started without it. */
+static int hooks_check(const cJSON *root, sl_err *err)
+{
+	const cJSON *h, *hooks = cJSON_GetObjectItemCaseSensitive(root, "hooks");
+	if (!cJSON_IsObject(hooks))
+		return 0;
+	cJSON_ArrayForEach(h, hooks)
+	{
+		if (cJSON_GetArraySize(h) > 0)
+			return sl_fail(err, SL_INVALID, 0,
+				       "hooks.%s: hooks are not supported (sandlot-oci runs no "
+				       "host programs for a container)",
+				       h->string);
+	}
+	return 0;
+}
+
 static int spec_fill(const cJSON *root, oci_spec *s, sl_err *err)
 {
 	const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "root");
@@ -422,7 +451,8 @@ static int spec_fill(const cJSON *root, oci_spec *s, sl_err *err)
 		return sl_fail(err, SL_INVALID, 0, "root.path: missing");
 	s->root_readonly = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "readonly"));
 	s->hostname = dup_or_null(root, "hostname");
-	if (process_fill(cJSON_GetObjectItemCaseSensitive(root, "process"), &s->proc, err) < 0 ||
+	if (hooks_check(root, err) < 0 ||
+	    process_fill(cJSON_GetObjectItemCaseSensitive(root, "process"), &s->proc, err) < 0 ||
 	    linux_fill(cJSON_GetObjectItemCaseSensitive(root, "linux"), s, err) < 0)
 		return -1;
 	const cJSON *m, *ms = cJSON_GetObjectItemCaseSensitive(root, "mounts");

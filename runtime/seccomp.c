@@ -169,6 +169,9 @@ struct compile {
 	unsigned kver[3];
 	uint32_t default_action;
 	int default_errno;
+	/* A runtime spec's profile, taken as runc takes it (seccomp_spec_profile_compile):
+	 * rules for one syscall that disagree are left to libseccomp to merge. */
+	bool as_runc;
 	/* Syscall names libseccomp does not know, comma-separated, for one warning. */
 	char *unknown;
 	size_t unknown_len;
@@ -214,7 +217,8 @@ static int note_added(struct compile *c, int nr, const char *name, uint32_t acti
 {
 	for (size_t i = 0; i < c->nadded; i++) {
 		const struct added *a = &c->added[i];
-		if (a->nr == nr && a->action != action && (!a->conditional || !conditional))
+		if (!c->as_runc && a->nr == nr && a->action != action &&
+		    (!a->conditional || !conditional))
 			return sl_fail(
 			    err, SL_INVALID, 0,
 			    "seccomp profile: syscalls[%d]: \"%s\" already has a different "
@@ -326,11 +330,14 @@ static int parse_op(const cJSON *op, const char *field, enum scmp_compare *out, 
 }
 
 /* args[] of rule RULE into CONDS (at most 6, one per argument: libseccomp cannot
- * AND two comparisons of the same argument). */
-static int parse_args(const cJSON *args, int rule, struct scmp_arg_cmp conds[6], unsigned *n,
-		      sl_err *err)
+ * AND two comparisons of the same argument). AS_RUNC: up to 6 of any arguments, *REPEATS
+ * set when one argument is compared twice (runc then adds each comparison as a rule of
+ * its own, an OR where the profile wrote an AND; so does add_rule). */
+static int parse_args(const cJSON *args, int rule, bool as_runc, struct scmp_arg_cmp conds[6],
+		      unsigned *n, bool *repeats, sl_err *err)
 {
 	*n = 0;
+	*repeats = false;
 	if (!args || cJSON_IsNull(args))
 		return 0;
 	if (!cJSON_IsArray(args))
@@ -359,7 +366,13 @@ static int parse_args(const cJSON *args, int rule, struct scmp_arg_cmp conds[6],
 		enum scmp_compare op = SCMP_CMP_EQ;
 		if (parse_op(cJSON_GetObjectItemCaseSensitive(a, "op"), field, &op, err) < 0)
 			return -1;
-		if (seen & (1u << index))
+		if (*n == 6)
+			return sl_fail(err, SL_INVALID, 0,
+				       "seccomp profile: %s: more than 6 comparisons in one rule",
+				       field);
+		if (seen & (1u << index) && as_runc)
+			*repeats = true;
+		else if (seen & (1u << index))
 			return sl_fail(
 			    err, SL_INVALID, 0,
 			    "seccomp profile: %s.index: argument %llu is already compared "
@@ -458,8 +471,9 @@ static int add_rule(struct compile *c, scmp_filter_ctx ctx, const cJSON *rule, i
 		return -1;
 	struct scmp_arg_cmp conds[6];
 	unsigned nconds;
-	if (parse_args(cJSON_GetObjectItemCaseSensitive(rule, "args"), idx, conds, &nconds, err) <
-	    0)
+	bool repeats;
+	if (parse_args(cJSON_GetObjectItemCaseSensitive(rule, "args"), idx, c->as_runc, conds,
+		       &nconds, &repeats, err) < 0)
 		return -1;
 	bool applies;
 	if (rule_applies(c, rule, idx, &applies, err) < 0)
@@ -481,7 +495,11 @@ static int add_rule(struct compile *c, scmp_filter_ctx ctx, const cJSON *rule, i
 		}
 		if (note_added(c, nr, nm->valuestring, action, nconds > 0, idx, err) < 0)
 			return -1;
-		int rc = seccomp_rule_add_array(ctx, action, nr, nconds, conds);
+		int rc = 0;
+		for (unsigned k = 0; repeats && k < nconds && rc == 0; k++)
+			rc = seccomp_rule_add_array(ctx, action, nr, 1, &conds[k]);
+		if (!repeats)
+			rc = seccomp_rule_add_array(ctx, action, nr, nconds, conds);
 		if (rc < 0)
 			return sl_fail(
 			    err, SL_INVALID, -rc,
@@ -601,8 +619,8 @@ static int split_held(const struct compile *c, scmp_filter_ctx ctx, const cJSON 
  * two (seccomp_bpf_get_split): *OUT allows HELD as well, and *LAST denies HELD with the
  * default action and allows the rest. */
 static int profile_compile(const char *json, size_t len, uint64_t caps, const char *kernel_release,
-			   const char *const *held, scmp_filter_ctx *out, scmp_filter_ctx *last,
-			   sl_err *err)
+			   bool as_runc, const char *const *held, scmp_filter_ctx *out,
+			   scmp_filter_ctx *last, sl_err *err)
 {
 	*out = NULL;
 	if (last)
@@ -613,7 +631,8 @@ static int profile_compile(const char *json, size_t len, uint64_t caps, const ch
 			return sl_sysfail(err, "seccomp profile: uname");
 		kernel_release = uts.release;
 	}
-	__attribute__((cleanup(compile_freep))) struct compile c = {.caps = caps};
+	__attribute__((cleanup(compile_freep))) struct compile c = {.caps = caps,
+								    .as_runc = as_runc};
 	c.native = seccomp_arch_native();
 	if (kernel_version_parse(kernel_release, c.kver) < 0)
 		return sl_fail(err, SL_INVALID, 0,
@@ -665,7 +684,13 @@ static int profile_compile(const char *json, size_t len, uint64_t caps, const ch
 int seccomp_profile_compile(const char *json, size_t len, uint64_t caps, const char *kernel_release,
 			    scmp_filter_ctx *out, sl_err *err)
 {
-	return profile_compile(json, len, caps, kernel_release, NULL, out, NULL, err);
+	return profile_compile(json, len, caps, kernel_release, false, NULL, out, NULL, err);
+}
+
+int seccomp_spec_profile_compile(const char *json, size_t len, uint64_t caps,
+				 const char *kernel_release, scmp_filter_ctx *out, sl_err *err)
+{
+	return profile_compile(json, len, caps, kernel_release, true, NULL, out, NULL, err);
 }
 
 static int read_all(int fd, void *buf, size_t len)
@@ -828,8 +853,8 @@ static int cache_store(const char *dir, const char *path, const sl_bpf *bpf, sl_
 	if (fd < 0)
 		return sl_sysfail(err, "seccomp cache %s: create temp file", dir);
 	if (fchmod(fd, 0600) < 0 ||
-	    fs_write_all(fd, bpf->insns, bpf->len * sizeof(struct sock_filter), -1) < 0 || fsync(fd) < 0 ||
-	    rename(tmp, path) < 0) {
+	    fs_write_all(fd, bpf->insns, bpf->len * sizeof(struct sock_filter), -1) < 0 ||
+	    fsync(fd) < 0 || rename(tmp, path) < 0) {
 		int saved = errno;
 		unlink(tmp);
 		return sl_fail(err, SL_INTERNAL, saved, "seccomp cache %s: write", path);
@@ -869,8 +894,9 @@ static int profile_and_kernel(const char *path, char **profile, size_t *len, str
 	return 0;
 }
 
-int seccomp_bpf_get(const char *profile_path, const char *cache_dir, uint64_t caps, sl_bpf *out,
-		    sl_err *err)
+/* seccomp_bpf_get, or with AS_RUNC seccomp_bpf_get_spec: the two are cached apart. */
+static int bpf_get(const char *profile_path, const char *cache_dir, uint64_t caps, bool as_runc,
+		   sl_bpf *out, sl_err *err)
 {
 	*out = (sl_bpf){0};
 	_cleanup_free_ char *profile = NULL;
@@ -879,18 +905,31 @@ int seccomp_bpf_get(const char *profile_path, const char *cache_dir, uint64_t ca
 	if (profile_and_kernel(profile_path, &profile, &len, &uts, err) < 0)
 		return -1;
 	char path[4096];
-	if (cache_file(cache_dir, profile, len, caps, uts.release, "", path, sizeof(path), err) < 0)
+	if (cache_file(cache_dir, profile, len, caps, uts.release, as_runc ? "runc" : "", path,
+		       sizeof(path), err) < 0)
 		return -1;
 	if (cache_load(path, out) == 0)
 		return 0;
 
 	_cleanup_seccomp_ scmp_filter_ctx ctx = NULL;
-	if (seccomp_profile_compile(profile, len, caps, uts.release, &ctx, err) < 0)
+	if (profile_compile(profile, len, caps, uts.release, as_runc, NULL, &ctx, NULL, err) < 0)
 		return sl_wrap(err, "%s", profile_path);
 	if (bpf_export(ctx, out, err) < 0)
 		return sl_wrap(err, "%s", profile_path);
 	cache_store_logged(cache_dir, path, out);
 	return 0;
+}
+
+int seccomp_bpf_get(const char *profile_path, const char *cache_dir, uint64_t caps, sl_bpf *out,
+		    sl_err *err)
+{
+	return bpf_get(profile_path, cache_dir, caps, false, out, err);
+}
+
+int seccomp_bpf_get_spec(const char *profile_path, const char *cache_dir, uint64_t caps,
+			 sl_bpf *out, sl_err *err)
+{
+	return bpf_get(profile_path, cache_dir, caps, true, out, err);
 }
 
 int seccomp_bpf_get_split(const char *profile_path, const char *cache_dir, uint64_t caps,
@@ -922,7 +961,7 @@ int seccomp_bpf_get_split(const char *profile_path, const char *cache_dir, uint6
 	seccomp_bpf_free(last);
 
 	_cleanup_seccomp_ scmp_filter_ctx a = NULL, l = NULL;
-	if (profile_compile(profile, len, caps, uts.release, held, &a, &l, err) < 0 ||
+	if (profile_compile(profile, len, caps, uts.release, false, held, &a, &l, err) < 0 ||
 	    bpf_export(a, ahead, err) < 0 || bpf_export(l, last, err) < 0) {
 		seccomp_bpf_free(ahead);
 		return sl_wrap(err, "%s", profile_path);

@@ -39,6 +39,16 @@ typedef struct sl_bpf {
 int seccomp_profile_compile(const char *json, size_t len, uint64_t caps, const char *kernel_release,
 			    scmp_filter_ctx *out, sl_err *err);
 
+/* The same for the seccomp profile of a runtime spec (config.json's linux.seccomp), taken
+ * as runc takes it (docs/oci.md): rules that give one syscall different actions are
+ * left to libseccomp, which keeps the first unconditional one and lets an unconditional
+ * rule replace conditional ones before it (podman's default profile allows setns, then
+ * denies it without CAP_SYS_ADMIN: setns stays allowed, as under runc); a rule comparing
+ * one argument twice becomes one rule per comparison. What libseccomp refuses is refused.
+ * seccomp_profile_compile refuses both, for profiles sandlot's operators write. */
+int seccomp_spec_profile_compile(const char *json, size_t len, uint64_t caps,
+				 const char *kernel_release, scmp_filter_ctx *out, sl_err *err);
+
 /* The BPF program for the profile at PROFILE_PATH and CAPS on this host. Served from
  * CACHE_DIR/<sha256>.bpf when present (the key covers the profile bytes, caps,
  * arch, kernel release and libseccomp version); otherwise compiled and written
@@ -46,6 +56,9 @@ int seccomp_profile_compile(const char *json, size_t len, uint64_t caps, const c
  * logged). On success *OUT owns the program. */
 int seccomp_bpf_get(const char *profile_path, const char *cache_dir, uint64_t caps, sl_bpf *out,
 		    sl_err *err);
+/* The same, compiled by seccomp_spec_profile_compile (cached apart). */
+int seccomp_bpf_get_spec(const char *profile_path, const char *cache_dir, uint64_t caps,
+			 sl_bpf *out, sl_err *err);
 
 /* The same profile split in two for a process made ahead of its sandbox (a daemon's
  * spare init), so that the costly install of the whole program leaves the create's path:

@@ -141,6 +141,27 @@ static void test_refusals(void **state)
 			    NULL),
 		  "only one range of 65536");
 	parse_bad(replaced("net.ipv4.ip_forward", "../../x"), "linux.sysctl");
+	parse_bad(spec_with("", "",
+			    "{\"type\":\"pid\"},{\"type\":\"network\"},{\"type\":\"mount\","
+			    "\"path\":\"/proc/42/ns/mnt\"},{\"type\":\"ipc\"},{\"type\":\"uts\"}"),
+		  "joining the mount namespace /proc/42/ns/mnt is not supported");
+	parse_bad(spec_with("",
+			    ",\"devices\":[{\"path\":\"/dev/sda\",\"type\":\"b\","
+			    "\"major\":8,\"minor\":0}]",
+			    NULL),
+		  "linux.devices: device nodes from the host are refused");
+	parse_bad(
+	    replaced("\"hostname\":\"h\",",
+		     "\"hostname\":\"h\",\"hooks\":{\"prestart\":[{\"path\":\"/bin/true\"}]},"),
+	    "hooks.prestart: hooks are not supported");
+	/* Empty lists (what engines write when there is nothing) are fine. */
+	oci_spec s;
+	parse_ok(replaced("\"hostname\":\"h\",",
+			  "\"hostname\":\"h\",\"hooks\":{\"prestart\":[],\"poststop\":null},"),
+		 &s);
+	oci_spec_free(&s);
+	parse_ok(spec_with("", ",\"devices\":[]", NULL), &s);
+	oci_spec_free(&s);
 }
 
 static void test_process_and_signals(void **state)

@@ -77,18 +77,24 @@ static void spew(const char *path, const void *buf, size_t len)
 	assert_int_equal(fclose(f), 0);
 }
 
-/* The repository's profile, found from the working directory (make runs tests from
- * the root) or from this file's path. */
+/* REL, a file of the repository, found from the working directory (make runs tests
+ * from the root) or from this file's path, into PATH. */
+static const char *repo_file(const char *rel, char *path, size_t len)
+{
+	if (access(rel, R_OK) == 0)
+		return rel;
+	snprintf(path, len, "%s", __FILE__);
+	char *slash = strrchr(path, '/');
+	if (slash)
+		snprintf(slash, len - (slash - path), "/../../%s", rel);
+	return path;
+}
+
+/* The repository's profile. */
 static const char *default_profile_path(void)
 {
 	static char path[4096];
-	if (access("seccomp/default.json", R_OK) == 0)
-		return "seccomp/default.json";
-	snprintf(path, sizeof(path), "%s", __FILE__);
-	char *slash = strrchr(path, '/');
-	if (slash)
-		snprintf(slash, sizeof(path) - (slash - path), "/../../seccomp/default.json");
-	return path;
+	return repo_file("seccomp/default.json", path, sizeof(path));
 }
 
 static char *default_profile(size_t *len)
@@ -583,6 +589,73 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* podman's default profile (containers-common's, tests/fixtures/seccomp): sandlot's own
+ * compiler refuses it (setns: allowed by syscalls[1], denied without CAP_SYS_ADMIN by
+ * syscalls[15]); as a runtime spec's profile it compiles as under runc, whose libseccomp
+ * keeps the first unconditional action. */
+static void test_podman_profile_as_runc(void **state)
+{
+	char path[4096];
+	size_t len;
+	_cleanup_free_ char *json = slurp(
+	    repo_file("tests/fixtures/seccomp/containers-common-default.json", path, sizeof(path)),
+	    &len);
+	assert_non_null(json);
+	scmp_filter_ctx ctx = NULL;
+	sl_err err = {0};
+	assert_int_equal(
+	    seccomp_profile_compile(json, len, seccomp_default_caps(), KERNEL, &ctx, &err), -1);
+	if (!strstr(err.msg, "syscalls[15]: \"setns\" already has a different action"))
+		fail_msg("strict compile: %s", err.msg);
+	if (seccomp_spec_profile_compile(json, len, seccomp_default_caps(), KERNEL, &ctx, &err) < 0)
+		fail_msg("as runc: %s", err.msg);
+	const struct check checks[] = {
+	    {"getpid works", SYS_getpid, {0}, 0},
+	    {"setns reaches the kernel (syscalls[1] first)", SYS_setns, {-1, 0}, EBADF},
+	    {"bpf is EPERM without CAP_SYS_ADMIN (syscalls[15])", SYS_bpf, {5}, EPERM},
+	    {"socket(AF_UNIX) works", SYS_socket, {AF_UNIX, SOCK_STREAM}, 0},
+	    {"an audit socket is EINVAL without CAP_AUDIT_WRITE (syscalls[30])",
+	     SYS_socket,
+	     {16 /* AF_NETLINK */, SOCK_RAW, 9 /* NETLINK_AUDIT */},
+	     EINVAL},
+	    {"add_key, listed nowhere, is ENOSYS (defaultErrnoRet)", SYS_add_key, {0}, ENOSYS},
+	};
+	expect_in_child(NULL, ctx, checks, sizeof(checks) / sizeof(checks[0]));
+	seccomp_release(ctx);
+}
+
+/* libseccomp's merging, which the spec compiler leaves rules to: the first unconditional
+ * action stays, an unconditional rule replaces a conditional one before it, and one
+ * argument compared twice is two rules (runc's OR). */
+static void test_spec_rules_merged_as_runc(void **state)
+{
+	static const char json[] =
+	    "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":["
+	    "{\"names\":[\"getppid\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":13},"
+	    "{\"names\":[\"getppid\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":2},"
+	    "{\"names\":[\"getpgid\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":13,"
+	    "\"args\":[{\"index\":0,\"value\":1,\"op\":\"SCMP_CMP_EQ\"}]},"
+	    "{\"names\":[\"getpgid\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":2},"
+	    "{\"names\":[\"getsid\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":13,"
+	    "\"args\":[{\"index\":0,\"value\":1,\"op\":\"SCMP_CMP_EQ\"},"
+	    "{\"index\":0,\"value\":2,\"op\":\"SCMP_CMP_EQ\"}]}]}";
+	scmp_filter_ctx ctx = NULL;
+	sl_err err = {0};
+	assert_int_equal(seccomp_profile_compile(json, strlen(json), 0, KERNEL, &ctx, &err), -1);
+	if (seccomp_spec_profile_compile(json, strlen(json), 0, KERNEL, &ctx, &err) < 0)
+		fail_msg("as runc: %s", err.msg);
+	const struct check checks[] = {
+	    {"getppid: the first unconditional action", SYS_getppid, {0}, EACCES},
+	    {"getpgid(1): replaced by the unconditional rule", SYS_getpgid, {1}, ENOENT},
+	    {"getpgid(0): the unconditional rule", SYS_getpgid, {0}, ENOENT},
+	    {"getsid(1): one comparison of two", SYS_getsid, {1}, EACCES},
+	    {"getsid(2): the other", SYS_getsid, {2}, EACCES},
+	    {"getsid(0): neither, allowed", SYS_getsid, {0}, 0},
+	};
+	expect_in_child(NULL, ctx, checks, sizeof(checks) / sizeof(checks[0]));
+	seccomp_release(ctx);
+}
+
 static void test_cache(void **state)
 {
 	char *dir = tmpdir_new();
@@ -905,6 +978,8 @@ int main(void)
 	    cmocka_unit_test(test_args_masked_eq_and),
 	    cmocka_unit_test(test_unknown_names_one_warning),
 	    cmocka_unit_test(test_malformed),
+	    cmocka_unit_test(test_podman_profile_as_runc),
+	    cmocka_unit_test(test_spec_rules_merged_as_runc),
 	    cmocka_unit_test(test_cache),
 	    cmocka_unit_test(test_cache_errors),
 	    cmocka_unit_test(test_split_equals_profile),
