@@ -8,9 +8,10 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
-#include <stdio.h>
+#include <linux/magic.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -372,4 +373,20 @@ int fs_sync_tree(const char *path, bool start_only, sl_err *err)
 		}
 	}
 	return 0;
+}
+
+const char *fs_network_kind(unsigned long f_type)
+{
+	static const struct {
+		unsigned long magic;
+		const char *name;
+	} kinds[] = {
+	    {NFS_SUPER_MAGIC, "nfs"},	{CIFS_SUPER_MAGIC, "cifs"}, {SMB_SUPER_MAGIC, "smb"},
+	    {SMB2_SUPER_MAGIC, "smb2"}, {V9FS_MAGIC, "9p"},	    {CEPH_SUPER_MAGIC, "ceph"},
+	    {AFS_SUPER_MAGIC, "afs"},	{CODA_SUPER_MAGIC, "coda"}, {FUSE_SUPER_MAGIC, "fuse"},
+	};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (kinds[i].magic == (f_type & 0xffffffffUL))
+			return kinds[i].name;
+	return NULL;
 }

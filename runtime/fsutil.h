@@ -19,6 +19,11 @@ struct statx;
 /* STX (from a statx that asked for no more than STATX_TYPE) is a mount's root. */
 bool fs_stx_mount_root(const struct statx *stx);
 
+/* The kind of network filesystem F_TYPE (a statfs f_type) names: "nfs", "cifs", "smb",
+ * "smb2", "9p", "ceph", "afs", "coda", or "fuse" (its daemon may be anywhere); NULL for a
+ * local one. Changes made on another machine raise no inotify event on these. */
+const char *fs_network_kind(unsigned long f_type);
+
 /* All LEN bytes of BUF to FD (at offset AT with AT >= 0, else at its position), retrying
  * short writes and EINTR: 0, or -1 with errno. */
 int fs_write_all(int fd, const void *buf, size_t len, off_t at);

@@ -28,7 +28,7 @@
  * times and then report the race rather than loop forever. */
 #define RESOLVE_TRIES	128
 #define USERDB_MAX	(1 << 20) /* /etc/passwd and /etc/group: read at most 1 MiB */
-#define LIST_MAX	16384	  /* entries per sbxfs_list (their names are held, ~4 MiB at most) */
+#define LIST_MAX	16384 /* entries per sbxfs_list (their names are held, ~4 MiB at most) */
 #define IDS_PER_SANDBOX 65536
 
 /* One call's view of the sandbox: its root, and its user's host ids (looked up when
@@ -849,12 +849,13 @@ static int list_names(const struct sbx_root *r, int dfd, const char *p, names *n
 /* Entries of the directory open at dfd, each stat'ed as itself (links not followed) and
  * given to FN in name order. Only the names are held (a listing costs what it lists), and
  * one sl_fileinfo, on the heap: FN may list again, a level deeper. */
-static int list_dir(const struct sbx_root *r, int dfd, const char *p, sbxfs_entry_fn fn,
-		    void *arg, sl_err *err)
+static int list_dir(const struct sbx_root *r, int dfd, const char *p, sbxfs_entry_fn fn, void *arg,
+		    sl_err *err)
 {
 	names ns = {0};
 	_cleanup_free_ sl_fileinfo *fi = malloc(sizeof(*fi));
-	int rc = fi ? list_names(r, dfd, p, &ns, err) : sl_fail(err, SL_INTERNAL, ENOMEM, "list %s", p);
+	int rc =
+	    fi ? list_names(r, dfd, p, &ns, err) : sl_fail(err, SL_INTERNAL, ENOMEM, "list %s", p);
 	bool root = !strcmp(p, "/");
 	for (size_t i = 0; rc == 0 && i < ns.n; i++) {
 		struct stat st;
@@ -886,7 +887,7 @@ int sbxfs_list(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sbxfs_entry_
 }
 
 int sbxfs_watch_dir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, int ino, uint32_t mask,
-		    sl_err *err)
+		    bool allow_network, sl_err *err)
 {
 	char p[PATH_MAX];
 	_cleanup_root_ struct sbx_root r = {.fd = -1};
@@ -895,6 +896,15 @@ int sbxfs_watch_dir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, int ino
 	_cleanup_close_ int dfd = resolve(&r, p, O_RDONLY | O_DIRECTORY, 0);
 	if (dfd < 0)
 		return path_fail(err, sb, "open directory", p, errno);
+	struct statfs sf;
+	const char *kind = NULL;
+	if (!allow_network && fstatfs(dfd, &sf) == 0 &&
+	    (kind = fs_network_kind((unsigned long)sf.f_type)))
+		return sl_fail(err, SL_INVALID, 0,
+			       "sandbox %s: watch %s: it is on a network filesystem (%s), where "
+			       "changes made elsewhere raise no event; allow network mounts to "
+			       "watch it anyway",
+			       sb->id, p, kind);
 	/* inotify takes a path: the fd's, so what was resolved inside the root is watched. */
 	char self[64];
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", dfd);

@@ -12,8 +12,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "err.h"
 #include "ctx.h"
+#include "err.h"
 #include "record.h"
 
 typedef struct sl_fileinfo {
@@ -74,9 +74,11 @@ int sbxfs_write_all(const sl_sandbox *sb, int fd, const char *path, const void *
 		    sl_err *err);
 /* An inotify watch (MASK, on the inotify instance INO) of the directory PATH inside the
  * root (a symlink as the last component is followed, inside the root): its watch
- * descriptor, or -1 (SL_EXHAUSTED when the host's watch limit is reached). */
+ * descriptor, or -1 (SL_EXHAUSTED when the host's watch limit is reached). A directory on
+ * a network filesystem (fs_network_kind: NFS, SMB, FUSE, ...), where inotify misses
+ * changes made elsewhere, is SL_INVALID unless ALLOW_NETWORK. */
 int sbxfs_watch_dir(sl_ctx *ctx, const sl_sandbox *sb, const char *path, int ino, uint32_t mask,
-		    sl_err *err);
+		    bool allow_network, sl_err *err);
 /* Extended attributes in one namespace of user.* (NS, e.g. "e2b." for E2B's file
  * metadata): PATH's (a symlink as the last component is not followed, and has none) as
  * an object {KEY: value} for the attributes named "user." NS KEY, *out set even when

@@ -9,7 +9,7 @@
 
 /* What the SDK is told envd is: it gates client features (octet-stream uploads need
  * 0.5.7, closeStdin 0.5.2, getMetrics 0.1.5; see docs/e2b.md). */
-#define E2B_ENVD_VERSION "0.6.2"
+#define E2B_ENVD_VERSION "0.6.4"
 #define E2B_ENVD_PORT	 "49983"
 #define E2B_INTERP_PORT	 "49999"
 

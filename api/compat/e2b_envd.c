@@ -19,9 +19,9 @@
 
 #include "cleanup.h"
 #include "clock.h"
+#include "e2b.h"
 #include "sbxfs.h"
 #include "state.h"
-#include "e2b.h"
 
 static bool e2b_exec_is_context(const sl_exec *e);
 
@@ -70,8 +70,7 @@ static enum MHD_Result rpc_fail_code(api_req *r, unsigned status, const char *co
 
 static enum MHD_Result rpc_fail(api_req *r, const sl_err *err)
 {
-	return rpc_fail_code(r, api_err_status(err), connect_code(err->kind),
-			     err->msg);
+	return rpc_fail_code(r, api_err_status(err), connect_code(err->kind), err->msg);
 }
 
 /* One envelope: flag, big-endian length, the message. Appends to *buf. */
@@ -335,7 +334,7 @@ typedef struct proc_stream {
 	long pid;
 	int fd[2]; /* stdout, stderr logs */
 	uint64_t off[2];
-	int master; /* pty output, or -1 */
+	int master;	 /* pty output, or -1 */
 	sl_dirwatch ino; /* on the execution's directory; fd -1: we poll */
 	bool started, ended;
 } proc_stream;
@@ -564,6 +563,10 @@ static enum MHD_Result process_start(api_req *r, const sl_sandbox *sb, const cJS
 	atomic_fetch_add(&r->srv->executions_started, 1);
 	int master = -1;
 	if (e.master >= 0) {
+		/* Every stream of this pty (Start's, each Connect's, /v1's attach) reads the one
+		 * master: non-blocking, so a stream whose client left is never parked in read(2),
+		 * deaf to the hangup, taking the output meant for the stream that replaced it. */
+		fcntl(e.master, F_SETFL, fcntl(e.master, F_GETFL) | O_NONBLOCK);
 		master = fcntl(e.master, F_DUPFD_CLOEXEC, 3);
 		api_pty_add(r->srv, e.sandbox_id, e.id, e.master);
 		e.master = -1;
@@ -667,6 +670,14 @@ static enum MHD_Result process_input(api_req *r, const sl_sandbox *sb, const cJS
 			ssize_t n = write(m, bytes + off, len - off);
 			if (n < 0 && errno == EINTR)
 				continue;
+			/* The master is non-blocking: wait for room. */
+			if (n < 0 && errno == EAGAIN) {
+				struct pollfd pf = {m, POLLOUT, 0};
+				if (poll(&pf, 1, 5000) > 0)
+					continue;
+				rc = sl_fail(&err, SL_TIMEOUT, 0, "the pty takes no input");
+				break;
+			}
 			if (n < 0)
 				rc = sl_sysfail(&err, "write to the pty");
 			else
@@ -708,7 +719,6 @@ static enum MHD_Result process_update(api_req *r, const sl_sandbox *sb, const cJ
 }
 
 /* ---- filesystem ---- */
-
 
 static void owner_name(const sl_sandbox *sb, uint32_t id, char *buf, size_t len)
 {
@@ -897,6 +907,8 @@ typedef struct watch_stream {
 	sl_sandbox sb;
 	char *root; /* the watched directory, absolute inside the sandbox */
 	bool recursive, started;
+	bool include_entry; /* envd 0.6.3: each event carries the entry's info */
+	bool allow_network; /* envd 0.6.4: network filesystems may be watched */
 	watch_dir *dirs;
 	size_t ndirs;
 	int64_t last_check;
@@ -946,7 +958,8 @@ static int watch_add(watch_stream *ws, api_server *s, const char *rel, sl_err *e
 	_cleanup_free_ char *path = NULL;
 	if (asprintf(&path, "%s%s%s", ws->root, *rel ? "/" : "", rel) < 0)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "watch");
-	int wd = sbxfs_watch_dir(s->ctx, &ws->sb, path, ws->ino, WATCH_MASK, err);
+	int wd =
+	    sbxfs_watch_dir(s->ctx, &ws->sb, path, ws->ino, WATCH_MASK, ws->allow_network, err);
 	if (wd < 0)
 		return -1;
 	watch_dir *v = realloc(ws->dirs, (ws->ndirs + 1) * sizeof(*v));
@@ -1002,6 +1015,18 @@ static const char *watch_type(uint32_t mask)
 	return NULL;
 }
 
+/* The entry an event names, as Stat gives it, when it is still there (envd's is best
+ * effort too: none for a remove, or a rename away). */
+static void watch_entry(watch_stream *ws, api_server *s, const char *name, cJSON *f)
+{
+	_cleanup_free_ char *path = NULL;
+	sl_fileinfo fi;
+	sl_err err = {0};
+	if (asprintf(&path, "%s/%s", ws->root, name) >= 0 &&
+	    sbxfs_stat(s->ctx, &ws->sb, path, &fi, &err) == 0)
+		cJSON_AddItemToObject(f, "entry", entry_json(s->ctx, &ws->sb, &fi));
+}
+
 /* The stream ends (end-stream, no error) when the watched directory goes away. */
 static int watch_end(rpc_stream *st)
 {
@@ -1044,6 +1069,8 @@ static int watch_next(rpc_stream *st)
 		cJSON *f = cJSON_CreateObject();
 		cJSON_AddStringToObject(f, "name", name);
 		cJSON_AddStringToObject(f, "type", type);
+		if (ws->include_entry)
+			watch_entry(ws, st->srv, name, f);
 		stream_emit(st, 0, fs_event("filesystem", f));
 		got = 1;
 	}
@@ -1081,6 +1108,8 @@ static enum MHD_Result fs_watch(api_req *r, const sl_sandbox *sb, const cJSON *m
 	ws->st.release = watch_release;
 	ws->root = path;
 	ws->recursive = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "recursive"));
+	ws->include_entry = cJSON_IsTrue(field(msg, "includeEntry", "include_entry"));
+	ws->allow_network = cJSON_IsTrue(field(msg, "allowNetworkMounts", "allow_network_mounts"));
 	ws->last_check = sl_mono_ms();
 	ws->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (ws->ino < 0)

@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "e2b.h"
 #include "rundir.h"
 #include "state.h"
-#include "e2b.h"
 
 /* The REPL sources, compiled in (paths from the top of the tree, where make runs). */
 __asm__(".pushsection .rodata\n"
@@ -64,8 +64,7 @@ static const char *language_norm(const char *l)
 
 /* The sandbox's directory of context records (the runtime's, in its run dir); made when
  * MAKE. An empty BUF (a failure) names nothing: lookups in it find nothing. */
-static int ctx_dir_of(api_server *s, const char *sid, bool make, char *buf, size_t len,
-		      sl_err *err)
+static int ctx_dir_of(api_server *s, const char *sid, bool make, char *buf, size_t len, sl_err *err)
 {
 	buf[0] = '\0';
 	int r = rundir_facade_dir(&s->ctx->cfg, sid, "e2b-contexts", make, buf, len, err);
@@ -317,8 +316,7 @@ static void take_cut_line(exec_stream *x)
 	bool err = memmem(x->line, head, "\"stderr\"", 8) != NULL;
 	char ev[160];
 	snprintf(ev, sizeof(ev), "{\"type\":\"%s\",\"text\":\"\u2026[cut: %llu bytes]\\n\"}",
-		 err ? "stderr" : "stdout",
-		 (unsigned long long)(x->line_len + x->line_cut));
+		 err ? "stderr" : "stdout", (unsigned long long)(x->line_len + x->line_cut));
 	out_add(x, ev);
 }
 
@@ -616,6 +614,14 @@ enum MHD_Result e2b_contexts_list(api_req *r)
 	enum MHD_Result ret;
 	if (e2b_plane_sandbox(r, true, &sb, &ret) < 0)
 		return ret;
+	/* E2B's sandbox starts with its default python and javascript contexts, and lists
+	 * them before any code ran: their records are made here (the REPL starts on use). */
+	static const char *const defaults[] = {"python", "javascript"};
+	for (size_t i = 0; i < 2; i++) {
+		ctx_rec c;
+		sl_err err = {0};
+		execute_context(r, &sb, NULL, defaults[i], &c, &err);
+	}
 	char dir[PATH_MAX];
 	ctx_dir(r->srv, sb.id, dir, sizeof(dir));
 	cJSON *arr = cJSON_CreateArray();

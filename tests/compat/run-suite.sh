@@ -8,7 +8,10 @@
 #   SANDLOT_PREVIEW_PORT  SANDLOT_STATE_DIR  SANDLOT_RUN_DIR
 # When DIR/setup.sh exists it is sourced first (with $root, $bin and $build set): it may
 # prepare fixtures under $root and add `sandlot serve` flags to the SERVE_ARGS array
-# (package sources, for example); it may define suite_cleanup, called at the end.
+# (package sources, for example); it may define suite_cleanup, called at the end, and
+# suite_run, called instead of `node --test` (a suite whose code is not in DIR, like
+# E2B's own, tests/compat/e2b-upstream.sh). A DIR with no package-lock.json installs
+# nothing.
 # Afterwards every sandbox is removed, the daemon stopped (by its pid), the state root
 # unmounted and deleted, and the host checked for anything left behind.
 set -euo pipefail
@@ -23,11 +26,13 @@ for f in "$bin" "$build/images/busybox.tar" "$build/images/default.tar.zst"; do
 done
 
 # npm ci only when the lockfile changed since the last install.
-stamp=$dir/node_modules/.sandlot-lock-sha
-want=$(sha256sum "$dir/package-lock.json" | cut -c1-64)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
-	echo "$want" >"$stamp"
+if [ -f "$dir/package-lock.json" ]; then
+	stamp=$dir/node_modules/.sandlot-lock-sha
+	want=$(sha256sum "$dir/package-lock.json" | cut -c1-64)
+	if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+		echo "$want" >"$stamp"
+	fi
 fi
 
 root=$(mktemp -d /var/tmp/sandlot-compat-$name.XXXXXX)
@@ -95,4 +100,8 @@ SANDLOT_PREVIEW_PORT=$(curl -s --unix-socket "$SANDLOT_SOCKET" http://x/v1/healt
 export SANDLOT_PREVIEW_PORT
 
 echo "== compat/$name against $url"
-(cd "$dir" && node --test --test-concurrency=1 ${COMPAT_FILTER:+--test-name-pattern "$COMPAT_FILTER"} test/)
+if declare -F suite_run >/dev/null; then
+	suite_run
+else
+	(cd "$dir" && node --test --test-concurrency=1 ${COMPAT_FILTER:+--test-name-pattern "$COMPAT_FILTER"} test/)
+fi

@@ -1,5 +1,5 @@
 /* test_fsutil.c — fs_remove_tree: removes everything it owns, never follows a link out,
- * never crosses a mount, and copes with trees deeper than the fd limit. */
+ * never crosses a mount, and copes with trees deeper than the fd limit; fs_network_kind. */
 #include "fsutil.h"
 
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -151,6 +152,24 @@ static void test_mount_point_left_alone(void **state)
 	assert_int_equal(access(tree, F_OK), -1);
 }
 
+/* Network filesystems by their magic (as statfs gives f_type, sign-extended on some
+ * ABIs), and the local ones under a test root are not. */
+static void test_network_kind(void **state)
+{
+	assert_string_equal(fs_network_kind(0x6969), "nfs");
+	assert_string_equal(fs_network_kind(0xFF534D42UL), "cifs");
+	assert_string_equal(fs_network_kind(0xFFFFFFFFFF534D42UL), "cifs");
+	assert_string_equal(fs_network_kind(0xFE534D42UL), "smb2");
+	assert_string_equal(fs_network_kind(0x65735546), "fuse");
+	assert_string_equal(fs_network_kind(0x01021997), "9p");
+	assert_null(fs_network_kind(0x01021994)); /* tmpfs */
+	assert_null(fs_network_kind(0x9123683e)); /* btrfs */
+	assert_null(fs_network_kind(0xEF53));	  /* ext4 */
+	struct statfs sf;
+	assert_int_equal(statfs(base, &sf), 0);
+	assert_null(fs_network_kind((unsigned long)sf.f_type));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -158,6 +177,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_symlinks_not_followed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_deep_tree, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_mount_point_left_alone, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_network_kind, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -109,3 +109,20 @@ test('pty: create, input, resize, output', async () => {
 	await pty.wait().catch(() => {});
 	assert.match(out.join(''), /30 100/);
 });
+
+test('pty: connect after disconnect streams the output, and the exit', async () => {
+	const dec = new TextDecoder();
+	let first = '', second = '';
+	const pty = await sbx.pty.create({ cols: 80, rows: 24, envs: { FOO: 'bar' }, onData: (d) => (first += dec.decode(d)) });
+	await sbx.pty.sendInput(pty.pid, new TextEncoder().encode('echo one-$FOO\n'));
+	for (let i = 0; i < 50 && !first.includes('one-bar'); i++) await sleep(100);
+	await pty.disconnect();
+	const again = await sbx.pty.connect(pty.pid, { onData: (d) => (second += dec.decode(d)) });
+	assert.equal(again.pid, pty.pid);
+	await sbx.pty.sendInput(pty.pid, new TextEncoder().encode('echo two-$FOO\nexit\n'));
+	const r = await again.wait();
+	assert.equal(r.exitCode, 0);
+	assert.match(first, /one-bar/);
+	assert.match(second, /two-bar/, 'the reconnected stream carries what the pty printed after');
+	assert.doesNotMatch(second, /one-bar/, 'and not what was already delivered');
+});

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { tracker, sleep } from '../lib.mjs';
-import { Sandbox, FileNotFoundError } from 'e2b';
+import { Sandbox, FileNotFoundError, SandboxError } from 'e2b';
 
 const t = tracker();
 let sbx;
@@ -175,6 +175,53 @@ test('a recursive watch sees directories made after it started', async () => {
 	for (let i = 0; i < 50 && !want.every((n) => events.some((e) => e.name === n)); i++) await sleep(100);
 	await w.stop();
 	for (const n of want) assert.ok(events.some((e) => e.name === n && e.type === 'create'), `${n} in ${JSON.stringify(events)}`);
+});
+
+test('includeEntry (envd 0.6.3): events carry the entry as getInfo gives it, none once gone', async () => {
+	await sbx.files.makeDir('watch_entry');
+	await sbx.files.write('watch_entry/f.txt', 'one');
+	const events = [];
+	const w = await sbx.files.watchDir('watch_entry', (e) => events.push(e), { includeEntry: true });
+	await sbx.files.write('watch_entry/f.txt', 'two, longer');
+	await sbx.files.makeDir('watch_entry/sub');
+	await sbx.commands.run('rm watch_entry/f.txt');
+	const done = () => events.some((e) => e.type === 'remove' && e.name === 'f.txt') && events.some((e) => e.name === 'sub');
+	for (let i = 0; i < 50 && !done(); i++) await sleep(100);
+	await w.stop();
+	const write = events.find((e) => e.type === 'write' && e.name === 'f.txt');
+	assert.ok(write, `events: ${JSON.stringify(events)}`);
+	assert.equal(write.entry?.name, 'f.txt');
+	assert.equal(write.entry?.path, '/home/user/watch_entry/f.txt');
+	assert.equal(write.entry?.type, 'file');
+	assert.equal(write.entry?.owner, 'user');
+	const sub = events.find((e) => e.type === 'create' && e.name === 'sub');
+	assert.equal(sub?.entry?.type, 'dir');
+	assert.equal(sub?.entry?.path, '/home/user/watch_entry/sub');
+	const removed = events.find((e) => e.type === 'remove' && e.name === 'f.txt');
+	assert.equal(removed.entry, undefined, 'a removed file has no entry');
+	// Without the option, events carry none.
+	const plain = [];
+	const w2 = await sbx.files.watchDir('watch_entry', (e) => plain.push(e));
+	await sbx.files.write('watch_entry/g.txt', 'x');
+	for (let i = 0; i < 50 && !plain.length; i++) await sleep(100);
+	await w2.stop();
+	assert.ok(plain.length && plain.every((e) => e.entry === undefined), JSON.stringify(plain));
+});
+
+test('allowNetworkMounts (envd 0.6.4) is accepted, and a local directory watches the same', async () => {
+	await sbx.files.makeDir('watch_net');
+	const events = [];
+	const w = await sbx.files.watchDir('watch_net', (e) => events.push(e), { allowNetworkMounts: true, recursive: true });
+	await sbx.files.write('watch_net/n.txt', 'x');
+	for (let i = 0; i < 50 && !events.some((e) => e.name === 'n.txt'); i++) await sleep(100);
+	await w.stop();
+	assert.ok(events.some((e) => e.name === 'n.txt' && e.type === 'create'), JSON.stringify(events));
+});
+
+test('watching a file, or a directory that is not there, is refused', async () => {
+	await sbx.files.write('watch_me_not.txt', 'x');
+	await assert.rejects(sbx.files.watchDir('watch_me_not.txt', () => {}), (e) => e instanceof SandboxError && !(e instanceof FileNotFoundError));
+	await assert.rejects(sbx.files.watchDir('no_such_watch_dir', () => {}), FileNotFoundError);
 });
 
 test('signed upload and download URLs work without headers', async () => {

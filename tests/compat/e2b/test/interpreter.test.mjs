@@ -67,6 +67,18 @@ test('env vars per call', async () => {
 	assert.equal(e.text, "'per-call'");
 });
 
+test('a new sandbox lists its default python and javascript contexts, usable at once', async () => {
+	const fresh = t.add(await Sandbox.create());
+	const list = await fresh.listCodeContexts();
+	const langs = list.map((c) => c.language).sort();
+	assert.deepEqual(langs, ['javascript', 'python'], JSON.stringify(list));
+	const py = list.find((c) => c.language === 'python');
+	assert.equal(py.cwd, '/home/user');
+	assert.equal((await fresh.runCode('1 + 1', { context: py })).text, '2');
+	assert.equal((await fresh.listCodeContexts()).length, 2, 'listing again makes no more');
+	await fresh.kill();
+});
+
 test('two contexts do not share variables', async () => {
 	const c1 = await sbx.createCodeContext();
 	const c2 = await sbx.createCodeContext({ cwd: '/tmp' });

@@ -1,0 +1,16 @@
+# setup.sh — sourced by run-suite.sh for E2B's own JS suites (run them through
+# tests/compat/e2b-upstream.sh, which names the checkout): vitest in the checkout's
+# packages/js-sdk (or code-interpreter's js/) against this daemon, as an E2B user points
+# the SDK at it (E2B_API_URL, E2B_SANDBOX_URL, an e2b_-prefixed key). The daemon runs with
+# --provider-defaults, so E2B-made sandboxes get E2B's defaults (internet on, public
+# ports, signed URLs without an expiry), which the suites assume. Templates "base" and
+# "code-interpreter-v1" are the default image.
+SERVE_ARGS+=(--provider-defaults)
+suite_run() {
+	local args=()
+	eval "args=($E2B_UPSTREAM_ARGS)"
+	(cd "$E2B_UPSTREAM_SDK" &&
+		env -u E2B_DEBUG -u E2B_DOMAIN -u E2B_ACCESS_TOKEN E2B_API_URL="$SANDLOT_URL" \
+			E2B_SANDBOX_URL="$SANDLOT_URL" E2B_API_KEY="e2b_$SANDLOT_API_KEY" \
+			npx --no-install vitest run "${args[@]}")
+}
