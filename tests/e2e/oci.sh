@@ -91,6 +91,32 @@ $C task exec --exec-id e1 long /bin/sh -c 'exit 5'
 expect_eq "ctr task exec exits with its code" "$?" 5
 $C task exec --exec-id e2 long /bin/sh -c 'grep ^Seccomp: /proc/self/status' > "$T/out" 2>&1
 expect_eq "an exec'd process is filtered too" "$(awk '{print $2}' "$T/out")" 2
+# ---- CVE-2019-5736: a process in the container watches every new pid and opens its
+# /proc/<pid>/exe (a shell builtin redirection: no fork of its own) while execs come in;
+# the runtime's child (comm sandlot-oci until it execs) must never open, and the host
+# binary is unchanged. ----
+SUM_BEFORE=$(sha256sum "$O" | cut -d' ' -f1)
+$C task exec --exec-id watch long /bin/sh -c 'seen=" "; n=0
+	while [ ! -e /tmp/stop ] && [ $n -lt 200000 ]; do n=$((n + 1))
+		for d in /proc/[0-9]*; do p=${d#/proc/}
+			case "$seen" in *" $p "*) continue ;; esac
+			seen="$seen$p "; c=?; read -r c < $d/comm 2>/dev/null
+			if { : < $d/exe; } 2>/dev/null; then echo "$p $c open"; else echo "$p $c denied"; fi
+		done
+	done > /tmp/seen' > "$T/watch.out" 2>&1 < /dev/null &
+WATCH=$!
+sleep 0.5
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do $C task exec --exec-id w$i long /bin/true < /dev/null; done
+$C task exec --exec-id wstop long /bin/sh -c 'touch /tmp/stop'
+wait $WATCH
+$C task exec --exec-id wread long /bin/cat /tmp/seen > "$T/seen" 2>&1
+SEEN=$(wc -l < "$T/seen")
+RT_SEEN=$(grep -c ' sandlot-oci ' "$T/seen")
+RT_OPEN=$(grep -c ' sandlot-oci open$' "$T/seen")
+if [ "$SEEN" -ge 12 ] && [ "$RT_OPEN" = 0 ]; then
+	ok "exe watch: $SEEN new pids seen, $RT_SEEN of them the runtime's child before its exec, none of those opened"
+else bad "exe watch: seen=$SEEN runtime=$RT_SEEN opened=$RT_OPEN $(grep sandlot-oci "$T/seen" | head -3)"; fi
+expect_eq "the host sandlot-oci binary is unchanged" "$(sha256sum "$O" | cut -d' ' -f1)" "$SUM_BEFORE"
 $C task pause long && expect_eq "paused" "$($C task ls | awk '$1=="long"{print $3}')" PAUSED
 $C task resume long && expect_eq "resumed" "$($C task ls | awk '$1=="long"{print $3}')" RUNNING
 LPID=$($C task ls | awk '$1=="long"{print $2}')
