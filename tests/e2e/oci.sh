@@ -92,7 +92,8 @@ expect_eq "ctr task exec exits with its code" "$?" 5
 $C task exec --exec-id e2 long /bin/sh -c 'grep ^Seccomp: /proc/self/status' > "$T/out" 2>&1
 expect_eq "an exec'd process is filtered too" "$(awk '{print $2}' "$T/out")" 2
 # ---- CVE-2019-5736: a process in the container watches every new pid and opens its
-# /proc/<pid>/exe (a shell builtin redirection: no fork of its own) while execs come in;
+# /proc/<pid>/exe (a redirection of the regular builtin `true`: no fork of its own, and a
+# failed open does not end the shell as it would for `:`) while execs come in;
 # the runtime's child (comm sandlot-oci until it execs) must never open, and the host
 # binary is unchanged. ----
 SUM_BEFORE=$(sha256sum "$O" | cut -d' ' -f1)
@@ -101,7 +102,7 @@ $C task exec --exec-id watch long /bin/sh -c 'seen=" "; n=0
 		for d in /proc/[0-9]*; do p=${d#/proc/}
 			case "$seen" in *" $p "*) continue ;; esac
 			seen="$seen$p "; c=?; read -r c < $d/comm 2>/dev/null
-			if { : < $d/exe; } 2>/dev/null; then echo "$p $c open"; else echo "$p $c denied"; fi
+			if { true < $d/exe; } 2>/dev/null; then echo "$p $c open"; else echo "$p $c denied"; fi
 		done
 	done > /tmp/seen' > "$T/watch.out" 2>&1 < /dev/null &
 WATCH=$!
@@ -115,7 +116,7 @@ RT_SEEN=$(grep -c ' sandlot-oci ' "$T/seen")
 RT_OPEN=$(grep -c ' sandlot-oci open$' "$T/seen")
 if [ "$SEEN" -ge 12 ] && [ "$RT_OPEN" = 0 ]; then
 	ok "exe watch: $SEEN new pids seen, $RT_SEEN of them the runtime's child before its exec, none of those opened"
-else bad "exe watch: seen=$SEEN runtime=$RT_SEEN opened=$RT_OPEN $(grep sandlot-oci "$T/seen" | head -3)"; fi
+else bad "exe watch: seen=$SEEN runtime=$RT_SEEN opened=$RT_OPEN $(head -5 "$T/seen" | tr '\n' ';') $(head -3 "$T/watch.out")"; fi
 expect_eq "the host sandlot-oci binary is unchanged" "$(sha256sum "$O" | cut -d' ' -f1)" "$SUM_BEFORE"
 $C task pause long && expect_eq "paused" "$($C task ls | awk '$1=="long"{print $3}')" PAUSED
 $C task resume long && expect_eq "resumed" "$($C task ls | awk '$1=="long"{print $3}')" RUNNING
@@ -232,7 +233,7 @@ grep -q 'container with given ID already exists' "$T/runc.log" && grep -q 'conta
 cat > "$T/hook.sh" <<EOF
 #!/bin/sh
 # hook.sh KIND [EXIT]: the state on stdin, as "KIND id pid status env its-pidns netns-of-pid"
-python3 -c 'import json,sys,os; s=json.load(sys.stdin); n=os.readlink("/proc/%d/ns/net" % s["pid"]) if s["pid"] else "-"; p="host-pidns" if os.readlink("/proc/self/ns/pid") == os.readlink("/proc/1/ns/pid") else "other-pidns"; print(sys.argv[1], s["id"], s["pid"], s["status"], os.environ.get("HOOKTEST", "-"), p, n)' "\$1" >> "$T/hooks.log"
+python3 -c 'import json,sys,os; s=json.load(sys.stdin); n=os.readlink("/proc/%d/ns/net" % s["pid"]) if s["pid"] else "-"; p="host-pidns" if os.readlink("/proc/self/ns/pid") == "$(readlink /proc/self/ns/pid)" else "other-pidns"; print(sys.argv[1], s["id"], s["pid"], s["status"], os.environ.get("HOOKTEST", "-"), p, n)' "\$1" >> "$T/hooks.log"
 [ "\${2:-0}" = sleep ] && exec sleep 30
 exit "\${2:-0}"
 EOF
