@@ -181,8 +181,18 @@ static int run_verb(sl_ctx *ctx, const struct oci_cli *c, const char *verb, stru
 		oci_create_opts o = {v->bundle, v->pid_file, v->console, v->preserve_fds};
 		return ocirun_create(ctx, c->root, id, &o, err);
 	}
-	if (!strcmp(verb, "start"))
-		return ocirun_start(ctx, c->root, id, err);
+	if (!strcmp(verb, "start") || !strcmp(verb, "delete")) {
+		/* A failed poststart or poststop hook is a warning, as in runc. */
+		sl_err warn = {0};
+		int r = verb[0] == 's' ? ocirun_start(ctx, c->root, id, &warn, err)
+				       : ocirun_delete(ctx, c->root, id, v->force, &warn, err);
+		if (warn.msg[0]) {
+			log_line(c, "warning", warn.msg);
+			if (!c->log)
+				fprintf(stderr, "sandlot-oci: warning: %s\n", warn.msg);
+		}
+		return r;
+	}
 	if (!strcmp(verb, "state") || !strcmp(verb, "ps")) {
 		if (!strcmp(verb, "ps") && v->format && strcmp(v->format, "json") &&
 		    strcmp(v->format, "table"))
@@ -200,8 +210,6 @@ static int run_verb(sl_ctx *ctx, const struct oci_cli *c, const char *verb, stru
 			return sl_fail(err, SL_INVALID, 0, "kill: unknown signal %s", v->args[1]);
 		return ocirun_kill(ctx, c->root, id, sig, v->all, err);
 	}
-	if (!strcmp(verb, "delete"))
-		return ocirun_delete(ctx, c->root, id, v->force, err);
 	if (!strcmp(verb, "pause") || !strcmp(verb, "resume"))
 		return ocirun_pause(ctx, c->root, id, verb[0] == 'p', err);
 	if (!strcmp(verb, "update")) {

@@ -452,11 +452,23 @@ struct init_fds {
 	int err, root, fifo, console, ns[OCI_NS_COUNT];
 };
 
+/* The runtime's child, a copy of the host's sandlot-oci until it execs, made not dumpable
+ * before it enters the container's namespaces (as runc's nsexec does): no process in the
+ * container may open its /proc/<pid>/exe (the host binary, CVE-2019-5736), its fds, mem
+ * or environ, nor ptrace it. The exec of the container's program makes it dumpable again
+ * (its own binary). */
+static void not_dumpable(int errfd)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		child_fail(errfd, errno, "make the runtime's child not dumpable");
+}
+
 static void __attribute__((noreturn)) init_main(const sl_oci_launch *l, struct init_fds *f)
 {
 	const oci_spec *s = l->spec;
 	char root[PATH_MAX], empty[PATH_MAX];
 	int unshare_flags = CLONE_NEWNS;
+	not_dumpable(f->err);
 	for (int k = 0; k < OCI_NS_COUNT; k++)
 		if (k != OCI_NS_PID && k != OCI_NS_USER && k != OCI_NS_CGROUP && f->ns[k] < 0 &&
 		    k != OCI_NS_MNT)
@@ -657,6 +669,7 @@ int launch_oci_exec(const sl_oci_launch *l, const oci_process *proc, pid_t targe
 	}
 	if (child == 0) {
 		close(ep[0]);
+		not_dumpable(ep[1]);
 		child_enter(ep[1], l->join, l->njoin, fds[2], false);
 		for (int i = 0; i < 5; i++)
 			if (setns(fds[i], order[i].flag) < 0)

@@ -25,6 +25,7 @@
 #include "fsutil.h"
 #include "launch.h"
 #include "launch_oci.h"
+#include "ocihook.h"
 #include "ocispec.h"
 #include "state.h"
 
@@ -150,6 +151,30 @@ static enum oci_status status_of(const oci_state *s, const char *dir)
 	if (access(p, F_OK) == 0)
 		return ST_CREATED;
 	return s->paused ? ST_PAUSED : ST_RUNNING;
+}
+
+/* The runtime-spec state of S (its annotations kept) as STATUS with PID: what `state`
+ * prints and a hook reads on its stdin. */
+static char *state_json(const oci_state *s, const char *status, pid_t pid, bool pretty)
+{
+	_cleanup_cjson_ cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "ociVersion", "1.0.2");
+	cJSON_AddStringToObject(o, "id", s->id);
+	cJSON_AddNumberToObject(o, "pid", pid);
+	cJSON_AddStringToObject(o, "status", status);
+	cJSON_AddStringToObject(o, "bundle", s->bundle);
+	char rootfs[PATH_MAX + 8];
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", s->bundle);
+	cJSON_AddStringToObject(o, "rootfs", rootfs);
+	cJSON_AddStringToObject(o, "created", s->created);
+	cJSON_AddStringToObject(o, "owner", "");
+	/* As runc: no annotations key when there are none. */
+	cJSON *ann = cJSON_Parse(s->annotations ? s->annotations : "{}");
+	if (ann && cJSON_GetArraySize(ann))
+		cJSON_AddItemToObject(o, "annotations", ann);
+	else
+		cJSON_Delete(ann);
+	return pretty ? cJSON_Print(o) : cJSON_PrintUnformatted(o);
 }
 
 /* ID's state (its annotations freed) and status. */
@@ -378,6 +403,58 @@ static int userns_join(const char *path, uint32_t *base, sl_err *err)
 	return fd;
 }
 
+/* The container in DIR's hooks (DIR/hooks.json, kept by create); none when there is none. */
+static int hooks_load(const char *dir, oci_hooks *h, sl_err *err)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/hooks.json", dir);
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	sl_err e = {0};
+	memset(h, 0, sizeof(*h));
+	if (state_read_file(p, 4 << 20, &text, &len, &e) < 0)
+		return 0;
+	return oci_hooks_parse(text, len, h, err);
+}
+
+/* The hooks of KIND of the container S in DIR, with its state as STATUS and PID. Their
+ * failure is only a warning (runc's poststart and poststop): into *WARN, 0 returned. */
+static void hooks_run_warn(const oci_state *s, const char *dir, enum oci_hook_kind kind,
+			   const char *status, pid_t pid, sl_err *warn)
+{
+	oci_hooks h;
+	if (hooks_load(dir, &h, warn) < 0)
+		return;
+	if (h.n[kind]) {
+		_cleanup_free_ char *json = state_json(s, status, pid, false);
+		if (oci_hooks_run(&h, kind, json, warn) < 0)
+			sl_wrap(warn, "container %s", s->id);
+	}
+	oci_hooks_free(&h);
+}
+
+/* SPEC's prestart and createRuntime hooks, in that order (runc's), as the init waits for
+ * `start`; their copy kept in DIR for `start` and `delete`. */
+static int hooks_create(const oci_spec *spec, const oci_state *s, const char *dir, sl_err *err)
+{
+	if (!spec->hooks_json)
+		return 0;
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/hooks.json", dir);
+	if (state_write_atomic_nosync(p, spec->hooks_json, strlen(spec->hooks_json), err) < 0)
+		return -1;
+	oci_hooks h;
+	if (oci_hooks_parse(spec->hooks_json, strlen(spec->hooks_json), &h, err) < 0)
+		return -1;
+	_cleanup_free_ char *json = state_json(s, "creating", s->pid, false);
+	int r = 0;
+	if (oci_hooks_run(&h, OCI_HOOK_PRESTART, json, err) < 0 ||
+	    oci_hooks_run(&h, OCI_HOOK_CREATE_RUNTIME, json, err) < 0)
+		r = -1;
+	oci_hooks_free(&h);
+	return r;
+}
+
 static int create_launch(sl_ctx *ctx, const oci_spec *spec, const oci_create_opts *o, oci_state *s,
 			 const char *dir, sl_err *err)
 {
@@ -438,8 +515,11 @@ static int create_launch(sl_ctx *ctx, const oci_spec *spec, const oci_create_opt
 	}
 	s->pid = pid;
 	s->start = proc_start_time(pid);
-	if (state_save(dir, s, err) < 0 || write_pid_file(o->pid_file, pid, err) < 0) {
+	if (state_save(dir, s, err) < 0 || hooks_create(spec, s, dir, err) < 0 ||
+	    write_pid_file(o->pid_file, pid, err) < 0) {
 		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
 		create_undo(ctx, s, dir, true);
 		return -1;
 	}
@@ -480,7 +560,7 @@ int ocirun_create(sl_ctx *ctx, const char *root, const char *id, const oci_creat
 	return r;
 }
 
-int ocirun_start(sl_ctx *ctx, const char *root, const char *id, sl_err *err)
+int ocirun_start(sl_ctx *ctx, const char *root, const char *id, sl_err *warn, sl_err *err)
 {
 	(void)ctx;
 	oci_state s;
@@ -488,22 +568,28 @@ int ocirun_start(sl_ctx *ctx, const char *root, const char *id, sl_err *err)
 	if (state_load(root, id, &s, dir, err) < 0)
 		return -1;
 	enum oci_status st = status_of(&s, dir);
-	state_free(&s);
-	if (st != ST_CREATED)
+	if (st != ST_CREATED) {
+		state_free(&s);
 		return sl_fail(err, SL_CONFLICT, 0,
 			       "cannot start container %s: it is %s, not "
 			       "created",
 			       id, status_names[st]);
+	}
 	snprintf(p, sizeof(p), "%s/exec.fifo", dir);
 	_cleanup_close_ int fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return sl_sysfail(err, "container %s: open %s", id, p);
 	struct pollfd pfd = {fd, POLLIN, 0};
 	char c;
-	if (poll(&pfd, 1, 10000) != 1 || read(fd, &c, 1) != 1)
-		return sl_fail(err, SL_INTERNAL, 0, "container %s: its init did not start", id);
-	unlink(p);
-	return 0;
+	int r = 0;
+	if (fd < 0)
+		r = sl_sysfail(err, "container %s: open %s", id, p);
+	else if (poll(&pfd, 1, 10000) != 1 || read(fd, &c, 1) != 1)
+		r = sl_fail(err, SL_INTERNAL, 0, "container %s: its init did not start", id);
+	if (r == 0) {
+		unlink(p);
+		hooks_run_warn(&s, dir, OCI_HOOK_POSTSTART, "running", s.pid, warn);
+	}
+	state_free(&s);
+	return r;
 }
 
 int ocirun_state(sl_ctx *ctx, const char *root, const char *id, char **json, sl_err *err)
@@ -514,25 +600,8 @@ int ocirun_state(sl_ctx *ctx, const char *root, const char *id, char **json, sl_
 	if (state_load(root, id, &s, dir, err) < 0)
 		return -1;
 	enum oci_status st = status_of(&s, dir);
-	_cleanup_cjson_ cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "ociVersion", "1.0.2");
-	cJSON_AddStringToObject(o, "id", s.id);
-	cJSON_AddNumberToObject(o, "pid", st == ST_STOPPED ? 0 : s.pid);
-	cJSON_AddStringToObject(o, "status", status_names[st]);
-	cJSON_AddStringToObject(o, "bundle", s.bundle);
-	char rootfs[PATH_MAX + 8];
-	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", s.bundle);
-	cJSON_AddStringToObject(o, "rootfs", rootfs);
-	cJSON_AddStringToObject(o, "created", s.created);
-	cJSON_AddStringToObject(o, "owner", "");
-	/* As runc: no annotations key when there are none. */
-	cJSON *ann = cJSON_Parse(s.annotations ? s.annotations : "{}");
-	if (ann && cJSON_GetArraySize(ann))
-		cJSON_AddItemToObject(o, "annotations", ann);
-	else
-		cJSON_Delete(ann);
+	*json = state_json(&s, status_names[st], st == ST_STOPPED ? 0 : s.pid, true);
 	state_free(&s);
-	*json = cJSON_Print(o);
 	return 0;
 }
 
@@ -557,26 +626,33 @@ int ocirun_kill(sl_ctx *ctx, const char *root, const char *id, int sig, bool all
 	return 0;
 }
 
-int ocirun_delete(sl_ctx *ctx, const char *root, const char *id, bool force, sl_err *err)
+int ocirun_delete(sl_ctx *ctx, const char *root, const char *id, bool force, sl_err *warn,
+		  sl_err *err)
 {
 	oci_state s;
 	char dir[PATH_MAX];
-	enum oci_status st;
-	if (state_status(root, id, &s, dir, &st, err) < 0)
+	if (state_load(root, id, &s, dir, err) < 0)
 		return -1;
-	if ((st == ST_RUNNING || st == ST_PAUSED) && !force)
+	enum oci_status st = status_of(&s, dir);
+	if ((st == ST_RUNNING || st == ST_PAUSED) && !force) {
+		state_free(&s);
 		return sl_fail(err, SL_CONFLICT, 0,
 			       "cannot delete container %s that is not "
 			       "stopped: %s",
 			       id, status_names[st]);
+	}
 	sl_err e = {0};
 	if (st == ST_PAUSED)
 		cgroup_freeze(ctx->cg, s.cgroup, false, &e);
 	/* Kills whatever is left in it (a created init, a forced running one) first. */
-	if (cgroup_destroy(ctx->cg, s.cgroup, err) < 0)
+	if (cgroup_destroy(ctx->cg, s.cgroup, err) < 0) {
+		state_free(&s);
 		return -1;
+	}
 	for (int i = 0; i < 2000 && st != ST_STOPPED && proc_start_time(s.pid) == s.start; i++)
 		usleep(1000);
+	hooks_run_warn(&s, dir, OCI_HOOK_POSTSTOP, "stopped", 0, warn);
+	state_free(&s);
 	range_drop(ctx, &s, s.id);
 	return fs_remove_tree(dir, err);
 }
@@ -693,7 +769,7 @@ int ocirun_update(sl_ctx *ctx, const char *root, const char *id, const char *jso
 const char *ocirun_features(void)
 {
 	return "{\"ociVersionMin\":\"1.0.0\",\"ociVersionMax\":\"1.0.2\","
-	       "\"hooks\":[],"
+	       "\"hooks\":[\"prestart\",\"createRuntime\",\"poststart\",\"poststop\"],"
 	       "\"mountOptions\":[\"ro\",\"rw\",\"nosuid\",\"suid\",\"nodev\",\"dev\",\"noexec\","
 	       "\"exec\",\"relatime\",\"noatime\",\"strictatime\",\"nodiratime\",\"bind\","
 	       "\"rbind\","

@@ -425,21 +425,106 @@ static int linux_fill(const cJSON *lx, oci_spec *s, sl_err *err)
 	return 0;
 }
 
-/* Hooks are host programs run as root around the container's life; sandlot-oci runs none,
- * so a spec that names one is refused rather than started without it. */
-static int hooks_check(const cJSON *root, sl_err *err)
+const char *const oci_hook_names[OCI_HOOK_KINDS] = {
+    [OCI_HOOK_PRESTART] = "prestart",
+    [OCI_HOOK_CREATE_RUNTIME] = "createRuntime",
+    [OCI_HOOK_POSTSTART] = "poststart",
+    [OCI_HOOK_POSTSTOP] = "poststop",
+};
+
+static int hook_fill(const cJSON *o, const char *what, oci_hook *h, sl_err *err)
 {
-	const cJSON *h, *hooks = cJSON_GetObjectItemCaseSensitive(root, "hooks");
-	if (!cJSON_IsObject(hooks))
+	char w[96];
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "timeout");
+	if (!cJSON_IsObject(o))
+		return sl_fail(err, SL_INVALID, 0, "%s: not an object", what);
+	h->path = dup_or_null(o, "path");
+	if (!h->path || h->path[0] != '/')
+		return sl_fail(err, SL_INVALID, 0, "%s.path: missing or not absolute", what);
+	snprintf(w, sizeof(w), "%s.args", what);
+	if (strv_parse(cJSON_GetObjectItemCaseSensitive(o, "args"), w, &h->args, err) < 0)
+		return -1;
+	snprintf(w, sizeof(w), "%s.env", what);
+	if (strv_parse(cJSON_GetObjectItemCaseSensitive(o, "env"), w, &h->env, err) < 0)
+		return -1;
+	if (t && (!cJSON_IsNumber(t) || t->valuedouble < 1 || t->valuedouble > 86400))
+		return sl_fail(err, SL_INVALID, 0, "%s.timeout: not a number of seconds above 0",
+			       what);
+	h->timeout = t ? (int)t->valuedouble : 0;
+	return 0;
+}
+
+int oci_hooks_parse(const char *json, size_t len, oci_hooks *h, sl_err *err)
+{
+	memset(h, 0, sizeof(*h));
+	_cleanup_cjson_ cJSON *root = cJSON_ParseWithLength(json, len);
+	const cJSON *kind;
+	if (!root)
+		return sl_fail(err, SL_INVALID, 0, "hooks: not valid JSON");
+	if (cJSON_IsNull(root))
 		return 0;
-	cJSON_ArrayForEach(h, hooks)
+	if (!cJSON_IsObject(root))
+		return sl_fail(err, SL_INVALID, 0, "hooks: not an object");
+	cJSON_ArrayForEach(kind, root)
 	{
-		if (cJSON_GetArraySize(h) > 0)
+		int k = 0;
+		while (k < OCI_HOOK_KINDS && strcmp(kind->string, oci_hook_names[k]))
+			k++;
+		if (cJSON_IsNull(kind) || (cJSON_IsArray(kind) && !cJSON_GetArraySize(kind)))
+			continue;
+		if (k == OCI_HOOK_KINDS) {
+			bool inside = !strcmp(kind->string, "createContainer") ||
+				      !strcmp(kind->string, "startContainer");
+			oci_hooks_free(h);
 			return sl_fail(err, SL_INVALID, 0,
-				       "hooks.%s: hooks are not supported (sandlot-oci runs no "
-				       "host programs for a container)",
-				       h->string);
+				       inside ? "hooks.%s: hooks run inside the container's "
+						"namespaces are not supported"
+					      : "hooks.%s: unknown hook",
+				       kind->string);
+		}
+		if (!cJSON_IsArray(kind) || cJSON_GetArraySize(kind) > OCI_MAX_HOOKS) {
+			oci_hooks_free(h);
+			return sl_fail(err, SL_INVALID, 0, "hooks.%s: not an array of at most %d",
+				       kind->string, OCI_MAX_HOOKS);
+		}
+		const cJSON *o;
+		cJSON_ArrayForEach(o, kind)
+		{
+			char what[64];
+			snprintf(what, sizeof(what), "hooks.%s[%zu]", kind->string, h->n[k]);
+			if (hook_fill(o, what, &h->list[k][h->n[k]++], err) < 0) {
+				oci_hooks_free(h);
+				return -1;
+			}
+		}
 	}
+	return 0;
+}
+
+void oci_hooks_free(oci_hooks *h)
+{
+	for (int k = 0; k < OCI_HOOK_KINDS; k++)
+		for (size_t i = 0; i < h->n[k]; i++) {
+			free(h->list[k][i].path);
+			strv_free(h->list[k][i].args);
+			strv_free(h->list[k][i].env);
+		}
+	memset(h, 0, sizeof(*h));
+}
+
+/* "hooks" checked and kept as text: the runtime runs them at create, start and delete. */
+static int hooks_fill(const cJSON *root, oci_spec *s, sl_err *err)
+{
+	const cJSON *hooks = cJSON_GetObjectItemCaseSensitive(root, "hooks");
+	if (!hooks || cJSON_IsNull(hooks))
+		return 0;
+	s->hooks_json = cJSON_PrintUnformatted(hooks);
+	oci_hooks h;
+	if (!s->hooks_json)
+		return sl_fail(err, SL_INTERNAL, 0, "out of memory");
+	if (oci_hooks_parse(s->hooks_json, strlen(s->hooks_json), &h, err) < 0)
+		return -1;
+	oci_hooks_free(&h);
 	return 0;
 }
 
@@ -451,7 +536,7 @@ static int spec_fill(const cJSON *root, oci_spec *s, sl_err *err)
 		return sl_fail(err, SL_INVALID, 0, "root.path: missing");
 	s->root_readonly = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "readonly"));
 	s->hostname = dup_or_null(root, "hostname");
-	if (hooks_check(root, err) < 0 ||
+	if (hooks_fill(root, s, err) < 0 ||
 	    process_fill(cJSON_GetObjectItemCaseSensitive(root, "process"), &s->proc, err) < 0 ||
 	    linux_fill(cJSON_GetObjectItemCaseSensitive(root, "linux"), s, err) < 0)
 		return -1;
@@ -508,6 +593,7 @@ void oci_spec_free(oci_spec *s)
 	strv_free(s->sysctl);
 	free(s->annotations_json);
 	free(s->pod_id);
+	free(s->hooks_json);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -13,6 +13,30 @@
 #define OCI_MAX_NS	8
 #define OCI_MAX_MOUNTS	64
 #define OCI_MAX_RLIMITS 16
+#define OCI_MAX_HOOKS	16
+
+/* A runtime-spec hook: a host program run as the runtime's user with the container's
+ * state on its stdin. args and env NULL-terminated (args empty: argv is just path). */
+typedef struct oci_hook {
+	char *path;
+	char **args, **env;
+	int timeout; /* seconds, 0 = none */
+} oci_hook;
+
+/* The hooks sandlot-oci runs, in the order runc runs them at create: prestart (the
+ * deprecated name) then createRuntime; poststart after `start`, poststop at `delete`. */
+enum oci_hook_kind {
+	OCI_HOOK_PRESTART,
+	OCI_HOOK_CREATE_RUNTIME,
+	OCI_HOOK_POSTSTART,
+	OCI_HOOK_POSTSTOP,
+	OCI_HOOK_KINDS
+};
+
+typedef struct oci_hooks {
+	oci_hook list[OCI_HOOK_KINDS][OCI_MAX_HOOKS];
+	size_t n[OCI_HOOK_KINDS];
+} oci_hooks;
 
 enum oci_ns {
 	OCI_NS_PID,
@@ -69,6 +93,7 @@ typedef struct oci_spec {
 	char *annotations_json;	   /* "{}" when none */
 	bool spec_only;		   /* sandlot.dev/hardening: spec-only */
 	char *pod_id;		   /* io.kubernetes.cri.sandbox-id, or NULL */
+	char *hooks_json;	   /* "hooks" as text (checked by oci_hooks_parse), or NULL */
 } oci_spec;
 
 /* The capabilities a container may ask for: sandlot's set and the three more that
@@ -86,6 +111,13 @@ void oci_spec_free(oci_spec *spec);
 /* An exec's process.json (runtime-spec "process") into *P; free with oci_process_free. */
 int oci_process_parse(const char *json, size_t len, oci_process *p, sl_err *err);
 void oci_process_free(oci_process *p);
+
+/* A spec's "hooks" object (as text) into *H; free with oci_hooks_free. SL_INVALID naming
+ * the hook on a missing or relative path, a bad args/env/timeout, more than OCI_MAX_HOOKS
+ * of a kind, and on createContainer/startContainer (run inside the container: refused). */
+int oci_hooks_parse(const char *json, size_t len, oci_hooks *h, sl_err *err);
+void oci_hooks_free(oci_hooks *h);
+extern const char *const oci_hook_names[OCI_HOOK_KINDS];
 
 /* linux.resources (an `update --resources` body) over *LIM: the fields it names. */
 int oci_resources_parse(const char *json, size_t len, sl_limits *lim, sl_err *err);

@@ -91,6 +91,33 @@ $C task exec --exec-id e1 long /bin/sh -c 'exit 5'
 expect_eq "ctr task exec exits with its code" "$?" 5
 $C task exec --exec-id e2 long /bin/sh -c 'grep ^Seccomp: /proc/self/status' > "$T/out" 2>&1
 expect_eq "an exec'd process is filtered too" "$(awk '{print $2}' "$T/out")" 2
+# ---- CVE-2019-5736: a process in the container watches every new pid and opens its
+# /proc/<pid>/exe (a redirection of the regular builtin `true`: no fork of its own, and a
+# failed open does not end the shell as it would for `:`) while execs come in;
+# the runtime's child (comm sandlot-oci until it execs) must never open, and the host
+# binary is unchanged. ----
+SUM_BEFORE=$(sha256sum "$O" | cut -d' ' -f1)
+$C task exec --exec-id watch long /bin/sh -c 'seen=" "; n=0
+	while [ ! -e /tmp/stop ] && [ $n -lt 200000 ]; do n=$((n + 1))
+		for d in /proc/[0-9]*; do p=${d#/proc/}
+			case "$seen" in *" $p "*) continue ;; esac
+			seen="$seen$p "; c=?; read -r c < $d/comm 2>/dev/null
+			if { true < $d/exe; } 2>/dev/null; then echo "$p $c open"; else echo "$p $c denied"; fi
+		done
+	done > /tmp/seen' > "$T/watch.out" 2>&1 < /dev/null &
+WATCH=$!
+sleep 0.5
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do $C task exec --exec-id w$i long /bin/true < /dev/null; done
+$C task exec --exec-id wstop long /bin/sh -c 'touch /tmp/stop'
+wait $WATCH
+$C task exec --exec-id wread long /bin/cat /tmp/seen > "$T/seen" 2>&1
+SEEN=$(wc -l < "$T/seen")
+RT_SEEN=$(grep -c ' sandlot-oci ' "$T/seen")
+RT_OPEN=$(grep -c ' sandlot-oci open$' "$T/seen")
+if [ "$SEEN" -ge 12 ] && [ "$RT_OPEN" = 0 ]; then
+	ok "exe watch: $SEEN new pids seen, $RT_SEEN of them the runtime's child before its exec, none of those opened"
+else bad "exe watch: seen=$SEEN runtime=$RT_SEEN opened=$RT_OPEN $(head -5 "$T/seen" | tr '\n' ';') $(head -3 "$T/watch.out")"; fi
+expect_eq "the host sandlot-oci binary is unchanged" "$(sha256sum "$O" | cut -d' ' -f1)" "$SUM_BEFORE"
 $C task pause long && expect_eq "paused" "$($C task ls | awk '$1=="long"{print $3}')" PAUSED
 $C task resume long && expect_eq "resumed" "$($C task ls | awk '$1=="long"{print $3}')" RUNNING
 LPID=$($C task ls | awk '$1=="long"{print $2}')
@@ -202,6 +229,63 @@ else bad "runc and sandlot-oci differ:"; cat "$T/trace.diff"; fi
 grep -q 'container with given ID already exists' "$T/runc.log" && grep -q 'container with given ID already exists' "$T/oci.log" \
 	&& ok "duplicate id: the same message in both JSON logs" || bad "duplicate id message: $(tail -2 "$T/oci.log")"
 
+# ---- hooks (runtime-spec "POSIX-platform Hooks"): each writes what it was given ----
+cat > "$T/hook.sh" <<EOF
+#!/bin/sh
+# hook.sh KIND [EXIT]: the state on stdin, as "KIND id pid status env its-pidns netns-of-pid"
+python3 -c 'import json,sys,os; s=json.load(sys.stdin); n=os.readlink("/proc/%d/ns/net" % s["pid"]) if s["pid"] else "-"; p="host-pidns" if os.readlink("/proc/self/ns/pid") == "$(readlink /proc/self/ns/pid)" else "other-pidns"; print(sys.argv[1], s["id"], s["pid"], s["status"], os.environ.get("HOOKTEST", "-"), p, n)' "\$1" >> "$T/hooks.log"
+[ "\${2:-0}" = sleep ] && exec sleep 30
+exit "\${2:-0}"
+EOF
+chmod +x "$T/hook.sh"
+hook_bundle() { # DIR HOOKS(python dict text)
+	mkdir -p "$1"
+	python3 -c "import json; c=json.load(open('$T/bundle/config.json')); H='$T/hook.sh'; c['hooks']=$2; c['linux']['cgroupsPath']='/runc-e2e/$(basename "$1")'; json.dump(c, open('$1/config.json','w'))"
+}
+hook_bundle "$T/hb" "{'prestart': [{'path': H, 'args': ['hook.sh', 'prestart'], 'env': ['HOOKTEST=yes', 'PATH=/usr/bin:/bin']}],
+	'createRuntime': [{'path': H, 'args': ['hook.sh', 'createRuntime'], 'timeout': 5}],
+	'poststart': [{'path': H, 'args': ['hook.sh', 'poststart']}],
+	'poststop': [{'path': H, 'args': ['hook.sh', 'poststop']}, {'path': H, 'args': ['hook.sh', 'poststop-fails', '4']}],
+	'createContainer': []}"
+rm -f "$T/hooks.log"
+"$O" --root "$T/oci-root" --log "$T/hooks-run.log" --log-format json create --bundle "$T/hb" --pid-file "$T/hb.pid" hk > /dev/null 2>&1 </dev/null
+expect_eq "create with hooks" "$?" 0
+HPID=$(cat "$T/hb.pid" 2>/dev/null)
+HNET=$(readlink /proc/"$HPID"/ns/net)
+expect_eq "prestart then createRuntime, before create returned: the init's pid, creating, env, run in the host's pid ns, the init's netns" \
+	"$(cat "$T/hooks.log" 2>/dev/null | tr '\n' ';')" "prestart hk $HPID creating yes host-pidns $HNET;createRuntime hk $HPID creating - host-pidns $HNET;"
+[ "$HNET" != "$(readlink /proc/self/ns/net)" ] && ok "the init's netns is its own when the hooks ran" || bad "hook netns: $HNET"
+"$O" --root "$T/oci-root" --log "$T/hooks-run.log" --log-format json start hk; expect_eq "start with hooks" "$?" 0
+"$O" --root "$T/oci-root" kill hk KILL; sleep 0.3
+"$O" --root "$T/oci-root" --log "$T/hooks-run.log" --log-format json delete hk
+expect_eq "delete with a failing poststop hook succeeds" "$?" 0
+expect_eq "poststart (running) after start, poststop (stopped) at delete, in order" \
+	"$(sed -n '3,$p' "$T/hooks.log" | cut -d' ' -f1-4 | tr '\n' ';')" "poststart hk $HPID running;poststop hk 0 stopped;poststop-fails hk 0 stopped;"
+python3 -c "import json; l=json.loads(open('$T/hooks-run.log').read().splitlines()[-1]); assert l['level']=='warning' and 'poststop hook 1' in l['msg'] and 'exit status 4' in l['msg'], l" 2>/dev/null \
+	&& ok "a failing poststop hook is a JSON-log warning: $(tail -1 "$T/hooks-run.log" | cut -c1-140)" || bad "poststop warning: $(tail -1 "$T/hooks-run.log")"
+[ ! -e "$T/oci-root/hk" ] && ok "deleted: no state dir" || bad "state dir left: hk"
+# A failing prestart hook fails create with nothing left: no state dir, no cgroup, no init.
+hook_fail() { # NAME HOOKS WANT-IN-MESSAGE
+	local log=$T/$1.log
+	hook_bundle "$T/$1" "$2"
+	rm -f "$T/hooks.log"
+	local t0=$(date +%s%N)
+	"$O" --root "$T/oci-root" --log "$log" --log-format json create --bundle "$T/$1" --pid-file "$T/$1.pid" $1 > /dev/null 2>&1 </dev/null
+	local rc=$? ms=$((($(date +%s%N) - t0) / 1000000))
+	local pid=$(awk '{print $3}' "$T/hooks.log" 2>/dev/null | tail -1)
+	local left=""
+	[ -e "$T/oci-root/$1" ] && left="$left state-dir"
+	[ -n "$(find /sys/fs/cgroup -maxdepth 4 -type d -name "$1" 2>/dev/null)" ] && left="$left cgroup"
+	[ -n "$pid" ] && [ "$pid" != 0 ] && [ -e /proc/"$pid" ] && left="$left process:$(cat /proc/"$pid"/comm)"
+	[ -e "$T/$1.pid" ] && left="$left pid-file"
+	if [ $rc != 0 ] && [ -n "$pid" ] && [ -z "$left" ] && python3 -c "import json; l=json.loads(open('$log').read().splitlines()[-1]); assert l['level']=='error' and '$3' in l['msg'], l" 2>/dev/null; then
+		ok "$1: create failed in ${ms} ms, nothing left (the hook had init pid $pid): $(tail -1 "$log" | cut -c1-150)"
+	else bad "$1: rc=$rc pid=$pid left=$left log=$(tail -1 "$log" 2>/dev/null)"; fi
+}
+hook_fail hfail "{'prestart': [{'path': H, 'args': ['hook.sh', 'prestart', '3']}], 'createRuntime': [{'path': H, 'args': ['hook.sh', 'createRuntime']}]}" "prestart hook 0 $T/hook.sh: exit status 3"
+grep -q createRuntime "$T/hooks.log" && bad "createRuntime ran after prestart failed" || ok "createRuntime did not run after prestart failed"
+hook_fail htime "{'createRuntime': [{'path': H, 'args': ['hook.sh', 'createRuntime', 'sleep'], 'timeout': 1}]}" "createRuntime hook 0 $T/hook.sh: timed out after 1 s"
+
 # ---- bad input: a clear JSON log line, non-zero, nothing left ----
 refuse() { # NAME CONFIG-EDIT(python) WANT-IN-MESSAGE
 	local b=$T/bad-$1 log=$T/bad-$1.log
@@ -222,7 +306,8 @@ refuse invalid-config invalid "not a valid JSON object"
 refuse unknown-ns "c['linux']['namespaces'].append({'type': 'foo'})" "unknown namespace type foo"
 refuse host-pid "c['linux']['namespaces'] = [n for n in c['linux']['namespaces'] if n['type'] != 'pid']" "pid namespace is refused"
 refuse sys-admin "c['process']['capabilities']['bounding'].append('CAP_SYS_ADMIN')" "CAP_SYS_ADMIN is beyond"
-refuse hooks "c['hooks'] = {'prestart': [{'path': '/bin/true'}]}" "hooks.prestart: hooks are not supported"
+refuse hooks-inside "c['hooks'] = {'createContainer': [{'path': '/bin/true'}]}" "hooks.createContainer: hooks run inside the container"
+refuse hooks-relative "c['hooks'] = {'poststart': [{'path': 'true'}]}" "hooks.poststart[0].path: missing or not absolute"
 refuse devices "c['linux']['devices'] = [{'path': '/dev/sda', 'type': 'b', 'major': 8, 'minor': 0}]" "device nodes from the host are refused"
 refuse mnt-join "[n.update(path='/proc/1/ns/mnt') for n in c['linux']['namespaces'] if n['type'] == 'mount']" "joining the mount namespace /proc/1/ns/mnt"
 "$O" --systemd-cgroup --root "$T/oci-root" state x > /dev/null 2>&1 && bad "--systemd-cgroup accepted" || ok "--systemd-cgroup refused"

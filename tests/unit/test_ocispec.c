@@ -152,8 +152,12 @@ static void test_refusals(void **state)
 		  "linux.devices: device nodes from the host are refused");
 	parse_bad(
 	    replaced("\"hostname\":\"h\",",
-		     "\"hostname\":\"h\",\"hooks\":{\"prestart\":[{\"path\":\"/bin/true\"}]},"),
-	    "hooks.prestart: hooks are not supported");
+		     "\"hostname\":\"h\",\"hooks\":{\"createContainer\":[{\"path\":\"/x\"}]},"),
+	    "hooks.createContainer: hooks run inside the container's namespaces are not "
+	    "supported");
+	parse_bad(replaced("\"hostname\":\"h\",",
+			   "\"hostname\":\"h\",\"hooks\":{\"prestart\":[{\"path\":\"true\"}]},"),
+		  "hooks.prestart[0].path: missing or not absolute");
 	/* Empty lists (what engines write when there is nothing) are fine. */
 	oci_spec s;
 	parse_ok(replaced("\"hostname\":\"h\",",
@@ -162,6 +166,51 @@ static void test_refusals(void **state)
 	oci_spec_free(&s);
 	parse_ok(spec_with("", ",\"devices\":[]", NULL), &s);
 	oci_spec_free(&s);
+}
+
+/* Hooks: every kind sandlot-oci runs, kept in the spec's text and read back in order. */
+static void test_hooks(void **state)
+{
+	(void)state;
+	oci_spec s;
+	oci_hooks h;
+	sl_err err = {0};
+	parse_ok(replaced("\"hostname\":\"h\",",
+			  "\"hostname\":\"h\",\"hooks\":{\"prestart\":[{\"path\":\"/bin/a\"},"
+			  "{\"path\":\"/bin/b\",\"args\":[\"b\",\"1\"],\"env\":[\"X=1\"],"
+			  "\"timeout\":5}],\"createRuntime\":[{\"path\":\"/c\"}],"
+			  "\"poststart\":[{\"path\":\"/d\"}],\"poststop\":[{\"path\":\"/e\"}],"
+			  "\"createContainer\":[]},"),
+		 &s);
+	assert_non_null(s.hooks_json);
+	assert_int_equal(oci_hooks_parse(s.hooks_json, strlen(s.hooks_json), &h, &err), 0);
+	assert_int_equal(h.n[OCI_HOOK_PRESTART], 2);
+	assert_string_equal(h.list[OCI_HOOK_PRESTART][0].path, "/bin/a");
+	assert_null(h.list[OCI_HOOK_PRESTART][0].args[0]);
+	assert_int_equal(h.list[OCI_HOOK_PRESTART][0].timeout, 0);
+	assert_string_equal(h.list[OCI_HOOK_PRESTART][1].args[1], "1");
+	assert_string_equal(h.list[OCI_HOOK_PRESTART][1].env[0], "X=1");
+	assert_int_equal(h.list[OCI_HOOK_PRESTART][1].timeout, 5);
+	assert_string_equal(h.list[OCI_HOOK_CREATE_RUNTIME][0].path, "/c");
+	assert_string_equal(h.list[OCI_HOOK_POSTSTART][0].path, "/d");
+	assert_string_equal(h.list[OCI_HOOK_POSTSTOP][0].path, "/e");
+	oci_hooks_free(&h);
+	oci_spec_free(&s);
+	const char *bad[][2] = {
+	    {"{\"startContainer\":[{\"path\":\"/x\"}]}", "hooks.startContainer: hooks run inside"},
+	    {"{\"prestop\":[{\"path\":\"/x\"}]}", "hooks.prestop: unknown hook"},
+	    {"{\"poststop\":{\"path\":\"/x\"}}", "hooks.poststop: not an array"},
+	    {"{\"poststart\":[{\"path\":\"/x\",\"timeout\":0}]}", "poststart[0].timeout"},
+	    {"{\"poststart\":[{\"path\":\"/x\",\"args\":[1]}]}", "poststart[0].args[0]"},
+	    {"[1]", "hooks: not an object"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		assert_int_equal(oci_hooks_parse(bad[i][0], strlen(bad[i][0]), &h, &err), -1);
+		assert_int_equal(err.kind, SL_INVALID);
+		if (!strstr(err.msg, bad[i][1]))
+			fail_msg("%s: got %s", bad[i][0], err.msg);
+	}
 }
 
 static void test_process_and_signals(void **state)
@@ -196,6 +245,7 @@ int main(void)
 	    cmocka_unit_test(test_full_spec),
 	    cmocka_unit_test(test_mapping_and_seccomp),
 	    cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_hooks),
 	    cmocka_unit_test(test_process_and_signals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
