@@ -155,6 +155,26 @@ static int caps_parse(const cJSON *caps, uint64_t *out, sl_err *err)
 	return 0;
 }
 
+/* A JSON number as a uint64_t, saturating: runtime-spec writes unlimited as 2^64 - 1,
+ * which a double rounds up to 2^64, past what a cast may convert; below 0 (or not a
+ * number) is 0. */
+static uint64_t num_u64(const cJSON *v)
+{
+	if (!cJSON_IsNumber(v) || !(v->valuedouble > 0))
+		return 0;
+	return v->valuedouble >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v->valuedouble;
+}
+
+/* A uid or gid: a whole number below 2^32 - 1 (-1 is "no id" to the kernel). */
+static bool num_id(const cJSON *v, uint32_t *out)
+{
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble >= 4294967295.0 ||
+	    v->valuedouble != (double)(uint32_t)v->valuedouble)
+		return false;
+	*out = (uint32_t)v->valuedouble;
+	return true;
+}
+
 static int process_fill(const cJSON *p, oci_process *out, sl_err *err)
 {
 	memset(out, 0, sizeof(*out));
@@ -163,12 +183,23 @@ static int process_fill(const cJSON *p, oci_process *out, sl_err *err)
 	const cJSON *user = cJSON_GetObjectItemCaseSensitive(p, "user");
 	const cJSON *uid = cJSON_GetObjectItemCaseSensitive(user, "uid");
 	const cJSON *gid = cJSON_GetObjectItemCaseSensitive(user, "gid");
-	out->uid = cJSON_IsNumber(uid) ? (uint32_t)uid->valuedouble : 0;
-	out->gid = cJSON_IsNumber(gid) ? (uint32_t)gid->valuedouble : 0;
+	if ((uid && !num_id(uid, &out->uid)) || (gid && !num_id(gid, &out->gid)))
+		return sl_fail(
+		    err, SL_INVALID, 0,
+		    "process.user: uid and gid must be whole numbers from 0 to 4294967294");
 	const cJSON *ag = cJSON_GetObjectItemCaseSensitive(user, "additionalGids"), *g;
-	int ng = cJSON_IsArray(ag) ? cJSON_GetArraySize(ag) : 0;
-	out->gids = calloc((size_t)ng + 1, sizeof(uint32_t));
-	cJSON_ArrayForEach(g, ag) out->gids[out->ngids++] = (uint32_t)g->valuedouble;
+	if (ag && !cJSON_IsArray(ag))
+		return sl_fail(err, SL_INVALID, 0, "process.user.additionalGids: not an array");
+	out->gids = calloc((size_t)cJSON_GetArraySize(ag) + 1, sizeof(uint32_t));
+	if (!out->gids)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "process.user.additionalGids");
+	cJSON_ArrayForEach(g, ag)
+	{
+		if (!num_id(g, &out->gids[out->ngids++]))
+			return sl_fail(err, SL_INVALID, 0,
+				       "process.user.additionalGids: each a whole number from 0 "
+				       "to 4294967294");
+	}
 	if (strv_parse(cJSON_GetObjectItemCaseSensitive(p, "args"), "process.args", &out->args,
 		       err) < 0 ||
 	    strv_parse(cJSON_GetObjectItemCaseSensitive(p, "env"), "process.env", &out->env, err) <
@@ -200,10 +231,8 @@ static int process_fill(const cJSON *p, oci_process *out, sl_err *err)
 		const cJSON *soft = cJSON_GetObjectItemCaseSensitive(rl, "soft");
 		const cJSON *hard = cJSON_GetObjectItemCaseSensitive(rl, "hard");
 		out->rlimits[out->nrlimits].resource = rlimit_names[i].resource;
-		out->rlimits[out->nrlimits].soft =
-		    cJSON_IsNumber(soft) ? (uint64_t)soft->valuedouble : 0;
-		out->rlimits[out->nrlimits].hard =
-		    cJSON_IsNumber(hard) ? (uint64_t)hard->valuedouble : 0;
+		out->rlimits[out->nrlimits].soft = num_u64(soft);
+		out->rlimits[out->nrlimits].hard = num_u64(hard);
 		out->nrlimits++;
 	}
 	return 0;
@@ -367,19 +396,19 @@ static int resources_fill(const cJSON *r, sl_limits *lim)
 	const cJSON *mem = cJSON_GetObjectItemCaseSensitive(r, "memory");
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(mem, "limit");
 	if (cJSON_IsNumber(v))
-		lim->memory_bytes = v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
+		lim->memory_bytes = num_u64(v);
 	const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(r, "cpu");
 	const cJSON *q = cJSON_GetObjectItemCaseSensitive(cpu, "quota");
 	const cJSON *p = cJSON_GetObjectItemCaseSensitive(cpu, "period");
 	if (cJSON_IsNumber(q)) {
 		double period = cJSON_IsNumber(p) && p->valuedouble > 0 ? p->valuedouble : 100000;
-		lim->cpu_millicores =
-		    q->valuedouble > 0 ? (uint64_t)(q->valuedouble * 1000 / period) : 0;
+		double m = q->valuedouble * 1000 / period;
+		lim->cpu_millicores = m > 0 ? (m >= 1e18 ? (uint64_t)1e18 : (uint64_t)m) : 0;
 	}
 	const cJSON *pids = cJSON_GetObjectItemCaseSensitive(r, "pids");
 	v = cJSON_GetObjectItemCaseSensitive(pids, "limit");
 	if (cJSON_IsNumber(v))
-		lim->pids_max = v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
+		lim->pids_max = num_u64(v);
 	return 0;
 }
 

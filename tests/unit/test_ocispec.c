@@ -169,6 +169,38 @@ static void test_refusals(void **state)
 }
 
 /* Hooks: every kind sandlot-oci runs, kept in the spec's text and read back in order. */
+/* The base spec with FROM (once in it) replaced by TO. */
+static char *spec_replaced(const char *from, const char *to)
+{
+	static char buf[8192];
+	const char *base = spec_with("", "", NULL), *at = strstr(base, from);
+	assert_non_null(at);
+	snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(at - base), base, to, at + strlen(from));
+	return buf;
+}
+
+/* Numbers past what their fields hold: runtime-spec's unlimited (2^64 - 1, a double of
+ * 2^64) saturates; an id out of range or a non-array of gids is refused (fuzz_ocispec
+ * found the unchecked casts). */
+static void test_number_ranges(void **state)
+{
+	(void)state;
+	oci_spec s;
+	parse_ok(spec_replaced("\"soft\":1024,\"hard\":1024",
+			       "\"soft\":18446744073709551615,\"hard\":1e24"),
+		 &s);
+	assert_true(s.proc.rlimits[0].soft == UINT64_MAX && s.proc.rlimits[0].hard == UINT64_MAX);
+	oci_spec_free(&s);
+	parse_ok(spec_replaced("\"limit\":1048576", "\"limit\":-1"), &s);
+	assert_int_equal(s.limits.memory_bytes, 0);
+	oci_spec_free(&s);
+	parse_bad(spec_replaced("\"uid\":1000", "\"uid\":1e24"), "process.user");
+	parse_bad(spec_replaced("\"uid\":1000", "\"uid\":-1"), "process.user");
+	parse_bad(spec_replaced("\"gid\":100", "\"gid\":1.5"), "process.user");
+	parse_bad(spec_replaced("[10,20]", "[10,4294967296]"), "additionalGids");
+	parse_bad(spec_replaced("[10,20]", "{\"a\":1,\"b\":2}"), "not an array");
+}
+
 static void test_hooks(void **state)
 {
 	(void)state;
@@ -242,11 +274,9 @@ static void test_process_and_signals(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_full_spec),
-	    cmocka_unit_test(test_mapping_and_seccomp),
-	    cmocka_unit_test(test_refusals),
-	    cmocka_unit_test(test_hooks),
-	    cmocka_unit_test(test_process_and_signals),
+	    cmocka_unit_test(test_full_spec), cmocka_unit_test(test_mapping_and_seccomp),
+	    cmocka_unit_test(test_refusals),  cmocka_unit_test(test_number_ranges),
+	    cmocka_unit_test(test_hooks),     cmocka_unit_test(test_process_and_signals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
