@@ -1,10 +1,10 @@
 // Lifecycle as E2B's own suite uses it: pause({keepMemory: false}) is a cold boot,
 // onTimeout 'pause' (memory kept or not) pauses instead of killing, autoResume wakes a
-// paused sandbox on traffic, and a sandbox killed under commands.run is an error.
+// paused sandbox on traffic, and a sandbox killed under commands.run is a TimeoutError.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { tracker, v1, sleep } from '../lib.mjs';
-import { Sandbox, InvalidArgumentError } from 'e2b';
+import { Sandbox, InvalidArgumentError, TimeoutError, CommandExitError } from 'e2b';
 
 const t = tracker();
 after(() => t.cleanup());
@@ -102,4 +102,21 @@ test('autoResume: traffic to an auto-paused sandbox resumes it', async () => {
 		v1('POST', '/v1/sandboxes', { image: 'busybox', timeout: { onLifetime: 'hibernate' } }),
 		/400.*onLifetime/,
 	);
+});
+
+test('a sandbox killed during commands.run: the stream drops, the SDK throws TimeoutError', async () => {
+	const sbx = t.add(await Sandbox.create());
+	const out = [];
+	const run = sbx.commands.run('echo started; sleep 60; echo finished', { onStdout: (d) => out.push(d) });
+	for (let i = 0; i < 40 && !out.join('').includes('started'); i++) await sleep(100);
+	assert.ok(out.join('').includes('started'), 'the command streamed its first line');
+	// Another client kills it, as E2B's suite does.
+	assert.equal(await Sandbox.kill(sbx.sandboxId), true);
+	await assert.rejects(run, (e) => {
+		assert.ok(!(e instanceof CommandExitError), `a clean exit with a code: ${e}`);
+		assert.ok(e instanceof TimeoutError, `got ${e?.constructor?.name}: ${e}`);
+		assert.match(e.message, /killed or reached its end of life/);
+		return true;
+	});
+	assert.ok(!out.join('').includes('finished'));
 });
