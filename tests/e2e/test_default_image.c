@@ -218,6 +218,14 @@ static void test_sudo_runs_as_root_with_env_and_exit_codes(void **state)
 	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", id, "--", "sudo", "-u", "nobody-x", "true", NULL), 1);
 	assert_true(e2e_contains(r.err, "unknown user nobody-x"));
 	e2e_result_free(&r);
+	/* From a directory the target cannot enter (root's home), as sudo does: a warning,
+	 * and the command runs in the target's home. */
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", "-u", "root", "-w", "/root", id, "--",
+				     "sudo", "-u", "user", "pwd", NULL),
+			 0);
+	assert_string_equal(r.out, "/home/user\n");
+	assert_true(e2e_contains(r.err, "unable to change directory to /root"));
+	e2e_result_free(&r);
 	/* A signal that ends the command is 128 + n, as a shell says it. */
 	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", id, "--", "sudo", "sh", "-c", "kill -TERM $$", NULL), 143);
 	e2e_result_free(&r);
