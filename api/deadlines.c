@@ -1,7 +1,9 @@
-/* deadlines.c — the daemon's timers: a sandbox past its lifetime is destroyed, one idle
- * for its idle timeout (no API call, no running command) is stopped, or destroyed when
- * ephemeral; a stopped one with a stop policy is deleted or archived in time. Deadlines live in files (the record's expiry, the activity file's mtime),
- * so a daemon that was down when one passed acts on it at start. */
+/* deadlines.c — the daemon's timers: a sandbox past its lifetime is destroyed (or paused
+ * or stopped, as its onLifetime says), one idle for its idle timeout (no API call, no
+ * running command) is stopped, or destroyed when ephemeral; a stopped one with a stop
+ * policy is deleted or archived in time. Deadlines live in files (the record's expiry,
+ * the activity file's mtime), so a daemon that was down when one passed acts on it at
+ * start. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +82,30 @@ static bool enforce_stop_policy(api_server *s, const sl_deadline *sb, int64_t no
 	return false;
 }
 
+/* The lifetime has passed: destroyed, or (onLifetime) paused or stopped with the
+ * deadline dropped, as E2B keeps a paused sandbox until it is resumed or killed; a
+ * resume or start sets a new one when the caller gives one. */
+static int lifetime_end(api_server *s, const sl_deadline *sb, sl_err *e)
+{
+	bool pause = sb->on_lifetime == SL_LIFE_PAUSE, stop = sb->on_lifetime == SL_LIFE_STOP;
+	sl_log(SL_LOG_INFO, "sandbox %s: lifetime expired: %s", sb->id,
+	       sandbox_on_lifetime_name(sb->on_lifetime));
+	if (!pause && !stop)
+		return api_destroy(s, sb->id, "lifetime expired", e);
+	int r = 0;
+	if (sb->status == SL_ST_RUNNING)
+		r = pause ? sandbox_pause(s->ctx, sb->id, NULL, e)
+			  : sandbox_stop(s->ctx, sb->id, 10000, NULL, e);
+	/* Dropped even when the pause failed: a sandbox that cannot be paused is not
+	 * retried every second; it stays as it is, as a sandbox without a deadline. */
+	sl_err e2 = { 0 };
+	if (sandbox_set_timeouts(s->ctx, sb->id, 0, -1, -1, NULL, &e2) < 0 && r == 0) {
+		*e = e2;
+		return -1;
+	}
+	return r;
+}
+
 void api_enforce_deadlines(api_server *s)
 {
 	sl_deadline *list;
@@ -101,8 +127,7 @@ void api_enforce_deadlines(api_server *s)
 			continue;
 		sl_err e = { 0 };
 		if (sb->expires_ms && now >= sb->expires_ms) {
-			sl_log(SL_LOG_INFO, "sandbox %s: lifetime expired", sb->id);
-			if (api_destroy(s, sb->id, "lifetime expired", &e) < 0)
+			if (lifetime_end(s, sb, &e) < 0)
 				sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
 			continue;
 		}

@@ -220,14 +220,17 @@ int api_json_network(const cJSON *o, const char *key, sl_net_opts *net, bool *en
 	return 0;
 }
 
-/* The timeout object {idle, lifetime, execution}: durations; -1 in *_ms = absent. */
-static int parse_timeouts(const cJSON *body, int64_t ms[3], sl_err *err)
+/* The timeout object {idle, lifetime, execution, onLifetime, autoResume}: durations;
+ * -1 in *_ms = absent. The last two are create's alone (O NULL: refused, as a PATCH
+ * that would silently keep the old ones). */
+static int parse_timeouts(const cJSON *body, int64_t ms[3], sl_create_opts *o, sl_err *err)
 {
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(body, "timeout");
 	ms[0] = ms[1] = ms[2] = -1;
 	if (!t || cJSON_IsNull(t))
 		return 0;
-	static const char *const f[] = {"idle", "lifetime", "execution", NULL};
+	static const char *const f[] = {"idle", "lifetime", "execution", "onLifetime",
+					"autoResume", NULL};
 	if (api_json_fields(t, "timeout.", f, err) < 0)
 		return -1;
 	for (size_t i = 0; i < 3; i++) {
@@ -238,6 +241,19 @@ static int parse_timeouts(const cJSON *body, int64_t ms[3], sl_err *err)
 		if (given)
 			ms[i] = (int64_t)v;
 	}
+	const char *on = NULL;
+	bool resume = false;
+	if (api_json_string(t, "timeout.", "onLifetime", &on, err) < 0 ||
+	    api_json_bool(t, "timeout.", "autoResume", &resume, err) < 0)
+		return -1;
+	if ((on || cJSON_GetObjectItemCaseSensitive(t, "autoResume")) && !o)
+		return sl_fail(err, SL_INVALID, 0,
+			       "timeout.onLifetime, timeout.autoResume: set at create only");
+	if (on && sandbox_on_lifetime_parse(on, &o->on_lifetime) < 0)
+		return sl_fail(err, SL_INVALID, 0,
+			       "timeout.onLifetime: \"%.32s\" is none of delete, pause, stop", on);
+	if (o)
+		o->auto_resume = resume;
 	return 0;
 }
 
@@ -379,7 +395,7 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 		if (body &&
 		    (api_json_fields(body, "", fields, err) < 0 || later_fields(body, err) < 0 ||
 		     api_json_network(body, "network", &o.net, &net_given, &allow, &deny, err) < 0 ||
-		     parse_timeouts(body, tmo, err) < 0 ||
+		     parse_timeouts(body, tmo, &o, err) < 0 ||
 		     parse_volumes(body, vols, &o.nvolumes, err) < 0 ||
 		     parse_packages(body, pkgs, &o.npackages, err) < 0 ||
 		     ports_parse(cJSON_GetObjectItemCaseSensitive(body, "ports"), ports, &o.nports,
@@ -603,7 +619,7 @@ enum MHD_Result api_sandboxes_patch(api_req *r)
 	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(body, "labels");
 	char **kv = NULL;
 	/* Read for its checks (messages naming the field); the runtime takes the object. */
-	if (parse_timeouts(body, tmo, &err) < 0 ||
+	if (parse_timeouts(body, tmo, NULL, &err) < 0 ||
 	    api_json_kv(body, "", "labels", &kv, &err) < 0)
 		return api_reply_error(r, &err);
 	api_strv_free(kv);

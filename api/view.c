@@ -62,6 +62,8 @@ cJSON *view_sandbox_json(const sl_sandbox *sb)
 		else
 			cJSON_AddNullToObject(to, tos[i].k);
 	}
+	cJSON_AddStringToObject(to, "onLifetime", sandbox_on_lifetime_name(sb->on_lifetime));
+	cJSON_AddBoolToObject(to, "autoResume", sb->auto_resume);
 	if (sb->expires_ms) {
 		sl_iso_time(sb->expires_ms, t, sizeof(t));
 		cJSON_AddStringToObject(o, "expiresAt", t);

@@ -13,6 +13,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -34,6 +36,11 @@
 #define MAX_CONNS     128
 #define MAX_CHILDREN  4096
 #define STOP_GRACE_MS 10000
+/* sudo's share (docs/isolation.md, "sudo"): connections and live commands the sandbox's
+ * own clients may hold, so they can never take the slots the host's side needs. */
+#define MAX_SUDO_CONNS	  16
+#define MAX_SUDO_CHILDREN 64
+#define FIRST_CONN	  3 /* pfds: [0] signals, [1] listener, [2] sudo's listener */
 
 extern char **environ;
 
@@ -45,9 +52,12 @@ struct child {
 	int64_t deadline; /* monotonic ms of the timeout, 0 for none */
 	int timed_out;
 	int last; /* SL_SPAWN_LAST: close the connection after the exit */
+	int sudo; /* started by a sandbox's own client (sudo), counted against its share */
 };
 
-static struct pollfd pfds[2 + MAX_CONNS]; /* [0] signals, [1] listener, then clients */
+static struct pollfd pfds[FIRST_CONN + MAX_CONNS]; /* then clients, from FIRST_CONN */
+static char conn_sudo[FIRST_CONN + MAX_CONNS];	   /* the client came through sudo's socket */
+static int nsudo_conns, nsudo_children;
 static struct child children[MAX_CHILDREN];
 static int nchildren;
 static int log_fd = -1;
@@ -346,6 +356,10 @@ static void spawn(int ci, const char *buf, size_t len, int *fds, int nfds)
 {
 	int cfd = pfds[ci].fd;
 	const struct sl_req_spawn *rq = (const void *)buf;
+	if (conn_sudo[ci] && nsudo_children >= MAX_SUDO_CHILDREN) {
+		send_rep(cfd, SL_REP_ERROR, -1, EAGAIN, -1, "too many commands run with sudo");
+		return;
+	}
 	int tty = !!(rq->flags & SL_SPAWN_TTY);
 	int has_exit = !!(rq->flags & SL_SPAWN_HAS_EXIT);
 	int has_hold = !!(rq->flags & SL_SPAWN_HOLD_FD);
@@ -475,6 +489,8 @@ failed:
 		return;
 	}
 	c->last = !!(rq->flags & SL_SPAWN_LAST);
+	c->sudo = conn_sudo[ci];
+	nsudo_children += c->sudo;
 	send_rep(cfd, SL_REP_STARTED, pid, 0, master, NULL);
 	if (master >= 0)
 		close(master);
@@ -532,14 +548,23 @@ static int enforce_deadlines(void)
 static void conn_close(int ci, int *npfds)
 {
 	close(pfds[ci].fd);
+	nsudo_conns -= conn_sudo[ci];
 	int last = *npfds - 1;
 	for (int i = 0; i < nchildren; i++) {
+		struct child *c = &children[i];
+		/* sudo gone before its command ended (killed, say): the command goes with it,
+		 * as with a terminal's hangup, rather than run on as root unwatched. */
+		if (c->conn == ci && c->sudo) {
+			kill(-c->pid, SIGKILL);
+			kill(c->pid, SIGKILL);
+		}
 		if (children[i].conn == ci)
 			children[i].conn = -1;
 		else if (children[i].conn == last)
 			children[i].conn = ci;
 	}
 	pfds[ci] = pfds[last];
+	conn_sudo[ci] = conn_sudo[last];
 	(*npfds)--;
 }
 
@@ -622,6 +647,7 @@ static void reap(int *npfds)
 			int close_ci = c->last ? c->conn : -1;
 			if (c->conn >= 0)
 				send_rep(pfds[c->conn].fd, SL_REP_EXITED, pid, st, -1, NULL);
+			nsudo_children -= c->sudo;
 			children[i] = children[--nchildren];
 			if (close_ci >= 0)
 				conn_close(close_ci, npfds);
@@ -665,6 +691,45 @@ static uint64_t ignored_signals(void)
 	return end == p + 9 ? ~0ull : v;
 }
 
+/* sudo's socket (docs/isolation.md, "sudo"): the same protocol, for the sandbox's own
+ * processes, in images that ship sandlot's sudo (SUDO_MARK, root's to make). An abstract
+ * name, so it is reachable only from the sandbox's network namespace, and by anything
+ * in it: E2B's passwordless sudo. It gives root of the sandbox's user namespace, with
+ * the capabilities, seccomp filter, cgroup and limits every command has; a default user
+ * could already ask the API for that. -1 when there is none. */
+#define SUDO_MARK   "/usr/lib/sandlot/sudo"
+#define SUDO_SOCKET "sandlot-sudo"
+static int sudo_listen(void)
+{
+	if (access(SUDO_MARK, F_OK) < 0)
+		return -1;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	memcpy(a.sun_path + 1, SUDO_SOCKET, sizeof(SUDO_SOCKET) - 1);
+	socklen_t len = offsetof(struct sockaddr_un, sun_path) + 1 + sizeof(SUDO_SOCKET) - 1;
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, len) < 0 || listen(fd, 16) < 0) {
+		logf_("init: sudo's socket: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void accept_conn(int lfd, int sudo, int *npfds)
+{
+	int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (c < 0)
+		return;
+	if (*npfds >= FIRST_CONN + MAX_CONNS || (sudo && nsudo_conns >= MAX_SUDO_CONNS)) {
+		close(c);
+		return;
+	}
+	conn_sudo[*npfds] = (char)sudo;
+	nsudo_conns += sudo;
+	pfds[(*npfds)++] = (struct pollfd){c, POLLIN, 0};
+}
+
 int main(void)
 {
 	/* Not dumpable: the workload cannot ptrace us or read our memory. */
@@ -706,7 +771,8 @@ int main(void)
 	}
 	pfds[0] = (struct pollfd){sfd, POLLIN, 0};
 	pfds[1] = (struct pollfd){SL_INIT_LISTEN_FD, POLLIN, 0};
-	int npfds = 2, stopping = 0;
+	pfds[2] = (struct pollfd){sudo_listen(), POLLIN, 0}; /* fd -1: poll skips it */
+	int npfds = FIRST_CONN, stopping = 0;
 	if (first_client)
 		pfds[npfds++] = (struct pollfd){SL_INIT_CLIENT_FD, POLLIN, 0};
 	int64_t stop_at = 0;
@@ -742,17 +808,11 @@ int main(void)
 				}
 			}
 		}
-		if (pfds[1].revents & POLLIN) {
-			int c =
-			    accept4(SL_INIT_LISTEN_FD, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-			if (c >= 0) {
-				if (npfds < 2 + MAX_CONNS)
-					pfds[npfds++] = (struct pollfd){c, POLLIN, 0};
-				else
-					close(c);
-			}
-		}
-		for (int i = npfds - 1; i >= 2; i--)
+		if (pfds[1].revents & POLLIN)
+			accept_conn(SL_INIT_LISTEN_FD, 0, &npfds);
+		if (pfds[2].revents & POLLIN)
+			accept_conn(pfds[2].fd, 1, &npfds);
+		for (int i = npfds - 1; i >= FIRST_CONN; i--)
 			if (pfds[i].revents & (POLLIN | POLLHUP | POLLERR))
 				conn_read(i, &npfds);
 	}

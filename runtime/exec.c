@@ -344,6 +344,7 @@ static void settle(sl_ctx *ctx, const char *dir, sl_exec *e, const exec_facts *f
 	e->finished_ms = x->mtime_ms > e->started_ms ? x->mtime_ms : e->started_ms;
 	e->signal = 0;
 	e->oom_killed = false;
+	e->lost = !x->garbled && !strcmp(x->tag, "lost");
 	e->status = SL_EXEC_FAILED;
 	if (x->garbled) {
 		e->exit_code = -1;

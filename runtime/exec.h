@@ -51,6 +51,8 @@ typedef struct sl_exec {
 			* ended it, 127/126 when it could not start, -1 unknown */
 	int signal;    /* 0 or the terminating signal */
 	bool oom_killed;
+	bool lost; /* init died before it ended (its sandbox was destroyed or its init
+		    * died): the kernel killed it, nobody saw it end */
 	int64_t started_ms, finished_ms; /* unix ms; finished 0 while running */
 	int64_t started_us;		 /* unix µs of the start, 0 if not recorded */
 	cJSON *command;			 /* the argv as a JSON array of strings */

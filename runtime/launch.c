@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -249,10 +250,41 @@ static int netns_ports(int proc, const char **what)
 	return fd >= 0 && write(fd, "0", 1) == 1 ? 0 : -1;
 }
 
+/* /proc/sys/kernel/random/boot_id is the host's, the same across a sandbox's stops and
+ * starts. Each launch gets its own, as a machine's boot does, so a workload can tell a
+ * cold boot (stop/start, E2B's filesystem-only pause) from a freeze: a random UUID in
+ * a file of the /dev tmpfs, bound read-only over it, then unlinked from /dev. */
+static void launch_boot_id(int errfd, int devfd, const char *dir, uint32_t base)
+{
+	unsigned char b[16];
+	char text[40], src[PATH_MAX], dst[PATH_MAX];
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		child_fail(errfd, errno, "make a boot id");
+	b[6] = (b[6] & 0x0f) | 0x40; /* version 4, variant 1, as the kernel's */
+	b[8] = (b[8] & 0x3f) | 0x80;
+	int n = snprintf(text, sizeof(text),
+			 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n",
+			 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+			 b[12], b[13], b[14], b[15]);
+	_cleanup_close_ int fd =
+	    openat(devfd, ".boot_id", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+	if (fd < 0 || write(fd, text, (size_t)n) != n || fchown(fd, base, base) < 0)
+		child_fail(errfd, errno, "write the boot id");
+	snprintf(src, sizeof(src), "%s/dev/.boot_id", dir);
+	snprintf(dst, sizeof(dst), "%s/proc/sys/kernel/random/boot_id", dir);
+	if (mount(src, dst, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, dst, NULL,
+		  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		child_fail(errfd, errno, "bind the boot id on /proc/sys/kernel/random/boot_id");
+	if (unlinkat(devfd, ".boot_id", 0) < 0)
+		child_fail(errfd, errno, "unlink /dev/.boot_id");
+}
+
 /* The kernel's file systems of a sandbox under DIR (DIRFD, a path of ours or a fresh
  * overlay's root): /proc (and through it the new network namespace's sysctl when
  * NEW_NET), a read-only /sys, the /dev tmpfs with its nodes owned by host uid BASE, and
- * the masks over /proc and /sys (EMPTY: the empty directory they bind). */
+ * the masks over /proc and /sys (EMPTY: the empty directory they bind), and the
+ * sandbox's own boot id. */
 void launch_kernel_fs(int errfd, int dirfd, const char *dir, const char *empty, uint32_t base,
 		      bool new_net, bool proc_mounted, bool sys_shared)
 {
@@ -279,6 +311,7 @@ void launch_kernel_fs(int errfd, int dirfd, const char *dir, const char *empty, 
 		child_fail(errfd, errno, "open /dev");
 	launch_make_dev(errfd, devfd, base);
 	launch_mask_paths(errfd, dir, empty, launch_masked_paths, launch_readonly_paths, sys_shared);
+	launch_boot_id(errfd, devfd, dir, base);
 }
 
 /* No malloc from here on: in a multi-threaded daemon the clone()d child may hold a

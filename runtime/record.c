@@ -50,6 +50,30 @@ int sandbox_status_parse(const char *name, enum sl_status *out)
 	return -1;
 }
 
+static const char *const on_lifetime_names[] = {
+    [SL_LIFE_DELETE] = "delete",
+    [SL_LIFE_PAUSE] = "pause",
+    [SL_LIFE_STOP] = "stop",
+};
+
+/* A value no build wrote (a damaged record) reads as the default, "delete". */
+const char *sandbox_on_lifetime_name(enum sl_on_lifetime a)
+{
+	return (unsigned)a < sizeof(on_lifetime_names) / sizeof(on_lifetime_names[0])
+		   ? on_lifetime_names[a]
+		   : on_lifetime_names[SL_LIFE_DELETE];
+}
+
+int sandbox_on_lifetime_parse(const char *name, enum sl_on_lifetime *out)
+{
+	for (size_t i = 0; i < sizeof(on_lifetime_names) / sizeof(on_lifetime_names[0]); i++)
+		if (name && !strcmp(name, on_lifetime_names[i])) {
+			*out = (enum sl_on_lifetime)i;
+			return 0;
+		}
+	return -1;
+}
+
 void sandbox_free(sl_sandbox *sb)
 {
 	if (!sb)

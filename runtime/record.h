@@ -34,6 +34,15 @@ const char *sandbox_status_name(enum sl_status s);
 /* The status NAME names: 0, or -1 (and *out SL_ST_UNKNOWN) when none. */
 int sandbox_status_parse(const char *name, enum sl_status *out);
 
+enum sl_on_lifetime {
+	SL_LIFE_DELETE = 0, /* every record made before the choice existed */
+	SL_LIFE_PAUSE,
+	SL_LIFE_STOP,
+};
+/* "delete", "pause", "stop"; and back: 0, or -1 when NAME is none of them. */
+const char *sandbox_on_lifetime_name(enum sl_on_lifetime a);
+int sandbox_on_lifetime_parse(const char *name, enum sl_on_lifetime *out);
+
 typedef struct sl_sandbox {
 	char id[32];
 	char name[64];
@@ -74,6 +83,11 @@ typedef struct sl_sandbox {
 	 * in the record so a daemon that was down when it passed acts on it at start. */
 	uint64_t idle_ms, lifetime_ms, exec_timeout_ms;
 	int64_t expires_ms;
+	/* What its lifetime's end does (E2B's onTimeout, /v1's timeout.onLifetime): destroy
+	 * it, pause it (memory kept) or stop it (files kept); the deadline is dropped when it
+	 * pauses or stops. auto_resume: a façade call that needs it running resumes it. */
+	enum sl_on_lifetime on_lifetime;
+	bool auto_resume;
 	cJSON *packages; /* array of {name, version?, manager} installed at create */
 	/* Network (docs/network.md): a lease kept from create to destroy (also while
 	 * stopped); allow/deny are arrays of normalised CIDR strings. */

@@ -36,6 +36,8 @@ typedef struct sl_create_opts {
 	const sl_volume_spec *volumes;
 	size_t nvolumes;
 	uint64_t idle_ms, lifetime_ms, exec_timeout_ms; /* 0: none */
+	enum sl_on_lifetime on_lifetime; /* what the lifetime's end does (record.h) */
+	bool auto_resume;
 	sl_net_opts net;
 	const sl_package *packages;
 	size_t npackages;

@@ -302,6 +302,7 @@ int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *er
 			record_dead_add(ids[i]);
 		sl_deadline d = { .ephemeral = sb.ephemeral, .created_ms = sb.created_ms,
 				  .idle_ms = sb.idle_ms, .expires_ms = sb.expires_ms,
+				  .on_lifetime = sb.on_lifetime,
 				  .init_pid = sb.init_pid, .init_start = sb.init_start,
 				  .stop_policy = sb.stop_policy, .archived = sb.archived,
 				  .auto_archive_min = sb.auto_archive_min,

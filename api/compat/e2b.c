@@ -174,6 +174,30 @@ static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_
 	return 0;
 }
 
+/* A paused sandbox with autoResume, resumed by a call that needs it: its deadline was
+ * dropped at the pause, so it gets connect's default. A resume that loses the race to
+ * another one finds it running, which is as good. */
+static int auto_resume(api_req *r, sl_sandbox *sb, enum MHD_Result *ret)
+{
+	char id[32];
+	sl_err err = {0};
+	snprintf(id, sizeof(id), "%s", sb->id);
+	sandbox_free(sb);
+	if ((sandbox_resume(r->srv->ctx, id, NULL, &err) < 0 && err.kind != SL_CONFLICT) ||
+	    sandbox_set_timeouts(r->srv->ctx, id, DEFAULT_TIMEOUT_S * 1000, -1, -1, sb, &err) < 0) {
+		*ret =
+		    e2b_reply_code(r, 502, "The sandbox %s could not be resumed: %s", id, err.msg);
+		return -1;
+	}
+	if (sb->status != SL_ST_RUNNING) {
+		*ret = e2b_reply_code(r, 502, "The sandbox %s is %s", id,
+				      sandbox_status_name(sb->status));
+		sandbox_free(sb);
+		return -1;
+	}
+	return 0;
+}
+
 int e2b_plane_sandbox(api_req *r, bool traffic_ok, sl_sandbox *sb, enum MHD_Result *ret)
 {
 	const char *id = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "E2b-Sandbox-Id");
@@ -185,7 +209,9 @@ int e2b_plane_sandbox(api_req *r, bool traffic_ok, sl_sandbox *sb, enum MHD_Resu
 		*ret = e2b_reply_code(r, 502, "The sandbox %s was not found", id ? id : "");
 		return -1;
 	}
-	if (sb->status != SL_ST_RUNNING) {
+	/* autoResume: traffic wakes a paused (frozen) sandbox, once its token is checked. */
+	bool wake = sb->status == SL_ST_PAUSED && sb->auto_resume;
+	if (sb->status != SL_ST_RUNNING && !wake) {
 		*ret = e2b_reply_code(r, 502, "The sandbox %s is %s", sb->id,
 				      sandbox_status_name(sb->status));
 		sandbox_free(sb);
@@ -220,6 +246,8 @@ int e2b_plane_sandbox(api_req *r, bool traffic_ok, sl_sandbox *sb, enum MHD_Resu
 		sandbox_free(sb);
 		return -1;
 	}
+	if (wake && auto_resume(r, sb, ret) < 0)
+		return -1;
 	api_touch(r->srv, sb->id);
 	return 0;
 }
@@ -300,6 +328,13 @@ static cJSON *metadata_of(const sl_sandbox *sb)
 	return m;
 }
 
+/* E2B knows running and paused: a stopped sandbox (a filesystem-only pause, a
+ * Daytona or /v1 stop) is paused to it, and connect starts it. */
+static bool e2b_paused(const sl_sandbox *sb)
+{
+	return sb->status == SL_ST_PAUSED || sb->status == SL_ST_STOPPED;
+}
+
 /* ListedSandbox, or with DETAIL the SandboxDetail fields too. */
 static cJSON *sandbox_e2b_json(const sl_sandbox *sb, bool detail)
 {
@@ -315,7 +350,7 @@ static cJSON *sandbox_e2b_json(const sl_sandbox *sb, bool detail)
 	sl_iso_time(sb->expires_ms ? sb->expires_ms : sb->created_ms + 100LL * 365 * 86400000, t,
 		 sizeof(t));
 	cJSON_AddStringToObject(o, "endAt", t);
-	cJSON_AddStringToObject(o, "state", sb->status != SL_ST_PAUSED ? "running" : "paused");
+	cJSON_AddStringToObject(o, "state", e2b_paused(sb) ? "paused" : "running");
 	uint64_t cpu = sb->limits.cpu_millicores;
 	cJSON_AddNumberToObject(o, "cpuCount", cpu ? (double)((cpu + 999) / 1000) : 1);
 	cJSON_AddNumberToObject(o, "memoryMB", (double)(sb->limits.memory_bytes >> 20));
@@ -336,8 +371,9 @@ static cJSON *sandbox_e2b_json(const sl_sandbox *sb, bool detail)
 			cJSON_AddItemToObject(net, "denyOut", cJSON_Duplicate(sb->net_deny, 1));
 		}
 		cJSON *l = cJSON_AddObjectToObject(o, "lifecycle");
-		cJSON_AddStringToObject(l, "onTimeout", "kill");
-		cJSON_AddBoolToObject(l, "autoResume", false);
+		bool pause = sb->on_lifetime == SL_LIFE_PAUSE || sb->on_lifetime == SL_LIFE_STOP;
+		cJSON_AddStringToObject(l, "onTimeout", pause ? "pause" : "kill");
+		cJSON_AddBoolToObject(l, "autoResume", sb->auto_resume);
 	}
 	return o;
 }
@@ -526,6 +562,34 @@ static int rules_check(const cJSON *in, sl_err *err)
 	return 0;
 }
 
+/* The SDK's lifecycle ({onTimeout: 'pause' | {action: 'pause', keepMemory}, autoResume})
+ * as it sends it: autoPause, autoPauseMemory, autoResume {enabled}. A pause that keeps
+ * memory is the freezer's (/v1's onLifetime "pause"); one that does not ends the
+ * processes and keeps the files ("stop"), so the connect after it is a cold boot. The
+ * SDK refuses autoResume with anything but a memory pause; so does this. */
+static int lifecycle_body(const cJSON *in, cJSON *timeout, sl_err *err)
+{
+	bool pause = false, memory = true, resume = false;
+	const cJSON *ar = cJSON_GetObjectItemCaseSensitive(in, "autoResume");
+	if (api_json_bool(in, "", "autoPause", &pause, err) < 0 ||
+	    api_json_bool(in, "", "autoPauseMemory", &memory, err) < 0)
+		return -1;
+	if (ar && !cJSON_IsNull(ar) && !cJSON_IsObject(ar))
+		return sl_fail(err, SL_INVALID, 0,
+			       "autoResume: must be an object {enabled: boolean}");
+	if (cJSON_IsObject(ar) && api_json_bool(ar, "autoResume.", "enabled", &resume, err) < 0)
+		return -1;
+	if (resume && (!pause || !memory))
+		return sl_fail(err, SL_INVALID, 0,
+			       "autoResume: needs autoPause with its memory kept (autoPauseMemory "
+			       "not false)");
+	if (pause)
+		cJSON_AddStringToObject(timeout, "onLifetime", memory ? "pause" : "stop");
+	if (resume)
+		cJSON_AddBoolToObject(timeout, "autoResume", true);
+	return 0;
+}
+
 /* templateID: E2B's stock templates are sandlot's default image; otherwise a snapshot
  * name or id when one exists, else an image name. */
 static void template_source(api_server *s, const char *tpl, cJSON *body)
@@ -589,6 +653,8 @@ static enum MHD_Result create(api_req *r)
 		 (long long)(tmo >= 0 ? tmo / 1000 : DEFAULT_TIMEOUT_S));
 	cJSON *t = cJSON_AddObjectToObject(body, "timeout");
 	cJSON_AddStringToObject(t, "lifetime", life);
+	if (in && lifecycle_body(in, t, &err) < 0)
+		return e2b_reply_err(r, &err);
 	sl_sandbox sb;
 	if (api_sandbox_create_from(r->srv, body, false, false, &sb, &err) < 0) {
 		if (err.kind == SL_NOTFOUND)
@@ -658,19 +724,27 @@ static enum MHD_Result set_timeout(api_req *r)
 	return api_reply_empty(r, 204);
 }
 
+/* {memory: false} (the SDK's pause({keepMemory: false})): a filesystem-only pause, the
+ * runtime's stop, so every process ends and the connect after it is a cold boot (a new
+ * boot_id inside). Otherwise the freezer's pause. */
 static enum MHD_Result pause_sandbox(api_req *r)
 {
 	_cleanup_sandbox_ sl_sandbox sb = {0};
+	const cJSON *in;
 	sl_err err = {0};
 	enum MHD_Result ret;
+	bool memory = true;
+	if (api_body_object(r, true, &in, &err) < 0 ||
+	    (in && api_json_bool(in, "", "memory", &memory, &err) < 0))
+		return e2b_reply_err(r, &err);
 	if (path_sandbox(r, &sb, &ret) < 0)
 		return ret;
-	bool paused = sb.status == SL_ST_PAUSED;
-	if (paused)
+	if (e2b_paused(&sb))
 		return e2b_reply_code(r, 409, "sandbox %s is already paused", sb.id);
 	/* A paused E2B sandbox keeps until resumed or killed: no deadline while paused
 	 * (connect sets a new one). */
-	if (sandbox_pause(r->srv->ctx, sb.id, NULL, &err) < 0 ||
+	if ((memory ? sandbox_pause(r->srv->ctx, sb.id, NULL, &err)
+		    : sandbox_stop(r->srv->ctx, sb.id, 10000, NULL, &err)) < 0 ||
 	    sandbox_set_timeouts(r->srv->ctx, sb.id, 0, -1, -1, NULL, &err) < 0)
 		return e2b_reply_err(r, &err);
 	return api_reply_empty(r, 204);
@@ -865,9 +939,7 @@ static bool metadata_match(const sl_sandbox *sb, const char *filter)
 
 static bool state_match(const sl_sandbox *sb, const char *states)
 {
-	const char *st = sb->status == SL_ST_RUNNING  ? "running"
-			 : sb->status == SL_ST_PAUSED ? "paused"
-						      : NULL;
+	const char *st = sb->status == SL_ST_RUNNING ? "running" : e2b_paused(sb) ? "paused" : NULL;
 	if (!st)
 		return false;
 	if (!states || !*states)

@@ -24,7 +24,8 @@
 void e2b_token(api_server *s, const char *kind, const char *sandbox_id, char out[65]);
 
 /* The sandbox of a sandbox-plane request: it must exist and be running (else 502, what
- * E2B's proxy answers for a sandbox that is gone), and the request must carry its
+ * E2B's proxy answers for a sandbox that is gone; a paused one created with autoResume
+ * is resumed once the token is checked), and the request must carry its
  * envd token in X-Access-Token (or, when TRAFFIC_OK, its traffic token in
  * E2B-Traffic-Access-Token). A signed /files URL (uploadUrl/downloadUrl) has no header:
  * its signature finds the sandbox. On failure the reply is queued and -1 returned. */

@@ -437,6 +437,13 @@ static int proc_next(rpc_stream *st)
 		if (!ps->ended)
 			return -1;
 	} else if (e.status != SL_EXEC_RUNNING) {
+		/* Killed with its sandbox (its init died first): cut, with no end event, as
+		 * E2B's proxy drops the stream when the sandbox dies; the SDK then finds the
+		 * sandbox gone (502 on /health) and throws a TimeoutError. */
+		if (e.lost) {
+			exec_free(&e);
+			return -1;
+		}
 		/* One more pass reads what it wrote before the exit; then the end. */
 		if (!ps->ended) {
 			ps->ended = true;

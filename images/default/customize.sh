@@ -1,6 +1,7 @@
 #!/bin/sh
 # customize.sh ROOT — mmdebstrap's customize hook for the default image: the non-root
-# user, sandlot's metadata, the TypeScript runner, and host details that must not leak in.
+# user, sandlot's metadata, the TypeScript runner, sandlot's sudo, and host details that
+# must not leak in.
 set -eu
 root=$1
 here=$(dirname -- "$0")
@@ -15,6 +16,10 @@ chmod 0755 "$root/home/user"
 install -d -m 0755 "$root/etc/sandlot"
 install -m 0644 "$here/image.json" "$root/etc/sandlot/image.json"
 install -m 0755 "$here/ts-run" "$root/usr/local/bin/ts-run"
+# sandlot's sudo (docs/isolation.md, "sudo"): init serves it only in images that have
+# /usr/lib/sandlot/sudo, a path only the sandbox's root can make.
+install -D -m 0755 "$here/sudo" "$root/usr/lib/sandlot/sudo"
+ln -sf ../lib/sandlot/sudo "$root/usr/bin/sudo"
 
 # A sandbox is the user's own machine: `pip install` (for the user, or as root) should
 # work as in the python images, without --break-system-packages.

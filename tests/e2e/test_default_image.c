@@ -192,6 +192,84 @@ static void test_runs_as_user_in_home(void **state)
 	free(out);
 }
 
+/* sandlot's sudo (docs/isolation.md, "sudo"): root of the sandbox's own user namespace
+ * through init, with what a command the API starts as root has, nothing more. */
+static void test_sudo_runs_as_root_with_env_and_exit_codes(void **state)
+{
+	char *out = exec_ok("sh", "-c",
+			    "sudo whoami; sudo -u root id -u; sudo -u user id -un; sudo -u '#1000' "
+			    "id -u; sudo true && echo ok");
+	assert_string_equal(out, "root\n0\nuser\n1000\nok\n");
+	free(out);
+	/* env reset, -E keeps the caller's, VAR=value before the command. */
+	out = exec_ok("env", "KEEPME=1", "sh", "-c",
+		      "sudo env | grep -c KEEPME; sudo -E env | grep KEEPME; "
+		      "sudo FOO=bar env | grep -E '^(FOO|HOME|USER|SUDO_USER)=' | sort; "
+		      "echo in | sudo cat; cd /tmp && sudo pwd");
+	assert_string_equal(out, "0\nKEEPME=1\nFOO=bar\nHOME=/root\nSUDO_USER=user\nUSER=root\nin\n/tmp\n");
+	free(out);
+	e2e_result r;
+	const char *id = shared_id;
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", id, "--", "sudo", "sh", "-c", "exit 7", NULL), 7);
+	e2e_result_free(&r);
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", id, "--", "sudo", "no-such-cmd", NULL), 1);
+	assert_true(e2e_contains(r.err, "no-such-cmd: command not found"));
+	e2e_result_free(&r);
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", id, "--", "sudo", "-u", "nobody-x", "true", NULL), 1);
+	assert_true(e2e_contains(r.err, "unknown user nobody-x"));
+	e2e_result_free(&r);
+	/* From a directory the target cannot enter (root's home), as sudo does: a warning,
+	 * and the command runs in the target's home. */
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", "-u", "root", "-w", "/root", id, "--",
+				     "sudo", "-u", "user", "pwd", NULL),
+			 0);
+	assert_string_equal(r.out, "/home/user\n");
+	assert_true(e2e_contains(r.err, "unable to change directory to /root"));
+	e2e_result_free(&r);
+	/* A signal that ends the command is 128 + n, as a shell says it. */
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", id, "--", "sudo", "sh", "-c", "kill -TERM $$", NULL), 143);
+	e2e_result_free(&r);
+	/* Root's files are root's; the user cannot write there without sudo. */
+	out = exec_ok("sh", "-c", "touch /etc/x 2>/dev/null || echo denied; sudo touch /etc/x && "
+				  "stat -c %u /etc/x; sudo rm /etc/x");
+	assert_string_equal(out, "denied\n0\n");
+	free(out);
+}
+
+/* The same sandbox, not a bigger one: what a sudo'd command has equals what a command
+ * the API starts as root has (capabilities, no_new_privs, seccomp, namespaces, cgroup). */
+static void test_sudo_is_no_more_than_api_root(void **state)
+{
+	static const char probe[] =
+	    "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status; "
+	    "for n in user pid mnt net uts ipc cgroup; do readlink /proc/self/ns/$n; done; "
+	    "cat /proc/self/cgroup; cat /proc/self/uid_map";
+	char *via_sudo = exec_ok("sudo", "sh", "-c", probe);
+	char *via_api = NULL;
+	e2e_result r;
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", "-u", "root", shared_id, "--", "sh", "-c",
+				     probe, NULL),
+			 0);
+	via_api = strdup(r.out);
+	e2e_result_free(&r);
+	assert_string_equal(via_sudo, via_api);
+	assert_true(e2e_contains(via_sudo, "NoNewPrivs:\t1"));
+	assert_true(e2e_contains(via_sudo, "Seccomp:\t2"));
+	free(via_sudo);
+	free(via_api);
+	/* An image without sandlot's sudo has no socket to ask: busybox's init serves none. */
+	char *bb = e2e_sandlot_ok("create", "--image", "busybox", NULL);
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "exec", bb, "--", "sh", "-c",
+				     "grep -c sandlot-sudo /proc/net/unix || true", NULL),
+			 0);
+	assert_string_equal(r.out, "0\n");
+	e2e_result_free(&r);
+	free(e2e_sandlot_ok("rm", "-f", bb, NULL));
+	free(bb);
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
 static void test_no_image_means_default(void **state)
 {
 	e2e_result r;
@@ -272,7 +350,7 @@ static void test_tarball_entries(void **state)
 	struct archive_entry *e;
 	size_t entries = 0, bloat = 0;
 	int64_t bytes = 0;
-	bool seen_mounts[7] = {0}, seen_meta = false, seen_tsrun = false;
+	bool seen_mounts[7] = {0}, seen_meta = false, seen_tsrun = false, seen_sudo = false;
 	static const char *const mounts[] = {"./proc/",	   "./sys/", "./dev/", "./dev/pts/",
 					     "./dev/shm/", "./run/", "./tmp/"};
 	while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
@@ -310,6 +388,11 @@ static void test_tarball_entries(void **state)
 			assert_int_equal(archive_entry_perm(e), 0755);
 			seen_tsrun = true;
 		}
+		/* sandlot's sudo, not setuid (nothing is under no_new_privs). */
+		if (!strcmp(p, "./usr/lib/sandlot/sudo")) {
+			assert_int_equal(archive_entry_perm(e), 0755);
+			seen_sudo = true;
+		}
 		if (type == AE_IFREG && is_bloat(p)) {
 			fprintf(stderr, "unexpected in a lean image: %s\n", p);
 			bloat++;
@@ -321,6 +404,7 @@ static void test_tarball_entries(void **state)
 			fail_msg("no mount point %s", mounts[i]);
 	assert_true(seen_meta);
 	assert_true(seen_tsrun);
+	assert_true(seen_sudo);
 	assert_int_equal(bloat, 0);
 	struct stat st;
 	assert_int_equal(stat(tar, &st), 0);
@@ -381,6 +465,8 @@ int main(void)
 	    E2E_TEST(test_no_image_means_default), E2E_TEST(test_pip_and_venv),
 	    E2E_TEST(test_tmp_writable_by_user),   E2E_TEST(test_tarball_entries),
 	    E2E_TEST(test_cold_start_times),
+	    E2E_TEST(test_sudo_runs_as_root_with_env_and_exit_codes),
+	    E2E_TEST(test_sudo_is_no_more_than_api_root),
 	};
 	e2e_apply_filter();
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -95,6 +95,38 @@ static void test_stop_start_keeps_files_and_env(void **state)
 	free(id);
 }
 
+/* Each launch has its own boot id: a stop/start is a cold boot to the workload, a
+ * pause/resume is not, and neither shows the host's. */
+static void test_boot_id_is_new_at_each_start(void **state)
+{
+	char *id = e2e_sandlot_ok("create", "--image", "busybox", NULL);
+	char *host = e2e_read_file("/proc/sys/kernel/random/boot_id");
+	char *b1 = sh_ok(id, "cat /proc/sys/kernel/random/boot_id");
+	assert_int_equal(strlen(b1), 36);
+	assert_non_null(host);
+	assert_false(e2e_contains(host, b1));
+	/* Read-only, and nothing of it left in /dev. */
+	char *w = sh_ok(id, "echo x > /proc/sys/kernel/random/boot_id 2>/dev/null && echo written; "
+			    "ls -a /dev | grep -c boot_id || true");
+	assert_string_equal(w, "0");
+	free(w);
+	free(e2e_sandlot_ok("pause", id, NULL));
+	free(e2e_sandlot_ok("resume", id, NULL));
+	char *b2 = sh_ok(id, "cat /proc/sys/kernel/random/boot_id");
+	assert_string_equal(b1, b2);
+	free(e2e_sandlot_ok("stop", id, NULL));
+	free(e2e_sandlot_ok("start", id, NULL));
+	char *b3 = sh_ok(id, "cat /proc/sys/kernel/random/boot_id");
+	assert_int_equal(strlen(b3), 36);
+	assert_string_not_equal(b1, b3);
+	free(e2e_sandlot_ok("rm", id, NULL));
+	free(host);
+	free(b1);
+	free(b2);
+	free(b3);
+	free(id);
+}
+
 static void test_after_reboot_sandbox_is_stopped_and_starts(void **state)
 {
 	char *id = e2e_sandlot_ok("create", "--image", "busybox", NULL);
@@ -415,6 +447,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		E2E_TEST(test_pause_stops_the_clock_and_resume_continues),
 		E2E_TEST(test_stop_start_keeps_files_and_env),
+		E2E_TEST(test_boot_id_is_new_at_each_start),
 		E2E_TEST(test_after_reboot_sandbox_is_stopped_and_starts),
 		E2E_TEST(test_snapshot_and_create_from_it),
 		E2E_TEST(test_snapshot_killed_midway_is_cleaned_up),
