@@ -408,7 +408,9 @@ int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char
 			     .timeout_ms = timeout_ms ? timeout_ms : CODE_DEFAULT_TIMEOUT_MS,
 			     .wait_ms = CODE_FIRST_WAIT_MS};
 	sl_exec ex;
-	int r = ext[0] == 'p' ? run_warm(ctx, sb, dir, src, errf, &spec, &ex, err) : 1;
+	int r = ext[0] == 'p' && !ctx->cfg.code_runner_off
+		    ? run_warm(ctx, sb, dir, src, errf, &spec, &ex, err)
+		    : 1;
 	if (r == 1) {
 		spec.argv = (char *const *)argv;
 		r = exec_run(ctx, sb, &spec, &ex, err);
