@@ -14,8 +14,14 @@ import os, sys, socket, select, fcntl
 STARTUP = (b'PYTHON', b'LANG', b'LC_')
 
 
-def startup_env(env):
-    return {k: v for k, v in env.items() if k.startswith(STARTUP)}
+def startup_env(env, coerced=None):
+    """ENV's variables read at start-up, as the interpreter leaves them: in the C locale
+    it sets LC_CTYPE (to COERCED, what it set in the runner; PEP 538). """
+    e = {k: v for k, v in env.items() if k.startswith(STARTUP)}
+    if (coerced and b'LC_ALL' not in e and e.get(b'PYTHONCOERCECLOCALE') != b'0' and
+            (e.get(b'LC_CTYPE') or e.get(b'LANG') or b'C') in (b'C', b'POSIX')):
+        e[b'LC_CTYPE'] = coerced
+    return e
 
 
 def exit_code(e):
@@ -69,9 +75,11 @@ def child(conn, wrapper, own_fds):
     argc = int(parts[0])
     argv, envl = parts[1:1 + argc], parts[1 + argc:]
     env = dict(e.split(b'=', 1) for e in envl if b'=' in e)
-    if startup_env(env) != startup_env(os.environb):
+    want = startup_env(env, os.environb.get(b'LC_CTYPE'))
+    if want != startup_env(os.environb):
         exe = os.fsencode(sys.executable)
         os.execve(exe, [exe, b'-c', wrapper.encode()] + argv, env)
+    env.update(want)
     os.environb.clear()
     os.environb.update(env)
     sys.argv = ['-c'] + [os.fsdecode(a) for a in argv]

@@ -252,6 +252,15 @@ static void test_python_warm_calls_start_clean(void **state)
 {
 	long runner = py_num(SBX, "import os\nprint(os.getppid())\n");
 	assert_true(runner > 1);
+	/* Forked, not a new interpreter: what the runner imported is there (`select` is
+	 * nothing a fresh python3 loads), and the locale it was given is the same. */
+	cJSON *w =
+	    code(SBX, "python",
+		 "import os, sys\nprint('select' in sys.modules, os.environ.get('LC_CTYPE'))\n",
+		 NULL, NULL);
+	assert_true(ok(w));
+	assert_string_equal(str(w, "stdout"), "True C.UTF-8\n");
+	cJSON_Delete(w);
 	assert_int_equal(py_num(SBX, "import os\nprint(os.getppid())\n"), runner);
 	cJSON *o = code(SBX, "python",
 			"import json, os, sys, signal, types\n"
