@@ -261,8 +261,9 @@ static void exec_forget(sl_ctx *ctx, const sl_sandbox *sb, const char *eid)
 }
 
 /* The client, then the runner: its starting execution ends once the runner listens, and
- * the runner lives on detached. -1 when it cannot start here (no python3, ...). */
-static int runner_start(sl_ctx *ctx, const sl_sandbox *sb)
+ * the runner lives on detached. With PENDING, it is not waited for: PENDING gets the
+ * starting execution's id, for runner_settle. -1 when it cannot start here (no python3). */
+static int runner_start(sl_ctx *ctx, const sl_sandbox *sb, char pending[32])
 {
 	sl_err e = {0};
 	char tag[32], tmp[96];
@@ -276,22 +277,37 @@ static int runner_start(sl_ctx *ctx, const sl_sandbox *sb)
 		return -1;
 	}
 	const char *argv[] = {"python3", "-c", code_runner_py_text, RUNNER_SOCK, py_wrapper, NULL};
-	sl_exec_spec spec = {
-	    .argv = (char *const *)argv, .timeout_ms = RUNNER_START_MS, .wait_ms = RUNNER_START_MS};
+	sl_exec_spec spec = {.argv = (char *const *)argv,
+			     .timeout_ms = RUNNER_START_MS,
+			     .wait_ms = pending ? 0 : RUNNER_START_MS};
 	sl_exec ex;
-	if (exec_run(ctx, sb, &spec, &ex, &e) < 0)
+	if ((pending ? exec_start(ctx, sb, &spec, &ex, &e) : exec_run(ctx, sb, &spec, &ex, &e)) < 0)
 		return -1;
-	bool ok = ex.status == SL_EXEC_COMPLETED;
-	exec_forget(ctx, sb, ex.id);
+	bool ok = ex.status == SL_EXEC_COMPLETED || (pending && ex.status == SL_EXEC_RUNNING);
+	if (pending && ex.status == SL_EXEC_RUNNING)
+		snprintf(pending, 32, "%s", ex.id);
+	else
+		exec_forget(ctx, sb, ex.id);
 	exec_free(&ex);
 	return ok ? 0 : -1;
 }
 
-/* A Python call through the warm runner, started here on the sandbox's first call (or
- * again, when it was killed or the sandbox restarted). 1: no runner can start here and
- * the code has not run: the caller runs it cold. */
+/* A runner started with PENDING has listened (or failed): its starting execution goes. */
+static void runner_settle(sl_ctx *ctx, const sl_sandbox *sb, const char *pending)
+{
+	sl_exec ex;
+	sl_err e = {0};
+	if (exec_wait(ctx, sb->id, pending, RUNNER_START_MS, &ex, &e) == 0)
+		exec_free(&ex);
+	exec_forget(ctx, sb, pending);
+}
+
+/* A Python call through the warm runner. 1: the code has not run, and the caller runs it
+ * cold: on the sandbox's first call (the runner starts meanwhile, PENDING names its
+ * start, so the first call costs what it did without one), or where none can start. */
 static int run_warm(sl_ctx *ctx, const sl_sandbox *sb, const char *dir, const char *src,
-		    const char *errf, sl_exec_spec *spec, sl_exec *ex, sl_err *err)
+		    const char *errf, sl_exec_spec *spec, sl_exec *ex, char pending[32],
+		    sl_err *err)
 {
 	char marker[128];
 	snprintf(marker, sizeof(marker), "%s/norunner", dir);
@@ -301,25 +317,23 @@ static int run_warm(sl_ctx *ctx, const sl_sandbox *sb, const char *dir, const ch
 	sl_err e = {0};
 	if (!fi)
 		return 1;
-	bool started = false;
 	if (sbxfs_stat(ctx, sb, RUNNER_CLIENT, fi, &e) < 0) {
-		if (runner_start(ctx, sb) < 0)
-			return 1;
-		started = true;
+		runner_start(ctx, sb, pending);
+		return 1;
 	}
-	for (;;) {
+	for (bool started = false;; started = true) {
 		if (exec_run(ctx, sb, spec, ex, err) < 0)
 			return -1;
-		/* The client exits 255 with MARKER made only when no runner took the call. */
+		/* The client exits 255 with MARKER made only when no runner took the call
+		 * (it was killed, or the sandbox restarted): start one, and call again. */
 		if (ex->status == SL_EXEC_COMPLETED || ex->exit_code != 255 ||
 		    sbxfs_stat(ctx, sb, marker, fi, &e) < 0)
 			return 0;
 		exec_forget(ctx, sb, ex->id);
 		exec_free(ex);
 		sbxfs_remove(ctx, sb, marker, false, &e);
-		if (started || runner_start(ctx, sb) < 0)
+		if (started || runner_start(ctx, sb, NULL) < 0)
 			return 1;
-		started = true;
 	}
 }
 
@@ -408,13 +422,16 @@ int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char
 			     .timeout_ms = timeout_ms ? timeout_ms : CODE_DEFAULT_TIMEOUT_MS,
 			     .wait_ms = CODE_FIRST_WAIT_MS};
 	sl_exec ex;
+	char pending[32] = "";
 	int r = ext[0] == 'p' && !ctx->cfg.code_runner_off
-		    ? run_warm(ctx, sb, dir, src, errf, &spec, &ex, err)
+		    ? run_warm(ctx, sb, dir, src, errf, &spec, &ex, pending, err)
 		    : 1;
 	if (r == 1) {
 		spec.argv = (char *const *)argv;
 		r = exec_run(ctx, sb, &spec, &ex, err);
 	}
+	if (pending[0])
+		runner_settle(ctx, sb, pending);
 	if (r < 0) {
 		sl_err e2 = {0};
 		sbxfs_remove(ctx, sb, dir, true, &e2);

@@ -356,12 +356,15 @@ static void test_python_timeout_kills_the_child(void **state)
 	free(left);
 }
 
-/* A killed runner is replaced on the next call; so is one gone with a stop, and a paused
- * sandbox resumes with its runner. */
+/* A runner starts beside a sandbox's first call; a killed one is replaced on the next call; so is
+ * one gone with a stop, and a paused sandbox resumes with its runner. */
 static void test_python_runner_replaced(void **state)
 {
 	char *sbx = e2e_sandlot_ok("create", NULL);
+	/* A sandbox's first call runs cold (init's child) while its runner starts. */
+	assert_int_equal(py_num(sbx, "import os\nprint(os.getppid())\n"), 1);
 	long runner = py_num(sbx, "import os\nprint(os.getppid())\n");
+	assert_true(runner > 1);
 	char *pid = e2e_printf("%ld", runner);
 	free(e2e_sandlot_ok("exec", sbx, "--", "kill", "-9", pid, NULL));
 	free(pid);
