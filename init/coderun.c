@@ -4,6 +4,7 @@
  * as that interpreter ended. Static (musl) and tiny: it is what each call starts.
  *
  *   sandlot-coderun SOCKET NORUNNER ARG...
+ *   sandlot-coderun --start MS CMD...     (how a first call starts the runner)
  *
  * No runner on SOCKET: NORUNNER is created and it exits 255 before any code ran (the
  * host then starts a runner and calls again). Killed (a timeout): the runner kills the
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -116,10 +118,26 @@ static int no_runner(const char *marker)
 	return 255;
 }
 
+/* --start MS CMD...: CMD (the runner) once MS have passed, so that the first call's
+ * interpreter, which spawns this as it ends, has its answer sent before a second
+ * interpreter starts on the host's CPUs. */
+static int start_later(char **argv)
+{
+	long ms = atol(argv[0]);
+	struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+	while (nanosleep(&t, &t) < 0 && errno == EINTR)
+		;
+	execvp(argv[1], argv + 1);
+	return 127;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 3 && !strcmp(argv[1], "--start"))
+		return start_later(argv + 2);
 	if (argc < 3) {
-		fprintf(stderr, "usage: sandlot-coderun SOCKET NORUNNER ARG...\n");
+		fprintf(stderr,
+			"usage: sandlot-coderun SOCKET NORUNNER ARG... | --start MS CMD...\n");
 		return 2;
 	}
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -132,10 +150,10 @@ int main(int argc, char **argv)
 	if (send_request(s, argv + 3, argc - 3) < 0)
 		return no_runner(argv[2]);
 	int32_t pid, status;
-	if (read_full(s, &pid, 4) < 0 || pid <= 0) {
-		fprintf(stderr, "sandlot-coderun: the code runner ended before the call began\n");
-		return 255;
-	}
+	/* No pid: the runner (or its waiting child) went before the call began, so the
+	 * code has not run; the host starts a runner and calls again. */
+	if (read_full(s, &pid, 4) < 0 || pid <= 0)
+		return no_runner(argv[2]);
 	call_pid = pid;
 	struct sigaction sa = {.sa_handler = forward};
 	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};

@@ -47,11 +47,10 @@ extern const char code_coderun_bin[] __attribute__((visibility("hidden")));
 extern const char code_coderun_bin_end[] __attribute__((visibility("hidden")));
 
 /* Inside the sandbox: the runner's socket and the client, beside the calls' dirs. */
-#define CODE_DIR	"/tmp/.sandlot-code"
-#define RUNNER_DIR	"/tmp/.sandlot-runner"
-#define RUNNER_SOCK	RUNNER_DIR "/python.sock"
-#define RUNNER_CLIENT	RUNNER_DIR "/coderun"
-#define RUNNER_START_MS 30000
+#define CODE_DIR      "/tmp/.sandlot-code"
+#define RUNNER_DIR    "/tmp/.sandlot-runner"
+#define RUNNER_SOCK   RUNNER_DIR "/python.sock"
+#define RUNNER_CLIENT RUNNER_DIR "/coderun"
 
 /* Runs SRC as __main__; an uncaught exception goes to stderr as a traceback (without
  * this wrapper's frame) and to ERRF as {name, message, traceback}. */
@@ -74,6 +73,29 @@ static const char py_wrapper[] =
     "    with open(errf, 'w') as f:\n"
     "        json.dump({'name': type(e).__name__, 'message': str(e), 'traceback': tb}, f)\n"
     "    sys.exit(1)\n";
+
+/* A Python call where no runner serves: python3 -c THIS CLIENT RUNNER SOCKET WRAPPER SRC
+ * ERRF runs the wrapper as a cold call does, then, as it ends, has the client start the
+ * runner a moment later (detached, its output to /dev/null, with the call's environment
+ * as it came): the call pays a spawn of a tiny static binary, not a second interpreter
+ * beside it on the host's CPUs while its answer is on its way. */
+static const char py_first[] =
+    "import os, sys\n"
+    "env = os.environ.copy()\n"
+    "client, runner, sock, wrapper = sys.argv[1:5]\n"
+    "sys.argv = ['-c'] + sys.argv[5:]\n"
+    "try:\n"
+    "    exec(compile(wrapper, '<string>', 'exec'),\n"
+    "         {'__name__': '__main__', '__builtins__': __builtins__})\n"
+    "finally:\n"
+    "    try:\n"
+    "        os.posix_spawn(client, [client, '--start', '20', sys.executable, '-c', runner,\n"
+    "                                sock, wrapper],\n"
+    "                       env, setsid=True, file_actions=[\n"
+    "                           (os.POSIX_SPAWN_OPEN, 0, '/dev/null', os.O_RDWR, 0),\n"
+    "                           (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)])\n"
+    "    except Exception:\n"
+    "        pass\n";
 
 static const char js_wrapper[] =
     "const fs = require('fs'), path = require('path');\n"
@@ -260,81 +282,57 @@ static void exec_forget(sl_ctx *ctx, const sl_sandbox *sb, const char *eid)
 	fs_remove_tree(edir, NULL);
 }
 
-/* The client, then the runner: its starting execution ends once the runner listens, and
- * the runner lives on detached. With PENDING, it is not waited for: PENDING gets the
- * starting execution's id, for runner_settle. -1 when it cannot start here (no python3). */
-static int runner_start(sl_ctx *ctx, const sl_sandbox *sb, char pending[32])
+/* The client each warm call runs, renamed into place (a call may be running the one it
+ * replaces). */
+static int runner_client_write(sl_ctx *ctx, const sl_sandbox *sb)
 {
 	sl_err e = {0};
 	char tag[32], tmp[96];
 	sl_new_id("", tag, sizeof(tag));
 	snprintf(tmp, sizeof(tmp), RUNNER_DIR "/.coderun-%s", tag);
-	/* Renamed into place: a call may be running the one it replaces. */
 	if (sbxfs_write_file(ctx, sb, tmp, code_coderun_bin,
 			     (size_t)(code_coderun_bin_end - code_coderun_bin), 0755, &e) < 0 ||
 	    sbxfs_move(ctx, sb, tmp, RUNNER_CLIENT, &e) < 0) {
 		sbxfs_remove(ctx, sb, tmp, false, &e);
 		return -1;
 	}
-	const char *argv[] = {"python3", "-c", code_runner_py_text, RUNNER_SOCK, py_wrapper, NULL};
-	sl_exec_spec spec = {.argv = (char *const *)argv,
-			     .timeout_ms = RUNNER_START_MS,
-			     .wait_ms = pending ? 0 : RUNNER_START_MS};
-	sl_exec ex;
-	if ((pending ? exec_start(ctx, sb, &spec, &ex, &e) : exec_run(ctx, sb, &spec, &ex, &e)) < 0)
-		return -1;
-	bool ok = ex.status == SL_EXEC_COMPLETED || (pending && ex.status == SL_EXEC_RUNNING);
-	if (pending && ex.status == SL_EXEC_RUNNING)
-		snprintf(pending, 32, "%s", ex.id);
-	else
-		exec_forget(ctx, sb, ex.id);
-	exec_free(&ex);
-	return ok ? 0 : -1;
+	return 0;
 }
 
-/* A runner started with PENDING has listened (or failed): its starting execution goes. */
-static void runner_settle(sl_ctx *ctx, const sl_sandbox *sb, const char *pending)
-{
-	sl_exec ex;
-	sl_err e = {0};
-	if (exec_wait(ctx, sb->id, pending, RUNNER_START_MS, &ex, &e) == 0)
-		exec_free(&ex);
-	exec_forget(ctx, sb, pending);
-}
-
-/* A Python call through the warm runner. 1: the code has not run, and the caller runs it
- * cold: on the sandbox's first call (the runner starts meanwhile, PENDING names its
- * start, so the first call costs what it did without one), or where none can start. */
+/* A Python call through the warm runner. With no runner (the sandbox's first call, or
+ * one killed, or gone with a stop), the call runs cold and starts one as it ends
+ * (py_first). 1: the code has not run and the caller runs it cold as before (the
+ * client cannot be written). */
 static int run_warm(sl_ctx *ctx, const sl_sandbox *sb, const char *dir, const char *src,
-		    const char *errf, sl_exec_spec *spec, sl_exec *ex, char pending[32],
-		    sl_err *err)
+		    const char *errf, sl_exec_spec *spec, sl_exec *ex, sl_err *err)
 {
 	char marker[128];
 	snprintf(marker, sizeof(marker), "%s/norunner", dir);
 	const char *argv[] = {RUNNER_CLIENT, RUNNER_SOCK, marker, src, errf, NULL};
-	spec->argv = (char *const *)argv;
+	const char *first[] = {
+	    "python3",	 "-c",	     py_first, RUNNER_CLIENT, code_runner_py_text,
+	    RUNNER_SOCK, py_wrapper, src,      errf,	      NULL};
 	_cleanup_free_ sl_fileinfo *fi = malloc(sizeof(*fi));
 	sl_err e = {0};
 	if (!fi)
 		return 1;
-	if (sbxfs_stat(ctx, sb, RUNNER_CLIENT, fi, &e) < 0) {
-		runner_start(ctx, sb, pending);
-		return 1;
-	}
-	for (bool started = false;; started = true) {
+	if (sbxfs_stat(ctx, sb, RUNNER_CLIENT, fi, &e) == 0) {
+		spec->argv = (char *const *)argv;
 		if (exec_run(ctx, sb, spec, ex, err) < 0)
 			return -1;
 		/* The client exits 255 with MARKER made only when no runner took the call
-		 * (it was killed, or the sandbox restarted): start one, and call again. */
+		 * (the code has not run). */
 		if (ex->status == SL_EXEC_COMPLETED || ex->exit_code != 255 ||
 		    sbxfs_stat(ctx, sb, marker, fi, &e) < 0)
 			return 0;
 		exec_forget(ctx, sb, ex->id);
 		exec_free(ex);
 		sbxfs_remove(ctx, sb, marker, false, &e);
-		if (started || runner_start(ctx, sb, NULL) < 0)
-			return 1;
+	} else if (runner_client_write(ctx, sb) < 0) {
+		return 1;
 	}
+	spec->argv = (char *const *)first;
+	return exec_run(ctx, sb, spec, ex, err) < 0 ? -1 : 0;
 }
 
 static void result_from_exec(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec *ex,
@@ -422,16 +420,13 @@ int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char
 			     .timeout_ms = timeout_ms ? timeout_ms : CODE_DEFAULT_TIMEOUT_MS,
 			     .wait_ms = CODE_FIRST_WAIT_MS};
 	sl_exec ex;
-	char pending[32] = "";
 	int r = ext[0] == 'p' && !ctx->cfg.code_runner_off
-		    ? run_warm(ctx, sb, dir, src, errf, &spec, &ex, pending, err)
+		    ? run_warm(ctx, sb, dir, src, errf, &spec, &ex, err)
 		    : 1;
 	if (r == 1) {
 		spec.argv = (char *const *)argv;
 		r = exec_run(ctx, sb, &spec, &ex, err);
 	}
-	if (pending[0])
-		runner_settle(ctx, sb, pending);
 	if (r < 0) {
 		sl_err e2 = {0};
 		sbxfs_remove(ctx, sb, dir, true, &e2);
