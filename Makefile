@@ -140,6 +140,16 @@ $(BUILD)/sandlot-init: init/init.c init/proto.h
 		-o $@ init/init.c
 	strip $@
 
+# Each warm executeCode call's execution inside a sandbox (init/coderun.c): static, tiny,
+# compiled into runtime/code.o with the runner it talks to.
+$(BUILD)/sandlot-coderun: init/coderun.c
+	@mkdir -p $(BUILD)
+	$(MUSLCC) -static -Os -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
+		-o $@ init/coderun.c
+	strip $@
+$(BUILD)/runtime/code.o: runtime/code_runner.py $(BUILD)/sandlot-coderun
+$(BUILD)/runtime/code.o: CFLAGS += -DSL_CODERUN_BIN='"$(BUILD)/sandlot-coderun"'
+
 # A static probe that tries forbidden syscalls (used by e2e tests, in and out of sandboxes).
 $(BUILD)/probe: tests/probe/probe.c
 	@mkdir -p $(BUILD)
@@ -300,6 +310,8 @@ $(FUZZ_DIR)/obj/%.o: %.c $(wildcard runtime/*.h api/*.h api/compat/*.h init/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 $(FUZZ_DIR)/obj/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl.js
+$(FUZZ_DIR)/obj/runtime/code.o: runtime/code_runner.py $(BUILD)/sandlot-coderun
+$(FUZZ_DIR)/obj/runtime/code.o: FUZZ_CFLAGS += -DSL_CODERUN_BIN='"$(BUILD)/sandlot-coderun"'
 
 $(FUZZ_DIR)/libsandlot-fuzz.a: $(FUZZ_LIB_OBJ)
 	ar rcs $@ $^

@@ -13,7 +13,10 @@
  * be 0. In every argument `{i}` becomes a token unique to this operation and `{id}` the
  * top-level "id" of the operation's first HTTP answer that had one (create -> exec ->
  * delete: the sandbox's, not the execution's). One operation = all steps of a
- * variant, timed together. Output: one tab-separated line per variant,
+ * variant, timed together, but for a step written `@untimed STEP`: it runs and is not
+ * timed (`@untimed @http POST /v1/sandboxes ... :: @http POST .../code ... :: @untimed
+ * @http DELETE ...` times a new sandbox's first call alone). Output: one tab-separated
+ * line per variant,
  *   NAME  n  median_ms  p99_ms  mean_ms  min_ms  max_ms  ops_per_s
  * With --parallel P, each round runs P clients of one variant for S seconds (variants
  * take turns); ops_per_s is completed operations per second of wall time. --pause MS
@@ -53,6 +56,7 @@ extern char **environ;
 struct step {
 	char **argv; /* into the driver's argv; argv[0] == "@http" for requests */
 	int argc;
+	bool untimed; /* written `@untimed STEP`: run, but not counted in the time */
 };
 
 struct variant {
@@ -372,17 +376,20 @@ static double run_op(const struct variant *v, struct client *c)
 {
 	c->k++;
 	c->id[0] = '\0';
-	double t0 = now_s();
+	double ms = 0;
 	for (int i = 0; i < v->nsteps; i++) {
 		const struct step *s = &v->steps[i];
+		double t0 = now_s();
 		int r = strcmp(s->argv[0], "@http") == 0 ? run_http(s, c) : run_command(s, c);
 		if (r < 0) {
 			fprintf(stderr, "bench-driver: variant %s failed at step %d\n", v->name,
 				i + 1);
 			return -1;
 		}
+		if (!s->untimed)
+			ms += (now_s() - t0) * 1000;
 	}
-	return (now_s() - t0) * 1000;
+	return ms;
 }
 
 static int client_init(struct client *c, const struct opts *o)
@@ -602,9 +609,16 @@ static int parse_time_args(int argc, char **argv, struct opts *o, struct variant
 			return usage("a variant must end with ';'");
 		argv[i] = NULL; /* each step's argv is NULL-terminated in place */
 		s->argc = (int)(&argv[i] - s->argv);
-		for (int k = 0; k < v->nsteps; k++)
-			if (v->steps[k].argc == 0)
+		for (int k = 0; k < v->nsteps; k++) {
+			struct step *t = &v->steps[k];
+			if (t->argc > 1 && !strcmp(t->argv[0], "@untimed")) {
+				t->untimed = true;
+				t->argv++;
+				t->argc--;
+			}
+			if (t->argc == 0 || !strcmp(t->argv[0], "@untimed"))
 				return usage("empty step");
+		}
 		i++;
 	}
 	if (*nv == 0 || o->runs < 1 || o->warmup < 0 || (o->parallel && o->duration_s <= 0) ||

@@ -1,7 +1,9 @@
 /* code.c — executeCode over executions and sandbox files: the snippet is written to a
  * file inside the sandbox (never quoted into a command line, so any text is safe), a
  * small fixed wrapper runs it in a fresh interpreter and records an uncaught error as
- * JSON beside it, and the result is assembled from the execution's record and logs. */
+ * JSON beside it, and the result is assembled from the execution's record and logs.
+ * Python calls go through the sandbox's warm runner (code_runner.py), started on the
+ * first call: a clean forked child per call instead of a new interpreter. */
 #include "code.h"
 
 #include <errno.h>
@@ -27,60 +29,107 @@
  * the place (docs/executions.md, "Code"). JSON-escaped it may grow sixfold in a reply. */
 #define CODE_OUTPUT_MAX (1u << 20)
 
+/* The warm Python runner and each call's client (init/coderun.c), compiled in (paths
+ * from the top of the tree, where make runs; the Makefile names the client's). */
+#ifndef SL_CODERUN_BIN
+#define SL_CODERUN_BIN "build/sandlot-coderun"
+#endif
+__asm__(".pushsection .rodata\n"
+	"code_runner_py_text:\n"
+	".incbin \"runtime/code_runner.py\"\n"
+	".byte 0\n"
+	"code_coderun_bin:\n"
+	".incbin \"" SL_CODERUN_BIN "\"\n"
+	"code_coderun_bin_end:\n"
+	".popsection\n");
+extern const char code_runner_py_text[] __attribute__((visibility("hidden")));
+extern const char code_coderun_bin[] __attribute__((visibility("hidden")));
+extern const char code_coderun_bin_end[] __attribute__((visibility("hidden")));
+
+/* Inside the sandbox: the runner's socket and the client, beside the calls' dirs. */
+#define CODE_DIR      "/tmp/.sandlot-code"
+#define RUNNER_DIR    "/tmp/.sandlot-runner"
+#define RUNNER_SOCK   RUNNER_DIR "/python.sock"
+#define RUNNER_CLIENT RUNNER_DIR "/coderun"
+
 /* Runs SRC as __main__; an uncaught exception goes to stderr as a traceback (without
  * this wrapper's frame) and to ERRF as {name, message, traceback}. */
 static const char py_wrapper[] =
-	"import sys\n"
-	"src, errf = sys.argv[1], sys.argv[2]\n"
-	"sys.argv = [src]\n"
-	"g = {'__name__': '__main__', '__file__': src, '__builtins__': __builtins__}\n"
-	"try:\n"
-	"    with open(src, encoding='utf-8') as f:\n"
-	"        code = compile(f.read(), src, 'exec')\n"
-	"    exec(code, g)\n"
-	"except SystemExit:\n"
-	"    raise\n"
-	"except BaseException as e:\n"
-	"    import json, traceback  # only on failure: they cost start-up time\n"
-	"    tb = ''.join(traceback.format_exception(type(e), e, e.__traceback__.tb_next))\n"
-	"    sys.stderr.write(tb)\n"
-	"    sys.stderr.flush()\n"
-	"    with open(errf, 'w') as f:\n"
-	"        json.dump({'name': type(e).__name__, 'message': str(e), 'traceback': tb}, f)\n"
-	"    sys.exit(1)\n";
+    "import sys\n"
+    "src, errf = sys.argv[1], sys.argv[2]\n"
+    "sys.argv = [src]\n"
+    "g = {'__name__': '__main__', '__file__': src, '__builtins__': __builtins__}\n"
+    "try:\n"
+    "    with open(src, encoding='utf-8') as f:\n"
+    "        code = compile(f.read(), src, 'exec')\n"
+    "    exec(code, g)\n"
+    "except SystemExit:\n"
+    "    raise\n"
+    "except BaseException as e:\n"
+    "    import json, traceback  # only on failure: they cost start-up time\n"
+    "    tb = ''.join(traceback.format_exception(type(e), e, e.__traceback__.tb_next))\n"
+    "    sys.stderr.write(tb)\n"
+    "    sys.stderr.flush()\n"
+    "    with open(errf, 'w') as f:\n"
+    "        json.dump({'name': type(e).__name__, 'message': str(e), 'traceback': tb}, f)\n"
+    "    sys.exit(1)\n";
+
+/* A Python call where no runner serves: python3 -c THIS CLIENT RUNNER SOCKET WRAPPER SRC
+ * ERRF runs the wrapper as a cold call does, then, as it ends, has the client start the
+ * runner a moment later (detached, its output to /dev/null, with the call's environment
+ * as it came): the call pays a spawn of a tiny static binary, not a second interpreter
+ * beside it on the host's CPUs while its answer is on its way. */
+static const char py_first[] =
+    "import os, sys\n"
+    "env = os.environ.copy()\n"
+    "client, runner, sock, wrapper = sys.argv[1:5]\n"
+    "sys.argv = ['-c'] + sys.argv[5:]\n"
+    "try:\n"
+    "    exec(compile(wrapper, '<string>', 'exec'),\n"
+    "         {'__name__': '__main__', '__builtins__': __builtins__})\n"
+    "finally:\n"
+    "    try:\n"
+    "        os.posix_spawn(client, [client, '--start', '20', sys.executable, '-c', runner,\n"
+    "                                sock, wrapper],\n"
+    "                       env, setsid=True, file_actions=[\n"
+    "                           (os.POSIX_SPAWN_OPEN, 0, '/dev/null', os.O_RDWR, 0),\n"
+    "                           (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)])\n"
+    "    except Exception:\n"
+    "        pass\n";
 
 static const char js_wrapper[] =
-	"const fs = require('fs'), path = require('path');\n"
-	"const [src, errf] = process.argv.slice(1);\n"
-	"let failed = false;\n"
-	"function fail(e) {\n"
-	"  if (failed) return; failed = true;\n"
-	"  const o = { name: (e && e.name) || 'Error',\n"
-	"    message: e && e.message !== undefined ? String(e.message) : String(e),\n"
-	"    traceback: (e && e.stack) || String(e) };\n"
-	"  try { fs.writeFileSync(errf, JSON.stringify(o)); } catch (_) {}\n"
-	"  process.stderr.write(o.traceback + '\\n');\n"
-	"  process.exitCode = 1;\n"
-	"}\n"
-	"process.on('uncaughtException', e => { fail(e); process.exit(1); });\n"
-	"process.on('unhandledRejection', e => { fail(e); process.exit(1); });\n"
-	"try { require(path.resolve(src)); } catch (e) { fail(e); process.exit(1); }\n";
+    "const fs = require('fs'), path = require('path');\n"
+    "const [src, errf] = process.argv.slice(1);\n"
+    "let failed = false;\n"
+    "function fail(e) {\n"
+    "  if (failed) return; failed = true;\n"
+    "  const o = { name: (e && e.name) || 'Error',\n"
+    "    message: e && e.message !== undefined ? String(e.message) : String(e),\n"
+    "    traceback: (e && e.stack) || String(e) };\n"
+    "  try { fs.writeFileSync(errf, JSON.stringify(o)); } catch (_) {}\n"
+    "  process.stderr.write(o.traceback + '\\n');\n"
+    "  process.exitCode = 1;\n"
+    "}\n"
+    "process.on('uncaughtException', e => { fail(e); process.exit(1); });\n"
+    "process.on('unhandledRejection', e => { fail(e); process.exit(1); });\n"
+    "try { require(path.resolve(src)); } catch (e) { fail(e); process.exit(1); }\n";
 
 /* TypeScript: strip types with esbuild (errors carry file:line:col), then the JS path.
  * $1 = main.ts, $2 = main.js, $3 = error file; the JS wrapper arrives in $4. */
 static const char ts_script[] =
-	"if ! out=$(esbuild \"$1\" --outfile=\"$2\" --format=cjs --platform=node "
-	"--target=node18 --log-level=error 2>&1); then\n"
-	"  printf '%s\\n' \"$out\" >&2\n"
-	"  msg=$(printf '%s\\n' \"$out\" | grep -m1 -E 'ERROR|error' | sed 's/^.*ERROR\\] *//; s/^ *//')\n"
-	"  line=$(printf '%s\\n' \"$out\" | grep -m1 -oE '[^ ]+\\.ts:[0-9]+:[0-9]+')\n"
-	"  node -e 'require(\"fs\").writeFileSync(process.argv[1], JSON.stringify({name: "
-	"\"SyntaxError\", message: process.argv[2] + (process.argv[3] ? \" (\" + "
-	"process.argv[3] + \")\" : \"\"), traceback: process.argv[4]}))' \"$3\" \"$msg\" "
-	"\"$line\" \"$out\"\n"
-	"  exit 1\n"
-	"fi\n"
-	"exec node -e \"$4\" \"$2\" \"$3\"\n";
+    "if ! out=$(esbuild \"$1\" --outfile=\"$2\" --format=cjs --platform=node "
+    "--target=node18 --log-level=error 2>&1); then\n"
+    "  printf '%s\\n' \"$out\" >&2\n"
+    "  msg=$(printf '%s\\n' \"$out\" | grep -m1 -E 'ERROR|error' | sed 's/^.*ERROR\\] *//; s/^ "
+    "*//')\n"
+    "  line=$(printf '%s\\n' \"$out\" | grep -m1 -oE '[^ ]+\\.ts:[0-9]+:[0-9]+')\n"
+    "  node -e 'require(\"fs\").writeFileSync(process.argv[1], JSON.stringify({name: "
+    "\"SyntaxError\", message: process.argv[2] + (process.argv[3] ? \" (\" + "
+    "process.argv[3] + \")\" : \"\"), traceback: process.argv[4]}))' \"$3\" \"$msg\" "
+    "\"$line\" \"$out\"\n"
+    "  exit 1\n"
+    "fi\n"
+    "exec node -e \"$4\" \"$2\" \"$3\"\n";
 
 void code_result_free(sl_code_result *r)
 {
@@ -145,7 +194,7 @@ static char *read_fd_capped(int fd, size_t cap)
 static char *read_log(sl_ctx *ctx, const sl_sandbox *sb, const char *eid, const char *stream)
 {
 	int fd;
-	sl_err e = { 0 };
+	sl_err e = {0};
 	if (exec_open_log(ctx, sb->id, eid, stream, &fd, &e) < 0)
 		return strdup("");
 	char *s = read_fd_capped(fd, CODE_OUTPUT_MAX);
@@ -189,12 +238,11 @@ static void set_error(sl_code_result *r, const char *name, const char *message,
 	r->error_traceback = traceback ? strdup(traceback) : NULL;
 }
 
-static void read_error_file(sl_ctx *ctx, const sl_sandbox *sb, const char *path,
-			    sl_code_result *r)
+static void read_error_file(sl_ctx *ctx, const sl_sandbox *sb, const char *path, sl_code_result *r)
 {
 	int fd;
 	uint64_t size;
-	sl_err e = { 0 };
+	sl_err e = {0};
 	if (sbxfs_open_read(ctx, sb, path, &fd, &size, &e) < 0)
 		return;
 	_cleanup_free_ char *s = read_fd_capped(fd, 1 << 20);
@@ -209,9 +257,124 @@ static void read_error_file(sl_ctx *ctx, const sl_sandbox *sb, const char *path,
 	cJSON_Delete(o);
 }
 
-int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char *code,
-	     size_t len, const char *const *env, uint64_t timeout_ms, sl_code_result *out,
-	     sl_err *err)
+/* Start SPEC's command and wait for its end, into EX. */
+static int exec_run(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_exec *ex,
+		    sl_err *err)
+{
+	int r = exec_start(ctx, sb, spec, ex, err);
+	if (r == 0 && ex->status == SL_EXEC_RUNNING) {
+		char eid[32];
+		snprintf(eid, sizeof(eid), "%s", ex->id);
+		exec_free(ex);
+		r = exec_wait(ctx, sb->id, eid, -1, ex, err);
+	}
+	return r;
+}
+
+/* An execution's record and logs, once its result is read: the result went back inline. */
+static void exec_forget(sl_ctx *ctx, const sl_sandbox *sb, const char *eid)
+{
+	char run[PATH_MAX], edir[PATH_MAX + 64];
+	if (!eid[0]) /* an empty one would name the execs dir itself */
+		return;
+	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
+	snprintf(edir, sizeof(edir), "%s/execs/%s", run, eid);
+	fs_remove_tree(edir, NULL);
+}
+
+/* The client each warm call runs, renamed into place (a call may be running the one it
+ * replaces). */
+static int runner_client_write(sl_ctx *ctx, const sl_sandbox *sb)
+{
+	sl_err e = {0};
+	char tag[32], tmp[96];
+	sl_new_id("", tag, sizeof(tag));
+	snprintf(tmp, sizeof(tmp), RUNNER_DIR "/.coderun-%s", tag);
+	if (sbxfs_write_file(ctx, sb, tmp, code_coderun_bin,
+			     (size_t)(code_coderun_bin_end - code_coderun_bin), 0755, &e) < 0 ||
+	    sbxfs_move(ctx, sb, tmp, RUNNER_CLIENT, &e) < 0) {
+		sbxfs_remove(ctx, sb, tmp, false, &e);
+		return -1;
+	}
+	return 0;
+}
+
+/* A Python call through the warm runner. With no runner (the sandbox's first call, or
+ * one killed, or gone with a stop), the call runs cold and starts one as it ends
+ * (py_first). 1: the code has not run and the caller runs it cold as before (the
+ * client cannot be written). */
+static int run_warm(sl_ctx *ctx, const sl_sandbox *sb, const char *dir, const char *src,
+		    const char *errf, sl_exec_spec *spec, sl_exec *ex, sl_err *err)
+{
+	char marker[128];
+	snprintf(marker, sizeof(marker), "%s/norunner", dir);
+	const char *argv[] = {RUNNER_CLIENT, RUNNER_SOCK, marker, src, errf, NULL};
+	const char *first[] = {
+	    "python3",	 "-c",	     py_first, RUNNER_CLIENT, code_runner_py_text,
+	    RUNNER_SOCK, py_wrapper, src,      errf,	      NULL};
+	_cleanup_free_ sl_fileinfo *fi = malloc(sizeof(*fi));
+	sl_err e = {0};
+	if (!fi)
+		return 1;
+	if (sbxfs_stat(ctx, sb, RUNNER_CLIENT, fi, &e) == 0) {
+		spec->argv = (char *const *)argv;
+		if (exec_run(ctx, sb, spec, ex, err) < 0)
+			return -1;
+		/* The client exits 255 with MARKER made only when no runner took the call
+		 * (the code has not run). */
+		if (ex->status == SL_EXEC_COMPLETED || ex->exit_code != 255 ||
+		    sbxfs_stat(ctx, sb, marker, fi, &e) < 0)
+			return 0;
+		exec_forget(ctx, sb, ex->id);
+		exec_free(ex);
+		sbxfs_remove(ctx, sb, marker, false, &e);
+	} else if (runner_client_write(ctx, sb) < 0) {
+		return 1;
+	}
+	spec->argv = (char *const *)first;
+	return exec_run(ctx, sb, spec, ex, err) < 0 ? -1 : 0;
+}
+
+static void result_from_exec(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec *ex,
+			     uint64_t timeout_ms, const char *errf, sl_code_result *out)
+{
+	snprintf(out->exec_id, sizeof(out->exec_id), "%s", ex->id);
+	out->out = read_log(ctx, sb, ex->id, "stdout");
+	out->errout = read_log(ctx, sb, ex->id, "stderr");
+	out->duration_ms = ex->finished_ms - ex->started_ms;
+	out->exit_code = ex->exit_code;
+	out->output = last_line_json(out->out);
+	if (ex->status == SL_EXEC_TIMEOUT) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "the code ran longer than %llu ms and was stopped",
+			 (unsigned long long)timeout_ms);
+		set_error(out, "TimeoutError", msg, NULL);
+	} else if (ex->oom_killed) {
+		set_error(out, "OutOfMemoryError",
+			  "the code was killed by the OOM killer: the sandbox's memory limit was "
+			  "reached",
+			  NULL);
+	} else {
+		/* The wrappers write it only on their way to exit 1: a snippet that ended
+		 * well has none to look for. */
+		if (ex->status != SL_EXEC_COMPLETED || ex->exit_code != 0)
+			read_error_file(ctx, sb, errf, out);
+		if (!out->has_error && ex->status != SL_EXEC_COMPLETED) {
+			char msg[96];
+			if (ex->signal)
+				snprintf(msg, sizeof(msg),
+					 "the interpreter was killed by signal %d", ex->signal);
+			else
+				snprintf(msg, sizeof(msg), "the code exited with status %d",
+					 ex->exit_code);
+			set_error(out, ex->signal ? "Killed" : "ExitError", msg, NULL);
+		}
+	}
+	out->success = ex->status == SL_EXEC_COMPLETED && !out->has_error;
+}
+
+int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char *code, size_t len,
+	     const char *const *env, uint64_t timeout_ms, sl_code_result *out, sl_err *err)
 {
 	memset(out, 0, sizeof(*out));
 	const char *ext;
@@ -224,12 +387,13 @@ int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char
 	else if (!strcmp(language, "bash") || !strcmp(language, "sh"))
 		ext = "sh";
 	else
-		return sl_fail(err, SL_INVALID, 0,
-			       "language: \"%s\" is not one of python, typescript, javascript, bash",
-			       language);
+		return sl_fail(
+		    err, SL_INVALID, 0,
+		    "language: \"%s\" is not one of python, typescript, javascript, bash",
+		    language);
 	char tag[32], dir[96], src[128], js[128], errf[128];
 	sl_new_id("", tag, sizeof(tag));
-	snprintf(dir, sizeof(dir), "/tmp/.sandlot-code/%s", tag);
+	snprintf(dir, sizeof(dir), CODE_DIR "/%s", tag);
 	snprintf(src, sizeof(src), "%s/main.%s", dir, ext);
 	snprintf(js, sizeof(js), "%s/main.js", dir);
 	snprintf(errf, sizeof(errf), "%s/error.json", dir);
@@ -237,75 +401,41 @@ int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char
 	 * user): one look-up of the sandbox's root and user, not two. */
 	if (write_file(ctx, sb, src, code, len, err) < 0)
 		return -1;
-	const char *pyv[] = { "python3", "-c", py_wrapper, src, errf, NULL };
-	const char *jsv[] = { "node", "-e", js_wrapper, src, errf, NULL };
-	const char *tsv[] = { "/bin/sh", "-c", ts_script, "sandlot-ts", src, js, errf, js_wrapper,
-			      NULL };
+	const char *pyv[] = {"python3", "-c", py_wrapper, src, errf, NULL};
+	const char *jsv[] = {"node", "-e", js_wrapper, src, errf, NULL};
+	const char *tsv[] = {"/bin/sh", "-c", ts_script,  "sandlot-ts", src,
+			     js,	errf, js_wrapper, NULL};
 	/* bash where the image has it (busybox has only sh) */
-	const char *shv[] = { "/bin/sh", "-c", "command -v bash >/dev/null && exec bash \"$0\" || exec sh \"$0\"", src, NULL };
-	const char *const *argv = ext[0] == 'p' ? pyv : ext[0] == 't' ? tsv : ext[0] == 'j' ? jsv
-										     : shv;
+	const char *shv[] = {"/bin/sh", "-c",
+			     "command -v bash >/dev/null && exec bash \"$0\" || exec sh \"$0\"",
+			     src, NULL};
+	const char *const *argv = ext[0] == 'p'	  ? pyv
+				  : ext[0] == 't' ? tsv
+				  : ext[0] == 'j' ? jsv
+						  : shv;
 	/* A snippet that ends within the first wait_ms is reported on init's own
 	 * connection; a longer one is waited for. */
-	sl_exec_spec spec = { .argv = (char *const *)argv,
-			      .env = env,
-			      .timeout_ms = timeout_ms ? timeout_ms : CODE_DEFAULT_TIMEOUT_MS,
-			      .wait_ms = CODE_FIRST_WAIT_MS };
+	sl_exec_spec spec = {.argv = (char *const *)argv,
+			     .env = env,
+			     .timeout_ms = timeout_ms ? timeout_ms : CODE_DEFAULT_TIMEOUT_MS,
+			     .wait_ms = CODE_FIRST_WAIT_MS};
 	sl_exec ex;
-	char eid[32] = "";
-	int r = exec_start(ctx, sb, &spec, &ex, err);
-	if (r == 0 && ex.status == SL_EXEC_RUNNING) {
-		snprintf(eid, sizeof(eid), "%s", ex.id);
-		exec_free(&ex);
-		r = exec_wait(ctx, sb->id, eid, -1, &ex, err);
+	int r = ext[0] == 'p' && !ctx->cfg.code_runner_off
+		    ? run_warm(ctx, sb, dir, src, errf, &spec, &ex, err)
+		    : 1;
+	if (r == 1) {
+		spec.argv = (char *const *)argv;
+		r = exec_run(ctx, sb, &spec, &ex, err);
 	}
 	if (r < 0) {
-		sl_err e2 = { 0 };
+		sl_err e2 = {0};
 		sbxfs_remove(ctx, sb, dir, true, &e2);
 		return -1;
 	}
-	snprintf(out->exec_id, sizeof(out->exec_id), "%s", ex.id);
-	out->out = read_log(ctx, sb, ex.id, "stdout");
-	out->errout = read_log(ctx, sb, ex.id, "stderr");
-	out->duration_ms = ex.finished_ms - ex.started_ms;
-	out->exit_code = ex.exit_code;
-	out->output = last_line_json(out->out);
-	if (ex.status == SL_EXEC_TIMEOUT) {
-		char msg[96];
-		snprintf(msg, sizeof(msg), "the code ran longer than %llu ms and was stopped",
-			 (unsigned long long)spec.timeout_ms);
-		set_error(out, "TimeoutError", msg, NULL);
-	} else if (ex.oom_killed) {
-		set_error(out, "OutOfMemoryError",
-			  "the code was killed by the OOM killer: the sandbox's memory limit was "
-			  "reached",
-			  NULL);
-	} else {
-		/* The wrappers write it only on their way to exit 1: a snippet that ended
-		 * well has none to look for. */
-		if (ex.status != SL_EXEC_COMPLETED || ex.exit_code != 0)
-			read_error_file(ctx, sb, errf, out);
-		if (!out->has_error && ex.status != SL_EXEC_COMPLETED) {
-			char msg[96];
-			if (ex.signal)
-				snprintf(msg, sizeof(msg), "the interpreter was killed by signal %d",
-					 ex.signal);
-			else
-				snprintf(msg, sizeof(msg), "the code exited with status %d",
-					 ex.exit_code);
-			set_error(out, ex.signal ? "Killed" : "ExitError", msg, NULL);
-		}
-	}
-	out->success = ex.status == SL_EXEC_COMPLETED && !out->has_error;
+	result_from_exec(ctx, sb, &ex, spec.timeout_ms, errf, out);
 	exec_free(&ex);
-	/* The result went back inline: the execution's record is not kept. */
-	char run[PATH_MAX], edir[PATH_MAX + 64];
-	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
-	/* ex.id: EID is only set when the snippet outlived the first wait, and an empty one
-	 * named the execs dir itself, every execution of the sandbox. */
-	snprintf(edir, sizeof(edir), "%s/execs/%s", run, out->exec_id);
-	fs_remove_tree(edir, NULL);
-	sl_err e2 = { 0 };
+	exec_forget(ctx, sb, out->exec_id);
+	sl_err e2 = {0};
 	sbxfs_remove(ctx, sb, dir, true, &e2);
 	return 0;
 }

@@ -73,11 +73,12 @@ int config_load(sl_config *cfg, sl_err *err)
 	memset(cfg, 0, sizeof(*cfg));
 	set_str(cfg->state_dir, sizeof(cfg->state_dir), "SANDLOT_STATE_DIR", "/var/lib/sandlot");
 	set_str(cfg->run_dir, sizeof(cfg->run_dir), "SANDLOT_RUN_DIR", "/run/sandlot");
-	set_str(cfg->cgroup_root, sizeof(cfg->cgroup_root), "SANDLOT_CGROUP_ROOT", "/sys/fs/cgroup");
-	static const char *const init_rels[] = { "sandlot-init", "../libexec/sandlot/sandlot-init",
-						 NULL };
-	static const char *const prof_rels[] = { "../seccomp/default.json",
-						 "../share/sandlot/seccomp/default.json", NULL };
+	set_str(cfg->cgroup_root, sizeof(cfg->cgroup_root), "SANDLOT_CGROUP_ROOT",
+		"/sys/fs/cgroup");
+	static const char *const init_rels[] = {"sandlot-init", "../libexec/sandlot/sandlot-init",
+						NULL};
+	static const char *const prof_rels[] = {"../seccomp/default.json",
+						"../share/sandlot/seccomp/default.json", NULL};
 	find_near_exe(cfg->init_path, sizeof(cfg->init_path), init_rels);
 	find_near_exe(cfg->seccomp_profile, sizeof(cfg->seccomp_profile), prof_rels);
 	if (getenv("SANDLOT_INIT"))
@@ -86,8 +87,9 @@ int config_load(sl_config *cfg, sl_err *err)
 		set_str(cfg->seccomp_profile, sizeof(cfg->seccomp_profile),
 			"SANDLOT_SECCOMP_PROFILE", "");
 	if (!cfg->init_path[0])
-		return sl_fail(err, SL_INTERNAL, 0,
-			       "cannot find sandlot-init next to the sandlot binary; set SANDLOT_INIT");
+		return sl_fail(
+		    err, SL_INTERNAL, 0,
+		    "cannot find sandlot-init next to the sandlot binary; set SANDLOT_INIT");
 	if (!cfg->seccomp_profile[0])
 		return sl_fail(err, SL_INTERNAL, 0,
 			       "cannot find seccomp/default.json; set SANDLOT_SECCOMP_PROFILE");
@@ -108,6 +110,8 @@ int config_load(sl_config *cfg, sl_err *err)
 		return -1;
 	if (config_disk_grants(cfg, err) < 0)
 		return -1;
+	const char *runner = getenv("SANDLOT_CODE_RUNNER");
+	cfg->code_runner_off = runner && !strcmp(runner, "off");
 	set_str(cfg->apt_mirror, sizeof(cfg->apt_mirror), "SANDLOT_APT_MIRROR", "");
 	set_str(cfg->pip_index, sizeof(cfg->pip_index), "SANDLOT_PIP_INDEX", "");
 	set_str(cfg->pip_wheels, sizeof(cfg->pip_wheels), "SANDLOT_PIP_WHEELS", "");

@@ -17,8 +17,11 @@ typedef struct sl_config {
 	char seccomp_profile[PATH_MAX / 4]; /* SANDLOT_SECCOMP_PROFILE */
 	char cgroup_root[PATH_MAX / 4];	    /* SANDLOT_CGROUP_ROOT, default /sys/fs/cgroup */
 	uint32_t uid_base;		    /* SANDLOT_UID_BASE: first host uid of sandbox ranges */
-	uint32_t uid_slots;		    /* how many 65536-wide ranges may be handed out */
-	uint64_t store_bytes;		    /* SANDLOT_STORE_SIZE: sparse btrfs volume size */
+	/* SANDLOT_CODE_RUNNER=off: executeCode's Python calls start a new interpreter
+	 * each, as before the warm runner (docs/executions.md, "Code"; the bench's A/B). */
+	bool code_runner_off;
+	uint32_t uid_slots;   /* how many 65536-wide ranges may be handed out */
+	uint64_t store_bytes; /* SANDLOT_STORE_SIZE: sparse btrfs volume size */
 	/* Defaults (Kubernetes quantities) for a sandbox that names no limit. */
 	uint64_t def_cpu_millis, def_memory, def_disk, def_pids;
 	/* What the operator grants (docs/storage.md, "Disk the host can give"):

@@ -4,12 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "common.h"
 
 static char *SBX; /* one default-image sandbox for the suite */
+static long warm_runner(const char *sbx);
 
 static int setup(void **state)
 {
@@ -18,6 +20,9 @@ static int setup(void **state)
 	free(e2e_sandlot_ok("image", "import", "default", tar, NULL));
 	free(tar);
 	SBX = e2e_sandlot_ok("create", "--name", "coder", "-e", "FROM_SANDBOX=yes", NULL);
+	/* Python's warm runner starts as the first call ends and lives with the sandbox:
+	 * started here, it is part of the host every test's leak check begins from. */
+	warm_runner(SBX);
 	return 0;
 }
 
@@ -80,8 +85,8 @@ static void test_python_output_and_json(void **state)
 
 static void test_python_exception(void **state)
 {
-	cJSON *o = code(SBX, "python", "def f():\n    raise KeyError('missing-key')\nf()\n", NULL,
-			NULL);
+	cJSON *o =
+	    code(SBX, "python", "def f():\n    raise KeyError('missing-key')\nf()\n", NULL, NULL);
 	assert_false(ok(o));
 	assert_string_equal(str(error(o), "name"), "KeyError");
 	assert_true(e2e_contains(str(error(o), "message"), "missing-key"));
@@ -101,17 +106,18 @@ static void test_typescript_types_and_errors(void **state)
 			"console.log(JSON.stringify(p));\n",
 			NULL, NULL);
 	assert_true(ok(o));
-	assert_int_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "output"),
-							  "n")->valueint,
-			 42);
+	assert_int_equal(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "output"), "n")
+		->valueint,
+	    42);
 	cJSON_Delete(o);
 	o = code(SBX, "typescript", "const a: number = 1;\nconst b = (a + ;\n", NULL, NULL);
 	assert_false(ok(o));
 	assert_string_equal(str(error(o), "name"), "SyntaxError");
 	assert_true(e2e_contains(str(error(o), "message"), ":2:"));
 	cJSON_Delete(o);
-	o = code(SBX, "typescript", "class E extends Error { name = 'MyError' }\nthrow new E('boom');\n",
-		 NULL, NULL);
+	o = code(SBX, "typescript",
+		 "class E extends Error { name = 'MyError' }\nthrow new E('boom');\n", NULL, NULL);
 	assert_false(ok(o));
 	assert_string_equal(str(error(o), "name"), "MyError");
 	assert_string_equal(str(error(o), "message"), "boom");
@@ -139,8 +145,8 @@ static void test_timeout(void **state)
 static void test_oom(void **state)
 {
 	char *small = e2e_sandlot_ok("create", "--memory", "64Mi", NULL);
-	cJSON *o = code(small, "python", "x = bytearray(512 * 1024 * 1024)\nprint(len(x))\n", NULL,
-			NULL);
+	cJSON *o =
+	    code(small, "python", "x = bytearray(512 * 1024 * 1024)\nprint(len(x))\n", NULL, NULL);
 	assert_false(ok(o));
 	assert_string_equal(str(error(o), "name"), "OutOfMemoryError");
 	cJSON_Delete(o);
@@ -164,7 +170,8 @@ static void test_hostile_text_verbatim(void **state)
 	assert_true(ok(o));
 	assert_string_equal(str(o, "stdout"), "$(touch /tmp/pwned) `x`\n");
 	cJSON_Delete(o);
-	char *check = e2e_sandlot_ok("exec", SBX, "--", "sh", "-c", "ls /tmp/pwned 2>&1 || true", NULL);
+	char *check =
+	    e2e_sandlot_ok("exec", SBX, "--", "sh", "-c", "ls /tmp/pwned 2>&1 || true", NULL);
 	assert_true(e2e_contains(check, "No such file"));
 	free(check);
 	/* A megabyte of code. */
@@ -184,10 +191,11 @@ static void test_hostile_text_verbatim(void **state)
 
 static void test_env_cwd_user_and_clean_state(void **state)
 {
-	cJSON *o = code(SBX, "python",
-			"import os\nprint(os.getuid(), os.getcwd(), os.environ.get('FROM_SANDBOX'), "
-			"os.environ.get('PER_CALL'))\n",
-			"-e", "PER_CALL=given");
+	cJSON *o =
+	    code(SBX, "python",
+		 "import os\nprint(os.getuid(), os.getcwd(), os.environ.get('FROM_SANDBOX'), "
+		 "os.environ.get('PER_CALL'))\n",
+		 "-e", "PER_CALL=given");
 	assert_true(ok(o));
 	assert_string_equal(str(o, "stdout"), "1000 /home/user yes given\n");
 	cJSON_Delete(o);
@@ -225,6 +233,178 @@ static void test_env_cwd_user_and_clean_state(void **state)
 	cJSON_Delete(o);
 }
 
+/* One number printed by a Python call (a pid, a count). */
+static long py_num(const char *sbx, const char *src)
+{
+	cJSON *o = code(sbx, "python", src, NULL, NULL);
+	if (!ok(o))
+		fail_msg("python call failed: %s %s", str(o, "stdout"), str(o, "stderr"));
+	long n = atol(str(o, "stdout"));
+	cJSON_Delete(o);
+	return n;
+}
+
+/* The pid of SBX's warm runner, once it serves calls (a call's parent): it starts as a
+ * sandbox's first call (or the first after it was gone) ends, and calls before it
+ * listens run cold (their parent is init, pid 1). */
+static long warm_runner(const char *sbx)
+{
+	int64_t t0 = e2e_now_ms();
+	long ppid;
+	while ((ppid = py_num(sbx, "import os\nprint(os.getppid())\n")) <= 1 &&
+	       e2e_now_ms() - t0 < 10000)
+		usleep(100 * 1000);
+	return ppid;
+}
+
+/* Calls are forked from one warm runner (the same parent, not pid 1), and each starts
+ * clean: a global, a monkeypatched module, sys.modules, os.environ, the cwd and the
+ * signal handlers set by one call are not in the next; files are shared, as the
+ * sandbox's filesystem is. */
+static void test_python_warm_calls_start_clean(void **state)
+{
+	long runner = warm_runner(SBX);
+	assert_true(runner > 1);
+	/* Forked, not a new interpreter: what the runner imported is there (`select` is
+	 * nothing a fresh python3 loads), and the locale it was given is the same. */
+	cJSON *w =
+	    code(SBX, "python",
+		 "import os, sys\nprint('select' in sys.modules, os.environ.get('LC_CTYPE'))\n",
+		 NULL, NULL);
+	assert_true(ok(w));
+	assert_string_equal(str(w, "stdout"), "True C.UTF-8\n");
+	cJSON_Delete(w);
+	assert_int_equal(py_num(SBX, "import os\nprint(os.getppid())\n"), runner);
+	cJSON *o = code(SBX, "python",
+			"import json, os, sys, signal, types\n"
+			"marker = 'set by call 1'\n"
+			"json.dumps = lambda *a, **k: 'patched'\n"
+			"sys.modules['planted'] = types.ModuleType('planted')\n"
+			"os.environ['PLANTED'] = '1'\n"
+			"signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+			"os.chdir('/')\n"
+			"open('/tmp/shared-by-call-1', 'w').write('kept')\n"
+			"print(json.dumps([1]))\n",
+			NULL, NULL);
+	assert_true(ok(o));
+	assert_string_equal(str(o, "stdout"), "patched\n");
+	cJSON_Delete(o);
+	o = code(
+	    SBX, "python",
+	    "import json, os, sys, signal\n"
+	    "print(json.dumps([1]), 'marker' in globals(), 'planted' in sys.modules,\n"
+	    "      os.environ.get('PLANTED'), signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,\n"
+	    "      os.getcwd(), open('/tmp/shared-by-call-1').read())\n",
+	    NULL, NULL);
+	assert_true(ok(o));
+	assert_string_equal(str(o, "stdout"), "[1] False False None True /home/user kept\n");
+	cJSON_Delete(o);
+}
+
+/* Exit codes, stderr and the error shapes are those of a fresh interpreter. */
+static void test_python_exit_codes_and_stderr(void **state)
+{
+	cJSON *o = code(SBX, "python",
+			"import sys\nprint('to err', file=sys.stderr)\nsys.exit(3)\n", NULL, NULL);
+	assert_false(ok(o));
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "exitCode")->valueint, 3);
+	assert_string_equal(str(o, "stderr"), "to err\n");
+	assert_string_equal(str(error(o), "name"), "ExitError");
+	cJSON_Delete(o);
+	o = code(SBX, "python", "import sys\nsys.exit('a message')\n", NULL, NULL);
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "exitCode")->valueint, 1);
+	assert_string_equal(str(o, "stderr"), "a message\n");
+	cJSON_Delete(o);
+	o = code(SBX, "python", "import os, sys\nprint('unflushed', end='')\nos._exit(5)\n", NULL,
+		 NULL);
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "exitCode")->valueint, 5);
+	cJSON_Delete(o);
+	/* atexit handlers and non-daemon threads run at the end, as in an interpreter. */
+	o = code(
+	    SBX, "python",
+	    "import atexit, threading, time\n"
+	    "atexit.register(lambda: print('atexit ran'))\n"
+	    "threading.Thread(target=lambda: (time.sleep(0.2), print('thread ran'))).start()\n",
+	    NULL, NULL);
+	assert_true(ok(o));
+	assert_string_equal(str(o, "stdout"), "thread ran\natexit ran\n");
+	cJSON_Delete(o);
+	o = code(SBX, "python", "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n", NULL,
+		 NULL);
+	assert_false(ok(o));
+	assert_string_equal(str(error(o), "name"), "Killed");
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "exitCode")->valueint, 128 + 15);
+	cJSON_Delete(o);
+	/* A variable the interpreter reads at start-up, given per call, is honoured. */
+	o = code(SBX, "python", "import sys\nprint(sys.flags.dont_write_bytecode)\n", "-e",
+		 "PYTHONDONTWRITEBYTECODE=1");
+	assert_true(ok(o));
+	assert_string_equal(str(o, "stdout"), "1\n");
+	cJSON_Delete(o);
+}
+
+/* A timed-out call's process group is killed, not only the call's execution. */
+static void test_python_timeout_kills_the_child(void **state)
+{
+	cJSON *o = code(SBX, "python",
+			"import os, subprocess, time\n"
+			"p = subprocess.Popen(['sleep', '60'])\n"
+			"open('/tmp/timed-out-pids', 'w').write('%d %d' % (os.getpid(), p.pid))\n"
+			"time.sleep(60)\n",
+			"--timeout", "1s");
+	assert_string_equal(str(error(o), "name"), "TimeoutError");
+	cJSON_Delete(o);
+	int64_t t0 = e2e_now_ms();
+	char *left = NULL;
+	do {
+		free(left);
+		left =
+		    e2e_sandlot_ok("exec", SBX, "--", "sh", "-c",
+				   "for p in $(cat /tmp/timed-out-pids); do "
+				   "[ -d /proc/$p ] && ! grep -q '^State:.*Z' /proc/$p/status && "
+				   "echo alive $p; done; true",
+				   NULL);
+	} while (left[0] && e2e_now_ms() - t0 < 5000);
+	assert_string_equal(left, "");
+	free(left);
+}
+
+/* A runner starts beside a sandbox's first call; a killed one is replaced on the next call; so is
+ * one gone with a stop, and a paused sandbox resumes with its runner. */
+static void test_python_runner_replaced(void **state)
+{
+	char *sbx = e2e_sandlot_ok("create", NULL);
+	/* A sandbox's first call runs cold (init's child) and starts its runner as it ends;
+	 * calls before that runner listens run cold too. */
+	assert_int_equal(py_num(sbx, "import os\nprint(os.getppid())\n"), 1);
+	long runner = warm_runner(sbx);
+	assert_true(runner > 1);
+	char *pid = e2e_printf("%ld", runner);
+	free(e2e_sandlot_ok("exec", sbx, "--", "kill", "-9", pid, NULL));
+	free(pid);
+	long second = warm_runner(sbx);
+	assert_true(second > 1);
+	assert_int_not_equal(second, runner);
+	free(e2e_sandlot_ok("pause", sbx, NULL));
+	free(e2e_sandlot_ok("resume", sbx, NULL));
+	assert_int_equal(py_num(sbx, "import os\nprint(os.getppid())\n"), second);
+	free(e2e_sandlot_ok("stop", sbx, NULL));
+	free(e2e_sandlot_ok("start", sbx, NULL));
+	assert_true(warm_runner(sbx) > 1);
+	/* One runner (a zygote, and its one child waiting for the next call), however many
+	 * calls and restarts. */
+	char *list = e2e_sandlot_ok("exec", sbx, "--", "sh", "-c",
+				    "ps -eo ppid,args | grep '[c]ode_runner' | awk "
+				    "'{print $1}' | sort | uniq -c | awk '{print $1}' | sort | tr "
+				    "'\\n' ' '",
+				    NULL);
+	if (strcmp(list, "1") != 0) /* the waiting child may be between calls' forks */
+		assert_string_equal(list, "1 1");
+	free(list);
+	free(e2e_sandlot_ok("rm", "-f", sbx, NULL));
+	free(sbx);
+}
+
 /* ---- the E2B code interpreter's REPL, through the façade of a daemon ---- */
 
 /* The stdout event of an /execute's NDJSON BODY that holds NEEDLE, or NULL. */
@@ -248,7 +428,8 @@ static cJSON *ndjson_event(const char *body, const char *type, const char *needl
 static char *e2b_execute(const e2e_daemon *d, const char *sid, const char *tok, const char *code,
 			 long *grew)
 {
-	char *h1 = e2e_printf("E2b-Sandbox-Id: %s", sid), *h2 = e2e_printf("X-Access-Token: %s", tok);
+	char *h1 = e2e_printf("E2b-Sandbox-Id: %s", sid),
+	     *h2 = e2e_printf("X-Access-Token: %s", tok);
 	const char *headers[] = {h1, h2, NULL};
 	cJSON *b = cJSON_CreateObject();
 	cJSON_AddStringToObject(b, "code", code);
@@ -257,9 +438,14 @@ static char *e2b_execute(const e2e_daemon *d, const char *sid, const char *tok, 
 	e2e_proc_hwm_reset(d->pid);
 	long before = e2e_proc_kib(d->pid, "VmRSS:");
 	e2e_resp r;
-	e2e_http_q(&r, &(e2e_req){.method = "POST", .path = "/execute", .body = body,
-				  .len = strlen(body), .d = d, .headers = headers,
-				  .timeout_ms = 300000, .no_capture = true});
+	e2e_http_q(&r, &(e2e_req){.method = "POST",
+				  .path = "/execute",
+				  .body = body,
+				  .len = strlen(body),
+				  .d = d,
+				  .headers = headers,
+				  .timeout_ms = 300000,
+				  .no_capture = true});
 	*grew = e2e_proc_kib(d->pid, "VmHWM:") - before;
 	if (r.status != 200)
 		fail_msg("/execute: status %ld: %.300s", r.status, r.body);
@@ -287,8 +473,12 @@ static void test_e2b_interpreter_cuts_long_lines(void **state)
 	unsetenv("SANDLOT_DEFAULT_MEMORY");
 	e2e_resp r;
 	const char *create = "{\"templateID\":\"code-interpreter-v1\"}";
-	e2e_http_q(&r, &(e2e_req){.method = "POST", .path = "/sandboxes", .body = create,
-				  .len = strlen(create), .d = &d, .no_capture = true});
+	e2e_http_q(&r, &(e2e_req){.method = "POST",
+				  .path = "/sandboxes",
+				  .body = create,
+				  .len = strlen(create),
+				  .d = &d,
+				  .no_capture = true});
 	assert_int_equal(r.status, 201);
 	char *sid = strdup(str(r.json, "sandboxID")), *tok = strdup(str(r.json, "envdAccessToken"));
 	e2e_resp_free(&r);
@@ -310,12 +500,13 @@ static void test_e2b_interpreter_cuts_long_lines(void **state)
 
 	/* Around the REPL: one 700 MiB line straight onto the protocol, tagged as the REPL
 	 * tags this request's events. */
-	out = e2b_execute(&d, sid, tok,
-			  "import __main__ as m\n"
-			  "m._proto.write('{\"type\": \"stderr\", \"text\": \"' + 'y' * (700 << 20) + "
-			  "'\", \"_req\": \"' + m._cur[0] + '\"}\\n')\nm._proto.flush()\n"
-			  "print('after')\n",
-			  &grew);
+	out = e2b_execute(
+	    &d, sid, tok,
+	    "import __main__ as m\n"
+	    "m._proto.write('{\"type\": \"stderr\", \"text\": \"' + 'y' * (700 << 20) + "
+	    "'\", \"_req\": \"' + m._cur[0] + '\"}\\n')\nm._proto.flush()\n"
+	    "print('after')\n",
+	    &grew);
 	print_message("700 MiB protocol line: daemon peak RSS +%ld KiB\n", grew);
 	ev = ndjson_event(out, "stderr", "\u2026[cut: ");
 	if (!ev)
@@ -341,11 +532,18 @@ static void test_e2b_interpreter_cuts_long_lines(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		E2E_TEST(test_python_output_and_json), E2E_TEST(test_python_exception),
-		E2E_TEST(test_typescript_types_and_errors), E2E_TEST(test_timeout),
-		E2E_TEST(test_oom), E2E_TEST(test_hostile_text_verbatim),
-		E2E_TEST(test_env_cwd_user_and_clean_state),
-		E2E_TEST(test_e2b_interpreter_cuts_long_lines),
+	    E2E_TEST(test_python_output_and_json),
+	    E2E_TEST(test_python_exception),
+	    E2E_TEST(test_typescript_types_and_errors),
+	    E2E_TEST(test_timeout),
+	    E2E_TEST(test_oom),
+	    E2E_TEST(test_hostile_text_verbatim),
+	    E2E_TEST(test_env_cwd_user_and_clean_state),
+	    E2E_TEST(test_e2b_interpreter_cuts_long_lines),
+	    E2E_TEST(test_python_warm_calls_start_clean),
+	    E2E_TEST(test_python_exit_codes_and_stderr),
+	    E2E_TEST(test_python_timeout_kills_the_child),
+	    E2E_TEST(test_python_runner_replaced),
 	};
 	e2e_apply_filter();
 	return cmocka_run_group_tests(tests, setup, teardown);
