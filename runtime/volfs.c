@@ -10,18 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "fsutil.h"
 #include "volume.h"
 
-/* openat2 answers EAGAIN when a concurrent rename could have let the walk escape; a
- * sandbox writing the volume can cause that at will: retry a bounded number of times. */
-#define RESOLVE_TRIES 128
-#define LIST_MAX      16384
-#define ID_MAX	      65535 /* ids inside a sandbox */
+#define LIST_MAX 16384
+#define ID_MAX	 65535 /* ids inside a sandbox */
 #define RESOLVE_FLAGS                                                                              \
 	(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 
@@ -125,15 +121,7 @@ static const char *rel(const char *p)
 
 static int resolve_at(int dirfd, const char *relpath, int flags, mode_t mode)
 {
-	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
-			       .mode = (flags & O_CREAT) ? mode : 0,
-			       .resolve = RESOLVE_FLAGS};
-	for (int i = 0; i < RESOLVE_TRIES; i++) {
-		int fd = (int)syscall(SYS_openat2, dirfd, relpath, &how, sizeof(how));
-		if (fd >= 0 || (errno != EAGAIN && errno != EINTR))
-			return fd;
-	}
-	return -1;
+	return fs_openat2(dirfd, relpath, flags, mode, RESOLVE_FLAGS);
 }
 
 /* The directory holding P's last component (P is not "/"); *base points into P. */
@@ -149,18 +137,6 @@ static int open_parent(const sl_volfs *v, const char *p, const char **base, cons
 	int fd = resolve_at(v->root, rel(parent), O_PATH | O_DIRECTORY, 0);
 	if (fd < 0)
 		return vfail(err, v, op, p, errno);
-	return fd;
-}
-
-/* Reopen an O_PATH descriptor with real access: /proc/self/fd is this process's own
- * table, so the magic link lands on exactly the inode resolved. */
-static int reopen(int pathfd, int flags)
-{
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", pathfd);
-	int fd;
-	while ((fd = open(p, flags | O_CLOEXEC | O_NOCTTY)) < 0 && errno == EINTR)
-		;
 	return fd;
 }
 
@@ -322,7 +298,7 @@ static int read_names(struct walk *w, int dfd, const char *p, char ***out, size_
 {
 	*out = NULL;
 	*n = 0;
-	int fd = reopen(dfd, O_RDONLY | O_DIRECTORY);
+	int fd = fs_reopen(dfd, O_RDONLY | O_DIRECTORY);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
 		if (fd >= 0)
@@ -427,7 +403,7 @@ int volfs_open_read(const sl_volfs *v, const char *path, int *fd, uint64_t *size
 	if (!S_ISREG(st.st_mode)) /* a FIFO would block the reader */
 		return sl_fail(err, SL_INVALID, 0, "read %s in volume %s: not a regular file", p,
 			       v->name);
-	if ((*fd = reopen(pfd, O_RDONLY)) < 0)
+	if ((*fd = fs_reopen(pfd, O_RDONLY)) < 0)
 		return vfail(err, v, "read", p, errno);
 	*size = (uint64_t)st.st_size;
 	return 0;
