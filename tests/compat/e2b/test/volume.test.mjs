@@ -141,6 +141,14 @@ test('volume: mounted at create, written by one sandbox, read by another; symlin
 		Sandbox.create({ volumeMounts: { '/mnt/x': vname('nosuch') } }).then((s) => t.add(s)),
 		(e) => /400: .*volume .* not found/.test(e.message),
 	);
+	// Host directories are no E2B volumes; mount paths are /v1's rule (absolute, not /, no ..).
+	for (const [path, name] of [['/mnt/x', '/etc'], ['/', vol.name], ['/mnt/../etc', vol.name], ['rel', vol.name]]) {
+		await assert.rejects(
+			Sandbox.create({ volumeMounts: { [path]: name } }).then((s) => t.add(s)),
+			(e) => /400: /.test(e.message),
+			`${path} ${name}`,
+		);
+	}
 	const a = t.add(await Sandbox.create({ volumeMounts: { '/mnt/data': vol } }));
 	assert.deepEqual((await a.getInfo()).volumeMounts, [{ name: vol.name, path: '/mnt/data' }]);
 	// A directory the sandbox's user owns, made through the content API: the ids a volume
