@@ -9,11 +9,13 @@
 #include <ftw.h>
 #include <limits.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -306,6 +308,31 @@ int fs_remove_tree(const char *path, sl_err *err)
 	if (rmdir(path) < 0 && errno != ENOENT)
 		return sl_sysfail(err, "remove %s: rmdir", path);
 	return 0;
+}
+
+#define OPENAT2_TRIES 128
+
+int fs_openat2(int dirfd, const char *path, int flags, mode_t mode, uint64_t resolve)
+{
+	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
+			       .mode = (flags & O_CREAT) ? mode : 0,
+			       .resolve = resolve};
+	for (int i = 0; i < OPENAT2_TRIES; i++) {
+		int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+		if (fd >= 0 || (errno != EAGAIN && errno != EINTR))
+			return fd;
+	}
+	return -1;
+}
+
+int fs_reopen(int pathfd, int flags)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", pathfd);
+	int fd;
+	while ((fd = open(p, flags | O_CLOEXEC | O_NOCTTY)) < 0 && errno == EINTR)
+		;
+	return fd;
 }
 
 int fs_write_all(int fd, const void *buf, size_t len, off_t at)

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "err.h"
@@ -23,6 +24,16 @@ bool fs_stx_mount_root(const struct statx *stx);
  * "smb2", "9p", "ceph", "afs", "coda", or "fuse" (its daemon may be anywhere); NULL for a
  * local one. Changes made on another machine raise no inotify event on these. */
 const char *fs_network_kind(unsigned long f_type);
+
+/* openat2(DIRFD, PATH) with FLAGS | O_CLOEXEC, MODE (for O_CREAT) and the RESOLVE_* flags
+ * RESOLVE: the fd, or -1 with errno. EINTR is retried, and EAGAIN (a concurrent rename
+ * could have let ".." escape; whoever writes the tree can cause it at will) a bounded
+ * number of times, after which it is the caller's to report. */
+int fs_openat2(int dirfd, const char *path, int flags, mode_t mode, uint64_t resolve);
+/* An O_PATH descriptor reopened with real access FLAGS through /proc/self/fd: this
+ * process's own table, so it lands on exactly the inode resolved, whatever is renamed
+ * meanwhile. The fd, or -1 with errno. */
+int fs_reopen(int pathfd, int flags);
 
 /* All LEN bytes of BUF to FD (at offset AT with AT >= 0, else at its position), retrying
  * short writes and EINTR: 0, or -1 with errno. */

@@ -23,10 +23,6 @@
 #include "fsutil.h"
 #include "launch.h"
 
-/* openat2 answers EAGAIN when a concurrent rename or mount inside the root could have
- * let ".." escape; the sandbox can cause that at will, so retry a bounded number of
- * times and then report the race rather than loop forever. */
-#define RESOLVE_TRIES	128
 #define USERDB_MAX	(1 << 20) /* /etc/passwd and /etc/group: read at most 1 MiB */
 #define LIST_MAX	16384 /* entries per sbxfs_list (their names are held, ~4 MiB at most) */
 #define IDS_PER_SANDBOX 65536
@@ -210,15 +206,7 @@ static int root_open(const sl_sandbox *sb, struct sbx_root *r, sl_err *err)
  * magic links (/proc/<pid>/root, /proc/<pid>/fd/N) are refused. -1 with errno. */
 static int resolve(const struct sbx_root *r, const char *path, int flags, mode_t mode)
 {
-	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
-			       .mode = (flags & O_CREAT) ? mode : 0,
-			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-	for (int i = 0; i < RESOLVE_TRIES; i++) {
-		int fd = (int)syscall(SYS_openat2, r->fd, path, &how, sizeof(how));
-		if (fd >= 0 || (errno != EAGAIN && errno != EINTR))
-			return fd;
-	}
-	return -1;
+	return fs_openat2(r->fd, path, flags, mode, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
 }
 
 /* The directory holding path's last component, resolved inside the root. */
@@ -230,18 +218,6 @@ static int open_parent(const struct sbx_root *r, const char *path, const char **
 	int fd = resolve(r, parent, O_PATH | O_DIRECTORY, 0);
 	if (fd < 0)
 		return path_fail(err, r->sb, op, path, errno); /* the path the caller named */
-	return fd;
-}
-
-/* Reopen an O_PATH fd with real access. /proc/self/fd is our own table, so the magic
- * link lands on exactly the inode we resolved, whatever the sandbox renames meanwhile. */
-static int reopen(int pathfd, int flags)
-{
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", pathfd);
-	int fd;
-	while ((fd = open(p, flags | O_CLOEXEC | O_NOCTTY)) < 0 && errno == EINTR)
-		;
 	return fd;
 }
 
@@ -277,7 +253,7 @@ static int open_regular(const struct sbx_root *r, const char *path, int flags, c
 			       path, r->sb->id);
 	if (on_kernel_fs(pfd))
 		return kernel_fs_fail(err, r->sb, op, path);
-	int fd = reopen(pfd, flags);
+	int fd = fs_reopen(pfd, flags);
 	if (fd < 0)
 		return path_fail(err, r->sb, op, path, errno);
 	return fd;

@@ -70,7 +70,7 @@ static int volume_read(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *er
 }
 
 /* Only what the thread's key may see: another key's volume is "not found". */
-static int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
+int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
 {
 	if (volume_read(ctx, name, out, err) < 0)
 		return -1;
@@ -116,6 +116,19 @@ int volume_create(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err)
 		 (long long)out->created_ms, out->owner);
 	volume_record_path(ctx, name, p, sizeof(p));
 	return state_write_atomic(p, rec, strlen(rec), err);
+}
+
+int volume_root_open(sl_ctx *ctx, const char *name, int *fd, sl_err *err)
+{
+	sl_volume v;
+	if (volume_get(ctx, name, &v, err) < 0 || store_ensure(&ctx->cfg, err) < 0)
+		return -1;
+	char p[PATH_MAX];
+	subvol_path(ctx, name, p, sizeof(p));
+	*fd = open(p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (*fd < 0)
+		return sl_sysfail(err, "volume %s: open its directory", name);
+	return 0;
 }
 
 int volume_list(sl_ctx *ctx, sl_volume **out, size_t *n, sl_err *err)

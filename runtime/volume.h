@@ -30,6 +30,10 @@ typedef struct sl_volume {
 /* Volume names are one namespace: a name another key holds is SL_CONFLICT. */
 int volume_create(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err);
 int volume_list(sl_ctx *ctx, sl_volume **out, size_t *n, sl_err *err);
+/* One volume, if the thread's key sees it (else SL_NOTFOUND; a bad name SL_INVALID). */
+int volume_get(sl_ctx *ctx, const char *name, sl_volume *out, sl_err *err);
+/* The volume's directory on the host (an O_PATH descriptor) for volfs.h. */
+int volume_root_open(sl_ctx *ctx, const char *name, int *fd, sl_err *err);
 /* SL_CONFLICT while a live sandbox mounts it. */
 int volume_delete(sl_ctx *ctx, const char *name, sl_err *err);
 /* The host directory behind a mount spec: a volume name (created on first use; another

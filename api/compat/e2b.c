@@ -356,7 +356,7 @@ static cJSON *sandbox_e2b_json(const sl_sandbox *sb, bool detail)
 	cJSON_AddNumberToObject(o, "memoryMB", (double)(sb->limits.memory_bytes >> 20));
 	cJSON_AddNumberToObject(o, "diskSizeMB", (double)(sb->disk_bytes >> 20));
 	cJSON_AddStringToObject(o, "envdVersion", E2B_ENVD_VERSION);
-	cJSON_AddItemToObject(o, "volumeMounts", cJSON_CreateArray());
+	cJSON_AddItemToObject(o, "volumeMounts", e2b_volume_mounts_json(sb));
 	if (detail) {
 		cJSON_AddBoolToObject(o, "allowInternetAccess", sb->net_enabled);
 		cJSON *net = cJSON_AddObjectToObject(o, "network");
@@ -627,6 +627,7 @@ static enum MHD_Result create(api_req *r)
 	template_source(r->srv, tpl, body);
 	/* Unknown secrets named here, not as a missing template (below). */
 	if (in && (env_body(in, body, &err) < 0 || rules_check(in, &err) < 0 ||
+		   e2b_volume_mounts_body(in, body, r->srv->ctx, &err) < 0 ||
 		   secret_refs_check(&r->srv->ctx->cfg, owner_acting(), "envVars",
 				     cJSON_GetObjectItemCaseSensitive(body, "secrets"), &err) < 0))
 		return e2b_reply_err(r, &err);
@@ -1057,7 +1058,9 @@ static bool claims(api_req *r)
 	return !strncmp(r->url, "/v2/sandboxes", 13) || !strncmp(r->url, "/sandboxes", 10) ||
 	       !strncmp(r->url, "/v3/templates", 13) || !strncmp(r->url, "/v2/templates/", 14) ||
 	       !strncmp(r->url, "/templates/", 11) || !strcmp(r->url, "/secrets") ||
-	       !strncmp(r->url, "/secrets/", 9) || !strcmp(r->url, "/snapshots");
+	       !strncmp(r->url, "/secrets/", 9) || !strcmp(r->url, "/snapshots") ||
+	       !strcmp(r->url, "/volumes") || !strncmp(r->url, "/volumes/", 9) ||
+	       !strncmp(r->url, "/volumecontent/", 15);
 }
 
 static enum MHD_Result no_route(api_req *r, bool path_known, const char *allow)
@@ -1079,6 +1082,8 @@ static int gate(api_req *r, enum MHD_Result *ret)
 {
 	if (!strncmp(r->route->pattern, "/templates/", 11))
 		return e2b_template_upload_gate(r, ret);
+	if (!strncmp(r->route->pattern, "/volumecontent/", 15))
+		return e2b_volume_gate(r, ret);
 	bool traffic_ok = !strncmp(r->route->pattern, "/execute", 8) ||
 			  !strncmp(r->route->pattern, "/contexts", 9);
 	sl_sandbox sb;
@@ -1114,6 +1119,22 @@ static const api_route routes[] = {
 	{ "GET",    "/secrets/{sid}", API_BODY_NONE, e2b_secret_get, NULL, NULL, 0 },
 	{ "POST",   "/secrets/{sid}", API_BODY_JSON, e2b_secret_update, NULL, NULL, 0 },
 	{ "DELETE", "/secrets/{sid}", API_BODY_NONE, e2b_secret_delete, NULL, NULL, 0 },
+	/* the Volume client (e2b_volumes.c); its content routes take the volume's token */
+	{ "GET",    "/volumes", API_BODY_NONE, e2b_volume_list, NULL, NULL, 0 },
+	{ "POST",   "/volumes", API_BODY_JSON, e2b_volume_create, NULL, NULL, 0 },
+	{ "GET",    "/volumes/{vid}", API_BODY_NONE, e2b_volume_get, NULL, NULL, 0 },
+	{ "DELETE", "/volumes/{vid}", API_BODY_NONE, e2b_volume_delete, NULL, NULL, 0 },
+	{ "GET",    "/volumecontent/{vid}/path", API_BODY_NONE, e2b_volume_stat, NULL, NULL, OWN },
+	{ "PATCH",  "/volumecontent/{vid}/path", API_BODY_JSON, e2b_volume_setattr, NULL, NULL,
+		    OWN },
+	{ "DELETE", "/volumecontent/{vid}/path", API_BODY_NONE, e2b_volume_remove, NULL, NULL,
+		    OWN },
+	{ "GET",    "/volumecontent/{vid}/dir", API_BODY_NONE, e2b_volume_list_dir, NULL, NULL,
+		    OWN },
+	{ "POST",   "/volumecontent/{vid}/dir", API_BODY_NONE, e2b_volume_mkdir, NULL, NULL, OWN },
+	{ "GET",    "/volumecontent/{vid}/file", API_BODY_NONE, e2b_volume_read, NULL, NULL, OWN },
+	{ "PUT",    "/volumecontent/{vid}/file", API_BODY_RAW, e2b_volume_write,
+		    e2b_volume_write_begin, e2b_volume_write_chunk, OWN },
 	/* template builds (e2b_template.c); the upload URL carries its own token */
 	{ "POST",   "/v3/templates", API_BODY_JSON, e2b_template_request, NULL, NULL, 0 },
 	{ "GET",    "/templates/aliases/{alias}", API_BODY_NONE, e2b_template_alias, NULL, NULL,

@@ -95,6 +95,27 @@ enum MHD_Result e2b_secret_get(api_req *r);
 enum MHD_Result e2b_secret_update(api_req *r);
 enum MHD_Result e2b_secret_delete(api_req *r);
 
+/* the Volume client (e2b_volumes.c) */
+enum MHD_Result e2b_volume_list(api_req *r);
+enum MHD_Result e2b_volume_create(api_req *r);
+enum MHD_Result e2b_volume_get(api_req *r);
+enum MHD_Result e2b_volume_delete(api_req *r);
+/* Create's volumeMounts [{name, path}] as /v1's volumes in BODY (each volume must exist). */
+int e2b_volume_mounts_body(const cJSON *in, cJSON *body, sl_ctx *ctx, sl_err *err);
+/* The sandbox's volumes as E2B's volumeMounts [{name, path}]. */
+cJSON *e2b_volume_mounts_json(const sl_sandbox *sb);
+/* The content routes' credential: the volume's token (Authorization: Bearer). */
+int e2b_volume_gate(api_req *r, enum MHD_Result *ret);
+enum MHD_Result e2b_volume_stat(api_req *r);
+enum MHD_Result e2b_volume_setattr(api_req *r);
+enum MHD_Result e2b_volume_remove(api_req *r);
+enum MHD_Result e2b_volume_list_dir(api_req *r);
+enum MHD_Result e2b_volume_mkdir(api_req *r);
+enum MHD_Result e2b_volume_read(api_req *r);
+int e2b_volume_write_begin(api_req *r, sl_err *err);
+int e2b_volume_write_chunk(api_req *r, const char *data, size_t len, sl_err *err);
+enum MHD_Result e2b_volume_write(api_req *r);
+
 /* code interpreter (e2b_interp.c) */
 #define E2B_CONTEXT_MARK "--sandlot-e2b-context"
 enum MHD_Result e2b_execute(api_req *r);
