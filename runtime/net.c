@@ -595,6 +595,23 @@ static int addr_add(struct nl_sock *sk, int ifindex, uint32_t addr, uint8_t pref
 	return r < 0 ? nlfail(err, r, "add address") : 0;
 }
 
+/* The bridge's own (random) hardware address, set as its address: a bridge whose
+ * address was never set takes its lowest port's and changes it as ports come and go.
+ * A sandbox whose gateway's ARP entry names a port since removed (another sandbox's, a
+ * spare network's) then reaches neither the gateway nor the internet until that entry
+ * is probed again (seconds); test_net_names's daemon restart, which drops the spares,
+ * hit it. */
+static int addr_fix(struct nl_sock *sk, struct rtnl_link *l, sl_err *err)
+{
+	_cleanup_link_ struct rtnl_link *ch = rtnl_link_alloc();
+	struct nl_addr *a = rtnl_link_get_addr(l);
+	if (!ch || !a)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "bridge address");
+	rtnl_link_set_addr(ch, a);
+	int r = rtnl_link_change(sk, l, ch, 0);
+	return r < 0 ? nlfail(err, r, "set the bridge's address") : 0;
+}
+
 /* The bridge (by ifindex) whose table this process last listed or made. Table and
  * bridge are made and removed together under the net lock, so while the bridge is that
  * one, an attach need not list the tables again (~5 ms in the daemon: libnftables
@@ -626,7 +643,8 @@ static int host_up(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft
 		snprintf(p, sizeof(p), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", br);
 		if (access(p, F_OK) == 0 && sysctl_write(p, "1", &e) < 0)
 			sl_log(SL_LOG_WARN, "network: %s", e.msg);
-		if (addr_add(sk, rtnl_link_get_ifindex(l), subnet_gateway(subnet), subnet->prefix,
+		if (addr_fix(sk, l, err) < 0 ||
+		    addr_add(sk, rtnl_link_get_ifindex(l), subnet_gateway(subnet), subnet->prefix,
 			     err) < 0 ||
 		    link_up(sk, l, err) < 0)
 			return sl_wrap(err, "bridge %s", br);
