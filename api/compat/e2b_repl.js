@@ -1,8 +1,9 @@
 // e2b_repl.js — one E2B code-interpreter context for JavaScript or TypeScript, run inside
 // the sandbox by sandlot's E2B façade (api/compat/e2b_interp.c) as a long-lived execution.
 // One JSON request a line on fd 3 ({"req","code","env_vars"}); the code interpreter's
-// NDJSON events on fd 4, each tagged "_req" (the façade's shell sets the fds up). Cells run in one vm context, so top-level
-// declarations persist; TypeScript has its types stripped by esbuild first.
+// NDJSON events on fd 4, each tagged "_req" (the façade's shell sets the fds up). Cells
+// run in one vm context, so top-level declarations persist; TypeScript has its types
+// stripped by esbuild first; ESM imports and top-level await are rewritten (prepare()).
 'use strict';
 const vm = require('vm');
 const util = require('util');
@@ -102,23 +103,24 @@ let awaitRewrite = null;
 try {
 	awaitRewrite = require('internal/repl/await').processTopLevelAwait;
 } catch {}
-const compiles = (code) => {
+const OPTS = { filename: '<cell>' };
+const compile = (code) => {
 	try {
-		new vm.Script(code, { filename: '<cell>' });
-		return true;
+		return new vm.Script(code, OPTS);
 	} catch (e) {
-		if (e instanceof SyntaxError) return false;
+		if (e instanceof SyntaxError) return null;
 		throw e;
 	}
 };
 // The cell as a script, and whether its value is Node's {value} wrapper.
 const prepare = (code) => {
-	if (compiles(code)) return [code, false];
+	let script = compile(code);
+	if (script) return [script, false];
 	const imp = imports(code);
-	if (imp !== code && compiles(imp)) return [imp, false];
-	const wrapped = awaitRewrite && awaitRewrite(imp);
-	if (wrapped) return [wrapped, true];
-	return [code, false]; // its own SyntaxError
+	if (imp !== code && (script = compile(imp))) return [script, false];
+	const wrapped = awaitRewrite && /\bawait\b/.test(imp) && awaitRewrite(imp);
+	if (wrapped) return [new vm.Script(wrapped, OPTS), true];
+	return [new vm.Script(code, OPTS), false]; // throws its own SyntaxError
 };
 
 const describe = (e) => {
@@ -136,7 +138,7 @@ async function run(code, env) {
 	}
 	try {
 		const [script, wrapped] = prepare(ts ? strip(code) : code);
-		let value = vm.runInContext(script, context, { filename: '<cell>', breakOnSigint: true });
+		let value = script.runInContext(context, { breakOnSigint: true });
 		if (value && typeof value.then === 'function') value = await value;
 		if (wrapped) value = value && typeof value === 'object' ? value.value : undefined;
 		flush();

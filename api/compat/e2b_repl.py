@@ -3,6 +3,7 @@
 # JSON request a line on stdin ({"req","code","env_vars"}) and answers with the
 # code interpreter's NDJSON events on stdout, each tagged "_req"; names, imports and
 # definitions persist between requests, and the value of a final expression is the result.
+# With SANDLOT_E2B_LANGUAGE=bash it drives one bash instead (_Shell): a bash context.
 import ast
 import json
 import os
