@@ -296,7 +296,9 @@ class _Shell:
         back = ["export %s=%s" % (k, _sq(os.environ[k])) if k in os.environ else "unset " + k
                 for k in env]
         try:
-            for line in sets + ["eval -- %s </dev/null" % _sq(code),
+            # The status fd closed for the cell, so that nothing it starts in the
+            # background holds it open past a bash that ends.
+            for line in sets + ["eval -- %s </dev/null %d>&-" % (_sq(code), self.fd),
                                 "echo $? >&%d" % self.fd] + back:
                 self.send(line)
             status = self.done.readline()

@@ -207,8 +207,9 @@ test('a bash context: one bash per context, state kept, env per call', async () 
 	assert.deepEqual(s.logs.stdout, ['kept /tmp bar\n']);
 	assert.deepEqual((await sbx.runCode('echo ${FOO:-none}', { context: sh })).logs.stdout, ['none\n']);
 	assert.deepEqual((await sbx.runCode('echo $HOME', { language: 'bash' })).logs.stdout, ['/root\n']);
-	// exit ends the bash: an error, and the next cell gets a fresh one.
-	assert.equal((await sbx.runCode('exit 1', { context: sh })).error.name, 'ShellEnded');
+	// exit ends the bash: an error, and the next cell gets a fresh one (a job left in
+	// the background does not hold the cell open).
+	assert.equal((await sbx.runCode('sleep 30 & exit 1', { context: sh, timeoutMs: 10000 })).error.name, 'ShellEnded');
 	assert.deepEqual((await sbx.runCode('echo "${V:-gone}" $(pwd)', { context: sh })).logs.stdout, ['gone /home/user\n']);
 	// An interrupted cell: the bash and its children are gone; the context lives on.
 	await assert.rejects(sbx.runCode('sleep 100', { context: sh, timeoutMs: 1500 }), (e) => e.name === 'TimeoutError');
