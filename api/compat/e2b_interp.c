@@ -43,14 +43,17 @@ extern const char e2b_repl_js_text[] __attribute__((visibility("hidden")));
 #define LINE_MAX_BYTES (4u << 20)
 #define LINE_TAIL      128 /* the end of a cut line kept: its "_req" names the request */
 
+#define LANGUAGES_MSG "language %s: sandlot runs python, javascript, typescript and bash"
+
 typedef struct ctx_rec {
 	char id[40];
-	char language[16]; /* python javascript typescript */
+	char language[16]; /* python javascript typescript bash */
 	char cwd[256];
 	char exec_id[32]; /* the REPL's execution ("" before its first start) */
+	double created;	  /* unix µs (0: a default one): listed oldest first, as E2B does */
 } ctx_rec;
 
-/* "python", "js", "ts"... -> the three this serves; NULL for others. */
+/* "python", "js", "ts", "sh"... -> the four this serves; NULL for others. */
 static const char *language_norm(const char *l)
 {
 	if (!l || !*l || !strcasecmp(l, "python") || !strcasecmp(l, "python3"))
@@ -59,6 +62,8 @@ static const char *language_norm(const char *l)
 		return "javascript";
 	if (!strcasecmp(l, "ts") || !strcasecmp(l, "typescript"))
 		return "typescript";
+	if (!strcasecmp(l, "bash") || !strcasecmp(l, "sh") || !strcasecmp(l, "shell"))
+		return "bash";
 	return NULL;
 }
 
@@ -77,6 +82,13 @@ static void ctx_dir(api_server *s, const char *sid, char *buf, size_t len)
 {
 	sl_err e = {0};
 	ctx_dir_of(s, sid, false, buf, len, &e);
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)(ts.tv_nsec / 1000);
 }
 
 static bool ctx_id_ok(const char *id)
@@ -102,6 +114,7 @@ static int ctx_load(api_server *s, const char *sid, const char *ref, ctx_rec *ou
 	const char *l = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "language"));
 	const char *c = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "cwd"));
 	const char *x = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "execId"));
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "created");
 	if (!l || !c)
 		return sl_fail(err, SL_INTERNAL, 0, "context %s: a damaged record", id);
 	memset(out, 0, sizeof(*out));
@@ -109,6 +122,7 @@ static int ctx_load(api_server *s, const char *sid, const char *ref, ctx_rec *ou
 	snprintf(out->language, sizeof(out->language), "%s", l);
 	snprintf(out->cwd, sizeof(out->cwd), "%s", c);
 	snprintf(out->exec_id, sizeof(out->exec_id), "%s", x ? x : "");
+	out->created = cJSON_IsNumber(t) ? t->valuedouble : 0;
 	return 0;
 }
 
@@ -123,6 +137,7 @@ static int ctx_save(api_server *s, const char *sid, const ctx_rec *c, sl_err *er
 	cJSON_AddStringToObject(o, "language", c->language);
 	cJSON_AddStringToObject(o, "cwd", c->cwd);
 	cJSON_AddStringToObject(o, "execId", c->exec_id);
+	cJSON_AddNumberToObject(o, "created", c->created);
 	_cleanup_free_ char *text = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	if (!text)
@@ -164,7 +179,8 @@ static bool repl_running(api_server *s, const char *sid, const ctx_rec *c)
 static int repl_start(api_server *s, const sl_sandbox *sb, ctx_rec *c, sl_err *err)
 {
 	char lang_env[64];
-	bool py = !strcmp(c->language, "python");
+	/* A bash context is the Python REPL driving a bash (e2b_repl.py, _Shell). */
+	bool py = strcmp(c->language, "javascript") && strcmp(c->language, "typescript");
 	snprintf(lang_env, sizeof(lang_env), "SANDLOT_E2B_LANGUAGE=%s", c->language);
 	/* The source goes in the environment (taken out before any cell runs), so process
 	 * listings show a short command line. */
@@ -179,12 +195,17 @@ static int repl_start(api_server *s, const sl_sandbox *sb, ctx_rec *c, sl_err *e
 	 * 4, and the cells a stdin of /dev/null and stdout/stderr that cannot garble the
 	 * protocol (console output is captured in the vm; raw fd writes are dropped). */
 	char *const js_argv[] = {"/bin/sh", "-c",
-				 "exec 3<&0 4>&1 </dev/null >/dev/null 2>&1; exec node -e "
+				 "exec 3<&0 4>&1 </dev/null >/dev/null 2>&1; "
+				 "exec node --expose-internals -e "
 				 "'const s = process.env.SANDLOT_E2B_REPL; "
 				 "delete process.env.SANDLOT_E2B_REPL; eval(s)'",
 				 E2B_CONTEXT_MARK, NULL};
-	sl_exec_spec spec = {
-	    .argv = py ? py_argv : js_argv, .env = env, .cwd = c->cwd, .stdin_pipe = true};
+	/* As root, as E2B's Jupyter runs its kernels (a context may work in /root). */
+	sl_exec_spec spec = {.argv = py ? py_argv : js_argv,
+			     .env = env,
+			     .user = "root",
+			     .cwd = c->cwd,
+			     .stdin_pipe = true};
 	sl_exec e;
 	if (exec_start(s->ctx, sb, &spec, &e, err) < 0)
 		return -1;
@@ -251,6 +272,21 @@ static void out_add(exec_stream *x, const char *s)
 	x->out_len += n + 1;
 }
 
+/* A result's text as E2B's server gives it (template/server/api/models/result.py):
+ * text/plain with one pair of enclosing quotes taken off, so a string's repr is the
+ * bare string ('abc' -> abc, "it's" -> it's). Nothing is unescaped, as there. */
+static void text_unquote(cJSON *o)
+{
+	cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "text");
+	const char *s = cJSON_GetStringValue(t);
+	size_t n = s ? strlen(s) : 0;
+	if (!n || (s[0] != '\'' && s[0] != '"') || s[n - 1] != s[0])
+		return;
+	_cleanup_free_ char *bare = strndup(s + 1, n >= 2 ? n - 2 : 0);
+	if (bare)
+		cJSON_SetValuestring(t, bare);
+}
+
 /* A line from the REPL: ours (tagged with this request) is passed on untagged. */
 static void take_line(exec_stream *x, const char *line)
 {
@@ -264,6 +300,8 @@ static void take_line(exec_stream *x, const char *line)
 		x->accepted = true;
 		return;
 	}
+	if (type && !strcmp(type, "result"))
+		text_unquote(o);
 	_cleanup_free_ char *s = cJSON_PrintUnformatted(o);
 	if (s)
 		out_add(x, s);
@@ -432,10 +470,17 @@ static ssize_t exec_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		sl_err err = {0};
 		if (exec_get(x->srv->ctx, x->sid, x->eid, &e, &err) < 0 ||
 		    e.status != SL_EXEC_RUNNING) {
+			/* Gone with its sandbox (its record with it, or its init died first):
+			 * cut, with no end event, as E2B's proxy drops the stream when the
+			 * sandbox dies; the SDK then finds the sandbox gone and throws a
+			 * TimeoutError (as commands.run's stream in e2b_envd.c). */
+			bool gone = err.kind != SL_OK || e.lost;
 			if (err.kind == SL_OK)
 				exec_free(&e);
 			if (exec_pull(x) > 0)
 				continue;
+			if (gone && !x->done)
+				return MHD_CONTENT_READER_END_WITH_ERROR;
 			if (!x->done && !x->accepted && !x->resent && stream_resend(x, &err) == 0)
 				continue;
 			if (!x->done) {
@@ -468,8 +513,7 @@ static int execute_context(api_req *r, const sl_sandbox *sb, const char *cid, co
 		return ctx_load(r->srv, sb->id, cid, c, err);
 	const char *l = language_norm(lang);
 	if (!l)
-		return sl_fail(err, SL_INVALID, 0,
-			       "language %s: sandlot runs python, javascript and typescript", lang);
+		return sl_fail(err, SL_INVALID, 0, LANGUAGES_MSG, lang);
 	char id[40];
 	snprintf(id, sizeof(id), "default-%s", l);
 	if (ctx_load(r->srv, sb->id, id, c, err) == 0)
@@ -478,6 +522,7 @@ static int execute_context(api_req *r, const sl_sandbox *sb, const char *cid, co
 	snprintf(c->id, sizeof(c->id), "%s", id);
 	snprintf(c->language, sizeof(c->language), "%s", l);
 	e2b_user_home(sb, NULL, c->cwd, sizeof(c->cwd));
+	c->created = 0; /* E2B's are there from the sandbox's start: listed first */
 	sl_err_clear(err);
 	return ctx_save(r->srv, sb->id, c, err);
 }
@@ -587,14 +632,14 @@ enum MHD_Result e2b_contexts_create(api_req *r)
 		goto fail;
 	const char *l = language_norm(lang);
 	if (!l) {
-		sl_fail(&err, SL_INVALID, 0,
-			"language %s: sandlot runs python, javascript and typescript", lang);
+		sl_fail(&err, SL_INVALID, 0, LANGUAGES_MSG, lang);
 		goto fail;
 	}
 	char id[32];
 	sl_new_id("ctx_", id, sizeof(id));
 	snprintf(c.id, sizeof(c.id), "%s", id);
 	snprintf(c.language, sizeof(c.language), "%s", l);
+	c.created = now_us();
 	if (cwd && *cwd)
 		snprintf(c.cwd, sizeof(c.cwd), "%s", cwd);
 	else
@@ -606,6 +651,15 @@ enum MHD_Result e2b_contexts_create(api_req *r)
 fail:
 	sandbox_free(&sb);
 	return e2b_reply_err(r, &err);
+}
+
+/* Oldest first (E2B lists a new context last); ties by id. */
+static int ctx_older(const void *a, const void *b)
+{
+	const ctx_rec *x = a, *y = b;
+	if (x->created != y->created)
+		return x->created < y->created ? -1 : 1;
+	return strcmp(x->id, y->id);
 }
 
 enum MHD_Result e2b_contexts_list(api_req *r)
@@ -624,7 +678,8 @@ enum MHD_Result e2b_contexts_list(api_req *r)
 	}
 	char dir[PATH_MAX];
 	ctx_dir(r->srv, sb.id, dir, sizeof(dir));
-	cJSON *arr = cJSON_CreateArray();
+	ctx_rec *all = NULL;
+	size_t n_all = 0;
 	_cleanup_closedir_ DIR *d = opendir(dir);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
@@ -635,9 +690,20 @@ enum MHD_Result e2b_contexts_list(api_req *r)
 		snprintf(id, sizeof(id), "%.*s", (int)(n - 5), de->d_name);
 		ctx_rec c;
 		sl_err err = {0};
-		if (ctx_load(r->srv, sb.id, id, &c, &err) == 0)
-			cJSON_AddItemToArray(arr, ctx_json(&c));
+		if (ctx_load(r->srv, sb.id, id, &c, &err) < 0)
+			continue;
+		ctx_rec *more = realloc(all, (n_all + 1) * sizeof(*all));
+		if (!more)
+			break;
+		all = more;
+		all[n_all++] = c;
 	}
+	if (n_all)
+		qsort(all, n_all, sizeof(*all), ctx_older);
+	cJSON *arr = cJSON_CreateArray();
+	for (size_t i = 0; i < n_all; i++)
+		cJSON_AddItemToArray(arr, ctx_json(&all[i]));
+	free(all);
 	sandbox_free(&sb);
 	return api_reply_json(r, 200, arr);
 }

@@ -1,8 +1,9 @@
 // e2b_repl.js — one E2B code-interpreter context for JavaScript or TypeScript, run inside
 // the sandbox by sandlot's E2B façade (api/compat/e2b_interp.c) as a long-lived execution.
 // One JSON request a line on fd 3 ({"req","code","env_vars"}); the code interpreter's
-// NDJSON events on fd 4, each tagged "_req" (the façade's shell sets the fds up). Cells run in one vm context, so top-level
-// declarations persist; TypeScript has its types stripped by esbuild first.
+// NDJSON events on fd 4, each tagged "_req" (the façade's shell sets the fds up). Cells
+// run in one vm context, so top-level declarations persist; TypeScript has its types
+// stripped by esbuild first; ESM imports and top-level await are rewritten (prepare()).
 'use strict';
 const vm = require('vm');
 const util = require('util');
@@ -81,6 +82,47 @@ const strip = (code) => {
 	return r.stdout;
 };
 
+// ESM `import` statements at the top of a cell, as a notebook's JS kernel takes them:
+// made `var` bindings of require() (a script has no imports; `var` so a later cell may
+// import again). Only for a cell that does not compile as a script as it is; an import
+// starts a line or follows a `;`.
+const IMPORT = /(?<=^|;)([ \t]*)import\s+(?:([\w$]+)\s*(?:,\s*)?)?(?:\*\s*as\s+([\w$]+)\s*|\{([^}]*)\}\s*)?(?:from\s*)?(['"])([^'"\n]+)\5[ \t]*;?/gm;
+const imports = (code) => code.replace(IMPORT, (all, ind, def, ns, names, q, mod) => {
+	const req = `require(${JSON.stringify(mod)})`;
+	const out = [];
+	if (def) out.push(`var ${def} = ((m) => m && m.__esModule ? m.default : m)(${req});`);
+	if (ns) out.push(`var ${ns} = ${req};`);
+	if (names !== undefined)
+		out.push(`var { ${names.replace(/\s+as\s+/g, ': ')} } = ${req};`);
+	if (!out.length) out.push(`${req};`);
+	return ind + out.join(' ');
+});
+// Top-level `await`: Node's own REPL rewrite (its hoisting of declarations, its return of
+// the last expression as {value}), reached with --expose-internals.
+let awaitRewrite = null;
+try {
+	awaitRewrite = require('internal/repl/await').processTopLevelAwait;
+} catch {}
+const OPTS = { filename: '<cell>' };
+const compile = (code) => {
+	try {
+		return new vm.Script(code, OPTS);
+	} catch (e) {
+		if (e instanceof SyntaxError) return null;
+		throw e;
+	}
+};
+// The cell as a script, and whether its value is Node's {value} wrapper.
+const prepare = (code) => {
+	let script = compile(code);
+	if (script) return [script, false];
+	const imp = imports(code);
+	if (imp !== code && (script = compile(imp))) return [script, false];
+	const wrapped = awaitRewrite && /\bawait\b/.test(imp) && awaitRewrite(imp);
+	if (wrapped) return [new vm.Script(wrapped, OPTS), true];
+	return [new vm.Script(code, OPTS), false]; // throws its own SyntaxError
+};
+
 const describe = (e) => {
 	if (e instanceof Error || (e && typeof e === 'object' && 'stack' in e))
 		return { name: e.name || 'Error', value: String(e.message), traceback: String(e.stack) };
@@ -95,9 +137,10 @@ async function run(code, env) {
 		process.env[k] = String(v);
 	}
 	try {
-		let value = vm.runInContext(ts ? strip(code) : code, context,
-			{ filename: '<cell>', breakOnSigint: true });
+		const [script, wrapped] = prepare(ts ? strip(code) : code);
+		let value = script.runInContext(context, { breakOnSigint: true });
 		if (value && typeof value.then === 'function') value = await value;
+		if (wrapped) value = value && typeof value === 'object' ? value.value : undefined;
 		flush();
 		if (value !== undefined)
 			emit({ type: 'result', text: util.inspect(value), is_main_result: true });

@@ -3,15 +3,19 @@
 # JSON request a line on stdin ({"req","code","env_vars"}) and answers with the
 # code interpreter's NDJSON events on stdout, each tagged "_req"; names, imports and
 # definitions persist between requests, and the value of a final expression is the result.
+# With SANDLOT_E2B_LANGUAGE=bash it drives one bash instead (_Shell): a bash context.
 import ast
 import json
 import os
+import re
 import select
+import signal
+import subprocess
 import sys
 import threading
 import traceback
 
-os.environ.pop("SANDLOT_E2B_LANGUAGE", None)
+_bash = os.environ.pop("SANDLOT_E2B_LANGUAGE", None) == "bash"
 _proto = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="replace")
 _lock = threading.Lock()
 _cur = [None]
@@ -161,8 +165,59 @@ def display(*objs):
         _result(o, False)
 
 
-_ns = {"__name__": "__main__", "__builtins__": __builtins__, "display": display}
+def _drain():
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for p in _pumps:
+        p.drain()
+
+
+def _system(cmd):
+    """IPython's `!cmd`: a shell line whose output streams as the cell's."""
+    _drain()
+    _ns["_exit_code"] = subprocess.run(cmd, shell=True, executable="/bin/bash").returncode
+    _drain()
+
+
+def _getoutput(cmd):
+    """IPython's `x = !cmd`: the output's lines."""
+    r = subprocess.run(cmd, shell=True, executable="/bin/bash", stdout=subprocess.PIPE)
+    _ns["_exit_code"] = r.returncode
+    return r.stdout.decode("utf-8", "replace").splitlines()
+
+
+_ns = {"__name__": "__main__", "__builtins__": __builtins__, "display": display,
+       "_sandlot_system": _system, "_sandlot_getoutput": _getoutput}
 _count = 0
+_BANG = re.compile(r"^(\s*)(?:([\w.]+)\s*=\s*)?!(.*)$")
+
+
+def _ipython_lines(code):
+    """What IPython does to a cell before Python sees it: leading blank lines dropped,
+    the first line's indentation taken off every line that has it, and, when the cell
+    is not Python as it is, `!cmd` and `x = !cmd` lines made shell calls."""
+    lines = code.split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    indent = re.match(r"[ \t]*", lines[0]).group(0) if lines else ""
+    if indent:
+        lines = [l[len(indent):] if l.startswith(indent) else l for l in lines]
+    code = "\n".join(lines)
+    try:
+        ast.parse(code, "<cell>", "exec")
+        return code
+    except SyntaxError:
+        pass
+    out = []
+    for l in lines:
+        m = _BANG.match(l)
+        if not m:
+            out.append(l)
+        elif m.group(2):
+            out.append("%s%s = _sandlot_getoutput(%r)" % (m.group(1), m.group(2), m.group(3)))
+        else:
+            out.append("%s_sandlot_system(%r)" % (m.group(1), m.group(3)))
+    return "\n".join(out)
 
 
 def _run(code, env):
@@ -171,7 +226,7 @@ def _run(code, env):
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update({k: str(v) for k, v in env.items()})
     try:
-        tree = ast.parse(code, "<cell>", "exec")
+        tree = ast.parse(_ipython_lines(code), "<cell>", "exec")
         last = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
             last = ast.Expression(tree.body.pop().value)
@@ -190,15 +245,71 @@ def _run(code, env):
         text = "".join(traceback.format_exception(type(e), e, tb))
         _emit({"type": "error", "name": type(e).__name__, "value": str(e), "traceback": text})
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        for p in _pumps:
-            p.drain()
+        _drain()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def _sq(s):
+    return "'" + str(s).replace("'", "'\\''") + "'"
+
+
+class _Shell:
+    """A bash context: one bash for the context's life, so variables, functions and the
+    working directory persist. A cell is eval'd with /dev/null as its stdin; its output
+    goes to the pumped fds; bash then writes the cell's status on a pipe of its own."""
+
+    def __init__(self):
+        self.p = None
+
+    def _start(self):
+        r, self.fd = os.pipe()
+        self.p = subprocess.Popen(["bash", "--norc", "--noprofile"], stdin=subprocess.PIPE,
+                                  pass_fds=(self.fd,), start_new_session=True)
+        os.close(self.fd)
+        self.done = os.fdopen(r, "rb")
+
+    def send(self, line):
+        self.p.stdin.write((line + "\n").encode())
+        self.p.stdin.flush()
+
+    def stop(self):
+        if self.p:
+            try:
+                os.killpg(self.p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self.p.wait()
+            self.done.close()
+            self.p = None
+
+    def run(self, code, env):
+        global _count
+        _count += 1
+        if self.p is None or self.p.poll() is not None:
+            self.stop()
+            self._start()
+        sets = ["export %s=%s" % (k, _sq(v)) for k, v in env.items()]
+        back = ["export %s=%s" % (k, _sq(os.environ[k])) if k in os.environ else "unset " + k
+                for k in env]
+        try:
+            # The status fd closed for the cell, so that nothing it starts in the
+            # background holds it open past a bash that ends.
+            for line in sets + ["eval -- %s </dev/null %d>&-" % (_sq(code), self.fd),
+                                "echo $? >&%d" % self.fd] + back:
+                self.send(line)
+            status = self.done.readline()
+        except (OSError, KeyboardInterrupt):
+            status = b""
+        _drain()
+        if not status:  # interrupted, or bash ended: the next cell gets a fresh one
+            self.stop()
+            _emit({"type": "error", "name": "ShellEnded",
+                   "value": "the context's bash ended; the next cell starts a fresh one",
+                   "traceback": ""})
 
 
 def _main():
@@ -216,11 +327,15 @@ def _main():
         _cur[0] = req.get("req")
         _emit({"type": "accepted"})  # the façade's: this request reached the interpreter
         try:
-            _run(req.get("code", ""), req.get("env_vars") or {})
+            if _bash:
+                _shell.run(req.get("code", ""), req.get("env_vars") or {})
+            else:
+                _run(req.get("code", ""), req.get("env_vars") or {})
         except KeyboardInterrupt:
             pass
         _emit({"type": "number_of_executions", "execution_count": _count})
         _emit({"type": "end_of_execution"})
 
 
+_shell = _Shell()
 _main()

@@ -45,7 +45,7 @@ test('a context survives a daemon change; a dead interpreter is recreated', asyn
 	const url = await startSecondDaemon();
 	const again = await Sandbox.connect(sbx.sandboxId, { apiUrl: url, sandboxUrl: url });
 	assert.equal((await again.runCode('survivor + 1')).text, '42');
-	assert.equal((await again.runCode('inCtx', { context: ctx })).text, "'js state'");
+	assert.equal((await again.runCode('inCtx', { context: ctx })).text, 'js state');
 
 	// Kill the default context's interpreter (by its execution id): the next cell runs
 	// in a fresh one.
