@@ -107,6 +107,24 @@ static int lifetime_end(api_server *s, const sl_deadline *sb, sl_err *e)
 	return r;
 }
 
+/* Idle for its idle timeout: destroyed, stopped or paused, as its onIdle says (a paused
+ * sandbox is not running, so the sweep leaves it be until a resume, an API call, makes it
+ * active again). An ephemeral sandbox that stops is destroyed, as any stop of it is. */
+static int idle_end(api_server *s, const sl_deadline *sb, sl_err *e)
+{
+	switch (sb->on_idle) {
+	case SL_LIFE_PAUSE:
+		return sandbox_pause(s->ctx, sb->id, NULL, e);
+	case SL_LIFE_STOP:
+		if (!sb->ephemeral)
+			return sandbox_stop(s->ctx, sb->id, 10000, NULL, e);
+		/* fall through */
+	case SL_LIFE_DELETE:
+	default:
+		return api_destroy(s, sb->id, "idle timeout", e);
+	}
+}
+
 void api_enforce_deadlines(api_server *s)
 {
 	sl_deadline *list;
@@ -140,10 +158,9 @@ void api_enforce_deadlines(api_server *s)
 		int64_t last = last_activity(s, sb, now - (int64_t)sb->idle_ms, &running);
 		if (running || now - last < (int64_t)sb->idle_ms)
 			continue;
-		sl_log(SL_LOG_INFO, "sandbox %s: idle for %llu ms", sb->id,
-		       (unsigned long long)sb->idle_ms);
-		int r = sb->ephemeral ? api_destroy(s, sb->id, "idle timeout", &e)
-				      : sandbox_stop(s->ctx, sb->id, 10000, NULL, &e);
+		sl_log(SL_LOG_INFO, "sandbox %s: idle for %llu ms: %s", sb->id,
+		       (unsigned long long)sb->idle_ms, sandbox_on_lifetime_name(sb->on_idle));
+		int r = idle_end(s, sb, &e);
 		if (r < 0)
 			sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
 	}

@@ -235,17 +235,17 @@ int api_json_network(const cJSON *o, const char *key, sl_net_opts *net, bool *en
 	return 0;
 }
 
-/* The timeout object {idle, lifetime, execution, onLifetime, autoResume}: durations;
- * -1 in *_ms = absent. The last two are create's alone (O NULL: refused, as a PATCH
- * that would silently keep the old ones). */
+/* The timeout object {idle, lifetime, execution, onLifetime, onIdle, autoResume}:
+ * durations; -1 in *_ms = absent. The last three are create's alone (O NULL: refused, as
+ * a PATCH that would silently keep the old ones). */
 static int parse_timeouts(const cJSON *body, int64_t ms[3], sl_create_opts *o, sl_err *err)
 {
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(body, "timeout");
 	ms[0] = ms[1] = ms[2] = -1;
 	if (!t || cJSON_IsNull(t))
 		return 0;
-	static const char *const f[] = {"idle", "lifetime", "execution", "onLifetime",
-					"autoResume", NULL};
+	static const char *const f[] = {"idle",	  "lifetime",	"execution", "onLifetime",
+					"onIdle", "autoResume", NULL};
 	if (api_json_fields(t, "timeout.", f, err) < 0)
 		return -1;
 	for (size_t i = 0; i < 3; i++) {
@@ -256,19 +256,26 @@ static int parse_timeouts(const cJSON *body, int64_t ms[3], sl_create_opts *o, s
 		if (given)
 			ms[i] = (int64_t)v;
 	}
-	const char *on = NULL;
+	const char *on = NULL, *idle = NULL;
 	bool resume = false;
 	if (api_json_string(t, "timeout.", "onLifetime", &on, err) < 0 ||
+	    api_json_string(t, "timeout.", "onIdle", &idle, err) < 0 ||
 	    api_json_bool(t, "timeout.", "autoResume", &resume, err) < 0)
 		return -1;
-	if ((on || cJSON_GetObjectItemCaseSensitive(t, "autoResume")) && !o)
+	if ((on || idle || cJSON_GetObjectItemCaseSensitive(t, "autoResume")) && !o)
 		return sl_fail(err, SL_INVALID, 0,
-			       "timeout.onLifetime, timeout.autoResume: set at create only");
+			       "timeout.onLifetime, timeout.onIdle, timeout.autoResume: set at "
+			       "create only");
 	if (on && sandbox_on_lifetime_parse(on, &o->on_lifetime) < 0)
 		return sl_fail(err, SL_INVALID, 0,
 			       "timeout.onLifetime: \"%.32s\" is none of delete, pause, stop", on);
-	if (o)
+	if (idle && sandbox_on_lifetime_parse(idle, &o->on_idle) < 0)
+		return sl_fail(err, SL_INVALID, 0,
+			       "timeout.onIdle: \"%.32s\" is none of delete, pause, stop", idle);
+	if (o) {
 		o->auto_resume = resume;
+		o->on_idle_set = idle != NULL;
+	}
 	return 0;
 }
 

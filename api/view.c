@@ -63,6 +63,9 @@ cJSON *view_sandbox_json(const sl_sandbox *sb)
 			cJSON_AddNullToObject(to, tos[i].k);
 	}
 	cJSON_AddStringToObject(to, "onLifetime", sandbox_on_lifetime_name(sb->on_lifetime));
+	cJSON_AddStringToObject(to, "onIdle",
+				sandbox_on_lifetime_name(sandbox_idle_action(
+				    sb->on_idle_set, sb->on_idle, sb->ephemeral)));
 	cJSON_AddBoolToObject(to, "autoResume", sb->auto_resume);
 	if (sb->expires_ms) {
 		sl_iso_time(sb->expires_ms, t, sizeof(t));

@@ -73,6 +73,10 @@ static int plan_of(const sl_sandbox *src, fork_plan *p, sl_err *err)
 	o->idle_ms = src->idle_ms;
 	o->lifetime_ms = src->lifetime_ms;
 	o->exec_timeout_ms = src->exec_timeout_ms;
+	o->on_lifetime = src->on_lifetime;
+	o->auto_resume = src->auto_resume;
+	o->on_idle = src->on_idle;
+	o->on_idle_set = src->on_idle_set;
 	o->secret_env = src->secret_env;
 	o->secret_files = src->secret_files;
 	o->net.enabled = src->net_enabled;

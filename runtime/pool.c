@@ -108,6 +108,8 @@ int sandbox_pool_take(sl_ctx *ctx, const char *id, const sl_create_opts *o, sl_s
 	sb.exec_timeout_ms = o->exec_timeout_ms;
 	sb.on_lifetime = o->on_lifetime;
 	sb.auto_resume = o->auto_resume;
+	sb.on_idle = o->on_idle;
+	sb.on_idle_set = o->on_idle_set;
 	sb.expires_ms = o->lifetime_ms ? sl_deadline_after(sb.created_ms, o->lifetime_ms) : 0;
 	sb.status = SL_ST_RUNNING;
 	if (record_save_take(ctx, &sb, err) < 0) {

@@ -64,6 +64,14 @@ const char *sandbox_on_lifetime_name(enum sl_on_lifetime a)
 		   : on_lifetime_names[SL_LIFE_DELETE];
 }
 
+enum sl_on_lifetime sandbox_idle_action(bool on_idle_set, enum sl_on_lifetime on_idle,
+					bool ephemeral)
+{
+	if (on_idle_set)
+		return on_idle;
+	return ephemeral ? SL_LIFE_DELETE : SL_LIFE_STOP;
+}
+
 int sandbox_on_lifetime_parse(const char *name, enum sl_on_lifetime *out)
 {
 	for (size_t i = 0; i < sizeof(on_lifetime_names) / sizeof(on_lifetime_names[0]); i++)

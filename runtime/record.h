@@ -39,9 +39,13 @@ enum sl_on_lifetime {
 	SL_LIFE_PAUSE,
 	SL_LIFE_STOP,
 };
-/* "delete", "pause", "stop"; and back: 0, or -1 when NAME is none of them. */
+/* "delete", "pause", "stop"; and back: 0, or -1 when NAME is none of them. The same
+ * choices say what an idle timeout does (timeout.onIdle). */
 const char *sandbox_on_lifetime_name(enum sl_on_lifetime a);
 int sandbox_on_lifetime_parse(const char *name, enum sl_on_lifetime *out);
+/* What an idle timeout does to a sandbox of these settings. */
+enum sl_on_lifetime sandbox_idle_action(bool on_idle_set, enum sl_on_lifetime on_idle,
+					bool ephemeral);
 
 typedef struct sl_sandbox {
 	char id[32];
@@ -88,6 +92,10 @@ typedef struct sl_sandbox {
 	 * pauses or stops. auto_resume: a façade call that needs it running resumes it. */
 	enum sl_on_lifetime on_lifetime;
 	bool auto_resume;
+	/* What its idle timeout does (timeout.onIdle), when on_idle_set; otherwise what it
+	 * always did: stop it, or destroy it when ephemeral (sandbox_idle_action). */
+	enum sl_on_lifetime on_idle;
+	bool on_idle_set;
 	cJSON *packages; /* array of {name, version?, manager} installed at create */
 	/* Network (docs/network.md): a lease kept from create to destroy (also while
 	 * stopped); allow/deny are arrays of normalised CIDR strings. */

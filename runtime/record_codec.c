@@ -71,6 +71,8 @@ static const struct field fields[] = {
     {F_I64, M(stopped_ms), 0, "stopped_ms", NULL, NULL},
     {F_U32, M(on_lifetime), 0, "on_lifetime", NULL, NULL},
     {F_BOOL, M(auto_resume), 0, "auto_resume", NULL, NULL},
+    {F_U32, M(on_idle), 0, "on_idle", NULL, NULL},
+    {F_BOOL, M(on_idle_set), 0, "on_idle_set", NULL, NULL},
     {F_OBJECT, M(env), 0, "env", "", "env"},
     {F_OBJECT, M(labels), 0, "labels", "", "labels"},
     {F_ARRAY, M(volumes), 0, "volumes", "", "volumes"},

@@ -565,6 +565,8 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	sb.exec_timeout_ms = o->exec_timeout_ms;
 	sb.on_lifetime = o->on_lifetime;
 	sb.auto_resume = o->auto_resume;
+	sb.on_idle = o->on_idle;
+	sb.on_idle_set = o->on_idle_set;
 	sb.expires_ms = o->lifetime_ms ? sl_deadline_after(sb.created_ms, o->lifetime_ms) : 0;
 	sb.creator_pid = getpid();
 	sb.creator_start = proc_self_start_time();

@@ -38,6 +38,8 @@ typedef struct sl_create_opts {
 	uint64_t idle_ms, lifetime_ms, exec_timeout_ms; /* 0: none */
 	enum sl_on_lifetime on_lifetime; /* what the lifetime's end does (record.h) */
 	bool auto_resume;
+	enum sl_on_lifetime on_idle; /* what the idle timeout does, when on_idle_set */
+	bool on_idle_set;
 	sl_net_opts net;
 	const sl_package *packages;
 	size_t npackages;

@@ -300,13 +300,20 @@ int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *er
 		bool dead = sb.status == SL_ST_TERMINATED;
 		if (dead)
 			record_dead_add(ids[i]);
-		sl_deadline d = { .ephemeral = sb.ephemeral, .created_ms = sb.created_ms,
-				  .idle_ms = sb.idle_ms, .expires_ms = sb.expires_ms,
-				  .on_lifetime = sb.on_lifetime,
-				  .init_pid = sb.init_pid, .init_start = sb.init_start,
-				  .stop_policy = sb.stop_policy, .archived = sb.archived,
-				  .auto_archive_min = sb.auto_archive_min,
-				  .auto_delete_min = sb.auto_delete_min, .stopped_ms = sb.stopped_ms };
+		sl_deadline d = {.ephemeral = sb.ephemeral,
+				 .created_ms = sb.created_ms,
+				 .idle_ms = sb.idle_ms,
+				 .expires_ms = sb.expires_ms,
+				 .on_lifetime = sb.on_lifetime,
+				 .on_idle =
+				     sandbox_idle_action(sb.on_idle_set, sb.on_idle, sb.ephemeral),
+				 .init_pid = sb.init_pid,
+				 .init_start = sb.init_start,
+				 .stop_policy = sb.stop_policy,
+				 .archived = sb.archived,
+				 .auto_archive_min = sb.auto_archive_min,
+				 .auto_delete_min = sb.auto_delete_min,
+				 .stopped_ms = sb.stopped_ms};
 		snprintf(d.id, sizeof(d.id), "%s", sb.id);
 		snprintf(d.boot_id, sizeof(d.boot_id), "%s", sb.boot_id);
 		d.status = sb.status;

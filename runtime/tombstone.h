@@ -29,6 +29,7 @@ typedef struct sl_deadline {
 	uint64_t idle_ms;  /* 0: none */
 	int64_t expires_ms; /* 0: none */
 	enum sl_on_lifetime on_lifetime; /* what passing it does */
+	enum sl_on_lifetime on_idle;	 /* what the idle timeout does (resolved) */
 	pid_t init_pid;	    /* what "running" is checked against */
 	uint64_t init_start;
 	char boot_id[40];

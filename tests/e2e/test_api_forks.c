@@ -73,8 +73,11 @@ static void store_expect_same(store_view *before)
 static void test_fork_copies_files_at_one_instant(void **state)
 {
 	store_view before = store_now();
-	char *src = sandbox_new("{\"image\":\"busybox\",\"env\":{\"FORKV\":\"seven\"},"
-				"\"labels\":{\"team\":\"a\"},\"resources\":{\"disk\":\"1Gi\"}}");
+	char *src =
+	    sandbox_new("{\"image\":\"busybox\",\"env\":{\"FORKV\":\"seven\"},"
+			"\"labels\":{\"team\":\"a\"},\"resources\":{\"disk\":\"1Gi\"},"
+			"\"timeout\":{\"idle\":\"1h\",\"onIdle\":\"pause\","
+			"\"lifetime\":\"1h\",\"onLifetime\":\"pause\",\"autoResume\":true}}");
 	free(sh_ok(src, "echo before > /root/a && mkdir -p /root/d && "
 			"dd if=/dev/urandom of=/root/d/big bs=1M count=64 2>/dev/null && "
 			"md5sum /root/d/big | cut -c1-32 > /root/sum"));
@@ -102,6 +105,11 @@ static void test_fork_copies_files_at_one_instant(void **state)
 		assert_string_not_equal(ids[i], src);
 		assert_string_equal(jstr(jget(sb, "env"), "FORKV"), "seven");
 		assert_string_equal(jstr(jget(sb, "labels"), "team"), "a");
+		/* What its timeouts do, too: a copy of a sandbox that pauses is not killed. */
+		const cJSON *to = jget(sb, "timeout");
+		assert_string_equal(jstr(to, "onIdle"), "pause");
+		assert_string_equal(jstr(to, "onLifetime"), "pause");
+		assert_true(cJSON_IsTrue(jget(to, "autoResume")));
 	}
 	e2e_resp_free(&r);
 

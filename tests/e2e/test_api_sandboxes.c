@@ -405,6 +405,84 @@ static void test_lifecycle_routes(void **state)
 	*state = e2e_snapshot_take();
 }
 
+/* Wait up to 8 s for sandbox ID's status to read STATUS. Read from the record, not
+ * with a GET of the sandbox: that is an API call, which makes it active. */
+static bool status_becomes(const char *id, enum sl_status status)
+{
+	bool seen = false;
+	for (int64_t t0 = e2e_now_ms(); !seen && e2e_now_ms() - t0 < 8000;) {
+		usleep(200000);
+		sl_sandbox sb;
+		sl_err err = {0};
+		if (sandbox_get(&CTX, id, &sb, &err) == 0) {
+			seen = sb.status == status;
+			sandbox_free(&sb);
+		}
+	}
+	return seen;
+}
+
+/* timeout.onIdle: what an idle timeout does, as onLifetime says what the lifetime's end
+ * does. Without it: stop (destroy when ephemeral), as before it existed. */
+static void test_on_idle(void **state)
+{
+	e2e_resp r;
+	expect_call("POST", "/v1/sandboxes",
+		    "{\"image\":\"busybox\",\"timeout\":{\"idle\":\"1s\",\"onIdle\":\"nap\"}}", 400,
+		    "INVALID_ARGUMENT", "timeout.onIdle");
+	expect_call("POST", "/v1/sandboxes", "{\"timeout\":{\"onIdle\":3}}", 400,
+		    "INVALID_ARGUMENT", "timeout.onIdle");
+	/* The default, shown. */
+	char *keep = sandbox_new("{\"image\":\"busybox\",\"timeout\":{\"idle\":\"1h\"}}");
+	char *p = e2e_printf("/v1/sandboxes/%s", keep);
+	e2e_http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(jget(r.json, "timeout"), "onIdle"), "stop");
+	e2e_resp_free(&r);
+	/* Set at create only, as onLifetime. */
+	e2e_http(&r, "PATCH", p, "{\"timeout\":{\"onIdle\":\"pause\"}}");
+	expect(&r, 400, "INVALID_ARGUMENT", "create only");
+	e2e_resp_free(&r);
+	free(p);
+	sandbox_del(keep);
+
+	/* pause: frozen with its memory, resumed by a call, paused again when idle again. */
+	char *id = sandbox_new(
+	    "{\"image\":\"busybox\",\"timeout\":{\"idle\":\"1s\",\"onIdle\":\"pause\"}}");
+	p = e2e_printf("/v1/sandboxes/%s", id);
+	e2e_http(&r, "GET", p, NULL);
+	assert_string_equal(jstr(jget(r.json, "timeout"), "onIdle"), "pause");
+	e2e_resp_free(&r);
+	assert_true(status_becomes(id, SL_ST_PAUSED));
+	char *rp = e2e_printf("/v1/sandboxes/%s/resume", id);
+	e2e_http(&r, "POST", rp, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_string_equal(jstr(r.json, "status"), "running");
+	e2e_resp_free(&r);
+	assert_true(status_becomes(id, SL_ST_PAUSED));
+	free(rp);
+	free(p);
+	sandbox_del(id);
+
+	/* delete: a sandbox that is not ephemeral is destroyed all the same. */
+	id = sandbox_new(
+	    "{\"image\":\"busybox\",\"timeout\":{\"idle\":\"1s\",\"onIdle\":\"delete\"}}");
+	assert_true(status_becomes(id, SL_ST_TERMINATED));
+	p = e2e_printf("/v1/sandboxes/%s", id);
+	e2e_http(&r, "GET", p, NULL);
+	assert_string_equal(jstr(r.json, "reason"), "idle timeout");
+	e2e_resp_free(&r);
+	free(p);
+	free(id);
+
+	/* stop, given: files kept, status stopped. */
+	id = sandbox_new(
+	    "{\"image\":\"busybox\",\"timeout\":{\"idle\":\"1s\",\"onIdle\":\"stop\"}}");
+	assert_true(status_becomes(id, SL_ST_STOPPED));
+	sandbox_del(id);
+	(void)state;
+}
+
 /* ---- ports: relay and preview proxy ------------------------------------------------------- */
 
 /* Send RAW to 127.0.0.1:PORT and read what comes back until EOF or 5 s. */
@@ -1462,6 +1540,7 @@ int main(void)
 	    E2E_TEST(test_images),
 	    E2E_TEST(test_run_one_shot),
 	    E2E_TEST(test_lifecycle_routes),
+	    E2E_TEST(test_on_idle),
 	    E2E_TEST(test_record_fields_capped),
 	    E2E_TEST(test_ports),
 	    E2E_TEST(test_ports_refuse_other_users),

@@ -101,6 +101,8 @@ static void test_schema_2_round_trip(void **state)
 	a.ports = cJSON_Parse("{\"8000\":{\"public\":true}}");
 	snprintf(a.preview_token, sizeof(a.preview_token), "%064d", 7);
 	snprintf(a.owner, sizeof(a.owner), "key_abcdefghijklmnopqrst");
+	a.on_idle = SL_LIFE_PAUSE;
+	a.on_idle_set = true;
 	char *text = record_encode(&a);
 	assert_non_null(text);
 	assert_non_null(strstr(text, "\"schema\":2"));
@@ -118,11 +120,18 @@ static void test_schema_2_round_trip(void **state)
 	assert_true(b.ephemeral);
 	assert_string_equal(b.preview_token, a.preview_token);
 	assert_string_equal(b.owner, a.owner);
+	assert_true(b.on_idle_set);
+	assert_int_equal(b.on_idle, SL_LIFE_PAUSE);
+	assert_int_equal(sandbox_idle_action(b.on_idle_set, b.on_idle, b.ephemeral), SL_LIFE_PAUSE);
 	/* A record from before keys has no owner: the admin's. */
 	sl_sandbox old;
 	if (record_decode("{\"schema\":2,\"id\":\"sbx_a\"}", "old", &old, &err) < 0)
 		fail_msg("%s", err.msg);
 	assert_string_equal(old.owner, "");
+	/* ... nor onIdle: what an idle timeout always did, stop (destroy when ephemeral). */
+	assert_false(old.on_idle_set);
+	assert_int_equal(sandbox_idle_action(old.on_idle_set, old.on_idle, false), SL_LIFE_STOP);
+	assert_int_equal(sandbox_idle_action(old.on_idle_set, old.on_idle, true), SL_LIFE_DELETE);
 	sandbox_free(&old);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 	    cJSON_GetObjectItemCaseSensitive(b.ports, "8000"), "public")));
