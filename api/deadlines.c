@@ -83,8 +83,9 @@ static bool enforce_stop_policy(api_server *s, const sl_deadline *sb, int64_t no
 }
 
 /* The lifetime has passed: destroyed, or (onLifetime) paused or stopped with the
- * deadline dropped, as E2B keeps a paused sandbox until it is resumed or killed; a
- * resume or start sets a new one when the caller gives one. */
+ * deadline dropped (the lifetime kept), as E2B keeps a paused sandbox until it is
+ * resumed or killed; a resume or start sets a new one when the caller gives one, an
+ * auto-resume the lifetime again (api_sandbox_wake). */
 static int lifetime_end(api_server *s, const sl_deadline *sb, sl_err *e)
 {
 	bool pause = sb->on_lifetime == SL_LIFE_PAUSE, stop = sb->on_lifetime == SL_LIFE_STOP;
@@ -99,7 +100,7 @@ static int lifetime_end(api_server *s, const sl_deadline *sb, sl_err *e)
 	/* Dropped even when the pause failed: a sandbox that cannot be paused is not
 	 * retried every second; it stays as it is, as a sandbox without a deadline. */
 	sl_err e2 = { 0 };
-	if (sandbox_set_timeouts(s->ctx, sb->id, 0, -1, -1, NULL, &e2) < 0 && r == 0) {
+	if (sandbox_drop_deadline(s->ctx, sb->id, NULL, &e2) < 0 && r == 0) {
 		*e = e2;
 		return -1;
 	}

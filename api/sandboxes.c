@@ -108,7 +108,22 @@ int api_sandbox_ready(api_server *s, const char *ref, bool for_init, bool resume
 	char id[32];
 	snprintf(id, sizeof(id), "%s", sb->id);
 	sandbox_free(sb);
-	return sandbox_resume(s->ctx, id, sb, err);
+	return api_sandbox_wake(s, id, 0, sb, err);
+}
+
+int api_sandbox_wake(api_server *s, const char *id, uint64_t min_lifetime_ms, sl_sandbox *sb,
+		     sl_err *err)
+{
+	if (sandbox_resume(s->ctx, id, sb, err) < 0) {
+		if (err->kind != SL_CONFLICT || sandbox_get(s->ctx, id, sb, err) < 0)
+			return -1;
+		*err = (sl_err){0};
+	}
+	uint64_t life = sb->lifetime_ms > min_lifetime_ms ? sb->lifetime_ms : min_lifetime_ms;
+	if (sb->expires_ms || !life)
+		return 0;
+	sandbox_free(sb);
+	return sandbox_set_timeouts(s->ctx, id, (int64_t)life, -1, -1, sb, err);
 }
 
 static int for_call_of(api_req *r, sl_sandbox *sb, bool for_init, sl_err *err)

@@ -1174,8 +1174,10 @@ int sandbox_set_labels(sl_ctx *ctx, const char *ref, const cJSON *labels, sl_san
 	return save_change(ctx, &sb, 0, out, err);
 }
 
-int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int64_t idle_ms,
-			 int64_t exec_ms, sl_sandbox *out, sl_err *err)
+/* Timeouts changed under the lock (-1 keeps one); DROP: the deadline goes, the
+ * lifetime it came from stays. */
+static int change_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int64_t idle_ms,
+			   int64_t exec_ms, bool drop, sl_sandbox *out, sl_err *err)
 {
 	sl_sandbox sb;
 	_cleanup_close_ int lk = -1;
@@ -1189,11 +1191,24 @@ int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int6
 		sb.lifetime_ms = lifetime_ms;
 		sb.expires_ms = lifetime_ms ? sl_deadline_after(sl_now_ms(), (uint64_t)lifetime_ms) : 0;
 	}
+	if (drop)
+		sb.expires_ms = 0;
 	if (idle_ms >= 0)
 		sb.idle_ms = idle_ms;
 	if (exec_ms >= 0)
 		sb.exec_timeout_ms = exec_ms;
 	return save_change(ctx, &sb, 0, out, err);
+}
+
+int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int64_t idle_ms,
+			 int64_t exec_ms, sl_sandbox *out, sl_err *err)
+{
+	return change_timeouts(ctx, ref, lifetime_ms, idle_ms, exec_ms, false, out, err);
+}
+
+int sandbox_drop_deadline(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
+{
+	return change_timeouts(ctx, ref, -1, -1, -1, true, out, err);
 }
 
 int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl_sandbox *out,

@@ -124,6 +124,9 @@ int sandbox_set_labels(sl_ctx *ctx, const char *ref, const cJSON *labels, sl_san
  * it: E2B's setTimeout); idle (Daytona's autostop); execution (the default per command). */
 int sandbox_set_timeouts(sl_ctx *ctx, const char *ref, int64_t lifetime_ms, int64_t idle_ms,
 			 int64_t exec_ms, sl_sandbox *out, sl_err *err);
+/* Drop the lifetime's deadline, keeping the lifetime itself (a paused or stopped sandbox
+ * waits with no deadline; a wake gives it a fresh one of that length). */
+int sandbox_drop_deadline(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
 /* Destroy without a tombstone (internal sandboxes, e.g. package builds). */
 int sandbox_discard(sl_ctx *ctx, const char *id, sl_err *err);
 /* Replace the egress rules (network.allow / network.deny; NULL keeps a list, an empty

@@ -174,17 +174,16 @@ static int signed_sandbox(api_req *r, const char *sig, sl_sandbox *sb, enum MHD_
 	return 0;
 }
 
-/* A paused sandbox with autoResume, resumed by a call that needs it: its deadline was
- * dropped at the pause, so it gets connect's default. A resume that loses the race to
- * another one finds it running, which is as good. */
+/* A paused sandbox with autoResume, resumed by a call that needs it: E2B gives it a fresh
+ * timeout of the one it was last given (create, connect, setTimeout), 5 minutes at least
+ * (E2B's docs, "Timeout after auto-resume"). */
 static int auto_resume(api_req *r, sl_sandbox *sb, enum MHD_Result *ret)
 {
 	char id[32];
 	sl_err err = {0};
 	snprintf(id, sizeof(id), "%s", sb->id);
 	sandbox_free(sb);
-	if ((sandbox_resume(r->srv->ctx, id, NULL, &err) < 0 && err.kind != SL_CONFLICT) ||
-	    sandbox_set_timeouts(r->srv->ctx, id, DEFAULT_TIMEOUT_S * 1000, -1, -1, sb, &err) < 0) {
+	if (api_sandbox_wake(r->srv, id, DEFAULT_TIMEOUT_S * 1000, sb, &err) < 0) {
 		*ret =
 		    e2b_reply_code(r, 502, "The sandbox %s could not be resumed: %s", id, err.msg);
 		return -1;
@@ -746,7 +745,7 @@ static enum MHD_Result pause_sandbox(api_req *r)
 	 * (connect sets a new one). */
 	if ((memory ? sandbox_pause(r->srv->ctx, sb.id, NULL, &err)
 		    : sandbox_stop(r->srv->ctx, sb.id, 10000, NULL, &err)) < 0 ||
-	    sandbox_set_timeouts(r->srv->ctx, sb.id, 0, -1, -1, NULL, &err) < 0)
+	    sandbox_drop_deadline(r->srv->ctx, sb.id, NULL, &err) < 0)
 		return e2b_reply_err(r, &err);
 	return api_reply_empty(r, 204);
 }

@@ -673,7 +673,16 @@ typedef struct tpl_job {
 	char bid[33], dir[PATH_MAX], name[IMAGE_NAME_MAX + 1], base[512];
 	bool pull; /* the base is a reference to fetch when no local image has its name */
 	df_text df;
+	cJSON *steps; /* the start body's steps (reason_of words a failure with them) */
 } tpl_job;
+
+static void job_free(tpl_job *j)
+{
+	free(j->df.s);
+	free(j->df.step_of);
+	cJSON_Delete(j->steps);
+	free(j);
+}
 
 /* The user a template's steps start as: the base image's. */
 static void base_user(api_server *s, const char *ref, char *user, size_t len)
@@ -733,6 +742,8 @@ static int translate(api_server *s, const cJSON *in, const char *ctx, tpl_job *j
 		return sl_fail(err, SL_INVALID, 0, "steps: an array");
 	if (cJSON_GetArraySize(steps) > MAX_STEPS)
 		return sl_fail(err, SL_INVALID, 0, "steps: at most %d", MAX_STEPS);
+	if (steps && !(j->steps = cJSON_Duplicate(steps, 1)))
+		return sl_fail(err, SL_EXHAUSTED, ENOMEM, "steps");
 	char user[256];
 	base_user(s, base, user, sizeof(user));
 	/* FROM names the base as a local image; a reference not yet here is pulled first
@@ -806,6 +817,24 @@ static int base_ensure(tpl_job *j, sl_err *err)
 	return 0;
 }
 
+/* A RUN step as a user the image does not have: E2B's envd refuses it before it starts,
+ * in words code written for E2B (and E2B's own suite) looks for. */
+static bool run_user_unknown(tpl_job *j, int k, const char *rest, char *msg, size_t len)
+{
+	const cJSON *st = cJSON_GetArrayItem(j->steps, k - 1);
+	const cJSON *type = cJSON_GetObjectItemCaseSensitive(st, "type");
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(st, "args");
+	const char *cmd = arg_at(args, 0), *as = arg_at(args, 1);
+	if (!cJSON_IsString(type) || strcmp(type->valuestring, "RUN") || !cmd || !as || !*as ||
+	    !strstr(rest, ": look up user: "))
+		return false;
+	snprintf(msg, len,
+		 "step %d: failed to run command '%s': command failed: unauthenticated: invalid "
+		 "username: '%s'",
+		 k, cmd, as);
+	return true;
+}
+
 /* The builder's error names a Dockerfile line; the SDK wants the step (its stack trace),
  * "base" for the FROM. */
 static void reason_of(tpl_job *j, const sl_err *err, cJSON *reason)
@@ -819,7 +848,7 @@ static void reason_of(tpl_job *j, const sl_err *err, cJSON *reason)
 		const char *rest = colon ? colon + 2 : at;
 		if (k == 0)
 			snprintf(msg, sizeof(msg), "base image %s: %s", j->base, rest);
-		else
+		else if (!run_user_unknown(j, k, rest, msg, sizeof(msg)))
 			snprintf(msg, sizeof(msg), "step %d: %s", k, rest);
 		cJSON_AddStringToObject(reason, "message", msg);
 		char step[16] = "base";
@@ -867,9 +896,7 @@ static void *tpl_main(void *p)
 	if (result_save(j->srv, j->bid, res, &e) < 0)
 		sl_log(SL_LOG_WARN, "e2b template build %s: %s", j->bid, e.msg);
 	atomic_fetch_sub(&j->srv->imports, 1);
-	free(j->df.s);
-	free(j->df.step_of);
-	free(j);
+	job_free(j);
 	return NULL;
 }
 
@@ -920,9 +947,7 @@ enum MHD_Result e2b_template_build_start(api_req *r)
 	if (rc < 0) {
 		/* Nothing half-made: the uploads go, the result says why. */
 		build_refused(r->srv, bid, err.msg, NULL);
-		free(j->df.s);
-		free(j->df.step_of);
-		free(j);
+		job_free(j);
 		return e2b_reply_code(r, api_err_status(&err), "template %s: %s", tid, err.msg);
 	}
 	return api_reply_empty(r, 202);

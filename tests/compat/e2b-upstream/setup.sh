@@ -6,6 +6,17 @@
 # ports, signed URLs without an expiry), which the suites assume. Templates "base" and
 # "code-interpreter-v1" are the default image.
 SERVE_ARGS+=(--provider-defaults)
+# The SDK's `template` project builds FROM ubuntu:22.04 and e2bdev/base (fromBaseImage),
+# Docker Hub names this host cannot reach: the shared local mirror serves its stand-in
+# under them (../mirror.sh; a Debian 12 rootfs, whatever the name says).
+if [[ $E2B_UPSTREAM_ARGS == *"--project template"* ]]; then
+	# shellcheck source=../mirror.sh
+	. "$dir/../mirror.sh"
+	mirror_start ubuntu:22.04 e2bdev/base
+	suite_cleanup() {
+		mirror_stop
+	}
+fi
 suite_run() {
 	local args=()
 	eval "args=($E2B_UPSTREAM_ARGS)"

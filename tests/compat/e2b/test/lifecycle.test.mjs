@@ -3,7 +3,7 @@
 // paused sandbox on traffic, and a sandbox killed under commands.run is a TimeoutError.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { tracker, v1, sleep } from '../lib.mjs';
+import { tracker, v1, sleep, sandlotUrl, sandlotKey } from '../lib.mjs';
 import { Sandbox, InvalidArgumentError, TimeoutError, CommandExitError } from 'e2b';
 
 const t = tracker();
@@ -102,6 +102,62 @@ test('autoResume: traffic to an auto-paused sandbox resumes it', async () => {
 		v1('POST', '/v1/sandboxes', { image: 'busybox', timeout: { onLifetime: 'hibernate' } }),
 		/400.*onLifetime/,
 	);
+});
+
+// E2B's docs ("Timeout after auto-resume"): a fresh timeout from the wake, the one the
+// sandbox was given (create, connect, setTimeout), 5 minutes at least.
+test("autoResume's timeout: the sandbox's own, 5 minutes at least, from the wake", async () => {
+	const sbx = t.add(
+		await Sandbox.create({ timeoutMs: 3_000, lifecycle: { onTimeout: 'pause', autoResume: true } }),
+	);
+	const left = async () => ((await sbx.getInfo()).endAt.getTime() - Date.now()) / 1000;
+	await waitState(sbx.sandboxId, 'paused');
+	await sbx.commands.run('true');
+	let s = await left();
+	assert.ok(s > 290 && s <= 300, `3 s asked, 5 minutes given: ${s} s left`);
+	// A longer one given by connect carries over to the next wake.
+	await Sandbox.connect(sbx.sandboxId, { timeoutMs: 600_000 });
+	assert.equal(await sbx.pause(), true);
+	assert.ok((await left()) > 86_400, 'no deadline while paused');
+	await sbx.files.write('/tmp/wake.txt', 'x');
+	assert.equal((await sbx.getInfo()).state, 'running');
+	s = await left();
+	assert.ok(s > 590 && s <= 600, `600 s given by connect: ${s} s left`);
+	// setTimeout's too.
+	await sbx.setTimeout(420_000);
+	assert.equal(await sbx.pause(), true);
+	await sbx.commands.run('true');
+	s = await left();
+	assert.ok(s > 410 && s <= 420, `420 s given by setTimeout: ${s} s left`);
+});
+
+// /v1's ?autoResume=1 is the same wake: a sandbox its lifetime paused gets that lifetime
+// again (no 5-minute floor: that is E2B's) and pauses again at its end.
+test('/v1 autoResume gives a lifetime-paused sandbox its lifetime again', async () => {
+	const sb = await v1('POST', '/v1/sandboxes', {
+		image: 'busybox',
+		timeout: { lifetime: '3s', onLifetime: 'pause', autoResume: true },
+	});
+	try {
+		const state = async () => (await v1('GET', `/v1/sandboxes/${sb.id}`)).status;
+		for (let i = 0; i < 40 && (await state()) !== 'paused'; i++) await sleep(250);
+		assert.equal(await state(), 'paused');
+		assert.equal((await v1('GET', `/v1/sandboxes/${sb.id}`)).expiresAt, null);
+		const res = await fetch(`${sandlotUrl}/v1/sandboxes/${sb.id}/files?path=/etc/passwd&autoResume=1`, {
+			headers: { Authorization: `Bearer ${sandlotKey}` },
+		});
+		assert.equal(res.status, 200);
+		await res.arrayBuffer();
+		const woke = await v1('GET', `/v1/sandboxes/${sb.id}`);
+		assert.equal(woke.status, 'running');
+		const left = new Date(woke.expiresAt).getTime() - Date.now();
+		assert.ok(left > 0 && left <= 3_000, `a fresh 3 s lifetime: ${left} ms left`);
+		assert.equal(woke.timeout.lifetime, 3_000);
+		for (let i = 0; i < 40 && (await state()) !== 'paused'; i++) await sleep(250);
+		assert.equal(await state(), 'paused', 'paused again at the end of it');
+	} finally {
+		await v1('DELETE', `/v1/sandboxes/${sb.id}`).catch(() => {});
+	}
 });
 
 test('a sandbox killed during commands.run: the stream drops, the SDK throws TimeoutError', async () => {

@@ -131,6 +131,23 @@ test('a failing runCmd is a BuildError naming the step; nothing half-made is lis
 	await assert.rejects(Sandbox.create(alias));
 });
 
+// E2B's own suite (runCmd.test.ts) matches envd's words for a RUN as a user the image has
+// not: unauthenticated, invalid username.
+test("runCmd as a user the image does not have: envd's 'invalid username', at that step", async () => {
+	const tpl = Template().fromImage(BASE).runCmd('true').runCmd('whoami', { user: 'root123' });
+	await assert.rejects(Template.build(tpl, { alias: 'e2b-tpl-nouser' }), (e) => {
+		assert.equal(e.name, 'BuildError');
+		assert.match(
+			e.message,
+			/step 2: failed to run command 'whoami': command failed: unauthenticated: invalid username: 'root123'/,
+		);
+		return true;
+	});
+	// A user the image has runs.
+	await build(Template().fromImage(BASE).skipCache().runCmd('test "$(whoami)" = root', { user: 'root' }), 'e2b-tpl-asroot');
+	assert.equal(await Template.aliasExists('e2b-tpl-nouser'), false);
+});
+
 test('a base that is neither local nor pullable fails at the base step', async () => {
 	const tpl = Template().fromImage('localhost:1/nowhere:1').runCmd('true');
 	await assert.rejects(Template.build(tpl, { alias: 'e2b-tpl-nobase' }), (e) => {
