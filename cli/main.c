@@ -40,7 +40,8 @@ static const char usage[] =
 	"         --label K=V -i -t --timeout 30s\n"
 	"         --network [--network-allow CIDR]... [--network-deny CIDR]...\n"
 	"         --package apt|pip|npm:NAME[@VERSION]   installed before start, cached\n"
-	"         --secret ENV=SECRET   --secret-file /run/secrets/FILE=SECRET   (secret set)\n";
+	"         --secret ENV=SECRET   --secret-file /run/secrets/FILE=SECRET   (secret set)\n"
+	"         --hibernate   launched so that it can be hibernated (docs/hibernate.md)\n";
 
 int cli_fail(const sl_err *err)
 {

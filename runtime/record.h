@@ -61,6 +61,9 @@ typedef struct sl_sandbox {
 	char user[64];
 	char workdir[256];
 	bool ephemeral;
+	/* Created with "hibernate": true: launched so that CRIU can dump it (launch.c,
+	 * launch_hib.c; docs/hibernate.md). */
+	bool hibernate;
 	uint32_t uid_base;
 	pid_t init_pid;
 	uint64_t init_start;

@@ -200,7 +200,7 @@ static int launch_fresh(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, const char *c
 	if (cgroup_join_files(ctx->cg, cg, joinbuf, sizeof(joinbuf), join, 8, &l->njoin, err) < 0)
 		goto drop_cgroups;
 	/* A daemon's spare (launch_new_netns, never used), or the clone makes one. */
-	netns = spare_netns_take(ctx);
+	netns = l->hibernate ? -1 : spare_netns_take(ctx);
 	l->netns = netns >= 0 ? &netns : NULL;
 	l->netns_ready = netns >= 0;
 	/* A network is set up in a namespace of its own before anything runs in it (veth,
@@ -321,6 +321,7 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 			.etc_hosts = sb->net_enabled ? hosts : NULL,
 			.etc_resolv = sb->net_enabled ? resolv : NULL,
 			.network = sb->net_enabled,
+			.hibernate = sb->hibernate,
 			.default_user_env = user_env };
 	if (load_bpf(ctx, err) < 0)
 		return -1;
@@ -349,7 +350,7 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	if (fs_remove_tree(mark, err) < 0)
 		return -1;
 	/* A spare init brings its run dir (renamed to RUN) and cgroups (to CG). */
-	sl_launch_spare *spare = spare_launch_take(ctx, sb, nm, cg, run);
+	sl_launch_spare *spare = sb->hibernate ? NULL : spare_launch_take(ctx, sb, nm, cg, run);
 	if (mkdir(run, 0700) < 0 && errno != EEXIST) {
 		sl_sysfail(err, "create %s", run);
 		goto drop_spare;
@@ -591,6 +592,14 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	if (record_volumes(ctx, o, &sb, err) < 0 || record_secrets(ctx, o, &sb, err) < 0) {
 		sandbox_free(&sb);
 		return -1;
+	}
+	sb.hibernate = o->hibernate;
+	if (o->hibernate && (sb.net_enabled || o->nvolumes || o->nhost_binds ||
+			     cJSON_GetArraySize(sb.secret_files) > 0)) {
+		sandbox_free(&sb);
+		return sl_fail(err, SL_INVALID, 0,
+			       "hibernate: a sandbox CRIU can dump takes no network, volumes or "
+			       "secret files yet (docs/hibernate.md)");
 	}
 	if (snap.id[0])
 		base = snap;
