@@ -181,9 +181,11 @@ struct canary {
 
 static void canary_make(struct canary *c, const char *tag)
 {
-	snprintf(c->dir, sizeof(c->dir), "%s/canary-%s", e2e_root(), tag);
+	/* (A test's _hibernate variant runs in the same root after it.) */
+	const char *v = hib ? "-hib" : "";
+	snprintf(c->dir, sizeof(c->dir), "%s/canary-%s%s", e2e_root(), tag, v);
 	snprintf(c->secret, sizeof(c->secret), "%s/secret", c->dir);
-	snprintf(c->bait, sizeof(c->bait), "%s/bait-%s", e2e_root(), tag);
+	snprintf(c->bait, sizeof(c->bait), "%s/bait-%s%s", e2e_root(), tag, v);
 	uint8_t r[16];
 	assert_int_equal(getrandom(r, sizeof(r), 0), sizeof(r));
 	int n = snprintf(c->text, sizeof(c->text), "CANARY-");
@@ -844,7 +846,13 @@ static void test_not_running_is_conflict(void **state)
 static char *hpath(const char *name)
 {
 	char *p;
-	assert_true(asprintf(&p, "%s/%s", e2e_root(), name) > 0);
+	/* A _hibernate variant runs in the same root after the test: a directory of its own. */
+	if (hib) {
+		assert_true(asprintf(&p, "%s/hib", e2e_root()) > 0);
+		mkdir(p, 0755);
+		free(p);
+	}
+	assert_true(asprintf(&p, "%s/%s%s", e2e_root(), hib ? "hib/" : "", name) > 0);
 	return p;
 }
 
