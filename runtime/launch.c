@@ -213,6 +213,15 @@ void launch_mask_paths(int errfd, const char *root, const char *empty,
 		if (lstat(p, &st) < 0)
 			continue;
 		bool dir = S_ISDIR(st.st_mode);
+		/* No EMPTY (a launch to hibernate): a tiny read-only tmpfs, which CRIU dumps
+		 * and restores itself, where a bind of a host directory would be external. */
+		if (dir && !empty) {
+			if (mount("tmpfs", p, "tmpfs",
+				  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  "size=4k,nr_inodes=2,mode=555") < 0)
+				child_fail(errfd, errno, "mask /%s", m);
+			continue;
+		}
 		int r = mount(dir ? empty : devnull, p, NULL, MS_BIND, NULL);
 		if (r == 0 && dir)
 			r = mount(NULL, p, NULL,

@@ -72,7 +72,7 @@ static int hib_main(void *p)
 	const struct hib_arg *a = p;
 	const sl_launch *l = a->l;
 	struct child_fds f = *a->f;
-	char c, root[PATH_MAX], empty[PATH_MAX];
+	char c, root[PATH_MAX];
 	if (read(a->sync, &c, 1) != 1)
 		child_fail(f.err, errno, "wait for the user namespace's maps");
 	launch_close_inherited(l, &f);
@@ -82,14 +82,8 @@ static int hib_main(void *p)
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		child_fail(f.err, errno, "make mounts private");
 	snprintf(root, sizeof(root), "%s/rootfs", l->run_dir);
-	snprintf(empty, sizeof(empty), "%s/empty", l->run_dir);
-	/* The masks' empty directory, named through an fd: the run dir is not the
-	 * sandbox's root's to walk once we are it. */
-	_cleanup_close_ int emptyfd = open(empty, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (emptyfd < 0)
-		child_fail(f.err, errno, "open %s", empty);
-	snprintf(empty, sizeof(empty), "/proc/self/fd/%d", emptyfd);
-	/* The same for init's binary, here: a bind takes a mount of our namespace. */
+	/* init's binary, opened here, while we may walk the host's tree: a bind takes a
+	 * mount of our namespace. */
 	_cleanup_close_ int initpath = open(l->init_path, O_PATH | O_CLOEXEC);
 	if (initpath < 0)
 		child_fail(f.err, errno, "open %s", l->init_path);
@@ -105,7 +99,10 @@ static int hib_main(void *p)
 		child_fail(f.err, errno, "open the root file system");
 	/* /proc before the host's tree goes: a proc mount in a user namespace needs a
 	 * fully visible one beside it. */
-	launch_kernel_fs(f.err, rootfd, ".", empty, 0, true, false, false, true);
+	/* The masked directories get read-only tmpfs (EMPTY NULL): CRIU restores those
+	 * itself, where a bind of the run dir's empty/ is a host path the restored sandbox's
+	 * root may not walk. */
+	launch_kernel_fs(f.err, rootfd, ".", NULL, 0, true, false, false, true);
 	hib_bind_init(f.err, initpath);
 	launch_pivot_into(f.err, ".");
 	/* Run from that bind, so its mapping is of a file CRIU finds in the sandbox. */
@@ -155,8 +152,7 @@ int launch_hib_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 		return sl_fail(
 		    err, SL_INTERNAL, 0,
 		    "sandbox %s: a launch to hibernate takes no spare, volumes or network", l->id);
-	if (launch_mkdir_in(l->run_dir, "rootfs", 0700, err) < 0 ||
-	    launch_mkdir_in(l->run_dir, "empty", 0555, err) < 0)
+	if (launch_mkdir_in(l->run_dir, "rootfs", 0700, err) < 0)
 		return -1;
 	_cleanup_close_ int userns = launch_userns_open(l->uid_base, err);
 	if (userns < 0)

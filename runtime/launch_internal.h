@@ -54,7 +54,8 @@ void launch_kernel_fs(int errfd, int dirfd, const char *dir, const char *empty, 
  * (HOST_NODES: in the sandbox's user namespace already, the host's nodes bound on files). */
 void launch_make_dev(int errfd, int devfd, uint32_t base, bool host_nodes);
 /* MASKED hidden and READONLY made read-only under ROOT (paths relative to it, a leading
- * "/" ignored; missing ones skipped; EMPTY: the empty directory a masked directory gets;
+ * "/" ignored; missing ones skipped; EMPTY: the empty directory a masked directory gets,
+ * NULL: a read-only tmpfs instead;
  * SYS_MASKED: leave sys/ alone). */
 void launch_mask_paths(int errfd, const char *root, const char *empty,
 		       const char *const *masked, const char *const *readonly, bool sys_masked);

@@ -28,6 +28,9 @@ enum sl_status {
 	SL_ST_FAILED,
 	SL_ST_POOLED, /* the daemon's, hidden until a create takes it */
 	SL_ST_BROKEN, /* never on disk: a record that cannot be read (record_load_or_broken) */
+	/* Its processes in CRIU images on disk, none running (hibernate.c); it has no cgroup
+	 * and no init until a resume. Appended: the values above are unchanged. */
+	SL_ST_HIBERNATED,
 };
 /* "creating", "running", ...; "" for SL_ST_UNKNOWN. */
 const char *sandbox_status_name(enum sl_status s);

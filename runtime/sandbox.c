@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "execlogs.h"
 #include "fsutil.h"
+#include "hibernate.h"
 #include "id.h"
 #include "idset.h"
 #include "image.h"
@@ -175,6 +176,7 @@ static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
 	}
 	sl_crash_point("release-layer-gone");
 	checkpoint_delete_all(ctx, sb->id);
+	hibernate_images_delete(ctx, sb->id); /* its processes' memory, if it hibernated */
 	/* For the next create: a layer of the default size ready for it, and one cloned
 	 * from the snapshot this sandbox was made from. */
 	store_layer_spares_fill(&ctx->cfg, ctx->cfg.def_disk, sb->id);
@@ -981,6 +983,15 @@ static int set_frozen(sl_ctx *ctx, const char *ref, bool frozen, sl_sandbox *out
 		return -1;
 	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
+	/* A hibernated one is restored (hibernate.c). */
+	if (!frozen && sb.status == SL_ST_HIBERNATED) {
+		int h = hibernate_resume_locked(ctx, &sb, err);
+		if (h == 0 && out)
+			*out = sb;
+		else
+			sandbox_free(&sb);
+		return h;
+	}
 	int r = frozen ? want_status(&sb, SL_ST_RUNNING, "paused", err)
 		       : want_status(&sb, SL_ST_PAUSED, "resumed", err);
 	if (r == 0)
