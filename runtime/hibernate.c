@@ -75,10 +75,14 @@ static size_t read_mounts(pid_t pid, struct mnt *m, size_t max)
  * "KEY HOSTPATH" in EXT for the restore. -1 when one has no host path. */
 static int externals(pid_t pid, char (*args)[2 * PATH_MAX], size_t *nargs, FILE *ext)
 {
-	static struct mnt in[MAX_EXTERNALS * 2], host[1024];
-	size_t nin = read_mounts(pid, in, sizeof(in) / sizeof(in[0]));
-	size_t nhost = read_mounts(0, host, sizeof(host) / sizeof(host[0]));
-	char keys[MAX_EXTERNALS][PATH_MAX];
+	/* On the heap: a daemon hibernates on several threads at once. */
+	_cleanup_free_ struct mnt *in = calloc(MAX_EXTERNALS * 2, sizeof(*in));
+	_cleanup_free_ struct mnt *host = calloc(1024, sizeof(*host));
+	_cleanup_free_ char(*keys)[PATH_MAX] = calloc(MAX_EXTERNALS, PATH_MAX);
+	if (!in || !host || !keys)
+		return -1;
+	size_t nin = read_mounts(pid, in, MAX_EXTERNALS * 2);
+	size_t nhost = read_mounts(0, host, 1024);
 	size_t nkeys = 0;
 	*nargs = 0;
 	for (size_t i = 0; i < nin; i++) {
@@ -186,9 +190,9 @@ static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 		return -1;
 	snprintf(extp, sizeof(extp), "%s/externals", dir);
 	FILE *ext = fopen(extp, "we");
-	static char args[MAX_EXTERNALS][2 * PATH_MAX];
+	_cleanup_free_ char(*args)[2 * PATH_MAX] = calloc(MAX_EXTERNALS, 2 * PATH_MAX);
 	size_t nargs = 0;
-	if (!ext || externals(sb->init_pid, args, &nargs, ext) < 0) {
+	if (!ext || !args || externals(sb->init_pid, args, &nargs, ext) < 0) {
 		if (ext)
 			fclose(ext);
 		fs_remove_tree(dir, NULL);
@@ -290,8 +294,10 @@ static int root_mount(sl_ctx *ctx, const sl_sandbox *sb, const char *root, sl_er
 static pid_t restore(const char *dir, const char *root, const char *id, sl_err *err)
 {
 	char extp[PATH_MAX], pidf[PATH_MAX], why[512], line[2 * PATH_MAX];
-	static char args[MAX_EXTERNALS][2 * PATH_MAX];
+	_cleanup_free_ char(*args)[2 * PATH_MAX] = calloc(MAX_EXTERNALS, 2 * PATH_MAX);
 	size_t nargs = 0;
+	if (!args)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "sandbox %s: resume", id);
 	snprintf(extp, sizeof(extp), "%s/externals", dir);
 	snprintf(pidf, sizeof(pidf), "%s/restored.pid", dir);
 	FILE *ext = fopen(extp, "re");
