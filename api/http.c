@@ -165,8 +165,9 @@ unsigned api_err_status(const sl_err *err)
 	    [SL_TIMEOUT] = 504,	  [SL_INTERNAL] = 500, [SL_UNAUTH] = 401,
 	    [SL_NOSPACE] = 507,
 	    [SL_UPSTREAM] = 502,
+	    [SL_HIBERNATE_REFUSED] = 409,
 	};
-	sl_kind kind = err->kind && err->kind <= SL_UPSTREAM ? err->kind : SL_INTERNAL;
+	sl_kind kind = err->kind && err->kind <= SL_HIBERNATE_REFUSED ? err->kind : SL_INTERNAL;
 	/* 507 rather than 429 when the disk quota ran out: the caller cannot retry it away. */
 	if (kind == SL_EXHAUSTED && (err->errnum == ENOSPC || err->errnum == EDQUOT))
 		return 507;

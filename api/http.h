@@ -457,6 +457,7 @@ enum MHD_Result api_checkpoints_list(api_req *r);
 enum MHD_Result api_checkpoints_delete(api_req *r);
 /* lifecycle.c */
 enum MHD_Result api_sandboxes_pause(api_req *r);
+enum MHD_Result api_sandboxes_hibernate(api_req *r);
 enum MHD_Result api_sandboxes_resume(api_req *r);
 enum MHD_Result api_sandboxes_stop(api_req *r);
 enum MHD_Result api_sandboxes_start(api_req *r);

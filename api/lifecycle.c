@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "code.h"
+#include "hibernate.h"
 #include "snapshot.h"
 #include "volume.h"
 #include "http.h"
@@ -43,6 +44,12 @@ static int stop_10s(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
 enum MHD_Result api_sandboxes_pause(api_req *r)
 {
 	return lifecycle(r, sandbox_pause);
+}
+
+/* Synchronous: answers the sandbox "hibernated" once CRIU's dump is done (hibernate.c). */
+enum MHD_Result api_sandboxes_hibernate(api_req *r)
+{
+	return lifecycle(r, sandbox_hibernate);
 }
 
 enum MHD_Result api_sandboxes_resume(api_req *r)

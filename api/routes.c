@@ -14,6 +14,7 @@ static const api_route v1_routes[] = {
 	{ "PATCH",  "/v1/sandboxes/{id}", API_BODY_JSON, api_sandboxes_patch, NULL, NULL },
 	{ "DELETE", "/v1/sandboxes/{id}", API_BODY_NONE, api_sandboxes_delete, NULL, NULL },
 	{ "POST",   "/v1/sandboxes/{id}/pause", API_BODY_NONE, api_sandboxes_pause, NULL, NULL },
+	{ "POST",   "/v1/sandboxes/{id}/hibernate", API_BODY_NONE, api_sandboxes_hibernate, NULL, NULL },
 	{ "POST",   "/v1/sandboxes/{id}/resume", API_BODY_NONE, api_sandboxes_resume, NULL, NULL },
 	{ "POST",   "/v1/sandboxes/{id}/stop", API_BODY_NONE, api_sandboxes_stop, NULL, NULL },
 	{ "POST",   "/v1/sandboxes/{id}/start", API_BODY_NONE, api_sandboxes_start, NULL, NULL },

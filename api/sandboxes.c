@@ -404,7 +404,7 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 	    "image",   "snapshot", "name",    "ephemeral", "resources",	       "env",
 	    "labels",  "network",  "timeout", "user",	   "workingDirectory", "packages",
 	    "volumes", "command",  "ports",	       "runImageCommand", "secrets",
-	    "secretFiles", NULL};
+	    "secretFiles", "hibernate", NULL};
 	sl_create_opts o = {0};
 	int64_t tmo[3] = {-1, -1, -1};
 	sl_volume_spec vols[16];
@@ -427,6 +427,7 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 		     api_json_string(body, "", "user", &o.user, err) < 0 ||
 		     api_json_string(body, "", "workingDirectory", &o.workdir, err) < 0 ||
 		     api_json_bool(body, "", "ephemeral", &o.ephemeral, err) < 0 ||
+		     api_json_bool(body, "", "hibernate", &o.hibernate, err) < 0 ||
 		     api_json_kv(body, "", "labels", &labels, err) < 0 ||
 		     secret_refs(body, "secrets", &o.secret_env, err) < 0 ||
 		     secret_refs(body, "secretFiles", &o.secret_files, err) < 0))

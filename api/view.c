@@ -49,6 +49,7 @@ cJSON *view_sandbox_json(const sl_sandbox *sb)
 	cJSON_AddStringToObject(o, "user", sb->user);
 	cJSON_AddStringToObject(o, "workingDirectory", sb->workdir);
 	cJSON_AddBoolToObject(o, "ephemeral", sb->ephemeral);
+	cJSON_AddBoolToObject(o, "hibernate", sb->hibernate);
 	cJSON *to = cJSON_AddObjectToObject(o, "timeout");
 	const struct {
 		const char *k;

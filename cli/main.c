@@ -23,6 +23,7 @@ static const char usage[] =
 	"  key create NAME    issue a key (printed once; it sees only what it makes)\n"
 	"  key ls   key rm NAME\n"
 	"  pause|resume|stop|start ID...\n"
+	"  hibernate ID...    its processes to disk with CRIU (made with --hibernate; resume)\n"
 	"  snapshot create ID [--name N]   snapshot ls   snapshot rm ID|NAME\n"
 	"  fork ID [-n N] [--name NAME]   N copies of a sandbox's files and settings\n"
 	"  checkpoint create ID NAME   checkpoint ls ID   checkpoint rm ID NAME\n"
@@ -40,7 +41,8 @@ static const char usage[] =
 	"         --label K=V -i -t --timeout 30s\n"
 	"         --network [--network-allow CIDR]... [--network-deny CIDR]...\n"
 	"         --package apt|pip|npm:NAME[@VERSION]   installed before start, cached\n"
-	"         --secret ENV=SECRET   --secret-file /run/secrets/FILE=SECRET   (secret set)\n";
+	"         --secret ENV=SECRET   --secret-file /run/secrets/FILE=SECRET   (secret set)\n"
+	"         --hibernate   launched so that it can be hibernated (docs/hibernate.md)\n";
 
 int cli_fail(const sl_err *err)
 {
@@ -90,6 +92,7 @@ int main(int argc, char **argv)
 		{ "run", cmd_run },	 { "create", cmd_create }, { "exec", cmd_exec },
 		{ "ls", cmd_ls },	 { "ps", cmd_ls },	   { "inspect", cmd_inspect },
 		{ "rm", cmd_rm },	 { "image", cmd_image },	   { "pause", cmd_lifecycle },
+		{ "hibernate", cmd_lifecycle },
 		{ "resume", cmd_lifecycle }, { "stop", cmd_lifecycle }, { "start", cmd_lifecycle },
 		{ "snapshot", cmd_snapshot }, { "volume", cmd_volume }, { "cp", cmd_cp },
 		{ "secret", cmd_secret }, { "fork", cmd_fork }, { "checkpoint", cmd_checkpoint },

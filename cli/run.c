@@ -114,7 +114,7 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 {
 	enum { O_CPU = 256, O_MEM, O_DISK, O_PIDS, O_IMAGE, O_SNAPSHOT, O_NAME, O_LABEL,
 	       O_NETWORK, O_ALLOW, O_DENY, O_IDLE, O_PACKAGE, O_SECRET, O_SECRET_FILE,
-	       O_TIMEOUT };
+	       O_HIBERNATE, O_TIMEOUT };
 	static const struct option all[] = {
 		{ "cpu", required_argument, 0, O_CPU },
 		{ "memory", required_argument, 0, O_MEM },
@@ -131,6 +131,7 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 		{ "package", required_argument, 0, O_PACKAGE },
 		{ "secret", required_argument, 0, O_SECRET },
 		{ "secret-file", required_argument, 0, O_SECRET_FILE },
+		{ "hibernate", no_argument, 0, O_HIBERNATE },
 		{ "env", required_argument, 0, 'e' },
 		{ "volume", required_argument, 0, 'v' },
 		{ "workdir", required_argument, 0, 'w' },
@@ -146,7 +147,7 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 	opterr = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "+e:w:u:itv:", all, NULL)) != -1) {
-		bool create_only = (c >= O_CPU && c <= O_SECRET_FILE) || c == 'v';
+		bool create_only = (c >= O_CPU && c <= O_HIBERNATE) || c == 'v';
 		if (mode == MODE_EXEC && create_only)
 			return cli_usage("exec: %s is an option of run and create", argv[optind - 1]),
 			       -1;
@@ -189,6 +190,9 @@ static int parse_opts(int argc, char **argv, int mode, struct opts *o)
 			break;
 		case O_NETWORK:
 			o->c.net.enabled = true;
+			break;
+		case O_HIBERNATE: /* launched so that it can be hibernated (docs/hibernate.md) */
+			o->c.hibernate = true;
 			break;
 		case O_ALLOW: /* CIDRs, checked by sandbox_create; imply --network */
 		case O_DENY: {

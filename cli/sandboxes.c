@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "hibernate.h"
 #include "view.h"
 
 int cmd_ls(sl_ctx *ctx, int argc, char **argv)
@@ -105,7 +106,7 @@ int cmd_rm(sl_ctx *ctx, int argc, char **argv)
 	return code;
 }
 
-/* pause|resume|stop|start ID... */
+/* pause|hibernate|resume|stop|start ID... */
 int cmd_lifecycle(sl_ctx *ctx, int argc, char **argv)
 {
 	if (argc < 2)
@@ -116,6 +117,8 @@ int cmd_lifecycle(sl_ctx *ctx, int argc, char **argv)
 		int r;
 		if (!strcmp(argv[0], "pause"))
 			r = sandbox_pause(ctx, argv[i], NULL, &err);
+		else if (!strcmp(argv[0], "hibernate"))
+			r = sandbox_hibernate(ctx, argv[i], NULL, &err);
 		else if (!strcmp(argv[0], "resume"))
 			r = sandbox_resume(ctx, argv[i], NULL, &err);
 		else if (!strcmp(argv[0], "stop"))

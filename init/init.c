@@ -716,11 +716,31 @@ static int sudo_listen(void)
 	return fd;
 }
 
+/* Our listener is an abstract name (SL_INIT_ABSTRACT: a sandbox launched to be
+ * hibernated) rather than a host file only host root can reach: anything in the sandbox's
+ * network namespace could connect to it. */
+static int listen_abstract;
+
+/* Whether a peer of the abstract listener is the host: a process outside our pid
+ * namespace, which SO_PEERCRED gives as pid 0 (every process of the sandbox has a pid
+ * here), and so a uid our user namespace does not map (the overflow uid). */
+static int peer_is_host(int c)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	return getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.pid == 0;
+}
+
 static void accept_conn(int lfd, int sudo, int *npfds)
 {
 	int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (c < 0)
 		return;
+	if (!sudo && listen_abstract && !peer_is_host(c)) {
+		logf_("init: refused a connection from inside the sandbox");
+		close(c);
+		return;
+	}
 	if (*npfds >= FIRST_CONN + MAX_CONNS || (sudo && nsudo_conns >= MAX_SUDO_CONNS)) {
 		close(c);
 		return;
@@ -745,6 +765,10 @@ int main(void)
 		logf_("init: no control socket: %s", strerror(errno));
 		return 1;
 	}
+	struct sockaddr_un self;
+	socklen_t slen = sizeof(self);
+	listen_abstract = getsockname(SL_INIT_LISTEN_FD, (struct sockaddr *)&self, &slen) == 0 &&
+			  slen > offsetof(struct sockaddr_un, sun_path) && self.sun_path[0] == '\0';
 	/* A first client, handed over already connected: its requests are waiting. Looked
 	 * for before anything here opens an fd (which could take the number). */
 	int first_client = fcntl(SL_INIT_CLIENT_FD, F_SETFD, FD_CLOEXEC) == 0;

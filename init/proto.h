@@ -12,6 +12,10 @@
 /* A connected client init starts with, may be absent: whoever launched init may have
  * queued requests on its peer (a one-shot's command), served before any accept. */
 #define SL_INIT_CLIENT_FD 5
+/* A sandbox launched to be hibernated (docs/hibernate.md) has no socket on the host: init's
+ * listener is this abstract name in the sandbox's network namespace, which the host reaches
+ * by setns (initctl.c), and init accepts only a peer outside its pid namespace. */
+#define SL_INIT_ABSTRACT "sandlot-init"
 
 enum sl_msg_type {
 	SL_REQ_SPAWN = 1,     /* start a command; fds: stdin, stdout, stderr (not with TTY),

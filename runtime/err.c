@@ -77,9 +77,10 @@ static const char *const kind_codes[] = {
 	[SL_UNAUTH] = "UNAUTHENTICATED",
 	[SL_NOSPACE] = "INSUFFICIENT_STORAGE",
 	[SL_UPSTREAM] = "BAD_GATEWAY",
+	[SL_HIBERNATE_REFUSED] = "HIBERNATE_REFUSED",
 };
 
 const char *sl_kind_code(sl_kind kind)
 {
-	return kind <= SL_UPSTREAM ? kind_codes[kind] : "INTERNAL";
+	return kind <= SL_HIBERNATE_REFUSED ? kind_codes[kind] : "INTERNAL";
 }

@@ -18,6 +18,7 @@ typedef enum sl_kind {
 	SL_UNAUTH,    /* UNAUTHENTICATED */
 	SL_NOSPACE,   /* INSUFFICIENT_STORAGE: the host's disk is below its free-space floor */
 	SL_UPSTREAM,  /* BAD_GATEWAY: a registry unreachable, failing (5xx), or cut off */
+	SL_HIBERNATE_REFUSED, /* HIBERNATE_REFUSED (409): CRIU cannot dump it (hibernate.c) */
 } sl_kind;
 
 typedef struct sl_err {

@@ -70,6 +70,7 @@ static int plan_of(const sl_sandbox *src, fork_plan *p, sl_err *err)
 	o->user = src->user;
 	o->workdir = src->workdir;
 	o->ephemeral = src->ephemeral;
+	o->hibernate = src->hibernate;
 	o->idle_ms = src->idle_ms;
 	o->lifetime_ms = src->lifetime_ms;
 	o->exec_timeout_ms = src->exec_timeout_ms;

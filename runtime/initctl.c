@@ -3,7 +3,10 @@
 #include "initctl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "launch.h"
 #include "secret.h"
 #include "state.h"
 
@@ -25,6 +29,54 @@ int initctl_sock_path(const sl_ctx *ctx, const char *sid, char *buf, size_t len,
 	return 0;
 }
 
+/* A sandbox launched to hibernate (launch_hib.c) has no init.sock: its init listens on
+ * SL_INIT_ABSTRACT in the sandbox's network namespace, whose init <dir>/init.ns names
+ * ("PID STARTTIME", checked against the pid's start time so a reused pid is no match).
+ * The socket is made there by this thread, which then returns to ours, as connect.c does
+ * for ports. -1 with errno set (ENOENT: no such file, the sandbox is not one of those). */
+static int connect_abstract(const char *sock_path)
+{
+	char p[PATH_MAX], text[64];
+	const char *slash = strrchr(sock_path, '/');
+	int dirlen = slash ? (int)(slash - sock_path) : 0;
+	snprintf(p, sizeof(p), "%.*s/init.ns", dirlen, sock_path);
+	_cleanup_close_ int file = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n = file < 0 ? -1 : read(file, text, sizeof(text) - 1);
+	int pid;
+	unsigned long long start;
+	if (n <= 0 || (text[n] = '\0', sscanf(text, "%d %llu", &pid, &start) != 2) || pid <= 0) {
+		errno = n < 0 ? errno : ECONNREFUSED;
+		return -1;
+	}
+	snprintf(p, sizeof(p), "/proc/%d/ns/net", pid);
+	_cleanup_close_ int ns = open(p, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (ns < 0 || self < 0 || proc_start_time(pid) != start) {
+		errno = ECONNREFUSED;
+		return -1;
+	}
+	if (setns(ns, CLONE_NEWNET) < 0)
+		return -1;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int e = errno;
+	if (setns(self, CLONE_NEWNET) < 0)
+		abort(); /* this thread would go on in the sandbox's namespace */
+	if (fd < 0) {
+		errno = e;
+		return -1;
+	}
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	memcpy(sa.sun_path + 1, SL_INIT_ABSTRACT, sizeof(SL_INIT_ABSTRACT) - 1);
+	socklen_t len = offsetof(struct sockaddr_un, sun_path) + 1 + sizeof(SL_INIT_ABSTRACT) - 1;
+	if (connect(fd, (struct sockaddr *)&sa, len) < 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
 int initctl_connect_path(const char *path, const char *sid, sl_err *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -36,6 +88,9 @@ int initctl_connect_path(const char *path, const char *sid, sl_err *err)
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int e = errno;
 		close(fd);
+		if (e == ENOENT && (fd = connect_abstract(path)) >= 0)
+			return fd;
+		e = e == ENOENT && errno != ENOENT ? errno : e;
 		return sl_fail(err, SL_CONFLICT, e,
 			       "sandbox %s is not running (its init does not answer)", sid);
 	}

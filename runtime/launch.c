@@ -144,14 +144,29 @@ static void mount_in(int errfd, int rootfd, const char *name, const char *type, 
 		child_fail(errfd, errno, "mount %s on /%s", type, name);
 }
 
-void launch_make_dev(int errfd, int devfd, uint32_t base)
+void launch_make_dev(int errfd, int devfd, uint32_t base, bool host_nodes)
 {
 	static const struct {
 		const char *name;
 		unsigned maj, min;
 	} nodes[] = { { "null", 1, 3 },	 { "zero", 1, 5 },    { "full", 1, 7 },
 		      { "random", 1, 8 }, { "urandom", 1, 9 }, { "tty", 5, 0 } };
-	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+	for (size_t i = 0; host_nodes && i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		/* In a user namespace of its own already, no mknod: an empty file with the
+		 * host's node bound on it, as rootless runtimes do (docs/hibernate.md). */
+		char src[32];
+		snprintf(src, sizeof(src), "/dev/%s", nodes[i].name);
+		_cleanup_close_ int t = -1;
+		int e = openat(devfd, nodes[i].name,
+			       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (e >= 0)
+			close(e);
+		if (e < 0 ||
+		    (t = openat(devfd, nodes[i].name, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+		    mount_at_fd(t, src, NULL, MS_BIND, NULL) < 0)
+			child_fail(errfd, errno, "bind /dev/%s", nodes[i].name);
+	}
+	for (size_t i = 0; !host_nodes && i < sizeof(nodes) / sizeof(nodes[0]); i++) {
 		if (mknodat(devfd, nodes[i].name, S_IFCHR | 0666,
 			    makedev(nodes[i].maj, nodes[i].min)) < 0 ||
 		    fchmodat(devfd, nodes[i].name, 0666, 0) < 0 ||
@@ -198,6 +213,15 @@ void launch_mask_paths(int errfd, const char *root, const char *empty,
 		if (lstat(p, &st) < 0)
 			continue;
 		bool dir = S_ISDIR(st.st_mode);
+		/* No EMPTY (a launch to hibernate): a tiny read-only tmpfs, which CRIU dumps
+		 * and restores itself, where a bind of a host directory would be external. */
+		if (dir && !empty) {
+			if (mount("tmpfs", p, "tmpfs",
+				  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  "size=4k,nr_inodes=2,mode=555") < 0)
+				child_fail(errfd, errno, "mask /%s", m);
+			continue;
+		}
 		int r = mount(dir ? empty : devnull, p, NULL, MS_BIND, NULL);
 		if (r == 0 && dir)
 			r = mount(NULL, p, NULL,
@@ -286,7 +310,7 @@ static void launch_boot_id(int errfd, int devfd, const char *dir, uint32_t base)
  * the masks over /proc and /sys (EMPTY: the empty directory they bind), and the
  * sandbox's own boot id. */
 void launch_kernel_fs(int errfd, int dirfd, const char *dir, const char *empty, uint32_t base,
-		      bool new_net, bool proc_mounted, bool sys_shared)
+		      bool new_net, bool proc_mounted, bool sys_shared, bool host_nodes)
 {
 	char opts[128];
 	const char *what;
@@ -309,9 +333,12 @@ void launch_kernel_fs(int errfd, int dirfd, const char *dir, const char *empty, 
 	_cleanup_close_ int devfd = openat(dirfd, "dev", O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (devfd < 0)
 		child_fail(errfd, errno, "open /dev");
-	launch_make_dev(errfd, devfd, base);
+	launch_make_dev(errfd, devfd, base, host_nodes);
 	launch_mask_paths(errfd, dir, empty, launch_masked_paths, launch_readonly_paths, sys_shared);
-	launch_boot_id(errfd, devfd, dir, base);
+	/* Not with HOST_NODES (a launch to hibernate): CRIU cannot restore a bind of an
+	 * unlinked file; such a sandbox sees the host's boot id. */
+	if (!host_nodes)
+		launch_boot_id(errfd, devfd, dir, base);
 }
 
 /* No malloc from here on: in a multi-threaded daemon the clone()d child may hold a
@@ -540,17 +567,20 @@ child_finish(const sl_launch *l, struct child_fds *f, int rootfd, const sl_bpf *
 	/* Become root of the sandbox's own user namespace (host uid l->uid_base). */
 	/* Raw syscalls: glibc's set*id wrappers signal the parent's other threads
 	 * (which this child does not have) and would wait forever. */
-	if (setns(f->userns, CLONE_NEWUSER) < 0 || syscall(SYS_setgroups, 0, NULL) < 0 ||
-	    syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0)
+	/* (No F->userns: a launch to hibernate was cloned into it, and is its root already.) */
+	if (f->userns >= 0 &&
+	    (setns(f->userns, CLONE_NEWUSER) < 0 || syscall(SYS_setgroups, 0, NULL) < 0 ||
+	     syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0))
 		child_fail(f->err, errno, "enter the sandbox user namespace");
 	launch_drop_privileges(f->err, seccomp_default_caps());
 	int lfd = fcntl(f->listen, F_DUPFD_CLOEXEC, 100);
-	int logfd = fcntl(f->log, F_DUPFD_CLOEXEC, 100);
+	int logfd = f->log >= 0 ? fcntl(f->log, F_DUPFD_CLOEXEC, 100) : -2; /* -2: none */
 	int cfd = f->client >= 0 ? fcntl(f->client, F_DUPFD_CLOEXEC, 100) : -1;
 	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (lfd < 0 || logfd < 0 || nul < 0 || (f->client >= 0 && cfd < 0) || dup2(nul, 0) < 0 ||
+	if (lfd < 0 || logfd == -1 || nul < 0 || (f->client >= 0 && cfd < 0) || dup2(nul, 0) < 0 ||
 	    dup2(nul, 1) < 0 || dup2(nul, 2) < 0 || dup2(lfd, SL_INIT_LISTEN_FD) < 0 ||
-	    dup2(logfd, SL_INIT_LOG_FD) < 0 || (cfd >= 0 && dup2(cfd, SL_INIT_CLIENT_FD) < 0))
+	    (logfd >= 0 && dup2(logfd, SL_INIT_LOG_FD) < 0) ||
+	    (cfd >= 0 && dup2(cfd, SL_INIT_CLIENT_FD) < 0))
 		child_fail(f->err, errno, "set up init's descriptors");
 	/* Nothing but 0-4 (and 5, a first client) crosses into init. */
 	syscall(SYS_close_range, cfd >= 0 ? SL_INIT_CLIENT_FD + 1 : SL_INIT_LOG_FD + 1, ~0U,
@@ -581,7 +611,8 @@ static void __attribute__((noreturn)) child_main(const sl_launch *l, struct chil
 	_cleanup_close_ int rootfd = child_root(l, f, root);
 	char empty[PATH_MAX];
 	snprintf(empty, sizeof(empty), "%s/empty", l->run_dir);
-	launch_kernel_fs(f->err, rootfd, root, empty, l->uid_base, !l->netns_ready, false, false);
+	launch_kernel_fs(f->err, rootfd, root, empty, l->uid_base, !l->netns_ready, false, false,
+			 false);
 	launch_pivot_into(f->err, root);
 	child_finish(l, f, rootfd, l->seccomp);
 }
@@ -838,6 +869,8 @@ int launch_new_netns(sl_err *err)
 int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 {
 	char sock[PATH_MAX], logp[PATH_MAX];
+	if (l->hibernate)
+		return launch_hib_sandbox(l, init_pid, err);
 	if (l->spare && (l->nmounts || l->netns || l->etc_hosts || l->etc_resolv)) {
 		launch_spare_drop(l->spare);
 		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: a spare init takes no volumes or "

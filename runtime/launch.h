@@ -62,6 +62,11 @@ typedef struct sl_launch {
 	/* A network of its own (veth): a sysfs of its own, which shows its devices, not the
 	 * staging namespace's shared one. */
 	bool network;
+	/* A launch CRIU can dump (launch_hib.c, docs/hibernate.md): the user namespace made
+	 * first and owning the others, pivot_root, no staging namespace, no spare, no host
+	 * fd in init; its control socket an abstract one in its network namespace
+	 * (SL_INIT_ABSTRACT), reached through <run_dir>/init.ns. No volumes, no network. */
+	bool hibernate;
 	/* A connected control socket init takes as its first client (SL_INIT_CLIENT_FD):
 	 * requests queued on its peer before the launch are served as soon as init
 	 * starts, with no connect. NULL: none. */
@@ -130,6 +135,10 @@ int launch_userns_open(uint32_t base, sl_err *err);
 /* Starts init; on success *init_pid is its host pid and it is listening on
  * <run_dir>/init.sock. On failure nothing it made is left running or mounted. */
 int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err);
+
+/* <run_dir>/init.ns: "PID STARTTIME" of a sandbox's init launched to hibernate (or
+ * restored), which the host's side of its control socket reads (initctl.c). */
+int launch_hib_record(const char *run_dir, pid_t pid, sl_err *err);
 
 /* Start time of a pid (field 22 of /proc/pid/stat), 0 if it is gone. */
 uint64_t proc_start_time(pid_t pid);

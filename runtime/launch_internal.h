@@ -49,11 +49,13 @@ void launch_close_inherited(const sl_launch *l, const struct child_fds *f);
 void child_keep_lower(const struct child_fds *f, const char *dir);
 /* /proc, /sys and /dev of a new root at DIRFD (DIR), owned by host uid BASE. */
 void launch_kernel_fs(int errfd, int dirfd, const char *dir, const char *empty, uint32_t base,
-		      bool new_net, bool proc_mounted, bool sys_shared);
-/* The nodes, links, /dev/pts and /dev/shm of a /dev tmpfs at DEVFD, owned by host uid BASE. */
-void launch_make_dev(int errfd, int devfd, uint32_t base);
+		      bool new_net, bool proc_mounted, bool sys_shared, bool host_nodes);
+/* The nodes, links, /dev/pts and /dev/shm of a /dev tmpfs at DEVFD, owned by host uid BASE
+ * (HOST_NODES: in the sandbox's user namespace already, the host's nodes bound on files). */
+void launch_make_dev(int errfd, int devfd, uint32_t base, bool host_nodes);
 /* MASKED hidden and READONLY made read-only under ROOT (paths relative to it, a leading
- * "/" ignored; missing ones skipped; EMPTY: the empty directory a masked directory gets;
+ * "/" ignored; missing ones skipped; EMPTY: the empty directory a masked directory gets,
+ * NULL: a read-only tmpfs instead;
  * SYS_MASKED: leave sys/ alone). */
 void launch_mask_paths(int errfd, const char *root, const char *empty,
 		       const char *const *masked, const char *const *readonly, bool sys_masked);
@@ -85,6 +87,9 @@ void launch_stack_put(char *s);
 int launch_mkdir_in(const char *dir, const char *name, mode_t mode, sl_err *err);
 /* lo up in this thread's network namespace (WHAT names the failing step). */
 int launch_netns_lo_up(const char **what);
+
+/* A launch CRIU can dump (launch_hib.c; L->hibernate). */
+int launch_hib_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err);
 
 /* ---- the spare's side (launch_spare.c) ---- */
 

@@ -327,7 +327,7 @@ static void spec_mount(const sl_oci_launch *l, int errfd, int rootfd, const oci_
 			    openat(rootfd, "dev", O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 			if (dev < 0)
 				child_fail(errfd, errno, "open /dev");
-			launch_make_dev(errfd, dev, l->uid_base);
+			launch_make_dev(errfd, dev, l->uid_base, false);
 		}
 	}
 	if (m->propagation) {

@@ -95,7 +95,7 @@ static void stage_kernel_fs(int errfd, uint32_t base, bool new_net, bool own_sys
 		child_fail(errfd, errno, "open the staging root");
 	struct statfs sfs;
 	bool shared = !own_sys && statfs("/sys", &sfs) == 0 && sfs.f_type == SYSFS_MAGIC;
-	launch_kernel_fs(errfd, dirfd, "", "/empty", base, new_net, true, shared);
+	launch_kernel_fs(errfd, dirfd, "", "/empty", base, new_net, true, shared, false);
 }
 
 /* The spare's root while it waits: STAGE (<its run dir>/stage), empty directories
@@ -110,7 +110,7 @@ static void spare_stage(int errfd, const char *stage, const char *empty)
 	_cleanup_close_ int dirfd = open(stage, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dirfd < 0)
 		child_fail(errfd, errno, "open %s", stage);
-	launch_kernel_fs(errfd, dirfd, stage, empty, 0, true, false, false);
+	launch_kernel_fs(errfd, dirfd, stage, empty, 0, true, false, false, false);
 	launch_pivot_into(errfd, stage);
 	if (mount(NULL, "/", NULL,
 		  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)

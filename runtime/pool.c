@@ -41,7 +41,7 @@ bool sandbox_poolable(const sl_create_opts *o)
 	/* Everything here is fixed when init starts (hostname, limits, mounts, netns). */
 	return !o->snapshot && !o->name && !o->cpu_millis && !o->memory && !o->disk && !o->pids &&
 	       !o->nvolumes && !o->npackages && !o->net.enabled && !o->nhost_binds && !o->pooled &&
-	       !o->secret_env && !o->secret_files;
+	       !o->secret_env && !o->secret_files && !o->hibernate;
 }
 
 int sandbox_resolve_image(sl_ctx *ctx, const char *image, char name[128], char digest[72],

@@ -30,7 +30,7 @@ static const char *const status_names[] = {
 	[SL_ST_RUNNING] = "running",	[SL_ST_STOPPED] = "stopped",
 	[SL_ST_PAUSED] = "paused",	[SL_ST_TERMINATED] = "terminated",
 	[SL_ST_FAILED] = "failed",	[SL_ST_POOLED] = "pooled",
-	[SL_ST_BROKEN] = "broken",
+	[SL_ST_BROKEN] = "broken",	[SL_ST_HIBERNATED] = "hibernated",
 };
 
 const char *sandbox_status_name(enum sl_status s)
@@ -41,8 +41,8 @@ const char *sandbox_status_name(enum sl_status s)
 int sandbox_status_parse(const char *name, enum sl_status *out)
 {
 	/* "broken" is never read from a record: it says the record could not be. */
-	for (size_t i = SL_ST_UNKNOWN + 1; i < SL_ST_BROKEN; i++)
-		if (name && !strcmp(name, status_names[i])) {
+	for (size_t i = SL_ST_UNKNOWN + 1; i <= SL_ST_HIBERNATED; i++)
+		if (i != SL_ST_BROKEN && name && !strcmp(name, status_names[i])) {
 			*out = (enum sl_status)i;
 			return 0;
 		}

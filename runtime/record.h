@@ -28,6 +28,9 @@ enum sl_status {
 	SL_ST_FAILED,
 	SL_ST_POOLED, /* the daemon's, hidden until a create takes it */
 	SL_ST_BROKEN, /* never on disk: a record that cannot be read (record_load_or_broken) */
+	/* Its processes in CRIU images on disk, none running (hibernate.c); it has no cgroup
+	 * and no init until a resume. Appended: the values above are unchanged. */
+	SL_ST_HIBERNATED,
 };
 /* "creating", "running", ...; "" for SL_ST_UNKNOWN. */
 const char *sandbox_status_name(enum sl_status s);
@@ -65,6 +68,9 @@ typedef struct sl_sandbox {
 	char user[64];
 	char workdir[256];
 	bool ephemeral;
+	/* Created with "hibernate": true: launched so that CRIU can dump it (launch.c,
+	 * launch_hib.c; docs/hibernate.md). */
+	bool hibernate;
 	uint32_t uid_base;
 	pid_t init_pid;
 	uint64_t init_start;

@@ -56,6 +56,7 @@ static const struct field fields[] = {
     {F_PID, M(releaser_pid), 0, "releaser_pid", "internal", "releaserPid"},
     {F_U64, M(releaser_start), 0, "releaser_start", "internal", "releaserStart"},
     {F_BOOL, M(ephemeral), 0, "ephemeral", "", "ephemeral"},
+    {F_BOOL, M(hibernate), 0, "hibernate", NULL, NULL},
     {F_STR, S(boot_id), "boot_id", "internal", "bootId"},
     {F_BOOL, M(net_enabled), 0, "net_enabled", "network", "enabled"},
     {F_STR, S(net_addr), "net_address", "network", "address"},

@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "execlogs.h"
 #include "fsutil.h"
+#include "hibernate.h"
 #include "id.h"
 #include "idset.h"
 #include "image.h"
@@ -175,6 +176,7 @@ static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
 	}
 	sl_crash_point("release-layer-gone");
 	checkpoint_delete_all(ctx, sb->id);
+	hibernate_images_delete(ctx, sb->id); /* its processes' memory, if it hibernated */
 	/* For the next create: a layer of the default size ready for it, and one cloned
 	 * from the snapshot this sandbox was made from. */
 	store_layer_spares_fill(&ctx->cfg, ctx->cfg.def_disk, sb->id);
@@ -200,7 +202,7 @@ static int launch_fresh(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, const char *c
 	if (cgroup_join_files(ctx->cg, cg, joinbuf, sizeof(joinbuf), join, 8, &l->njoin, err) < 0)
 		goto drop_cgroups;
 	/* A daemon's spare (launch_new_netns, never used), or the clone makes one. */
-	netns = spare_netns_take(ctx);
+	netns = l->hibernate ? -1 : spare_netns_take(ctx);
 	l->netns = netns >= 0 ? &netns : NULL;
 	l->netns_ready = netns >= 0;
 	/* A network is set up in a namespace of its own before anything runs in it (veth,
@@ -321,6 +323,7 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 			.etc_hosts = sb->net_enabled ? hosts : NULL,
 			.etc_resolv = sb->net_enabled ? resolv : NULL,
 			.network = sb->net_enabled,
+			.hibernate = sb->hibernate,
 			.default_user_env = user_env };
 	if (load_bpf(ctx, err) < 0)
 		return -1;
@@ -349,7 +352,7 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	if (fs_remove_tree(mark, err) < 0)
 		return -1;
 	/* A spare init brings its run dir (renamed to RUN) and cgroups (to CG). */
-	sl_launch_spare *spare = spare_launch_take(ctx, sb, nm, cg, run);
+	sl_launch_spare *spare = sb->hibernate ? NULL : spare_launch_take(ctx, sb, nm, cg, run);
 	if (mkdir(run, 0700) < 0 && errno != EEXIST) {
 		sl_sysfail(err, "create %s", run);
 		goto drop_spare;
@@ -593,6 +596,14 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	if (record_volumes(ctx, o, &sb, err) < 0 || record_secrets(ctx, o, &sb, err) < 0) {
 		sandbox_free(&sb);
 		return -1;
+	}
+	sb.hibernate = o->hibernate;
+	if (o->hibernate && (sb.net_enabled || o->nvolumes || o->nhost_binds ||
+			     cJSON_GetArraySize(sb.secret_files) > 0)) {
+		sandbox_free(&sb);
+		return sl_fail(err, SL_INVALID, 0,
+			       "hibernate: a sandbox CRIU can dump takes no network, volumes or "
+			       "secret files yet (docs/hibernate.md)");
 	}
 	if (snap.id[0])
 		base = snap;
@@ -974,6 +985,15 @@ static int set_frozen(sl_ctx *ctx, const char *ref, bool frozen, sl_sandbox *out
 		return -1;
 	char cg[64];
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
+	/* A hibernated one is restored (hibernate.c). */
+	if (!frozen && sb.status == SL_ST_HIBERNATED) {
+		int h = hibernate_resume_locked(ctx, &sb, err);
+		if (h == 0 && out)
+			*out = sb;
+		else
+			sandbox_free(&sb);
+		return h;
+	}
 	int r = frozen ? want_status(&sb, SL_ST_RUNNING, "paused", err)
 		       : want_status(&sb, SL_ST_PAUSED, "resumed", err);
 	if (r == 0)

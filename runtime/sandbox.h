@@ -33,6 +33,9 @@ typedef struct sl_create_opts {
 	const char *const *labels;		 /* "k=v" */
 	const char *user, *workdir;		 /* NULL: the image's */
 	bool ephemeral;
+	/* Launched so that CRIU can dump it (docs/hibernate.md): no network, volumes or
+	 * secret files; never from the pool or a spare. */
+	bool hibernate;
 	const sl_volume_spec *volumes;
 	size_t nvolumes;
 	uint64_t idle_ms, lifetime_ms, exec_timeout_ms; /* 0: none */

@@ -104,6 +104,15 @@ bool e2e_wait_run_releasers(void);
 int e2e_test_setup(void **state);
 int e2e_test_teardown(void **state);
 #define E2E_TEST(fn) cmocka_unit_test_setup_teardown(fn, e2e_test_setup, e2e_test_teardown)
+/* FN_hibernate: test FN again with FLAG set (the suite's sandboxes then made with
+ * --hibernate, docs/hibernate.md). */
+#define E2E_HIB_TEST(fn, flag)                                                                     \
+	static void fn##_hibernate(void **state)                                                   \
+	{                                                                                          \
+		flag = true;                                                                       \
+		fn(state);                                                                         \
+		flag = false;                                                                      \
+	}
 /* Called by e2e_test_teardown after it reports a change, when set: a suite with a daemon
  * prints what the daemon logged (a release that failed says why there). */
 extern void (*e2e_on_leak)(void);

@@ -830,6 +830,40 @@ static void test_sandbox_crud(void **state)
 
 /* A create that fails, before or midway, leaves no record, claim or host resource (the
  * leak check covers mounts, cgroups, processes, loop devices). */
+/* "hibernate": true: the launch CRIU can dump (docs/hibernate.md), kept on the record and
+ * shown; commands and files as on any sandbox; what it cannot take yet refused. */
+static void test_hibernate_create(void **state)
+{
+	e2e_resp r;
+	expect_call("POST", "/v1/sandboxes", "{\"hibernate\":\"yes\"}", 400, "INVALID_ARGUMENT",
+		    "hibernate");
+	expect_call("POST", "/v1/sandboxes",
+		    "{\"image\":\"busybox\",\"hibernate\":true,\"network\":{\"enabled\":true}}",
+		    400, "INVALID_ARGUMENT", "hibernate");
+	e2e_http(&r, "POST", "/v1/sandboxes", "{\"image\":\"busybox\",\"hibernate\":true}");
+	expect(&r, 201, NULL, NULL);
+	assert_true(cJSON_IsTrue(jget(r.json, "hibernate")));
+	char *id = strdup(jstr(r.json, "id"));
+	e2e_resp_free(&r);
+	char *fp = e2e_printf("/v1/sandboxes/%s/files?path=/tmp/h.txt", id);
+	e2e_req put = {.method = "PUT", .path = fp, .body = "hib", .len = 3};
+	e2e_http_q(&r, &put);
+	expect(&r, 204, NULL, NULL);
+	e2e_resp_free(&r);
+	free(fp);
+	char *out = sh_ok(id, "cat /tmp/h.txt; echo; cat /proc/1/comm");
+	assert_string_equal(out, "hib\nsandlot-init\n");
+	free(out);
+	char *p = e2e_printf("/v1/sandboxes/%s", id);
+	e2e_http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_true(cJSON_IsTrue(jget(r.json, "hibernate")));
+	assert_string_equal(jstr(r.json, "status"), "running");
+	e2e_resp_free(&r);
+	free(p);
+	sandbox_del(id);
+}
+
 static void test_create_failure_leaves_nothing(void **state)
 {
 	char *sbdir = e2e_printf("%s/sandboxes", getenv("SANDLOT_STATE_DIR"));
@@ -1534,6 +1568,7 @@ int main(void)
 	    E2E_TEST(test_errors),
 	    E2E_TEST(test_early_answers_read_the_body),
 	    E2E_TEST(test_sandbox_crud),
+	    E2E_TEST(test_hibernate_create),
 	    E2E_TEST(test_create_failure_leaves_nothing),
 	    E2E_TEST(test_dead_init_reads_failed),
 	    E2E_TEST(test_deleted_init_dies_elsewhere),

@@ -5,12 +5,15 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,12 +56,17 @@ static void ctx_free(sl_ctx *ctx)
 	free(ctx);
 }
 
+/* Set by the HIB_TEST variants: sandboxes are created with --hibernate (the launch CRIU
+ * can dump, runtime/launch_hib.c), and must behave as any other. */
+static bool hib;
+
 /* A fresh busybox sandbox (through the CLI, as a user would make it). */
 static char *sandbox_new(const char *memory)
 {
 	if (memory)
-		return e2e_sandlot_ok("create", "--image", "busybox", "--memory", memory, NULL);
-	return e2e_sandlot_ok("create", "--image", "busybox", NULL);
+		return e2e_sandlot_ok("create", "--image", "busybox", "--memory", memory,
+				      hib ? "--hibernate" : NULL, NULL);
+	return e2e_sandlot_ok("create", "--image", "busybox", hib ? "--hibernate" : NULL, NULL);
 }
 
 static void sandbox_rm(char *id)
@@ -974,6 +982,69 @@ static void test_last_spawn_closes_the_connection(void **state)
 	ctx_free(ctx);
 }
 
+/* A sandbox launched to hibernate: its init's socket is an abstract name in its network
+ * namespace, which the host reaches (ping above) and a process of the sandbox must not:
+ * one in its pid and network namespaces connects, and init closes the connection. */
+static void test_hibernate_init_refuses_the_sandbox(void **state)
+{
+	sl_ctx *ctx = ctx_new();
+	hib = true;
+	char *id = sandbox_new(NULL);
+	hib = false;
+	sl_sandbox sb;
+	sl_err err = {0};
+	get_sandbox(ctx, id, &sb);
+	assert_true(sb.hibernate);
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/sandboxes/%s/init.sock", getenv("SANDLOT_RUN_DIR"), id);
+	assert_int_equal(access(p, F_OK), -1); /* nothing on the host */
+	int conn = initctl_connect(ctx, id, &err);
+	if (conn < 0)
+		fail_msg("initctl_connect: %s", err.msg);
+	assert_int_equal(ping(conn), 0);
+	close(conn);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		char ns[64];
+		snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)sb.init_pid);
+		int net = open(ns, O_RDONLY);
+		snprintf(ns, sizeof(ns), "/proc/%d/ns/pid", (int)sb.init_pid);
+		int pid = open(ns, O_RDONLY);
+		if (net < 0 || pid < 0 || setns(net, CLONE_NEWNET) < 0 ||
+		    setns(pid, CLONE_NEWPID) < 0)
+			_exit(2);
+		pid_t in = fork(); /* in the sandbox's pid namespace */
+		if (in == 0) {
+			struct sockaddr_un a = {.sun_family = AF_UNIX};
+			memcpy(a.sun_path + 1, SL_INIT_ABSTRACT, sizeof(SL_INIT_ABSTRACT) - 1);
+			socklen_t len = offsetof(struct sockaddr_un, sun_path) + 1 +
+					sizeof(SL_INIT_ABSTRACT) - 1;
+			int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+			if (s < 0 || connect(s, (struct sockaddr *)&a, len) < 0)
+				_exit(3); /* it listens: the connect itself succeeds */
+			_exit(ping(s) == 0 ? 4 : 0);
+		}
+		int st;
+		_exit(in > 0 && waitpid(in, &st, 0) == in && WIFEXITED(st) ? WEXITSTATUS(st) : 5);
+	}
+	int st;
+	assert_int_equal(waitpid(child, &st, 0), child);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	sandbox_free(&sb);
+	sandbox_rm(id);
+	ctx_free(ctx);
+}
+
+E2E_HIB_TEST(test_exit_codes_and_separate_logs, hib)
+E2E_HIB_TEST(test_record_survives_its_starter, hib)
+E2E_HIB_TEST(test_stdin_pipe, hib)
+E2E_HIB_TEST(test_signal_cancels, hib)
+E2E_HIB_TEST(test_processes_and_kill, hib)
+E2E_HIB_TEST(test_tty, hib)
+E2E_HIB_TEST(test_last_spawn_closes_the_connection, hib)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -991,6 +1062,14 @@ int main(void)
 	    E2E_TEST(test_dead_init_and_destroyed_sandbox),
 	    E2E_TEST(test_pid_in_the_exit_record),
 	    E2E_TEST(test_last_spawn_closes_the_connection),
+	    E2E_TEST(test_hibernate_init_refuses_the_sandbox),
+	    E2E_TEST(test_exit_codes_and_separate_logs_hibernate),
+	    E2E_TEST(test_record_survives_its_starter_hibernate),
+	    E2E_TEST(test_stdin_pipe_hibernate),
+	    E2E_TEST(test_signal_cancels_hibernate),
+	    E2E_TEST(test_processes_and_kill_hibernate),
+	    E2E_TEST(test_tty_hibernate),
+	    E2E_TEST(test_last_spawn_closes_the_connection_hibernate),
 	};
 	return e2e_run_tests(tests);
 }

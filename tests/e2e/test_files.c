@@ -44,8 +44,15 @@ static int group_teardown(void **state)
 
 /* ---- helpers ---- */
 
+/* Set by the HIB_TEST variants: sandboxes are created with --hibernate (the launch CRIU
+ * can dump, runtime/launch_hib.c), and their files must behave as any other's. */
+static bool hib;
+
 static char *create(const char *a1, const char *a2, const char *a3, const char *a4)
 {
+	if (hib)
+		return e2e_sandlot_ok("create", "--image", "busybox", "--hibernate", a1, a2, a3, a4,
+				      NULL);
 	return e2e_sandlot_ok("create", "--image", "busybox", a1, a2, a3, a4, NULL);
 }
 
@@ -174,9 +181,11 @@ struct canary {
 
 static void canary_make(struct canary *c, const char *tag)
 {
-	snprintf(c->dir, sizeof(c->dir), "%s/canary-%s", e2e_root(), tag);
+	/* (A test's _hibernate variant runs in the same root after it.) */
+	const char *v = hib ? "-hib" : "";
+	snprintf(c->dir, sizeof(c->dir), "%s/canary-%s%s", e2e_root(), tag, v);
 	snprintf(c->secret, sizeof(c->secret), "%s/secret", c->dir);
-	snprintf(c->bait, sizeof(c->bait), "%s/bait-%s", e2e_root(), tag);
+	snprintf(c->bait, sizeof(c->bait), "%s/bait-%s%s", e2e_root(), tag, v);
 	uint8_t r[16];
 	assert_int_equal(getrandom(r, sizeof(r), 0), sizeof(r));
 	int n = snprintf(c->text, sizeof(c->text), "CANARY-");
@@ -837,7 +846,13 @@ static void test_not_running_is_conflict(void **state)
 static char *hpath(const char *name)
 {
 	char *p;
-	assert_true(asprintf(&p, "%s/%s", e2e_root(), name) > 0);
+	/* A _hibernate variant runs in the same root after the test: a directory of its own. */
+	if (hib) {
+		assert_true(asprintf(&p, "%s/hib", e2e_root()) > 0);
+		mkdir(p, 0755);
+		free(p);
+	}
+	assert_true(asprintf(&p, "%s/%s%s", e2e_root(), hib ? "hib/" : "", name) > 0);
 	return p;
 }
 
@@ -1053,6 +1068,30 @@ static void test_cp_out_through_hostile_links(void **state)
 	canary_check(&c);
 }
 
+E2E_HIB_TEST(test_command_writes_are_read_back, hib)
+E2E_HIB_TEST(test_written_files_are_read_by_commands_and_owned_inside, hib)
+E2E_HIB_TEST(test_list_stat_mkdir_move_chmod_remove, hib)
+E2E_HIB_TEST(test_hostile_symlinks_never_reach_the_host, hib)
+E2E_HIB_TEST(test_binary_round_trip_5mb, hib)
+E2E_HIB_TEST(test_disk_limit_is_resource_exhausted, hib)
+E2E_HIB_TEST(test_cp_files_and_trees_both_ways, hib)
+
+/* What a sandbox launched to hibernate cannot take yet is refused at create. */
+static void test_hibernate_refuses_volumes_and_network(void **state)
+{
+	e2e_result r;
+	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "create", "--image", "busybox", "--hibernate",
+					 "-v", "files-vol:/mnt/vol", NULL),
+			     0);
+	assert_non_null(strstr(r.err, "hibernate"));
+	e2e_result_free(&r);
+	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "create", "--image", "busybox", "--hibernate",
+					 "--network", NULL),
+			     0);
+	assert_non_null(strstr(r.err, "hibernate"));
+	e2e_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1067,6 +1106,14 @@ int main(void)
 	    E2E_TEST(test_not_running_is_conflict),
 	    E2E_TEST(test_cp_files_and_trees_both_ways),
 	    E2E_TEST(test_cp_out_through_hostile_links),
+	    E2E_TEST(test_command_writes_are_read_back_hibernate),
+	    E2E_TEST(test_written_files_are_read_by_commands_and_owned_inside_hibernate),
+	    E2E_TEST(test_list_stat_mkdir_move_chmod_remove_hibernate),
+	    E2E_TEST(test_hostile_symlinks_never_reach_the_host_hibernate),
+	    E2E_TEST(test_binary_round_trip_5mb_hibernate),
+	    E2E_TEST(test_disk_limit_is_resource_exhausted_hibernate),
+	    E2E_TEST(test_cp_files_and_trees_both_ways_hibernate),
+	    E2E_TEST(test_hibernate_refuses_volumes_and_network),
 	};
 	e2e_apply_filter();
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1,0 +1,26 @@
+/* hibernate.h — a sandbox's processes checkpointed to disk with CRIU and ended, and
+ * restored (docs/hibernate.md). Only one created with "hibernate": true (launch_hib.c). */
+#ifndef SANDLOT_HIBERNATE_H
+#define SANDLOT_HIBERNATE_H
+
+#include <stddef.h>
+
+#include "ctx.h"
+#include "err.h"
+#include "record.h"
+
+/* The criu binary: $SANDLOT_CRIU, else the one scripts/setup builds. */
+const char *hibernate_criu(void);
+/* <state>/hibernate/<id>: a hibernated sandbox's images. */
+void hibernate_images_dir(const sl_ctx *ctx, const char *id, char *buf, size_t len);
+/* Remove them (a resume's end, a delete). */
+void hibernate_images_delete(const sl_ctx *ctx, const char *id);
+/* Dump every process of running sandbox REF (criu dump, under its record's lock) and
+ * end them; its cgroups removed; status "hibernated". SL_HIBERNATE_REFUSED with CRIU's
+ * reason (the sandbox running on as before) when it cannot be. */
+int sandbox_hibernate(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err);
+/* Restore hibernated SB (its lock held by the caller): its cgroups made again, its
+ * overlay mounted for criu restore --root, status "running", the images removed. */
+int hibernate_resume_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err);
+
+#endif
