@@ -707,8 +707,9 @@ static void procs_lines(strv *lines, const strv *ids)
 		exe[len > 0 ? len : 1] = '\0';
 		snprintf(comm_path, sizeof(comm_path), "/proc/%d/comm", pids[i]);
 		_cleanup_free_ char *comm = e2e_read_file(comm_path);
-		if (comm)
-			comm[strcspn(comm, "\n")] = '\0';
+		if (!comm) /* gone since it was listed (a killed call's node ending) */
+			continue;
+		comm[strcspn(comm, "\n")] = '\0';
 		int runner = proc_is_runner_child(pids[i]);
 		if (runner == 2)
 			continue;
@@ -716,8 +717,7 @@ static void procs_lines(strv *lines, const strv *ids)
 			/* neither comm nor exe: a node's is python3's until it has exec'd */
 			strv_push(lines, strdup("process (a code runner's waiting child)"));
 		else
-			strv_push(lines,
-				  e2e_printf("process %d %s %s", pids[i], comm ? comm : "?", exe));
+			strv_push(lines, e2e_printf("process %d %s %s", pids[i], comm, exe));
 	}
 }
 
