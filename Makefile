@@ -147,8 +147,16 @@ $(BUILD)/sandlot-coderun: init/coderun.c
 	$(MUSLCC) -static -Os -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
 		-o $@ init/coderun.c
 	strip $@
-$(BUILD)/runtime/code.o: runtime/code_runner.py $(BUILD)/sandlot-coderun
-$(BUILD)/runtime/code.o: CFLAGS += -DSL_CODERUN_BIN='"$(BUILD)/sandlot-coderun"'
+# The warm node runner's native part (init/coderun_node.c), loaded by node in a sandbox:
+# no libc of ours (it binds to node's), so one build serves glibc and musl images.
+$(BUILD)/sandlot-coderun.node: init/coderun_node.c
+	@mkdir -p $(BUILD)
+	$(CC) -shared -fPIC -nostdlib -Os -fno-stack-protector -std=gnu11 -Wall -Wextra -Werror \
+		-o $@ init/coderun_node.c
+	strip $@
+$(BUILD)/runtime/code.o: runtime/code_runner.py $(BUILD)/sandlot-coderun $(BUILD)/sandlot-coderun.node
+$(BUILD)/runtime/code.o: CFLAGS += -DSL_CODERUN_BIN='"$(BUILD)/sandlot-coderun"' \
+	-DSL_CODERUN_NODE='"$(BUILD)/sandlot-coderun.node"'
 
 # A static probe that tries forbidden syscalls (used by e2e tests, in and out of sandboxes).
 $(BUILD)/probe: tests/probe/probe.c
@@ -310,8 +318,10 @@ $(FUZZ_DIR)/obj/%.o: %.c $(wildcard runtime/*.h api/*.h api/compat/*.h init/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 $(FUZZ_DIR)/obj/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl.js
-$(FUZZ_DIR)/obj/runtime/code.o: runtime/code_runner.py $(BUILD)/sandlot-coderun
-$(FUZZ_DIR)/obj/runtime/code.o: FUZZ_CFLAGS += -DSL_CODERUN_BIN='"$(BUILD)/sandlot-coderun"'
+$(FUZZ_DIR)/obj/runtime/code.o: runtime/code_runner.py $(BUILD)/sandlot-coderun \
+	$(BUILD)/sandlot-coderun.node
+$(FUZZ_DIR)/obj/runtime/code.o: FUZZ_CFLAGS += -DSL_CODERUN_BIN='"$(BUILD)/sandlot-coderun"' \
+	-DSL_CODERUN_NODE='"$(BUILD)/sandlot-coderun.node"'
 
 $(FUZZ_DIR)/libsandlot-fuzz.a: $(FUZZ_LIB_OBJ)
 	ar rcs $@ $^

@@ -737,7 +737,8 @@ solo_row() {
 }
 
 # pause/resume, snapshot of 100 MB of new files, create from it vs from the image, and
-# executeCode: warm calls (python through the sandbox's runner) and a new sandbox's first.
+# executeCode: warm calls (python and typescript through the sandbox's runners) and a new
+# sandbox's first.
 bench_lifecycle() {
 	have_serve || return 0
 	if ! start_serve; then

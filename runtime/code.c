@@ -3,7 +3,9 @@
  * small fixed wrapper runs it in a fresh interpreter and records an uncaught error as
  * JSON beside it, and the result is assembled from the execution's record and logs.
  * Python calls go through the sandbox's warm runner (code_runner.py), started on the
- * first call: a clean forked child per call instead of a new interpreter. */
+ * first call: a clean forked child per call instead of a new interpreter; TypeScript and
+ * JavaScript calls through the same runner in its node mode: a new node per call, started
+ * ahead and waiting (js_runner), with esbuild started ahead beside it. */
 #include "code.h"
 
 #include <errno.h>
@@ -34,6 +36,9 @@
 #ifndef SL_CODERUN_BIN
 #define SL_CODERUN_BIN "build/sandlot-coderun"
 #endif
+#ifndef SL_CODERUN_NODE
+#define SL_CODERUN_NODE "build/sandlot-coderun.node"
+#endif
 __asm__(".pushsection .rodata\n"
 	"code_runner_py_text:\n"
 	".incbin \"runtime/code_runner.py\"\n"
@@ -41,16 +46,23 @@ __asm__(".pushsection .rodata\n"
 	"code_coderun_bin:\n"
 	".incbin \"" SL_CODERUN_BIN "\"\n"
 	"code_coderun_bin_end:\n"
+	"code_coderun_node:\n"
+	".incbin \"" SL_CODERUN_NODE "\"\n"
+	"code_coderun_node_end:\n"
 	".popsection\n");
 extern const char code_runner_py_text[] __attribute__((visibility("hidden")));
 extern const char code_coderun_bin[] __attribute__((visibility("hidden")));
 extern const char code_coderun_bin_end[] __attribute__((visibility("hidden")));
+extern const char code_coderun_node[] __attribute__((visibility("hidden")));
+extern const char code_coderun_node_end[] __attribute__((visibility("hidden")));
 
 /* Inside the sandbox: the runner's socket and the client, beside the calls' dirs. */
-#define CODE_DIR      "/tmp/.sandlot-code"
-#define RUNNER_DIR    "/tmp/.sandlot-runner"
-#define RUNNER_SOCK   RUNNER_DIR "/python.sock"
-#define RUNNER_CLIENT RUNNER_DIR "/coderun"
+#define CODE_DIR	 "/tmp/.sandlot-code"
+#define RUNNER_DIR	 "/tmp/.sandlot-runner"
+#define RUNNER_SOCK	 RUNNER_DIR "/python.sock"
+#define RUNNER_NODE_SOCK RUNNER_DIR "/node.sock"
+#define RUNNER_CLIENT	 RUNNER_DIR "/coderun"
+#define RUNNER_ADDON	 RUNNER_DIR "/coderun.node"
 
 /* Runs SRC as __main__; an uncaught exception goes to stderr as a traceback (without
  * this wrapper's frame) and to ERRF as {name, message, traceback}. */
@@ -97,22 +109,103 @@ static const char py_first[] =
     "    except Exception:\n"
     "        pass\n";
 
-static const char js_wrapper[] =
-    "const fs = require('fs'), path = require('path');\n"
-    "const [src, errf] = process.argv.slice(1);\n"
-    "let failed = false;\n"
-    "function fail(e) {\n"
-    "  if (failed) return; failed = true;\n"
-    "  const o = { name: (e && e.name) || 'Error',\n"
-    "    message: e && e.message !== undefined ? String(e.message) : String(e),\n"
-    "    traceback: (e && e.stack) || String(e) };\n"
-    "  try { fs.writeFileSync(errf, JSON.stringify(o)); } catch (_) {}\n"
-    "  process.stderr.write(o.traceback + '\\n');\n"
-    "  process.exitCode = 1;\n"
+/* Runs the JS file as a module; an uncaught error or rejection goes to stderr and to
+ * the error file as {name, message, traceback}. */
+#define JS_WRAPPER                                                                                 \
+	"const fs = require('fs'), path = require('path');\n"                                      \
+	"const [src, errf] = process.argv.slice(1);\n"                                             \
+	"let failed = false;\n"                                                                    \
+	"function fail(e) {\n"                                                                     \
+	"  if (failed) return; failed = true;\n"                                                   \
+	"  const o = { name: (e && e.name) || 'Error',\n"                                          \
+	"    message: e && e.message !== undefined ? String(e.message) : String(e),\n"             \
+	"    traceback: (e && e.stack) || String(e) };\n"                                          \
+	"  try { fs.writeFileSync(errf, JSON.stringify(o)); } catch (_) {}\n"                      \
+	"  process.stderr.write(o.traceback + '\\n');\n"                                           \
+	"  process.exitCode = 1;\n"                                                                \
+	"}\n"                                                                                      \
+	"process.on('uncaughtException', e => { fail(e); process.exit(1); });\n"                   \
+	"process.on('unhandledRejection', e => { fail(e); process.exit(1); });\n"                  \
+	"try { require(path.resolve(src)); } catch (e) { fail(e); process.exit(1); }\n"
+static const char js_wrapper[] = JS_WRAPPER;
+
+/* A node call where no runner serves: the cold wrapper, and, as the call's node exits,
+ * the client starts the runner (as py_first; detached, with the call's environment as it
+ * came). Its arguments after the JS file and error file: CLIENT RUNNER SOCKET WRAPPER
+ * JS_RUNNER ADDON, taken off process.argv before the snippet runs. */
+static const char js_first[] =
+    "{ const a = process.argv.splice(3), env = Object.assign({}, process.env);\n"
+    "  process.on('exit', () => { try {\n"
+    "    require('child_process').spawn(a[0], ['--start', '20', 'python3', '-c', a[1], a[2],\n"
+    "      a[3], 'node', '-e', a[4], a[5]], {detached: true, stdio: 'ignore', env}).unref();\n"
+    "  } catch (_) {} }); }\n" JS_WRAPPER;
+
+/* The node started ahead by the warm runner (code_runner.py, its waiting child execs
+ * it): node -e THIS ADDON WRAPPER LS CTL GONE. It has loaded what a call needs and has
+ * esbuild started and waiting on its stdin; the addon (init/coderun_node.c) takes the
+ * call off the socket (its fds 0/1/2 and cwd made this process's), then the call's
+ * environment is set, TypeScript transformed, and WRAPPER run as `node -e` runs it, on
+ * the argv a cold call has. Nothing of it is left in the snippet's scope. */
+static const char js_runner[] =
+    "(() => {\n"
+    "const [addon, wrapper, ls, ctl, gone] = process.argv.slice(1);\n"
+    "const m = { exports: {} };\n"
+    "process.dlopen(m, addon);\n"
+    "const cp = require('child_process'), fs = require('fs'), path = require('path');\n"
+    "const vm = require('vm');\n"
+    "const PH = '__sandlot_main__.ts';\n"
+    "let es = null;\n"
+    "try {\n"
+    "  es = cp.spawn('esbuild', ['--loader=ts', '--format=cjs', '--platform=node',\n"
+    "    '--target=node18', '--log-level=error', '--sourcefile=' + PH]);\n"
+    "  es.on('error', () => {});\n"
+    "} catch (_) { es = null; }\n"
+    "const [cwd, req] = m.exports.take(+ls, +ctl, +gone);\n"
+    "const parts = req.toString('utf8').split('\\0');\n"
+    "const argc = +parts[0], args = parts.slice(1, 1 + argc);\n"
+    "for (const k of Object.keys(process.env)) delete process.env[k];\n"
+    "for (const e of parts.slice(1 + argc, -1)) {\n"
+    "  const i = e.indexOf('=');\n"
+    "  if (i > 0) process.env[e.slice(0, i)] = e.slice(i + 1);\n"
     "}\n"
-    "process.on('uncaughtException', e => { fail(e); process.exit(1); });\n"
-    "process.on('unhandledRejection', e => { fail(e); process.exit(1); });\n"
-    "try { require(path.resolve(src)); } catch (e) { fail(e); process.exit(1); }\n";
+    "try { process.chdir(cwd); } catch (_) {}\n"
+    "const [lang, src, js, errf] = args;\n"
+    "const go = () => {\n"
+    "  process.argv = [process.argv[0], js, errf];\n"
+    "  vm.runInThisContext(wrapper, { filename: '[eval]' });\n"
+    "};\n"
+    "if (lang !== 'ts') {\n"
+    "  if (es) { es.on('close', go); es.kill('SIGKILL'); } else go();\n"
+    "  return;\n"
+    "}\n"
+    "const fail = (text) => {\n"
+    "  text = text.split(PH).join(path.relative(process.cwd(), src)).replace(/\\n+$/, '');\n"
+    "  process.stderr.write(text + '\\n');\n"
+    "  const l = text.split('\\n');\n"
+    "  const msg = (l.find(x => /ERROR|error/.test(x)) || '').replace(/^.*ERROR\\] */, '')\n"
+    "    .replace(/^ */, '');\n"
+    "  const at = text.match(/[^ \\n]+\\.ts:[0-9]+:[0-9]+/);\n"
+    "  fs.writeFileSync(errf, JSON.stringify({ name: 'SyntaxError',\n"
+    "    message: msg + (at ? ' (' + at[0] + ')' : ''), traceback: text }));\n"
+    "  process.exit(1);\n"
+    "};\n"
+    "if (!es) {\n"
+    "  const r = cp.spawnSync('esbuild', [src, '--outfile=' + js, '--format=cjs',\n"
+    "    '--platform=node', '--target=node18', '--log-level=error']);\n"
+    "  if (r.status !== 0) fail(String(r.stderr || r.error) + String(r.stdout || ''));\n"
+    "  return go();\n"
+    "}\n"
+    "const out = [], err = [];\n"
+    "es.stdout.on('data', d => out.push(d));\n"
+    "es.stderr.on('data', d => err.push(d));\n"
+    "es.on('close', (code) => {\n"
+    "  if (code !== 0) return fail(Buffer.concat(err).toString() + "
+    "Buffer.concat(out).toString());\n"
+    "  fs.writeFileSync(js, Buffer.concat(out), { mode: 0o644 });\n"
+    "  go();\n"
+    "});\n"
+    "es.stdin.end(fs.readFileSync(src));\n"
+    "})();\n";
 
 /* TypeScript: strip types with esbuild (errors carry file:line:col), then the JS path.
  * $1 = main.ts, $2 = main.js, $3 = error file; the JS wrapper arrives in $4. */
@@ -129,7 +222,9 @@ static const char ts_script[] =
     "\"$line\" \"$out\"\n"
     "  exit 1\n"
     "fi\n"
-    "exec node -e \"$4\" \"$2\" \"$3\"\n";
+    "js=$2 errf=$3 w=$4\n"
+    "shift 4\n"
+    "exec node -e \"$w\" \"$js\" \"$errf\" \"$@\"\n";
 
 void code_result_free(sl_code_result *r)
 {
@@ -282,42 +377,62 @@ static void exec_forget(sl_ctx *ctx, const sl_sandbox *sb, const char *eid)
 	fs_remove_tree(edir, NULL);
 }
 
-/* The client each warm call runs, renamed into place (a call may be running the one it
- * replaces). */
-static int runner_client_write(sl_ctx *ctx, const sl_sandbox *sb)
+/* A file each warm call uses (the client, node's addon), renamed into place (a call may
+ * be running the one it replaces). */
+static int runner_file_write(sl_ctx *ctx, const sl_sandbox *sb, const char *dst, const char *data,
+			     const char *end)
 {
 	sl_err e = {0};
 	char tag[32], tmp[96];
 	sl_new_id("", tag, sizeof(tag));
 	snprintf(tmp, sizeof(tmp), RUNNER_DIR "/.coderun-%s", tag);
-	if (sbxfs_write_file(ctx, sb, tmp, code_coderun_bin,
-			     (size_t)(code_coderun_bin_end - code_coderun_bin), 0755, &e) < 0 ||
-	    sbxfs_move(ctx, sb, tmp, RUNNER_CLIENT, &e) < 0) {
+	if (sbxfs_write_file(ctx, sb, tmp, data, (size_t)(end - data), 0755, &e) < 0 ||
+	    sbxfs_move(ctx, sb, tmp, dst, &e) < 0) {
 		sbxfs_remove(ctx, sb, tmp, false, &e);
 		return -1;
 	}
 	return 0;
 }
 
-/* A Python call through the warm runner. With no runner (the sandbox's first call, or
- * one killed, or gone with a stop), the call runs cold and starts one as it ends
- * (py_first). 1: the code has not run and the caller runs it cold as before (the
- * client cannot be written). */
-static int run_warm(sl_ctx *ctx, const sl_sandbox *sb, const char *dir, const char *src,
-		    const char *errf, sl_exec_spec *spec, sl_exec *ex, sl_err *err)
+/* A call through the sandbox's warm runner of its language (Python, or node for
+ * TypeScript and JavaScript). With no runner (the sandbox's first call, or one killed,
+ * or gone with a stop), the call runs cold and starts one as it ends (py_first,
+ * js_first). 1: the code has not run and the caller runs it cold as before (the client
+ * cannot be written). */
+static int run_warm(sl_ctx *ctx, const sl_sandbox *sb, const char *ext, const char *dir,
+		    const char *src, const char *js, const char *errf, sl_exec_spec *spec,
+		    sl_exec *ex, sl_err *err)
 {
 	char marker[128];
 	snprintf(marker, sizeof(marker), "%s/norunner", dir);
-	const char *argv[] = {RUNNER_CLIENT, RUNNER_SOCK, marker, src, errf, NULL};
-	const char *first[] = {
+	bool py = ext[0] == 'p';
+	const char *pyv[] = {RUNNER_CLIENT, RUNNER_SOCK, marker, src, errf, NULL};
+	const char *nodev[] = {RUNNER_CLIENT, RUNNER_NODE_SOCK, marker, ext, src, js, errf, NULL};
+	const char *pyfirst[] = {
 	    "python3",	 "-c",	     py_first, RUNNER_CLIENT, code_runner_py_text,
 	    RUNNER_SOCK, py_wrapper, src,      errf,	      NULL};
+	/* Node's first call: the cold command with js_first as its wrapper, then what it
+	 * needs to start the runner. */
+	const char *tsfirst[] = {"/bin/sh", "-c", ts_script, "sandlot-ts", src, js, errf, js_first};
+	const char *jsfirst[] = {"node", "-e", js_first, src, errf};
+	const char *tail[] = {RUNNER_CLIENT, code_runner_py_text, RUNNER_NODE_SOCK,
+			      js_wrapper,    js_runner,		  RUNNER_ADDON};
+	const char *nodefirst[16];
+	size_t n = 0;
+	bool ts = ext[0] == 't';
+	for (size_t i = 0; i < (ts ? 8 : 5); i++)
+		nodefirst[n++] = ts ? tsfirst[i] : jsfirst[i];
+	for (size_t i = 0; i < sizeof(tail) / sizeof(tail[0]); i++)
+		nodefirst[n++] = tail[i];
+	nodefirst[n] = NULL;
+	const char *const *first = py ? pyfirst : nodefirst;
+	const char *need = py ? RUNNER_CLIENT : RUNNER_ADDON;
 	_cleanup_free_ sl_fileinfo *fi = malloc(sizeof(*fi));
 	sl_err e = {0};
 	if (!fi)
 		return 1;
-	if (sbxfs_stat(ctx, sb, RUNNER_CLIENT, fi, &e) == 0) {
-		spec->argv = (char *const *)argv;
+	if (sbxfs_stat(ctx, sb, need, fi, &e) == 0) {
+		spec->argv = (char *const *)(py ? pyv : nodev);
 		if (exec_run(ctx, sb, spec, ex, err) < 0)
 			return -1;
 		/* The client exits 255 with MARKER made only when no runner took the call
@@ -328,7 +443,10 @@ static int run_warm(sl_ctx *ctx, const sl_sandbox *sb, const char *dir, const ch
 		exec_forget(ctx, sb, ex->id);
 		exec_free(ex);
 		sbxfs_remove(ctx, sb, marker, false, &e);
-	} else if (runner_client_write(ctx, sb) < 0) {
+	} else if (runner_file_write(ctx, sb, RUNNER_CLIENT, code_coderun_bin,
+				     code_coderun_bin_end) < 0 ||
+		   (!py && runner_file_write(ctx, sb, RUNNER_ADDON, code_coderun_node,
+					     code_coderun_node_end) < 0)) {
 		return 1;
 	}
 	spec->argv = (char *const *)first;
@@ -420,8 +538,8 @@ int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char
 			     .timeout_ms = timeout_ms ? timeout_ms : CODE_DEFAULT_TIMEOUT_MS,
 			     .wait_ms = CODE_FIRST_WAIT_MS};
 	sl_exec ex;
-	int r = ext[0] == 'p' && !ctx->cfg.code_runner_off
-		    ? run_warm(ctx, sb, dir, src, errf, &spec, &ex, err)
+	int r = ext[0] != 's' && !ctx->cfg.code_runner_off
+		    ? run_warm(ctx, sb, ext, dir, src, js, errf, &spec, &ex, err)
 		    : 1;
 	if (r == 1) {
 		spec.argv = (char *const *)argv;

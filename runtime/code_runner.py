@@ -190,13 +190,22 @@ def run(argv, env, code, wrapper, then=None):
     finish(rc, then)
 
 
-def waiting(ls, ctl, gone, keep, code, wrapper, madvise, pages):
+def waiting(ls, ctl, gone, keep, code, wrapper, madvise, pages, node=None):
     """The child forked ahead: ready before a call comes, it takes the next one off the
     socket, tells the zygote (which forks the next), and serves it. It ends if the zygote
-    does (GONE hangs up), so a killed runner leaves no one listening."""
+    does (GONE hangs up), so a killed runner leaves no one listening. For node (NODE: its
+    command) it becomes a node started ahead, which does the same (code.c's js_runner)."""
     os.setsid()
     for fd in keep:
         os.close(fd)
+    if node:
+        fds = [ls.fileno(), ctl.fileno(), gone]
+        for fd in fds:
+            os.set_inheritable(fd, True)
+        try:
+            os.execvp(node[0], node + [wrapper] + [str(fd) for fd in fds])
+        except OSError:
+            os._exit(127)
     if pages is not None:
         populate(madvise, pages)
     p = select.poll()
@@ -269,7 +278,7 @@ def listen(path):
     return ls, lock
 
 
-def serve(path, wrapper):
+def serve(path, wrapper, node=None):
     ls, lock = listen(path)
     if ls is None:
         return
@@ -280,9 +289,12 @@ def serve(path, wrapper):
     for i in range(3):
         os.dup2(nul, i)
     os.close(nul)
-    import json, traceback  # noqa: F401  what the wrapper needs on failure
-    madvise = madvise_fn()
-    code = compile(wrapper, '<string>', 'exec')
+    if node:  # the calls are node's: nothing of Python's to prepare
+        madvise, code = None, None
+    else:
+        import json, traceback  # noqa: F401  what the wrapper needs on failure
+        madvise = madvise_fn()
+        code = compile(wrapper, '<string>', 'exec')
     ctl, ctl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     gone, alive = os.pipe()  # the zygote holds ALIVE: its end hangs GONE up
     ctl.setblocking(False)  # (recv_fds drops its flags argument)
@@ -304,7 +316,7 @@ def serve(path, wrapper):
             if pid == 0:
                 keep = [ctl.detach(), lock, alive] + list(conns) + list(calls)
                 waiting(ls, ctl_child, gone, keep, code, wrapper, madvise,
-                        None if pending else pages)
+                        None if pending else pages, node)
             waiter = (os.pidfd_open(pid), pid)
             calls[waiter[0]] = [pid, None]
             p.register(waiter[0], select.POLLIN)
@@ -343,6 +355,12 @@ def serve(path, wrapper):
                     # it did not last a second (a memory limit), so it cannot spin.
                     waiter = None
                     if time.monotonic() - born < 1:
+                        if node:  # node cannot start here: calls run cold
+                            try:
+                                os.unlink(path)
+                            except OSError:
+                                pass
+                            os._exit(0)
                         again = time.monotonic() + 0.5
                     continue
                 if c is not None and c.fileno() >= 0:  # not closed by the call going away
@@ -364,4 +382,4 @@ def serve(path, wrapper):
                         pass
 
 
-serve(sys.argv[1], sys.argv[2])
+serve(sys.argv[1], sys.argv[2], sys.argv[3:])

@@ -665,18 +665,34 @@ static bool cmdline_has(pid_t pid, const char *needle)
 	return strstr(buf, needle) != NULL;
 }
 
-/* A Python code runner's child forked ahead for its next call (runtime/code_runner.py):
- * a new pid after every call, so its line names what it is, not its pid. */
-static bool proc_is_runner_child(pid_t pid)
+static int proc_ppid(pid_t pid)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	_cleanup_free_ char *stat = e2e_read_file(path);
 	const char *rp = stat ? strrchr(stat, ')') : NULL;
 	int ppid = 0;
-	if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1 || ppid <= 1)
-		return false;
-	return cmdline_has(pid, "code_runner.py") && cmdline_has(ppid, "code_runner.py");
+	if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+/* A code runner's child started ahead for its next call (runtime/code_runner.py: a
+ * forked Python child, or a node): a new pid after every call, so its line names what it
+ * is, not its pid (1). The waiting node's esbuild, which it starts ~0.1 s after its own
+ * start, is left out of the lines (2). The runner itself (init's child) keeps its pid. */
+static int proc_is_runner_child(pid_t pid)
+{
+	int ppid = proc_ppid(pid);
+	if (ppid <= 1)
+		return 0;
+	if (cmdline_has(ppid, "code_runner.py"))
+		return 1;
+	int gpid = proc_ppid(ppid);
+	return gpid > 1 && cmdline_has(ppid, "process.dlopen") &&
+		       cmdline_has(gpid, "code_runner.py")
+		   ? 2
+		   : 0;
 }
 
 static void procs_lines(strv *lines, const strv *ids)
@@ -691,14 +707,17 @@ static void procs_lines(strv *lines, const strv *ids)
 		exe[len > 0 ? len : 1] = '\0';
 		snprintf(comm_path, sizeof(comm_path), "/proc/%d/comm", pids[i]);
 		_cleanup_free_ char *comm = e2e_read_file(comm_path);
-		if (comm)
-			comm[strcspn(comm, "\n")] = '\0';
-		if (proc_is_runner_child(pids[i]))
-			strv_push(lines, e2e_printf("process (a code runner's waiting child) %s %s",
-						    comm ? comm : "?", exe));
+		if (!comm) /* gone since it was listed (a killed call's node ending) */
+			continue;
+		comm[strcspn(comm, "\n")] = '\0';
+		int runner = proc_is_runner_child(pids[i]);
+		if (runner == 2)
+			continue;
+		if (runner)
+			/* neither comm nor exe: a node's is python3's until it has exec'd */
+			strv_push(lines, strdup("process (a code runner's waiting child)"));
 		else
-			strv_push(lines,
-				  e2e_printf("process %d %s %s", pids[i], comm ? comm : "?", exe));
+			strv_push(lines, e2e_printf("process %d %s %s", pids[i], comm, exe));
 	}
 }
 

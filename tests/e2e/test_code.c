@@ -12,6 +12,7 @@
 
 static char *SBX; /* one default-image sandbox for the suite */
 static long warm_runner(const char *sbx);
+static long node_runner(const char *sbx);
 
 static int setup(void **state)
 {
@@ -23,6 +24,7 @@ static int setup(void **state)
 	/* Python's warm runner starts as the first call ends and lives with the sandbox:
 	 * started here, it is part of the host every test's leak check begins from. */
 	warm_runner(SBX);
+	node_runner(SBX); /* and TypeScript's */
 	return 0;
 }
 
@@ -233,28 +235,48 @@ static void test_env_cwd_user_and_clean_state(void **state)
 	cJSON_Delete(o);
 }
 
-/* One number printed by a Python call (a pid, a count). */
-static long py_num(const char *sbx, const char *src)
+/* One number printed by a call in LANG (a pid, a count). */
+static long lang_num(const char *sbx, const char *lang, const char *src)
 {
-	cJSON *o = code(sbx, "python", src, NULL, NULL);
+	cJSON *o = code(sbx, lang, src, NULL, NULL);
 	if (!ok(o))
-		fail_msg("python call failed: %s %s", str(o, "stdout"), str(o, "stderr"));
+		fail_msg("%s call failed: %s %s", lang, str(o, "stdout"), str(o, "stderr"));
 	long n = atol(str(o, "stdout"));
 	cJSON_Delete(o);
 	return n;
 }
 
-/* The pid of SBX's warm runner, once it serves calls (a call's parent): it starts as a
- * sandbox's first call (or the first after it was gone) ends, and calls before it
- * listens run cold (their parent is init, pid 1). */
-static long warm_runner(const char *sbx)
+static long py_num(const char *sbx, const char *src)
+{
+	return lang_num(sbx, "python", src);
+}
+
+static long ts_num(const char *sbx, const char *src)
+{
+	return lang_num(sbx, "typescript", src);
+}
+
+/* The pid of SBX's warm runner of LANG, once it serves calls (a call's parent, SRC
+ * prints it): it starts as a sandbox's first call (or the first after it was gone) ends,
+ * and calls before it listens run cold (their parent is init, pid 1). */
+static long runner_of(const char *sbx, const char *lang, const char *src)
 {
 	int64_t t0 = e2e_now_ms();
 	long ppid;
-	while ((ppid = py_num(sbx, "import os\nprint(os.getppid())\n")) <= 1 &&
-	       e2e_now_ms() - t0 < 10000)
+	while ((ppid = lang_num(sbx, lang, src)) <= 1 && e2e_now_ms() - t0 < 10000)
 		usleep(100 * 1000);
 	return ppid;
+}
+
+static long warm_runner(const char *sbx)
+{
+	return runner_of(sbx, "python", "import os\nprint(os.getppid())\n");
+}
+
+/* TypeScript's: the node runner (the zygote is a call's parent). */
+static long node_runner(const char *sbx)
+{
+	return runner_of(sbx, "typescript", "console.log(process.ppid as number)\n");
 }
 
 /* Calls are forked from one warm runner (the same parent, not pid 1), and each starts
@@ -405,6 +427,106 @@ static void test_python_runner_replaced(void **state)
 	free(sbx);
 }
 
+/* TypeScript and JavaScript calls go through the warm node runner (a node started ahead
+ * per call), and each starts clean: a global, a patched built-in module, the require
+ * cache, an exit listener, a signal listener, process.env and the cwd set by one call
+ * are not in the next; the call's env, cwd and user are the cold path's. */
+static void test_node_warm_calls_start_clean(void **state)
+{
+	long runner = node_runner(SBX);
+	assert_true(runner > 1);
+	assert_int_equal(ts_num(SBX, "console.log(process.ppid)\n"), runner);
+	cJSON *o = code(SBX, "javascript", "console.log(process.ppid)\n", NULL, NULL);
+	assert_int_equal(atol(str(o, "stdout")), runner);
+	cJSON_Delete(o);
+	o = code(SBX, "typescript",
+		 "const fs = require('fs');\n"
+		 "(globalThis as any).marker = 'set by call 1';\n"
+		 "fs.readFileSync = (() => 'patched') as any;\n"
+		 "require.cache['/planted.js'] = { exports: 1 } as any;\n"
+		 "process.on('exit', () => { console.log('exit listener'); });\n"
+		 "process.on('SIGTERM', () => {});\n"
+		 "process.env.PLANTED = '1';\n"
+		 "process.chdir('/');\n"
+		 "fs.writeFileSync('/tmp/shared-by-ts-call-1', 'kept');\n"
+		 "console.log(fs.readFileSync('/etc/hostname'));\n",
+		 NULL, NULL);
+	assert_true(ok(o));
+	assert_string_equal(str(o, "stdout"), "patched\nexit listener\n");
+	cJSON_Delete(o);
+	o = code(SBX, "typescript",
+		 "const fs = require('fs');\n"
+		 "console.log([typeof (globalThis as any).marker, "
+		 "fs.readFileSync('/tmp/shared-by-ts-call-1', 'utf8'), "
+		 "'/planted.js' in require.cache, process.listenerCount('exit'), "
+		 "process.listenerCount('SIGTERM'), String(process.env.PLANTED), process.cwd(), "
+		 "process.getuid(), String(process.env.FROM_SANDBOX), "
+		 "String(process.env.PER_CALL)].join(' '))\n",
+		 "-e", "PER_CALL=given");
+	assert_true(ok(o));
+	assert_string_equal(str(o, "stdout"),
+			    "undefined kept false 0 0 undefined /home/user 1000 yes given\n");
+	cJSON_Delete(o);
+	/* Errors, exit codes, stdin and a signal are the cold path's. */
+	o = code(SBX, "typescript", "const a: number = 1;\nconst b = (a + ;\n", NULL, NULL);
+	assert_string_equal(str(error(o), "name"), "SyntaxError");
+	assert_true(e2e_contains(str(error(o), "message"), "main.ts:2:15)"));
+	assert_true(e2e_contains(str(o, "stderr"), "Unexpected"));
+	cJSON_Delete(o);
+	o = code(SBX, "javascript", "console.error('to err'); process.exit(3)\n", NULL, NULL);
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "exitCode")->valueint, 3);
+	assert_string_equal(str(o, "stderr"), "to err\n");
+	assert_string_equal(str(error(o), "name"), "ExitError");
+	cJSON_Delete(o);
+	o = code(SBX, "typescript", "Promise.reject(new TypeError('nope'))\n", NULL, NULL);
+	assert_string_equal(str(error(o), "name"), "TypeError");
+	assert_string_equal(str(error(o), "message"), "nope");
+	cJSON_Delete(o);
+	o = code(SBX, "javascript", "process.kill(process.pid, 'SIGTERM')\n", NULL, NULL);
+	assert_string_equal(str(error(o), "name"), "Killed");
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "exitCode")->valueint, 128 + 15);
+	cJSON_Delete(o);
+	o = code(SBX, "javascript",
+		 "let s = ''; process.stdin.on('data', d => s += d)"
+		 ".on('end', () => console.log(JSON.stringify(s)))\n",
+		 NULL, NULL);
+	assert_true(ok(o));
+	assert_string_equal(str(o, "stdout"), "\"\"\n");
+	cJSON_Delete(o);
+	o = code(SBX, "typescript", "setTimeout(() => {}, 60000)\n", "--timeout", "1s");
+	assert_string_equal(str(error(o), "name"), "TimeoutError");
+	cJSON_Delete(o);
+	assert_int_equal(ts_num(SBX, "console.log(process.ppid)\n"), runner);
+}
+
+/* A killed node runner: the next call runs cold and starts it again. */
+static void test_node_runner_replaced(void **state)
+{
+	char *sbx = e2e_sandlot_ok("create", NULL);
+	assert_int_equal(ts_num(sbx, "console.log(process.ppid)\n"), 1);
+	long runner = node_runner(sbx);
+	assert_true(runner > 1);
+	char *pid = e2e_printf("%ld", runner);
+	free(e2e_sandlot_ok("exec", sbx, "--", "kill", "-9", pid, NULL));
+	free(pid);
+	/* Its waiting node ends with it; the next call runs cold (init's child). */
+	int64_t t0 = e2e_now_ms();
+	char *left = NULL;
+	do {
+		free(left);
+		left = e2e_sandlot_ok("exec", sbx, "--", "sh", "-c",
+				      "ps -eo args | grep -c '^node -e' || true", NULL);
+	} while (atoi(left) && e2e_now_ms() - t0 < 5000);
+	assert_int_equal(atoi(left), 0);
+	free(left);
+	assert_int_equal(ts_num(sbx, "console.log(process.ppid)\n"), 1);
+	long second = node_runner(sbx);
+	assert_true(second > 1);
+	assert_int_not_equal(second, runner);
+	free(e2e_sandlot_ok("rm", "-f", sbx, NULL));
+	free(sbx);
+}
+
 /* ---- the E2B code interpreter's REPL, through the façade of a daemon ---- */
 
 /* The stdout event of an /execute's NDJSON BODY that holds NEEDLE, or NULL. */
@@ -544,6 +666,8 @@ int main(void)
 	    E2E_TEST(test_python_exit_codes_and_stderr),
 	    E2E_TEST(test_python_timeout_kills_the_child),
 	    E2E_TEST(test_python_runner_replaced),
+	    E2E_TEST(test_node_warm_calls_start_clean),
+	    E2E_TEST(test_node_runner_replaced),
 	};
 	e2e_apply_filter();
 	return cmocka_run_group_tests(tests, setup, teardown);
