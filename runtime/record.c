@@ -328,12 +328,37 @@ int record_ids_and_array(const sl_ctx *ctx, char ***ids, size_t *nids, size_t el
  * of a CPU on an idle daemon). */
 static sl_idset dead_set = SL_IDSET_INIT(65536);
 
+/* Renamed out of the listing first (one rename: a listing sees the record or nothing),
+ * then removed: a process killed in between leaves <state>/sandboxes/.gone-<id>, which
+ * no listing reads and record_collect_gone removes. Removed in place before this, a
+ * record half removed read as a sandbox with no status (a tombstone collected while the
+ * load suite's daemon was killed -9). */
 void record_remove_dir(const sl_ctx *ctx, const char *id)
 {
-	char p[PATH_MAX];
+	char p[PATH_MAX], gone[PATH_MAX];
 	state_sandbox_dir(&ctx->cfg, id, p, sizeof(p));
-	fs_remove_tree(p, NULL);
+	snprintf(gone, sizeof(gone), "%s/sandboxes/.gone-%s", ctx->cfg.state_dir, id);
+	fs_remove_tree(rename(p, gone) == 0 ? gone : p, NULL);
 	idset_del(&dead_set, id);
+}
+
+int record_collect_gone(const sl_ctx *ctx)
+{
+	char dir[PATH_MAX], p[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/sandboxes", ctx->cfg.state_dir);
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, ".gone-", 6)) {
+			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+			fs_remove_tree(p, NULL);
+			n++;
+		}
+	closedir(d);
+	return n;
 }
 
 bool record_dead_known(const char *id)

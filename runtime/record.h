@@ -197,6 +197,9 @@ int record_ids_and_array(const sl_ctx *ctx, char ***ids, size_t *nids, size_t el
 /* Remove ID's record dir (and forget it as a tombstone). */
 void record_remove_dir(const sl_ctx *ctx, const char *id);
 /* This process's memory of ids whose record was a tombstone (record.c, dead_set). */
+/* Remove what record_remove_dir left of records when its process was killed mid-way;
+ * the count. At daemon start, with the other collectors (sandbox_finish_orphans). */
+int record_collect_gone(const sl_ctx *ctx);
 bool record_dead_known(const char *id);
 void record_dead_add(const char *id);
 /* After a listing that found FOUND of its ids in the set: forget them all if most of

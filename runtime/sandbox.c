@@ -879,6 +879,9 @@ int sandbox_finish_orphans(sl_ctx *ctx, sl_err *err)
 			sl_log(SL_LOG_WARN, "sandbox %s: %s", ids[i], e.msg);
 	}
 	state_free_names(ids, nids);
+	int gone = record_collect_gone(ctx);
+	if (gone > 0)
+		sl_log(SL_LOG_INFO, "state: removed %d record(s) a crash left half removed", gone);
 	int layers = store_layers_collect(&ctx->cfg, has_record, ctx);
 	if (layers > 0)
 		sl_log(SL_LOG_INFO, "store: removed %d layer(s) a crash left without a record",

@@ -256,8 +256,20 @@ int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *er
 	sl_deadline *list;
 	*out = NULL;
 	*n = 0;
-	if (record_ids_and_array(ctx, &ids, &nids, sizeof(*list), (void **)&list, err) < 0)
+	if (record_list_ids(ctx, &ids, &nids, err) < 0)
 		return -1;
+	/* Room for the ids not known dead: a daemon keeps up to tombstones_max of those, and
+	 * a slot for each (~230 bytes) in a sweep a second was 2.3 MiB held for much of every
+	 * second at 10,000 records (the load suite's churn; docs/reliability.md). A live id
+	 * is never in the dead set, so every live one has its slot; the bound only guards
+	 * against the set changing under the loop (another listing clearing it). */
+	size_t cap = 0;
+	for (size_t i = 0; i < nids; i++)
+		cap += !record_dead_known(ids[i]);
+	if (!(list = calloc(cap ? cap : 1, sizeof(*list)))) {
+		state_free_names(ids, nids);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "list sandboxes");
+	}
 	size_t k = 0;
 	int64_t now = sl_now_ms();
 	size_t dead_found = 0, stamped = 0;
@@ -288,7 +300,7 @@ int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *er
 			r->gen = gen;
 			stamped++;
 		}
-		if (hit && r->live)
+		if (hit && r->live && k < cap)
 			list[k++] = r->d;
 		pthread_mutex_unlock(&seen.lock);
 		if (hit)
@@ -334,7 +346,7 @@ int sandbox_list_deadlines(sl_ctx *ctx, sl_deadline **out, size_t *n, sl_err *er
 			stamped++;
 		}
 		pthread_mutex_unlock(&seen.lock);
-		if (live)
+		if (live && k < cap)
 			list[k++] = d;
 	}
 	state_free_names(ids, nids);

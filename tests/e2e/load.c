@@ -469,15 +469,21 @@ static int fd_count(pid_t pid)
 
 /* The daemon's figures once it is idle: the lowest of a few readings 200 ms apart (its
  * releasers and relays finish asynchronously). */
-static void settled(long *rss, int *fds)
+/* The daemon's RSS, fds and heap once settled: the least of ten readings over 2 s. The
+ * heap too: the deadline sweep holds its listing for part of every second, which one
+ * reading may catch. What a leak holds is in every reading. */
+static void settled(long *rss, int *fds, long long *heap)
 {
 	*rss = LONG_MAX;
 	*fds = INT_MAX;
+	*heap = LLONG_MAX;
 	for (int i = 0; i < 10; i++) {
 		long r = e2e_proc_kib(D.pid, "VmRSS:");
 		int f = fd_count(D.pid);
+		long long h = metric("sandlot_daemon_heap_bytes");
 		*rss = r < *rss ? r : *rss;
 		*fds = f < *fds ? f : *fds;
+		*heap = h < *heap ? h : *heap;
 		usleep(200000);
 	}
 }
@@ -537,10 +543,10 @@ static void test_load_no_leak(void **state)
 		clients_check();
 		clients_free();
 		sweep_all_but_live(true);
-		settled(&r, &f);
+		long long h;
+		settled(&r, &f, &h);
 		rss0 = r > rss0 ? r : rss0;
 		fd0 = f > fd0 ? f : fd0;
-		long long h = metric("sandlot_daemon_heap_bytes");
 		heap0 = h > heap0 ? h : heap0;
 	}
 	long anon0 = e2e_proc_kib(D.pid, "RssAnon:");
@@ -549,8 +555,7 @@ static void test_load_no_leak(void **state)
 	clients_check();
 	clients_free();
 	sweep_all_but_live(true);
-	settled(&rss1, &fd1);
-	heap1 = metric("sandlot_daemon_heap_bytes");
+	settled(&rss1, &fd1, &heap1);
 	print_message("daemon after a %d s warm-up: heap %lld KiB, RSS %ld KiB, %d fds; after %d s "
 		      "more load: heap %lld KiB (%+.1f%%), RSS %ld KiB (%+.1f%%), %d fds (%+.1f%%); "
 		      "anonymous %ld -> %ld KiB\n",
@@ -622,8 +627,13 @@ static void kill_and_restart(int third)
 
 static void test_load_kill9_twice(void **state)
 {
-	live_start();
+	/* With the default bound of tombstones, as a daemon runs (main's bound is for the
+	 * leak check's measure alone). */
 	pid_t first = D.pid;
+	unsetenv("SANDLOT_TOMBSTONES_MAX");
+	e2e_daemon_halt(&D);
+	e2e_daemon_start(&D, D.sock, true, NULL);
+	live_start();
 	clients_run(SECONDS, kill_and_restart);
 	assert_true(D.pid != first && KILLED[1] != KILLED[0]);
 	clients_check();
@@ -658,6 +668,13 @@ int main(void)
 	SECONDS = env_int("SANDLOT_LOAD_SECONDS", SECONDS, 3, 3600);
 	NLIVE = env_int("SANDLOT_LOAD_SANDBOXES", NLIVE, 1, 500);
 	NCLIENTS = env_int("SANDLOT_LOAD_CLIENTS", NCLIENTS, 1, 200);
+	/* The daemon keeps the records of deleted sandboxes, up to tombstones_max (5000) for
+	 * 24 h, and what it holds for them is bounded by that, not by time: a run's churn
+	 * (~1,500 deletes in 30 s) stays far below the bound, so its heap rose by ~1.3 KiB a
+	 * tombstone through the whole run (+25-48%) and the leak check could not tell that
+	 * from a leak. With the bound at 100 it is reached in the warm-up: +6% over the load
+	 * (docs/reliability.md). test_load_kill9_twice restarts its daemon without it. */
+	setenv("SANDLOT_TOMBSTONES_MAX", "100", 0);
 	const struct CMUnitTest tests[] = {
 	    E2E_TEST(test_load_no_leak),
 	    E2E_TEST(test_load_kill9_twice),
