@@ -67,7 +67,6 @@ static int valid_name(const char *s)
  * that a create that dies midway is visible (as failed) and can be removed. */
 static int reserve(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 {
-	char dir[PATH_MAX];
 	if (sb->name[0]) {
 		int r = claim_take(ctx, "names", sb->name, sb->id, true, err);
 		if (r != 0)
@@ -76,11 +75,7 @@ static int reserve(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 					       "a sandbox named %s already exists", sb->name);
 	}
 	if (claim_uid_range(ctx, sb->id, sl_id_hash(sb->id), &sb->uid_base, err) == 0) {
-		state_sandbox_dir(&ctx->cfg, sb->id, dir, sizeof(dir));
-		if (spare_record_dir(ctx, dir) < 0 ||
-		    record_save_creating(ctx, sb, false, err) < 0) {
-			if (!err->kind)
-				sl_sysfail(err, "create %s", dir);
+		if (record_create(ctx, sb, err) < 0) {
 			claim_release_all(ctx, sb);
 			return -1;
 		}
