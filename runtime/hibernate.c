@@ -4,6 +4,7 @@
  * restore opens some of them as the restored tree), in <state>/hibernate (0700, root). */
 #include "hibernate.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -244,37 +245,79 @@ static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	return 0;
 }
 
-/* A TCP socket of PID's network namespace in a state CRIU cannot dump without
- * --tcp-established (and sandlot cannot restore: its peer is outside), described in WHY:
- * anything but LISTEN, TIME_WAIT (no process holds it) and CLOSE. */
-static bool tcp_connected(pid_t pid, char *why, size_t len)
+/* An address of /proc/net/{tcp,udp}{,6} ("0100007F", or 32 hex digits for v6) as the
+ * IPv4 address it is (its s_addr), if it is one (v4-mapped in a v6 file); ANY: all zero. */
+static bool sk_v4(const char *hex, uint32_t *v4, bool *any)
 {
-	static const char *const files[] = {"tcp", "tcp6"};
-	for (size_t i = 0; i < 2; i++) {
+	size_t n = strcspn(hex, ":");
+	*any = strspn(hex, "0") >= n;
+	if (n == 32 && !strncmp(hex, "0000000000000000FFFF0000", 24))
+		hex += 24;
+	else if (n != 8)
+		return false;
+	char w[9];
+	memcpy(w, hex, 8);
+	w[8] = '\0';
+	*v4 = (uint32_t)strtoul(w, NULL, 16); /* the kernel prints the __be32 as it lies */
+	return true;
+}
+
+/* Why the sockets of PID's network namespace cannot be restored, in WHY, or false:
+ * a TCP connection (anything but LISTEN, TIME_WAIT, which no process holds, and CLOSE:
+ * CRIU restores none without --tcp-established, and a peer outside would not follow);
+ * with a network (OWN, the sandbox's address, non-zero), a socket bound to OWN or a UDP
+ * socket connected outside lo, which CRIU would bind or connect before the resume gives
+ * the namespace its network back (a resume that could never succeed). */
+static bool sockets_unrestorable(pid_t pid, uint32_t own, char *why, size_t len)
+{
+	static const char *const files[] = {"tcp", "tcp6", "udp", "udp6"};
+	bool found = false;
+	for (size_t i = 0; i < 4 && !found; i++) {
 		char p[64], line[512], local[64], remote[64];
 		unsigned st;
+		bool tcp = files[i][0] == 't';
 		snprintf(p, sizeof(p), "/proc/%d/net/%s", (int)pid, files[i]);
 		FILE *f = fopen(p, "re");
-		bool found = false;
-		while (f && !found && fgets(line, sizeof(line), f))
-			if (sscanf(line, " %*d: %63s %63s %x", local, remote, &st) == 3 &&
-			    st != 0x0A && st != 0x06 && st != 0x07) {
-				char *lp = strchr(local, ':'), *rp = strchr(remote, ':');
+		while (f && !found && fgets(line, sizeof(line), f)) {
+			/* TIME_WAIT: the kernel's alone, no process holds it, CRIU leaves it. */
+			if (sscanf(line, " %*d: %63s %63s %x", local, remote, &st) != 3 ||
+			    (tcp && st == 0x06))
+				continue;
+			const char *lp = strchr(local, ':'), *rp = strchr(remote, ':');
+			long lport = lp ? strtol(lp + 1, NULL, 16) : 0;
+			long rport = rp ? strtol(rp + 1, NULL, 16) : 0;
+			uint32_t la = 0, ra = 0;
+			bool lany, rany;
+			bool l4 = sk_v4(local, &la, &lany);
+			bool r4 = sk_v4(remote, &ra, &rany);
+			bool rlo = (r4 && (ntohl(ra) >> 24) == 127) ||
+				   !strcmp(remote, "00000000000000000000000001000000");
+			if (tcp && st != 0x0A && st != 0x07)
 				snprintf(
 				    why, len,
-				    "it holds a TCP connection (%s, local port %ld, remote port "
-				    "%ld): CRIU cannot restore a connection whose peer is "
-				    "outside; close it and hibernate again",
-				    files[i], lp ? strtol(lp + 1, NULL, 16) : 0,
-				    rp ? strtol(rp + 1, NULL, 16) : 0);
-				found = true;
-			}
+				    "it holds a TCP connection (%s, local port %ld, remote "
+				    "port %ld): CRIU cannot restore a connection; close it and "
+				    "hibernate again",
+				    files[i], lport, rport);
+			else if (own && l4 && la == own)
+				snprintf(
+				    why, len,
+				    "a socket is bound to its address (%s, port %ld), which it "
+				    "gets back only after the restore: bind it to 0.0.0.0",
+				    files[i], lport);
+			else if (own && !tcp && !rany && !rlo)
+				snprintf(why, len,
+					 "a UDP socket is connected outside it (local port %ld, "
+					 "remote port %ld): close it and hibernate again",
+					 lport, rport);
+			else
+				continue;
+			found = true;
+		}
 		if (f)
 			fclose(f);
-		if (found)
-			return true;
 	}
-	return false;
+	return found;
 }
 
 /* The network of SB's init (PID) into its network namespace: at the launch, after a
@@ -289,17 +332,21 @@ static int net_into(sl_ctx *ctx, const sl_sandbox *sb, pid_t pid, sl_err *err)
 	return sbxnet_attach(ctx, sb, ns, err);
 }
 
-/* A sandbox with a network is dumped without it: its veth (and so eth0, its address and
+/* Sockets CRIU could not restore refuse the hibernate before anything is touched. A
+ * sandbox with a network is dumped without it: its veth (and so eth0, its address and
  * routes) and host rules go first, so that its namespace holds lo alone and nothing of
- * the host's; a resume gives it them again as a create does. A TCP connection refuses
- * the hibernate before anything is touched; a dump that fails gets the network back. */
+ * the host's; a resume gives it them again as a create does. A dump that fails gets the
+ * network back. */
 static int dump_networked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 {
 	char why[512];
+	struct in_addr own = {0};
+	if (sb->net_enabled && inet_pton(AF_INET, sb->net_addr, &own) != 1)
+		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: bad network record", sb->id);
+	if (sockets_unrestorable(sb->init_pid, own.s_addr, why, sizeof(why)))
+		return refuse(err, sb->id, why);
 	if (!sb->net_enabled)
 		return dump_locked(ctx, sb, err);
-	if (tcp_connected(sb->init_pid, why, sizeof(why)))
-		return refuse(err, sb->id, why);
 	sbxnet_detach(ctx, sb);
 	if (dump_locked(ctx, sb, err) == 0)
 		return 0;

@@ -419,8 +419,9 @@ static void test_hibernate_with_network(void **state)
 	free(ifc), free(pid2), free(nsp), free(veth), free(addr), free(tok), free(pid), free(id);
 }
 
-/* A TCP connection (here between two processes of the sandbox, on its lo) is refused
- * before anything is touched: the sandbox runs on with its network. A CRIU that fails
+/* A TCP connection (here between two processes of the sandbox, on its lo), and a
+ * listener bound to the sandbox's own address, are refused before anything is touched:
+ * the sandbox runs on with its network. A CRIU that fails
  * after the network was taken out gives it back. With the connection closed, the
  * hibernate goes through. */
 static void test_hibernate_network_refusals(void **state)
@@ -450,6 +451,17 @@ static void test_hibernate_network_refusals(void **state)
 	assert_string_equal(got, tok);
 	free(got);
 	free(e2e_sandlot_ok("exec", id, "--", "sh", "-c", "killall nc sleep; true", NULL));
+	/* A listener bound to the sandbox's own address: CRIU would bind it before the
+	 * resume gives the address back, a resume that could never succeed. */
+	char *own = e2e_printf("httpd -p %s:8001 -h /www", addr);
+	free(e2e_sh_ok(id, own));
+	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "hibernate", id, NULL), 0);
+	if (!e2e_contains(r.err, "bound to its address"))
+		fail_msg("hibernate: %s", r.err);
+	e2e_result_free(&r);
+	free(e2e_sh_ok(id, "kill $(pidof httpd | tr ' ' '\n' | sort -n | tail -n 1)"));
+
+	free(own);
 	/* CRIU failing after the veth went (a criu that exits 1): it comes back. */
 	setenv("SANDLOT_CRIU", "/bin/false", 1);
 	int rc = e2e_sandlot(&r, NULL, 0, "hibernate", id, NULL);
