@@ -141,25 +141,41 @@ static const char js_first[] =
     "  } catch (_) {} }); }\n" JS_WRAPPER;
 
 /* The node started ahead by the warm runner (code_runner.py, its waiting child execs
- * it): node -e THIS ADDON WRAPPER LS CTL GONE. It has loaded what a call needs and has
- * esbuild started and waiting on its stdin; the addon (init/coderun_node.c) takes the
- * call off the socket (its fds 0/1/2 and cwd made this process's), then the call's
- * environment is set, TypeScript transformed, and WRAPPER run as `node -e` runs it, on
- * the argv a cold call has. Nothing of it is left in the snippet's scope. */
+ * it): node -e THIS ADDON WRAPPER LS CTL GONE. It has loaded what a call needs, and
+ * esbuild's JS API with its service process running and warmed by two transforms (a
+ * transform then costs ~1-2 ms, not the ~10 ms of an esbuild run); the addon
+ * (init/coderun_node.c) takes the call off the socket (its fds 0/1/2 and cwd made this
+ * process's), then the call's environment is set, TypeScript transformed, the service
+ * ended (the snippet sees no child), and WRAPPER run as `node -e` runs it, on the argv a
+ * cold call has. A snippet esbuild refuses, or an image without esbuild's JS API, goes
+ * through the esbuild command as a cold call does (its errors are the cold path's).
+ * Nothing of it is left in the snippet's scope, nor in require.cache. */
 static const char js_runner[] =
     "(() => {\n"
     "const [addon, wrapper, ls, ctl, gone] = process.argv.slice(1);\n"
     "const m = { exports: {} };\n"
     "process.dlopen(m, addon);\n"
-    "const cp = require('child_process'), fs = require('fs'), path = require('path');\n"
+    "const cp = require('child_process'), fs = require('fs');\n"
     "const vm = require('vm');\n"
     "const PH = '__sandlot_main__.ts';\n"
-    "let es = null;\n"
-    "try {\n"
-    "  es = cp.spawn('esbuild', ['--loader=ts', '--format=cjs', '--platform=node',\n"
-    "    '--target=node18', '--log-level=error', '--sourcefile=' + PH]);\n"
-    "  es.on('error', () => {});\n"
-    "} catch (_) { es = null; }\n"
+    "const OPTS = { loader: 'ts', format: 'cjs', platform: 'node', target: 'node18',\n"
+    "  sourcefile: PH };\n"
+    "let esb = null, svc = null;\n"
+    "const ahead = async () => {\n"
+    "  try {\n"
+    "    esb = require('esbuild');\n"
+    "    const spawn = cp.spawn;\n"
+    "    cp.spawn = function () { return (svc = spawn.apply(this, arguments)); };\n"
+    "    let first;\n"
+    "    try { first = esb.transform('let a: number = 1;\\n', OPTS); }\n"
+    "    finally { cp.spawn = spawn; }\n"
+    "    await first;\n"
+    "    await esb.transform('console.log(1 as number);\\n', OPTS);\n"
+    "  } catch (_) { esb = null; }\n"
+    "  for (const k of Object.keys(require.cache))\n"
+    "    if (k.includes('esbuild')) delete require.cache[k];\n"
+    "};\n"
+    "ahead().then(() => {\n"
     "const [cwd, req] = m.exports.take(+ls, +ctl, +gone);\n"
     "const parts = req.toString('utf8').split('\\0');\n"
     "const argc = +parts[0], args = parts.slice(1, 1 + argc);\n"
@@ -174,12 +190,15 @@ static const char js_runner[] =
     "  process.argv = [process.argv[0], js, errf];\n"
     "  vm.runInThisContext(wrapper, { filename: '[eval]' });\n"
     "};\n"
-    "if (lang !== 'ts') {\n"
-    "  if (es) { es.on('close', go); es.kill('SIGKILL'); } else go();\n"
-    "  return;\n"
-    "}\n"
+    "const end = (then) => {\n"
+    "  if (!svc || svc.exitCode !== null || svc.signalCode !== null) return then();\n"
+    "  svc.ref();\n"
+    "  svc.once('exit', then);\n"
+    "  svc.kill('SIGKILL');\n"
+    "};\n"
+    "if (lang !== 'ts') return end(go);\n"
     "const fail = (text) => {\n"
-    "  text = text.split(PH).join(path.relative(process.cwd(), src)).replace(/\\n+$/, '');\n"
+    "  text = text.replace(/\\n+$/, '');\n"
     "  process.stderr.write(text + '\\n');\n"
     "  const l = text.split('\\n');\n"
     "  const msg = (l.find(x => /ERROR|error/.test(x)) || '').replace(/^.*ERROR\\] */, '')\n"
@@ -189,22 +208,17 @@ static const char js_runner[] =
     "    message: msg + (at ? ' (' + at[0] + ')' : ''), traceback: text }));\n"
     "  process.exit(1);\n"
     "};\n"
-    "if (!es) {\n"
+    "const cold = () => {\n"
     "  const r = cp.spawnSync('esbuild', [src, '--outfile=' + js, '--format=cjs',\n"
     "    '--platform=node', '--target=node18', '--log-level=error']);\n"
     "  if (r.status !== 0) fail(String(r.stderr || r.error) + String(r.stdout || ''));\n"
-    "  return go();\n"
-    "}\n"
-    "const out = [], err = [];\n"
-    "es.stdout.on('data', d => out.push(d));\n"
-    "es.stderr.on('data', d => err.push(d));\n"
-    "es.on('close', (code) => {\n"
-    "  if (code !== 0) return fail(Buffer.concat(err).toString() + "
-    "Buffer.concat(out).toString());\n"
-    "  fs.writeFileSync(js, Buffer.concat(out), { mode: 0o644 });\n"
     "  go();\n"
+    "};\n"
+    "if (!esb) return end(cold);\n"
+    "esb.transform(fs.readFileSync(src, 'utf8'), OPTS).then(\n"
+    "  (r) => end(() => { fs.writeFileSync(js, r.code, { mode: 0o644 }); go(); }),\n"
+    "  () => end(cold));\n"
     "});\n"
-    "es.stdin.end(fs.readFileSync(src));\n"
     "})();\n";
 
 /* TypeScript: strip types with esbuild (errors carry file:line:col), then the JS path.

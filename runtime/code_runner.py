@@ -17,6 +17,7 @@ import os, sys, socket, select, fcntl, time
 # a fresh interpreter (exec), as it would without the runner.
 STARTUP = (b'PYTHON', b'LANG', b'LC_')
 MADV_POPULATE_WRITE = 23  # Linux 5.14
+TAIL = 0.03  # seconds after a node call ends before the next node starts
 
 
 def startup_env(env, coerced=None):
@@ -217,6 +218,7 @@ def waiting(ls, ctl, gone, keep, code, wrapper, madvise, pages, node=None):
             os._exit(0)
         try:
             conn, _ = ls.accept()
+            conn.setblocking(True)
             break
         except OSError:
             continue
@@ -272,6 +274,9 @@ def listen(path):
         ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         ls.bind(path)
         ls.listen(128)
+        # Two waiting nodes poll it: the one that loses a call's accept() polls again
+        # (where it sees the zygote end) rather than blocking in accept().
+        ls.setblocking(False)
     except OSError:
         os.close(lock)
         return None, None
@@ -303,57 +308,65 @@ def serve(path, wrapper, node=None):
     p = select.poll()
     p.register(ctl, select.POLLIN)
     calls, conns = {}, {}  # pidfd -> [pid, conn]; conn fd -> [pid, conn]
-    waiter = None  # (pidfd, pid) of the child forked ahead
-    born = again = 0.0  # when it was forked; not before AGAIN when one died waiting
+    waiters = {}  # pidfd -> pid of the children forked ahead
+    # Node keeps two waiting: a call that comes while the node after the last call
+    # still starts (~0.1 s of a CPU, more on a busy host) takes the other.
+    want = 2 if node else 1
+    born = again = tail = 0.0  # when one was last forked; not before AGAIN when one died
+    # waiting, nor (unless a call waits) before TAIL
     pending = watching = False  # a call waits with no child to take it; LS polled
     while True:
-        # Forked while no call runs: a fork (and the child's copying) beside a call
-        # would take the CPU it needs and hold up its status. A call that comes while
-        # another runs gets a child at once, unprepared.
-        if waiter is None and time.monotonic() >= again and (pending or not conns):
+        # Forked while no call runs: a fork (and the child's copying), or a node's
+        # start, beside a call would take the CPU it needs and hold up its status (a
+        # node started as a call is taken made calls slower: docs/bench.md). A call that
+        # comes while another runs, with none waiting, gets a child at once.
+        while len(waiters) < want and time.monotonic() >= again and (
+                pending or not conns and time.monotonic() >= tail):
             born = time.monotonic()
             pid = os.fork()
             if pid == 0:
                 keep = [ctl.detach(), lock, alive] + list(conns) + list(calls)
                 waiting(ls, ctl_child, gone, keep, code, wrapper, madvise,
                         None if pending else pages, node)
-            waiter = (os.pidfd_open(pid), pid)
-            calls[waiter[0]] = [pid, None]
-            p.register(waiter[0], select.POLLIN)
+            pidfd = os.pidfd_open(pid)
+            waiters[pidfd] = pid
+            calls[pidfd] = [pid, None]
+            p.register(pidfd, select.POLLIN)
             pending = False
-        if watching != (waiter is None and not pending):
+        if watching != (not waiters and not pending):
             watching = not watching
             (p.register(ls, select.POLLIN) if watching else p.unregister(ls))
-        wait = again - time.monotonic()
-        ready = p.poll(wait * 1000 if waiter is None and wait > 0 else None)
+        wait = (again if pending else max(again, tail)) - time.monotonic()
+        ready = p.poll(wait * 1000 if len(waiters) < want and wait > 0 else None)
         pending = pending or any(fd == ls.fileno() for fd, _ in ready)
-        # The waiting child's "took a call" comes before its end: read it first.
+        # A waiting child's "took a call" comes before its end: read it first.
         while True:
             try:
                 msg, fds, _, _ = socket.recv_fds(ctl, 16, 1)
             except BlockingIOError:
                 break
             pid = int.from_bytes(msg[:4], 'little')
+            took = next((fd for fd, w in waiters.items() if w == pid), None)
             for fd in fds:
                 conn = socket.socket(fileno=fd)
-                if waiter and waiter[1] == pid:
-                    calls[waiter[0]][1] = conn
+                if took is not None:
+                    calls[took][1] = conn
                     conns[fd] = [pid, conn]
                     p.register(conn, select.POLLRDHUP)
                 else:
                     conn.close()
-            if waiter and waiter[1] == pid:
-                waiter = None
+            if took is not None:
+                del waiters[took]
         for fd, ev in ready:
             if fd in calls:
                 pid, c = calls.pop(fd)
                 p.unregister(fd)
                 os.close(fd)
                 _, st = os.waitpid(pid, 0)
-                if waiter and waiter[0] == fd:
+                if fd in waiters:
                     # Gone before a call (killed): forked again above, at once unless
                     # it did not last a second (a memory limit), so it cannot spin.
-                    waiter = None
+                    del waiters[fd]
                     if time.monotonic() - born < 1:
                         if node:  # node cannot start here: calls run cold
                             try:
@@ -371,6 +384,10 @@ def serve(path, wrapper, node=None):
                     except OSError:
                         pass
                     c.close()
+                if node and waiters:
+                    # The other node serves a call that comes now: the next starts
+                    # once this call's answer is on its way (init, the daemon).
+                    tail = time.monotonic() + TAIL
             elif fd in conns:
                 pid, c = conns.pop(fd)
                 p.unregister(fd)

@@ -726,11 +726,18 @@ static void procs_lines(strv *lines, const strv *ids)
 		int runner = proc_is_runner_child(pids[i]);
 		if (runner == 2)
 			continue;
-		if (runner)
-			/* neither comm nor exe: a node's is python3's until it has exec'd */
-			strv_push(lines, strdup("process (a code runner's waiting child)"));
-		else
+		if (runner) {
+			/* neither comm nor exe: a node's is python3's until it has exec'd; and
+			 * one line per runner, which keeps one or two (node's) waiting */
+			bool seen = false;
+			for (size_t j = 0; j < i && !seen; j++)
+				seen = proc_ppid(pids[j]) == proc_ppid(pids[i]) &&
+				       proc_is_runner_child(pids[j]) == 1;
+			if (!seen)
+				strv_push(lines, strdup("process (a code runner's waiting child)"));
+		} else {
 			strv_push(lines, e2e_printf("process %d %s %s", pids[i], comm, exe));
+		}
 	}
 }
 
