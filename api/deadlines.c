@@ -98,10 +98,10 @@ static int lifetime_end(api_server *s, const sl_deadline *sb, sl_err *e)
 		return api_destroy(s, sb->id, "lifetime expired", e);
 	int r = 0;
 	if (sb->status == SL_ST_RUNNING)
-		r = a == SL_LIFE_PAUSE	   ? sandbox_pause(s->ctx, sb->id, NULL, e)
-		    : a == SL_LIFE_STOP	   ? sandbox_stop(s->ctx, sb->id, 10000, NULL, e)
-					   : sandbox_park(s->ctx, sb->id, SL_PARK_PAUSE,
-							  "lifetime expired", NULL, e);
+		r = a == SL_LIFE_PAUSE ? sandbox_pause(s->ctx, sb->id, NULL, e)
+		    : a == SL_LIFE_STOP
+			? sandbox_stop(s->ctx, sb->id, 10000, NULL, e)
+			: sandbox_park(s->ctx, sb->id, SL_PARK_PAUSE, "lifetime expired", NULL, e);
 	/* Dropped even when the pause failed: a sandbox that cannot be paused is not
 	 * retried every second; it stays as it is, as a sandbox without a deadline. */
 	sl_err e2 = { 0 };

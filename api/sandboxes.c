@@ -267,11 +267,13 @@ static int parse_timeouts(const cJSON *body, int64_t ms[3], sl_create_opts *o, s
 			       "timeout.onLifetime, timeout.onIdle, timeout.autoResume: set at "
 			       "create only");
 	if (on && sandbox_on_lifetime_parse(on, &o->on_lifetime) < 0)
-		return sl_fail(err, SL_INVALID, 0,
-			       "timeout.onLifetime: \"%.32s\" is none of delete, pause, stop, hibernate", on);
+		return sl_fail(
+		    err, SL_INVALID, 0,
+		    "timeout.onLifetime: \"%.32s\" is none of delete, pause, stop, hibernate", on);
 	if (idle && sandbox_on_lifetime_parse(idle, &o->on_idle) < 0)
-		return sl_fail(err, SL_INVALID, 0,
-			       "timeout.onIdle: \"%.32s\" is none of delete, pause, stop, hibernate", idle);
+		return sl_fail(
+		    err, SL_INVALID, 0,
+		    "timeout.onIdle: \"%.32s\" is none of delete, pause, stop, hibernate", idle);
 	if (o) {
 		o->auto_resume = resume;
 		o->on_idle_set = idle != NULL;

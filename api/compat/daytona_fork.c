@@ -80,9 +80,9 @@ enum MHD_Result dt_sandbox_archive(api_req *r)
 	if (dt_lookup(r, &sb, &err) < 0)
 		return dt_error(r, &err, NULL);
 	int rc = sb.status == SL_ST_HIBERNATED ? 0
-		 : sb.status == SL_ST_RUNNING
-		     ? sandbox_park(r->srv->ctx, sb.id, SL_PARK_ARCHIVE, "Daytona archive", NULL, &err)
-		     : sandbox_archive(r->srv->ctx, sb.id, NULL, &err);
+		 : sb.status == SL_ST_RUNNING  ? sandbox_park(r->srv->ctx, sb.id, SL_PARK_ARCHIVE,
+							      "Daytona archive", NULL, &err)
+					       : sandbox_archive(r->srv->ctx, sb.id, NULL, &err);
 	if (rc < 0)
 		return dt_error(r, &err, NULL);
 	return dt_reply_sandbox(r, sb.id, 200);

@@ -63,10 +63,10 @@ static cJSON *sandbox_dto(api_req *r, const sl_sandbox *sb)
 	cJSON_AddNumberToObject(o, "memory", mem / GIB);
 	cJSON_AddNumberToObject(o, "disk", disk / GIB);
 	/* Archived: hibernated (its memory on disk), or stopped with its files. */
-	const char *state = (sb->archived && sb->status == SL_ST_STOPPED) ||
-					sb->status == SL_ST_HIBERNATED
-				    ? "archived"
-				    : dt_state(sandbox_status_name(sb->status));
+	const char *state =
+	    (sb->archived && sb->status == SL_ST_STOPPED) || sb->status == SL_ST_HIBERNATED
+		? "archived"
+		: dt_state(sandbox_status_name(sb->status));
 	cJSON_AddStringToObject(o, "state", state);
 	cJSON_AddStringToObject(o, "desiredState",
 				!strcmp(state, "stopped") || !strcmp(state, "destroyed") ? state

@@ -228,8 +228,8 @@ static void test_hibernated_across_daemon_restarts(void **state)
 /* POST BODY to /v1/sandboxes on D: the new sandbox's id. */
 static char *api_create(e2e_daemon *d, const char *body)
 {
-	e2e_req q = {.method = "POST", .path = "/v1/sandboxes", .body = body,
-		     .len = strlen(body), .d = d};
+	e2e_req q = {
+	    .method = "POST", .path = "/v1/sandboxes", .body = body, .len = strlen(body), .d = d};
 	e2e_resp r;
 	e2e_http_q(&r, &q);
 	if (r.status != 201)

@@ -373,6 +373,11 @@ test('intervals in minutes: stored, archive(), auto-delete and auto-archive enfo
     if (!gone) await new Promise((r) => setTimeout(r, 100));
   }
   assert.ok(gone, 'a sandbox with autoDeleteInterval 0 outlived its stop');
+  // autoStopInterval 1: stopped after a minute without activity (timeout.idle, the same
+  // sweep), waited for alongside the archive below.
+  const idle = await create({ autoStopInterval: 1, labels: { suite: tag } });
+  assert.equal(idle.autoStopInterval, 1);
+  assert.equal((await v1(`/sandboxes/${idle.id}`)).body.timeout.idle, 60000);
   // autoArchiveInterval 1: archived a minute after its stop.
   const arc = await create({ autoArchiveInterval: 1, labels: { suite: tag } });
   await arc.stop();
@@ -382,6 +387,16 @@ test('intervals in minutes: stored, archive(), auto-delete and auto-archive enfo
     if (state !== 'archived') await new Promise((r) => setTimeout(r, 1000));
   }
   assert.equal(state, 'archived');
+  // Looked for in /v1's list (a call on the sandbox itself would be activity): the idle
+  // one stops within a minute of its last call.
+  let idleState = '';
+  for (let i = 0; i < 40 && idleState !== 'stopped'; i++) {
+    const list = (await v1('/sandboxes?limit=1000')).body;
+    const items = list.sandboxes;
+    idleState = items.find((x) => x.id === idle.id)?.status;
+    if (idleState !== 'stopped') await new Promise((r) => setTimeout(r, 1000));
+  }
+  assert.equal(idleState, 'stopped', 'autoStopInterval 1 did not stop an idle sandbox');
   await assert.rejects(sb.setAutoArchiveInterval(-1), /autoArchiveInterval/);
 });
 
