@@ -1,6 +1,7 @@
-/* deadlines.c — the daemon's timers: a sandbox past its lifetime is destroyed (or paused
- * or stopped, as its onLifetime says), one idle for its idle timeout (no API call, no
- * running command) is stopped, or destroyed when ephemeral; a stopped one with a stop
+/* deadlines.c — the daemon's timers: a sandbox past its lifetime is destroyed (or paused,
+ * hibernated or stopped, as its onLifetime says), one idle for its idle timeout (no API
+ * call, no running command) is stopped, or destroyed when ephemeral (or as its onIdle
+ * says); a stopped one with a stop
  * policy is deleted or archived in time. Deadlines live in files (the record's expiry,
  * the activity file's mtime), so a daemon that was down when one passed acts on it at
  * start. */
@@ -14,6 +15,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "park.h"
 #include "rundir.h"
 #include "state.h"
 #include "http.h"
@@ -82,21 +84,24 @@ static bool enforce_stop_policy(api_server *s, const sl_deadline *sb, int64_t no
 	return false;
 }
 
-/* The lifetime has passed: destroyed, or (onLifetime) paused or stopped with the
- * deadline dropped (the lifetime kept), as E2B keeps a paused sandbox until it is
+/* The lifetime has passed: destroyed, or (onLifetime) paused, hibernated (else paused:
+ * sandbox_park) or stopped with the deadline dropped (the lifetime kept), as E2B keeps a
+ * paused sandbox until it is
  * resumed or killed; a resume or start sets a new one when the caller gives one, an
  * auto-resume the lifetime again (api_sandbox_wake). */
 static int lifetime_end(api_server *s, const sl_deadline *sb, sl_err *e)
 {
-	bool pause = sb->on_lifetime == SL_LIFE_PAUSE, stop = sb->on_lifetime == SL_LIFE_STOP;
+	enum sl_on_lifetime a = sb->on_lifetime;
 	sl_log(SL_LOG_INFO, "sandbox %s: lifetime expired: %s", sb->id,
-	       sandbox_on_lifetime_name(sb->on_lifetime));
-	if (!pause && !stop)
+	       sandbox_on_lifetime_name(a));
+	if (a != SL_LIFE_PAUSE && a != SL_LIFE_STOP && a != SL_LIFE_HIBERNATE)
 		return api_destroy(s, sb->id, "lifetime expired", e);
 	int r = 0;
 	if (sb->status == SL_ST_RUNNING)
-		r = pause ? sandbox_pause(s->ctx, sb->id, NULL, e)
-			  : sandbox_stop(s->ctx, sb->id, 10000, NULL, e);
+		r = a == SL_LIFE_PAUSE ? sandbox_pause(s->ctx, sb->id, NULL, e)
+		    : a == SL_LIFE_STOP
+			? sandbox_stop(s->ctx, sb->id, 10000, NULL, e)
+			: sandbox_park(s->ctx, sb->id, SL_PARK_PAUSE, "lifetime expired", NULL, e);
 	/* Dropped even when the pause failed: a sandbox that cannot be paused is not
 	 * retried every second; it stays as it is, as a sandbox without a deadline. */
 	sl_err e2 = { 0 };
@@ -107,14 +112,17 @@ static int lifetime_end(api_server *s, const sl_deadline *sb, sl_err *e)
 	return r;
 }
 
-/* Idle for its idle timeout: destroyed, stopped or paused, as its onIdle says (a paused
- * sandbox is not running, so the sweep leaves it be until a resume, an API call, makes it
- * active again). An ephemeral sandbox that stops is destroyed, as any stop of it is. */
+/* Idle for its idle timeout: destroyed, stopped, paused or hibernated (else paused:
+ * sandbox_park), as its onIdle says (a paused or hibernated sandbox is not running, so
+ * the sweep leaves it be until a resume, an API call, makes it active again). An
+ * ephemeral sandbox that stops is destroyed, as any stop of it is. */
 static int idle_end(api_server *s, const sl_deadline *sb, sl_err *e)
 {
 	switch (sb->on_idle) {
 	case SL_LIFE_PAUSE:
 		return sandbox_pause(s->ctx, sb->id, NULL, e);
+	case SL_LIFE_HIBERNATE:
+		return sandbox_park(s->ctx, sb->id, SL_PARK_PAUSE, "idle timeout", NULL, e);
 	case SL_LIFE_STOP:
 		if (!sb->ephemeral)
 			return sandbox_stop(s->ctx, sb->id, 10000, NULL, e);

@@ -272,17 +272,18 @@ bool api_key_equal(const char *given, const char *key);
  * malformed id). Free SB. */
 int api_sandbox_live(api_server *s, const char *ref, sl_sandbox *sb, sl_err *err);
 /* The sandbox REF names for a call on it (FOR_INIT: as api_sandbox_for_exec): NOT_FOUND
- * when unknown or destroyed; a paused one is resumed when RESUME, else CONFLICT. */
+ * when unknown or destroyed; a paused or hibernated one is resumed when RESUME, else
+ * CONFLICT. */
 int api_sandbox_ready(api_server *s, const char *ref, bool for_init, bool resume, sl_sandbox *sb,
 		      sl_err *err);
-/* Resume the paused sandbox ID for a call that needs it (autoResume; one that another
- * resume won is as good). One whose lifetime paused it (its deadline dropped) gets a
+/* Resume the paused or hibernated sandbox ID for a call that needs it (autoResume; one
+ * that another resume won is as good). One whose lifetime paused it (its deadline dropped) gets a
  * fresh one: its lifetime again, at least MIN_LIFETIME_MS (E2B: 5 minutes). SB: the
  * record after it; free it. */
 int api_sandbox_wake(api_server *s, const char *id, uint64_t min_lifetime_ms, sl_sandbox *sb,
 		     sl_err *err);
 /* The sandbox named by r->param[0] for a call on it: 404 when unknown or destroyed,
- * 409 when paused (unless ?autoResume=1), and the record in SB (free it). */
+ * 409 when paused or hibernated (unless ?autoResume=1), and the record in SB (free it). */
 int api_sandbox_for_call(api_req *r, sl_sandbox *sb, sl_err *err);
 /* The same for a call that starts a command: the init of a "running" record is not
  * looked up in /proc (sandbox_get_for_init); a dead one fails the start with 409. */

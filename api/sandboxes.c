@@ -97,11 +97,11 @@ int api_sandbox_ready(api_server *s, const char *ref, bool for_init, bool resume
 {
 	if (live_of(s, ref, sb, for_init, err) < 0)
 		return -1;
-	if (sb->status != SL_ST_PAUSED)
+	if (sb->status != SL_ST_PAUSED && sb->status != SL_ST_HIBERNATED)
 		return 0;
 	if (!resume) {
-		sl_fail(err, SL_CONFLICT, 0,
-			"sandbox %s is paused; resume it or pass ?autoResume=1", sb->id);
+		sl_fail(err, SL_CONFLICT, 0, "sandbox %s is %s; resume it or pass ?autoResume=1",
+			sb->id, sandbox_status_name(sb->status));
 		sandbox_free(sb);
 		return -1;
 	}
@@ -267,11 +267,13 @@ static int parse_timeouts(const cJSON *body, int64_t ms[3], sl_create_opts *o, s
 			       "timeout.onLifetime, timeout.onIdle, timeout.autoResume: set at "
 			       "create only");
 	if (on && sandbox_on_lifetime_parse(on, &o->on_lifetime) < 0)
-		return sl_fail(err, SL_INVALID, 0,
-			       "timeout.onLifetime: \"%.32s\" is none of delete, pause, stop", on);
+		return sl_fail(
+		    err, SL_INVALID, 0,
+		    "timeout.onLifetime: \"%.32s\" is none of delete, pause, stop, hibernate", on);
 	if (idle && sandbox_on_lifetime_parse(idle, &o->on_idle) < 0)
-		return sl_fail(err, SL_INVALID, 0,
-			       "timeout.onIdle: \"%.32s\" is none of delete, pause, stop", idle);
+		return sl_fail(
+		    err, SL_INVALID, 0,
+		    "timeout.onIdle: \"%.32s\" is none of delete, pause, stop, hibernate", idle);
 	if (o) {
 		o->auto_resume = resume;
 		o->on_idle_set = idle != NULL;

@@ -57,6 +57,7 @@ static const char *const on_lifetime_names[] = {
     [SL_LIFE_DELETE] = "delete",
     [SL_LIFE_PAUSE] = "pause",
     [SL_LIFE_STOP] = "stop",
+    [SL_LIFE_HIBERNATE] = "hibernate",
 };
 
 /* A value no build wrote (a damaged record) reads as the default, "delete". */

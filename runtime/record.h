@@ -41,9 +41,12 @@ enum sl_on_lifetime {
 	SL_LIFE_DELETE = 0, /* every record made before the choice existed */
 	SL_LIFE_PAUSE,
 	SL_LIFE_STOP,
+	/* CRIU's dump, else the freezer's pause (park.h); appended, the values above are
+	 * unchanged in records. */
+	SL_LIFE_HIBERNATE,
 };
-/* "delete", "pause", "stop"; and back: 0, or -1 when NAME is none of them. The same
- * choices say what an idle timeout does (timeout.onIdle). */
+/* "delete", "pause", "stop", "hibernate"; and back: 0, or -1 when NAME is none of them.
+ * The same choices say what an idle timeout does (timeout.onIdle). */
 const char *sandbox_on_lifetime_name(enum sl_on_lifetime a);
 int sandbox_on_lifetime_parse(const char *name, enum sl_on_lifetime *out);
 /* What an idle timeout does to a sandbox of these settings. */

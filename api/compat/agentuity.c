@@ -149,7 +149,8 @@ static void sandbox_state(api_req *r, const sl_sandbox *sb, ag_state *st)
 		st->status = "creating";
 	else if (sb->status == SL_ST_FAILED || sb->status == SL_ST_BROKEN)
 		st->status = "failed";
-	else if (sb->status == SL_ST_PAUSED || sb->status == SL_ST_STOPPED)
+	else if (sb->status == SL_ST_PAUSED || sb->status == SL_ST_HIBERNATED ||
+		 sb->status == SL_ST_STOPPED)
 		st->status = "suspended";
 	else if (st->has_exit)
 		st->status = "terminated";
@@ -286,7 +287,8 @@ int ag_sandbox_for_call(api_req *r, sl_sandbox *sb, bool *resumed, sl_err *err)
 	api_touch(r->srv, r->param[0]);
 	if (api_sandbox_live(r->srv, r->param[0], sb, err) < 0)
 		return -1;
-	bool paused = sb->status == SL_ST_PAUSED, stopped = sb->status == SL_ST_STOPPED;
+	bool paused = sb->status == SL_ST_PAUSED || sb->status == SL_ST_HIBERNATED,
+	     stopped = sb->status == SL_ST_STOPPED;
 	if (!paused && !stopped)
 		return 0;
 	/* Agentuity resumes a suspended sandbox on use (execute says autoResumed). */
@@ -741,7 +743,8 @@ static enum MHD_Result sandbox_resume_route(api_req *r)
 			err.kind = SL_NOTFOUND;
 		return ag_reply_error(r, &err, "SANDBOX_NOT_FOUND");
 	}
-	bool suspended = sb.status == SL_ST_PAUSED || sb.status == SL_ST_STOPPED;
+	bool suspended = sb.status == SL_ST_PAUSED || sb.status == SL_ST_HIBERNATED ||
+			 sb.status == SL_ST_STOPPED;
 	sandbox_free(&sb);
 	if (!suspended)
 		return ag_fail(r, SL_CONFLICT, "sandbox %s is not suspended", r->param[0]);

@@ -1,6 +1,6 @@
 /* daytona_fork.c — Daytona's sandbox.fork(), sandbox.createSnapshot(name), archive() and
  * the stop intervals (setAutoArchiveInterval, setAutoDeleteInterval), over sandbox_fork,
- * snapshot_create, sandbox_archive and sandbox_set_stop_policy (docs/daytona.md,
+ * snapshot_create, sandbox_park (archive) and sandbox_set_stop_policy (docs/daytona.md,
  * "Forks, snapshots, archive and intervals"). */
 #include <errno.h>
 #include <stdint.h>
@@ -10,6 +10,7 @@
 
 #include "daytona.h"
 #include "fork.h"
+#include "park.h"
 #include "snapshot.h"
 
 /* POST /api/sandbox/{id}/fork {name?} -> the new sandbox's DTO. */
@@ -67,12 +68,22 @@ enum MHD_Result dt_sandbox_snapshot(api_req *r)
 	return dt_reply_sandbox(r, sb.id, 200);
 }
 
-/* POST /api/sandbox/{id}/archive: stopped with its files kept, state "archived". */
+/* POST /api/sandbox/{id}/archive, state "archived": a running sandbox is hibernated
+ * (memory to disk, nothing left running) when it can be, else stopped with its files
+ * kept (sandbox_park logs why: one not created with "hibernate": true, CRIU refusing);
+ * a paused or stopped one is stopped and marked (sandbox_archive), a hibernated one
+ * stays so. start resumes it or starts it. */
 enum MHD_Result dt_sandbox_archive(api_req *r)
 {
 	sl_err err = {0};
 	_cleanup_sandbox_ sl_sandbox sb = {0};
-	if (dt_lookup(r, &sb, &err) < 0 || sandbox_archive(r->srv->ctx, sb.id, NULL, &err) < 0)
+	if (dt_lookup(r, &sb, &err) < 0)
+		return dt_error(r, &err, NULL);
+	int rc = sb.status == SL_ST_HIBERNATED ? 0
+		 : sb.status == SL_ST_RUNNING  ? sandbox_park(r->srv->ctx, sb.id, SL_PARK_ARCHIVE,
+							      "Daytona archive", NULL, &err)
+					       : sandbox_archive(r->srv->ctx, sb.id, NULL, &err);
+	if (rc < 0)
 		return dt_error(r, &err, NULL);
 	return dt_reply_sandbox(r, sb.id, 200);
 }

@@ -62,10 +62,11 @@ static cJSON *sandbox_dto(api_req *r, const sl_sandbox *sb)
 	cJSON_AddNumberToObject(o, "gpu", 0);
 	cJSON_AddNumberToObject(o, "memory", mem / GIB);
 	cJSON_AddNumberToObject(o, "disk", disk / GIB);
-	/* Archived: stopped with its files (no hibernate yet to keep its memory). */
-	const char *state = sb->archived && sb->status == SL_ST_STOPPED
-				    ? "archived"
-				    : dt_state(sandbox_status_name(sb->status));
+	/* Archived: hibernated (its memory on disk), or stopped with its files. */
+	const char *state =
+	    (sb->archived && sb->status == SL_ST_STOPPED) || sb->status == SL_ST_HIBERNATED
+		? "archived"
+		: dt_state(sandbox_status_name(sb->status));
 	cJSON_AddStringToObject(o, "state", state);
 	cJSON_AddStringToObject(o, "desiredState",
 				!strcmp(state, "stopped") || !strcmp(state, "destroyed") ? state
@@ -614,8 +615,10 @@ enum MHD_Result dt_sandbox_start(api_req *r)
 	_cleanup_sandbox_ sl_sandbox sb = {0};
 	if (lookup(r, &sb, &err) < 0)
 		return dt_error(r, &err, NULL);
-	bool running = sb.status == SL_ST_RUNNING, paused = sb.status == SL_ST_PAUSED;
-	/* Starting a started sandbox is a no-op in Daytona; a paused one resumes. */
+	bool running = sb.status == SL_ST_RUNNING,
+	     paused = sb.status == SL_ST_PAUSED || sb.status == SL_ST_HIBERNATED;
+	/* Starting a started sandbox is a no-op in Daytona; a paused or hibernated (archived)
+	 * one resumes. */
 	int rc = running  ? 0
 		 : paused ? sandbox_resume(r->srv->ctx, sb.id, NULL, &err)
 			  : sandbox_start(r->srv->ctx, sb.id, NULL, &err);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <nettle/base64.h>
 #include <nettle/hmac.h>
@@ -15,7 +16,9 @@
 
 #include "cleanup.h"
 #include "clock.h"
+#include "hibernate.h"
 #include "owner.h"
+#include "park.h"
 #include "secret.h"
 #include "snapshot.h"
 #include "e2b.h"
@@ -208,8 +211,10 @@ int e2b_plane_sandbox(api_req *r, bool traffic_ok, sl_sandbox *sb, enum MHD_Resu
 		*ret = e2b_reply_code(r, 502, "The sandbox %s was not found", id ? id : "");
 		return -1;
 	}
-	/* autoResume: traffic wakes a paused (frozen) sandbox, once its token is checked. */
-	bool wake = sb->status == SL_ST_PAUSED && sb->auto_resume;
+	/* autoResume: traffic wakes a paused (frozen or hibernated) sandbox, once its token
+	 * is checked. */
+	bool wake =
+	    (sb->status == SL_ST_PAUSED || sb->status == SL_ST_HIBERNATED) && sb->auto_resume;
 	if (sb->status != SL_ST_RUNNING && !wake) {
 		*ret = e2b_reply_code(r, 502, "The sandbox %s is %s", sb->id,
 				      sandbox_status_name(sb->status));
@@ -327,11 +332,13 @@ static cJSON *metadata_of(const sl_sandbox *sb)
 	return m;
 }
 
-/* E2B knows running and paused: a stopped sandbox (a filesystem-only pause, a
- * Daytona or /v1 stop) is paused to it, and connect starts it. */
+/* E2B knows running and paused: a hibernated sandbox (betaPause, autoPause) and a stopped
+ * one (a filesystem-only pause, a Daytona or /v1 stop) are paused to it, and connect
+ * resumes or starts them. */
 static bool e2b_paused(const sl_sandbox *sb)
 {
-	return sb->status == SL_ST_PAUSED || sb->status == SL_ST_STOPPED;
+	return sb->status == SL_ST_PAUSED || sb->status == SL_ST_HIBERNATED ||
+	       sb->status == SL_ST_STOPPED;
 }
 
 /* ListedSandbox, or with DETAIL the SandboxDetail fields too. */
@@ -370,7 +377,8 @@ static cJSON *sandbox_e2b_json(const sl_sandbox *sb, bool detail)
 			cJSON_AddItemToObject(net, "denyOut", cJSON_Duplicate(sb->net_deny, 1));
 		}
 		cJSON *l = cJSON_AddObjectToObject(o, "lifecycle");
-		bool pause = sb->on_lifetime == SL_LIFE_PAUSE || sb->on_lifetime == SL_LIFE_STOP;
+		bool pause = sb->on_lifetime == SL_LIFE_PAUSE || sb->on_lifetime == SL_LIFE_STOP ||
+			     sb->on_lifetime == SL_LIFE_HIBERNATE;
 		cJSON_AddStringToObject(l, "onTimeout", pause ? "pause" : "kill");
 		cJSON_AddBoolToObject(l, "autoResume", sb->auto_resume);
 	}
@@ -563,10 +571,11 @@ static int rules_check(const cJSON *in, sl_err *err)
 
 /* The SDK's lifecycle ({onTimeout: 'pause' | {action: 'pause', keepMemory}, autoResume})
  * as it sends it: autoPause, autoPauseMemory, autoResume {enabled}. A pause that keeps
- * memory is the freezer's (/v1's onLifetime "pause"); one that does not ends the
- * processes and keeps the files ("stop"), so the connect after it is a cold boot. The
- * SDK refuses autoResume with anything but a memory pause; so does this. */
-static int lifecycle_body(const cJSON *in, cJSON *timeout, sl_err *err)
+ * memory is /v1's onLifetime "hibernate" (CRIU, else the freezer: sandbox_park); one that
+ * does not ends the processes and keeps the files ("stop"), so the connect after it is a
+ * cold boot. The SDK refuses autoResume with anything but a memory pause; so does this.
+ * *MEM_PAUSE: a pause that keeps memory was asked for. */
+static int lifecycle_body(const cJSON *in, cJSON *timeout, bool *mem_pause, sl_err *err)
 {
 	bool pause = false, memory = true, resume = false;
 	const cJSON *ar = cJSON_GetObjectItemCaseSensitive(in, "autoResume");
@@ -583,10 +592,29 @@ static int lifecycle_body(const cJSON *in, cJSON *timeout, sl_err *err)
 			       "autoResume: needs autoPause with its memory kept (autoPauseMemory "
 			       "not false)");
 	if (pause)
-		cJSON_AddStringToObject(timeout, "onLifetime", memory ? "pause" : "stop");
+		cJSON_AddStringToObject(timeout, "onLifetime", memory ? "hibernate" : "stop");
+	*mem_pause = pause && memory;
 	if (resume)
 		cJSON_AddBoolToObject(timeout, "autoResume", true);
 	return 0;
+}
+
+/* A create whose pause keeps memory (autoPause) is launched to hibernate ("hibernate":
+ * true, docs/isolation.md), so that its pause really frees its memory, when that launch
+ * takes it: not with a network, volumes or secret files (refused there, 400), and only
+ * when the criu binary is installed (without it the pause is the freezer's anyway, and
+ * the launch would cost its cold start for nothing). Otherwise the usual launch, paused
+ * by the freezer (sandbox_park's fallback). Other creates keep the usual launch: it has
+ * the spare (a warm start) and the stronger isolation (docs/e2b.md, "Pause"). */
+static void hibernate_launch_body(cJSON *body)
+{
+	const cJSON *net = cJSON_GetObjectItemCaseSensitive(body, "network");
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(net, "enabled")) ||
+	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(body, "volumes")) > 0 ||
+	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(body, "secretFiles")) > 0 ||
+	    access(hibernate_criu(), X_OK) < 0)
+		return;
+	cJSON_AddBoolToObject(body, "hibernate", true);
 }
 
 /* templateID: E2B's stock templates are sandlot's default image; otherwise a snapshot
@@ -653,8 +681,11 @@ static enum MHD_Result create(api_req *r)
 		 (long long)(tmo >= 0 ? tmo / 1000 : DEFAULT_TIMEOUT_S));
 	cJSON *t = cJSON_AddObjectToObject(body, "timeout");
 	cJSON_AddStringToObject(t, "lifetime", life);
-	if (in && lifecycle_body(in, t, &err) < 0)
+	bool mem_pause = false;
+	if (in && lifecycle_body(in, t, &mem_pause, &err) < 0)
 		return e2b_reply_err(r, &err);
+	if (mem_pause)
+		hibernate_launch_body(body);
 	sl_sandbox sb;
 	if (api_sandbox_create_from(r->srv, body, false, false, &sb, &err) < 0) {
 		if (err.kind == SL_NOTFOUND)
@@ -682,8 +713,8 @@ static enum MHD_Result connect_sandbox(api_req *r)
 	unsigned status = 200;
 	char id[32];
 	snprintf(id, sizeof(id), "%s", sb.id);
-	if (sb.status == SL_ST_PAUSED || sb.status == SL_ST_STOPPED) {
-		bool paused = sb.status == SL_ST_PAUSED;
+	if (e2b_paused(&sb)) {
+		bool paused = sb.status != SL_ST_STOPPED; /* frozen or hibernated */
 		sandbox_free(&sb);
 		if ((paused ? sandbox_resume(r->srv->ctx, id, &sb, &err)
 			    : sandbox_start(r->srv->ctx, id, &sb, &err)) < 0)
@@ -726,7 +757,8 @@ static enum MHD_Result set_timeout(api_req *r)
 
 /* {memory: false} (the SDK's pause({keepMemory: false})): a filesystem-only pause, the
  * runtime's stop, so every process ends and the connect after it is a cold boot (a new
- * boot_id inside). Otherwise the freezer's pause. */
+ * boot_id inside). Otherwise (betaPause, pause) a hibernate, or the freezer's pause when
+ * CRIU cannot (sandbox_park logs why): it fails only where the freezer would. */
 static enum MHD_Result pause_sandbox(api_req *r)
 {
 	_cleanup_sandbox_ sl_sandbox sb = {0};
@@ -743,7 +775,7 @@ static enum MHD_Result pause_sandbox(api_req *r)
 		return e2b_reply_code(r, 409, "sandbox %s is already paused", sb.id);
 	/* A paused E2B sandbox keeps until resumed or killed: no deadline while paused
 	 * (connect sets a new one). */
-	if ((memory ? sandbox_pause(r->srv->ctx, sb.id, NULL, &err)
+	if ((memory ? sandbox_park(r->srv->ctx, sb.id, SL_PARK_PAUSE, "E2B pause", NULL, &err)
 		    : sandbox_stop(r->srv->ctx, sb.id, 10000, NULL, &err)) < 0 ||
 	    sandbox_drop_deadline(r->srv->ctx, sb.id, NULL, &err) < 0)
 		return e2b_reply_err(r, &err);

@@ -77,15 +77,20 @@ static void read_counter(const char *id, char token[32], long *count)
 	assert_true(*count > 0);
 }
 
-static char *hibernate_sandbox(void)
+/* State only in memory: a token made at start, a count; written every 0.2 s. */
+static void start_counter(const char *id)
 {
-	char *id = e2e_sandlot_ok("create", "--hibernate", "--image", "busybox", NULL);
-	/* State only in memory: a token made at start, a count; written every 0.2 s. */
 	free(e2e_sandlot_ok("exec", id, "--", "sh", "-c",
 			    "t=$RANDOM$RANDOM$RANDOM; (i=0; while true; do i=$((i+1)); "
 			    "echo \"$t $i\" > /c.new; mv /c.new /c; sleep 0.2; done) "
 			    "</dev/null >/dev/null 2>&1 &",
 			    NULL));
+}
+
+static char *hibernate_sandbox(void)
+{
+	char *id = e2e_sandlot_ok("create", "--hibernate", "--image", "busybox", NULL);
+	start_counter(id);
 	return id;
 }
 
@@ -537,6 +542,113 @@ static void test_hibernated_across_daemon_restarts(void **state)
 	free(id);
 }
 
+/* POST BODY to /v1/sandboxes on D: the new sandbox's id. */
+static char *api_create(e2e_daemon *d, const char *body)
+{
+	e2e_req q = {
+	    .method = "POST", .path = "/v1/sandboxes", .body = body, .len = strlen(body), .d = d};
+	e2e_resp r;
+	e2e_http_q(&r, &q);
+	if (r.status != 201)
+		fail_msg("POST /v1/sandboxes %s: %ld %s", body, r.status, r.body);
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(r.json, "id");
+	assert_true(cJSON_IsString(id));
+	char *out = strdup(id->valuestring);
+	e2e_resp_free(&r);
+	return out;
+}
+
+/* The status of ID comes to be WANT within 10 s (read from its record by the CLI: a GET
+ * of the API would be a sign of life, which the idle timeout waits for the lack of). */
+static void status_becomes(const char *id, const char *want)
+{
+	char *st = NULL;
+	for (int i = 0; i < 50; i++) {
+		free(st);
+		st = status_of(id);
+		if (!strcmp(st, want))
+			break;
+		usleep(200000);
+	}
+	assert_string_equal(st, want);
+	free(st);
+}
+
+/* timeout.onIdle "hibernate" (docs/hibernate.md, "Hibernate as a policy"): the daemon's
+ * idle sweep hibernates a sandbox created with "hibernate": true (its cgroups gone, its
+ * count standing still); a call with ?autoResume=1 brings it back with its memory (same
+ * token, the count going on), one without answers 409. A sandbox of the usual launch with
+ * the same policy is paused by the freezer instead (sandbox_park's fallback), and the
+ * daemon says why in its log. */
+static void test_idle_hibernate_policy(void **state)
+{
+	if (!have_criu())
+		skip();
+	char *sock = e2e_printf("%s/hibp.sock", e2e_root());
+	e2e_daemon d;
+	e2e_daemon_start(&d, sock, false, NULL);
+	char *id = api_create(&d, "{\"image\":\"busybox\",\"hibernate\":true,"
+				  "\"timeout\":{\"idle\":\"3s\",\"onIdle\":\"hibernate\"}}");
+	char *plain = api_create(&d, "{\"image\":\"busybox\","
+				     "\"timeout\":{\"idle\":\"3s\",\"onIdle\":\"hibernate\"}}");
+	start_counter(id);
+	char tok[32], tok2[32];
+	long n1, n2, n3;
+	usleep(600000);
+	read_counter(id, tok, &n1);
+	status_becomes(id, "hibernated");
+	read_counter(id, tok2, &n2);
+	usleep(600000);
+	read_counter(id, tok2, &n3);
+	assert_int_equal(n2, n3);
+	char *cg = NULL;
+	assert_true(asprintf(&cg, "/sys/fs/cgroup/memory/sandlot/%s", id) > 0);
+	assert_int_equal(access(cg, F_OK), -1);
+	/* Without autoResume a call on it is refused, saying what it is. */
+	const char *body = "{\"command\":[\"cat\",\"/c\"]}";
+	char *p = e2e_printf("/v1/sandboxes/%s/executions?wait=30s", id);
+	e2e_req q = {.method = "POST", .path = p, .body = body, .len = strlen(body), .d = &d};
+	e2e_resp r;
+	e2e_http_q(&r, &q);
+	assert_int_equal(r.status, 409);
+	assert_true(e2e_contains(r.body, "hibernated"));
+	e2e_resp_free(&r);
+	free(p);
+	/* With it, the call resumes it: the same token, the count going on. */
+	p = e2e_printf("/v1/sandboxes/%s/executions?wait=30s&autoResume=1", id);
+	q.path = p;
+	e2e_http_q(&r, &q);
+	if (r.status != 201)
+		fail_msg("POST %s: %ld %s", p, r.status, r.body);
+	assert_true(e2e_contains(r.body, tok));
+	e2e_resp_free(&r);
+	free(p);
+	assert_int_equal(access(cg, F_OK), 0);
+	usleep(800000);
+	read_counter(id, tok2, &n3);
+	assert_string_equal(tok, tok2);
+	assert_true(n3 > n2);
+	/* The usual launch: paused (frozen), with the reason in the daemon's log. */
+	status_becomes(plain, "paused");
+	char *lp = e2e_printf("%s/sandlot.log", getenv("SANDLOT_STATE_DIR"));
+	char *log = e2e_read_file(lp);
+	free(lp);
+	assert_non_null(log);
+	char *line = e2e_printf("%s: idle timeout: not hibernated", plain);
+	assert_true(e2e_contains(log, line));
+	assert_true(e2e_contains(log, "\"hibernate\": true"));
+	assert_true(e2e_contains(log, "paused instead"));
+	free(line);
+	free(log);
+	e2e_daemon_stop(&d);
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	free(e2e_sandlot_ok("rm", "-f", plain, NULL));
+	free(cg);
+	free(sock);
+	free(plain);
+	free(id);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -548,6 +660,7 @@ int main(void)
 	    E2E_TEST(test_hibernate_with_secret_files),
 	    E2E_TEST(test_hibernate_with_network),
 	    E2E_TEST(test_hibernate_network_refusals),
+	    E2E_TEST(test_idle_hibernate_policy),
 	};
 	return e2e_run_tests(tests);
 }

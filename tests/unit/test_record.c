@@ -205,6 +205,37 @@ static void test_unreadable_record_reads_as_broken(void **state)
 	assert_int_equal(fs_remove_tree(root, &err), 0);
 }
 
+/* timeout.onIdle / onLifetime: every name parses to its value and back; hibernate is the
+ * value appended after stop (records written before it keep their meaning); an unknown
+ * name and a damaged value are refused or read as the default. */
+static void test_on_lifetime_names(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *name;
+		enum sl_on_lifetime v;
+	} cases[] = {{"delete", SL_LIFE_DELETE},
+		     {"pause", SL_LIFE_PAUSE},
+		     {"stop", SL_LIFE_STOP},
+		     {"hibernate", SL_LIFE_HIBERNATE}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		enum sl_on_lifetime a = SL_LIFE_DELETE;
+		assert_int_equal(sandbox_on_lifetime_parse(cases[i].name, &a), 0);
+		assert_int_equal(a, cases[i].v);
+		assert_string_equal(sandbox_on_lifetime_name(a), cases[i].name);
+	}
+	assert_int_equal(SL_LIFE_HIBERNATE, 3);
+	enum sl_on_lifetime a = SL_LIFE_PAUSE;
+	assert_int_equal(sandbox_on_lifetime_parse("Hibernate", &a), -1);
+	assert_int_equal(sandbox_on_lifetime_parse("hibernated", &a), -1);
+	assert_int_equal(sandbox_on_lifetime_parse("", &a), -1);
+	assert_int_equal(sandbox_on_lifetime_parse(NULL, &a), -1);
+	assert_int_equal(a, SL_LIFE_PAUSE);
+	assert_string_equal(sandbox_on_lifetime_name((enum sl_on_lifetime)99), "delete");
+	assert_int_equal(sandbox_idle_action(true, SL_LIFE_HIBERNATE, true), SL_LIFE_HIBERNATE);
+	assert_int_equal(sandbox_idle_action(false, SL_LIFE_HIBERNATE, false), SL_LIFE_STOP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -212,6 +243,7 @@ int main(void)
 	    cmocka_unit_test(test_schema_2_round_trip),
 	    cmocka_unit_test(test_what_is_not_a_record_is_refused),
 	    cmocka_unit_test(test_unreadable_record_reads_as_broken),
+	    cmocka_unit_test(test_on_lifetime_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import {
@@ -353,7 +354,8 @@ test('intervals in minutes: stored, archive(), auto-delete and auto-archive enfo
   let got = await daytona.get(sb.id);
   assert.equal(got.autoArchiveInterval, 5);
   assert.equal(got.autoDeleteInterval, 120);
-  // archive(): stopped with its files kept; start brings it back.
+  // archive() of the usual launch: stopped with its files kept (it cannot be hibernated);
+  // start brings it back.
   await sb.fs.uploadFile(Buffer.from('kept'), '/root/a.txt');
   await sb.archive();
   assert.equal(sb.state, 'archived');
@@ -371,6 +373,11 @@ test('intervals in minutes: stored, archive(), auto-delete and auto-archive enfo
     if (!gone) await new Promise((r) => setTimeout(r, 100));
   }
   assert.ok(gone, 'a sandbox with autoDeleteInterval 0 outlived its stop');
+  // autoStopInterval 1: stopped after a minute without activity (timeout.idle, the same
+  // sweep), waited for alongside the archive below.
+  const idle = await create({ autoStopInterval: 1, labels: { suite: tag } });
+  assert.equal(idle.autoStopInterval, 1);
+  assert.equal((await v1(`/sandboxes/${idle.id}`)).body.timeout.idle, 60000);
   // autoArchiveInterval 1: archived a minute after its stop.
   const arc = await create({ autoArchiveInterval: 1, labels: { suite: tag } });
   await arc.stop();
@@ -380,7 +387,49 @@ test('intervals in minutes: stored, archive(), auto-delete and auto-archive enfo
     if (state !== 'archived') await new Promise((r) => setTimeout(r, 1000));
   }
   assert.equal(state, 'archived');
+  // Looked for in /v1's list (a call on the sandbox itself would be activity): the idle
+  // one stops within a minute of its last call.
+  let idleState = '';
+  for (let i = 0; i < 40 && idleState !== 'stopped'; i++) {
+    const list = (await v1('/sandboxes?limit=1000')).body;
+    const items = list.sandboxes;
+    idleState = items.find((x) => x.id === idle.id)?.status;
+    if (idleState !== 'stopped') await new Promise((r) => setTimeout(r, 1000));
+  }
+  assert.equal(idleState, 'stopped', 'autoStopInterval 1 did not stop an idle sandbox');
   await assert.rejects(sb.setAutoArchiveInterval(-1), /autoArchiveInterval/);
+});
+
+// archive() of a sandbox launched to hibernate (made through /v1 with "hibernate": true,
+// as the Daytona API has no word for it) keeps its memory: CRIU's dump, /v1 "hibernated",
+// Daytona "archived"; start() restores it, the same process running on. (A sandbox of the
+// usual launch is stopped with its files kept: the test above.)
+test('archive() hibernates a sandbox launched to; start() restores its processes', async (t) => {
+  const criu = process.env.SANDLOT_CRIU || '/usr/local/lib/sandlot/criu/4.1.1-1/criu';
+  if (!existsSync(criu)) return t.skip(`no criu at ${criu}`);
+  const made1 = await v1('/sandboxes', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ image: 'default', hibernate: true, labels: { suite: tag } }),
+  });
+  assert.equal(made1.status, 201, JSON.stringify(made1.body));
+  const sb = await daytona.get(made1.body.id);
+  made.push(sb);
+  const pid = (await sb.process.executeCommand("sh -c 'sleep 600 >/dev/null 2>&1 </dev/null & echo $!'")).result.trim();
+  assert.match(pid, /^[0-9]+$/, 'the pid of a process left running');
+  await sb.archive();
+  assert.equal(sb.state, 'archived');
+  assert.equal((await v1(`/sandboxes/${sb.id}`)).body.status, 'hibernated');
+  assert.equal((await daytona.get(sb.id)).state, 'archived');
+  assert.ok(!existsSync(`/sys/fs/cgroup/memory/sandlot/${sb.id}`), 'no cgroup left while archived');
+  await sb.archive(); // archiving an archived sandbox changes nothing
+  assert.equal((await v1(`/sandboxes/${sb.id}`)).body.status, 'hibernated');
+  await sb.start();
+  assert.equal(sb.state, 'started');
+  assert.equal((await v1(`/sandboxes/${sb.id}`)).body.status, 'running');
+  const r = await sb.process.executeCommand(`cat /proc/${pid}/cmdline`);
+  assert.equal(r.exitCode, 0, 'the process archived with it runs again, the same pid');
+  assert.match(r.result, /sleep/);
 });
 
 test('secrets: {ENV: name} from a /v1 secret is the env of commands, never in the record', async () => {

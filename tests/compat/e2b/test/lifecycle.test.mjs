@@ -1,13 +1,22 @@
 // Lifecycle as E2B's own suite uses it: pause({keepMemory: false}) is a cold boot,
 // onTimeout 'pause' (memory kept or not) pauses instead of killing, autoResume wakes a
 // paused sandbox on traffic, and a sandbox killed under commands.run is a TimeoutError.
+// A memory pause (pause, betaPause, onTimeout 'pause') hibernates the sandbox (CRIU) when
+// it was launched to be (an autoPause create without network or volumes, docs/e2b.md),
+// else freezes it; connect resumes either.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { tracker, v1, sleep, sandlotUrl, sandlotKey } from '../lib.mjs';
 import { Sandbox, InvalidArgumentError, TimeoutError, CommandExitError } from 'e2b';
 
 const t = tracker();
 after(() => t.cleanup());
+
+// The criu binary is there (scripts/setup builds it): then an autoPause create is launched
+// to hibernate and its pause is CRIU's; without it, the freezer's.
+const criu = process.env.SANDLOT_CRIU || '/usr/local/lib/sandlot/criu/4.1.1-1/criu';
+const hibernateLaunch = existsSync(criu);
 
 const bootId = async (s) => (await s.commands.run('cat /proc/sys/kernel/random/boot_id')).stdout.trim();
 
@@ -55,13 +64,18 @@ test("onTimeout 'pause': past its timeout the sandbox is paused, not killed", as
 	const sbx = t.add(await Sandbox.create({ timeoutMs: 3_000, lifecycle: { onTimeout: 'pause' } }));
 	const info = await sbx.getInfo();
 	assert.deepEqual(info.lifecycle, { onTimeout: 'pause', autoResume: false });
-	assert.equal((await v1('GET', `/v1/sandboxes/${sbx.sandboxId}`)).timeout.onLifetime, 'pause');
+	const made = await v1('GET', `/v1/sandboxes/${sbx.sandboxId}`);
+	assert.equal(made.timeout.onLifetime, 'hibernate');
+	assert.equal(made.hibernate, hibernateLaunch, 'an autoPause create is launched to hibernate');
 	await sbx.files.write('/tmp/state.txt', 'frozen');
 	const bg = await sbx.commands.run('sleep 600', { background: true, timeoutMs: 0 });
 	const paused = await waitState(sbx.sandboxId, 'paused');
 	assert.ok(paused.endAt.getTime() - Date.now() > 86_400_000, 'no deadline while paused');
+	// Frozen, not hibernated: a running command (the sleep) holds a file of the host's
+	// (its exit status's), which CRIU refuses; the park falls back to the freezer.
 	assert.equal((await v1('GET', `/v1/sandboxes/${sbx.sandboxId}`)).status, 'paused');
 	const again = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 60_000 });
+	assert.equal((await v1('GET', `/v1/sandboxes/${sbx.sandboxId}`)).status, 'running');
 	assert.equal(await again.files.read('/tmp/state.txt'), 'frozen');
 	assert.ok((await again.commands.list()).some((p) => p.pid === bg.pid), 'memory kept');
 	// A default create still dies at its timeout.
@@ -83,6 +97,53 @@ test("onTimeout {action: 'pause', keepMemory: false}: a filesystem-only auto-pau
 	assert.equal(await again.files.read('/tmp/on-disk.txt'), 'kept');
 });
 
+// A process with state only in memory: a token it made at start, a count it keeps; the
+// file it writes them to is what the test reads.
+// Started detached by a command that ends: a running command cannot be hibernated (above).
+const counter =
+	"sh -c '(t=$(head -c8 /dev/urandom | od -An -tx1 | tr -d \" \\n\"); i=0; " +
+	"while true; do i=$((i+1)); echo \"$t $i\" > /tmp/c.new; mv /tmp/c.new /tmp/c; sleep 0.2; done) " +
+	"</dev/null >/dev/null 2>&1 &'";
+const readCounter = async (s) => {
+	const [tok, n] = (await s.files.read('/tmp/c')).trim().split(' ');
+	return { tok, n: Number(n) };
+};
+
+test('betaPause hibernates a sandbox launched to (autoPause); connect restores its memory', async () => {
+	const sbx = t.add(await Sandbox.create({ timeoutMs: 600_000, lifecycle: { onTimeout: 'pause' } }));
+	await sbx.commands.run(counter);
+	await sleep(600);
+	const before = await readCounter(sbx);
+	assert.equal(await sbx.betaPause(), true);
+	assert.equal((await sbx.getInfo()).state, 'paused');
+	const v = await v1('GET', `/v1/sandboxes/${sbx.sandboxId}`);
+	assert.equal(v.status, hibernateLaunch ? 'hibernated' : 'paused');
+	if (hibernateLaunch) assert.ok(!existsSync(`/sys/fs/cgroup/memory/sandlot/${sbx.sandboxId}`), 'no cgroup left');
+	assert.equal(await sbx.betaPause(), false, 'already paused');
+	const listed = await Sandbox.list({ query: { state: ['paused'] } }).nextItems();
+	assert.ok(listed.some((s) => s.sandboxId === sbx.sandboxId), 'listed as paused');
+	const again = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 60_000 });
+	assert.equal((await v1('GET', `/v1/sandboxes/${sbx.sandboxId}`)).status, 'running');
+	await sleep(800);
+	const after = await readCounter(again);
+	assert.equal(after.tok, before.tok, 'the same process, its memory restored');
+	assert.ok(after.n > before.n, `the count went on (${before.n} -> ${after.n})`);
+});
+
+test('betaPause of a sandbox of the usual launch falls back to the freezer', async () => {
+	const sbx = t.add(await Sandbox.create({ timeoutMs: 600_000 }));
+	assert.equal((await v1('GET', `/v1/sandboxes/${sbx.sandboxId}`)).hibernate, false);
+	const bg = await sbx.commands.run('sleep 600', { background: true, timeoutMs: 0 });
+	assert.equal(await sbx.betaPause(), true);
+	assert.equal((await sbx.getInfo()).state, 'paused');
+	assert.equal((await v1('GET', `/v1/sandboxes/${sbx.sandboxId}`)).status, 'paused');
+	const again = await Sandbox.connect(sbx.sandboxId);
+	assert.ok((await again.commands.list()).some((p) => p.pid === bg.pid), 'memory kept');
+	// A create with a network is launched as usual (a hibernate launch takes none yet).
+	const net = t.add(await Sandbox.create({ timeoutMs: 60_000, allowInternetAccess: true, lifecycle: { onTimeout: 'pause' } }));
+	assert.equal((await v1('GET', `/v1/sandboxes/${net.sandboxId}`)).hibernate, false);
+});
+
 test('autoResume: traffic to an auto-paused sandbox resumes it', async () => {
 	const sbx = t.add(
 		await Sandbox.create({ timeoutMs: 3_000, lifecycle: { onTimeout: 'pause', autoResume: true } }),
@@ -90,6 +151,11 @@ test('autoResume: traffic to an auto-paused sandbox resumes it', async () => {
 	assert.deepEqual((await sbx.getInfo()).lifecycle, { onTimeout: 'pause', autoResume: true });
 	const boot1 = await bootId(sbx);
 	await waitState(sbx.sandboxId, 'paused');
+	// No command running (bootId's ended): its lifetime's end hibernated it.
+	assert.equal(
+		(await v1('GET', `/v1/sandboxes/${sbx.sandboxId}`)).status,
+		hibernateLaunch ? 'hibernated' : 'paused',
+	);
 	// No connect: the command's request wakes it, memory and all.
 	assert.equal(await bootId(sbx), boot1);
 	assert.equal((await sbx.getInfo()).state, 'running');
@@ -99,7 +165,7 @@ test('autoResume: traffic to an auto-paused sandbox resumes it', async () => {
 		InvalidArgumentError,
 	);
 	await assert.rejects(
-		v1('POST', '/v1/sandboxes', { image: 'busybox', timeout: { onLifetime: 'hibernate' } }),
+		v1('POST', '/v1/sandboxes', { image: 'busybox', timeout: { onLifetime: 'hibernated' } }),
 		/400.*onLifetime/,
 	);
 });
