@@ -189,6 +189,38 @@ static int images_make(const sl_sandbox *sb, const char *dir, sl_err *err)
 	return 0;
 }
 
+/* CRIU's restore opens each external's host path as the restored sandbox's root (a
+ * uid of its own): every directory above it must be searchable by others, or the resume
+ * fails ("mnt-v2: Failed to open_tree ...: Permission denied") with the tasks gone. False
+ * with BAD holding "DIR\0PATH" for the first that is not. */
+static bool externals_reachable(const char *extp, char *bad, size_t len)
+{
+	char line[2 * PATH_MAX], p[PATH_MAX];
+	FILE *f = fopen(extp, "re");
+	bool ok = true;
+	while (ok && f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		const char *path = strchr(line, ' ');
+		if (!path || path[1] != '/')
+			continue;
+		snprintf(p, sizeof(p), "%s", path + 1);
+		for (char *s = strrchr(p, '/'); ok && s && s > p; s = strrchr(p, '/')) {
+			struct stat st;
+			*s = '\0';
+			if (stat(p, &st) == 0 && S_ISDIR(st.st_mode) && !(st.st_mode & S_IXOTH)) {
+				size_t n = strlen(p) + 1;
+				snprintf(bad, len, "%s", p);
+				if (n < len)
+					snprintf(bad + n, len - n, "%s", path + 1);
+				ok = false;
+			}
+		}
+	}
+	if (f)
+		fclose(f);
+	return ok;
+}
+
 /* Dump under the record's lock (held by the caller): 0 and the tasks gone, or -1 with
  * them running on (a refused dump leaves them as they were) and the images removed. */
 static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, int lk, sl_err *err)
@@ -210,6 +242,15 @@ static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, int lk, sl_err *err)
 		return refuse(err, sb->id, "a mount of the host's in it has no path on the host");
 	}
 	fclose(ext);
+	char bad[PATH_MAX];
+	if (!externals_reachable(extp, bad, sizeof(bad))) {
+		fs_remove_tree(dir, NULL);
+		snprintf(why, sizeof(why),
+			 "its resume would open %s as the sandbox's root, and %s is not searchable "
+			 "by others (chmod o+x it)",
+			 bad + strlen(bad) + 1, bad);
+		return refuse(err, sb->id, why);
+	}
 	snprintf(pid, sizeof(pid), "%d", (int)sb->init_pid);
 	char *argv[MAX_EXTERNALS + 16];
 	size_t n = 0;

@@ -325,19 +325,28 @@ static void assert_resumes(e2e_daemon *d, const char *id, const char *tok, long 
 	free(img);
 }
 
+/* A sandbox counting (its token and a count read into TOK, N) and daemon D started on
+ * *SOCK (caller frees): the start of the tests of a daemon killed. */
+static char *counting_with_daemon(e2e_daemon *d, char **sock, char tok[32], long *n)
+{
+	char *id = hibernate_sandbox();
+	usleep(600000);
+	read_counter(id, tok, n);
+	*sock = e2e_printf("%s/hib.sock", e2e_root());
+	e2e_daemon_start(d, *sock, false, NULL);
+	return id;
+}
+
 /* Hibernated through a daemon that is then killed -9: the next daemon shows it
  * hibernated (not failed) and brings it back with its memory. */
 static void test_daemon_killed_while_hibernated(void **state)
 {
 	if (!have_criu())
 		skip();
-	char *id = hibernate_sandbox();
-	char tok[32];
+	char tok[32], *sock;
 	long n;
-	usleep(600000);
-	char *sock = e2e_printf("%s/hib.sock", e2e_root());
 	e2e_daemon d;
-	e2e_daemon_start(&d, sock, false, NULL);
+	char *id = counting_with_daemon(&d, &sock, tok, &n);
 	char *st = api_status(&d, "POST", id, "hibernate");
 	assert_string_equal(st, "hibernated");
 	free(st);
@@ -401,14 +410,10 @@ static void test_daemon_killed_during_hibernate(void **state)
 {
 	if (!have_criu())
 		skip();
-	char *id = hibernate_sandbox();
-	char tok[32];
+	char tok[32], *sock;
 	long n;
-	usleep(600000);
-	read_counter(id, tok, &n);
-	char *sock = e2e_printf("%s/hib.sock", e2e_root());
 	e2e_daemon d;
-	e2e_daemon_start(&d, sock, false, NULL);
+	char *id = counting_with_daemon(&d, &sock, tok, &n);
 	struct hib_call c = {.d = &d, .id = id};
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, hibernate_call, &c), 0);
@@ -492,15 +497,12 @@ static void test_hibernated_across_a_reboot(void **state)
 {
 	if (!have_criu())
 		skip();
-	char *id = hibernate_sandbox();
+	char tok[32], *sock;
+	long n;
+	e2e_daemon d;
+	char *id = counting_with_daemon(&d, &sock, tok, &n);
 	char *other = e2e_sandlot_ok("create", "--image", "busybox", NULL);
 	char *other2 = e2e_sandlot_ok("create", "--hibernate", "--image", "busybox", NULL);
-	char tok[32];
-	long n;
-	usleep(600000);
-	char *sock = e2e_printf("%s/hib.sock", e2e_root());
-	e2e_daemon d;
-	e2e_daemon_start(&d, sock, false, NULL);
 	char *st = api_status(&d, "POST", id, "hibernate");
 	assert_string_equal(st, "hibernated");
 	free(st);
