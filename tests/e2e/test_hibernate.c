@@ -403,6 +403,26 @@ static pid_t criu_child(pid_t parent)
 	return found;
 }
 
+/* Whether process PID has PATH open (PATH freed). */
+static bool holds(pid_t pid, char *path)
+{
+	char *fds = e2e_printf("/proc/%d/fd", (int)pid), l[4096];
+	DIR *d = opendir(fds);
+	struct dirent *e;
+	bool found = false;
+	while (d && !found && (e = readdir(d))) {
+		char *p = e2e_printf("%s/%s", fds, e->d_name);
+		ssize_t n = readlink(p, l, sizeof(l) - 1);
+		found = n > 0 && (l[n] = '\0', !strcmp(l, path));
+		free(p);
+	}
+	if (d)
+		closedir(d);
+	free(fds);
+	free(path);
+	return found;
+}
+
 /* The daemon killed -9 while its criu dumps the sandbox: criu goes on (holding the
  * record's lock), and the next daemon finds the sandbox whole, hibernated (the dump was
  * done) or running (it was not), never failed; hibernated, it resumes with its memory. */
@@ -424,6 +444,8 @@ static void test_daemon_killed_during_hibernate(void **state)
 			usleep(500);
 	}
 	assert_true(criu > 0);
+	/* It holds the record's lock: a descriptor of the record's directory. */
+	assert_true(holds(criu, path_of("sandboxes", id, "")));
 	e2e_daemon_kill(&d);
 	pthread_join(t, NULL);
 	assert_int_not_equal(c.status, 200); /* no answer: the daemon died first */
