@@ -223,7 +223,9 @@ static bool externals_reachable(const char *extp, char *bad, size_t len)
 	while (ok && f && fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = '\0';
 		const char *path = strchr(line, ' ');
-		if (!path || path[1] != '/')
+		/* Keys "x...": a bind opened as it is ("r", "i": a volume, which the restore
+		 * id-maps again and attaches under the run dir itself). */
+		if (line[0] != 'x' || !path || path[1] != '/')
 			continue;
 		snprintf(p, sizeof(p), "%s", path + 1);
 		for (char *s = strrchr(p, '/'); ok && s && s > p; s = strrchr(p, '/')) {
