@@ -25,6 +25,7 @@
 
 #include "cleanup.h"
 #include "clock.h"
+#include "hibernate.h"
 #include "http.h"
 #include "log.h"
 #include "net.h"
@@ -780,10 +781,16 @@ int api_serve(sl_ctx *ctx, const api_options *o, sl_err *err)
 			       "serve: no resolver for sandboxes, domain rules refused: %s",
 			       rerr.msg);
 	}
+	/* Before anyone asks: a dump its killed predecessor ran is finished or undone. */
+	if (r == 0)
+		hibernate_recover(ctx);
 	if (r == 0)
 		r = api_events_start(&srv, err);
 	if (r == 0)
-		r = api_preview_start(&srv, o->preview_any ? 0 : o->preview_port ? o->preview_port : 7081,
+		r = api_preview_start(&srv,
+				      o->preview_any	? 0
+				      : o->preview_port ? o->preview_port
+							: 7081,
 				      err);
 	if (r == 0)
 		r = api_pool_start(&srv, o->pools, o->npools, err);

@@ -7,7 +7,9 @@
 # (a v1 hugetlb mount for crun); the last step checks the host is as before.
 # Environment: BENCH_RUNS (one-shot/exec runs), BENCH_DENSITY ("10 100 1000"),
 # BENCH_CRUN_DENSITY, BENCH_SECTIONS ("oneshot exec parallel density api lifecycle fork
-# network images build"), FORK_RUNS (fork section, 5),
+# hibernate network images build"), FORK_RUNS (fork section, 5), BENCH_HIBERNATE_RUNS
+# (hibernate section: 5, quick 3), BENCH_HIBERNATE_N (hibernated idle sandboxes for the
+# memory figure: 1000, quick 5),
 # BENCH_NET_DENSITY (sandboxes with network on for the memory measure), BENCH_OUT,
 # BENCH_BUDGET (seconds: a crun density step that would run past it is skipped),
 # BENCH_POOL (ready sandboxes of `serve --pool` for the pool rows, 4), BENCH_POOL_PACE (ms
@@ -33,6 +35,7 @@ full)
 	CRUN_DENSITY=${BENCH_CRUN_DENSITY-10 100 1000}
 	SETTLE_MAX=10 DRAIN_MAX=120 BUDGET=${BENCH_BUDGET:-600}
 	NET_DENSITY=${BENCH_NET_DENSITY:-100}
+	HIB_RUNS=${BENCH_HIBERNATE_RUNS:-5} HIB_N=${BENCH_HIBERNATE_N:-1000}
 	;;
 quick)
 	RUNS=${BENCH_RUNS:-10} WARMUP=2
@@ -41,13 +44,14 @@ quick)
 	CRUN_DENSITY=${BENCH_CRUN_DENSITY-10 100}
 	SETTLE_MAX=5 DRAIN_MAX=30 BUDGET=${BENCH_BUDGET:-240}
 	NET_DENSITY=${BENCH_NET_DENSITY:-20}
+	HIB_RUNS=${BENCH_HIBERNATE_RUNS:-3} HIB_N=${BENCH_HIBERNATE_N:-5}
 	;;
 *)
 	echo "usage: bench/run.sh full|quick" >&2
 	exit 2
 	;;
 esac
-SECTIONS=${BENCH_SECTIONS:-oneshot exec parallel density api lifecycle fork network images build}
+SECTIONS=${BENCH_SECTIONS:-oneshot exec parallel density api lifecycle fork hibernate network images build}
 POOL=${BENCH_POOL:-4} POOL_PACE=${BENCH_POOL_PACE:-50}
 # Milliseconds between the timed operations of the latency rows (0: back to back). With a
 # pause, what one run leaves to finish after it answered (sandlot's release, every
@@ -105,6 +109,10 @@ host_state() {
 }
 
 ROOT=$(mktemp -d /var/tmp/sandlot-bench.XXXXXX)
+# Searchable (not listable) by others: a sandbox launched to hibernate has bin/sandlot-init
+# bound in it, and CRIU's resume opens that path as the sandbox's root (docs/hibernate.md).
+# The state and run dirs under it stay 0700.
+chmod 0711 "$ROOT"
 BEFORE=$(host_state)
 # Private copies of the binaries: others may rebuild build/ while this runs, and a
 # half-written sandlot cannot even clean up after itself. config.c finds sandlot-init,
@@ -1058,12 +1066,130 @@ bench_fork() {
 		- - - - "≤ 10240 KiB" "$(le "$kmax" 10240)"
 }
 
+# hibernate (docs/hibernate.md): POST .../hibernate and POST .../resume, HIB_RUNS times
+# each, timed by curl, for a sandbox made with "hibernate": true running (a) an idle
+# busybox shell, (b) an idle python3, (c) a python3 holding a touched 500 MiB bytearray;
+# the sandbox's memory charge and the host's MemAvailable before and while it is
+# hibernated. Then N idle busybox sandboxes (BENCH_HIBERNATE_N) made and hibernated: the
+# host's MemAvailable and the images' disk, each, running and hibernated.
+hib_med() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+hib_max() { printf '%s\n' "$@" | sort -g | tail -1; }
+hib_avail() { meminfo_once_field MemAvailable; }
+meminfo_once_field() { awk -v f="$1:" '$1 == f { print $2 }' /proc/meminfo; }
+hib_charge() { # ID -> the memory cgroup's charge in KiB, 0 when it has none
+	local f=/sys/fs/cgroup/memory/sandlot/$1/memory.usage_in_bytes
+	if [ -r "$f" ]; then echo $(($(cat "$f") / 1024)); else echo 0; fi
+}
+hib_case() { # KEY LABEL IMAGE COMMAND
+	local c=(curl -sS --fail-with-body --unix-socket "$API_SOCK" -H 'Content-Type: application/json')
+	local sbx i t th=() tr=() before after avail0 avail1 img
+	# A sandbox of its own for each run: a resumed sandbox cannot be hibernated again yet
+	# (docs/hibernate.md, "Left").
+	for ((i = 0; i < HIB_RUNS; i++)); do
+		sbx=$("${c[@]}" -X POST http://b/v1/sandboxes \
+			-d "{\"image\":\"$3\",\"hibernate\":true,\"resources\":{\"memory\":\"1Gi\",\"disk\":\"2Gi\"}}" |
+			jq -r .id) || { failed "hibernate $1: create"; break; }
+		"$SL" exec "$sbx" -- sh -c "$4 </dev/null >/dev/null 2>&1 &" || { failed "hibernate $1: start"; break; }
+		sleep 3
+		before=$(hib_charge "$sbx") avail0=$(hib_avail)
+		t=$("${c[@]}" -o "$ROOT/hib.json" -w '%{time_total}' -X POST "http://b/v1/sandboxes/$sbx/hibernate") ||
+			{ cat "$ROOT/hib.json" >&2; failed "hibernate $1: POST hibernate"; break; }
+		th+=("$(awk -v t="$t" 'BEGIN { printf "%.1f", t * 1000 }')")
+		sleep 1
+		after=$(hib_charge "$sbx") avail1=$(hib_avail)
+		img=$(du -sk "$SANDLOT_STATE_DIR/store/sandboxes/$sbx/hibernate" | cut -f1)
+		t=$("${c[@]}" -o "$ROOT/hib.json" -w '%{time_total}' -X POST "http://b/v1/sandboxes/$sbx/resume") ||
+			{ cat "$ROOT/hib.json" >&2; failed "hibernate $1: POST resume"; break; }
+		tr+=("$(awk -v t="$t" 'BEGIN { printf "%.1f", t * 1000 }')")
+		say "hibernate $1: charge ${before} KiB running, ${after} KiB hibernated; MemAvailable +$((avail1 - avail0)) KiB; images ${img} KiB"
+		"${c[@]}" -o /dev/null -X DELETE "http://b/v1/sandboxes/$sbx" || true
+		sbx=''
+	done
+	[ -z "$sbx" ] || "${c[@]}" -o /dev/null -X DELETE "http://b/v1/sandboxes/$sbx" || true
+	[ ${#th[@]} -gt 0 ] || return 0
+	[ ${#tr[@]} -gt 0 ] || tr=(nan)
+	say "hibernate $1: hibernate (ms) ${th[*]}; resume (ms) ${tr[*]}"
+	row "hibernate-$1" "hibernate: $2 (API)" ms "$(hib_med "${th[@]}")" "$(hib_max "${th[@]}")" - - - - - -
+	row "resume-$1" "resume: $2 (API)" ms "$(hib_med "${tr[@]}")" "$(hib_max "${tr[@]}")" - - - - - -
+	row "hibernate-$1-charge" "hibernate: $2, memory charge running (p99: hibernated)" KiB \
+		"$before" "$after" - - - - - -
+	row "hibernate-$1-images" "hibernate: $2, images on disk" KiB "$img" "$img" - - - - - -
+}
+bench_hibernate() {
+	have_serve || return 0
+	if [ ! -x "${SANDLOT_CRIU:-/usr/local/lib/sandlot/criu/4.1.1-1/criu}" ]; then
+		SKIPPED+=("hibernate: no criu (scripts/setup builds it)")
+		return 0
+	fi
+	if ! start_serve; then
+		failed "hibernate: sandlot serve did not answer on $API_SOCK"
+		stop_serve
+		return 0
+	fi
+	local c=(curl -sS --fail --unix-socket "$API_SOCK" -H 'Content-Type: application/json')
+	say "hibernate + resume, $HIB_RUNS runs each: idle busybox shell, idle python3, 500 MiB heap"
+	hib_case busybox "an idle busybox shell" busybox 'while :; do sleep 1; done'
+	if [ -f "$BUILD/images/default.tar.zst" ] &&
+		"$SL" image import default "$BUILD/images/default.tar.zst" >/dev/null; then
+		hib_case python "an idle python3" default \
+			"python3 -c 'import time
+while True: time.sleep(1)'"
+		hib_case heap500 "python3 holding 500 MiB" default \
+			"python3 -c 'import time
+b = bytearray(500 << 20)
+b[::4096] = b\"x\" * len(range(0, len(b), 4096))
+while True: time.sleep(1)'"
+	else
+		SKIPPED+=("hibernate: python rows, build/images/default.tar.zst absent (make images)")
+	fi
+	# N idle hibernated sandboxes: the host's memory for them.
+	local n=$HIB_N i sbx ids=() a0 a1 a2 t0 t1 img
+	say "hibernate: $n idle busybox sandboxes, made and hibernated"
+	a0=$(hib_avail)
+	t0=$(date +%s.%N)
+	for ((i = 0; i < n; i++)); do
+		sbx=$("${c[@]}" -X POST http://b/v1/sandboxes -d '{"image":"busybox","hibernate":true}' |
+			jq -r .id) || { failed "hibernate N: create $i"; break; }
+		ids+=("$sbx")
+		"$SL" exec "$sbx" -- sh -c 'while :; do sleep 1; done </dev/null >/dev/null 2>&1 &' ||
+			{ failed "hibernate N: start $i"; break; }
+	done
+	sleep 2
+	a1=$(hib_avail)
+	local q0=0 q1=0
+	for sbx in "${ids[@]}"; do q0=$((q0 + $(hib_charge "$sbx"))); done
+	for sbx in "${ids[@]}"; do
+		"${c[@]}" -o /dev/null -X POST "http://b/v1/sandboxes/$sbx/hibernate" ||
+			{ failed "hibernate N: hibernate $sbx"; break; }
+	done
+	t1=$(date +%s.%N)
+	sleep 2
+	a2=$(hib_avail)
+	for sbx in "${ids[@]}"; do q1=$((q1 + $(hib_charge "$sbx"))); done
+	img=$(du -sk "$SANDLOT_STATE_DIR"/store/sandboxes/*/hibernate 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+	local k=${#ids[@]}
+	if [ "$k" -gt 0 ]; then
+		say "hibernate: $k sandboxes made and hibernated in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }') s; MemAvailable ${a0} KiB before, ${a1} running, ${a2} hibernated; charges ${q0} KiB running, ${q1} hibernated; images ${img} KiB in all"
+		# The sandboxes' memory cgroups' charges: the host's MemAvailable moves with
+		# everything else this host runs (it is in the message above, not a row).
+		row hibernate-n-running "hibernate: memory charge per idle sandbox running (N=$k)" KiB \
+			"$((q0 / k))" "$((q0 / k))" - - - - - -
+		row hibernate-n-hibernated "hibernate: memory charge per idle sandbox hibernated (N=$k)" KiB \
+			"$((q1 / k))" "$((q1 / k))" - - - - - -
+		row hibernate-n-images "hibernate: images on disk per idle sandbox hibernated (N=$k)" KiB \
+			"$((img / k))" "$((img / k))" - - - - - -
+	fi
+	for sbx in "${ids[@]}"; do "${c[@]}" -X DELETE "http://b/v1/sandboxes/$sbx" >/dev/null || true; done
+	stop_serve
+}
+
 want oneshot && bench_oneshot
 want exec && quiesce "the exec section" && bench_exec
 want parallel && quiesce "the parallel section" && bench_parallel
 want api && quiesce "the api section" && bench_api
 want lifecycle && quiesce "the lifecycle section" && bench_lifecycle
 want fork && quiesce "the fork section" && bench_fork
+want hibernate && quiesce "the hibernate section" && bench_hibernate
 want density && bench_density # each step waits for the store (density_one)
 want network && quiesce "the network section" && bench_network
 want images && quiesce "the images section" && bench_images

@@ -1,7 +1,8 @@
 /* hibernate.c — a sandbox's processes written to disk with CRIU and ended, and brought
  * back (docs/hibernate.md). Only a sandbox launched to be hibernated (launch_hib.c) can
- * be dumped. Its images are <state>/hibernate/<id>/ (0700, the sandbox's uid_base: CRIU's
- * restore opens some of them as the restored tree), in <state>/hibernate (0700, root). */
+ * be dumped. Its images are <state>/store/sandboxes/<id>/hibernate/ (0711, the sandbox's
+ * uid_base: CRIU's restore opens some of them as the restored tree), in its btrfs layer,
+ * whose quota counts them, beside upper/ and work/. */
 #include "hibernate.h"
 
 #include <arpa/inet.h>
@@ -37,9 +38,14 @@ const char *hibernate_criu(void)
 	return c && *c ? c : CRIU_DEFAULT;
 }
 
+/* In the sandbox's btrfs layer, beside upper/ and work/: its quota group counts them
+ * against its disk limit (a dump past it fails, the tasks running on), and the layer's
+ * parent, <state>/store/sandboxes, is 0700 root's. */
 void hibernate_images_dir(const sl_ctx *ctx, const char *id, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/hibernate/%s", ctx->cfg.state_dir, id);
+	char layer[PATH_MAX];
+	store_layer_path(&ctx->cfg, id, layer, sizeof(layer));
+	snprintf(buf, len, "%s/hibernate", layer);
 }
 
 static void ext_release(const sl_ctx *ctx, const char *id);
@@ -135,8 +141,10 @@ static int externals(pid_t pid, char (*args)[2 * PATH_MAX], size_t *nargs, FILE 
 }
 
 /* Run criu with ARGV (NULL-terminated) and CRIU_FAULT=130 (no hardware breakpoints: they
- * never fire on some VMs, docs/hibernate.md); its exit status, -1 if it could not run. */
-static int run_criu(char *const *argv)
+ * never fire on some VMs, docs/hibernate.md); its exit status, -1 if it could not run.
+ * KEEP (or -1): the record's lock, which criu holds too, so that a daemon killed while it
+ * runs leaves the record locked until criu is done (hibernate_recover waits for it). */
+static int run_criu(char *const *argv, int keep)
 {
 	/* Made before the fork: a daemon's child may call nothing that allocates. */
 	char *envp[] = {"CRIU_FAULT=130",
@@ -151,6 +159,8 @@ static int run_criu(char *const *argv)
 			dup2(nul, 1);
 			dup2(nul, 2);
 		}
+		if (keep >= 0)
+			fcntl(keep, F_SETFD, 0);
 		execve(argv[0], argv, envp);
 		_exit(127);
 	}
@@ -186,29 +196,64 @@ static int refuse(sl_err *err, const char *id, const char *why)
 		       why);
 }
 
-/* <state>/hibernate (0700, root's) and in it DIR (0700, the sandbox's root's), empty. */
-static int images_make(const sl_ctx *ctx, const sl_sandbox *sb, const char *dir, sl_err *err)
+/* DIR, empty, in the sandbox's layer (whose parent is 0700 root's: no one else reaches
+ * it), the sandbox's root's (CRIU's restore opens some images as it) and 0711: the
+ * restore's root task opens timens-0.img at times before its uid map applies, as host
+ * root without an override in the new user namespace (EACCES in 3 of 18 resumes with
+ * 0700, none in 18 since). */
+static int images_make(const sl_sandbox *sb, const char *dir, sl_err *err)
 {
-	char parent[PATH_MAX];
-	snprintf(parent, sizeof(parent), "%s/hibernate", ctx->cfg.state_dir);
-	if ((mkdir(parent, 0700) < 0 && errno != EEXIST) || chmod(parent, 0700) < 0)
-		return sl_sysfail(err, "create %s", parent);
 	if (fs_remove_tree(dir, err) < 0)
 		return -1;
-	if (mkdir(dir, 0700) < 0 || chown(dir, sb->uid_base, sb->uid_base) < 0)
+	if (mkdir(dir, 0711) < 0 || chmod(dir, 0711) < 0 ||
+	    chown(dir, sb->uid_base, sb->uid_base) < 0)
 		return sl_sysfail(err, "create %s", dir);
 	return 0;
 }
 
+/* CRIU's restore opens each external's host path as the restored sandbox's root (a
+ * uid of its own): every directory above it must be searchable by others, or the resume
+ * fails ("mnt-v2: Failed to open_tree ...: Permission denied") with the tasks gone. False
+ * with BAD holding "DIR\0PATH" for the first that is not. */
+static bool externals_reachable(const char *extp, char *bad, size_t len)
+{
+	char line[2 * PATH_MAX], p[PATH_MAX];
+	FILE *f = fopen(extp, "re");
+	bool ok = true;
+	while (ok && f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		const char *path = strchr(line, ' ');
+		/* Keys "x...": a bind opened as it is ("r", "i": a volume, which the restore
+		 * id-maps again and attaches under the run dir itself). */
+		if (line[0] != 'x' || !path || path[1] != '/')
+			continue;
+		snprintf(p, sizeof(p), "%s", path + 1);
+		for (char *s = strrchr(p, '/'); ok && s && s > p; s = strrchr(p, '/')) {
+			struct stat st;
+			*s = '\0';
+			if (stat(p, &st) == 0 && S_ISDIR(st.st_mode) && !(st.st_mode & S_IXOTH)) {
+				size_t n = strlen(p) + 1;
+				snprintf(bad, len, "%s", p);
+				if (n < len)
+					snprintf(bad + n, len - n, "%s", path + 1);
+				ok = false;
+			}
+		}
+	}
+	if (f)
+		fclose(f);
+	return ok;
+}
+
 /* Dump under the record's lock (held by the caller): 0 and the tasks gone, or -1 with
  * them running on (a refused dump leaves them as they were) and the images removed. */
-static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, int lk, sl_err *err)
 {
 	char dir[PATH_MAX], extp[PATH_MAX], pid[16], why[512];
 	if (access(hibernate_criu(), X_OK) < 0)
 		return refuse(err, sb->id, "CRIU is not installed (scripts/setup builds it)");
 	hibernate_images_dir(ctx, sb->id, dir, sizeof(dir));
-	if (images_make(ctx, sb, dir, err) < 0)
+	if (images_make(sb, dir, err) < 0)
 		return -1;
 	snprintf(extp, sizeof(extp), "%s/externals", dir);
 	FILE *ext = fopen(extp, "we");
@@ -221,6 +266,15 @@ static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 		return refuse(err, sb->id, "a mount of the host's in it has no path on the host");
 	}
 	fclose(ext);
+	char bad[PATH_MAX];
+	if (!externals_reachable(extp, bad, sizeof(bad))) {
+		fs_remove_tree(dir, NULL);
+		snprintf(why, sizeof(why),
+			 "its resume would open %s as the sandbox's root, and %s is not searchable "
+			 "by others (chmod o+x it)",
+			 bad + strlen(bad) + 1, bad);
+		return refuse(err, sb->id, why);
+	}
 	snprintf(pid, sizeof(pid), "%d", (int)sb->init_pid);
 	char *argv[MAX_EXTERNALS + 16];
 	size_t n = 0;
@@ -230,19 +284,46 @@ static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	argv[n++] = pid;
 	argv[n++] = "-D";
 	argv[n++] = dir;
+	/* Its log in the run dir, not with the images: a dump past the disk limit could
+	 * not write it there. */
+	char run[PATH_MAX], log[PATH_MAX + 16];
+	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
+	snprintf(log, sizeof(log), "%s/criu-dump.log", run);
 	argv[n++] = "-o";
-	argv[n++] = "dump.log";
+	argv[n++] = log;
 	for (size_t i = 0; i < nargs; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	int rc = run_criu(argv);
+	int rc = run_criu(argv, lk);
 	if (rc != 0) {
-		criu_reason(dir, "dump.log", why, sizeof(why));
+		criu_reason(run, "criu-dump.log", why, sizeof(why));
+		if (strstr(why, "quota"))
+			snprintf(why + strlen(why), sizeof(why) - strlen(why),
+				 " (its memory's images count against its disk limit)");
 		sl_log(SL_LOG_WARN, "sandbox %s: criu dump exited %d: %s", sb->id, rc, why);
 		fs_remove_tree(dir, NULL);
 		return refuse(err, sb->id, why);
 	}
+	unlink(log);
 	return 0;
+}
+
+/* The dump is done, its tasks gone: its cgroups go too, and with them their memory
+ * charge (the page cache of its files), made again on resume; the record says so. */
+static int hibernated(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+{
+	char cg[64], run[PATH_MAX];
+	sl_err e = {0};
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
+	if (cgroup_destroy(ctx->cg, cg, &e) < 0)
+		sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
+	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
+	strncat(run, "/init.ns", sizeof(run) - strlen(run) - 1);
+	unlink(run);
+	sb->status = SL_ST_HIBERNATED;
+	sb->init_pid = 0;
+	sb->init_start = 0;
+	return record_save(ctx, sb, true, err);
 }
 
 /* An address of /proc/net/{tcp,udp}{,6} ("0100007F", or 32 hex digits for v6) as the
@@ -337,7 +418,7 @@ static int net_into(sl_ctx *ctx, const sl_sandbox *sb, pid_t pid, sl_err *err)
  * routes) and host rules go first, so that its namespace holds lo alone and nothing of
  * the host's; a resume gives it them again as a create does. A dump that fails gets the
  * network back. */
-static int dump_networked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+static int dump_networked(sl_ctx *ctx, sl_sandbox *sb, int lk, sl_err *err)
 {
 	char why[512];
 	struct in_addr own = {0};
@@ -346,9 +427,9 @@ static int dump_networked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	if (sockets_unrestorable(sb->init_pid, own.s_addr, why, sizeof(why)))
 		return refuse(err, sb->id, why);
 	if (!sb->net_enabled)
-		return dump_locked(ctx, sb, err);
+		return dump_locked(ctx, sb, lk, err);
 	sbxnet_detach(ctx, sb);
-	if (dump_locked(ctx, sb, err) == 0)
+	if (dump_locked(ctx, sb, lk, err) == 0)
 		return 0;
 	sl_err e = {0};
 	if (net_into(ctx, sb, sb->init_pid, &e) < 0)
@@ -373,23 +454,9 @@ int sandbox_hibernate(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err
 			   "it was not created with \"hibernate\": true (its launch cannot be "
 			   "dumped: docs/hibernate.md)");
 	if (r == 0)
-		r = dump_networked(ctx, &sb, err);
-	if (r == 0) {
-		/* Its tasks are gone; its cgroups go too, and with them their memory charge
-		 * (the page cache of its files): made again on resume. */
-		char cg[64], run[PATH_MAX];
-		sl_err e = {0};
-		snprintf(cg, sizeof(cg), "sandlot/%s", sb.id);
-		if (cgroup_destroy(ctx->cg, cg, &e) < 0)
-			sl_log(SL_LOG_WARN, "sandbox %s: %s", sb.id, e.msg);
-		state_run_dir(&ctx->cfg, sb.id, run, sizeof(run));
-		strncat(run, "/init.ns", sizeof(run) - strlen(run) - 1);
-		unlink(run);
-		sb.status = SL_ST_HIBERNATED;
-		sb.init_pid = 0;
-		sb.init_start = 0;
-		r = record_save(ctx, &sb, true, err);
-	}
+		r = dump_networked(ctx, &sb, lk, err);
+	if (r == 0)
+		r = hibernated(ctx, &sb, err);
 	if (r == 0 && out)
 		*out = sb;
 	else
@@ -522,7 +589,7 @@ static pid_t restore(const sl_ctx *ctx, const sl_sandbox *sb, const char *dir, c
 	for (size_t i = 0; i < nargs; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	int rc = run_criu(argv);
+	int rc = run_criu(argv, -1);
 	char text[32] = "";
 	_cleanup_close_ int fd = rc == 0 ? open(pidf, O_RDONLY | O_CLOEXEC) : -1;
 	ssize_t got = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
@@ -543,8 +610,21 @@ int hibernate_resume_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
 	/* Its cgroups again, with its limits, before CRIU puts the tasks back in them by
 	 * their path. */
+	if (store_ensure(&ctx->cfg, err) < 0) /* mounted again after a reboot */
+		return -1;
 	if (spare_cgroup_create_or_take(ctx, cg, &sb->limits, err) < 0)
 		return -1;
+	/* Its run dir, which a reboot since the hibernate took (tmpfs), with the idle
+	 * clock's file as a create makes it. */
+	char act[PATH_MAX + 16];
+	snprintf(act, sizeof(act), "%s/activity", run);
+	_cleanup_close_ int afd = -1;
+	if (state_mkdirs(run, 0700, err) < 0 ||
+	    (afd = open(act, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {
+		if (!err->kind)
+			sl_sysfail(err, "create %s", act);
+		goto drop_cgroups;
+	}
 	if (root_mount(ctx, sb, root, err) < 0)
 		goto drop_cgroups;
 	ext_release(ctx, sb->id); /* a resume's that died half-way */
@@ -575,4 +655,62 @@ drop_cgroups:;
 	if (sb->net_enabled)
 		sbxnet_detach(ctx, sb); /* a restored tree killed after its network came back */
 	return -1;
+}
+
+/* One sandbox with images in its layer, under its record's lock (which a criu left by a
+ * killed daemon holds until it is done). */
+static void recover_one(sl_ctx *ctx, const char *id)
+{
+	sl_sandbox sb;
+	_cleanup_close_ int lk = -1;
+	sl_err e = {0};
+	char dir[PATH_MAX], done[PATH_MAX];
+	if (record_lock_load(ctx, id, false, &sb, &lk, &e) < 0)
+		return; /* no record: its layer is store_layers_collect's */
+	hibernate_images_dir(ctx, id, dir, sizeof(dir));
+	/* CRIU writes stats-dump once every task is dumped and killed, never otherwise. */
+	snprintf(done, sizeof(done), "%s/stats-dump", dir);
+	bool alive = record_pid_alive(sb.init_pid, sb.init_start);
+	if (sb.status == SL_ST_RUNNING && !alive && access(done, F_OK) == 0) {
+		if (hibernated(ctx, &sb, &e) < 0)
+			sl_log(SL_LOG_WARN, "sandbox %s: %s", id, e.msg);
+		else
+			sl_log(SL_LOG_INFO,
+			       "sandbox %s: hibernated (its dump ended after its daemon)", id);
+	} else if (sb.status != SL_ST_HIBERNATED) {
+		/* A dump refused or cut short (the tasks ran on, or died with nothing whole
+		 * to bring back), or a resume that ended before it removed them. */
+		sl_log(SL_LOG_INFO, "sandbox %s: %s: stale hibernate images removed", id,
+		       sandbox_status_name(sb.status));
+		hibernate_images_delete(ctx, id);
+		/* Its network went before the dump (dump_networked): back, as a refusal does. */
+		if (sb.status == SL_ST_RUNNING && alive && sb.net_enabled &&
+		    net_into(ctx, &sb, sb.init_pid, &e) < 0)
+			sl_log(SL_LOG_ERROR, "sandbox %s: its network: %s", id, e.msg);
+	}
+	sandbox_free(&sb);
+}
+
+void hibernate_recover(sl_ctx *ctx)
+{
+	char dir[PATH_MAX], p[PATH_MAX + 300];
+	snprintf(dir, sizeof(dir), "%s/store/sandboxes", ctx->cfg.state_dir);
+	char **names = NULL;
+	size_t n = 0;
+	sl_err e = {0};
+	/* The store, when there is one, mounted (after a reboot it is not yet): a dump a
+	 * reboot cut short left its images there. */
+	snprintf(p, sizeof(p), "%s/store.img", ctx->cfg.state_dir);
+	if (access(p, F_OK) == 0 && store_ensure(&ctx->cfg, &e) < 0) {
+		sl_log(SL_LOG_WARN, "hibernate: %s", e.msg);
+		return;
+	}
+	if (state_list_dir(dir, "sbx_", "", &names, &n, &e) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(p, sizeof(p), "%s/%s/hibernate", dir, names[i]);
+		if (access(p, F_OK) == 0)
+			recover_one(ctx, names[i]);
+	}
+	state_free_names(names, n);
 }

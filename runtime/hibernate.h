@@ -11,7 +11,8 @@
 
 /* The criu binary: $SANDLOT_CRIU, else the one scripts/setup builds. */
 const char *hibernate_criu(void);
-/* <state>/hibernate/<id>: a hibernated sandbox's images. */
+/* <state>/store/sandboxes/<id>/hibernate: a hibernated sandbox's images, in its layer
+ * (its disk limit counts them). */
 void hibernate_images_dir(const sl_ctx *ctx, const char *id, char *buf, size_t len);
 /* Remove them (a resume's end, a delete). */
 void hibernate_images_delete(const sl_ctx *ctx, const char *id);
@@ -22,5 +23,10 @@ int sandbox_hibernate(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err
 /* Restore hibernated SB (its lock held by the caller): its cgroups made again, its
  * overlay mounted for criu restore --root, status "running", the images removed. */
 int hibernate_resume_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err);
+
+/* At a daemon's start: a sandbox whose dump ended after the daemon that ran it (killed
+ * meanwhile) becomes "hibernated" when CRIU finished it (its tasks are gone), and images
+ * left beside tasks that run on (a dump refused or cut short) are removed. */
+void hibernate_recover(sl_ctx *ctx);
 
 #endif

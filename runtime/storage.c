@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fsutil.h"
 #include "log.h"
 #include "space.h"
 
@@ -204,10 +205,27 @@ static int snapshot_subvol(const sl_config *cfg, const char *src, const char *ds
 	if (sfd < 0)
 		return sl_fail(err, errno == ENOENT ? SL_NOTFOUND : SL_INTERNAL, errno, "open %s",
 			       src);
-	struct btrfs_ioctl_vol_args_v2 va = { .fd = sfd, .flags = rdonly ? BTRFS_SUBVOL_RDONLY : 0 };
+	/* A hibernated sandbox's layer holds its memory's images (runtime/hibernate.c): no
+	 * snapshot (checkpoint, fork, clone) takes them; read-only once they are out. */
+	bool images = faccessat(sfd, "hibernate", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	struct btrfs_ioctl_vol_args_v2 va = { .fd = sfd,
+					      .flags = rdonly && !images ? BTRFS_SUBVOL_RDONLY : 0 };
 	snprintf(va.name, sizeof(va.name), "%s", name);
 	if (ioctl(parent, BTRFS_IOC_SNAP_CREATE_V2, &va) < 0)
 		return sl_sysfail(err, "snapshot %s", src);
+	if (!images)
+		return 0;
+	char p[PATH_MAX];
+	uint64_t ro = BTRFS_SUBVOL_RDONLY;
+	snprintf(p, sizeof(p), "%s/store/%s/%s/hibernate", cfg->state_dir, dst_kind, name);
+	_cleanup_close_ int dfd = -1;
+	if (fs_remove_tree(p, err) < 0 ||
+	    (rdonly && ((dfd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+			ioctl(dfd, BTRFS_IOC_SUBVOL_SETFLAGS, &ro) < 0))) {
+		int e = errno;
+		destroy_subvol(cfg, dst_kind, name, NULL);
+		return err->kind ? -1 : sl_fail(err, SL_INTERNAL, e, "snapshot %s", src);
+	}
 	return 0;
 }
 

@@ -8,13 +8,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -119,8 +122,14 @@ static void test_hibernate_and_resume(void **state)
 	char *cg = NULL;
 	assert_true(asprintf(&cg, "/sys/fs/cgroup/memory/sandlot/%s", id) > 0);
 	assert_int_equal(access(cg, F_OK), -1);
-	char *img = path_of("hibernate", id, "");
+	char *img = path_of("store/sandboxes", id, "/hibernate");
 	assert_int_equal(access(img, F_OK), 0);
+	/* A checkpoint of it holds its files, never its memory's images. */
+	free(e2e_sandlot_ok("checkpoint", "create", id, "while-hibernated", NULL));
+	char *find = e2e_printf("find '%s/store/snapshots' -maxdepth 2 -name hibernate | grep -q .",
+				getenv("SANDLOT_STATE_DIR"));
+	assert_int_not_equal(system(find), 0);
+	free(find);
 	/* Back: the same token, the count going on from where it stood. */
 	double t2 = now_s();
 	free(e2e_sandlot_ok("resume", id, NULL));
@@ -171,7 +180,7 @@ static void test_delete_while_hibernated(void **state)
 	char *id = hibernate_sandbox();
 	usleep(400000);
 	free(e2e_sandlot_ok("hibernate", id, NULL));
-	char *img = path_of("hibernate", id, "");
+	char *img = path_of("store/sandboxes", id, "/hibernate");
 	assert_int_equal(access(img, F_OK), 0);
 	free(e2e_sandlot_ok("rm", "-f", id, NULL));
 	assert_int_equal(access(img, F_OK), -1);
@@ -263,10 +272,10 @@ static void test_hibernate_with_secret_files(void **state)
 			    NULL));
 	usleep(600000);
 	free(e2e_sandlot_ok("hibernate", id, NULL));
-	char *img = path_of("hibernate", id, "");
+	char *img = path_of("store/sandboxes", id, "/hibernate");
 	struct stat si;
 	assert_int_equal(stat(img, &si), 0);
-	assert_int_equal(si.st_mode & 07777, 0700);
+	assert_int_equal(si.st_mode & 07777, 0711); /* in a 0700 root's dir: docs/hibernate.md */
 	DIR *d = opendir(img);
 	struct dirent *de;
 	int tmpfs = 0;
@@ -649,6 +658,353 @@ static void test_idle_hibernate_policy(void **state)
 	free(id);
 }
 
+/* The memory cgroup's charge of sandbox ID, in MiB. */
+static long charge_mib(const char *id)
+{
+	char *p = e2e_printf("/sys/fs/cgroup/memory/sandlot/%s/memory.usage_in_bytes", id);
+	char *t = e2e_read_file(p);
+	long v = t ? atol(t) >> 20 : -1;
+	free(t);
+	free(p);
+	return v;
+}
+
+/* The images are written in the sandbox's layer, so its disk limit counts them: a heap
+ * bigger than the limit is refused (CRIU's write fails, it lets the tasks go on), the
+ * sandbox runs on with its heap, and nothing of the images stays; without the heap the
+ * same sandbox hibernates. */
+static void test_hibernate_refused_past_the_disk_limit(void **state)
+{
+	if (!have_criu())
+		skip();
+	char *id = e2e_sandlot_ok("create", "--hibernate", "--image", "busybox", "--disk", "64Mi",
+				  "--memory", "512Mi", NULL);
+	free(
+	    e2e_sandlot_ok("exec", id, "--", "sh", "-c",
+			   "t=$RANDOM$RANDOM; (i=0; while true; do i=$((i+1)); "
+			   "echo \"$t $i\" > /c.new; mv /c.new /c; sleep 0.2; done) "
+			   "</dev/null >/dev/null 2>&1 &"
+			   "awk 'BEGIN { s = sprintf(\"%160000000s\", \"\"); while (1) "
+			   "system(\"sleep 1\") }' </dev/null >/dev/null 2>&1 & echo $! > /awk.pid",
+			   NULL));
+	long mib = 0;
+	for (int i = 0; i < 100 && (mib = charge_mib(id)) < 150; i++)
+		usleep(100000);
+	assert_true(mib >= 150);
+	char tok[32], tok2[32];
+	long n1, n2;
+	read_counter(id, tok, &n1);
+	e2e_result r;
+	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "hibernate", id, NULL), 0);
+	print_message("refused (%ld MiB charged, 64 MiB disk): %s", mib, r.err);
+	assert_non_null(strstr(r.err, "cannot be hibernated"));
+	assert_non_null(strstr(r.err, "disk limit"));
+	e2e_result_free(&r);
+	char *st = status_of(id);
+	assert_string_equal(st, "running");
+	free(st);
+	char *img = path_of("store/sandboxes", id, "/hibernate");
+	assert_int_equal(access(img, F_OK), -1);
+	usleep(700000);
+	read_counter(id, tok2, &n2);
+	assert_string_equal(tok, tok2);
+	assert_true(n2 > n1);
+	assert_true(charge_mib(id) >= 150); /* the heap is still there */
+	/* The heap gone, the same limit holds the images. */
+	free(e2e_sandlot_ok("exec", id, "--", "sh", "-c", "kill $(cat /awk.pid)", NULL));
+	for (int i = 0; i < 50 && charge_mib(id) >= 150; i++)
+		usleep(100000);
+	free(e2e_sandlot_ok("hibernate", id, NULL));
+	assert_int_equal(access(img, F_OK), 0);
+	free(e2e_sandlot_ok("resume", id, NULL));
+	usleep(700000);
+	read_counter(id, tok2, &n2);
+	assert_string_equal(tok, tok2);
+	free(img);
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	free(id);
+}
+
+/* The sandbox's memory cgroup exists (it runs in its cgroups again). */
+static bool has_cgroup(const char *id)
+{
+	char *cg = e2e_printf("/sys/fs/cgroup/memory/sandlot/%s", id);
+	bool r = access(cg, F_OK) == 0;
+	free(cg);
+	return r;
+}
+
+/* Resumed through daemon D: running, the same token, a count going on from N, in its
+ * cgroups, its images gone. */
+static void assert_resumes(e2e_daemon *d, const char *id, const char *tok, long n)
+{
+	char tok2[32];
+	long n2;
+	char *st = api_status(d, "POST", id, "resume");
+	assert_string_equal(st, "running");
+	free(st);
+	usleep(1000000);
+	read_counter(id, tok2, &n2);
+	assert_string_equal(tok, tok2);
+	assert_true(n2 > n);
+	assert_true(has_cgroup(id));
+	char *img = path_of("store/sandboxes", id, "/hibernate");
+	assert_int_equal(access(img, F_OK), -1);
+	free(img);
+}
+
+/* A sandbox counting (its token and a count read into TOK, N) and daemon D started on
+ * *SOCK (caller frees): the start of the tests of a daemon killed. */
+static char *counting_with_daemon(e2e_daemon *d, char **sock, char tok[32], long *n)
+{
+	char *id = hibernate_sandbox();
+	usleep(600000);
+	read_counter(id, tok, n);
+	*sock = e2e_printf("%s/hib.sock", e2e_root());
+	e2e_daemon_start(d, *sock, false, NULL);
+	return id;
+}
+
+/* Hibernated through a daemon that is then killed -9: the next daemon shows it
+ * hibernated (not failed) and brings it back with its memory. */
+static void test_daemon_killed_while_hibernated(void **state)
+{
+	if (!have_criu())
+		skip();
+	char tok[32], *sock;
+	long n;
+	e2e_daemon d;
+	char *id = counting_with_daemon(&d, &sock, tok, &n);
+	char *st = api_status(&d, "POST", id, "hibernate");
+	assert_string_equal(st, "hibernated");
+	free(st);
+	read_counter(id, tok, &n);
+	e2e_daemon_kill(&d);
+	unlink(sock); /* a killed daemon leaves its socket */
+	e2e_daemon_start(&d, sock, false, NULL);
+	st = api_status(&d, "GET", id, NULL);
+	assert_string_equal(st, "hibernated");
+	free(st);
+	assert_false(has_cgroup(id));
+	assert_resumes(&d, id, tok, n);
+	e2e_daemon_stop(&d);
+	free(sock);
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	free(id);
+}
+
+struct hib_call {
+	e2e_daemon *d;
+	const char *id;
+	long status;
+};
+
+static void *hibernate_call(void *arg)
+{
+	struct hib_call *c = arg;
+	char *p = e2e_printf("/v1/sandboxes/%s/hibernate", c->id);
+	e2e_req q = {.method = "POST", .path = p, .d = c->d, .no_capture = true};
+	e2e_resp r;
+	c->status = e2e_http_q(&r, &q);
+	e2e_resp_free(&r);
+	free(p);
+	return NULL;
+}
+
+/* A child of PARENT named criu, or 0. */
+static pid_t criu_child(pid_t parent)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = 0;
+	while (d && !found && (e = readdir(d))) {
+		char *p = e2e_printf("/proc/%s/stat", e->d_name), *t = e2e_read_file(p);
+		int pp = 0;
+		char *c = t ? strrchr(t, ')') : NULL;
+		if (c && strstr(t, "(criu)") && sscanf(c + 1, " %*c %d", &pp) == 1 && pp == parent)
+			found = atoi(e->d_name);
+		free(t);
+		free(p);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* Whether process PID has PATH open (PATH freed). */
+static bool holds(pid_t pid, char *path)
+{
+	char *fds = e2e_printf("/proc/%d/fd", (int)pid), l[4096];
+	DIR *d = opendir(fds);
+	struct dirent *e;
+	bool found = false;
+	while (d && !found && (e = readdir(d))) {
+		char *p = e2e_printf("%s/%s", fds, e->d_name);
+		ssize_t n = readlink(p, l, sizeof(l) - 1);
+		found = n > 0 && (l[n] = '\0', !strcmp(l, path));
+		free(p);
+	}
+	if (d)
+		closedir(d);
+	free(fds);
+	free(path);
+	return found;
+}
+
+/* The daemon killed -9 while its criu dumps the sandbox: criu goes on (holding the
+ * record's lock), and the next daemon finds the sandbox whole, hibernated (the dump was
+ * done) or running (it was not), never failed; hibernated, it resumes with its memory. */
+static void test_daemon_killed_during_hibernate(void **state)
+{
+	if (!have_criu())
+		skip();
+	char tok[32], *sock;
+	long n;
+	e2e_daemon d;
+	char *id = counting_with_daemon(&d, &sock, tok, &n);
+	struct hib_call c = {.d = &d, .id = id};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, hibernate_call, &c), 0);
+	pid_t criu = 0;
+	for (int i = 0; i < 20000 && !criu; i++) {
+		criu = criu_child(d.pid);
+		if (!criu)
+			usleep(500);
+	}
+	assert_true(criu > 0);
+	/* It holds the record's lock: a descriptor of the record's directory. */
+	assert_true(holds(criu, path_of("sandboxes", id, "")));
+	e2e_daemon_kill(&d);
+	pthread_join(t, NULL);
+	assert_int_not_equal(c.status, 200); /* no answer: the daemon died first */
+	/* criu, now ours (the harness is a subreaper), finishes its work. */
+	int wst;
+	while (waitpid(criu, &wst, 0) < 0 && errno == EINTR)
+		;
+	unlink(sock);
+	e2e_daemon_start(&d, sock, false, NULL);
+	char *st = api_status(&d, "GET", id, NULL);
+	print_message("criu exited %d; the next daemon sees the sandbox %s\n",
+		      WIFEXITED(wst) ? WEXITSTATUS(wst) : -1, st);
+	if (!strcmp(st, "hibernated")) {
+		assert_false(has_cgroup(id));
+		read_counter(id, tok, &n);
+		assert_resumes(&d, id, tok, n);
+	} else {
+		assert_string_equal(st, "running");
+		char *img = path_of("store/sandboxes", id, "/hibernate");
+		assert_int_equal(access(img, F_OK), -1);
+		free(img);
+	}
+	free(st);
+	e2e_daemon_stop(&d);
+	free(sock);
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	free(id);
+}
+
+/* The pid in sandbox ID's record ("init_pid"), 0 if none. */
+static pid_t record_init(const char *id)
+{
+	char *p = path_of("sandboxes", id, "/sandbox.json"), *t = e2e_read_file(p);
+	assert_non_null(t);
+	cJSON *j = cJSON_Parse(t);
+	const cJSON *in = cJSON_GetObjectItemCaseSensitive(j, "init_pid");
+	pid_t pid = cJSON_IsNumber(in) ? (pid_t)in->valuedouble : 0;
+	cJSON_Delete(j);
+	free(t);
+	free(p);
+	return pid;
+}
+
+/* Every mount under PREFIX, deepest first (a reboot takes them all). */
+static void unmount_under(const char *prefix)
+{
+	for (int pass = 0; pass < 16; pass++) {
+		char *t = e2e_read_file("/proc/self/mountinfo"), *best = NULL, pt[4096];
+		size_t bl = 0;
+		for (char *l = strtok(t, "\n"); l; l = strtok(NULL, "\n"))
+			if (sscanf(l, "%*d %*d %*s %*s %4095s", pt) == 1 &&
+			    !strncmp(pt, prefix, strlen(prefix)) && strlen(pt) > bl) {
+				free(best);
+				best = strdup(pt);
+				bl = strlen(pt);
+			}
+		free(t);
+		if (!best)
+			return;
+		if (umount2(best, 0) < 0)
+			fail_msg("umount %s: %s", best, strerror(errno));
+		free(best);
+	}
+}
+
+/* A host reboot, simulated: the daemon and every process of every sandbox end (by the
+ * init pids in their records), the sandboxes' cgroups, every mount of sandlot's (the
+ * store's btrfs, the images' bind) and everything under the run dir (a tmpfs) go; a daemon started
+ * then lists the hibernated sandbox "hibernated", and it resumes with its memory. */
+static void test_hibernated_across_a_reboot(void **state)
+{
+	if (!have_criu())
+		skip();
+	char tok[32], *sock;
+	long n;
+	e2e_daemon d;
+	char *id = counting_with_daemon(&d, &sock, tok, &n);
+	char *other = e2e_sandlot_ok("create", "--image", "busybox", NULL);
+	char *other2 = e2e_sandlot_ok("create", "--hibernate", "--image", "busybox", NULL);
+	char *st = api_status(&d, "POST", id, "hibernate");
+	assert_string_equal(st, "hibernated");
+	free(st);
+	read_counter(id, tok, &n);
+	/* The reboot. */
+	const char *ids[] = {other, other2};
+	for (int i = 0; i < 2; i++) {
+		pid_t init = record_init(ids[i]);
+		assert_true(init > 0);
+		assert_int_equal(kill(init, SIGKILL), 0);
+	}
+	e2e_daemon_kill(&d);
+	for (int i = 0; i < 2; i++) /* their pid namespaces end with their inits */
+		for (int k = 0; k < 100; k++) {
+			char *p = e2e_printf("/sys/fs/cgroup/pids/sandlot/%s/cgroup.procs", ids[i]);
+			char *t = e2e_read_file(p);
+			bool empty = !t || !*t;
+			free(t);
+			free(p);
+			if (empty)
+				break;
+			usleep(50000);
+		}
+	const char *run = getenv("SANDLOT_RUN_DIR");
+	unmount_under(run);
+	/* The store's btrfs (its loop device goes with it: autoclear) and the images'
+	 * nosuid bind: remade by sandlot when it needs them. */
+	char *store = path_of("store", "", ""), *images = path_of("images", "", "");
+	store[strlen(store) - 1] = images[strlen(images) - 1] = '\0'; /* the '/' */
+	unmount_under(store);
+	unmount_under(images);
+	free(store);
+	free(images);
+	char *cmd = e2e_printf("rm -rf '%s'/* && find /sys/fs/cgroup/*/sandlot -depth -mindepth 1 "
+			       "-type d \\( -path '*/%s*' -o -path '*/%s*' \\) -exec rmdir {} +",
+			       run, other, other2);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+	/* After it. */
+	e2e_daemon_start(&d, sock, false, NULL);
+	st = api_status(&d, "GET", id, NULL);
+	assert_string_equal(st, "hibernated");
+	free(st);
+	assert_resumes(&d, id, tok, n);
+	e2e_daemon_stop(&d);
+	free(sock);
+	free(e2e_sandlot_ok("rm", "-f", id, other, other2, NULL));
+	free(id);
+	free(other);
+	free(other2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -656,6 +1012,10 @@ int main(void)
 	    E2E_TEST(test_hibernate_refused_for_the_usual_launch),
 	    E2E_TEST(test_delete_while_hibernated),
 	    E2E_TEST(test_hibernated_across_daemon_restarts),
+	    E2E_TEST(test_hibernate_refused_past_the_disk_limit),
+	    E2E_TEST(test_daemon_killed_while_hibernated),
+	    E2E_TEST(test_daemon_killed_during_hibernate),
+	    E2E_TEST(test_hibernated_across_a_reboot),
 	    E2E_TEST(test_hibernate_with_volumes),
 	    E2E_TEST(test_hibernate_with_secret_files),
 	    E2E_TEST(test_hibernate_with_network),
