@@ -9,7 +9,7 @@
 #include "snapshot.h"
 #include "view.h"
 
-/* sandlot fork ID [-n N] [--name NAME]: the copies' ids, one a line. */
+/* sandlot fork ID [-n N] [--name NAME] [--memory]: the copies' ids, one a line. */
 int cmd_fork(sl_ctx *ctx, int argc, char **argv)
 {
 	sl_fork_opts fo = {.count = 1};
@@ -24,14 +24,16 @@ int cmd_fork(sl_ctx *ctx, int argc, char **argv)
 			fo.count = (unsigned)v;
 		} else if (!strcmp(argv[i], "--name") && i + 1 < argc) {
 			fo.name = argv[++i];
+		} else if (!strcmp(argv[i], "--memory")) {
+			fo.memory = true;
 		} else if (argv[i][0] != '-' && !id) {
 			id = argv[i];
 		} else {
-			return cli_usage("fork ID [-n N] [--name NAME]");
+			return cli_usage("fork ID [-n N] [--name NAME] [--memory]");
 		}
 	}
 	if (!id)
-		return cli_usage("fork ID [-n N] [--name NAME]");
+		return cli_usage("fork ID [-n N] [--name NAME] [--memory]");
 	sl_sandbox *list;
 	size_t n;
 	sl_err err = {0};

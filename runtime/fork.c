@@ -4,6 +4,7 @@
 #include "fork.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "cleanup.h"
 #include "clock.h"
+#include "hibernate.h"
 #include "log.h"
 #include "snapshot.h"
 
@@ -116,10 +118,6 @@ static int plan_of(const sl_sandbox *src, fork_plan *p, sl_err *err)
 
 static int check_opts(const sl_fork_opts *fo, sl_err *err)
 {
-	if (fo->memory)
-		return sl_fail(err, SL_INVALID, 0,
-			       "memory: a fork copies files only for now; copying processes and "
-			       "memory needs hibernate, which this sandlot does not have yet");
 	if (fo->count < 1 || fo->count > SL_FORK_MAX)
 		return sl_fail(err, SL_INVALID, 0, "count %u: give 1 to %d copies", fo->count,
 			       SL_FORK_MAX);
@@ -128,6 +126,39 @@ static int check_opts(const sl_fork_opts *fo, sl_err *err)
 			       "name \"%s\": at most 59 characters (a suffix "
 			       "-N is added to each copy's)",
 			       fo->name);
+	return 0;
+}
+
+/* A fork with memory: the source's processes as they are now, dumped while its cgroup is
+ * frozen for the snapshot of its files (snapshot.c's capture), so that both are of one
+ * instant; the tasks run on. */
+static int dump_at_freeze(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot *s, sl_err *err)
+{
+	char dir[PATH_MAX];
+	hibernate_images_dir(ctx, s->id, dir, sizeof(dir));
+	if (hibernate_dump_copy(ctx, sb, dir, err) < 0)
+		return sl_wrap(err, "fork %s with memory", sb->id);
+	return 0;
+}
+
+/* What a fork with memory needs of SRC, checked before anything is frozen. */
+static int memory_check(const sl_sandbox *src, sl_err *err)
+{
+	if (!src->hibernate)
+		return sl_fail(err, SL_CONFLICT, 0,
+			       "memory: sandbox %s was not created with \"hibernate\": true; "
+			       "only such a sandbox's processes can be copied (docs/forks.md)",
+			       src->id);
+	if (src->status != SL_ST_RUNNING)
+		return sl_fail(err, SL_CONFLICT, 0,
+			       "memory: sandbox %s is %s; only a running sandbox's processes "
+			       "can be copied",
+			       src->id, sandbox_status_name(src->status));
+	if (src->net_enabled || cJSON_GetArraySize(src->volumes) > 0)
+		return sl_fail(err, SL_CONFLICT, 0,
+			       "memory: sandbox %s has a network or volumes, which a copy of "
+			       "its processes cannot take yet (docs/forks.md)",
+			       src->id);
 	return 0;
 }
 
@@ -153,19 +184,25 @@ int sandbox_fork(sl_ctx *ctx, const char *ref, const sl_fork_opts *fo, sl_sandbo
 		return -1;
 	if (src.status == SL_ST_TERMINATED)
 		return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s is terminated", src.id);
+	if (fo->memory && memory_check(&src, err) < 0)
+		return -1;
 	fork_plan plan;
 	sl_snapshot base;
 	int mfd = -1;
 	sl_sandbox *list = calloc(fo->count, sizeof(*list));
 	if (!list)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "fork %s", src.id);
+	snapshot_hook at_freeze = fo->memory ? dump_at_freeze : NULL;
 	if (plan_of(&src, &plan, err) < 0 ||
-	    snapshot_fork_base(ctx, src.id, &base, &mfd, err) < 0) {
+	    snapshot_fork_base(ctx, src.id, at_freeze, &base, &mfd, err) < 0) {
 		plan_free(&plan);
 		free(list);
 		return -1;
 	}
 	plan.o.fork_base = &base;
+	char images[PATH_MAX];
+	hibernate_images_dir(ctx, base.id, images, sizeof(images));
+	plan.o.restore_images = fo->memory ? images : NULL;
 	int r = 0;
 	for (unsigned i = 0; i < fo->count && r == 0; i++) {
 		char name[64];
@@ -180,6 +217,8 @@ int sandbox_fork(sl_ctx *ctx, const char *ref, const sl_fork_opts *fo, sl_sandbo
 		else
 			sl_wrap(err, "fork %s: copy %u of %u", src.id, i + 1, fo->count);
 	}
+	if (fo->memory)
+		hibernate_images_delete(ctx, base.id);
 	snapshot_fork_base_drop(ctx, &base, mfd);
 	plan_free(&plan);
 	if (r < 0) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "criu_img.h"
 #include "fsutil.h"
 #include "image.h"
 #include "launch.h"
@@ -178,14 +179,17 @@ static int images_make(const sl_ctx *ctx, const sl_sandbox *sb, const char *dir,
 	return 0;
 }
 
-/* Dump under the record's lock (held by the caller): 0 and the tasks gone, or -1 with
- * them running on (a refused dump leaves them as they were) and the images removed. */
-static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+/* Dump into DIR under the record's lock (held by the caller): 0 and the tasks gone (with
+ * LEAVE, still running: their cgroup FROZEN by the caller stays so), or -1 with them
+ * running on (a refused dump leaves them as they were) and the images removed. */
+static int dump_to(sl_ctx *ctx, const sl_sandbox *sb, const char *dir, bool leave, sl_err *err)
 {
-	char dir[PATH_MAX], extp[PATH_MAX], pid[16], why[512];
+	char extp[PATH_MAX], pid[16], why[512], freezer[PATH_MAX], cg[64];
 	if (access(hibernate_criu(), X_OK) < 0)
 		return refuse(err, sb->id, "CRIU is not installed (scripts/setup builds it)");
-	hibernate_images_dir(ctx, sb->id, dir, sizeof(dir));
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
+	if (leave && cgroup_path(ctx->cg, "freezer", cg, freezer, sizeof(freezer)) < 0)
+		return sl_sysfail(err, "sandbox %s: its freezer cgroup", sb->id);
 	if (images_make(ctx, sb, dir, err) < 0)
 		return -1;
 	snprintf(extp, sizeof(extp), "%s/externals", dir);
@@ -207,9 +211,15 @@ static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	argv[n++] = "-t";
 	argv[n++] = pid;
 	argv[n++] = "-D";
-	argv[n++] = dir;
+	argv[n++] = (char *)dir;
 	argv[n++] = "-o";
 	argv[n++] = "dump.log";
+	if (leave) {
+		/* CRIU seizes the frozen tasks, and freezes them again before it lets go. */
+		argv[n++] = "--leave-running";
+		argv[n++] = "--freeze-cgroup";
+		argv[n++] = freezer;
+	}
 	for (size_t i = 0; i < nargs; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
@@ -238,8 +248,10 @@ int sandbox_hibernate(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err
 		r = refuse(err, sb.id,
 			   "it was not created with \"hibernate\": true (its launch cannot be "
 			   "dumped: docs/hibernate.md)");
+	char dir[PATH_MAX];
+	hibernate_images_dir(ctx, sb.id, dir, sizeof(dir));
 	if (r == 0)
-		r = dump_locked(ctx, &sb, err);
+		r = dump_to(ctx, &sb, dir, false, err);
 	if (r == 0) {
 		/* Its tasks are gone; its cgroups go too, and with them their memory charge
 		 * (the page cache of its files): made again on resume. */
@@ -290,16 +302,19 @@ static int root_mount(sl_ctx *ctx, const sl_sandbox *sb, const char *root, sl_er
 	return 0;
 }
 
-/* criu restore of DIR's images into ROOT: the restored init's host pid, or -1. */
-static pid_t restore(const char *dir, const char *root, const char *id, sl_err *err)
+/* criu restore of DIR's images into ROOT (with EXTRA, a NULL-terminated list of more
+ * arguments, or NULL): the restored init's host pid, or -1. */
+static pid_t restore(const char *dir, const char *root, char *const *extra, const char *id,
+		     sl_err *err)
 {
 	char extp[PATH_MAX], pidf[PATH_MAX], why[512], line[2 * PATH_MAX];
 	_cleanup_free_ char(*args)[2 * PATH_MAX] = calloc(MAX_EXTERNALS, 2 * PATH_MAX);
 	size_t nargs = 0;
 	if (!args)
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "sandbox %s: resume", id);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "sandbox %s: criu restore", id);
 	snprintf(extp, sizeof(extp), "%s/externals", dir);
 	snprintf(pidf, sizeof(pidf), "%s/restored.pid", dir);
+	unlink(pidf); /* an earlier restore's (a fork's copies share the images) */
 	FILE *ext = fopen(extp, "re");
 	while (ext && nargs < MAX_EXTERNALS && fgets(line, sizeof(line), ext)) {
 		char key[32], path[PATH_MAX];
@@ -312,7 +327,7 @@ static pid_t restore(const char *dir, const char *root, const char *id, sl_err *
 	}
 	if (ext)
 		fclose(ext);
-	char *argv[MAX_EXTERNALS + 16];
+	char *argv[MAX_EXTERNALS + 32];
 	size_t n = 0;
 	argv[n++] = (char *)hibernate_criu();
 	argv[n++] = "restore";
@@ -325,6 +340,8 @@ static pid_t restore(const char *dir, const char *root, const char *id, sl_err *
 	argv[n++] = pidf;
 	argv[n++] = "-o";
 	argv[n++] = "restore.log";
+	for (size_t i = 0; extra && extra[i] && i < 12; i++)
+		argv[n++] = extra[i];
 	for (size_t i = 0; i < nargs; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
@@ -334,16 +351,20 @@ static pid_t restore(const char *dir, const char *root, const char *id, sl_err *
 	ssize_t got = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
 	if (rc != 0 || got <= 0) {
 		criu_reason(dir, "restore.log", why, sizeof(why));
-		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: resume: %s", id, why);
+		sl_log(SL_LOG_WARN, "sandbox %s: criu restore exited %d: %s", id, rc, why);
+		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: criu restore: %s", id, why);
 	}
 	text[got] = '\0';
 	return (pid_t)atoi(text);
 }
 
-int hibernate_resume_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+/* SB's cgroups made (with its limits), its overlay attached for the restore, DIR's images
+ * restored into them (EXTRA: more arguments to criu restore), init.ns written: SB's
+ * init_pid and init_start set. -1 with its cgroups gone and nothing running. */
+static int restore_into(sl_ctx *ctx, sl_sandbox *sb, const char *dir, char *const *extra,
+			sl_err *err)
 {
-	char dir[PATH_MAX], run[PATH_MAX], root[PATH_MAX], cg[64];
-	hibernate_images_dir(ctx, sb->id, dir, sizeof(dir));
+	char run[PATH_MAX], root[PATH_MAX], cg[64];
 	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
 	snprintf(root, sizeof(root), "%s/rootfs", run);
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
@@ -353,7 +374,7 @@ int hibernate_resume_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 		return -1;
 	if (root_mount(ctx, sb, root, err) < 0)
 		goto drop_cgroups;
-	pid_t pid = restore(dir, root, sb->id, err);
+	pid_t pid = restore(dir, root, extra, sb->id, err);
 	/* The restored tree holds its root in its own mount namespace: the host's goes. */
 	umount2(root, MNT_DETACH);
 	if (pid <= 0)
@@ -364,15 +385,59 @@ int hibernate_resume_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	}
 	sb->init_pid = pid;
 	sb->init_start = proc_start_time(pid);
-	sb->status = SL_ST_RUNNING;
-	if (record_save(ctx, sb, true, err) < 0) {
-		kill(pid, SIGKILL);
-		goto drop_cgroups;
-	}
-	hibernate_images_delete(ctx, sb->id);
 	return 0;
 drop_cgroups:;
 	sl_err e = {0};
 	cgroup_destroy(ctx->cg, cg, &e);
 	return -1;
+}
+
+int hibernate_resume_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+{
+	char dir[PATH_MAX], cg[64];
+	hibernate_images_dir(ctx, sb->id, dir, sizeof(dir));
+	if (restore_into(ctx, sb, dir, NULL, err) < 0)
+		return -1;
+	sb->status = SL_ST_RUNNING;
+	if (record_save(ctx, sb, true, err) < 0) {
+		sl_err e = {0};
+		snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
+		cgroup_destroy(ctx->cg, cg, &e);
+		return -1;
+	}
+	hibernate_images_delete(ctx, sb->id);
+	return 0;
+}
+
+int hibernate_dump_copy(sl_ctx *ctx, const sl_sandbox *sb, const char *dir, sl_err *err)
+{
+	return dump_to(ctx, sb, dir, true, err);
+}
+
+int hibernate_restore_copy(sl_ctx *ctx, sl_sandbox *sb, const char *dir, sl_err *err)
+{
+	/* The tasks go to SB's cgroups: CRIU moves the dumped tree's cgroup of each of
+	 * sandlot's controllers (the source's) to SB's; the others (cpuset, devices, ...)
+	 * stay the host's root, where the source's tasks are. */
+	static const char *const ctl[] = {"cpu", "cpuacct", "memory", "pids", "freezer"};
+	char roots[5][96];
+	char *extra[11];
+	size_t n = 0;
+	for (size_t i = 0; i < 5; i++) {
+		bool v2 = cgroup_version(ctx->cg) == 2;
+		snprintf(roots[i], sizeof(roots[i]), "%s%s/sandlot/%s", v2 ? "" : ctl[i],
+			 v2 ? "" : ":", sb->id);
+		extra[n++] = "--cgroup-root";
+		extra[n++] = roots[i];
+		if (v2)
+			break;
+	}
+	extra[n] = NULL;
+	/* The images are the source's: its user namespace's maps become SB's range (its
+	 * files were shifted to it), and the directory SB's root's (9 in docs/hibernate.md). */
+	if (criu_userns_rebase(dir, sb->uid_base, err) < 0)
+		return sl_wrap(err, "sandbox %s: restore a copy", sb->id);
+	if (chown(dir, sb->uid_base, sb->uid_base) < 0)
+		return sl_sysfail(err, "sandbox %s: give it %s", sb->id, dir);
+	return restore_into(ctx, sb, dir, extra, err);
 }

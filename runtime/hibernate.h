@@ -22,5 +22,13 @@ int sandbox_hibernate(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err
 /* Restore hibernated SB (its lock held by the caller): its cgroups made again, its
  * overlay mounted for criu restore --root, status "running", the images removed. */
 int hibernate_resume_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err);
+/* For a fork with memory (fork.c): dump running SB into DIR (made 0700 here), leaving its
+ * tasks running; its cgroup is FROZEN by the caller and stays so. SL_HIBERNATE_REFUSED
+ * with CRIU's reason, DIR removed, when it cannot be. */
+int hibernate_dump_copy(sl_ctx *ctx, const sl_sandbox *sb, const char *dir, sl_err *err);
+/* Restore DIR (another sandbox's dump) as new sandbox SB's processes: the images' user
+ * namespace maps moved to SB's uid range, its cgroups made, the tasks put in them, SB's
+ * init_pid and init_start set. -1 with nothing of it running. DIR is left. */
+int hibernate_restore_copy(sl_ctx *ctx, sl_sandbox *sb, const char *dir, sl_err *err);
 
 #endif

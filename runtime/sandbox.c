@@ -253,6 +253,34 @@ static int launch_spared(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, sl_launch_sp
 
 /* A new init on the sandbox's existing writable layer: cgroup, namespaces, rootfs.
  * FIRST, when not NULL, is queued for init to start at once; *FP gets its connection. */
+/* RUN, the sandbox's run dir, and its activity file in it. */
+static int run_dir_make(const char *run, sl_err *err)
+{
+	if (mkdir(run, 0700) < 0 && errno != EEXIST)
+		return sl_sysfail(err, "create %s", run);
+	/* The daemon's idle clock (api/deadlines.c) moves this file's mtime; it is made
+	 * here, never by a request, so a request racing a destroy cannot leave it. */
+	char act[PATH_MAX];
+	snprintf(act, sizeof(act), "%s/activity", run);
+	int afd = open(act, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (afd < 0)
+		return sl_sysfail(err, "create %s", act);
+	close(afd);
+	return 0;
+}
+
+/* A fork with memory: its processes are the source's, restored from DIR's images
+ * (hibernate.c) instead of a new init. */
+static int restore_init(sl_ctx *ctx, sl_sandbox *sb, const char *dir, sl_err *err)
+{
+	char run[PATH_MAX];
+	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
+	if (run_dir_make(run, err) < 0 || hibernate_restore_copy(ctx, sb, dir, err) < 0)
+		return -1;
+	record_boot_id(sb->boot_id, sizeof(sb->boot_id));
+	return 0;
+}
+
 static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, size_t nbinds,
 		      const sl_spawn *first, sl_proc *fp, sl_err *err)
 {
@@ -353,20 +381,8 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 		return -1;
 	/* A spare init brings its run dir (renamed to RUN) and cgroups (to CG). */
 	sl_launch_spare *spare = sb->hibernate ? NULL : spare_launch_take(ctx, sb, nm, cg, run);
-	if (mkdir(run, 0700) < 0 && errno != EEXIST) {
-		sl_sysfail(err, "create %s", run);
+	if (run_dir_make(run, err) < 0)
 		goto drop_spare;
-	}
-	/* The daemon's idle clock (api/deadlines.c) moves this file's mtime; it is made
-	 * here, never by a request, so a request racing a destroy cannot leave it. */
-	char act[PATH_MAX];
-	snprintf(act, sizeof(act), "%s/activity", run);
-	int afd = open(act, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (afd < 0) {
-		sl_sysfail(err, "create %s", act);
-		goto drop_spare;
-	}
-	close(afd);
 	bool had_spare = spare != NULL; /* launch_spared consumes it either way */
 	bool spared = had_spare && launch_spared(ctx, sb, &l, spare, cg, err) == 0;
 	/* A failed take may have mounted the layer already (the daemon makes a spare's
@@ -629,7 +645,9 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 			: store_layer_create(&ctx->cfg, sb.id, sb.disk_bytes, sb.uid_base, err)) < 0)
 		goto fail;
 	sl_crash_point("create-layer"); /* its subvolume made, before its cgroup and init */
-	if (start_init(ctx, &sb, o->host_binds, o->nhost_binds, o->first, o->first_proc, err) < 0)
+	if ((o->restore_images ? restore_init(ctx, &sb, o->restore_images, err)
+			       : start_init(ctx, &sb, o->host_binds, o->nhost_binds, o->first,
+					    o->first_proc, err)) < 0)
 		goto fail;
 	sl_crash_point("create-started"); /* cgroup, run dir and init up; still "creating" */
 	/* A pooled sandbox needs no durable record: a daemon that died leaves its pool

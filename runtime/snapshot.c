@@ -26,6 +26,7 @@
 #include "lookup.h"
 #include "clock.h"
 #include "crash.h"
+#include "hibernate.h"
 #include "id.h"
 #include "image.h"
 #include "log.h"
@@ -194,6 +195,7 @@ static void making_undo(sl_ctx *ctx, const char *snp_id, int mfd)
 	sl_err_clear(&e);
 	if (base)
 		snap_unlink_record(ctx, snp_id);
+	hibernate_images_delete(ctx, snp_id); /* a fork with memory's dump, if any */
 	if ((base || !snap_has_record(ctx, snp_id)) &&
 	    store_snapshot_destroy(&ctx->cfg, snp_id, &e) < 0 && e.errnum != ENOENT)
 		sl_log(SL_LOG_WARN, "snapshot %s: remove the half-made subvolume: %s", snp_id,
@@ -283,14 +285,13 @@ static int name_free_for(sl_ctx *ctx, const char *name, const char *owner, sl_er
 }
 
 /* What a capture checks under the sandbox's lock, before anything is made. */
-typedef int (*capture_check)(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot *s,
-			     sl_err *err);
+typedef snapshot_hook capture_check;
 
 /* The sandbox's files now, as S (name and kind filled by the caller; the rest here), a
  * running sandbox frozen for the instant, and S's record saved. With KEEP_MFD, the
  * making marker stays held and is handed back (a fork base). */
-static int capture(sl_ctx *ctx, const char *sandbox_ref, capture_check check, sl_snapshot *s,
-		   int *keep_mfd, sl_err *err)
+static int capture(sl_ctx *ctx, const char *sandbox_ref, capture_check check,
+		   snapshot_hook at_freeze, sl_snapshot *s, int *keep_mfd, sl_err *err)
 {
 	snapshot_collect_unfinished(ctx);
 	/* Under the sandbox's lock: no pause, resume or stop comes between the freeze and
@@ -328,6 +329,8 @@ static int capture(sl_ctx *ctx, const char *sandbox_ref, capture_check check, sl
 	/* Freeze a running sandbox so no write is half done at the instant of capture. */
 	bool froze = running && cgroup_freeze(ctx->cg, cg, true, err) == 0;
 	int r = running && !froze ? -1 : store_ensure(&ctx->cfg, err);
+	if (r == 0 && at_freeze)
+		r = at_freeze(ctx, &sb, s, err);
 	if (r == 0)
 		r = store_snapshot_create(&ctx->cfg, sb.id, s->id, err);
 	sl_crash_point("snapshot-frozen");
@@ -360,7 +363,7 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 		return -1;
 	sl_snapshot s = { 0 };
 	snprintf(s.name, sizeof(s.name), "%s", name ? name : "");
-	if (capture(ctx, sandbox_ref, NULL, &s, NULL, err) < 0)
+	if (capture(ctx, sandbox_ref, NULL, NULL, &s, NULL, err) < 0)
 		return -1;
 	if (s.name[0]) {
 		char p[PATH_MAX];
@@ -656,7 +659,7 @@ int checkpoint_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl
 		return -1;
 	snprintf(s.checkpoint_of, sizeof(s.checkpoint_of), "%s", sb.id);
 	sandbox_free(&sb);
-	if (capture(ctx, s.checkpoint_of, checkpoint_check, &s, NULL, err) < 0)
+	if (capture(ctx, s.checkpoint_of, checkpoint_check, NULL, &s, NULL, err) < 0)
 		return -1;
 	*out = s;
 	return 0;
@@ -766,12 +769,12 @@ static int fork_check(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot *s, s
 		       sandbox_status_name(sb->status));
 }
 
-int snapshot_fork_base(sl_ctx *ctx, const char *sandbox_ref, sl_snapshot *out, int *mfd,
-		       sl_err *err)
+int snapshot_fork_base(sl_ctx *ctx, const char *sandbox_ref, snapshot_hook at_freeze,
+		       sl_snapshot *out, int *mfd, sl_err *err)
 {
 	sl_snapshot s = { 0 };
 	s.fork_base = true;
-	if (capture(ctx, sandbox_ref, fork_check, &s, mfd, err) < 0)
+	if (capture(ctx, sandbox_ref, fork_check, at_freeze, &s, mfd, err) < 0)
 		return -1;
 	*out = s;
 	return 0;

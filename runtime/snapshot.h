@@ -70,8 +70,13 @@ void checkpoint_delete_all(sl_ctx *ctx, const char *sandbox_id);
 /* ---- fork bases: the files of a sandbox at one instant, while forks are made of them ----
  * A hidden snapshot whose making marker stays held (*mfd) until snapshot_fork_base_drop:
  * a forker that dies leaves it to snapshot_collect_unfinished, which deletes it. */
-int snapshot_fork_base(sl_ctx *ctx, const char *sandbox_ref, sl_snapshot *out, int *mfd,
-		       sl_err *err);
+/* AT_FREEZE (or NULL) runs under the source's lock, its cgroup frozen, just before its
+ * layer is snapshotted: a fork with memory dumps its processes there. Its failure fails
+ * the fork base (the source thawed, nothing made). The source's CRIU images of
+ * <state>/hibernate/<base id> are removed with the base by a collect. */
+typedef int (*snapshot_hook)(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot *s, sl_err *err);
+int snapshot_fork_base(sl_ctx *ctx, const char *sandbox_ref, snapshot_hook at_freeze,
+		       sl_snapshot *out, int *mfd, sl_err *err);
 void snapshot_fork_base_drop(sl_ctx *ctx, const sl_snapshot *s, int mfd);
 
 #endif

@@ -162,7 +162,8 @@ static void test_fork_bad_input(void **state)
 	expect_call("POST", p, "{\"count\":1000}", 400, "INVALID_ARGUMENT", "1 to 100");
 	expect_call("POST", p, "{\"count\":-1}", 400, "INVALID_ARGUMENT", NULL);
 	expect_call("POST", p, "{\"count\":\"x\"}", 400, "INVALID_ARGUMENT", NULL);
-	expect_call("POST", p, "{\"memory\":true}", 400, "INVALID_ARGUMENT", "hibernate");
+	/* Memory: only of a sandbox made with "hibernate": true (test_hibernate.c forks one). */
+	expect_call("POST", p, "{\"memory\":true}", 409, "CONFLICT", "\"hibernate\": true");
 	expect_call("POST", p, "{\"cuont\":2}", 400, "INVALID_ARGUMENT", "cuont");
 	expect_call("POST", p, "{\"name\":\"Bad Name\"}", 400, "INVALID_ARGUMENT", "name");
 	expect_call("POST", "/v1/sandboxes/sbx_nosuchsandboxxxxxxx/fork", "{}", 404, "NOT_FOUND",

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -220,6 +221,182 @@ static void test_hibernated_across_daemon_restarts(void **state)
 	free(id);
 }
 
+/* The host uid the first task of sandbox ID's memory cgroup runs as. */
+static uid_t task_uid(const char *id)
+{
+	char *p = e2e_printf("/sys/fs/cgroup/memory/sandlot/%s/tasks", id);
+	FILE *f = fopen(p, "r");
+	assert_non_null(f);
+	int pid = 0;
+	assert_int_equal(fscanf(f, "%d", &pid), 1);
+	fclose(f);
+	free(p);
+	char *sp = e2e_printf("/proc/%d", pid);
+	struct stat st;
+	assert_int_equal(stat(sp, &st), 0);
+	free(sp);
+	return st.st_uid;
+}
+
+static bool exists_in(const char *id, const char *path)
+{
+	char *p = path_of("store/sandboxes", id, path);
+	bool r = access(p, F_OK) == 0;
+	free(p);
+	return r;
+}
+
+/* A fork with memory: each copy runs the source's loop on, with its token and a count
+ * from the fork's instant, under its own uid range and cgroup; the source runs on;
+ * writes after the fork are each sandbox's own. */
+static void test_fork_with_memory(void **state)
+{
+	if (!have_criu())
+		skip();
+	char *id = hibernate_sandbox();
+	free(e2e_sandlot_ok("exec", id, "--", "sh", "-c", "echo before > /f", NULL));
+	char tok[32], tok2[32];
+	long n0, n1, n2;
+	usleep(600000);
+	read_counter(id, tok, &n0);
+	double t0 = now_s();
+	char *out = e2e_sandlot_ok("fork", id, "-n", "2", "--memory", NULL);
+	double t1 = now_s();
+	print_message("fork --memory of 2 copies: %.3f s (sandlot fork, as a process)\n", t1 - t0);
+	char fk[2][64];
+	assert_int_equal(sscanf(out, "%63s %63s", fk[0], fk[1]), 2);
+	free(out);
+	free(e2e_sandlot_ok("exec", id, "--", "sh", "-c", "echo src > /after", NULL));
+	usleep(1000000);
+	for (int i = 0; i < 2; i++) {
+		read_counter(fk[i], tok2, &n1);
+		assert_string_equal(tok, tok2);
+		assert_true(n1 >= n0);
+		usleep(500000);
+		read_counter(fk[i], tok2, &n2);
+		assert_true(n2 > n1); /* it runs */
+		char *f = e2e_sandlot_ok("exec", fk[i], "--", "cat", "/f", NULL);
+		assert_string_equal(f, "before");
+		free(f);
+		/* The loop is pid 2 or more inside, as in the source; its init is pid 1. */
+		char *ps =
+		    e2e_sandlot_ok("exec", fk[i], "--", "sh", "-c", "cat /proc/1/comm", NULL);
+		assert_string_equal(ps, "sandlot-init");
+		free(ps);
+		free(e2e_sandlot_ok("exec", fk[i], "--", "sh", "-c",
+				    i ? "echo one > /mine1" : "echo zero > /mine0", NULL));
+		assert_int_not_equal(task_uid(fk[i]), task_uid(id));
+	}
+	assert_int_not_equal(task_uid(fk[0]), task_uid(fk[1]));
+	/* Private: the source's write after the fork, each copy's own. */
+	assert_false(exists_in(fk[0], "/upper/after"));
+	assert_false(exists_in(fk[1], "/upper/after"));
+	assert_true(exists_in(fk[0], "/upper/mine0"));
+	assert_false(exists_in(fk[1], "/upper/mine0"));
+	assert_false(exists_in(id, "/upper/mine0"));
+	assert_false(exists_in(id, "/upper/mine1"));
+	/* The source runs on. */
+	read_counter(id, tok2, &n1);
+	usleep(500000);
+	read_counter(id, tok2, &n2);
+	assert_string_equal(tok, tok2);
+	assert_true(n2 > n1);
+	char *st = status_of(fk[0]);
+	assert_string_equal(st, "running");
+	free(st);
+	/* No dump left behind (the fork base's images). */
+	char *hd = e2e_printf("%s/hibernate", getenv("SANDLOT_STATE_DIR"));
+	char *ls = NULL;
+	assert_true(asprintf(&ls, "ls -A %s | wc -l", hd) > 0);
+	FILE *pf = popen(ls, "r");
+	int left = -1;
+	assert_int_equal(fscanf(pf, "%d", &left), 1);
+	pclose(pf);
+	assert_int_equal(left, 0);
+	free(ls);
+	free(hd);
+	free(e2e_sandlot_ok("rm", "-f", fk[0], fk[1], id, NULL));
+	free(id);
+}
+
+/* The lines of TEXT (freed). */
+static size_t lines_of(char *text)
+{
+	size_t n = 0;
+	for (const char *c = text; *c; c++)
+		n += *c == '\n';
+	free(text);
+	return n;
+}
+
+/* Refused for a sandbox of the usual launch, saying why; no copy left, the source runs. */
+static void test_fork_with_memory_refused(void **state)
+{
+	char *id = e2e_sandlot_ok("create", "--image", "busybox", NULL);
+	size_t before = lines_of(e2e_sandlot_ok("ls", "-a", NULL));
+	e2e_result r;
+	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "fork", id, "--memory", NULL), 0);
+	assert_non_null(strstr(r.err, "\"hibernate\": true"));
+	e2e_result_free(&r);
+	assert_int_equal(lines_of(e2e_sandlot_ok("ls", "-a", NULL)), before);
+	char *st = status_of(id);
+	assert_string_equal(st, "running");
+	free(st);
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	free(id);
+}
+
+/* A criu that fails at STEP ("dump" or "restore") and runs the real one otherwise. */
+static char *failing_criu(const char *step)
+{
+	char *path = e2e_printf("%s/criu-fails-%s", e2e_root(), step);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"#!/bin/sh\n[ \"$1\" = %s ] && { echo 'Error (test): refused' >&2; exit 1; }\n"
+		"exec %s \"$@\"\n",
+		step, hibernate_criu());
+	fclose(f);
+	assert_int_equal(chmod(path, 0755), 0);
+	return path;
+}
+
+/* CRIU failing at the dump, then at the restore of the copies: the fork fails, no copy
+ * and no images are left (nor cgroup, mount or process: the per-test leak check), and
+ * the source runs on. */
+static void test_fork_with_memory_failures(void **state)
+{
+	if (!have_criu())
+		skip();
+	char *id = hibernate_sandbox();
+	char tok[32];
+	long n1, n2;
+	size_t before = lines_of(e2e_sandlot_ok("ls", "-a", NULL));
+	const char *steps[] = {"dump", "restore"};
+	for (int i = 0; i < 2; i++) {
+		char *criu = failing_criu(steps[i]);
+		setenv("SANDLOT_CRIU", criu, 1);
+		e2e_result r;
+		int rc = e2e_sandlot(&r, NULL, 0, "fork", id, "-n", "2", "--memory", NULL);
+		unsetenv("SANDLOT_CRIU");
+		assert_int_not_equal(rc, 0);
+		print_message("%s: %s", steps[i], r.err);
+		assert_non_null(strstr(r.err, "criu failed"));
+		e2e_result_free(&r);
+		assert_int_equal(lines_of(e2e_sandlot_ok("ls", "-a", NULL)), before);
+		char *hd = e2e_printf("rmdir %s/hibernate", getenv("SANDLOT_STATE_DIR"));
+		assert_int_equal(system(hd), 0); /* empty */
+		free(hd);
+		read_counter(id, tok, &n1);
+		usleep(500000);
+		read_counter(id, tok, &n2);
+		assert_true(n2 > n1);
+		free(criu);
+	}
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	free(id);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -227,6 +404,9 @@ int main(void)
 	    E2E_TEST(test_hibernate_refused_for_the_usual_launch),
 	    E2E_TEST(test_delete_while_hibernated),
 	    E2E_TEST(test_hibernated_across_daemon_restarts),
+	    E2E_TEST(test_fork_with_memory),
+	    E2E_TEST(test_fork_with_memory_refused),
+	    E2E_TEST(test_fork_with_memory_failures),
 	};
 	return e2e_run_tests(tests);
 }
