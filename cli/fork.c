@@ -68,13 +68,14 @@ static int checkpoint_ls(sl_ctx *ctx, const char *id, bool json)
 	return 0;
 }
 
-/* sandlot checkpoint create ID NAME | ls ID [--format json] | rm ID NAME... */
+/* sandlot checkpoint create ID NAME [--memory] | ls ID [--format json] | rm ID NAME... */
 int cmd_checkpoint(sl_ctx *ctx, int argc, char **argv)
 {
 	sl_err err = {0};
-	if (argc == 4 && !strcmp(argv[1], "create")) {
+	bool memory = argc == 5 && !strcmp(argv[4], "--memory");
+	if ((argc == 4 || memory) && !strcmp(argv[1], "create")) {
 		sl_snapshot s;
-		if (checkpoint_create(ctx, argv[2], argv[3], &s, &err) < 0)
+		if (checkpoint_create(ctx, argv[2], argv[3], memory, &s, &err) < 0)
 			return cli_fail(&err);
 		printf("%s\n", s.id);
 		return 0;
@@ -88,7 +89,8 @@ int cmd_checkpoint(sl_ctx *ctx, int argc, char **argv)
 				code = cli_fail(&err);
 		return code;
 	}
-	return cli_usage("checkpoint create ID NAME | ls ID [--format json] | rm ID NAME...");
+	return cli_usage(
+	    "checkpoint create ID NAME [--memory] | ls ID [--format json] | rm ID NAME...");
 }
 
 /* sandlot rollback ID CHECKPOINT */

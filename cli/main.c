@@ -28,7 +28,7 @@ static const char usage[] =
 	"  fork ID [-n N] [--name NAME] [--memory]\n"
 	"                                 N copies of a sandbox's files and settings\n"
 	"                                 (--memory: and its processes; --hibernate ones)\n"
-	"  checkpoint create ID NAME   checkpoint ls ID   checkpoint rm ID NAME\n"
+	"  checkpoint create ID NAME [--memory]   checkpoint ls ID   checkpoint rm ID NAME\n"
 	"  rollback ID CHECKPOINT      the sandbox's files back as the checkpoint has them\n"
 	"  volume create NAME   volume ls   volume rm NAME\n"
 	"  secret set NAME (the value on stdin)   secret ls   secret rm NAME\n"

@@ -129,39 +129,6 @@ static int check_opts(const sl_fork_opts *fo, sl_err *err)
 	return 0;
 }
 
-/* A fork with memory: the source's processes as they are now, dumped while its cgroup is
- * frozen for the snapshot of its files (snapshot.c's capture), so that both are of one
- * instant; the tasks run on. */
-static int dump_at_freeze(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot *s, sl_err *err)
-{
-	char dir[PATH_MAX];
-	hibernate_images_dir(ctx, s->id, dir, sizeof(dir));
-	if (hibernate_dump_copy(ctx, sb, dir, err) < 0)
-		return sl_wrap(err, "fork %s with memory", sb->id);
-	return 0;
-}
-
-/* What a fork with memory needs of SRC, checked before anything is frozen. */
-static int memory_check(const sl_sandbox *src, sl_err *err)
-{
-	if (!src->hibernate)
-		return sl_fail(err, SL_CONFLICT, 0,
-			       "memory: sandbox %s was not created with \"hibernate\": true; "
-			       "only such a sandbox's processes can be copied (docs/forks.md)",
-			       src->id);
-	if (src->status != SL_ST_RUNNING)
-		return sl_fail(err, SL_CONFLICT, 0,
-			       "memory: sandbox %s is %s; only a running sandbox's processes "
-			       "can be copied",
-			       src->id, sandbox_status_name(src->status));
-	if (src->net_enabled || cJSON_GetArraySize(src->volumes) > 0)
-		return sl_fail(err, SL_CONFLICT, 0,
-			       "memory: sandbox %s has a network or volumes, which a copy of "
-			       "its processes cannot take yet (docs/forks.md)",
-			       src->id);
-	return 0;
-}
-
 /* Undo a fork cut short: its copies go without a trace. */
 static void discard_all(sl_ctx *ctx, sl_sandbox *list, size_t n)
 {
@@ -184,7 +151,7 @@ int sandbox_fork(sl_ctx *ctx, const char *ref, const sl_fork_opts *fo, sl_sandbo
 		return -1;
 	if (src.status == SL_ST_TERMINATED)
 		return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s is terminated", src.id);
-	if (fo->memory && memory_check(&src, err) < 0)
+	if (fo->memory && snapshot_memory_check(&src, "fork", err) < 0)
 		return -1;
 	fork_plan plan;
 	sl_snapshot base;
@@ -192,7 +159,8 @@ int sandbox_fork(sl_ctx *ctx, const char *ref, const sl_fork_opts *fo, sl_sandbo
 	sl_sandbox *list = calloc(fo->count, sizeof(*list));
 	if (!list)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "fork %s", src.id);
-	snapshot_hook at_freeze = fo->memory ? dump_at_freeze : NULL;
+	/* With memory, the source's processes are dumped while it is frozen for its files. */
+	snapshot_hook at_freeze = fo->memory ? snapshot_dump_at_freeze : NULL;
 	if (plan_of(&src, &plan, err) < 0 ||
 	    snapshot_fork_base(ctx, src.id, at_freeze, &base, &mfd, err) < 0) {
 		plan_free(&plan);

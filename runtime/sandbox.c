@@ -1139,7 +1139,9 @@ int sandbox_archive(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
 }
 
 /* Every process ended; the layer put back as checkpoint CP has it; started again when
- * RESTART. A layer that cannot be replaced leaves the old files, started again too. */
+ * RESTART (with CP's processes restored when it holds them, else from the image's entry).
+ * A layer that cannot be replaced leaves the old files, started again too, from the
+ * image's entry; so does a restore that fails (the call answers its error). */
 static int rollback_locked(sl_ctx *ctx, sl_sandbox *sb, const sl_snapshot *cp, bool restart,
 			   sl_err *err)
 {
@@ -1152,6 +1154,15 @@ static int rollback_locked(sl_ctx *ctx, sl_sandbox *sb, const sl_snapshot *cp, b
 	if (r == 0)
 		r = store_layer_replace(&ctx->cfg, sb->id, cp->id, sb->disk_bytes, err);
 	sl_err e2 = { 0 };
+	char images[PATH_MAX];
+	hibernate_images_dir(ctx, cp->id, images, sizeof(images));
+	if (restart && r == 0 && cp->memory && restore_init(ctx, sb, images, err) == 0) {
+		sb->status = SL_ST_RUNNING;
+		sb->stopped_ms = 0;
+		return 0;
+	}
+	if (restart && r == 0 && cp->memory)
+		r = -1;
 	if (restart && start_init(ctx, sb, NULL, 0, NULL, NULL, r == 0 ? err : &e2) == 0) {
 		sb->status = SL_ST_RUNNING;
 		sb->stopped_ms = 0;

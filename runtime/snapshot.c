@@ -63,6 +63,8 @@ static int snap_save(const sl_ctx *ctx, const sl_snapshot *s, sl_err *err)
 		cJSON_AddStringToObject(o, "checkpoint_of", s->checkpoint_of);
 	if (s->fork_base)
 		cJSON_AddBoolToObject(o, "fork_base", true);
+	if (s->memory)
+		cJSON_AddBoolToObject(o, "memory", true);
 	_cleanup_free_ char *txt = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return txt ? state_write_atomic(p, txt, strlen(txt), err)
@@ -107,6 +109,7 @@ static int snap_load(const sl_ctx *ctx, const char *id, sl_snapshot *s, sl_err *
 	snprintf(s->checkpoint_of, sizeof(s->checkpoint_of), "%s",
 		 cJSON_IsString(ck) ? ck->valuestring : "");
 	s->fork_base = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "fork_base"));
+	s->memory = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "memory"));
 	cJSON_Delete(o);
 	return 0;
 }
@@ -195,9 +198,10 @@ static void making_undo(sl_ctx *ctx, const char *snp_id, int mfd)
 	sl_err_clear(&e);
 	if (base)
 		snap_unlink_record(ctx, snp_id);
-	hibernate_images_delete(ctx, snp_id); /* a fork with memory's dump, if any */
-	if ((base || !snap_has_record(ctx, snp_id)) &&
-	    store_snapshot_destroy(&ctx->cfg, snp_id, &e) < 0 && e.errnum != ENOENT)
+	bool gone = base || !snap_has_record(ctx, snp_id);
+	if (gone) /* its processes' dump, if it was made with memory */
+		hibernate_images_delete(ctx, snp_id);
+	if (gone && store_snapshot_destroy(&ctx->cfg, snp_id, &e) < 0 && e.errnum != ENOENT)
 		sl_log(SL_LOG_WARN, "snapshot %s: remove the half-made subvolume: %s", snp_id,
 		       e.msg);
 	if (froze[0] && thaw_if_running(ctx, froze, &e) < 0)
@@ -640,11 +644,42 @@ static int checkpoint_check(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot
 			    "sandbox %s has %d checkpoints, the most it may keep; delete one first",
 			    sb->id, SL_CHECKPOINTS_MAX);
 	free(list);
+	if (!r && s->memory)
+		r = snapshot_memory_check(sb, "checkpoint", err);
 	return r;
 }
 
-int checkpoint_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_snapshot *out,
-		      sl_err *err)
+int snapshot_memory_check(const sl_sandbox *sb, const char *what, sl_err *err)
+{
+	if (!sb->hibernate)
+		return sl_fail(err, SL_CONFLICT, 0,
+			       "memory: sandbox %s was not created with \"hibernate\": true; only "
+			       "such a sandbox's processes can be kept in a %s (docs/forks.md)",
+			       sb->id, what);
+	if (sb->status != SL_ST_RUNNING)
+		return sl_fail(err, SL_CONFLICT, 0,
+			       "memory: sandbox %s is %s; only a running sandbox's processes can "
+			       "be kept in a %s",
+			       sb->id, sandbox_status_name(sb->status), what);
+	if (sb->net_enabled || cJSON_GetArraySize(sb->volumes) > 0)
+		return sl_fail(err, SL_CONFLICT, 0,
+			       "memory: sandbox %s has a network or volumes, which a %s of its "
+			       "processes cannot take yet (docs/forks.md)",
+			       sb->id, what);
+	return 0;
+}
+
+int snapshot_dump_at_freeze(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot *s, sl_err *err)
+{
+	char dir[PATH_MAX];
+	hibernate_images_dir(ctx, s->id, dir, sizeof(dir));
+	if (hibernate_dump_copy(ctx, sb, dir, err) < 0)
+		return sl_wrap(err, "%s with memory", s->fork_base ? "fork" : "checkpoint");
+	return 0;
+}
+
+int checkpoint_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, bool memory,
+		      sl_snapshot *out, sl_err *err)
 {
 	if (!name || !valid_name(name))
 		return sl_fail(err, SL_INVALID, 0,
@@ -653,14 +688,19 @@ int checkpoint_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl
 			       name ? name : "");
 	sl_snapshot s = { 0 };
 	snprintf(s.name, sizeof(s.name), "%s", name);
+	s.memory = memory;
 	/* The sandbox's id, known only under its lock: capture fills sandbox_id. */
 	sl_sandbox sb;
 	if (sandbox_get(ctx, sandbox_ref, &sb, err) < 0)
 		return -1;
 	snprintf(s.checkpoint_of, sizeof(s.checkpoint_of), "%s", sb.id);
 	sandbox_free(&sb);
-	if (capture(ctx, s.checkpoint_of, checkpoint_check, NULL, &s, NULL, err) < 0)
+	if (capture(ctx, s.checkpoint_of, checkpoint_check, memory ? snapshot_dump_at_freeze : NULL,
+		    &s, NULL, err) < 0) {
+		if (memory && s.id[0]) /* a dump made before the snapshot failed */
+			hibernate_images_delete(ctx, s.id);
 		return -1;
+	}
 	*out = s;
 	return 0;
 }
@@ -719,6 +759,8 @@ static int checkpoint_remove(sl_ctx *ctx, const sl_snapshot *s, sl_err *err)
 {
 	if (store_snapshot_destroy(&ctx->cfg, s->id, err) < 0)
 		return -1;
+	if (s->memory)
+		hibernate_images_delete(ctx, s->id);
 	snap_unlink_record(ctx, s->id);
 	return 0;
 }
