@@ -1,8 +1,9 @@
-/* criu_img.c — CRIU's userns image rewritten for another uid range (criu_img.h). A CRIU
+/* criu_img.c — CRIU's userns and utsns images rewritten for a copy (criu_img.h). A CRIU
  * image is two 32-bit magics, then entries, each a 32-bit length and a protobuf message;
  * userns.img holds one userns_entry { repeated uid_gid_extent uid_map = 1, gid_map = 2 },
- * an extent being { uint32 first = 1, lower_first = 2, count = 3 }. Small enough to
- * decode and encode here: no protobuf library. */
+ * an extent being { uint32 first = 1, lower_first = 2, count = 3 }; utsns.img one
+ * utsns_entry { string nodename = 1, domainname = 2 } (CRIU's images/userns.proto, utsns.proto).
+ * Small enough to decode and encode here: no protobuf library. */
 #include "criu_img.h"
 
 #include <dirent.h>
@@ -89,14 +90,52 @@ static ssize_t entry_rebase(const uint8_t *in, size_t n, uint32_t base, uint8_t 
 	return (ssize_t)o;
 }
 
-static int file_rebase(int dfd, const char *name, uint32_t base, sl_err *err)
+/* An entry of an image rewritten by a criu_edit: -1 when it is not what CRIU writes. */
+typedef ssize_t (*entry_edit)(const uint8_t *in, size_t n, const void *arg, uint8_t *out,
+			      size_t max);
+
+static ssize_t userns_edit(const uint8_t *in, size_t n, const void *arg, uint8_t *out, size_t max)
+{
+	return entry_rebase(in, n, *(const uint32_t *)arg, out, max);
+}
+
+/* utsns.img: utsns_entry { string nodename = 1, domainname = 2 }; nodename becomes ARG. */
+static ssize_t utsns_edit(const uint8_t *in, size_t n, const void *arg, uint8_t *out, size_t max)
+{
+	const char *name = arg;
+	size_t at = 0, o = 0, nl = strlen(name);
+	uint64_t tag, len;
+	if (nl > 64 || max < nl + 12)
+		return -1;
+	o += varint_put(out + o, (1 << 3) | 2);
+	o += varint_put(out + o, nl);
+	memcpy(out + o, name, nl);
+	o += nl;
+	while (at < n) {
+		if (varint_get(in, n, &at, &tag) < 0 || (tag & 7) != 2 ||
+		    varint_get(in, n, &at, &len) < 0 || len > n - at)
+			return -1;
+		if (tag >> 3 != 1) { /* the rest as it is */
+			if (o + 20 + len > max)
+				return -1;
+			o += varint_put(out + o, tag);
+			o += varint_put(out + o, len);
+			memcpy(out + o, in + at, len);
+			o += len;
+		}
+		at += len;
+	}
+	return (ssize_t)o;
+}
+
+static int file_edit(int dfd, const char *name, entry_edit edit, const void *arg, sl_err *err)
 {
 	uint8_t in[IMG_MAX], out[IMG_MAX];
 	_cleanup_close_ int fd = openat(dfd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	ssize_t n = fd >= 0 ? read(fd, in, sizeof(in)) : -1;
 	if (n < 0)
 		return sl_sysfail(err, "read CRIU's %s", name);
-	memcpy(out, in, 8);
+	memcpy(out, in, n < 8 ? (size_t)n : 8);
 	size_t at = 8, o = 8;
 	while (at + 4 <= (size_t)n) {
 		uint32_t len;
@@ -104,7 +143,7 @@ static int file_rebase(int dfd, const char *name, uint32_t base, sl_err *err)
 		at += 4;
 		if (len > (size_t)n - at)
 			break;
-		ssize_t el = entry_rebase(in + at, len, base, out + o + 4, sizeof(out) - o - 4);
+		ssize_t el = edit(in + at, len, arg, out + o + 4, sizeof(out) - o - 4);
 		if (el < 0)
 			break;
 		uint32_t l32 = (uint32_t)el;
@@ -113,14 +152,16 @@ static int file_rebase(int dfd, const char *name, uint32_t base, sl_err *err)
 		at += len;
 	}
 	if (n < 8 || n == (ssize_t)sizeof(in) || at != (size_t)n)
-		return sl_fail(err, SL_INTERNAL, 0,
-			       "CRIU's %s is not a user namespace image sandlot can read", name);
+		return sl_fail(err, SL_INTERNAL, 0, "CRIU's %s is not an image sandlot can read",
+			       name);
 	if (pwrite(fd, out, o, 0) != (ssize_t)o || ftruncate(fd, (off_t)o) < 0)
 		return sl_sysfail(err, "rewrite CRIU's %s", name);
 	return 0;
 }
 
-int criu_userns_rebase(const char *dir, uint32_t base, sl_err *err)
+/* Every file of DIR matching GLOB edited by EDIT; -1 when there is none. */
+static int dir_edit(const char *dir, const char *glob, entry_edit edit, const void *arg,
+		    sl_err *err)
 {
 	DIR *d = opendir(dir);
 	if (!d)
@@ -128,12 +169,22 @@ int criu_userns_rebase(const char *dir, uint32_t base, sl_err *err)
 	int r = 0, found = 0;
 	struct dirent *e;
 	while (r == 0 && (e = readdir(d)))
-		if (!fnmatch("userns*.img", e->d_name, 0)) {
+		if (!fnmatch(glob, e->d_name, 0)) {
 			found++;
-			r = file_rebase(dirfd(d), e->d_name, base, err);
+			r = file_edit(dirfd(d), e->d_name, edit, arg, err);
 		}
 	closedir(d);
 	if (r == 0 && !found)
-		return sl_fail(err, SL_INTERNAL, 0, "%s holds no user namespace image", dir);
+		return sl_fail(err, SL_INTERNAL, 0, "%s holds no %s", dir, glob);
 	return r;
+}
+
+int criu_userns_rebase(const char *dir, uint32_t base, sl_err *err)
+{
+	return dir_edit(dir, "userns*.img", userns_edit, &base, err);
+}
+
+int criu_utsns_rename(const char *dir, const char *hostname, sl_err *err)
+{
+	return dir_edit(dir, "utsns*.img", utsns_edit, hostname, err);
 }

@@ -434,8 +434,10 @@ int hibernate_restore_copy(sl_ctx *ctx, sl_sandbox *sb, const char *dir, sl_err 
 	}
 	extra[n] = NULL;
 	/* The images are the source's: its user namespace's maps become SB's range (its
-	 * files were shifted to it), and the directory SB's root's (9 in docs/hibernate.md). */
-	if (criu_userns_rebase(dir, sb->uid_base, err) < 0)
+	 * files were shifted to it), its hostname SB's (as launch gives it), and the
+	 * directory SB's root's (9 in docs/hibernate.md). */
+	if (criu_userns_rebase(dir, sb->uid_base, err) < 0 ||
+	    criu_utsns_rename(dir, sb->name[0] ? sb->name : sb->id, err) < 0)
 		return sl_wrap(err, "sandbox %s: restore a copy", sb->id);
 	if (chown(dir, sb->uid_base, sb->uid_base) < 0)
 		return sl_sysfail(err, "sandbox %s: give it %s", sb->id, dir);

@@ -307,6 +307,9 @@ static void test_fork_with_memory(void **state)
 		    e2e_sandlot_ok("exec", fk[i], "--", "sh", "-c", "cat /proc/1/comm", NULL);
 		assert_string_equal(ps, "sandlot-init");
 		free(ps);
+		char *hn = e2e_sandlot_ok("exec", fk[i], "--", "hostname", NULL);
+		assert_string_equal(hn, fk[i]); /* its own, not the source's */
+		free(hn);
 		free(e2e_sandlot_ok("exec", fk[i], "--", "sh", "-c",
 				    i ? "echo one > /mine1" : "echo zero > /mine0", NULL));
 		assert_int_not_equal(task_uid(fk[i]), task_uid(id));
