@@ -1,7 +1,8 @@
 /* hibernate.c — a sandbox's processes written to disk with CRIU and ended, and brought
  * back (docs/hibernate.md). Only a sandbox launched to be hibernated (launch_hib.c) can
- * be dumped. Its images are <state>/hibernate/<id>/ (0700, the sandbox's uid_base: CRIU's
- * restore opens some of them as the restored tree), in <state>/hibernate (0700, root). */
+ * be dumped. Its images are <state>/hibernate/<id>/ (0750, the sandbox's uid_base and
+ * group root: CRIU's restore opens some of them as the restored tree), in
+ * <state>/hibernate (0700, root). */
 #include "hibernate.h"
 
 #include <errno.h>
@@ -165,7 +166,20 @@ static int refuse(sl_err *err, const char *id, const char *why)
 		       why);
 }
 
-/* <state>/hibernate (0700, root's) and in it DIR (0700, the sandbox's root's), empty. */
+/* DIR owned by host uid UID (a sandbox's root) and group root, 0750. CRIU's restore
+ * opens images from inside the restored tree: as UID once the tree's user namespace has
+ * its maps, and (timens-0.img) sometimes before, as host uid and gid 0 without
+ * capabilities over DIR: then the group's search and read let it ("Unable to open
+ * timens-0.img: Permission denied" otherwise, one restore in a few). The root-only
+ * <state>/hibernate around it keeps everyone else out. */
+static int images_own(const char *dir, uid_t uid, sl_err *err)
+{
+	if (chown(dir, uid, 0) < 0 || chmod(dir, 0750) < 0)
+		return sl_sysfail(err, "give %s to uid %u", dir, (unsigned)uid);
+	return 0;
+}
+
+/* <state>/hibernate (0700, root's) and in it DIR (images_own), empty. */
 static int images_make(const sl_ctx *ctx, const sl_sandbox *sb, const char *dir, sl_err *err)
 {
 	char parent[PATH_MAX];
@@ -174,9 +188,9 @@ static int images_make(const sl_ctx *ctx, const sl_sandbox *sb, const char *dir,
 		return sl_sysfail(err, "create %s", parent);
 	if (fs_remove_tree(dir, err) < 0)
 		return -1;
-	if (mkdir(dir, 0700) < 0 || chown(dir, sb->uid_base, sb->uid_base) < 0)
+	if (mkdir(dir, 0700) < 0)
 		return sl_sysfail(err, "create %s", dir);
-	return 0;
+	return images_own(dir, sb->uid_base, err);
 }
 
 /* Dump into DIR under the record's lock (held by the caller): 0 and the tasks gone (with
@@ -439,7 +453,7 @@ int hibernate_restore_copy(sl_ctx *ctx, sl_sandbox *sb, const char *dir, sl_err 
 	if (criu_userns_rebase(dir, sb->uid_base, err) < 0 ||
 	    criu_utsns_rename(dir, sb->name[0] ? sb->name : sb->id, err) < 0)
 		return sl_wrap(err, "sandbox %s: restore a copy", sb->id);
-	if (chown(dir, sb->uid_base, sb->uid_base) < 0)
-		return sl_sysfail(err, "sandbox %s: give it %s", sb->id, dir);
+	if (images_own(dir, sb->uid_base, err) < 0)
+		return -1;
 	return restore_into(ctx, sb, dir, extra, err);
 }

@@ -418,7 +418,9 @@ static void test_checkpoint_with_memory(void **state)
 	long n0, n1, n2;
 	usleep(600000);
 	read_counter(id, tok, &n0);
+	double t0 = now_s();
 	free(e2e_sandlot_ok("checkpoint", "create", id, "cp", "--memory", NULL));
+	print_message("checkpoint create --memory: %.3f s (as a process)\n", now_s() - t0);
 	char *ls = e2e_sandlot_ok("checkpoint", "ls", id, "--format", "json", NULL);
 	assert_non_null(strstr(ls, "\"memory\":\ttrue") ? ls : strstr(ls, "\"memory\": true"));
 	free(ls);
@@ -428,7 +430,9 @@ static void test_checkpoint_with_memory(void **state)
 		usleep(2000000); /* ten ticks past the checkpoint */
 		read_counter(id, tok2, &n1);
 		assert_true(n1 >= n0 + 8);
+		double t1 = now_s();
 		free(e2e_sandlot_ok("rollback", id, "cp", NULL));
+		print_message("rollback to it: %.3f s (as a process)\n", now_s() - t1);
 		usleep(400000);
 		read_counter(id, tok2, &n2);
 		print_message("round %d: count %ld at the checkpoint, %ld before the rollback, %ld "
