@@ -5,6 +5,8 @@
  * <state>/hibernate (0700, root). */
 #include "hibernate.h"
 
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -23,6 +25,7 @@
 #include "launch_internal.h"
 #include "log.h"
 #include "lookup.h"
+#include "sbxnet.h"
 #include "spares.h"
 #include "state.h"
 #include "storage.h"
@@ -41,6 +44,8 @@ void hibernate_images_dir(const sl_ctx *ctx, const char *id, char *buf, size_t l
 	snprintf(buf, len, "%s/hibernate/%s", ctx->cfg.state_dir, id);
 }
 
+static void ext_release(const sl_ctx *ctx, const char *id);
+
 void hibernate_images_delete(const sl_ctx *ctx, const char *id)
 {
 	char dir[PATH_MAX];
@@ -48,13 +53,25 @@ void hibernate_images_delete(const sl_ctx *ctx, const char *id)
 	hibernate_images_dir(ctx, id, dir, sizeof(dir));
 	if (fs_remove_tree(dir, &e) < 0)
 		sl_log(SL_LOG_WARN, "sandbox %s: %s", id, e.msg);
+	ext_release(ctx, id);
 }
 
 struct mnt {
-	char dev[16], root[PATH_MAX], point[PATH_MAX];
+	char dev[16], root[PATH_MAX], point[PATH_MAX], opts[256];
 };
 
-/* The mounts of /proc/PID/mountinfo (PID 0: ours): major:minor, root, mount point. */
+/* Whether OPTS (a mount's own options, "rw,nosuid,idmapped") has OPT. */
+static bool has_opt(const char *opts, const char *opt)
+{
+	size_t n = strlen(opt);
+	for (const char *o = opts; o; o = strchr(o, ','), o = o ? o + 1 : NULL)
+		if (!strncmp(o, opt, n) && (o[n] == ',' || o[n] == '\0'))
+			return true;
+	return false;
+}
+
+/* The mounts of /proc/PID/mountinfo (PID 0: ours): major:minor, root, mount point,
+ * options. */
 static size_t read_mounts(pid_t pid, struct mnt *m, size_t max)
 {
 	char p[64], line[3 * PATH_MAX];
@@ -63,8 +80,8 @@ static size_t read_mounts(pid_t pid, struct mnt *m, size_t max)
 	size_t n = 0;
 	_Static_assert(PATH_MAX == 4096, "the widths below");
 	while (f && n < max && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%*d %*d %15s %4095s %4095s", m[n].dev, m[n].root, m[n].point) ==
-		    3)
+		if (sscanf(line, "%*d %*d %15s %4095s %4095s %255s", m[n].dev, m[n].root,
+			   m[n].point, m[n].opts) == 4)
 			n++;
 	if (f)
 		fclose(f);
@@ -72,9 +89,11 @@ static size_t read_mounts(pid_t pid, struct mnt *m, size_t max)
 }
 
 /* The mounts CRIU must be told are external: binds into the sandbox of a file system
- * whose root it does not hold (the host's device nodes, the masks' empty directory,
- * sandlot-init's binary). Each gets "--external=mnt[POINT]:KEY" for the dump, and a line
- * "KEY HOSTPATH" in EXT for the restore. -1 when one has no host path. */
+ * whose root it does not hold (the host's device nodes, sandlot-init's binary, the
+ * volumes). Each gets "--external=mnt[POINT]:KEY" for the dump, and a line "KEY HOSTPATH"
+ * in EXT for the restore; KEY is xN for a plain bind, iN (rN: read-only) for one
+ * id-mapped into the sandbox's range (a volume), which the restore maps again
+ * (ext_idmapped). -1 when one has no host path. */
 static int externals(pid_t pid, char (*args)[2 * PATH_MAX], size_t *nargs, FILE *ext)
 {
 	/* On the heap: a daemon hibernates on several threads at once. */
@@ -99,17 +118,20 @@ static int externals(pid_t pid, char (*args)[2 * PATH_MAX], size_t *nargs, FILE 
 				h = &host[j];
 		if (!h || *nargs >= MAX_EXTERNALS)
 			return -1;
-		char path[PATH_MAX];
+		char path[PATH_MAX], kind = 'x';
+		if (has_opt(in[i].opts, "idmapped"))
+			kind = has_opt(in[i].opts, "ro") ? 'r' : 'i';
 		snprintf(path, sizeof(path), "%s%s", strcmp(h->point, "/") ? h->point : "",
 			 in[i].root);
 		size_t k = 0;
-		while (k < nkeys && strcmp(keys[k], path))
+		while (k < nkeys && (strcmp(keys[k] + 1, path) || keys[k][0] != kind))
 			k++;
 		if (k == nkeys) {
-			snprintf(keys[nkeys++], PATH_MAX, "%s", path);
-			fprintf(ext, "x%zu %s\n", k, path);
+			snprintf(keys[nkeys++], PATH_MAX, "%c%s", kind, path);
+			fprintf(ext, "%c%zu %s\n", kind, k, path);
 		}
-		snprintf(args[(*nargs)++], 2 * PATH_MAX, "--external=mnt[%s]:x%zu", in[i].point, k);
+		snprintf(args[(*nargs)++], 2 * PATH_MAX, "--external=mnt[%s]:%c%zu", in[i].point,
+			 kind, k);
 	}
 	return 0;
 }
@@ -247,6 +269,120 @@ static int dump_to(sl_ctx *ctx, const sl_sandbox *sb, const char *dir, bool leav
 	return 0;
 }
 
+/* An address of /proc/net/{tcp,udp}{,6} ("0100007F", or 32 hex digits for v6) as the
+ * IPv4 address it is (its s_addr), if it is one (v4-mapped in a v6 file); ANY: all zero. */
+static bool sk_v4(const char *hex, uint32_t *v4, bool *any)
+{
+	size_t n = strcspn(hex, ":");
+	*any = strspn(hex, "0") >= n;
+	if (n == 32 && !strncmp(hex, "0000000000000000FFFF0000", 24))
+		hex += 24;
+	else if (n != 8)
+		return false;
+	char w[9];
+	memcpy(w, hex, 8);
+	w[8] = '\0';
+	*v4 = (uint32_t)strtoul(w, NULL, 16); /* the kernel prints the __be32 as it lies */
+	return true;
+}
+
+/* Why the sockets of PID's network namespace cannot be restored, in WHY, or false:
+ * a TCP connection (anything but LISTEN, TIME_WAIT, which no process holds, and CLOSE:
+ * CRIU restores none without --tcp-established, and a peer outside would not follow);
+ * with a network (OWN, the sandbox's address, non-zero), a socket bound to OWN or a UDP
+ * socket connected outside lo, which CRIU would bind or connect before the resume gives
+ * the namespace its network back (a resume that could never succeed). */
+static bool sockets_unrestorable(pid_t pid, uint32_t own, char *why, size_t len)
+{
+	static const char *const files[] = {"tcp", "tcp6", "udp", "udp6"};
+	bool found = false;
+	for (size_t i = 0; i < 4 && !found; i++) {
+		char p[64], line[512], local[64], remote[64];
+		unsigned st;
+		bool tcp = files[i][0] == 't';
+		snprintf(p, sizeof(p), "/proc/%d/net/%s", (int)pid, files[i]);
+		FILE *f = fopen(p, "re");
+		while (f && !found && fgets(line, sizeof(line), f)) {
+			/* TIME_WAIT: the kernel's alone, no process holds it, CRIU leaves it. */
+			if (sscanf(line, " %*d: %63s %63s %x", local, remote, &st) != 3 ||
+			    (tcp && st == 0x06))
+				continue;
+			const char *lp = strchr(local, ':'), *rp = strchr(remote, ':');
+			long lport = lp ? strtol(lp + 1, NULL, 16) : 0;
+			long rport = rp ? strtol(rp + 1, NULL, 16) : 0;
+			uint32_t la = 0, ra = 0;
+			bool lany, rany;
+			bool l4 = sk_v4(local, &la, &lany);
+			bool r4 = sk_v4(remote, &ra, &rany);
+			bool rlo = (r4 && (ntohl(ra) >> 24) == 127) ||
+				   !strcmp(remote, "00000000000000000000000001000000");
+			if (tcp && st != 0x0A && st != 0x07)
+				snprintf(
+				    why, len,
+				    "it holds a TCP connection (%s, local port %ld, remote "
+				    "port %ld): CRIU cannot restore a connection; close it and "
+				    "hibernate again",
+				    files[i], lport, rport);
+			else if (own && l4 && la == own)
+				snprintf(
+				    why, len,
+				    "a socket is bound to its address (%s, port %ld), which it "
+				    "gets back only after the restore: bind it to 0.0.0.0",
+				    files[i], lport);
+			else if (own && !tcp && !rany && !rlo)
+				snprintf(why, len,
+					 "a UDP socket is connected outside it (local port %ld, "
+					 "remote port %ld): close it and hibernate again",
+					 lport, rport);
+			else
+				continue;
+			found = true;
+		}
+		if (f)
+			fclose(f);
+	}
+	return found;
+}
+
+/* The network of SB's init (PID) into its network namespace: at the launch, after a
+ * dump that failed, after a restore (sbxnet_attach, as a create does). */
+static int net_into(sl_ctx *ctx, const sl_sandbox *sb, pid_t pid, sl_err *err)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/ns/net", (int)pid);
+	_cleanup_close_ int ns = open(p, O_RDONLY | O_CLOEXEC);
+	if (ns < 0)
+		return sl_sysfail(err, "sandbox %s: open %s", sb->id, p);
+	return sbxnet_attach(ctx, sb, ns, err);
+}
+
+/* Sockets CRIU could not restore refuse the hibernate before anything is touched. A
+ * sandbox with a network is dumped without it: its veth (and so eth0, its address and
+ * routes) and host rules go first, so that its namespace holds lo alone and nothing of
+ * the host's; a resume gives it them again as a create does. A dump that fails gets the
+ * network back. */
+static int dump_networked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+{
+	char why[512];
+	struct in_addr own = {0};
+	if (sb->net_enabled && inet_pton(AF_INET, sb->net_addr, &own) != 1)
+		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: bad network record", sb->id);
+	if (sockets_unrestorable(sb->init_pid, own.s_addr, why, sizeof(why)))
+		return refuse(err, sb->id, why);
+	char dir[PATH_MAX];
+	hibernate_images_dir(ctx, sb->id, dir, sizeof(dir));
+	if (!sb->net_enabled)
+		return dump_to(ctx, sb, dir, false, err);
+	sbxnet_detach(ctx, sb);
+	if (dump_to(ctx, sb, dir, false, err) == 0)
+		return 0;
+	sl_err e = {0};
+	if (net_into(ctx, sb, sb->init_pid, &e) < 0)
+		sl_log(SL_LOG_ERROR, "sandbox %s: its network after a refused hibernate: %s",
+		       sb->id, e.msg);
+	return -1;
+}
+
 int sandbox_hibernate(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
 {
 	sl_sandbox sb;
@@ -262,10 +398,8 @@ int sandbox_hibernate(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err
 		r = refuse(err, sb.id,
 			   "it was not created with \"hibernate\": true (its launch cannot be "
 			   "dumped: docs/hibernate.md)");
-	char dir[PATH_MAX];
-	hibernate_images_dir(ctx, sb.id, dir, sizeof(dir));
 	if (r == 0)
-		r = dump_to(ctx, &sb, dir, false, err);
+		r = dump_networked(ctx, &sb, err);
 	if (r == 0) {
 		/* Its tasks are gone; its cgroups go too, and with them their memory charge
 		 * (the page cache of its files): made again on resume. */
@@ -316,11 +450,64 @@ static int root_mount(sl_ctx *ctx, const sl_sandbox *sb, const char *root, sl_er
 	return 0;
 }
 
+/* <run>/hibernate/ID: where a restore finds the volumes it binds, id-mapped again. */
+static void ext_dir(const sl_ctx *ctx, const char *id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/hibernate/%s", ctx->cfg.run_dir, id);
+}
+
+/* Its mounts (detached) and the directory gone. */
+static void ext_release(const sl_ctx *ctx, const char *id)
+{
+	char d[PATH_MAX], p[PATH_MAX + 64];
+	ext_dir(ctx, id, d, sizeof(d));
+	DIR *dir = opendir(d);
+	struct dirent *de;
+	while (dir && (de = readdir(dir)))
+		if (de->d_name[0] != '.') {
+			snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
+			umount2(p, MNT_DETACH);
+			rmdir(p);
+		}
+	if (dir)
+		closedir(dir);
+	rmdir(d);
+}
+
+/* PATH (a volume of the host) id-mapped into SB's range again, attached at
+ * <run>/hibernate/<id>/KEY, which OUT gets: CRIU's restore opens an external mount's
+ * source as the restored sandbox's root, so every directory above it must let host uid
+ * uid_base through (<run> 0711, <run>/hibernate 0711, <id> 0700 and uid_base's), and a
+ * bind of the bare directory would show its files by the host's ids. */
+static int ext_idmapped(const sl_ctx *ctx, const sl_sandbox *sb, const char *key, const char *path,
+			char *out, size_t len, sl_err *err)
+{
+	char d[PATH_MAX], parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%s/hibernate", ctx->cfg.run_dir);
+	ext_dir(ctx, sb->id, d, sizeof(d));
+	if ((mkdir(parent, 0711) < 0 && errno != EEXIST) || chmod(parent, 0711) < 0 ||
+	    (mkdir(d, 0700) < 0 && errno != EEXIST) || chown(d, sb->uid_base, sb->uid_base) < 0)
+		return sl_sysfail(err, "sandbox %s: create %s", sb->id, d);
+	snprintf(out, len, "%s/%s", d, key);
+	if (mkdir(out, 0700) < 0 && errno != EEXIST)
+		return sl_sysfail(err, "sandbox %s: create %s", sb->id, out);
+	_cleanup_close_ int userns = launch_userns_open(sb->uid_base, err);
+	if (userns < 0)
+		return -1;
+	_cleanup_close_ int tree = launch_idmapped_tree(path, userns, key[0] == 'r', err);
+	if (tree < 0)
+		return -1;
+	if (move_mount(tree, "", AT_FDCWD, out, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return sl_sysfail(err, "sandbox %s: attach %s on %s", sb->id, path, out);
+	return 0;
+}
+
 /* criu restore of DIR's images into ROOT (with EXTRA, a NULL-terminated list of more
  * arguments, or NULL): the restored init's host pid, or -1. */
-static pid_t restore(const char *dir, const char *root, char *const *extra, const char *id,
-		     sl_err *err)
+static pid_t restore(const sl_ctx *ctx, const sl_sandbox *sb, const char *dir, const char *root,
+		     char *const *extra, sl_err *err)
 {
+	const char *id = sb->id;
 	char extp[PATH_MAX], pidf[PATH_MAX], why[512], line[2 * PATH_MAX];
 	_cleanup_free_ char(*args)[2 * PATH_MAX] = calloc(MAX_EXTERNALS, 2 * PATH_MAX);
 	size_t nargs = 0;
@@ -334,9 +521,15 @@ static pid_t restore(const char *dir, const char *root, char *const *extra, cons
 		char key[32], path[PATH_MAX];
 		line[strcspn(line, "\n")] = '\0';
 		if (sscanf(line, "%31s", key) == 1 && strlen(line) > strlen(key) + 1) {
+			char mapped[PATH_MAX];
 			snprintf(path, sizeof(path), "%s", line + strlen(key) + 1);
+			if ((key[0] == 'i' || key[0] == 'r') &&
+			    ext_idmapped(ctx, sb, key, path, mapped, sizeof(mapped), err) < 0) {
+				fclose(ext);
+				return -1;
+			}
 			snprintf(args[nargs++], sizeof(args[0]), "--external=mnt[%s]:%s", key,
-				 path);
+				 key[0] == 'x' ? path : mapped);
 		}
 	}
 	if (ext)
@@ -373,8 +566,9 @@ static pid_t restore(const char *dir, const char *root, char *const *extra, cons
 }
 
 /* SB's cgroups made (with its limits), its overlay attached for the restore, DIR's images
- * restored into them (EXTRA: more arguments to criu restore), init.ns written: SB's
- * init_pid and init_start set. -1 with its cgroups gone and nothing running. */
+ * restored into them (EXTRA: more arguments to criu restore), its network given back,
+ * init.ns written: SB's init_pid and init_start set. -1 with its cgroups gone and
+ * nothing running. */
 static int restore_into(sl_ctx *ctx, sl_sandbox *sb, const char *dir, char *const *extra,
 			sl_err *err)
 {
@@ -388,12 +582,16 @@ static int restore_into(sl_ctx *ctx, sl_sandbox *sb, const char *dir, char *cons
 		return -1;
 	if (root_mount(ctx, sb, root, err) < 0)
 		goto drop_cgroups;
-	pid_t pid = restore(dir, root, extra, sb->id, err);
-	/* The restored tree holds its root in its own mount namespace: the host's goes. */
+	ext_release(ctx, sb->id); /* a resume's that died half-way */
+	pid_t pid = restore(ctx, sb, dir, root, extra, err);
+	/* The restored tree holds its root and volumes in its own mount namespace: the
+	 * host's mounts of them go. */
 	umount2(root, MNT_DETACH);
+	ext_release(ctx, sb->id);
 	if (pid <= 0)
 		goto drop_cgroups;
-	if (launch_hib_record(run, pid, err) < 0) {
+	if ((sb->net_enabled && net_into(ctx, sb, pid, err) < 0) ||
+	    launch_hib_record(run, pid, err) < 0) {
 		kill(pid, SIGKILL);
 		goto drop_cgroups;
 	}
@@ -403,20 +601,25 @@ static int restore_into(sl_ctx *ctx, sl_sandbox *sb, const char *dir, char *cons
 drop_cgroups:;
 	sl_err e = {0};
 	cgroup_destroy(ctx->cg, cg, &e);
+	if (sb->net_enabled)
+		sbxnet_detach(ctx, sb); /* a restored tree killed after its network came back */
 	return -1;
 }
 
 int hibernate_resume_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 {
-	char dir[PATH_MAX], cg[64];
+	char dir[PATH_MAX];
 	hibernate_images_dir(ctx, sb->id, dir, sizeof(dir));
 	if (restore_into(ctx, sb, dir, NULL, err) < 0)
 		return -1;
 	sb->status = SL_ST_RUNNING;
 	if (record_save(ctx, sb, true, err) < 0) {
+		char cg[64];
 		sl_err e = {0};
 		snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
 		cgroup_destroy(ctx->cg, cg, &e);
+		if (sb->net_enabled)
+			sbxnet_detach(ctx, sb);
 		return -1;
 	}
 	hibernate_images_delete(ctx, sb->id);

@@ -555,10 +555,12 @@ child_finish(const sl_launch *l, struct child_fds *f, int rootfd, const sl_bpf *
 			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 			child_fail(f->err, errno, "mount volume on %s", l->mounts[i].target);
 	}
+	/* (A launch to hibernate is the sandbox's root already: its uid 0 is uid_base.) */
+	uint32_t owner = l->hibernate ? 0 : l->uid_base;
 	if (l->etc_hosts)
-		write_etc(f->err, rootfd, "hosts", l->etc_hosts, l->uid_base);
+		write_etc(f->err, rootfd, "hosts", l->etc_hosts, owner);
 	if (l->etc_resolv)
-		write_etc(f->err, rootfd, "resolv.conf", l->etc_resolv, l->uid_base);
+		write_etc(f->err, rootfd, "resolv.conf", l->etc_resolv, owner);
 	if (sethostname(l->hostname, strlen(l->hostname)) < 0)
 		child_fail(f->err, errno, "set hostname");
 	/* In our cgroups now: they are the root of the cgroup namespace. */
@@ -844,6 +846,25 @@ static pid_t clone_shared(const sl_launch *l, struct child_fds *f, int flags)
 	return pid;
 }
 
+int launch_volume_fds(const sl_launch *l, int userns, int *fds, sl_err *err)
+{
+	if (l->nmounts > SL_MAX_VOLUMES)
+		return sl_fail(err, SL_INVALID, 0, "at most %d volumes", SL_MAX_VOLUMES);
+	for (size_t n = 0; n < l->nmounts; n++) {
+		const sl_mount *m = &l->mounts[n];
+		fds[n] = m->source ? launch_idmapped_tree(m->source, userns, m->readonly, err)
+				   : fcntl(m->tree_fd, F_DUPFD_CLOEXEC, 3);
+		if (fds[n] < 0 && !m->source)
+			sl_sysfail(err, "sandbox %s: mount on %s", l->id, m->target);
+		if (fds[n] < 0) {
+			for (size_t i = 0; i < n; i++)
+				close(fds[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int launch_new_netns(sl_err *err)
 {
 	_cleanup_close_ int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -936,21 +957,9 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 		return 0;
 	}
 	int vol_fds[SL_MAX_VOLUMES];
-	size_t nvol = 0;
-	if (l->nmounts > SL_MAX_VOLUMES)
-		return sl_fail(err, SL_INVALID, 0, "at most %d volumes", SL_MAX_VOLUMES);
-	for (; nvol < l->nmounts; nvol++) {
-		const sl_mount *m = &l->mounts[nvol];
-		vol_fds[nvol] = m->source ? launch_idmapped_tree(m->source, userns, m->readonly, err)
-					  : fcntl(m->tree_fd, F_DUPFD_CLOEXEC, 3);
-		if (vol_fds[nvol] < 0 && !m->source)
-			sl_sysfail(err, "sandbox %s: mount on %s", l->id, m->target);
-		if (vol_fds[nvol] < 0) {
-			for (size_t i = 0; i < nvol; i++)
-				close(vol_fds[i]);
-			return -1;
-		}
-	}
+	if (launch_volume_fds(l, userns, vol_fds, err) < 0)
+		return -1;
+	size_t nvol = l->nmounts;
 	int ep[2];
 	if (pipe2(ep, O_CLOEXEC) < 0) {
 		for (size_t i = 0; i < nvol; i++)

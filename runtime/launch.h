@@ -65,8 +65,13 @@ typedef struct sl_launch {
 	/* A launch CRIU can dump (launch_hib.c, docs/hibernate.md): the user namespace made
 	 * first and owning the others, pivot_root, no staging namespace, no spare, no host
 	 * fd in init; its control socket an abstract one in its network namespace
-	 * (SL_INIT_ABSTRACT), reached through <run_dir>/init.ns. No volumes, no network. */
+	 * (SL_INIT_ABSTRACT), reached through <run_dir>/init.ns. Its network namespace is
+	 * the clone's own (NETNS must be NULL): NET_SETUP, when set, is called with it
+	 * (an fd) and NET_ARG after the child's maps are written and before it goes on, to
+	 * give it its network (the veth, net_attach). */
 	bool hibernate;
+	int (*net_setup)(void *arg, int netns, sl_err *err);
+	void *net_arg;
 	/* A connected control socket init takes as its first client (SL_INIT_CLIENT_FD):
 	 * requests queued on its peer before the launch are served as soon as init
 	 * starts, with no connect. NULL: none. */

@@ -144,14 +144,30 @@ static int write_maps(pid_t pid, uint32_t base, sl_err *err)
 	return 0;
 }
 
-/* Over 60 lines: the launch's steps in order, undone below on failure. */
+/* The network of the child PID's new namespace (L->net_setup), if it is to have one. */
+static int hib_network(const sl_launch *l, pid_t pid, sl_err *err)
+{
+	char p[64];
+	if (!l->net_setup)
+		return 0;
+	snprintf(p, sizeof(p), "/proc/%d/ns/net", (int)pid);
+	_cleanup_close_ int ns = open(p, O_RDONLY | O_CLOEXEC);
+	if (ns < 0)
+		return sl_sysfail(err, "open %s", p);
+	return l->net_setup(l->net_arg, ns, err);
+}
+
+static int hib_clone(const sl_launch *l, struct child_fds *fp, pid_t *init_pid, sl_err *err);
+
+/* The root, init's binary and the volumes made; then the child (hib_clone). */
 int launch_hib_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 {
 	char why[256], p[64];
-	if (l->spare || l->nmounts || l->netns || l->etc_hosts || l->etc_resolv)
-		return sl_fail(
-		    err, SL_INTERNAL, 0,
-		    "sandbox %s: a launch to hibernate takes no spare, volumes or network", l->id);
+	if (l->spare || l->netns)
+		return sl_fail(err, SL_INTERNAL, 0,
+			       "sandbox %s: a launch to hibernate takes no spare and makes its own "
+			       "network namespace",
+			       l->id);
 	if (launch_mkdir_in(l->run_dir, "rootfs", 0700, err) < 0)
 		return -1;
 	_cleanup_close_ int userns = launch_userns_open(l->uid_base, err);
@@ -168,16 +184,8 @@ int launch_hib_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	_cleanup_close_ int initfd = open(l->init_path, O_RDONLY | O_CLOEXEC);
 	if (initfd < 0)
 		return sl_sysfail(err, "open %s", l->init_path);
-	int ep[2], sp[2];
-	if (pipe2(ep, O_CLOEXEC) < 0)
-		return sl_sysfail(err, "pipe");
-	if (pipe2(sp, O_CLOEXEC) < 0) {
-		close(ep[0]);
-		close(ep[1]);
-		return sl_sysfail(err, "pipe");
-	}
-	_cleanup_close_ int errfd = ep[0], syncw = sp[1];
-	struct child_fds f = {.err = ep[1],
+	/* Volumes id-mapped into a namespace of the same map as the child's. */
+	struct child_fds f = {.err = -1,
 			      .userns = -1,
 			      .lower = -1,
 			      .root = rootmnt,
@@ -187,6 +195,29 @@ int launch_hib_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 			      .client = l->client ? *l->client : -1,
 			      .netns = -1,
 			      .stage = -1};
+	if (launch_volume_fds(l, userns, f.mounts, err) < 0)
+		return -1;
+	int r = hib_clone(l, &f, init_pid, err);
+	for (size_t i = 0; i < l->nmounts; i++)
+		close(f.mounts[i]);
+	return r;
+}
+
+/* Over 60 lines: the clone, its maps, its network, and its wait for init; undone on
+ * failure. */
+static int hib_clone(const sl_launch *l, struct child_fds *fp, pid_t *init_pid, sl_err *err)
+{
+	struct child_fds f = *fp;
+	int ep[2], sp[2];
+	if (pipe2(ep, O_CLOEXEC) < 0)
+		return sl_sysfail(err, "pipe");
+	if (pipe2(sp, O_CLOEXEC) < 0) {
+		close(ep[0]);
+		close(ep[1]);
+		return sl_sysfail(err, "pipe");
+	}
+	_cleanup_close_ int errfd = ep[0], syncw = sp[1];
+	f.err = ep[1];
 	struct hib_arg a = {l, &f, sp[0]};
 	char *stack = launch_stack_get();
 	if (!stack) {
@@ -211,7 +242,8 @@ int launch_hib_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	}
 	char msg[800];
 	ssize_t n = 0;
-	if (write_maps(pid, l->uid_base, err) < 0 || write(syncw, "g", 1) != 1) {
+	if (write_maps(pid, l->uid_base, err) < 0 || hib_network(l, pid, err) < 0 ||
+	    write(syncw, "g", 1) != 1) {
 		if (!err->msg[0])
 			sl_sysfail(err, "wake the sandbox's init");
 		goto kill_child;
@@ -225,7 +257,7 @@ int launch_hib_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 		sl_fail(err, SL_INTERNAL, 0, "start sandbox %s: %s", l->id, msg);
 		goto kill_child;
 	}
-	if (!launch_runs_file(pid, initfd)) {
+	if (!launch_runs_file(pid, f.init)) {
 		sl_fail(err, SL_INTERNAL, 0, "start sandbox %s: its child ended before it ran init",
 			l->id);
 		goto kill_child;

@@ -80,6 +80,10 @@ int launch_overlay_mount(const sl_launch *l, const char *lowerdir, char *why, si
 /* A detached clone of DIR's mount, its ids shifted into USERNS's range. */
 int launch_idmapped_tree(const char *dir, int userns, bool readonly, sl_err *err);
 
+/* FDS[i], a detached mount for each of L's mounts: a volume id-mapped into USERNS's
+ * range, or a copy of a caller's tree fd; 0, or -1 with none left open. */
+int launch_volume_fds(const sl_launch *l, int userns, int *fds, sl_err *err);
+
 /* A clone stack (kept for the next launch), and its return. */
 char *launch_stack_get(void);
 void launch_stack_put(char *s);

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -21,6 +23,7 @@
 #include "launch.h"
 #include "quantity.h"
 #include "record_codec.h"
+#include "spares.h"
 #include "state.h"
 
 #define RECORD_MAX (1 << 20)
@@ -219,6 +222,41 @@ int record_lock(const sl_ctx *ctx, const char *id, sl_err *err)
 	return state_lock_dir(dir, err);
 }
 
+/* <state>/spare-records/.new-<id>: a new record dir while its first record is written. */
+static void record_new_dir(const sl_ctx *ctx, const char *id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/spare-records/.new-%s", ctx->cfg.state_dir, id);
+}
+
+/* The new sandbox's record dir is taken (a spare) or made out of the listing, its first
+ * record written in it, and then renamed into <state>/sandboxes/<id>: a listing sees the
+ * sandbox with its record or not at all. Renamed into place first and written after, a
+ * create killed between the two left a record dir with an empty record, which no daemon
+ * start removed (the load suite's kill -9 of its daemon, twice in some 20 runs). A kill
+ * now leaves spare-records/.new-<id>, which record_collect_gone removes. */
+int record_create(const sl_ctx *ctx, const sl_sandbox *sb, sl_err *err)
+{
+	char tmp[PATH_MAX], dir[PATH_MAX], p[PATH_MAX];
+	record_new_dir(ctx, sb->id, tmp, sizeof(tmp));
+	state_sandbox_dir(&ctx->cfg, sb->id, dir, sizeof(dir));
+	snprintf(p, sizeof(p), "%s/sandbox.json", tmp);
+	_cleanup_free_ char *s = record_encode(sb);
+	if (!s)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "serialise %s", sb->id);
+	if (spare_record_dir(ctx, tmp) < 0)
+		return sl_sysfail(err, "create %s", tmp);
+	if (state_write_record(p, s, strlen(s), false, err) < 0)
+		goto drop;
+	if (syscall(SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_NOREPLACE) < 0) {
+		sl_sysfail(err, "create %s", dir);
+		goto drop;
+	}
+	return 0;
+drop:
+	fs_remove_tree(tmp, NULL);
+	return -1;
+}
+
 /* record_save from a create, which does not hold the sandbox's lock otherwise: a
  * destroy may come meanwhile. */
 int record_save_creating(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl_err *err)
@@ -342,6 +380,44 @@ void record_remove_dir(const sl_ctx *ctx, const char *id)
 	idset_del(&dead_set, id);
 }
 
+/* What record_create left when its process was killed: spare-records/.new-<id> whose
+ * creator is gone (or whose record never got written, a minute on). */
+static int collect_new(const sl_ctx *ctx)
+{
+	char dir[PATH_MAX], p[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/spare-records", ctx->cfg.state_dir);
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, ".new-", 5))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s/sandbox.json", dir, e->d_name);
+		_cleanup_free_ char *data = NULL;
+		size_t len = 0;
+		sl_err le = {0};
+		sl_sandbox sb;
+		bool dead;
+		if (state_read_record(p, RECORD_MAX, &data, &len, &le) == 0 && len &&
+		    record_decode(data, p, &sb, &le) == 0) {
+			dead = !record_pid_alive(sb.creator_pid, sb.creator_start);
+			sandbox_free(&sb);
+		} else {
+			struct stat st;
+			dead = stat(p, &st) < 0 || time(NULL) - st.st_mtime > 60;
+		}
+		if (dead) {
+			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+			fs_remove_tree(p, NULL);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
 int record_collect_gone(const sl_ctx *ctx)
 {
 	char dir[PATH_MAX], p[PATH_MAX];
@@ -358,7 +434,7 @@ int record_collect_gone(const sl_ctx *ctx)
 			n++;
 		}
 	closedir(d);
-	return n;
+	return n + collect_new(ctx);
 }
 
 bool record_dead_known(const char *id)

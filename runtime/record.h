@@ -163,6 +163,8 @@ int record_load_or_broken(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_
 int record_load_visible(const sl_ctx *ctx, const char *id, sl_sandbox *sb, sl_err *err);
 /* Write the record; DURABLE: fsynced (in a daemon, soon after: record_write). */
 int record_save(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl_err *err);
+/* A new sandbox's record dir with its first record, placed in one rename (record.c). */
+int record_create(const sl_ctx *ctx, const sl_sandbox *sb, sl_err *err);
 /* record_save under the sandbox's lock, for a create (which does not hold it). */
 int record_save_creating(const sl_ctx *ctx, const sl_sandbox *sb, bool durable, sl_err *err);
 /* The sandbox's lock: a flock on its record dir (SL_NOTFOUND once it is gone); the fd. */

@@ -67,7 +67,6 @@ static int valid_name(const char *s)
  * that a create that dies midway is visible (as failed) and can be removed. */
 static int reserve(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 {
-	char dir[PATH_MAX];
 	if (sb->name[0]) {
 		int r = claim_take(ctx, "names", sb->name, sb->id, true, err);
 		if (r != 0)
@@ -76,11 +75,7 @@ static int reserve(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 					       "a sandbox named %s already exists", sb->name);
 	}
 	if (claim_uid_range(ctx, sb->id, sl_id_hash(sb->id), &sb->uid_base, err) == 0) {
-		state_sandbox_dir(&ctx->cfg, sb->id, dir, sizeof(dir));
-		if (spare_record_dir(ctx, dir) < 0 ||
-		    record_save_creating(ctx, sb, false, err) < 0) {
-			if (!err->kind)
-				sl_sysfail(err, "create %s", dir);
+		if (record_create(ctx, sb, err) < 0) {
 			claim_release_all(ctx, sb);
 			return -1;
 		}
@@ -144,15 +139,7 @@ static void stop_processes(sl_ctx *ctx, sl_sandbox *sb, int grace_ms)
 	if (cgroup_destroy(ctx->cg, cg, &e) < 0)
 		sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
 	/* Its veth and rules go with its processes; the lease stays with the record. */
-	uint32_t addr;
-	sl_err_clear(&e);
-	if (sb->net_enabled && ipv4_parse(sb->net_addr, &addr)) {
-		int r = net_detach(&ctx->cfg, sb->id, addr, ctx->net_linger, &e);
-		if (r < 0)
-			sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
-		else if (r > 0)
-			ctx->net_left_up = true;
-	}
+	sbxnet_detach(ctx, sb);
 }
 
 /* Undo whatever a create or a destroy finds: processes, cgroup, layer, run dir. */
@@ -187,6 +174,18 @@ static void release_resources(sl_ctx *ctx, sl_sandbox *sb)
 	fs_remove_tree(run, NULL);
 }
 
+struct launch_net_arg {
+	sl_ctx *ctx;
+	const sl_sandbox *sb;
+};
+
+/* sl_launch.net_setup of a launch to hibernate: the sandbox's network into NETNS. */
+static int launch_net_setup(void *arg, int netns, sl_err *err)
+{
+	const struct launch_net_arg *a = arg;
+	return sbxnet_attach(a->ctx, a->sb, netns, err);
+}
+
 /* The launch's cgroups and network made now (or taken from the spares), and init
  * cloned into them; its cgroups removed again if that fails. */
 static int launch_fresh(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, const char *cg, sl_err *err)
@@ -207,13 +206,15 @@ static int launch_fresh(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, const char *c
 	l->netns_ready = netns >= 0;
 	/* A network is set up in a namespace of its own before anything runs in it (veth,
 	 * address, route, egress chain); the child enters it. Nothing of it waits for the
-	 * child, so the launch stays a vfork. */
-	if (sb->net_enabled) {
-		sl_net_sandbox ns;
-		sbxnet_bufs bufs;
+	 * child, so the launch stays a vfork. A launch to hibernate makes its namespace
+	 * in the clone (its user namespace must own it), and is handed its network there. */
+	struct launch_net_arg na = {ctx, sb};
+	if (sb->net_enabled && l->hibernate) {
+		l->net_setup = launch_net_setup;
+		l->net_arg = &na;
+	} else if (sb->net_enabled) {
 		if ((netns < 0 && (netns = launch_new_netns(err)) < 0) ||
-		    sbxnet_spec(&ctx->cfg, sb, &ns, &bufs, err) < 0 ||
-		    net_attach(&ctx->cfg, &ns, netns, err) < 0)
+		    sbxnet_attach(ctx, sb, netns, err) < 0)
 			goto drop_cgroups;
 		l->netns = &netns;
 		l->netns_ready = true;
@@ -614,13 +615,6 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 		return -1;
 	}
 	sb.hibernate = o->hibernate;
-	if (o->hibernate && (sb.net_enabled || o->nvolumes || o->nhost_binds ||
-			     cJSON_GetArraySize(sb.secret_files) > 0)) {
-		sandbox_free(&sb);
-		return sl_fail(err, SL_INVALID, 0,
-			       "hibernate: a sandbox CRIU can dump takes no network, volumes or "
-			       "secret files yet (docs/hibernate.md)");
-	}
 	if (snap.id[0])
 		base = snap;
 	if (o->npackages && packages_validate(o->packages, o->npackages, err) < 0) {

@@ -13,6 +13,7 @@
 
 #include "claim.h"
 #include "cleanup.h"
+#include "log.h"
 #include "netname.h"
 #include "state.h"
 
@@ -281,4 +282,26 @@ void sbxnet_etc_files(const sl_ctx *ctx, const sl_sandbox *sb, char *hosts, size
 		n += snprintf(resolv + n, rlen - n, "nameserver %s\n", names[i]);
 	if (n < rlen)
 		snprintf(resolv + n, rlen - n, "%s", other);
+}
+
+int sbxnet_attach(sl_ctx *ctx, const sl_sandbox *sb, int netns, sl_err *err)
+{
+	sl_net_sandbox ns;
+	sbxnet_bufs bufs;
+	if (sbxnet_spec(&ctx->cfg, sb, &ns, &bufs, err) < 0)
+		return -1;
+	return net_attach(&ctx->cfg, &ns, netns, err);
+}
+
+void sbxnet_detach(sl_ctx *ctx, const sl_sandbox *sb)
+{
+	uint32_t addr;
+	sl_err e = {0};
+	if (!sb->net_enabled || !ipv4_parse(sb->net_addr, &addr))
+		return;
+	int r = net_detach(&ctx->cfg, sb->id, addr, ctx->net_linger, &e);
+	if (r < 0)
+		sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
+	else if (r > 0)
+		ctx->net_left_up = true;
 }

@@ -43,6 +43,10 @@ int sbxnet_spec(const sl_config *cfg, const sl_sandbox *sb, sl_net_sandbox *ns, 
 /* The lowest free address of the subnet, claimed for SB (net_addr, net_gateway,
  * net_subnet set). */
 int sbxnet_lease_take(sl_ctx *ctx, sl_sandbox *sb, sl_err *err);
+/* SB's veth, address, route and rules into the network namespace NETNS (an fd). */
+int sbxnet_attach(sl_ctx *ctx, const sl_sandbox *sb, int netns, sl_err *err);
+/* SB's veth and rules gone (the lease stays with the record); a failure is logged. */
+void sbxnet_detach(sl_ctx *ctx, const sl_sandbox *sb);
 /* /etc/hosts and /etc/resolv.conf for SB. */
 void sbxnet_etc_files(const sl_ctx *ctx, const sl_sandbox *sb, char *hosts, size_t hlen,
 		      char *resolv, size_t rlen);

@@ -661,10 +661,11 @@ int snapshot_memory_check(const sl_sandbox *sb, const char *what, sl_err *err)
 			       "memory: sandbox %s is %s; only a running sandbox's processes can "
 			       "be kept in a %s",
 			       sb->id, sandbox_status_name(sb->status), what);
-	if (sb->net_enabled || cJSON_GetArraySize(sb->volumes) > 0)
+	if (sb->net_enabled || cJSON_GetArraySize(sb->volumes) > 0 ||
+	    cJSON_GetArraySize(sb->secret_files) > 0)
 		return sl_fail(err, SL_CONFLICT, 0,
-			       "memory: sandbox %s has a network or volumes, which a %s of its "
-			       "processes cannot take yet (docs/forks.md)",
+			       "memory: sandbox %s has a network, volumes or secret files, which "
+			       "a %s of its processes cannot take yet (docs/forks.md)",
 			       sb->id, what);
 	return 0;
 }

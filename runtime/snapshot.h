@@ -75,7 +75,8 @@ void checkpoint_delete_all(sl_ctx *ctx, const char *sandbox_id);
 
 /* ---- processes with the files: checkpoints and forks with "memory" ---- */
 /* What keeping SB's processes in a checkpoint or fork (WHAT) needs: created with
- * "hibernate": true, running, no network or volumes; SL_CONFLICT saying which. */
+ * "hibernate": true, running, no network, volumes or secret files; SL_CONFLICT saying
+ * which. */
 int snapshot_memory_check(const sl_sandbox *sb, const char *what, sl_err *err);
 /* Run under a sandbox's lock, its cgroup frozen, just before its layer is snapshotted as
  * S; its failure fails the capture (the sandbox thawed, no snapshot made). */

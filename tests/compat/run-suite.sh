@@ -67,6 +67,7 @@ cleanup() {
 	for p in /sys/fs/cgroup/{cpu,cpuacct,memory,pids,freezer}/sandlot /sys/fs/cgroup/sandlot; do
 		rmdir "$p" 2>/dev/null
 	done
+	echo "== compat/$name: ${SECONDS} s"
 	if [ "${left:-0}" != 0 ]; then
 		echo "run-suite: $left mounts under $root were left behind" >&2
 		exit 1

@@ -470,6 +470,19 @@ int e2e_sh(e2e_result *r, const char *id, const char *line)
 	return e2e_sandlot(r, NULL, 0, "exec", id, "--", "sh", "-c", line, NULL);
 }
 
+char *e2e_net_field(const char *id, const char *key)
+{
+	char *js = e2e_sandlot_ok("inspect", id, NULL);
+	cJSON *o = cJSON_Parse(js);
+	assert_non_null(o);
+	const cJSON *v =
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "network"), key);
+	char *s = cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+	cJSON_Delete(o);
+	free(js);
+	return s;
+}
+
 char *e2e_sh_ok(const char *id, const char *line)
 {
 	e2e_result r;

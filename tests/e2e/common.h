@@ -76,6 +76,8 @@ int e2e_sh(e2e_result *r, const char *id, const char *line);
 /* The same, failing the test unless it exits 0; stdout without trailing newlines and
  * spaces (caller frees). */
 char *e2e_sh_ok(const char *id, const char *line);
+/* A string field of "network" in `sandlot inspect ID` (caller frees), NULL if none. */
+char *e2e_net_field(const char *id, const char *key);
 /* A malloc'd formatted string (fails the test when out of memory). */
 char *e2e_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

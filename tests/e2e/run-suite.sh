@@ -11,6 +11,8 @@ log=$logs/$(basename "$bin").log
 # shellcheck disable=SC2086
 ${LOCK:-} "$bin" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
+# Its time, lock wait included: make test has a budget (30 min on this host).
+echo "== $(basename "$bin"): ${SECONDS} s"
 [ "$rc" -eq 0 ] && exit 0
 echo "== $(basename "$bin") failed (exit $rc); each failed test's first lines (all: $log):"
 awk '

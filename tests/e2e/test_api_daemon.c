@@ -151,8 +151,9 @@ static void test_records_synced_after_answer(void **state)
 /* ---- restart ----------------------------------------------------------------------------- */
 
 /* What a crash mid-create (or mid-fill) leaves in the store: a layer whose id has no
- * record, a spare half built a while ago. A daemon's start removes them
- * (runtime/storage.c, store_layers_collect), and nothing with a record. */
+ * record, a spare half built a while ago, record dirs half removed or not yet placed. A
+ * daemon's start removes them (runtime/storage.c, store_layers_collect; runtime/record.c,
+ * record_collect_gone), and nothing with a record or that a create may be making. */
 static void test_start_collects_layers_without_records(void **state)
 {
 	char *keep = sandbox_new(NULL);
@@ -165,11 +166,42 @@ static void test_start_collects_layers_without_records(void **state)
 			       "btrfs -q subvolume create %s && touch -d '-2 min' %s",
 			       orphan, half, fresh, half);
 	assert_int_equal(system(cmd), 0);
+	/* And what a kill leaves of records (runtime/record.c): a record dir renamed out of
+	 * the listing to be removed; a new one whose first record was written but not yet
+	 * placed, its creator gone; one whose record a kill left empty a while ago; and one
+	 * just made, which a create may be writing. */
+	char *gone_rec = e2e_printf("%s/sandboxes/.gone-sbx_zzzzzzzzzzzzzzzzzzzy", store);
+	char *new_dead = e2e_printf("%s/spare-records/.new-sbx_zzzzzzzzzzzzzzzzzzzx", store);
+	char *new_empty = e2e_printf("%s/spare-records/.new-sbx_zzzzzzzzzzzzzzzzzzzw", store);
+	char *new_fresh = e2e_printf("%s/spare-records/.new-sbx_zzzzzzzzzzzzzzzzzzzv", store);
+	char *recs = e2e_printf(
+	    "mkdir -p %s %s %s %s && touch %s/sandbox.json %s/sandbox.json && "
+	    "jq '.id=\"sbx_zzzzzzzzzzzzzzzzzzzx\" | .creator_pid=4194000 | .status=\"creating\"' "
+	    "%s/sandboxes/%s/sandbox.json > %s/sandbox.json && "
+	    "touch -d '-2 min' %s/sandbox.json",
+	    gone_rec, new_dead, new_empty, new_fresh, new_empty, new_fresh, store, keep, new_dead,
+	    new_empty);
+	assert_int_equal(system(recs), 0);
 	pid_t old = D.pid;
 	e2e_daemon_kill(&D);
 	e2e_daemon_start(&D, D.sock, true, NULL);
 	int gone = access(orphan, F_OK), half_gone = access(half, F_OK);
 	int fresh_there = access(fresh, F_OK), kept_there = access(kept, F_OK);
+	int gone_rec_gone = access(gone_rec, F_OK), new_dead_gone = access(new_dead, F_OK);
+	int new_empty_gone = access(new_empty, F_OK), new_fresh_there = access(new_fresh, F_OK);
+	char *rm_fresh = e2e_printf("rm -rf %s", new_fresh);
+	if (system(rm_fresh) != 0)
+		print_message("could not remove %s\n", new_fresh);
+	assert_int_equal(gone_rec_gone, -1);
+	assert_int_equal(new_dead_gone, -1);
+	assert_int_equal(new_empty_gone, -1);
+	assert_int_equal(new_fresh_there, 0);
+	free(rm_fresh);
+	free(recs);
+	free(gone_rec);
+	free(new_dead);
+	free(new_empty);
+	free(new_fresh);
 	char *rm = e2e_printf("btrfs -q subvolume delete %s >/dev/null 2>&1", fresh);
 	if (system(rm) != 0)
 		print_message("could not delete %s\n", fresh);

@@ -1076,22 +1076,6 @@ E2E_HIB_TEST(test_binary_round_trip_5mb, hib)
 E2E_HIB_TEST(test_disk_limit_is_resource_exhausted, hib)
 E2E_HIB_TEST(test_cp_files_and_trees_both_ways, hib)
 
-/* What a sandbox launched to hibernate cannot take yet is refused at create. */
-static void test_hibernate_refuses_volumes_and_network(void **state)
-{
-	e2e_result r;
-	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "create", "--image", "busybox", "--hibernate",
-					 "-v", "files-vol:/mnt/vol", NULL),
-			     0);
-	assert_non_null(strstr(r.err, "hibernate"));
-	e2e_result_free(&r);
-	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "create", "--image", "busybox", "--hibernate",
-					 "--network", NULL),
-			     0);
-	assert_non_null(strstr(r.err, "hibernate"));
-	e2e_result_free(&r);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1113,7 +1097,6 @@ int main(void)
 	    E2E_TEST(test_binary_round_trip_5mb_hibernate),
 	    E2E_TEST(test_disk_limit_is_resource_exhausted_hibernate),
 	    E2E_TEST(test_cp_files_and_trees_both_ways_hibernate),
-	    E2E_TEST(test_hibernate_refuses_volumes_and_network),
 	};
 	e2e_apply_filter();
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

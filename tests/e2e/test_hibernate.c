@@ -4,14 +4,21 @@
  * charged while it is hibernated; a sandbox of the usual launch is refused and runs on; a
  * delete while hibernated leaves nothing (the per-test leak check). Skipped when the
  * criu binary is absent (scripts/setup builds it). */
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "common.h"
 #include "hibernate.h"
@@ -165,6 +172,316 @@ static void test_delete_while_hibernated(void **state)
 	assert_int_equal(access(img, F_OK), -1);
 	free(img);
 	free(id);
+}
+
+/* Size of FILE in sandbox ID (stat -c %s). */
+static long size_in(const char *id, const char *file)
+{
+	char *out = e2e_sandlot_ok("exec", id, "--", "stat", "-c", "%s", file, NULL);
+	long n = atol(out);
+	free(out);
+	return n;
+}
+
+/* A sandlot volume and a host directory bound in, id-mapped: files written before the
+ * hibernate are there after it, a process holding a volume file open writes on through
+ * its fd, and the sandbox's root still owns and writes what it made (the restore maps
+ * them again, not as the host's ids). */
+static void test_hibernate_with_volumes(void **state)
+{
+	if (!have_criu())
+		skip();
+	char *hostdir = e2e_printf("%s/hib-hostdir", e2e_root());
+	assert_int_equal(mkdir(hostdir, 0755), 0);
+	char *hv = e2e_printf("%s:/h", hostdir);
+	setenv("SANDLOT_HOST_MOUNTS", hostdir, 1);
+	free(e2e_sandlot_ok("volume", "create", "hibvol", NULL));
+	char *id = e2e_sandlot_ok("create", "--hibernate", "--image", "busybox", "-v",
+				  "hibvol:/data", "-v", hv, NULL);
+	free(e2e_sandlot_ok("exec", id, "--", "sh", "-c",
+			    "echo before > /data/f && echo hostside > /h/g && "
+			    "(exec 3>>/data/held; while true; do echo x >&3; sleep 0.2; done) "
+			    "</dev/null >/dev/null 2>&1 &",
+			    NULL));
+	usleep(600000);
+	free(e2e_sandlot_ok("hibernate", id, NULL));
+	char *st = status_of(id);
+	assert_string_equal(st, "hibernated");
+	free(st);
+	free(e2e_sandlot_ok("resume", id, NULL));
+	long n1 = size_in(id, "/data/held");
+	usleep(800000);
+	long n2 = size_in(id, "/data/held");
+	assert_true(n2 > n1); /* the holder writes on through its fd */
+	char *out = e2e_sandlot_ok("exec", id, "--", "cat", "/data/f", "/h/g", NULL);
+	assert_string_equal(out, "before\nhostside");
+	free(out);
+	out = e2e_sandlot_ok("exec", id, "--", "sh", "-c",
+			     "echo after > /data/new && echo more >> /h/g && "
+			     "stat -c '%u %g' /data/f /data/new /h/g",
+			     NULL);
+	assert_string_equal(out, "0 0\n0 0\n0 0");
+	free(out);
+	/* The host sees the volume's canonical ids (0), not the sandbox's range. */
+	char *g = e2e_printf("%s/g", hostdir);
+	struct stat sg;
+	assert_int_equal(stat(g, &sg), 0);
+	assert_int_equal(sg.st_uid, 0);
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	free(e2e_sandlot_ok("volume", "rm", "hibvol", NULL));
+	unsetenv("SANDLOT_HOST_MOUNTS");
+	unlink(g);
+	rmdir(hostdir);
+	free(g);
+	free(hv);
+	free(hostdir);
+	free(id);
+}
+
+/* A secret file (a tmpfs of its own, read-only) comes back with its value and still
+ * read-only, a process that holds it open reads it on. While hibernated its files are in
+ * the images (CRIU's archives of the sandbox's tmpfs mounts, tmpfs-dev-*), which are
+ * 0700. */
+static void test_hibernate_with_secret_files(void **state)
+{
+	if (!have_criu())
+		skip();
+	const char *value = "hib-secret-7f3a9c";
+	e2e_result r;
+	assert_int_equal(e2e_sandlot(&r, value, strlen(value), "secret", "set", "hibsec", NULL), 0);
+	e2e_result_free(&r);
+	char *id = e2e_sandlot_ok("create", "--hibernate", "--image", "busybox", "--secret-file",
+				  "/run/secrets/tok=hibsec", NULL);
+	free(e2e_sandlot_ok("exec", id, "--", "sh", "-c",
+			    "(exec 3</run/secrets/tok; while true; do cat <&3 >/dev/null; "
+			    "echo $((i=i+1)) > /n; sleep 0.2; done) </dev/null >/dev/null 2>&1 &",
+			    NULL));
+	usleep(600000);
+	free(e2e_sandlot_ok("hibernate", id, NULL));
+	char *img = path_of("hibernate", id, "");
+	struct stat si;
+	assert_int_equal(stat(img, &si), 0);
+	assert_int_equal(si.st_mode & 07777, 0750); /* and group root: docs/hibernate.md, 9 */
+	assert_int_equal(si.st_gid, 0);
+	DIR *d = opendir(img);
+	struct dirent *de;
+	int tmpfs = 0;
+	while (d && (de = readdir(d)))
+		tmpfs += !strncmp(de->d_name, "tmpfs-dev-", 10);
+	if (d)
+		closedir(d);
+	assert_true(tmpfs > 0);
+	free(e2e_sandlot_ok("resume", id, NULL));
+	char *out = e2e_sandlot_ok("exec", id, "--", "cat", "/run/secrets/tok", NULL);
+	assert_string_equal(out, value);
+	free(out);
+	out = e2e_sandlot_ok("exec", id, "--", "sh", "-c",
+			     "a=$(cat /n); sleep 0.7; b=$(cat /n); [ $b -gt $a ] && echo on; "
+			     "echo x > /run/secrets/tok 2>/dev/null || echo ro",
+			     NULL);
+	assert_string_equal(out, "on\nro");
+	free(out);
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	assert_int_equal(e2e_sandlot(&r, NULL, 0, "secret", "rm", "hibsec", NULL), 0);
+	e2e_result_free(&r);
+	free(img);
+	free(id);
+}
+
+/* The body of GET /t from ADDR:8000 (the sandbox's httpd), "" when nothing answers. */
+static char *http_token(const char *addr)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(8000)};
+	inet_pton(AF_INET, addr, &sa.sin_addr);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = {3, 0};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	char buf[2048] = "";
+	size_t n = 0;
+	const char *req = "GET /t HTTP/1.0\r\n\r\n";
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    write(fd, req, strlen(req)) == (ssize_t)strlen(req)) {
+		ssize_t k;
+		while (n < sizeof(buf) - 1 && (k = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0)
+			n += (size_t)k;
+	}
+	close(fd);
+	buf[n] = '\0';
+	const char *body = strstr(buf, "\r\n\r\n");
+	char *out = strdup(body ? body + 4 : "");
+	out[strcspn(out, "\n")] = '\0';
+	return out;
+}
+
+/* The host pid of ID's init (<run>/sandboxes/<id>/init.ns). */
+static pid_t init_pid_of(const char *id)
+{
+	char *p = e2e_printf("%s/sandboxes/%s/init.ns", getenv("SANDLOT_RUN_DIR"), id);
+	char *t = e2e_read_file(p);
+	assert_non_null(t);
+	pid_t pid = (pid_t)atoi(t);
+	free(t);
+	free(p);
+	return pid;
+}
+
+/* Whether any process of the host is in, or holds an fd of, the namespace "net:[INO]". */
+static bool netns_held(unsigned long ino)
+{
+	char want[64], link[64], p[300];
+	snprintf(want, sizeof(want), "net:[%lu]", ino);
+	DIR *proc = opendir("/proc");
+	struct dirent *de;
+	bool held = false;
+	while (proc && !held && (de = readdir(proc))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(p, sizeof(p), "/proc/%s/ns/net", de->d_name);
+		ssize_t n = readlink(p, link, sizeof(link) - 1);
+		held = n > 0 && (link[n] = '\0', !strcmp(link, want));
+		snprintf(p, sizeof(p), "/proc/%s/fd", de->d_name);
+		DIR *fds = opendir(p);
+		struct dirent *fe;
+		while (fds && !held && (fe = readdir(fds))) {
+			snprintf(p, sizeof(p), "/proc/%s/fd/%s", de->d_name, fe->d_name);
+			n = readlink(p, link, sizeof(link) - 1);
+			held = n > 0 && (link[n] = '\0', !strcmp(link, want));
+		}
+		if (fds)
+			closedir(fds);
+	}
+	if (proc)
+		closedir(proc);
+	return held;
+}
+
+/* /sys/class/net/<ID's host veth> ("slv" and 12 of its id's characters, net.c). */
+static char *veth_of(const char *id)
+{
+	return e2e_printf("/sys/class/net/slv%.12s", id + 4);
+}
+
+/* A sandbox with a network, an httpd listening in it: httpd's pid inside, its token. */
+static char *net_sandbox(char **addr, char **tok, char **pid)
+{
+	char *id = e2e_sandlot_ok("create", "--hibernate", "--network", "--image", "busybox", NULL);
+	*addr = e2e_net_field(id, "address");
+	assert_non_null(*addr);
+	free(e2e_sandlot_ok("exec", id, "--", "sh", "-c",
+			    "mkdir -p /www && echo $RANDOM$RANDOM$RANDOM > /www/t && "
+			    "httpd -p 8000 -h /www",
+			    NULL));
+	*tok = e2e_sandlot_ok("exec", id, "--", "cat", "/www/t", NULL);
+	*pid = e2e_sandlot_ok("exec", id, "--", "pidof", "httpd", NULL);
+	char *got = http_token(*addr);
+	assert_string_equal(got, *tok);
+	free(got);
+	return id;
+}
+
+/* With a network: while hibernated the host has no veth for it and no process in or
+ * holding its network namespace; after the resume the same httpd (its pid inside)
+ * answers on the sandbox's address, and eth0 has its address and route again. */
+static void test_hibernate_with_network(void **state)
+{
+	if (!have_criu())
+		skip();
+	char *addr, *tok, *pid;
+	char *id = net_sandbox(&addr, &tok, &pid);
+	char *veth = veth_of(id);
+	assert_int_equal(access(veth, F_OK), 0);
+	char *nsp = e2e_printf("/proc/%d/ns/net", (int)init_pid_of(id));
+	struct stat ns;
+	assert_int_equal(stat(nsp, &ns), 0);
+	assert_true(netns_held(ns.st_ino));
+	double t0 = now_s();
+	free(e2e_sandlot_ok("hibernate", id, NULL));
+	double t1 = now_s();
+	assert_int_equal(access(veth, F_OK), -1);
+	assert_false(netns_held(ns.st_ino));
+	char *got = http_token(addr);
+	assert_string_equal(got, "");
+	free(got);
+	double t2 = now_s();
+	free(e2e_sandlot_ok("resume", id, NULL));
+	print_message("with a network: hibernate %.3f s, resume %.3f s\n", t1 - t0, now_s() - t2);
+	assert_int_equal(access(veth, F_OK), 0);
+	got = http_token(addr);
+	assert_string_equal(got, tok);
+	free(got);
+	char *pid2 = e2e_sandlot_ok("exec", id, "--", "pidof", "httpd", NULL);
+	assert_string_equal(pid2, pid);
+	char *ifc = e2e_sh_ok(id, "ip -4 addr show eth0; ip route show default");
+	assert_true(e2e_contains(ifc, addr));
+	assert_true(e2e_contains(ifc, "default via"));
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	assert_int_equal(access(veth, F_OK), -1);
+	free(ifc), free(pid2), free(nsp), free(veth), free(addr), free(tok), free(pid), free(id);
+}
+
+/* A TCP connection (here between two processes of the sandbox, on its lo), and a
+ * listener bound to the sandbox's own address, are refused before anything is touched:
+ * the sandbox runs on with its network. A CRIU that fails
+ * after the network was taken out gives it back. With the connection closed, the
+ * hibernate goes through. */
+static void test_hibernate_network_refusals(void **state)
+{
+	if (!have_criu())
+		skip();
+	char *addr, *tok, *pid;
+	char *id = net_sandbox(&addr, &tok, &pid);
+	free(e2e_sandlot_ok("exec", id, "--", "sh", "-c",
+			    "(sleep 600 | nc -l -p 9000) </dev/null >/dev/null 2>&1 & sleep 0.3; "
+			    "(sleep 600 | nc 127.0.0.1 9000) </dev/null >/dev/null 2>&1 &",
+			    NULL));
+	usleep(300000);
+	char *conns = e2e_sh_ok(id, "grep -c '^ *[0-9]*: [^ ]* [^ ]* 01 ' /proc/net/tcp");
+	if (atoi(conns) < 1) /* ESTABLISHED */
+		fail_msg("no connection in the sandbox: %s", conns);
+	free(conns);
+	e2e_result r;
+	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "hibernate", id, NULL), 0);
+	if (!e2e_contains(r.err, "TCP connection"))
+		fail_msg("hibernate: %s", r.err);
+	e2e_result_free(&r);
+	char *st = status_of(id);
+	assert_string_equal(st, "running");
+	free(st);
+	char *got = http_token(addr);
+	assert_string_equal(got, tok);
+	free(got);
+	free(e2e_sandlot_ok("exec", id, "--", "sh", "-c", "killall nc sleep; true", NULL));
+	/* A listener bound to the sandbox's own address: CRIU would bind it before the
+	 * resume gives the address back, a resume that could never succeed. */
+	char *own = e2e_printf("httpd -p %s:8001 -h /www", addr);
+	free(e2e_sh_ok(id, own));
+	assert_int_not_equal(e2e_sandlot(&r, NULL, 0, "hibernate", id, NULL), 0);
+	if (!e2e_contains(r.err, "bound to its address"))
+		fail_msg("hibernate: %s", r.err);
+	e2e_result_free(&r);
+	free(e2e_sh_ok(id, "kill $(pidof httpd | tr ' ' '\n' | sort -n | tail -n 1)"));
+
+	free(own);
+	/* CRIU failing after the veth went (a criu that exits 1): it comes back. */
+	setenv("SANDLOT_CRIU", "/bin/false", 1);
+	int rc = e2e_sandlot(&r, NULL, 0, "hibernate", id, NULL);
+	unsetenv("SANDLOT_CRIU");
+	assert_int_not_equal(rc, 0);
+	e2e_result_free(&r);
+	st = status_of(id);
+	assert_string_equal(st, "running");
+	free(st);
+	got = http_token(addr);
+	assert_string_equal(got, tok);
+	free(got);
+	free(e2e_sandlot_ok("hibernate", id, NULL));
+	free(e2e_sandlot_ok("resume", id, NULL));
+	got = http_token(addr);
+	assert_string_equal(got, tok);
+	free(got);
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	free(addr), free(tok), free(pid), free(id);
 }
 
 /* GET or POST PATH of sandbox ID on daemon D: the sandbox's status (the body's). */
@@ -483,6 +800,10 @@ int main(void)
 	    E2E_TEST(test_hibernate_refused_for_the_usual_launch),
 	    E2E_TEST(test_delete_while_hibernated),
 	    E2E_TEST(test_hibernated_across_daemon_restarts),
+	    E2E_TEST(test_hibernate_with_volumes),
+	    E2E_TEST(test_hibernate_with_secret_files),
+	    E2E_TEST(test_hibernate_with_network),
+	    E2E_TEST(test_hibernate_network_refusals),
 	    E2E_TEST(test_fork_with_memory),
 	    E2E_TEST(test_fork_with_memory_refused),
 	    E2E_TEST(test_fork_with_memory_failures),

@@ -103,20 +103,6 @@ static char *create_net(const char *extra1, const char *extra2)
 	return e2e_sandlot_ok("create", "--image", "busybox", "--network", extra1, extra2, NULL);
 }
 
-/* A string field of network in `sandlot inspect ID`. */
-static char *net_field(const char *id, const char *key)
-{
-	char *js = e2e_sandlot_ok("inspect", id, NULL);
-	cJSON *o = cJSON_Parse(js);
-	assert_non_null(o);
-	const cJSON *v =
-	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "network"), key);
-	char *s = cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
-	cJSON_Delete(o);
-	free(js);
-	return s;
-}
-
 /* ---- the daemon, driven with common.h's HTTP client ---------------------------------- */
 
 /* The daemon's preview port, from its health. */
@@ -148,7 +134,7 @@ static void test_net_off_only_lo(void **state)
 	assert_string_equal(routes, "0");
 	char *out = dial(id, INET_A, INET_PORT);
 	assert_false(e2e_contains(out, "internet"));
-	char *en = net_field(id, "address");
+	char *en = e2e_net_field(id, "address");
 	assert_null(en);
 	free(links), free(routes), free(out);
 	rm(id);
@@ -158,7 +144,7 @@ static void test_net_off_only_lo(void **state)
 static void test_net_on_nat_resolv_hosts(void **state)
 {
 	char *id = create_net(NULL, NULL);
-	char *addr = net_field(id, "address"), *gw = net_field(id, "gateway");
+	char *addr = e2e_net_field(id, "address"), *gw = e2e_net_field(id, "gateway");
 	assert_non_null(addr);
 	assert_non_null(gw);
 	/* eth0 has the leased address, the default route goes via the gateway. */
@@ -205,7 +191,7 @@ static void test_net_run_cli(void **state)
 static void test_net_isolation(void **state)
 {
 	char *a = create_net(NULL, NULL), *b = create_net(NULL, NULL);
-	char *baddr = net_field(b, "address"), *gw = net_field(a, "gateway");
+	char *baddr = e2e_net_field(b, "address"), *gw = e2e_net_field(a, "gateway");
 	/* B serves on 9000; it answers itself, but not A. */
 	free(e2e_sh_ok(b,
 		       "(while true; do echo sandbox-b | nc -l -p 9000; done) >/dev/null 2>&1 &"));
@@ -293,9 +279,9 @@ static void test_net_allow_deny_patch(void **state)
 	cJSON_Delete(api(&d, "PATCH", path, "{\"network\":{\"enabled\":false}}", 400));
 	expect_reach(id, true, false);
 	/* Stop keeps the lease and the rules; start applies them again. */
-	char *addr = net_field(id, "address");
+	char *addr = e2e_net_field(id, "address");
 	free(e2e_sandlot_ok("stop", id, NULL));
-	char *addr2 = net_field(id, "address");
+	char *addr2 = e2e_net_field(id, "address");
 	assert_string_equal(addr, addr2);
 	free(e2e_sandlot_ok("start", id, NULL));
 	expect_reach(id, true, false);
@@ -310,7 +296,7 @@ static void test_net_snapshot_keeps_working(void **state)
 	char *id = create_net(NULL, NULL);
 	char *snap = e2e_sandlot_ok("snapshot", "create", id, "--name", "netsnap", NULL);
 	char *id2 = create_net("--snapshot", "netsnap");
-	char *a1 = net_field(id, "address"), *a2 = net_field(id2, "address");
+	char *a1 = e2e_net_field(id, "address"), *a2 = e2e_net_field(id2, "address");
 	assert_string_not_equal(a1, a2);
 	assert_true(reaches(id2, INET_A, INET_PORT, "internet"));
 	char *hosts = e2e_sh_ok(id2, "cat /etc/hosts");
@@ -341,7 +327,7 @@ static void test_net_many_distinct_and_restart(void **state)
 		if (strncmp(t, "sbx_", 4))
 			fail_msg("create %d: %s", i + 1, t);
 		ids[i] = t;
-		addrs[i] = net_field(t, "address");
+		addrs[i] = e2e_net_field(t, "address");
 		assert_non_null(addrs[i]);
 		for (int j = 0; j < i; j++)
 			assert_string_not_equal(addrs[i], addrs[j]);
@@ -586,7 +572,7 @@ static void test_net_private_closed_by_default(void **state)
 	/* The host: a service on 0.0.0.0, by each of its addresses the sandbox could route
 	 * to; another sandbox's service. */
 	pid_t hs = host_server("0.0.0.0", 9104, "hostsvc");
-	char *gw = net_field(a, "gateway"), *baddr = net_field(b, "address");
+	char *gw = e2e_net_field(a, "gateway"), *baddr = e2e_net_field(b, "address");
 	assert_false(reaches(a, gw, 9104, "hostsvc"));
 	assert_false(reaches(a, INET_HOST, 9104, "hostsvc"));
 	assert_false(reaches(a, "127.0.0.1", 9104, "hostsvc"));
