@@ -40,15 +40,17 @@ enum MHD_Result api_sandboxes_fork(api_req *r)
 
 enum MHD_Result api_checkpoints_create(api_req *r)
 {
-	static const char *const fields[] = {"name", NULL};
+	static const char *const fields[] = {"name", "memory", NULL};
 	const cJSON *body;
 	const char *name = NULL;
+	bool memory = false;
 	sl_err err = {0};
 	sl_snapshot s;
 	if (api_body_object(r, false, &body, &err) < 0 ||
 	    api_json_fields(body, "", fields, &err) < 0 ||
 	    api_json_string(body, "", "name", &name, &err) < 0 ||
-	    checkpoint_create(r->srv->ctx, r->param[0], name, &s, &err) < 0)
+	    api_json_bool(body, "", "memory", &memory, &err) < 0 ||
+	    checkpoint_create(r->srv->ctx, r->param[0], name, memory, &s, &err) < 0)
 		return api_reply_error(r, &err);
 	return api_reply_json(r, 201, view_checkpoint_json(&s));
 }

@@ -136,6 +136,7 @@ cJSON *view_checkpoint_json(const sl_snapshot *s)
 	cJSON_AddStringToObject(o, "id", s->id);
 	cJSON_AddStringToObject(o, "name", s->name);
 	cJSON_AddStringToObject(o, "sandboxId", s->checkpoint_of);
+	cJSON_AddBoolToObject(o, "memory", s->memory);
 	cJSON_AddStringToObject(o, "createdAt", t);
 	return o;
 }

@@ -9,7 +9,7 @@
 #include "snapshot.h"
 #include "view.h"
 
-/* sandlot fork ID [-n N] [--name NAME]: the copies' ids, one a line. */
+/* sandlot fork ID [-n N] [--name NAME] [--memory]: the copies' ids, one a line. */
 int cmd_fork(sl_ctx *ctx, int argc, char **argv)
 {
 	sl_fork_opts fo = {.count = 1};
@@ -24,14 +24,16 @@ int cmd_fork(sl_ctx *ctx, int argc, char **argv)
 			fo.count = (unsigned)v;
 		} else if (!strcmp(argv[i], "--name") && i + 1 < argc) {
 			fo.name = argv[++i];
+		} else if (!strcmp(argv[i], "--memory")) {
+			fo.memory = true;
 		} else if (argv[i][0] != '-' && !id) {
 			id = argv[i];
 		} else {
-			return cli_usage("fork ID [-n N] [--name NAME]");
+			return cli_usage("fork ID [-n N] [--name NAME] [--memory]");
 		}
 	}
 	if (!id)
-		return cli_usage("fork ID [-n N] [--name NAME]");
+		return cli_usage("fork ID [-n N] [--name NAME] [--memory]");
 	sl_sandbox *list;
 	size_t n;
 	sl_err err = {0};
@@ -66,13 +68,14 @@ static int checkpoint_ls(sl_ctx *ctx, const char *id, bool json)
 	return 0;
 }
 
-/* sandlot checkpoint create ID NAME | ls ID [--format json] | rm ID NAME... */
+/* sandlot checkpoint create ID NAME [--memory] | ls ID [--format json] | rm ID NAME... */
 int cmd_checkpoint(sl_ctx *ctx, int argc, char **argv)
 {
 	sl_err err = {0};
-	if (argc == 4 && !strcmp(argv[1], "create")) {
+	bool memory = argc == 5 && !strcmp(argv[4], "--memory");
+	if ((argc == 4 || memory) && !strcmp(argv[1], "create")) {
 		sl_snapshot s;
-		if (checkpoint_create(ctx, argv[2], argv[3], &s, &err) < 0)
+		if (checkpoint_create(ctx, argv[2], argv[3], memory, &s, &err) < 0)
 			return cli_fail(&err);
 		printf("%s\n", s.id);
 		return 0;
@@ -86,7 +89,8 @@ int cmd_checkpoint(sl_ctx *ctx, int argc, char **argv)
 				code = cli_fail(&err);
 		return code;
 	}
-	return cli_usage("checkpoint create ID NAME | ls ID [--format json] | rm ID NAME...");
+	return cli_usage(
+	    "checkpoint create ID NAME [--memory] | ls ID [--format json] | rm ID NAME...");
 }
 
 /* sandlot rollback ID CHECKPOINT */

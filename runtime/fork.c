@@ -4,6 +4,7 @@
 #include "fork.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "cleanup.h"
 #include "clock.h"
+#include "hibernate.h"
 #include "log.h"
 #include "snapshot.h"
 
@@ -116,10 +118,6 @@ static int plan_of(const sl_sandbox *src, fork_plan *p, sl_err *err)
 
 static int check_opts(const sl_fork_opts *fo, sl_err *err)
 {
-	if (fo->memory)
-		return sl_fail(err, SL_INVALID, 0,
-			       "memory: a fork copies files only for now; copying processes and "
-			       "memory needs hibernate, which this sandlot does not have yet");
 	if (fo->count < 1 || fo->count > SL_FORK_MAX)
 		return sl_fail(err, SL_INVALID, 0, "count %u: give 1 to %d copies", fo->count,
 			       SL_FORK_MAX);
@@ -153,19 +151,26 @@ int sandbox_fork(sl_ctx *ctx, const char *ref, const sl_fork_opts *fo, sl_sandbo
 		return -1;
 	if (src.status == SL_ST_TERMINATED)
 		return sl_fail(err, SL_NOTFOUND, 0, "sandbox %s is terminated", src.id);
+	if (fo->memory && snapshot_memory_check(&src, "fork", err) < 0)
+		return -1;
 	fork_plan plan;
 	sl_snapshot base;
 	int mfd = -1;
 	sl_sandbox *list = calloc(fo->count, sizeof(*list));
 	if (!list)
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "fork %s", src.id);
+	/* With memory, the source's processes are dumped while it is frozen for its files. */
+	snapshot_hook at_freeze = fo->memory ? snapshot_dump_at_freeze : NULL;
 	if (plan_of(&src, &plan, err) < 0 ||
-	    snapshot_fork_base(ctx, src.id, &base, &mfd, err) < 0) {
+	    snapshot_fork_base(ctx, src.id, at_freeze, &base, &mfd, err) < 0) {
 		plan_free(&plan);
 		free(list);
 		return -1;
 	}
 	plan.o.fork_base = &base;
+	char images[PATH_MAX];
+	hibernate_dump_dir(ctx, base.id, images, sizeof(images));
+	plan.o.restore_images = fo->memory ? images : NULL;
 	int r = 0;
 	for (unsigned i = 0; i < fo->count && r == 0; i++) {
 		char name[64];
@@ -180,6 +185,8 @@ int sandbox_fork(sl_ctx *ctx, const char *ref, const sl_fork_opts *fo, sl_sandbo
 		else
 			sl_wrap(err, "fork %s: copy %u of %u", src.id, i + 1, fo->count);
 	}
+	if (fo->memory)
+		hibernate_dump_delete(ctx, base.id);
 	snapshot_fork_base_drop(ctx, &base, mfd);
 	plan_free(&plan);
 	if (r < 0) {

@@ -1,8 +1,9 @@
 /* hibernate.c — a sandbox's processes written to disk with CRIU and ended, and brought
  * back (docs/hibernate.md). Only a sandbox launched to be hibernated (launch_hib.c) can
- * be dumped. Its images are <state>/store/sandboxes/<id>/hibernate/ (0711, the sandbox's
- * uid_base: CRIU's restore opens some of them as the restored tree), in its btrfs layer,
- * whose quota counts them, beside upper/ and work/. */
+ * be dumped. A hibernated sandbox's images are <state>/store/sandboxes/<id>/hibernate/ (in
+ * its btrfs layer, whose quota counts them, beside upper/ and work/); a fork's or a memory
+ * checkpoint's dump is <state>/hibernate/<id>/ (in <state>/hibernate, 0700 root's). Either
+ * directory is 0711 and the sandbox's root's (images_own). */
 #include "hibernate.h"
 
 #include <arpa/inet.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "criu_img.h"
 #include "fsutil.h"
 #include "image.h"
 #include "launch.h"
@@ -46,6 +48,20 @@ void hibernate_images_dir(const sl_ctx *ctx, const char *id, char *buf, size_t l
 	char layer[PATH_MAX];
 	store_layer_path(&ctx->cfg, id, layer, sizeof(layer));
 	snprintf(buf, len, "%s/hibernate", layer);
+}
+
+void hibernate_dump_dir(const sl_ctx *ctx, const char *id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/hibernate/%s", ctx->cfg.state_dir, id);
+}
+
+void hibernate_dump_delete(const sl_ctx *ctx, const char *id)
+{
+	char dir[PATH_MAX];
+	sl_err e = {0};
+	hibernate_dump_dir(ctx, id, dir, sizeof(dir));
+	if (fs_remove_tree(dir, &e) < 0)
+		sl_log(SL_LOG_WARN, "dump %s: %s", id, e.msg);
 }
 
 static void ext_release(const sl_ctx *ctx, const char *id);
@@ -196,19 +212,27 @@ static int refuse(sl_err *err, const char *id, const char *why)
 		       why);
 }
 
-/* DIR, empty, in the sandbox's layer (whose parent is 0700 root's: no one else reaches
- * it), the sandbox's root's (CRIU's restore opens some images as it) and 0711: the
- * restore's root task opens timens-0.img at times before its uid map applies, as host
- * root without an override in the new user namespace (EACCES in 3 of 18 resumes with
- * 0700, none in 18 since). */
+/* DIR owned by host uid UID (a sandbox's root), 0711. CRIU's restore opens images from
+ * inside the restored tree: as UID once the tree's user namespace has its maps, and
+ * (timens-0.img) at times before, as host root without an override in the new user
+ * namespace: the search bit for others lets it ("Unable to open timens-0.img: Permission
+ * denied" in 3 of 18 resumes with 0700, none since). The directory above it (the
+ * sandbox's layer, or <state>/hibernate) is root's and 0700: no one else reaches it. */
+static int images_own(const char *dir, uid_t uid, sl_err *err)
+{
+	if (chown(dir, uid, uid) < 0 || chmod(dir, 0711) < 0)
+		return sl_sysfail(err, "give %s to uid %u", dir, (unsigned)uid);
+	return 0;
+}
+
+/* DIR (images_own), empty. */
 static int images_make(const sl_sandbox *sb, const char *dir, sl_err *err)
 {
 	if (fs_remove_tree(dir, err) < 0)
 		return -1;
-	if (mkdir(dir, 0711) < 0 || chmod(dir, 0711) < 0 ||
-	    chown(dir, sb->uid_base, sb->uid_base) < 0)
+	if (mkdir(dir, 0700) < 0)
 		return sl_sysfail(err, "create %s", dir);
-	return 0;
+	return images_own(dir, sb->uid_base, err);
 }
 
 /* CRIU's restore opens each external's host path as the restored sandbox's root (a
@@ -245,14 +269,19 @@ static bool externals_reachable(const char *extp, char *bad, size_t len)
 	return ok;
 }
 
-/* Dump under the record's lock (held by the caller): 0 and the tasks gone, or -1 with
+/* Dump into DIR under the record's lock (held by the caller, LK: handed to criu, so that a
+ * daemon killed meanwhile leaves it held until criu is done; -1: none): 0 and the tasks
+ * gone (with LEAVE, still running: their cgroup FROZEN by the caller stays so), or -1 with
  * them running on (a refused dump leaves them as they were) and the images removed. */
-static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, int lk, sl_err *err)
+static int dump_to(sl_ctx *ctx, const sl_sandbox *sb, const char *dir, bool leave, int lk,
+		   sl_err *err)
 {
-	char dir[PATH_MAX], extp[PATH_MAX], pid[16], why[512];
+	char extp[PATH_MAX], pid[16], why[512], freezer[PATH_MAX], cg[64];
 	if (access(hibernate_criu(), X_OK) < 0)
 		return refuse(err, sb->id, "CRIU is not installed (scripts/setup builds it)");
-	hibernate_images_dir(ctx, sb->id, dir, sizeof(dir));
+	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
+	if (leave && cgroup_path(ctx->cg, "freezer", cg, freezer, sizeof(freezer)) < 0)
+		return sl_sysfail(err, "sandbox %s: its freezer cgroup", sb->id);
 	if (images_make(sb, dir, err) < 0)
 		return -1;
 	snprintf(extp, sizeof(extp), "%s/externals", dir);
@@ -283,7 +312,7 @@ static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, int lk, sl_err *err)
 	argv[n++] = "-t";
 	argv[n++] = pid;
 	argv[n++] = "-D";
-	argv[n++] = dir;
+	argv[n++] = (char *)dir;
 	/* Its log in the run dir, not with the images: a dump past the disk limit could
 	 * not write it there. */
 	char run[PATH_MAX], log[PATH_MAX + 16];
@@ -291,6 +320,12 @@ static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, int lk, sl_err *err)
 	snprintf(log, sizeof(log), "%s/criu-dump.log", run);
 	argv[n++] = "-o";
 	argv[n++] = log;
+	if (leave) {
+		/* CRIU seizes the frozen tasks, and freezes them again before it lets go. */
+		argv[n++] = "--leave-running";
+		argv[n++] = "--freeze-cgroup";
+		argv[n++] = freezer;
+	}
 	for (size_t i = 0; i < nargs; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
@@ -426,10 +461,12 @@ static int dump_networked(sl_ctx *ctx, sl_sandbox *sb, int lk, sl_err *err)
 		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: bad network record", sb->id);
 	if (sockets_unrestorable(sb->init_pid, own.s_addr, why, sizeof(why)))
 		return refuse(err, sb->id, why);
+	char dir[PATH_MAX];
+	hibernate_images_dir(ctx, sb->id, dir, sizeof(dir));
 	if (!sb->net_enabled)
-		return dump_locked(ctx, sb, lk, err);
+		return dump_to(ctx, sb, dir, false, lk, err);
 	sbxnet_detach(ctx, sb);
-	if (dump_locked(ctx, sb, lk, err) == 0)
+	if (dump_to(ctx, sb, dir, false, lk, err) == 0)
 		return 0;
 	sl_err e = {0};
 	if (net_into(ctx, sb, sb->init_pid, &e) < 0)
@@ -543,18 +580,20 @@ static int ext_idmapped(const sl_ctx *ctx, const sl_sandbox *sb, const char *key
 	return 0;
 }
 
-/* criu restore of DIR's images into ROOT: the restored init's host pid, or -1. */
+/* criu restore of DIR's images into ROOT (with EXTRA, a NULL-terminated list of more
+ * arguments, or NULL): the restored init's host pid, or -1. */
 static pid_t restore(const sl_ctx *ctx, const sl_sandbox *sb, const char *dir, const char *root,
-		     sl_err *err)
+		     char *const *extra, sl_err *err)
 {
 	const char *id = sb->id;
 	char extp[PATH_MAX], pidf[PATH_MAX], why[512], line[2 * PATH_MAX];
 	_cleanup_free_ char(*args)[2 * PATH_MAX] = calloc(MAX_EXTERNALS, 2 * PATH_MAX);
 	size_t nargs = 0;
 	if (!args)
-		return sl_fail(err, SL_INTERNAL, ENOMEM, "sandbox %s: resume", id);
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "sandbox %s: criu restore", id);
 	snprintf(extp, sizeof(extp), "%s/externals", dir);
 	snprintf(pidf, sizeof(pidf), "%s/restored.pid", dir);
+	unlink(pidf); /* an earlier restore's (a fork's copies share the images) */
 	FILE *ext = fopen(extp, "re");
 	while (ext && nargs < MAX_EXTERNALS && fgets(line, sizeof(line), ext)) {
 		char key[32], path[PATH_MAX];
@@ -573,7 +612,7 @@ static pid_t restore(const sl_ctx *ctx, const sl_sandbox *sb, const char *dir, c
 	}
 	if (ext)
 		fclose(ext);
-	char *argv[MAX_EXTERNALS + 16];
+	char *argv[MAX_EXTERNALS + 32];
 	size_t n = 0;
 	argv[n++] = (char *)hibernate_criu();
 	argv[n++] = "restore";
@@ -586,6 +625,8 @@ static pid_t restore(const sl_ctx *ctx, const sl_sandbox *sb, const char *dir, c
 	argv[n++] = pidf;
 	argv[n++] = "-o";
 	argv[n++] = "restore.log";
+	for (size_t i = 0; extra && extra[i] && i < 12; i++)
+		argv[n++] = extra[i];
 	for (size_t i = 0; i < nargs; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
@@ -595,16 +636,21 @@ static pid_t restore(const sl_ctx *ctx, const sl_sandbox *sb, const char *dir, c
 	ssize_t got = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
 	if (rc != 0 || got <= 0) {
 		criu_reason(dir, "restore.log", why, sizeof(why));
-		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: resume: %s", id, why);
+		sl_log(SL_LOG_WARN, "sandbox %s: criu restore exited %d: %s", id, rc, why);
+		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: criu restore: %s", id, why);
 	}
 	text[got] = '\0';
 	return (pid_t)atoi(text);
 }
 
-int hibernate_resume_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+/* SB's cgroups made (with its limits), its overlay attached for the restore, DIR's images
+ * restored into them (EXTRA: more arguments to criu restore), its network given back,
+ * init.ns written: SB's init_pid and init_start set. -1 with its cgroups gone and
+ * nothing running. */
+static int restore_into(sl_ctx *ctx, sl_sandbox *sb, const char *dir, char *const *extra,
+			sl_err *err)
 {
-	char dir[PATH_MAX], run[PATH_MAX], root[PATH_MAX], cg[64];
-	hibernate_images_dir(ctx, sb->id, dir, sizeof(dir));
+	char run[PATH_MAX], root[PATH_MAX], cg[64];
 	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
 	snprintf(root, sizeof(root), "%s/rootfs", run);
 	snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
@@ -628,7 +674,7 @@ int hibernate_resume_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	if (root_mount(ctx, sb, root, err) < 0)
 		goto drop_cgroups;
 	ext_release(ctx, sb->id); /* a resume's that died half-way */
-	pid_t pid = restore(ctx, sb, dir, root, err);
+	pid_t pid = restore(ctx, sb, dir, root, extra, err);
 	/* The restored tree holds its root and volumes in its own mount namespace: the
 	 * host's mounts of them go. */
 	umount2(root, MNT_DETACH);
@@ -642,12 +688,6 @@ int hibernate_resume_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 	}
 	sb->init_pid = pid;
 	sb->init_start = proc_start_time(pid);
-	sb->status = SL_ST_RUNNING;
-	if (record_save(ctx, sb, true, err) < 0) {
-		kill(pid, SIGKILL);
-		goto drop_cgroups;
-	}
-	hibernate_images_delete(ctx, sb->id);
 	return 0;
 drop_cgroups:;
 	sl_err e = {0};
@@ -713,4 +753,64 @@ void hibernate_recover(sl_ctx *ctx)
 			recover_one(ctx, names[i]);
 	}
 	state_free_names(names, n);
+}
+
+int hibernate_resume_locked(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+{
+	char dir[PATH_MAX];
+	hibernate_images_dir(ctx, sb->id, dir, sizeof(dir));
+	if (restore_into(ctx, sb, dir, NULL, err) < 0)
+		return -1;
+	sb->status = SL_ST_RUNNING;
+	if (record_save(ctx, sb, true, err) < 0) {
+		char cg[64];
+		sl_err e = {0};
+		snprintf(cg, sizeof(cg), "sandlot/%s", sb->id);
+		cgroup_destroy(ctx->cg, cg, &e);
+		if (sb->net_enabled)
+			sbxnet_detach(ctx, sb);
+		return -1;
+	}
+	hibernate_images_delete(ctx, sb->id);
+	return 0;
+}
+
+int hibernate_dump_copy(sl_ctx *ctx, const sl_sandbox *sb, const char *dir, sl_err *err)
+{
+	/* <state>/hibernate: 0700 and root's, around the dumps of forks and checkpoints. */
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%s/hibernate", ctx->cfg.state_dir);
+	if ((mkdir(parent, 0700) < 0 && errno != EEXIST) || chmod(parent, 0700) < 0)
+		return sl_sysfail(err, "create %s", parent);
+	return dump_to(ctx, sb, dir, true, -1, err);
+}
+
+int hibernate_restore_copy(sl_ctx *ctx, sl_sandbox *sb, const char *dir, sl_err *err)
+{
+	/* The tasks go to SB's cgroups: CRIU moves the dumped tree's cgroup of each of
+	 * sandlot's controllers (the source's) to SB's; the others (cpuset, devices, ...)
+	 * stay the host's root, where the source's tasks are. */
+	static const char *const ctl[] = {"cpu", "cpuacct", "memory", "pids", "freezer"};
+	char roots[5][96];
+	char *extra[11];
+	size_t n = 0;
+	for (size_t i = 0; i < 5; i++) {
+		bool v2 = cgroup_version(ctx->cg) == 2;
+		snprintf(roots[i], sizeof(roots[i]), "%s%s/sandlot/%s", v2 ? "" : ctl[i],
+			 v2 ? "" : ":", sb->id);
+		extra[n++] = "--cgroup-root";
+		extra[n++] = roots[i];
+		if (v2)
+			break;
+	}
+	extra[n] = NULL;
+	/* The images are the source's: its user namespace's maps become SB's range (its
+	 * files were shifted to it), its hostname SB's (as launch gives it), and the
+	 * directory SB's root's (9 in docs/hibernate.md). */
+	if (criu_userns_rebase(dir, sb->uid_base, err) < 0 ||
+	    criu_utsns_rename(dir, sb->name[0] ? sb->name : sb->id, err) < 0)
+		return sl_wrap(err, "sandbox %s: restore a copy", sb->id);
+	if (images_own(dir, sb->uid_base, err) < 0)
+		return -1;
+	return restore_into(ctx, sb, dir, extra, err);
 }

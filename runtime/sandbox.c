@@ -254,6 +254,34 @@ static int launch_spared(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, sl_launch_sp
 
 /* A new init on the sandbox's existing writable layer: cgroup, namespaces, rootfs.
  * FIRST, when not NULL, is queued for init to start at once; *FP gets its connection. */
+/* RUN, the sandbox's run dir, and its activity file in it. */
+static int run_dir_make(const char *run, sl_err *err)
+{
+	if (mkdir(run, 0700) < 0 && errno != EEXIST)
+		return sl_sysfail(err, "create %s", run);
+	/* The daemon's idle clock (api/deadlines.c) moves this file's mtime; it is made
+	 * here, never by a request, so a request racing a destroy cannot leave it. */
+	char act[PATH_MAX];
+	snprintf(act, sizeof(act), "%s/activity", run);
+	int afd = open(act, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (afd < 0)
+		return sl_sysfail(err, "create %s", act);
+	close(afd);
+	return 0;
+}
+
+/* A fork with memory: its processes are the source's, restored from DIR's images
+ * (hibernate.c) instead of a new init. */
+static int restore_init(sl_ctx *ctx, sl_sandbox *sb, const char *dir, sl_err *err)
+{
+	char run[PATH_MAX];
+	state_run_dir(&ctx->cfg, sb->id, run, sizeof(run));
+	if (run_dir_make(run, err) < 0 || hibernate_restore_copy(ctx, sb, dir, err) < 0)
+		return -1;
+	record_boot_id(sb->boot_id, sizeof(sb->boot_id));
+	return 0;
+}
+
 static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, size_t nbinds,
 		      const sl_spawn *first, sl_proc *fp, sl_err *err)
 {
@@ -354,20 +382,8 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 		return -1;
 	/* A spare init brings its run dir (renamed to RUN) and cgroups (to CG). */
 	sl_launch_spare *spare = sb->hibernate ? NULL : spare_launch_take(ctx, sb, nm, cg, run);
-	if (mkdir(run, 0700) < 0 && errno != EEXIST) {
-		sl_sysfail(err, "create %s", run);
+	if (run_dir_make(run, err) < 0)
 		goto drop_spare;
-	}
-	/* The daemon's idle clock (api/deadlines.c) moves this file's mtime; it is made
-	 * here, never by a request, so a request racing a destroy cannot leave it. */
-	char act[PATH_MAX];
-	snprintf(act, sizeof(act), "%s/activity", run);
-	int afd = open(act, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (afd < 0) {
-		sl_sysfail(err, "create %s", act);
-		goto drop_spare;
-	}
-	close(afd);
 	bool had_spare = spare != NULL; /* launch_spared consumes it either way */
 	bool spared = had_spare && launch_spared(ctx, sb, &l, spare, cg, err) == 0;
 	/* A failed take may have mounted the layer already (the daemon makes a spare's
@@ -623,7 +639,9 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 			: store_layer_create(&ctx->cfg, sb.id, sb.disk_bytes, sb.uid_base, err)) < 0)
 		goto fail;
 	sl_crash_point("create-layer"); /* its subvolume made, before its cgroup and init */
-	if (start_init(ctx, &sb, o->host_binds, o->nhost_binds, o->first, o->first_proc, err) < 0)
+	if ((o->restore_images ? restore_init(ctx, &sb, o->restore_images, err)
+			       : start_init(ctx, &sb, o->host_binds, o->nhost_binds, o->first,
+					    o->first_proc, err)) < 0)
 		goto fail;
 	sl_crash_point("create-started"); /* cgroup, run dir and init up; still "creating" */
 	/* A pooled sandbox needs no durable record: a daemon that died leaves its pool
@@ -1115,7 +1133,9 @@ int sandbox_archive(sl_ctx *ctx, const char *ref, sl_sandbox *out, sl_err *err)
 }
 
 /* Every process ended; the layer put back as checkpoint CP has it; started again when
- * RESTART. A layer that cannot be replaced leaves the old files, started again too. */
+ * RESTART (with CP's processes restored when it holds them, else from the image's entry).
+ * A layer that cannot be replaced leaves the old files, started again too, from the
+ * image's entry; so does a restore that fails (the call answers its error). */
 static int rollback_locked(sl_ctx *ctx, sl_sandbox *sb, const sl_snapshot *cp, bool restart,
 			   sl_err *err)
 {
@@ -1128,6 +1148,15 @@ static int rollback_locked(sl_ctx *ctx, sl_sandbox *sb, const sl_snapshot *cp, b
 	if (r == 0)
 		r = store_layer_replace(&ctx->cfg, sb->id, cp->id, sb->disk_bytes, err);
 	sl_err e2 = { 0 };
+	char images[PATH_MAX];
+	hibernate_dump_dir(ctx, cp->id, images, sizeof(images));
+	if (restart && r == 0 && cp->memory && restore_init(ctx, sb, images, err) == 0) {
+		sb->status = SL_ST_RUNNING;
+		sb->stopped_ms = 0;
+		return 0;
+	}
+	if (restart && r == 0 && cp->memory)
+		r = -1;
 	if (restart && start_init(ctx, sb, NULL, 0, NULL, NULL, r == 0 ? err : &e2) == 0) {
 		sb->status = SL_ST_RUNNING;
 		sb->stopped_ms = 0;

@@ -67,6 +67,9 @@ typedef struct sl_create_opts {
 	/* Internal (forks: fork.c): start with this fork base's files (snapshot.h), and
 	 * record the source as forked_from rather than a snapshot. */
 	const struct sl_snapshot *fork_base;
+	/* Internal (forks with memory): its processes restored from these CRIU images of
+	 * the source (hibernate_restore_copy) rather than a new init. */
+	const char *restore_images;
 } sl_create_opts;
 
 /* What the host grants a create before it starts: a disk within cfg.max_disk

@@ -26,6 +26,7 @@
 #include "lookup.h"
 #include "clock.h"
 #include "crash.h"
+#include "hibernate.h"
 #include "id.h"
 #include "image.h"
 #include "log.h"
@@ -62,6 +63,8 @@ static int snap_save(const sl_ctx *ctx, const sl_snapshot *s, sl_err *err)
 		cJSON_AddStringToObject(o, "checkpoint_of", s->checkpoint_of);
 	if (s->fork_base)
 		cJSON_AddBoolToObject(o, "fork_base", true);
+	if (s->memory)
+		cJSON_AddBoolToObject(o, "memory", true);
 	_cleanup_free_ char *txt = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return txt ? state_write_atomic(p, txt, strlen(txt), err)
@@ -106,6 +109,7 @@ static int snap_load(const sl_ctx *ctx, const char *id, sl_snapshot *s, sl_err *
 	snprintf(s->checkpoint_of, sizeof(s->checkpoint_of), "%s",
 		 cJSON_IsString(ck) ? ck->valuestring : "");
 	s->fork_base = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "fork_base"));
+	s->memory = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "memory"));
 	cJSON_Delete(o);
 	return 0;
 }
@@ -194,8 +198,10 @@ static void making_undo(sl_ctx *ctx, const char *snp_id, int mfd)
 	sl_err_clear(&e);
 	if (base)
 		snap_unlink_record(ctx, snp_id);
-	if ((base || !snap_has_record(ctx, snp_id)) &&
-	    store_snapshot_destroy(&ctx->cfg, snp_id, &e) < 0 && e.errnum != ENOENT)
+	bool gone = base || !snap_has_record(ctx, snp_id);
+	if (gone) /* its processes' dump, if it was made with memory */
+		hibernate_dump_delete(ctx, snp_id);
+	if (gone && store_snapshot_destroy(&ctx->cfg, snp_id, &e) < 0 && e.errnum != ENOENT)
 		sl_log(SL_LOG_WARN, "snapshot %s: remove the half-made subvolume: %s", snp_id,
 		       e.msg);
 	if (froze[0] && thaw_if_running(ctx, froze, &e) < 0)
@@ -283,14 +289,13 @@ static int name_free_for(sl_ctx *ctx, const char *name, const char *owner, sl_er
 }
 
 /* What a capture checks under the sandbox's lock, before anything is made. */
-typedef int (*capture_check)(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot *s,
-			     sl_err *err);
+typedef snapshot_hook capture_check;
 
 /* The sandbox's files now, as S (name and kind filled by the caller; the rest here), a
  * running sandbox frozen for the instant, and S's record saved. With KEEP_MFD, the
  * making marker stays held and is handed back (a fork base). */
-static int capture(sl_ctx *ctx, const char *sandbox_ref, capture_check check, sl_snapshot *s,
-		   int *keep_mfd, sl_err *err)
+static int capture(sl_ctx *ctx, const char *sandbox_ref, capture_check check,
+		   snapshot_hook at_freeze, sl_snapshot *s, int *keep_mfd, sl_err *err)
 {
 	snapshot_collect_unfinished(ctx);
 	/* Under the sandbox's lock: no pause, resume or stop comes between the freeze and
@@ -328,6 +333,8 @@ static int capture(sl_ctx *ctx, const char *sandbox_ref, capture_check check, sl
 	/* Freeze a running sandbox so no write is half done at the instant of capture. */
 	bool froze = running && cgroup_freeze(ctx->cg, cg, true, err) == 0;
 	int r = running && !froze ? -1 : store_ensure(&ctx->cfg, err);
+	if (r == 0 && at_freeze)
+		r = at_freeze(ctx, &sb, s, err);
 	if (r == 0)
 		r = store_snapshot_create(&ctx->cfg, sb.id, s->id, err);
 	sl_crash_point("snapshot-frozen");
@@ -360,7 +367,7 @@ int snapshot_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_s
 		return -1;
 	sl_snapshot s = { 0 };
 	snprintf(s.name, sizeof(s.name), "%s", name ? name : "");
-	if (capture(ctx, sandbox_ref, NULL, &s, NULL, err) < 0)
+	if (capture(ctx, sandbox_ref, NULL, NULL, &s, NULL, err) < 0)
 		return -1;
 	if (s.name[0]) {
 		char p[PATH_MAX];
@@ -637,11 +644,43 @@ static int checkpoint_check(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot
 			    "sandbox %s has %d checkpoints, the most it may keep; delete one first",
 			    sb->id, SL_CHECKPOINTS_MAX);
 	free(list);
+	if (!r && s->memory)
+		r = snapshot_memory_check(sb, "checkpoint", err);
 	return r;
 }
 
-int checkpoint_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_snapshot *out,
-		      sl_err *err)
+int snapshot_memory_check(const sl_sandbox *sb, const char *what, sl_err *err)
+{
+	if (!sb->hibernate)
+		return sl_fail(err, SL_CONFLICT, 0,
+			       "memory: sandbox %s was not created with \"hibernate\": true; only "
+			       "such a sandbox's processes can be kept in a %s (docs/forks.md)",
+			       sb->id, what);
+	if (sb->status != SL_ST_RUNNING)
+		return sl_fail(err, SL_CONFLICT, 0,
+			       "memory: sandbox %s is %s; only a running sandbox's processes can "
+			       "be kept in a %s",
+			       sb->id, sandbox_status_name(sb->status), what);
+	if (sb->net_enabled || cJSON_GetArraySize(sb->volumes) > 0 ||
+	    cJSON_GetArraySize(sb->secret_files) > 0)
+		return sl_fail(err, SL_CONFLICT, 0,
+			       "memory: sandbox %s has a network, volumes or secret files, which "
+			       "a %s of its processes cannot take yet (docs/forks.md)",
+			       sb->id, what);
+	return 0;
+}
+
+int snapshot_dump_at_freeze(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot *s, sl_err *err)
+{
+	char dir[PATH_MAX];
+	hibernate_dump_dir(ctx, s->id, dir, sizeof(dir));
+	if (hibernate_dump_copy(ctx, sb, dir, err) < 0)
+		return sl_wrap(err, "%s with memory", s->fork_base ? "fork" : "checkpoint");
+	return 0;
+}
+
+int checkpoint_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, bool memory,
+		      sl_snapshot *out, sl_err *err)
 {
 	if (!name || !valid_name(name))
 		return sl_fail(err, SL_INVALID, 0,
@@ -650,14 +689,19 @@ int checkpoint_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl
 			       name ? name : "");
 	sl_snapshot s = { 0 };
 	snprintf(s.name, sizeof(s.name), "%s", name);
+	s.memory = memory;
 	/* The sandbox's id, known only under its lock: capture fills sandbox_id. */
 	sl_sandbox sb;
 	if (sandbox_get(ctx, sandbox_ref, &sb, err) < 0)
 		return -1;
 	snprintf(s.checkpoint_of, sizeof(s.checkpoint_of), "%s", sb.id);
 	sandbox_free(&sb);
-	if (capture(ctx, s.checkpoint_of, checkpoint_check, &s, NULL, err) < 0)
+	if (capture(ctx, s.checkpoint_of, checkpoint_check, memory ? snapshot_dump_at_freeze : NULL,
+		    &s, NULL, err) < 0) {
+		if (memory && s.id[0]) /* a dump made before the snapshot failed */
+			hibernate_dump_delete(ctx, s.id);
 		return -1;
+	}
 	*out = s;
 	return 0;
 }
@@ -716,6 +760,8 @@ static int checkpoint_remove(sl_ctx *ctx, const sl_snapshot *s, sl_err *err)
 {
 	if (store_snapshot_destroy(&ctx->cfg, s->id, err) < 0)
 		return -1;
+	if (s->memory)
+		hibernate_dump_delete(ctx, s->id);
 	snap_unlink_record(ctx, s->id);
 	return 0;
 }
@@ -766,12 +812,12 @@ static int fork_check(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot *s, s
 		       sandbox_status_name(sb->status));
 }
 
-int snapshot_fork_base(sl_ctx *ctx, const char *sandbox_ref, sl_snapshot *out, int *mfd,
-		       sl_err *err)
+int snapshot_fork_base(sl_ctx *ctx, const char *sandbox_ref, snapshot_hook at_freeze,
+		       sl_snapshot *out, int *mfd, sl_err *err)
 {
 	sl_snapshot s = { 0 };
 	s.fork_base = true;
-	if (capture(ctx, sandbox_ref, fork_check, &s, mfd, err) < 0)
+	if (capture(ctx, sandbox_ref, fork_check, at_freeze, &s, mfd, err) < 0)
 		return -1;
 	*out = s;
 	return 0;

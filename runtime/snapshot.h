@@ -27,6 +27,9 @@ typedef struct sl_snapshot {
 	 * while its forks are made. */
 	char checkpoint_of[32];
 	bool fork_base;
+	/* A checkpoint that holds its sandbox's processes too: CRIU's dump of them at the
+	 * instant of its files, in <state>/hibernate/<id> (docs/forks.md). */
+	bool memory;
 } sl_snapshot;
 
 /* Capture a sandbox's files consistently: a running sandbox is frozen for the instant
@@ -54,8 +57,11 @@ int snapshot_clone_layer(sl_ctx *ctx, const sl_snapshot *s, const char *dst_id, 
 /* ---- checkpoints: named snapshots of one sandbox, for rolling it back ----
  * Each is a snapshot record with checkpoint_of set; the sandbox's destroy deletes them. */
 #define SL_CHECKPOINTS_MAX 64 /* per sandbox */
-int checkpoint_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, sl_snapshot *out,
-		      sl_err *err);
+/* MEMORY: the sandbox's processes too (running, created with "hibernate": true: SL_CONFLICT
+ * otherwise), dumped by CRIU, left running, at the instant of the files; a rollback to
+ * it restores them. */
+int checkpoint_create(sl_ctx *ctx, const char *sandbox_ref, const char *name, bool memory,
+		      sl_snapshot *out, sl_err *err);
 /* SANDBOX_REF's checkpoints, oldest first. */
 int checkpoint_list(sl_ctx *ctx, const char *sandbox_ref, sl_snapshot **out, size_t *n,
 		    sl_err *err);
@@ -67,11 +73,24 @@ int checkpoint_delete(sl_ctx *ctx, const char *sandbox_ref, const char *ref, sl_
 /* Delete every checkpoint of SANDBOX_ID (its destroy); what fails is logged. */
 void checkpoint_delete_all(sl_ctx *ctx, const char *sandbox_id);
 
+/* ---- processes with the files: checkpoints and forks with "memory" ---- */
+/* What keeping SB's processes in a checkpoint or fork (WHAT) needs: created with
+ * "hibernate": true, running, no network, volumes or secret files; SL_CONFLICT saying
+ * which. */
+int snapshot_memory_check(const sl_sandbox *sb, const char *what, sl_err *err);
+/* Run under a sandbox's lock, its cgroup frozen, just before its layer is snapshotted as
+ * S; its failure fails the capture (the sandbox thawed, no snapshot made). */
+typedef int (*snapshot_hook)(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot *s, sl_err *err);
+/* A snapshot_hook: SB's processes dumped by CRIU, left running, into
+ * <state>/hibernate/<S's id> (deleted with S, or by a collect of a half-made S). */
+int snapshot_dump_at_freeze(sl_ctx *ctx, const sl_sandbox *sb, const sl_snapshot *s, sl_err *err);
+
 /* ---- fork bases: the files of a sandbox at one instant, while forks are made of them ----
  * A hidden snapshot whose making marker stays held (*mfd) until snapshot_fork_base_drop:
- * a forker that dies leaves it to snapshot_collect_unfinished, which deletes it. */
-int snapshot_fork_base(sl_ctx *ctx, const char *sandbox_ref, sl_snapshot *out, int *mfd,
-		       sl_err *err);
+ * a forker that dies leaves it to snapshot_collect_unfinished, which deletes it.
+ * AT_FREEZE (or NULL): snapshot_dump_at_freeze for a fork with memory. */
+int snapshot_fork_base(sl_ctx *ctx, const char *sandbox_ref, snapshot_hook at_freeze,
+		       sl_snapshot *out, int *mfd, sl_err *err);
 void snapshot_fork_base_drop(sl_ctx *ctx, const sl_snapshot *s, int mfd);
 
 #endif

@@ -162,7 +162,8 @@ static void test_fork_bad_input(void **state)
 	expect_call("POST", p, "{\"count\":1000}", 400, "INVALID_ARGUMENT", "1 to 100");
 	expect_call("POST", p, "{\"count\":-1}", 400, "INVALID_ARGUMENT", NULL);
 	expect_call("POST", p, "{\"count\":\"x\"}", 400, "INVALID_ARGUMENT", NULL);
-	expect_call("POST", p, "{\"memory\":true}", 400, "INVALID_ARGUMENT", "hibernate");
+	/* Memory: only of a sandbox made with "hibernate": true (test_hibernate.c forks one). */
+	expect_call("POST", p, "{\"memory\":true}", 409, "CONFLICT", "\"hibernate\": true");
 	expect_call("POST", p, "{\"cuont\":2}", 400, "INVALID_ARGUMENT", "cuont");
 	expect_call("POST", p, "{\"name\":\"Bad Name\"}", 400, "INVALID_ARGUMENT", "name");
 	expect_call("POST", "/v1/sandboxes/sbx_nosuchsandboxxxxxxx/fork", "{}", 404, "NOT_FOUND",
@@ -220,6 +221,7 @@ static void test_rollback_restores_files(void **state)
 	expect(&r, 201, NULL, NULL);
 	assert_string_equal(jstr(r.json, "name"), "c1");
 	assert_string_equal(jstr(r.json, "sandboxId"), id);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r.json, "memory")));
 	char *c1id = strdup(jstr(r.json, "id"));
 	e2e_resp_free(&r);
 	/* Checkpoints are the sandbox's own: not in the snapshot list. */
@@ -229,6 +231,9 @@ static void test_rollback_restores_files(void **state)
 	expect_call("POST", cp, "{\"name\":\"c1\"}", 409, "CONFLICT", "already has");
 	expect_call("POST", cp, "{\"name\":\"Bad/Name\"}", 400, "INVALID_ARGUMENT", NULL);
 	expect_call("POST", cp, "{}", 400, "INVALID_ARGUMENT", NULL);
+	/* Memory: only of a sandbox made with "hibernate": true (test_hibernate.c). */
+	expect_call("POST", cp, "{\"name\":\"m\",\"memory\":true}", 409, "CONFLICT",
+		    "\"hibernate\": true");
 
 	/* Change everything, with an execution to keep. */
 	cJSON *e = run_wait(id, "{\"command\":\"echo v2 > /root/m && rm /root/d && "
