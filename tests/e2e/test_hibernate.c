@@ -1003,6 +1003,8 @@ static void test_hibernated_across_a_reboot(void **state)
 	free(id);
 	free(other);
 	free(other2);
+}
+
 /* Sandbox ID's loop writes token TOK and its count goes up, half a second apart. */
 static void counting_on(const char *id, const char *tok)
 {
