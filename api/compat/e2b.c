@@ -600,19 +600,15 @@ static int lifecycle_body(const cJSON *in, cJSON *timeout, bool *mem_pause, sl_e
 }
 
 /* A create whose pause keeps memory (autoPause) is launched to hibernate ("hibernate":
- * true, docs/isolation.md), so that its pause really frees its memory, when that launch
- * takes it: not with a network, volumes or secret files (refused there, 400), and only
- * when the criu binary is installed (without it the pause is the freezer's anyway, and
+ * true, docs/isolation.md), so that its pause really frees its memory (with its network,
+ * volumes and secret files, which that launch takes too), when the criu binary is
+ * installed (without it the pause is the freezer's anyway, and
  * the launch would cost its cold start for nothing). Otherwise the usual launch, paused
  * by the freezer (sandbox_park's fallback). Other creates keep the usual launch: it has
  * the spare (a warm start) and the stronger isolation (docs/e2b.md, "Pause"). */
 static void hibernate_launch_body(cJSON *body)
 {
-	const cJSON *net = cJSON_GetObjectItemCaseSensitive(body, "network");
-	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(net, "enabled")) ||
-	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(body, "volumes")) > 0 ||
-	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(body, "secretFiles")) > 0 ||
-	    access(hibernate_criu(), X_OK) < 0)
+	if (access(hibernate_criu(), X_OK) < 0)
 		return;
 	cJSON_AddBoolToObject(body, "hibernate", true);
 }

@@ -8,6 +8,7 @@
 
 #include "e2b.h"
 #include "fork.h"
+#include "log.h"
 #include "snapshot.h"
 
 /* E2B's API gives forks a 15 s lifetime unless the request says otherwise. */
@@ -27,10 +28,21 @@ enum MHD_Result e2b_fork(api_req *r)
 		    api_json_uint(in, "", "count", 0, UINT32_MAX, &count, &given, &err) < 0 ||
 		    api_json_uint(in, "", "timeout", 1, 366ULL * 86400, &tmo, &given, &err) < 0)))
 		return e2b_reply_err(r, &err);
-	sl_fork_opts fo = {.count = (unsigned)count};
+	/* E2B's fork copies memory: so does sandlot's of a source launched to hibernate;
+	 * any other source (or one whose memory cannot be copied: a network, a running
+	 * command, CRIU's refusal) gets its files of the instant, as before, with a log line. */
+	sl_fork_opts fo = {.count = (unsigned)count, .memory = true};
 	sl_sandbox *list;
 	size_t n;
-	if (sandbox_fork(r->srv->ctx, r->param[0], &fo, &list, &n, &err) < 0) {
+	int rc = sandbox_fork(r->srv->ctx, r->param[0], &fo, &list, &n, &err);
+	if (rc < 0 && (err.kind == SL_CONFLICT || err.kind == SL_HIBERNATE_REFUSED)) {
+		sl_log(SL_LOG_INFO, "e2b: fork of %s copies its files only: %s", r->param[0],
+		       err.msg);
+		sl_err_clear(&err);
+		fo.memory = false;
+		rc = sandbox_fork(r->srv->ctx, r->param[0], &fo, &list, &n, &err);
+	}
+	if (rc < 0) {
 		if (err.kind == SL_NOTFOUND)
 			return e2b_reply_code(r, 404, "sandbox \"%s\" not found", r->param[0]);
 		return e2b_reply_err(r, &err);

@@ -3,7 +3,8 @@
 // deleteSnapshot, and a create from a snapshot id (docs/e2b.md, "Forks and snapshots").
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { tracker } from '../lib.mjs';
+import { existsSync } from 'node:fs';
+import { tracker, v1, sleep } from '../lib.mjs';
 import { Sandbox, SandboxNotFoundError } from 'e2b';
 
 const t = tracker();
@@ -38,6 +39,38 @@ test('sandbox.fork and Sandbox.fork copy the files of the instant', async () => 
 	assert.ok(left > 0 && left <= 16_000, `default fork lifetime: ${left} ms left`);
 	await assert.rejects(Sandbox.fork('sbx_nosuchsandboxxxxxxx'), SandboxNotFoundError);
 	await assert.rejects(src.fork({ count: 1000 }), /count 1000/);
+});
+
+// E2B's fork copies memory: sandlot's does for a source launched to hibernate (an
+// autoPause create, when the criu binary is there: docs/e2b.md), whose processes each copy
+// goes on with. A process with state only in memory: a token made at start, a count.
+const criu = process.env.SANDLOT_CRIU || '/usr/local/lib/sandlot/criu/4.1.1-1/criu';
+const counter =
+	"sh -c '(t=$(head -c8 /dev/urandom | od -An -tx1 | tr -d \" \\n\"); i=0; " +
+	"while true; do i=$((i+1)); echo \"$t $i\" > /tmp/c.new; mv /tmp/c.new /tmp/c; sleep 0.2; done) " +
+	"</dev/null >/dev/null 2>&1 &'";
+const readCounter = async (s) => {
+	const [tok, n] = (await s.files.read('/tmp/c')).trim().split(' ');
+	return { tok, n: Number(n) };
+};
+
+test('fork of a sandbox launched to hibernate copies its memory', { skip: !existsSync(criu) && 'no criu' }, async () => {
+	const src = t.add(await Sandbox.create({ timeoutMs: 120_000, lifecycle: { onTimeout: 'pause' } }));
+	assert.equal((await v1('GET', `/v1/sandboxes/${src.sandboxId}`)).hibernate, true);
+	await src.commands.run(counter);
+	await sleep(600);
+	const before = await readCounter(src);
+	const forks = await src.fork({ count: 2, timeoutMs: 60_000 });
+	for (const f of forks) t.add(f);
+	await sleep(800);
+	for (const f of forks) {
+		const now = await readCounter(f);
+		assert.equal(now.tok, before.tok, 'the source\'s process, its memory copied');
+		assert.ok(now.n > before.n, `the count went on in the copy (${before.n} -> ${now.n})`);
+	}
+	const later = await readCounter(src);
+	assert.equal(later.tok, before.tok);
+	assert.ok(later.n > before.n, 'the source runs on');
 });
 
 test('createSnapshot, listSnapshots, create from the snapshot id, deleteSnapshot', async () => {

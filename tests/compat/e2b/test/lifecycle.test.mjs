@@ -139,9 +139,12 @@ test('betaPause of a sandbox of the usual launch falls back to the freezer', asy
 	assert.equal((await v1('GET', `/v1/sandboxes/${sbx.sandboxId}`)).status, 'paused');
 	const again = await Sandbox.connect(sbx.sandboxId);
 	assert.ok((await again.commands.list()).some((p) => p.pid === bg.pid), 'memory kept');
-	// A create with a network is launched as usual (a hibernate launch takes none yet).
+	// An autoPause create with a network is launched to hibernate too (that launch takes
+	// a network), and its pause hibernates it.
 	const net = t.add(await Sandbox.create({ timeoutMs: 60_000, allowInternetAccess: true, lifecycle: { onTimeout: 'pause' } }));
-	assert.equal((await v1('GET', `/v1/sandboxes/${net.sandboxId}`)).hibernate, false);
+	assert.equal((await v1('GET', `/v1/sandboxes/${net.sandboxId}`)).hibernate, hibernateLaunch);
+	assert.equal(await net.betaPause(), true);
+	assert.equal((await v1('GET', `/v1/sandboxes/${net.sandboxId}`)).status, hibernateLaunch ? 'hibernated' : 'paused');
 });
 
 test('autoResume: traffic to an auto-paused sandbox resumes it', async () => {
