@@ -19,6 +19,7 @@
 
 #include "cleanup.h"
 #include "fsutil.h"
+#include "hibernate_files.h"
 #include "image.h"
 #include "launch.h"
 #include "launch_internal.h"
@@ -143,8 +144,9 @@ static int externals(pid_t pid, char (*args)[2 * PATH_MAX], size_t *nargs, FILE 
 /* Run criu with ARGV (NULL-terminated) and CRIU_FAULT=130 (no hardware breakpoints: they
  * never fire on some VMs, docs/hibernate.md); its exit status, -1 if it could not run.
  * KEEP (or -1): the record's lock, which criu holds too, so that a daemon killed while it
- * runs leaves the record locked until criu is done (hibernate_recover waits for it). */
-static int run_criu(char *const *argv, int keep)
+ * runs leaves the record locked until criu is done (hibernate_recover waits for it).
+ * FILES (or NULL): descriptors criu inherits (--inherit-fd). */
+static int run_criu(char *const *argv, int keep, const hib_files *files)
 {
 	/* Made before the fork: a daemon's child may call nothing that allocates. */
 	char *envp[] = {"CRIU_FAULT=130",
@@ -161,6 +163,8 @@ static int run_criu(char *const *argv, int keep)
 		}
 		if (keep >= 0)
 			fcntl(keep, F_SETFD, 0);
+		for (size_t i = 0; files && i < files->n; i++)
+			fcntl(files->fd[i], F_SETFD, 0);
 		execve(argv[0], argv, envp);
 		_exit(127);
 	}
@@ -266,6 +270,14 @@ static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, int lk, sl_err *err)
 		return refuse(err, sb->id, "a mount of the host's in it has no path on the host");
 	}
 	fclose(ext);
+	/* The host's files its tasks hold (its running executions' logs): external too. */
+	_cleanup_free_ hib_file_arg *fargs = calloc(HIB_MAX_FILES, sizeof(*fargs));
+	size_t nf = 0;
+	if (!fargs || hib_files_dump(sb->init_pid, dir, fargs, &nf) < 0) {
+		fs_remove_tree(dir, NULL);
+		return refuse(err, sb->id,
+			      "it holds more files of the host's open than a resume can hand back");
+	}
 	char bad[PATH_MAX];
 	if (!externals_reachable(extp, bad, sizeof(bad))) {
 		fs_remove_tree(dir, NULL);
@@ -276,7 +288,7 @@ static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, int lk, sl_err *err)
 		return refuse(err, sb->id, why);
 	}
 	snprintf(pid, sizeof(pid), "%d", (int)sb->init_pid);
-	char *argv[MAX_EXTERNALS + 16];
+	char *argv[MAX_EXTERNALS + HIB_MAX_FILES + 16];
 	size_t n = 0;
 	argv[n++] = (char *)hibernate_criu();
 	argv[n++] = "dump";
@@ -293,8 +305,10 @@ static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, int lk, sl_err *err)
 	argv[n++] = log;
 	for (size_t i = 0; i < nargs; i++)
 		argv[n++] = args[i];
+	for (size_t i = 0; i < nf; i++)
+		argv[n++] = fargs[i];
 	argv[n] = NULL;
-	int rc = run_criu(argv, lk);
+	int rc = run_criu(argv, lk, NULL);
 	if (rc != 0) {
 		criu_reason(run, "criu-dump.log", why, sizeof(why));
 		if (strstr(why, "quota"))
@@ -573,7 +587,13 @@ static pid_t restore(const sl_ctx *ctx, const sl_sandbox *sb, const char *dir, c
 	}
 	if (ext)
 		fclose(ext);
-	char *argv[MAX_EXTERNALS + 16];
+	_cleanup_free_ hib_file_arg *fargs = calloc(HIB_MAX_FILES, sizeof(*fargs));
+	hib_files files = {.n = 0};
+	if (!fargs)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "sandbox %s: resume", id);
+	if (hib_files_restore(ctx, sb, dir, &files, fargs, err) < 0)
+		return -1;
+	char *argv[MAX_EXTERNALS + HIB_MAX_FILES + 16];
 	size_t n = 0;
 	argv[n++] = (char *)hibernate_criu();
 	argv[n++] = "restore";
@@ -588,8 +608,11 @@ static pid_t restore(const sl_ctx *ctx, const sl_sandbox *sb, const char *dir, c
 	argv[n++] = "restore.log";
 	for (size_t i = 0; i < nargs; i++)
 		argv[n++] = args[i];
+	for (size_t i = 0; i < files.n; i++)
+		argv[n++] = fargs[i];
 	argv[n] = NULL;
-	int rc = run_criu(argv, -1);
+	int rc = run_criu(argv, -1, &files);
+	hib_files_release(&files);
 	char text[32] = "";
 	_cleanup_close_ int fd = rc == 0 ? open(pidf, O_RDONLY | O_CLOEXEC) : -1;
 	ssize_t got = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
