@@ -274,9 +274,12 @@ static int dump_locked(sl_ctx *ctx, sl_sandbox *sb, int lk, sl_err *err)
 	_cleanup_free_ hib_file_arg *fargs = calloc(HIB_MAX_FILES, sizeof(*fargs));
 	size_t nf = 0;
 	if (!fargs || hib_files_dump(sb->init_pid, dir, fargs, &nf) < 0) {
+		bool many = errno == E2BIG;
 		fs_remove_tree(dir, NULL);
 		return refuse(err, sb->id,
-			      "it holds more files of the host's open than a resume can hand back");
+			      many ? "it holds more than 64 files of the host's open (running "
+				     "executions' logs): end some and hibernate again"
+				   : "its open files could not be listed");
 	}
 	char bad[PATH_MAX];
 	if (!externals_reachable(extp, bad, sizeof(bad))) {
