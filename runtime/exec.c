@@ -318,7 +318,10 @@ static bool sandbox_alive(sl_ctx *ctx, const char *sid, sb_live *live)
 			/* An unreadable record says nothing about init: assume it lives. */
 			live->state = e.kind == SL_NOTFOUND ? 0 : 1;
 		else
-			live->state = sb.status == SL_ST_RUNNING || sb.status == SL_ST_PAUSED;
+			/* Hibernated: its init and commands come back on resume, with their
+			 * descriptors of the exit record (docs/hibernate.md). */
+			live->state = sb.status == SL_ST_RUNNING || sb.status == SL_ST_PAUSED ||
+				      sb.status == SL_ST_HIBERNATED;
 	}
 	return live->state == 1;
 }
@@ -620,7 +623,10 @@ static int open_new(const char *dir, const char *name, int flags, int *fd, sl_er
 {
 	char p[PATH_MAX];
 	path_in(dir, name, p, sizeof(p));
-	*fd = open(p, flags | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* No O_NOFOLLOW (O_EXCL refuses a symlink already): it stays in the file's flags,
+	 * and a resume of a hibernated sandbox reopens the file through /proc/self/fd/N
+	 * with them (docs/hibernate.md, "Running executions"). */
+	*fd = open(p, flags | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	return *fd < 0 ? sl_sysfail(err, "create %s", p) : 0;
 }
 
@@ -633,11 +639,13 @@ static int make_stdin_fifo(const char *dir, int *rd, int *wr, sl_err *err)
 	if (mkfifo(p, 0600) < 0)
 		return sl_sysfail(err, "create %s", p);
 	/* Non-blocking opens: neither end waits for the other; the command's end then
-	 * blocks as a stdin should. */
-	*rd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	 * blocks as a stdin should. No O_NOFOLLOW (the name is the mkfifo's just made, in
+	 * a directory only root reaches): it would stay in the flags a resume reopens them
+	 * with, as for open_new. */
+	*rd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (*rd < 0)
 		return sl_sysfail(err, "open %s", p);
-	*wr = open(p, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	*wr = open(p, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 	if (*wr < 0 || fcntl(*rd, F_SETFL, O_RDONLY) < 0)
 		return sl_sysfail(err, "open %s", p);
 	return 0;

@@ -21,6 +21,7 @@
 #include "cleanup.h"
 #include "criu_img.h"
 #include "fsutil.h"
+#include "hibernate_files.h"
 #include "image.h"
 #include "launch.h"
 #include "launch_internal.h"
@@ -159,8 +160,9 @@ static int externals(pid_t pid, char (*args)[2 * PATH_MAX], size_t *nargs, FILE 
 /* Run criu with ARGV (NULL-terminated) and CRIU_FAULT=130 (no hardware breakpoints: they
  * never fire on some VMs, docs/hibernate.md); its exit status, -1 if it could not run.
  * KEEP (or -1): the record's lock, which criu holds too, so that a daemon killed while it
- * runs leaves the record locked until criu is done (hibernate_recover waits for it). */
-static int run_criu(char *const *argv, int keep)
+ * runs leaves the record locked until criu is done (hibernate_recover waits for it).
+ * FILES (or NULL): descriptors criu inherits (--inherit-fd). */
+static int run_criu(char *const *argv, int keep, const hib_files *files)
 {
 	/* Made before the fork: a daemon's child may call nothing that allocates. */
 	char *envp[] = {"CRIU_FAULT=130",
@@ -177,6 +179,8 @@ static int run_criu(char *const *argv, int keep)
 		}
 		if (keep >= 0)
 			fcntl(keep, F_SETFD, 0);
+		for (size_t i = 0; files && i < files->n; i++)
+			fcntl(files->fd[i], F_SETFD, 0);
 		execve(argv[0], argv, envp);
 		_exit(127);
 	}
@@ -295,6 +299,26 @@ static int dump_to(sl_ctx *ctx, const sl_sandbox *sb, const char *dir, bool leav
 		return refuse(err, sb->id, "a mount of the host's in it has no path on the host");
 	}
 	fclose(ext);
+	/* The host's files its tasks hold (its running executions' logs): external too. */
+	_cleanup_free_ hib_file_arg *fargs = calloc(HIB_MAX_FILES, sizeof(*fargs));
+	size_t nf = 0;
+	if (!fargs || hib_files_dump(sb->init_pid, dir, fargs, &nf) < 0) {
+		bool many = errno == E2BIG;
+		fs_remove_tree(dir, NULL);
+		return refuse(err, sb->id,
+			      many ? "it holds more than 64 files of the host's open (running "
+				     "executions' logs): end some and hibernate again"
+				   : "its open files could not be listed");
+	}
+	/* A copy (fork, checkpoint) would restore them as the source's own files, its
+	 * executions' logs written by another sandbox: refused, as CRIU did before. */
+	if (leave && nf > 0) {
+		fs_remove_tree(dir, NULL);
+		return refuse(err, sb->id,
+			      "a command started through the API is running in it (its output "
+			      "files are the host's): a copy of its memory cannot take them; "
+			      "wait for it or end it");
+	}
 	char bad[PATH_MAX];
 	if (!externals_reachable(extp, bad, sizeof(bad))) {
 		fs_remove_tree(dir, NULL);
@@ -305,7 +329,7 @@ static int dump_to(sl_ctx *ctx, const sl_sandbox *sb, const char *dir, bool leav
 		return refuse(err, sb->id, why);
 	}
 	snprintf(pid, sizeof(pid), "%d", (int)sb->init_pid);
-	char *argv[MAX_EXTERNALS + 16];
+	char *argv[MAX_EXTERNALS + HIB_MAX_FILES + 16];
 	size_t n = 0;
 	argv[n++] = (char *)hibernate_criu();
 	argv[n++] = "dump";
@@ -328,8 +352,10 @@ static int dump_to(sl_ctx *ctx, const sl_sandbox *sb, const char *dir, bool leav
 	}
 	for (size_t i = 0; i < nargs; i++)
 		argv[n++] = args[i];
+	for (size_t i = 0; i < nf; i++)
+		argv[n++] = fargs[i];
 	argv[n] = NULL;
-	int rc = run_criu(argv, lk);
+	int rc = run_criu(argv, lk, NULL);
 	if (rc != 0) {
 		criu_reason(run, "criu-dump.log", why, sizeof(why));
 		if (strstr(why, "quota"))
@@ -612,7 +638,13 @@ static pid_t restore(const sl_ctx *ctx, const sl_sandbox *sb, const char *dir, c
 	}
 	if (ext)
 		fclose(ext);
-	char *argv[MAX_EXTERNALS + 32];
+	_cleanup_free_ hib_file_arg *fargs = calloc(HIB_MAX_FILES, sizeof(*fargs));
+	hib_files files = {.n = 0};
+	if (!fargs)
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "sandbox %s: resume", id);
+	if (hib_files_restore(ctx, sb, dir, &files, fargs, err) < 0)
+		return -1;
+	char *argv[MAX_EXTERNALS + HIB_MAX_FILES + 32];
 	size_t n = 0;
 	argv[n++] = (char *)hibernate_criu();
 	argv[n++] = "restore";
@@ -629,8 +661,11 @@ static pid_t restore(const sl_ctx *ctx, const sl_sandbox *sb, const char *dir, c
 		argv[n++] = extra[i];
 	for (size_t i = 0; i < nargs; i++)
 		argv[n++] = args[i];
+	for (size_t i = 0; i < files.n; i++)
+		argv[n++] = fargs[i];
 	argv[n] = NULL;
-	int rc = run_criu(argv, -1);
+	int rc = run_criu(argv, -1, &files);
+	hib_files_release(&files);
 	char text[32] = "";
 	_cleanup_close_ int fd = rc == 0 ? open(pidf, O_RDONLY | O_CLOEXEC) : -1;
 	ssize_t got = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;

@@ -214,6 +214,16 @@ char *e2e_build_path(const char *name)
 	return e2e_printf("%s/%s", build ? build : "build", name);
 }
 
+void e2e_runtime_env(void)
+{
+	_cleanup_free_ char *init = e2e_build_path("sandlot-init");
+	char prof[PATH_MAX];
+	if (!realpath("seccomp/default.json", prof))
+		fail_msg("run from the source tree (seccomp/default.json)");
+	setenv("SANDLOT_INIT", init, 1);
+	setenv("SANDLOT_SECCOMP_PROFILE", prof, 1);
+}
+
 static bool sandlot_available(void)
 {
 	_cleanup_free_ char *path = e2e_build_path("sandlot");

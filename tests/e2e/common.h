@@ -45,6 +45,9 @@ void e2e_apply_filter(void);
 /* The test root (NULL before setup) and "<build dir>/<name>" (caller frees). */
 const char *e2e_root(void);
 char *e2e_build_path(const char *name);
+/* SANDLOT_INIT and SANDLOT_SECCOMP_PROFILE for ctx_open in a test program, which does
+ * not sit next to sandlot-init and the profile as the CLI does. */
+void e2e_runtime_env(void);
 
 /* ---- running commands ------------------------------------------------------------------- */
 

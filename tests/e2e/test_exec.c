@@ -28,21 +28,9 @@
 
 /* ---- helpers ---- */
 
-/* The test binary does not sit next to sandlot-init and the seccomp profile: name
- * them for ctx_open (state and run dirs come from the harness). */
-static void runtime_env(void)
-{
-	char *init = e2e_build_path("sandlot-init");
-	char prof[PATH_MAX];
-	assert_non_null(realpath("seccomp/default.json", prof));
-	setenv("SANDLOT_INIT", init, 1);
-	setenv("SANDLOT_SECCOMP_PROFILE", prof, 1);
-	free(init);
-}
-
 static sl_ctx *ctx_new(void)
 {
-	runtime_env();
+	e2e_runtime_env(); /* state and run dirs come from the harness */
 	sl_ctx *ctx = calloc(1, sizeof(*ctx));
 	sl_err err = {0};
 	if (ctx_open(ctx, &err) < 0)
@@ -288,7 +276,7 @@ static void test_timeout_enforced_by_init_without_starter(void **state)
 	char *id = sandbox_new(NULL);
 	int pp[2];
 	assert_int_equal(pipe(pp), 0);
-	runtime_env();
+	e2e_runtime_env();
 	int64_t t0 = e2e_now_ms();
 	pid_t child = fork();
 	assert_true(child >= 0);

@@ -24,7 +24,9 @@
 #include <cjson/cJSON.h>
 
 #include "common.h"
+#include "exec.h"
 #include "hibernate.h"
+#include "lookup.h"
 
 static double now_s(void)
 {
@@ -152,6 +154,112 @@ static void test_hibernate_and_resume(void **state)
 	free(img);
 	free(e2e_sandlot_ok("rm", "-f", id, NULL));
 	free(id);
+}
+
+/* A command started through the API and still running: its stdout log, stderr log and
+ * the host's /dev/null, and init's descriptor of its exit record, are the host's files
+ * (external to CRIU). It is hibernated with them and resumed: its later output reaches
+ * the same log, every line once and in order, and its exit is recorded. */
+static void test_hibernate_with_a_running_execution(void **state)
+{
+	if (!have_criu())
+		skip();
+	e2e_runtime_env();
+	sl_ctx *ctx = calloc(1, sizeof(*ctx));
+	sl_err err = {0};
+	if (ctx_open(ctx, &err) < 0)
+		fail_msg("ctx_open: %s", err.msg);
+	char *id = e2e_sandlot_ok("create", "--hibernate", "--image", "busybox", NULL);
+	sl_sandbox sb;
+	if (sandbox_get(ctx, id, &sb, &err) < 0)
+		fail_msg("sandbox_get: %s", err.msg);
+	sl_exec_spec spec = {.shell = "i=0; while [ $i -lt 30 ]; do echo line$i; "
+				      "i=$((i+1)); sleep 0.2; done; echo done >&2; exit 7"};
+	sl_exec e;
+	if (exec_start(ctx, &sb, &spec, &e, &err) < 0)
+		fail_msg("exec_start: %s", err.msg);
+	sandbox_free(&sb);
+	char eid[32], rid[32];
+	snprintf(eid, sizeof(eid), "%s", e.id);
+	assert_int_equal(e.status, SL_EXEC_RUNNING);
+	exec_free(&e);
+	/* And one reading its stdin (a FIFO of the host's), fed before and after. */
+	sl_exec_spec rspec = {.shell = "while read x; do echo got:$x; done; exit 3",
+			      .stdin_pipe = true};
+	if (sandbox_get(ctx, id, &sb, &err) < 0 || exec_start(ctx, &sb, &rspec, &e, &err) < 0)
+		fail_msg("exec_start: %s", err.msg);
+	sandbox_free(&sb);
+	snprintf(rid, sizeof(rid), "%s", e.id);
+	exec_free(&e);
+	if (exec_write_stdin(ctx, id, rid, "a\n", 2, &err) < 0)
+		fail_msg("exec_write_stdin: %s", err.msg);
+	/* And one whose stdout log is gone at the resume (as after a reboot): a stand-in. */
+	sl_exec_spec gspec = {.shell = "sleep 2; echo gone; exit 5"};
+	char gid[32];
+	if (sandbox_get(ctx, id, &sb, &err) < 0 || exec_start(ctx, &sb, &gspec, &e, &err) < 0)
+		fail_msg("exec_start: %s", err.msg);
+	sandbox_free(&sb);
+	snprintf(gid, sizeof(gid), "%s", e.id);
+	exec_free(&e);
+	usleep(1200000);
+	free(e2e_sandlot_ok("hibernate", id, NULL));
+	char *st = status_of(id);
+	assert_string_equal(st, "hibernated");
+	free(st);
+	/* While hibernated it is running still, not lost with its init. */
+	usleep(500000);
+	if (exec_get(ctx, id, eid, &e, &err) < 0)
+		fail_msg("exec_get: %s", err.msg);
+	assert_int_equal(e.status, SL_EXEC_RUNNING);
+	exec_free(&e);
+	char *gone =
+	    e2e_printf("%s/sandboxes/%s/execs/%s/stdout", getenv("SANDLOT_RUN_DIR"), id, gid);
+	assert_int_equal(unlink(gone), 0);
+	free(gone);
+	free(e2e_sandlot_ok("resume", id, NULL));
+	if (exec_wait(ctx, id, gid, 20000, &e, &err) < 0)
+		fail_msg("exec_wait: %s", err.msg);
+	assert_int_equal(e.exit_code, 5);
+	exec_free(&e);
+	if (exec_write_stdin(ctx, id, rid, "b\n", 2, &err) < 0 ||
+	    exec_close_stdin(ctx, id, rid, &err) < 0)
+		fail_msg("stdin of %s: %s", rid, err.msg);
+	if (exec_wait(ctx, id, rid, 20000, &e, &err) < 0)
+		fail_msg("exec_wait: %s", err.msg);
+	assert_int_equal(e.exit_code, 3);
+	exec_free(&e);
+	if (exec_wait(ctx, id, eid, 20000, &e, &err) < 0)
+		fail_msg("exec_wait: %s", err.msg);
+	assert_int_equal(e.status, SL_EXEC_FAILED);
+	assert_int_equal(e.exit_code, 7);
+	exec_free(&e);
+	char want[512] = "";
+	for (int i = 0; i < 30; i++)
+		snprintf(want + strlen(want), sizeof(want) - strlen(want), "line%d\n", i);
+	int fd;
+	char out[1024] = "";
+	const char *streams[] = {"stdout", "stderr"};
+	const char *expect[] = {want, "done\n"};
+	for (int s = 0; s < 2; s++) {
+		if (exec_open_log(ctx, id, eid, streams[s], &fd, &err) < 0)
+			fail_msg("exec_open_log: %s", err.msg);
+		ssize_t n = read(fd, out, sizeof(out) - 1);
+		close(fd);
+		assert_true(n >= 0);
+		out[n] = '\0';
+		assert_string_equal(out, expect[s]);
+	}
+	if (exec_open_log(ctx, id, rid, "stdout", &fd, &err) < 0)
+		fail_msg("exec_open_log: %s", err.msg);
+	ssize_t n = read(fd, out, sizeof(out) - 1);
+	close(fd);
+	assert_true(n >= 0);
+	out[n] = '\0';
+	assert_string_equal(out, "got:a\ngot:b\n");
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+	free(id);
+	ctx_close(ctx);
+	free(ctx);
 }
 
 static void test_hibernate_refused_for_the_usual_launch(void **state)
@@ -1264,6 +1372,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    E2E_TEST(test_hibernate_and_resume),
+	    E2E_TEST(test_hibernate_with_a_running_execution),
 	    E2E_TEST(test_hibernate_refused_for_the_usual_launch),
 	    E2E_TEST(test_delete_while_hibernated),
 	    E2E_TEST(test_hibernated_across_daemon_restarts),
