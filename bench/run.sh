@@ -668,12 +668,21 @@ bench_api() {
 		@http POST "/v1/sandboxes/{id}/executions?wait=30s" "$cmd" :: \
 		@http DELETE "/v1/sandboxes/{id}" \; \
 		-v crun "${CRUN_RUN[@]}" \; \
-		-v sandlot-run @http POST /v1/run '{"image":"busybox","command":["/bin/true"]}' \;)
+		-v sandlot-run @http POST /v1/run '{"image":"busybox","command":["/bin/true"]}' \; \
+		-v sandlot-hib @http POST /v1/sandboxes '{"image":"busybox","hibernate":true}' :: \
+		@http POST "/v1/sandboxes/{id}/executions?wait=30s" "$cmd" :: \
+		@http DELETE "/v1/sandboxes/{id}" \;)
 	time_rows api-create "API create → first command → delete" "$out" crun 0.2 # issue 44 (3: 0.25)
 	local r
 	r=$(ratio "$(field "$out" sandlot-run 3)" "$(field "$out" crun 3)")
 	row "api-run-vs-crun" "API one-shot POST /v1/run vs crun" ms "$(field "$out" sandlot-run 3)" \
 		"$(field "$out" sandlot-run 4)" crun "$(field "$out" crun 3)" "$(field "$out" crun 4)" "$r" - -
+	# The launch CRIU can dump (issue 41: "or for all, if its cost is small — measure it"):
+	# the same create with "hibernate": true, against the usual launch.
+	r=$(ratio "$(field "$out" sandlot-hib 3)" "$(field "$out" sandlot 3)")
+	row "api-create-hibernate-vs-usual" "API create → command → delete, \"hibernate\": true vs usual" ms \
+		"$(field "$out" sandlot-hib 3)" "$(field "$out" sandlot-hib 4)" sandlot \
+		"$(field "$out" sandlot 3)" "$(field "$out" sandlot 4)" "$r" - -
 
 	say "API exec round trip vs crun exec and nsenter -a ($RUNS runs each)"
 	start_exec_targets
