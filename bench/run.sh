@@ -1126,7 +1126,7 @@ hib_case() { # KEY LABEL IMAGE COMMAND
 }
 bench_hibernate() {
 	have_serve || return 0
-	if [ ! -x "${SANDLOT_CRIU:-/usr/local/lib/sandlot/criu/4.1.1-1/criu}" ]; then
+	if [ ! -x "${SANDLOT_CRIU:-/usr/local/lib/sandlot/criu/4.1.1-2/criu}" ]; then
 		SKIPPED+=("hibernate: no criu (scripts/setup builds it)")
 		return 0
 	fi

@@ -32,7 +32,7 @@
 #include "state.h"
 #include "storage.h"
 
-#define CRIU_DEFAULT  "/usr/local/lib/sandlot/criu/4.1.1-1/criu"
+#define CRIU_DEFAULT  "/usr/local/lib/sandlot/criu/4.1.1-2/criu"
 #define MAX_EXTERNALS 64
 
 const char *hibernate_criu(void)

@@ -405,7 +405,7 @@ test('intervals in minutes: stored, archive(), auto-delete and auto-archive enfo
 // Daytona "archived"; start() restores it, the same process running on. (A sandbox of the
 // usual launch is stopped with its files kept: the test above.)
 test('archive() hibernates a sandbox launched to; start() restores its processes', async (t) => {
-  const criu = process.env.SANDLOT_CRIU || '/usr/local/lib/sandlot/criu/4.1.1-1/criu';
+  const criu = process.env.SANDLOT_CRIU || '/usr/local/lib/sandlot/criu/4.1.1-2/criu';
   if (!existsSync(criu)) return t.skip(`no criu at ${criu}`);
   const made1 = await v1('/sandboxes', {
     method: 'POST',

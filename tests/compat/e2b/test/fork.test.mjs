@@ -44,7 +44,7 @@ test('sandbox.fork and Sandbox.fork copy the files of the instant', async () => 
 // E2B's fork copies memory: sandlot's does for a source launched to hibernate (an
 // autoPause create, when the criu binary is there: docs/e2b.md), whose processes each copy
 // goes on with. A process with state only in memory: a token made at start, a count.
-const criu = process.env.SANDLOT_CRIU || '/usr/local/lib/sandlot/criu/4.1.1-1/criu';
+const criu = process.env.SANDLOT_CRIU || '/usr/local/lib/sandlot/criu/4.1.1-2/criu';
 const counter =
 	"sh -c '(t=$(head -c8 /dev/urandom | od -An -tx1 | tr -d \" \\n\"); i=0; " +
 	"while true; do i=$((i+1)); echo \"$t $i\" > /tmp/c.new; mv /tmp/c.new /tmp/c; sleep 0.2; done) " +

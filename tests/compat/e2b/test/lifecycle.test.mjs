@@ -15,7 +15,7 @@ after(() => t.cleanup());
 
 // The criu binary is there (scripts/setup builds it): then an autoPause create is launched
 // to hibernate and its pause is CRIU's; without it, the freezer's.
-const criu = process.env.SANDLOT_CRIU || '/usr/local/lib/sandlot/criu/4.1.1-1/criu';
+const criu = process.env.SANDLOT_CRIU || '/usr/local/lib/sandlot/criu/4.1.1-2/criu';
 const hibernateLaunch = existsSync(criu);
 
 const bootId = async (s) => (await s.commands.run('cat /proc/sys/kernel/random/boot_id')).stdout.trim();
