@@ -1092,8 +1092,7 @@ hib_charge() { # ID -> the memory cgroup's charge in KiB, 0 when it has none
 hib_case() { # KEY LABEL IMAGE COMMAND
 	local c=(curl -sS --fail-with-body --unix-socket "$API_SOCK" -H 'Content-Type: application/json')
 	local sbx i t th=() tr=() before after avail0 avail1 img
-	# A sandbox of its own for each run: a resumed sandbox cannot be hibernated again yet
-	# (docs/hibernate.md, "Left").
+	# A sandbox of its own for each run (a fresh process each time).
 	for ((i = 0; i < HIB_RUNS; i++)); do
 		sbx=$("${c[@]}" -X POST http://b/v1/sandboxes \
 			-d "{\"image\":\"$3\",\"hibernate\":true,\"resources\":{\"memory\":\"1Gi\",\"disk\":\"2Gi\"}}" |
