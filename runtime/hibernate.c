@@ -56,13 +56,19 @@ void hibernate_dump_dir(const sl_ctx *ctx, const char *id, char *buf, size_t len
 	snprintf(buf, len, "%s/hibernate/%s", ctx->cfg.state_dir, id);
 }
 
+/* DIR removed, a failure logged (ID's). */
+static void remove_logged(const char *dir, const char *id)
+{
+	sl_err e = {0};
+	if (fs_remove_tree(dir, &e) < 0)
+		sl_log(SL_LOG_WARN, "%s: %s", id, e.msg);
+}
+
 void hibernate_dump_delete(const sl_ctx *ctx, const char *id)
 {
 	char dir[PATH_MAX];
-	sl_err e = {0};
 	hibernate_dump_dir(ctx, id, dir, sizeof(dir));
-	if (fs_remove_tree(dir, &e) < 0)
-		sl_log(SL_LOG_WARN, "dump %s: %s", id, e.msg);
+	remove_logged(dir, id);
 }
 
 static void ext_release(const sl_ctx *ctx, const char *id);
@@ -70,10 +76,8 @@ static void ext_release(const sl_ctx *ctx, const char *id);
 void hibernate_images_delete(const sl_ctx *ctx, const char *id)
 {
 	char dir[PATH_MAX];
-	sl_err e = {0};
 	hibernate_images_dir(ctx, id, dir, sizeof(dir));
-	if (fs_remove_tree(dir, &e) < 0)
-		sl_log(SL_LOG_WARN, "sandbox %s: %s", id, e.msg);
+	remove_logged(dir, id);
 	ext_release(ctx, id);
 }
 

@@ -38,3 +38,14 @@ export function tracker() {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// A process with state only in memory: a token it made at start, a count it keeps, in
+// /tmp/c. Started detached by a command that ends, its output the sandbox's /dev/null.
+export const counter =
+	"sh -c '(t=$(head -c8 /dev/urandom | od -An -tx1 | tr -d \" \\n\"); i=0; " +
+	"while true; do i=$((i+1)); echo \"$t $i\" > /tmp/c.new; mv /tmp/c.new /tmp/c; sleep 0.2; done) " +
+	"</dev/null >/dev/null 2>&1 &'";
+export const readCounter = async (s) => {
+	const [tok, n] = (await s.files.read('/tmp/c')).trim().split(' ');
+	return { tok, n: Number(n) };
+};

@@ -4,7 +4,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { tracker, v1, sleep } from '../lib.mjs';
+import { tracker, v1, sleep, counter, readCounter } from '../lib.mjs';
 import { Sandbox, SandboxNotFoundError } from 'e2b';
 
 const t = tracker();
@@ -43,16 +43,8 @@ test('sandbox.fork and Sandbox.fork copy the files of the instant', async () => 
 
 // E2B's fork copies memory: sandlot's does for a source launched to hibernate (an
 // autoPause create, when the criu binary is there: docs/e2b.md), whose processes each copy
-// goes on with. A process with state only in memory: a token made at start, a count.
+// goes on with (`counter`, lib.mjs: a process with state only in memory).
 const criu = process.env.SANDLOT_CRIU || '/usr/local/lib/sandlot/criu/4.1.1-2/criu';
-const counter =
-	"sh -c '(t=$(head -c8 /dev/urandom | od -An -tx1 | tr -d \" \\n\"); i=0; " +
-	"while true; do i=$((i+1)); echo \"$t $i\" > /tmp/c.new; mv /tmp/c.new /tmp/c; sleep 0.2; done) " +
-	"</dev/null >/dev/null 2>&1 &'";
-const readCounter = async (s) => {
-	const [tok, n] = (await s.files.read('/tmp/c')).trim().split(' ');
-	return { tok, n: Number(n) };
-};
 
 test('fork of a sandbox launched to hibernate copies its memory', { skip: !existsSync(criu) && 'no criu' }, async () => {
 	const src = t.add(await Sandbox.create({ timeoutMs: 120_000, lifecycle: { onTimeout: 'pause' } }));

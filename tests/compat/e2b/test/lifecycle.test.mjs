@@ -7,7 +7,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { tracker, v1, sleep, sandlotUrl, sandlotKey } from '../lib.mjs';
+import { tracker, v1, sleep, sandlotUrl, sandlotKey, counter, readCounter } from '../lib.mjs';
 import { Sandbox, InvalidArgumentError, TimeoutError, CommandExitError } from 'e2b';
 
 const t = tracker();
@@ -100,17 +100,7 @@ test("onTimeout {action: 'pause', keepMemory: false}: a filesystem-only auto-pau
 	assert.equal(await again.files.read('/tmp/on-disk.txt'), 'kept');
 });
 
-// A process with state only in memory: a token it made at start, a count it keeps; the
-// file it writes them to is what the test reads.
-// Started detached by a command that ends: a running command cannot be hibernated (above).
-const counter =
-	"sh -c '(t=$(head -c8 /dev/urandom | od -An -tx1 | tr -d \" \\n\"); i=0; " +
-	"while true; do i=$((i+1)); echo \"$t $i\" > /tmp/c.new; mv /tmp/c.new /tmp/c; sleep 0.2; done) " +
-	"</dev/null >/dev/null 2>&1 &'";
-const readCounter = async (s) => {
-	const [tok, n] = (await s.files.read('/tmp/c')).trim().split(' ');
-	return { tok, n: Number(n) };
-};
+// `counter` (lib.mjs): a process with state only in memory, started detached.
 
 test('betaPause hibernates a sandbox launched to (autoPause); connect restores its memory', async () => {
 	const sbx = t.add(await Sandbox.create({ timeoutMs: 600_000, lifecycle: { onTimeout: 'pause' } }));
