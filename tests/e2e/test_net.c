@@ -61,7 +61,12 @@ static void internet_up(void)
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			banner_server(dns, "resolver");
 		}
-		banner_server(listen_on("0.0.0.0", INET_PORT), "internet");
+		/* Both servers are there before the first test looks at the host's processes
+		 * (forked after the go, the resolver once appeared during the first test). */
+		int inet = listen_on("0.0.0.0", INET_PORT);
+		if (p < 0 || write(ready[1], "d", 1) != 1)
+			_exit(1);
+		banner_server(inet, "internet");
 	}
 	char c;
 	assert_int_equal(read(ready[0], &c, 1), 1);
@@ -83,6 +88,7 @@ static void internet_up(void)
 	run_ok(cmd);
 	free(cmd);
 	assert_int_equal(write(go[1], "g", 1), 1);
+	assert_int_equal(read(ready[0], &c, 1), 1);
 	close(ready[0]), close(ready[1]), close(go[0]), close(go[1]);
 }
 
