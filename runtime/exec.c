@@ -797,11 +797,20 @@ int exec_start(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec_spec *spec, sl_e
 			fds[nfds++] = s.out;
 			fds[nfds++] = s.errfd;
 		}
-		fds[nfds++] = s.exitfd;
+		/* init's own descriptor of the exit record, write-only and appending: CRIU
+		 * checks the size of any other file it restores, and the record grows while
+		 * the sandbox is hibernated (our lines), which failed the resume ("bad size"). */
+		char xp[PATH_MAX];
+		path_in(s.dir, "exit", xp, sizeof(xp));
+		_cleanup_close_ int initx = open(xp, O_WRONLY | O_APPEND | O_CLOEXEC);
+		if (initx < 0)
+			r = sl_sysfail(err, "open %s", xp);
+		fds[nfds++] = initx;
 		if (spec->stdin_pipe)
 			fds[nfds++] = s.hold;
-		r = initctl_call_keep(ctx, sb->id, req, reqlen, fds, nfds, SPAWN_REPLY_MS, &rep,
-				      &passed, spec->wait_ms > 0 ? &conn : NULL, err);
+		if (r == 0)
+			r = initctl_call_keep(ctx, sb->id, req, reqlen, fds, nfds, SPAWN_REPLY_MS,
+					      &rep, &passed, spec->wait_ms > 0 ? &conn : NULL, err);
 	}
 	if (req) /* the sandbox's secrets in clear, if it has any */
 		explicit_bzero(req, reqlen);
