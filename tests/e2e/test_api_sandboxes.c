@@ -1397,8 +1397,9 @@ static void assert_host_seen(int port, const char *host, const char *want)
 
 /* A create's requestHost (E2B's network.maskRequestHost) is the Host every request
  * through the preview proxy and the relay carries in, "${PORT}" the port; it is in the
- * record, so a daemon with nothing in memory (a restart) does the same. Without one a
- * request keeps its own. A Host that is no header value is refused at create. */
+ * record, so a daemon with nothing in memory (a restart) does the same, and a fork keeps
+ * it. Without one a request keeps its own. A Host that is no header value is refused at
+ * create. */
 static void test_request_host(void **state)
 {
 	char *tar = e2e_build_path("images/default.tar.zst");
@@ -1456,6 +1457,16 @@ static void test_request_host(void **state)
 	free(host);
 	e2e_daemon_stop(&d2);
 	free(sock2);
+	/* A fork keeps it, with the source's other settings. */
+	e2e_resp r = {0};
+	char *fp = e2e_printf("/v1/sandboxes/%s/fork", id);
+	e2e_http(&r, "POST", fp, "{\"count\":1}");
+	expect(&r, 201, NULL, NULL);
+	const cJSON *copy = cJSON_GetArrayItem(jget(r.json, "sandboxes"), 0);
+	assert_string_equal(jstr(copy, "requestHost"), "custom-host.example.com:${PORT}");
+	sandbox_del(strdup(jstr(copy, "id")));
+	e2e_resp_free(&r);
+	free(fp);
 	/* No requestHost: the request's own. */
 	port_endpoints(NULL, plain, 8080, &hp, &pp, token);
 	host = e2e_printf("8080-%s.localhost:%d", plain, pp);
