@@ -88,7 +88,7 @@ $(BUILD)/cli/serve.o: $(wildcard api/*.h)
 # The same sources as sandlot-api.so, as an archive for unit tests of api/'s parsers.
 API_LIB_OBJ := $(API_SRC:%.c=$(BUILD)/%.o)
 $(filter $(BUILD)/api/compat/%,$(API_LIB_OBJ)): $(wildcard api/compat/*.h)
-$(BUILD)/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl.js
+$(BUILD)/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl_rich.py api/compat/e2b_repl.js
 API_LIBS    := $(shell pkg-config --libs libmicrohttpd zlib nettle)
 $(BUILD)/libsandlot-api.a: $(API_LIB_OBJ)
 	ar rcs $@ $^
@@ -202,7 +202,7 @@ $(IMG)/busybox.tar: images/busybox/build.sh
 # The images `make images` makes: `make images IMAGES=busybox` (or `make images-busybox`)
 # leaves out the Debian-based default image, which needs root and the Debian mirror.
 IMAGES ?= busybox default
-.PHONY: images-busybox images-default
+.PHONY: images-busybox images-default images-code-interpreter
 images: $(IMAGES:%=images-%)
 images-busybox: $(IMG)/busybox.tar
 
@@ -213,9 +213,15 @@ images-busybox: $(IMG)/busybox.tar
 images-default:
 	@bash images/default/build.sh $(IMG)/default.tar.zst
 
+# The E2B code interpreter's image (docs/code-interpreter-image.md): the default image
+# plus numpy, PIL, matplotlib, pandas, R and a JDK. Not part of `make images`.
+images-code-interpreter:
+	@bash images/code-interpreter/build.sh $(IMG)/code-interpreter.tar.zst
+
 .PHONY: install-images
 install-images: all images
-	@for img in busybox:$(IMG)/busybox.tar default:$(IMG)/default.tar.zst; do \
+	@for img in busybox:$(IMG)/busybox.tar default:$(IMG)/default.tar.zst \
+		code-interpreter:$(IMG)/code-interpreter.tar.zst; do \
 		n=$${img%%:*}; f=$${img#*:}; [ -f "$$f" ] || continue; \
 		d=$$(sha256sum "$$f" | cut -c1-12); \
 		$(BUILD)/sandlot image ls 2>/dev/null | grep -q "^$$n  *sha256:$$d" || \
@@ -317,7 +323,7 @@ FUZZ_BIN      := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 $(FUZZ_DIR)/obj/%.o: %.c $(wildcard runtime/*.h api/*.h api/compat/*.h init/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
-$(FUZZ_DIR)/obj/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl.js
+$(FUZZ_DIR)/obj/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl_rich.py api/compat/e2b_repl.js
 $(FUZZ_DIR)/obj/runtime/code.o: runtime/code_runner.py $(BUILD)/sandlot-coderun \
 	$(BUILD)/sandlot-coderun.node
 $(FUZZ_DIR)/obj/runtime/code.o: FUZZ_CFLAGS += -DSL_CODERUN_BIN='"$(BUILD)/sandlot-coderun"' \

@@ -1,15 +1,23 @@
 #!/bin/bash
-# build.sh OUT.tar.zst — build the `default` image (Debian 12, python3, node, TypeScript,
-# git, curl) unless OUT was already built from these very recipe files. See
-# docs/default-image.md. Progress on a terminal, one summary line otherwise; the
-# build's temp tree, processes and mounts are gone when it exits, however it exits.
+# build.sh OUT.tar.zst [EXTRA] — build the `default` image (Debian 12, python3, node,
+# TypeScript, git, curl) unless OUT was already built from these very recipe files. See
+# docs/default-image.md. EXTRA is a recipe directory that adds to this one (its
+# `packages`, its `customize.sh`), as images/code-interpreter does: the image is then
+# named after it. Progress on a terminal, one summary line otherwise; the build's temp
+# tree, processes and mounts are gone when it exits, however it exits.
 set -euo pipefail
 
-if [ $# -ne 1 ]; then
-	echo "usage: $0 OUT.tar.zst" >&2
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+	echo "usage: $0 OUT.tar.zst [EXTRA-RECIPE-DIR]" >&2
 	exit 2
 fi
 here=$(cd "$(dirname -- "$0")" && pwd)
+extra=""
+name=default
+if [ $# -eq 2 ]; then
+	extra=$(cd "$2" && pwd)
+	name=$(basename -- "$extra")
+fi
 mkdir -p -- "$(dirname -- "$1")"
 outdir=$(cd "$(dirname -- "$1")" && pwd)
 out=$outdir/$(basename -- "$1")
@@ -23,33 +31,42 @@ if [ -t 1 ]; then
 	cols=$(tput cols 2>/dev/null || echo 80)
 fi
 
-# The cache key: every file of the recipe, by name and content.
-recipe_hash() {
+# The cache key: every file of the recipe (and of EXTRA's), by name and content.
+recipe_files() {
 	(
-		cd "$here"
+		cd "$1"
 		find . -type f ! -name '*~' ! -name '.*.sw?' -print0 | LC_ALL=C sort -z |
 			while IFS= read -r -d '' f; do
 				printf '%s\0%s\0' "$f" "$(stat -c %s -- "$f")"
 				cat -- "$f"
 			done
-	) | sha256sum | cut -c1-64
+	)
+}
+recipe_hash() {
+	{
+		recipe_files "$here"
+		if [ -n "$extra" ]; then
+			printf 'extra\0%s\0' "$name"
+			recipe_files "$extra"
+		fi
+	} | sha256sum | cut -c1-64
 }
 hash=$(recipe_hash)
 current() { [ -s "$out" ] && [ "$(cat -- "$stamp" 2>/dev/null)" = "$hash" ]; }
 if current; then
-	$tty && echo "default image: $out is up to date (recipe ${hash:0:12})"
+	$tty && echo "$name image: $out is up to date (recipe ${hash:0:12})"
 	exit 0
 fi
 
 if [ "$(id -u)" != 0 ]; then
-	echo "default image: building needs root (mmdebstrap --mode=root); run as root" >&2
+	echo "$name image: building needs root (mmdebstrap --mode=root); run as root" >&2
 	exit 1
 fi
 
 # One build per output at a time: a second one waits, then finds the first one's result.
 exec 9>"$outdir/.$stem.lock"
 if ! flock -n 9; then
-	echo "default image: another build of $out is running; waiting for it" >&2
+	echo "$name image: another build of $out is running; waiting for it" >&2
 	flock 9
 fi
 if current; then
@@ -106,7 +123,7 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
-trap '$tty && echo; echo "default image: interrupted; cleaning up" >&2; cleanup; exit 130' INT TERM HUP
+trap '$tty && echo; echo "$name image: interrupted; cleaning up" >&2; cleanup; exit 130' INT TERM HUP
 
 # Trees left by a build that was killed outright (the lock is free, so none is running).
 for old in "$outdir/.$stem-build."*; do
@@ -114,7 +131,7 @@ for old in "$outdir/.$stem-build."*; do
 done
 
 if ! command -v mmdebstrap >/dev/null; then
-	echo "default image: installing mmdebstrap" >&2
+	echo "$name image: installing mmdebstrap" >&2
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get install -y -qq --no-install-recommends mmdebstrap >&2 ||
 		{ apt-get update -qq >&2 && apt-get install -y -qq --no-install-recommends mmdebstrap >&2; }
@@ -126,7 +143,7 @@ start=$(date +%s)
 # whole build (mmdebstrap, apt, dpkg, maintainer scripts) by session and cleans up. It
 # inherits the lock, so if this script is killed outright, the next build waits for
 # the orphan to end before it deletes the orphan's tree.
-setsid bash "$here/rootfs.sh" "$work" "$work/out.tar.zst" </dev/null >"$work/log" 2>&1 &
+setsid bash "$here/rootfs.sh" "$work" "$work/out.tar.zst" $extra </dev/null >"$work/log" 2>&1 &
 pid=$!
 
 # Bytes the build has written: its live processes' write_bytes, which include those
@@ -164,7 +181,7 @@ pid=""
 $tty && printf '\r\033[K'
 elapsed=$(($(date +%s) - start))
 if [ "$rc" -ne 0 ]; then
-	echo "default image: build failed after $(mmss "$elapsed") (exit $rc); the end of its log" \
+	echo "$name image: build failed after $(mmss "$elapsed") (exit $rc); the end of its log" \
 		"($log):" >&2
 	tail -n 25 "$work/log" >&2
 	exit 1
@@ -175,5 +192,5 @@ printf '%s\n' "$hash" >"$stamp.tmp"
 mv -f -- "$stamp.tmp" "$stamp"
 unpacked=$(sed -n 's/^I: unpacked size: \([0-9]*\) bytes$/\1/p' "$work/log")
 npkg=$(awk -f "$here/progress.awk" "$work/log" | cut -d$'\037' -f4)
-echo "default image: built $out in $(mmss "$elapsed"): $(mib "$(stat -c %s "$out")")," \
+echo "$name image: built $out in $(mmss "$elapsed"): $(mib "$(stat -c %s "$out")")," \
 	"$(mib "${unpacked:-0}") unpacked, $npkg packages"

@@ -1,14 +1,17 @@
 #!/bin/bash
-# rootfs.sh WORK OUT.tar.zst — the default image's actual build: mmdebstrap from the
-# Debian mirror this host's apt sources name, into WORK/root, then packed into OUT.
+# rootfs.sh WORK OUT.tar.zst [EXTRA] — the default image's actual build: mmdebstrap from
+# the Debian mirror this host's apt sources name, into WORK/root, then packed into OUT.
+# EXTRA's `packages` are installed too, its `dpkg.cfg` applies after ours and its
+# `customize.sh ROOT` runs after ours.
 # Run by build.sh, which owns WORK, the cache, progress and cleanup; prints a log.
 set -euo pipefail
-if [ $# -ne 2 ]; then
-	echo "usage: $0 WORK OUT.tar.zst" >&2
+if [ $# -lt 2 ] || [ $# -gt 3 ]; then
+	echo "usage: $0 WORK OUT.tar.zst [EXTRA-RECIPE-DIR]" >&2
 	exit 2
 fi
 work=$1
 out=$2
+extra=${3:-}
 here=$(cd "$(dirname -- "$0")" && pwd)
 suite=bookworm
 root=$work/root
@@ -31,7 +34,16 @@ if [ ! -s "$work/sources.list" ]; then
 fi
 echo "I: Debian $suite from the host's apt sources ($(wc -l <"$work/sources.list") entries)"
 
-pkgs=$(sed -e 's/#.*//' "$here/packages" | tr -s ' \t\n' '\n' | grep . | paste -sd, -)
+lists=("$here/packages")
+hooks=(--customize-hook="sh '$here/customize.sh' \"\$1\"")
+if [ -n "$extra" ]; then
+	[ -f "$extra/packages" ] && lists+=("$extra/packages")
+	[ -f "$extra/dpkg.cfg" ] &&
+		hooks+=(--setup-hook="install -D -m 0644 '$extra/dpkg.cfg' \"\$1/etc/dpkg/dpkg.cfg.d/51sandlot-$(basename -- "$extra")\"")
+	[ -f "$extra/customize.sh" ] && hooks+=(--customize-hook="sh '$extra/customize.sh' \"\$1\"")
+	echo "I: with $(basename -- "$extra")'s recipe ($extra)"
+fi
+pkgs=$(sed -e 's/#.*//' "${lists[@]}" | tr -s ' \t\n' '\n' | grep . | paste -sd, -)
 
 # A private mount namespace holds every mount mmdebstrap makes in the chroot, so they
 # vanish with its last process even when the build is killed outright. dpkg.cfg goes in
@@ -42,7 +54,7 @@ unshare --mount --propagation private \
 	--aptopt='APT::Install-Recommends "false"' --aptopt='Acquire::Languages "none"' \
 	--setup-hook="install -D -m 0644 '$here/dpkg.cfg' \"\$1/etc/dpkg/dpkg.cfg.d/50sandlot\"" \
 	--include="$pkgs" \
-	--customize-hook="sh '$here/customize.sh' \"\$1\"" \
+	"${hooks[@]}" \
 	"$suite" "$root" "$work/sources.list"
 
 echo "I: preparing the tree for sandlot..."
