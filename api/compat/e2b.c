@@ -622,13 +622,13 @@ static void hibernate_launch_body(cJSON *body)
 	cJSON_AddBoolToObject(body, "hibernate", true);
 }
 
-/* templateID: E2B's stock templates are sandlot's default image; otherwise a snapshot
- * name or id when one exists, else an image name. */
+/* templateID: E2B's stock templates are sandlot's images (e2b_stock_image); otherwise
+ * a snapshot name or id when one exists, else an image name. */
 static void template_source(api_server *s, const char *tpl, cJSON *body)
 {
-	if (!strcmp(tpl, "base") || !strcmp(tpl, "code-interpreter-v1") ||
-	    !strcmp(tpl, "code-interpreter")) {
-		cJSON_AddStringToObject(body, "image", "default");
+	const char *stock = e2b_stock_image(s->ctx->cfg.state_dir, tpl);
+	if (stock) {
+		cJSON_AddStringToObject(body, "image", stock);
 		return;
 	}
 	sl_snapshot snap;

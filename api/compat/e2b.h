@@ -77,6 +77,10 @@ enum MHD_Result e2b_snapshot_list(api_req *r);
 enum MHD_Result e2b_snapshot_delete(api_req *r);
 
 /* template builds (e2b_template.c) */
+/* The image of an E2B stock template: `code-interpreter-v1` and `code-interpreter` are the
+ * `code-interpreter` image when it is installed, and those and `base` otherwise the
+ * `default` image; NULL for any other name. */
+const char *e2b_stock_image(const char *state_dir, const char *tpl);
 enum MHD_Result e2b_template_request(api_req *r);
 enum MHD_Result e2b_template_alias(api_req *r);
 enum MHD_Result e2b_template_files_link(api_req *r);

@@ -31,8 +31,12 @@ __asm__(".pushsection .rodata\n"
 	"e2b_repl_js_text:\n"
 	".incbin \"api/compat/e2b_repl.js\"\n"
 	".byte 0\n"
+	"e2b_repl_rich_text:\n"
+	".incbin \"api/compat/e2b_repl_rich.py\"\n"
+	".byte 0\n"
 	".popsection\n");
 extern const char e2b_repl_py_text[] __attribute__((visibility("hidden")));
+extern const char e2b_repl_rich_text[] __attribute__((visibility("hidden")));
 extern const char e2b_repl_js_text[] __attribute__((visibility("hidden")));
 
 #define WAIT_SLICE_MS 250
@@ -185,9 +189,14 @@ static int repl_start(api_server *s, const sl_sandbox *sb, ctx_rec *c, sl_err *e
 	/* The source goes in the environment (taken out before any cell runs), so process
 	 * listings show a short command line. */
 	_cleanup_free_ char *src = NULL;
-	if (asprintf(&src, "SANDLOT_E2B_REPL=%s", py ? e2b_repl_py_text : e2b_repl_js_text) < 0)
+	_cleanup_free_ char *rich = NULL;
+	if (asprintf(&src, "SANDLOT_E2B_REPL=%s", py ? e2b_repl_py_text : e2b_repl_js_text) < 0 ||
+	    (py && asprintf(&rich, "SANDLOT_E2B_RICH=%s", e2b_repl_rich_text) < 0))
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "context %s", c->id);
-	const char *env[] = {lang_env, src, "PYTHONUNBUFFERED=1", "PYTHONIOENCODING=utf-8", NULL};
+	/* Python's rich results (figures, charts, DataFrames: e2b_repl_rich.py) go in
+	 * beside it, run only when a cell needs them. */
+	const char *env[] = {lang_env, src, "PYTHONUNBUFFERED=1", "PYTHONIOENCODING=utf-8",
+			     rich,     NULL};
 	char *const py_argv[] = {
 	    "python3",	      "-u", "-c", "import os; exec(os.environ.pop('SANDLOT_E2B_REPL'))",
 	    E2B_CONTEXT_MARK, NULL};

@@ -16,6 +16,7 @@ import threading
 import traceback
 
 _bash = os.environ.pop("SANDLOT_E2B_LANGUAGE", None) == "bash"
+_rich_src = os.environ.pop("SANDLOT_E2B_RICH", "")
 _proto = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="replace")
 _lock = threading.Lock()
 _cur = [None]
@@ -134,12 +135,79 @@ _REPRS = (("html", "_repr_html_"), ("markdown", "_repr_markdown_"), ("svg", "_re
           ("latex", "_repr_latex_"), ("json", "_repr_json_"), ("javascript", "_repr_javascript_"))
 
 
+_rich_ns = {}
+
+
+def _rich():
+    """e2b_repl_rich.py (figures, charts, PIL, DataFrames), run once it is needed."""
+    if not _rich_ns:
+        _rich_ns.update({"__name__": "_sandlot_rich", "display": display})
+        exec(compile(_rich_src, "<sandlot-rich>", "exec"), _rich_ns)
+    return _rich_ns
+
+
+class _AfterImport:
+    """A meta path finder that lets the modules rich results hook into load as they
+    would, then hooks them: matplotlib (the inline backend) and PIL.Image (show)."""
+
+    hooks = {"matplotlib": lambda m: _rich()["install_matplotlib"](m, os.environ),
+             "PIL.Image": lambda m: _rich()["install_pil"](m)}
+
+    def find_spec(self, name, path, target=None):
+        hook = self.hooks.get(name)
+        if hook is None or not _rich_src:
+            return None
+        for f in sys.meta_path:
+            spec = None if f is self else getattr(f, "find_spec", lambda *a: None)(
+                name, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _HookedLoader(spec.loader, hook)
+                return spec
+        return None
+
+
+class _HookedLoader:
+    def __init__(self, loader, hook):
+        self._loader, self._hook = loader, hook
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        try:
+            self._hook(module)
+        except Exception:  # the module works without rich results
+            traceback.print_exc()
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+sys.meta_path.insert(0, _AfterImport())
+
+
 def _result(value, main):
     """A result event: repr() as text, plus the formats the value offers (IPython's
-    _repr_*_ protocol; png and jpeg as base64)."""
+    _repr_*_ protocol; png and jpeg as base64); a matplotlib figure's png and chart,
+    a DataFrame's data."""
     ev = {"type": "result", "text": repr(value), "is_main_result": main}
+    mod = type(value).__module__
+    try:
+        if mod.startswith("matplotlib.") and _rich_src:
+            from matplotlib.figure import Figure
+
+            if isinstance(value, Figure):
+                _rich()["figure_formats"](value, ev)
+        elif mod.startswith("pandas.") and _rich_src:
+            from pandas import DataFrame
+
+            if isinstance(value, DataFrame):
+                ev["data"] = _rich()["dataframe_data"](value)
+    except Exception:
+        traceback.print_exc()
     for key, meth in _REPRS + (("png", "_repr_png_"), ("jpeg", "_repr_jpeg_")):
-        f = getattr(value, meth, None)
+        f = None if key in ev else getattr(value, meth, None)
         if not callable(f):
             continue
         try:
@@ -245,6 +313,11 @@ def _run(code, env):
         text = "".join(traceback.format_exception(type(e), e, tb))
         _emit({"type": "error", "name": type(e).__name__, "value": str(e), "traceback": text})
     finally:
+        if _rich_ns:
+            try:
+                _rich_ns["flush_figures"]()
+            except BaseException:
+                traceback.print_exc()
         _drain()
         for k, v in saved.items():
             if v is None:

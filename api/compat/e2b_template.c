@@ -246,6 +246,16 @@ static bool stock_template(const char *name)
 	       !strcmp(name, "code-interpreter");
 }
 
+const char *e2b_stock_image(const char *state_dir, const char *tpl)
+{
+	if (!stock_template(tpl))
+		return NULL;
+	sl_image img;
+	if (strcmp(tpl, "base") && image_lookup(state_dir, "code-interpreter", &img, NULL) == 0)
+		return "code-interpreter";
+	return "default";
+}
+
 enum MHD_Result e2b_template_request(api_req *r)
 {
 	static const char *const fields[] = {"name",	 "alias",	  "tags",   "cpuCount",
@@ -743,7 +753,7 @@ static int translate(api_server *s, const cJSON *in, const char *ctx, tpl_job *j
 	if (!*base || !one_line(base) || strchr(base, ' ') || strlen(base) >= sizeof(j->base))
 		return sl_fail(err, SL_INVALID, 0, "base %.80s: not an image reference", base);
 	if (tpl && stock_template(tpl))
-		base = "default";
+		base = e2b_stock_image(s->ctx->cfg.state_dir, tpl);
 	snprintf(j->base, sizeof(j->base), "%s", base);
 	j->pull = img != NULL;
 	const cJSON *steps = cJSON_GetObjectItemCaseSensitive(in, "steps"), *st;

@@ -46,7 +46,7 @@ daemon_vitest() {
 	local report=$1
 	shift
 	[ -z "$report" ] || set -- "$@" --reporter=default --reporter=json --outputFile="$report"
-	E2B_UPSTREAM_SDK=$sdk E2B_UPSTREAM_ARGS=$(printf '%q ' "$@") \
+	E2B_UPSTREAM_SDK=$sdk E2B_UPSTREAM_KIND=$kind E2B_UPSTREAM_ARGS=$(printf '%q ' "$@") \
 		${LOCK:-flock -o /tmp/sandlot-test.lock} bash "$top/tests/compat/run-suite.sh" \
 		"$top/tests/compat/e2b-upstream"
 }

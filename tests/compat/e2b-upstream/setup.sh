@@ -4,8 +4,14 @@
 # the SDK at it (E2B_API_URL, E2B_SANDBOX_URL, an e2b_-prefixed key). The daemon runs with
 # --provider-defaults, so E2B-made sandboxes get E2B's defaults (internet on, public
 # ports, signed URLs without an expiry), which the suites assume. Templates "base" and
-# "code-interpreter-v1" are the default image.
+# "code-interpreter-v1" are the default image, or "code-interpreter-v1" the
+# code-interpreter image when it is built (matplotlib, pandas: the charts, images and data
+# tests of the code interpreter's suite need it).
 SERVE_ARGS+=(--provider-defaults)
+if [ "${E2B_UPSTREAM_KIND:-}" = interpreter ]; then
+	# shellcheck source=../ci-image.sh
+	. "$dir/../ci-image.sh" "the code interpreter suite's charts, images and data tests will fail"
+fi
 # The SDK's `template` project builds FROM ubuntu:22.04 and e2bdev/base (fromBaseImage),
 # Docker Hub names this host cannot reach: the shared local mirror serves its stand-in
 # under them (../mirror.sh; a Debian 12 rootfs, whatever the name says).
