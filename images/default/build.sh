@@ -143,7 +143,7 @@ start=$(date +%s)
 # whole build (mmdebstrap, apt, dpkg, maintainer scripts) by session and cleans up. It
 # inherits the lock, so if this script is killed outright, the next build waits for
 # the orphan to end before it deletes the orphan's tree.
-setsid bash "$here/rootfs.sh" "$work" "$work/out.tar.zst" $extra </dev/null >"$work/log" 2>&1 &
+setsid bash "$here/rootfs.sh" "$work" "$work/out.tar.zst" ${extra:+"$extra"} </dev/null >"$work/log" 2>&1 &
 pid=$!
 
 # Bytes the build has written: its live processes' write_bytes, which include those
