@@ -7,3 +7,11 @@ export E2B_TEMPLATE_BASE=python:3.12-slim
 suite_cleanup() {
 	mirror_stop
 }
+# The code-interpreter image (R, Java) as template "e2b-ci", when built: the R and Java
+# context tests skip loudly without it.
+# shellcheck source=../ci-image.sh
+. "$dir/../ci-image.sh"
+if f=$(ci_image_import e2b-ci); then
+	echo "== compat/e2b: the code-interpreter image from $f is template e2b-ci"
+	export E2B_CI_TEMPLATE=e2b-ci
+fi
