@@ -304,8 +304,10 @@ static int repl_start(api_server *s, const sl_sandbox *sb, ctx_rec *c, sl_err *e
 	if (asprintf(&src, "SANDLOT_E2B_REPL=%s", k.text) < 0 || !(props = env_names(sb)))
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "context %s", c->id);
 	/* SANDLOT_E2B_PROPS: the sandbox's env vars, by name (Java's system properties). */
-	const char *env[] = {lang_env, src, "PYTHONUNBUFFERED=1", "PYTHONIOENCODING=utf-8",
-			     props,    NULL};
+	bool java = !strcmp(c->language, "java");
+	const char *env[] = {
+	    lang_env, src, "PYTHONUNBUFFERED=1", "PYTHONIOENCODING=utf-8", java ? props : NULL,
+	    NULL};
 	/* As root, as E2B's Jupyter runs its kernels (a context may work in /root). */
 	sl_exec_spec spec = {
 	    .argv = k.argv, .env = env, .user = "root", .cwd = c->cwd, .stdin_pipe = true};

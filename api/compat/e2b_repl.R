@@ -8,7 +8,7 @@
 # main result); its output (sink) is an event after each top-level expression; messages
 # and warnings are stderr; an error ends the cell as IRkernel's "ERROR".
 local({
-	Sys.unsetenv("SANDLOT_E2B_REPL")
+	Sys.unsetenv(c("SANDLOT_E2B_REPL", "SANDLOT_E2B_LANGUAGE"))
 	req_in <- pipe("trap '' INT; exec cat <&3", "r")
 	proto <- pipe("trap '' INT; exec cat >&4", "w")
 	cur <- ""
