@@ -88,7 +88,8 @@ $(BUILD)/cli/serve.o: $(wildcard api/*.h)
 # The same sources as sandlot-api.so, as an archive for unit tests of api/'s parsers.
 API_LIB_OBJ := $(API_SRC:%.c=$(BUILD)/%.o)
 $(filter $(BUILD)/api/compat/%,$(API_LIB_OBJ)): $(wildcard api/compat/*.h)
-$(BUILD)/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl_rich.py api/compat/e2b_repl.js
+$(BUILD)/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl_rich.py api/compat/e2b_repl.js \
+				 api/compat/e2b_repl.R api/compat/e2b_repl.java
 API_LIBS    := $(shell pkg-config --libs libmicrohttpd zlib nettle)
 $(BUILD)/libsandlot-api.a: $(API_LIB_OBJ)
 	ar rcs $@ $^
@@ -323,7 +324,8 @@ FUZZ_BIN      := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 $(FUZZ_DIR)/obj/%.o: %.c $(wildcard runtime/*.h api/*.h api/compat/*.h init/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
-$(FUZZ_DIR)/obj/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl_rich.py api/compat/e2b_repl.js
+$(FUZZ_DIR)/obj/api/compat/e2b_interp.o: api/compat/e2b_repl.py api/compat/e2b_repl_rich.py \
+					  api/compat/e2b_repl.js api/compat/e2b_repl.R api/compat/e2b_repl.java
 $(FUZZ_DIR)/obj/runtime/code.o: runtime/code_runner.py $(BUILD)/sandlot-coderun \
 	$(BUILD)/sandlot-coderun.node
 $(FUZZ_DIR)/obj/runtime/code.o: FUZZ_CFLAGS += -DSL_CODERUN_BIN='"$(BUILD)/sandlot-coderun"' \

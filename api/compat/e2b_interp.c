@@ -34,10 +34,18 @@ __asm__(".pushsection .rodata\n"
 	"e2b_repl_rich_text:\n"
 	".incbin \"api/compat/e2b_repl_rich.py\"\n"
 	".byte 0\n"
+	"e2b_repl_r_text:\n"
+	".incbin \"api/compat/e2b_repl.R\"\n"
+	".byte 0\n"
+	"e2b_repl_java_text:\n"
+	".incbin \"api/compat/e2b_repl.java\"\n"
+	".byte 0\n"
 	".popsection\n");
 extern const char e2b_repl_py_text[] __attribute__((visibility("hidden")));
 extern const char e2b_repl_rich_text[] __attribute__((visibility("hidden")));
 extern const char e2b_repl_js_text[] __attribute__((visibility("hidden")));
+extern const char e2b_repl_r_text[] __attribute__((visibility("hidden")));
+extern const char e2b_repl_java_text[] __attribute__((visibility("hidden")));
 
 #define WAIT_SLICE_MS 250
 /* The longest REPL line taken whole: the REPLs cut a text event at 256 Ki characters
@@ -47,17 +55,17 @@ extern const char e2b_repl_js_text[] __attribute__((visibility("hidden")));
 #define LINE_MAX_BYTES (4u << 20)
 #define LINE_TAIL      128 /* the end of a cut line kept: its "_req" names the request */
 
-#define LANGUAGES_MSG "language %s: sandlot runs python, javascript, typescript and bash"
+#define LANGUAGES_MSG "language %s: sandlot runs python, javascript, typescript, bash, r and java"
 
 typedef struct ctx_rec {
 	char id[40];
-	char language[16]; /* python javascript typescript bash */
+	char language[16]; /* python javascript typescript bash r java */
 	char cwd[256];
 	char exec_id[32]; /* the REPL's execution ("" before its first start) */
 	double created;	  /* unix µs (0: a default one): listed oldest first, as E2B does */
 } ctx_rec;
 
-/* "python", "js", "ts", "sh"... -> the four this serves; NULL for others. */
+/* "python", "js", "ts", "sh", "R"... -> the six this serves; NULL for others. */
 static const char *language_norm(const char *l)
 {
 	if (!l || !*l || !strcasecmp(l, "python") || !strcasecmp(l, "python3"))
@@ -68,6 +76,10 @@ static const char *language_norm(const char *l)
 		return "typescript";
 	if (!strcasecmp(l, "bash") || !strcasecmp(l, "sh") || !strcasecmp(l, "shell"))
 		return "bash";
+	if (!strcasecmp(l, "r"))
+		return "r";
+	if (!strcasecmp(l, "java"))
+		return "java";
 	return NULL;
 }
 
@@ -179,42 +191,137 @@ static bool repl_running(api_server *s, const char *sid, const ctx_rec *c)
 	return run;
 }
 
+/* The shell start of the REPLs that cannot arrange their descriptors themselves: the
+ * requests on fd 3, the protocol on fd 4, and the cells a stdin of /dev/null and a
+ * stdout/stderr that cannot garble the protocol (raw fd writes are dropped, as Jupyter's
+ * kernels drop them). Node: console output is captured in the vm. */
+#define FDS_SHELL "exec 3<&0 4>&1 </dev/null >/dev/null 2>&1; "
+
+/* How each language's REPL runs: the Python REPL (python, and bash, which it drives:
+ * e2b_repl.py, _Shell), Node (javascript, typescript), Rscript (r) and java's
+ * source-file mode (java: its source written to a file first). */
+typedef struct repl_kind {
+	const char *text;  /* the REPL's source, given in SANDLOT_E2B_REPL */
+	char *const *argv; /* ending in E2B_CONTEXT_MARK */
+	const char *probe; /* a shell test that the interpreter is in the image; NULL: none */
+	const char *needs; /* what the probe looks for, for the error */
+} repl_kind;
+
+static char *const py_argv[] = {
+    "python3",	      "-u", "-c", "import os; exec(os.environ.pop('SANDLOT_E2B_REPL'))",
+    E2B_CONTEXT_MARK, NULL};
+static char *const js_argv[] = {"/bin/sh", "-c",
+				FDS_SHELL "exec node --expose-internals -e "
+					  "'const s = process.env.SANDLOT_E2B_REPL; "
+					  "delete process.env.SANDLOT_E2B_REPL; eval(s)'",
+				E2B_CONTEXT_MARK, NULL};
+/* R prints in the locale's encoding: UTF-8 unless the sandbox names another. */
+static char *const r_argv[] = {"/bin/sh", "-c",
+			       FDS_SHELL ": \"${LANG:=C.UTF-8}\"; export LANG; "
+					 "exec Rscript --no-save --no-restore -e "
+					 "'eval(parse(text = Sys.getenv(\"SANDLOT_E2B_REPL\")))'",
+			       E2B_CONTEXT_MARK, NULL};
+/* Java keeps fds 0 and 1 (nothing in a JVM writes to them behind System.out); its
+ * warnings on stderr are dropped. The file is removed once compiled (e2b_repl.java). */
+static char *const java_argv[] = {
+    "/bin/sh", "-c",
+    "exec 2>/dev/null; d=$(mktemp -d) && printf %s \"$SANDLOT_E2B_REPL\" >\"$d/E2bRepl.java\" && "
+    "unset SANDLOT_E2B_REPL && exec java \"$d/E2bRepl.java\" "
+    "\"$d/E2bRepl.java\"",
+    E2B_CONTEXT_MARK, NULL};
+
+static repl_kind repl_kind_of(const char *language)
+{
+	if (!strcmp(language, "javascript") || !strcmp(language, "typescript"))
+		return (repl_kind){e2b_repl_js_text, js_argv, NULL, "node"};
+	if (!strcmp(language, "r"))
+		return (repl_kind){e2b_repl_r_text, r_argv, "command -v Rscript",
+				   "R (Rscript on the PATH)"};
+	if (!strcmp(language, "java"))
+		return (repl_kind){e2b_repl_java_text, java_argv,
+				   "command -v java && command -v jshell",
+				   "a JDK 17 or later (java and jshell on the PATH)"};
+	return (repl_kind){e2b_repl_py_text, py_argv, NULL, "python3"};
+}
+
+/* The image has the interpreter LANGUAGE needs: a short shell test in the sandbox, when a
+ * context is made, so that a language the image lacks is a clear error at once, not a
+ * REPL that dies at its start (the shell of FDS_SHELL would start). 1 when it lacks it
+ * (ERR says what, SL_INVALID), -1 when the test could not run. */
+static int repl_probe(api_server *s, const sl_sandbox *sb, const char *language, sl_err *err)
+{
+	repl_kind k = repl_kind_of(language);
+	if (!k.probe)
+		return 0;
+	char *const argv[] = {"/bin/sh", "-c", (char *)k.probe, E2B_CONTEXT_MARK, NULL};
+	sl_exec_spec spec = {.argv = argv, .user = "root", .cwd = "/", .wait_ms = 10000};
+	sl_exec e;
+	if (exec_start(s->ctx, sb, &spec, &e, err) < 0)
+		return -1;
+	bool ok = e.status != SL_EXEC_RUNNING && e.exit_code == 0;
+	if (e.status == SL_EXEC_RUNNING) { /* a probe of shell builtins does not hang */
+		sl_err e2 = {0};
+		exec_signal(s->ctx, sb->id, e.id, SIGKILL, &e2);
+	}
+	exec_free(&e);
+	if (ok)
+		return 0;
+	sl_fail(err, SL_INVALID, 0,
+		"language %s: this sandbox's image lacks %s; the code-interpreter image has it "
+		"(docs/e2b.md, \"Code interpreter\")",
+		language, k.needs);
+	return 1;
+}
+
+/* "SANDLOT_E2B_PROPS=" and the names of the sandbox's env vars, space-separated (the
+ * ones E2B's server reads from envd's /envs and sets in each context); NULL: no memory. */
+static char *env_names(const sl_sandbox *sb)
+{
+	size_t len = sizeof("SANDLOT_E2B_PROPS=");
+	const cJSON *it;
+	cJSON_ArrayForEach(it, sb->env)
+	{
+		len += strlen(it->string) + 1;
+	}
+	char *out = malloc(len);
+	if (!out)
+		return NULL;
+	char *p = stpcpy(out, "SANDLOT_E2B_PROPS=");
+	cJSON_ArrayForEach(it, sb->env)
+	{
+		p = stpcpy(p, it->string);
+		*p++ = ' ';
+	}
+	*p = '\0';
+	return out;
+}
+
 /* Start the context's REPL (a fresh interpreter) and record it. */
 static int repl_start(api_server *s, const sl_sandbox *sb, ctx_rec *c, sl_err *err)
 {
 	char lang_env[64];
-	/* A bash context is the Python REPL driving a bash (e2b_repl.py, _Shell). */
-	bool py = strcmp(c->language, "javascript") && strcmp(c->language, "typescript");
+	repl_kind k = repl_kind_of(c->language);
 	snprintf(lang_env, sizeof(lang_env), "SANDLOT_E2B_LANGUAGE=%s", c->language);
 	/* The source goes in the environment (taken out before any cell runs), so process
 	 * listings show a short command line. */
-	_cleanup_free_ char *src = NULL;
-	_cleanup_free_ char *rich = NULL;
-	if (asprintf(&src, "SANDLOT_E2B_REPL=%s", py ? e2b_repl_py_text : e2b_repl_js_text) < 0 ||
+	_cleanup_free_ char *src = NULL, *props = NULL, *rich = NULL;
+	bool java = !strcmp(c->language, "java"), py = k.text == e2b_repl_py_text;
+	if (asprintf(&src, "SANDLOT_E2B_REPL=%s", k.text) < 0 ||
+	    (java && !(props = env_names(sb))) ||
 	    (py && asprintf(&rich, "SANDLOT_E2B_RICH=%s", e2b_repl_rich_text) < 0))
 		return sl_fail(err, SL_INTERNAL, ENOMEM, "context %s", c->id);
-	/* Python's rich results (figures, charts, DataFrames: e2b_repl_rich.py) go in
-	 * beside it, run only when a cell needs them. */
-	const char *env[] = {lang_env, src, "PYTHONUNBUFFERED=1", "PYTHONIOENCODING=utf-8",
-			     rich,     NULL};
-	char *const py_argv[] = {
-	    "python3",	      "-u", "-c", "import os; exec(os.environ.pop('SANDLOT_E2B_REPL'))",
-	    E2B_CONTEXT_MARK, NULL};
-	/* Node cannot dup2: the shell gives it the requests on fd 3 and the protocol on fd
-	 * 4, and the cells a stdin of /dev/null and stdout/stderr that cannot garble the
-	 * protocol (console output is captured in the vm; raw fd writes are dropped). */
-	char *const js_argv[] = {"/bin/sh", "-c",
-				 "exec 3<&0 4>&1 </dev/null >/dev/null 2>&1; "
-				 "exec node --expose-internals -e "
-				 "'const s = process.env.SANDLOT_E2B_REPL; "
-				 "delete process.env.SANDLOT_E2B_REPL; eval(s)'",
-				 E2B_CONTEXT_MARK, NULL};
+	/* SANDLOT_E2B_PROPS: the sandbox's env vars, by name (Java's system properties).
+	 * SANDLOT_E2B_RICH: Python's rich results (figures, charts, DataFrames:
+	 * e2b_repl_rich.py), run only when a cell needs them. */
+	const char *env[] = {lang_env,
+			     src,
+			     "PYTHONUNBUFFERED=1",
+			     "PYTHONIOENCODING=utf-8",
+			     java ? props : py ? rich : NULL,
+			     NULL};
 	/* As root, as E2B's Jupyter runs its kernels (a context may work in /root). */
-	sl_exec_spec spec = {.argv = py ? py_argv : js_argv,
-			     .env = env,
-			     .user = "root",
-			     .cwd = c->cwd,
-			     .stdin_pipe = true};
+	sl_exec_spec spec = {
+	    .argv = k.argv, .env = env, .user = "root", .cwd = c->cwd, .stdin_pipe = true};
 	sl_exec e;
 	if (exec_start(s->ctx, sb, &spec, &e, err) < 0)
 		return -1;
@@ -224,7 +331,7 @@ static int repl_start(api_server *s, const sl_sandbox *sb, ctx_rec *c, sl_err *e
 	if (failed)
 		return sl_fail(err, SL_INVALID, 0,
 			       "context %s: the %s interpreter did not start (is %s in the image?)",
-			       c->id, c->language, py ? "python3" : "node");
+			       c->id, c->language, k.needs);
 	return ctx_save(s, sb->id, c, err);
 }
 
@@ -514,7 +621,7 @@ static ssize_t exec_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 }
 
 /* The context of an /execute: named, or the sandbox's default for the language (made
- * on first use). */
+ * on first use). 1 when the image lacks the language (repl_probe). */
 static int execute_context(api_req *r, const sl_sandbox *sb, const char *cid, const char *lang,
 			   ctx_rec *c, sl_err *err)
 {
@@ -527,13 +634,39 @@ static int execute_context(api_req *r, const sl_sandbox *sb, const char *cid, co
 	snprintf(id, sizeof(id), "default-%s", l);
 	if (ctx_load(r->srv, sb->id, id, c, err) == 0)
 		return 0;
+	sl_err_clear(err);
+	int lacks = repl_probe(r->srv, sb, l, err);
+	if (lacks)
+		return lacks;
 	memset(c, 0, sizeof(*c));
 	snprintf(c->id, sizeof(c->id), "%s", id);
 	snprintf(c->language, sizeof(c->language), "%s", l);
 	e2b_user_home(sb, NULL, c->cwd, sizeof(c->cwd));
 	c->created = 0; /* E2B's are there from the sandbox's start: listed first */
-	sl_err_clear(err);
 	return ctx_save(r->srv, sb->id, c, err);
+}
+
+/* runCode in a language the image lacks: the SDK shows a failed request only as its
+ * status ("400 Bad Request"), so the reason is the execution's error instead, named
+ * LanguageUnavailable (createCodeContext gets a 400 with it). */
+static enum MHD_Result language_lacking(api_req *r, const sl_err *err)
+{
+	cJSON *ev = cJSON_CreateObject();
+	cJSON_AddStringToObject(ev, "type", "error");
+	cJSON_AddStringToObject(ev, "name", "LanguageUnavailable");
+	cJSON_AddStringToObject(ev, "value", err->msg);
+	cJSON_AddStringToObject(ev, "traceback", "");
+	_cleanup_free_ char *line = cJSON_PrintUnformatted(ev);
+	cJSON_Delete(ev);
+	_cleanup_free_ char *text = NULL;
+	if (!line || asprintf(&text, "%s\n{\"type\":\"end_of_execution\"}\n", line) < 0)
+		return MHD_NO;
+	struct MHD_Response *resp =
+	    MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
+	return api_reply(r, 200, resp);
 }
 
 enum MHD_Result e2b_execute(api_req *r)
@@ -556,8 +689,12 @@ enum MHD_Result e2b_execute(api_req *r)
 		sl_fail(&err, SL_INVALID, 0, "code: required");
 		goto fail;
 	}
-	if (execute_context(r, &sb, cid, lang, &c, &err) < 0 ||
-	    (lock = ctx_lock(r->srv, sb.id, c.id, &err)) < 0)
+	int got = execute_context(r, &sb, cid, lang, &c, &err);
+	if (got > 0) {
+		sandbox_free(&sb);
+		return language_lacking(r, &err);
+	}
+	if (got < 0 || (lock = ctx_lock(r->srv, sb.id, c.id, &err)) < 0)
 		goto fail;
 	/* Read again under the lock: a restart may have replaced the REPL. */
 	if (ctx_load(r->srv, sb.id, c.id, &c, &err) < 0 ||
@@ -653,7 +790,7 @@ enum MHD_Result e2b_contexts_create(api_req *r)
 		snprintf(c.cwd, sizeof(c.cwd), "%s", cwd);
 	else
 		e2b_user_home(&sb, NULL, c.cwd, sizeof(c.cwd));
-	if (repl_start(r->srv, &sb, &c, &err) < 0)
+	if (repl_probe(r->srv, &sb, l, &err) != 0 || repl_start(r->srv, &sb, &c, &err) < 0)
 		goto fail;
 	sandbox_free(&sb);
 	return api_reply_json(r, 200, ctx_json(&c));

@@ -214,7 +214,7 @@ test('a bash context: one bash per context, state kept, env per call', async () 
 	// An interrupted cell: the bash and its children are gone; the context lives on.
 	await assert.rejects(sbx.runCode('sleep 100', { context: sh, timeoutMs: 1500 }), (e) => e.name === 'TimeoutError');
 	assert.deepEqual((await sbx.runCode('echo again', { context: sh })).logs.stdout, ['again\n']);
-	await assert.rejects(sbx.runCode('1', { language: 'r' }), /400|language/);
+	await assert.rejects(sbx.runCode('1', { language: 'cobol' }), /400|language/);
 });
 
 test('a sandbox killed during runCode: the stream is cut, the SDK throws a TimeoutError', async () => {
