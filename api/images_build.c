@@ -15,8 +15,9 @@ typedef struct build_job {
 	char owner[SL_OWNER_LEN];
 	char name[128], dockerfile[256];
 	bool has_dockerfile, network;
-	api_upload up;	  /* the upload: request body -> the build thread */
-	int out_r, out_w; /* the progress: the build thread -> the response */
+	char *start_cmd, *ready_cmd; /* ?startCmd, ?readyCmd, or NULL */
+	api_upload up;		     /* the upload: request body -> the build thread */
+	int out_r, out_w;	     /* the progress: the build thread -> the response */
 } build_job;
 
 /* One JSON line to the response; a client gone (EPIPE) is ignored: the build goes on. */
@@ -57,6 +58,8 @@ static void *build_main(void *p)
 	sl_build_opts o = {.name = j->name,
 			   .dockerfile = j->has_dockerfile ? j->dockerfile : NULL,
 			   .network = j->network,
+			   .start_cmd = j->start_cmd,
+			   .ready_cmd = j->ready_cmd,
 			   .out = on_line,
 			   .out_arg = j};
 	sl_image img;
@@ -89,6 +92,8 @@ static void job_free(build_job *j)
 	if (j->out_w >= 0)
 		close(j->out_w);
 	atomic_fetch_sub(&j->srv->imports, 1);
+	free(j->start_cmd);
+	free(j->ready_cmd);
 	free(j);
 }
 
@@ -103,6 +108,7 @@ static void upload_free(api_req *r)
 int api_images_build_begin(api_req *r, sl_err *err)
 {
 	const char *name = api_query(r, "name"), *df = api_query(r, "dockerfile");
+	const char *start = api_query(r, "startCmd"), *ready = api_query(r, "readyCmd");
 	bool network = false;
 	if (!name)
 		return sl_fail(err, SL_INVALID, 0, "?name: required (the image's name)");
@@ -112,6 +118,10 @@ int api_images_build_begin(api_req *r, sl_err *err)
 	if (df && (!*df || strlen(df) >= 256))
 		return sl_fail(err, SL_INVALID, 0,
 			       "?dockerfile: a path in the context, under 256 bytes");
+	if ((start && (!*start || strlen(start) > 65536)) ||
+	    (ready && (!*ready || strlen(ready) > 65536)))
+		return sl_fail(err, SL_INVALID, 0,
+			       "?startCmd, ?readyCmd: a shell command of 1 to 65536 bytes");
 	if (api_import_admit(r->srv, err) < 0)
 		return -1;
 	build_job *j = calloc(1, sizeof(*j));
@@ -128,6 +138,9 @@ int api_images_build_begin(api_req *r, sl_err *err)
 		snprintf(j->dockerfile, sizeof(j->dockerfile), "%s", df);
 	r->upload = j;
 	r->upload_free = upload_free;
+	if ((start && !(j->start_cmd = strdup(start))) ||
+	    (ready && !(j->ready_cmd = strdup(ready))))
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "build");
 	int out[2];
 	if (pipe2(out, O_CLOEXEC) < 0)
 		return sl_sysfail(err, "pipe");

@@ -9,6 +9,7 @@
 #include "packages.h"
 #include "net.h"
 #include "quantity.h"
+#include "startcmd.h"
 #include "http.h"
 #include "ports_parse.h"
 #include "view.h"
@@ -454,6 +455,15 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 	int pooled = api_pool_take(s, &o, out, err);
 	if (pooled < 0 || (!pooled && sandbox_create(s->ctx, &o, out, err) < 0))
 		goto out;
+	/* The image's start command (E2B's setStartCmd) running and ready before the
+	 * answer; a sandbox whose start fails is not left behind. */
+	char start_exec[32];
+	if (startcmd_image_run(s->ctx, out, start_exec, err) < 0) {
+		sl_err e2 = {0};
+		api_destroy(s, out->id, "its image's start command failed", &e2);
+		sandbox_free(out);
+		goto out;
+	}
 	r = 0;
 out:
 	api_strv_free(env);

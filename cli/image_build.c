@@ -220,18 +220,15 @@ static void print_line(void *arg, const char *line)
 	fprintf(stderr, "%s\n", line);
 }
 
-/* `image build -t NAME [-f FILE] [--build-arg K=V]... [--network] DIR` */
-static int dockerfile_build(sl_ctx *ctx, const char *name, const char *file,
-			    const char *const *args, bool network, const char *dir)
+/* `image build -t NAME [-f FILE] [--build-arg K=V]... [--network] [--start-cmd CMD]
+ * [--ready-cmd CMD] DIR`: O has the options, DIR is the context. */
+static int dockerfile_build(sl_ctx *ctx, const sl_build_opts *o_in, const char *dir)
 {
-	if (!name)
+	if (!o_in->name)
 		return cli_usage("image build: a Dockerfile build needs -t NAME");
-	sl_build_opts o = {.name = name,
-			   .context = dir,
-			   .dockerfile = file,
-			   .build_args = args,
-			   .network = network,
-			   .out = print_line};
+	sl_build_opts o = *o_in;
+	o.context = dir;
+	o.out = print_line;
 	sl_image img;
 	sl_err err = {0};
 	if (build_image(ctx, &o, &img, &err) < 0)
@@ -242,7 +239,8 @@ static int dockerfile_build(sl_ctx *ctx, const char *name, const char *file,
 
 int cmd_image_build(sl_ctx *ctx, int argc, char **argv)
 {
-	const char *name = NULL, *out = NULL, *arg = NULL, *file = NULL;
+	const char *name = NULL, *out = NULL, *arg = NULL, *file = NULL, *start = NULL,
+		   *ready = NULL;
 	bool no_import = false, network = false;
 	_cleanup_free_ const char **args = calloc((size_t)argc + 1, sizeof(*args));
 	size_t nargs = 0;
@@ -259,6 +257,10 @@ int cmd_image_build(sl_ctx *ctx, int argc, char **argv)
 			args[nargs++] = argv[++i];
 		else if (!strcmp(argv[i], "--network"))
 			network = true;
+		else if (!strcmp(argv[i], "--start-cmd") && i + 1 < argc)
+			start = argv[++i];
+		else if (!strcmp(argv[i], "--ready-cmd") && i + 1 < argc)
+			ready = argv[++i];
 		else if ((!strcmp(argv[i], "--output") || !strcmp(argv[i], "-o")) && i + 1 < argc)
 			out = argv[++i];
 		else if (!strcmp(argv[i], "--no-import"))
@@ -271,9 +273,11 @@ int cmd_image_build(sl_ctx *ctx, int argc, char **argv)
 			return cli_usage("image build: unexpected argument \"%s\"", argv[i]);
 	}
 	if (!arg)
-		return cli_usage("image build -t NAME [-f Dockerfile] [--build-arg K=V] [--network] "
-				 "DIR\n       image build [--name NAME] [-o FILE] [--no-import] "
-				 "RECIPE|default");
+		return cli_usage(
+		    "image build -t NAME [-f Dockerfile] [--build-arg K=V] [--network] "
+		    "[--start-cmd CMD] [--ready-cmd CMD] DIR\n"
+		    "       image build [--name NAME] [-o FILE] [--no-import] "
+		    "RECIPE|default");
 	/* -f names a file relative to DIR (docker's -f is relative to the current
 	 * directory: an absolute or ./ path is made relative to DIR when inside it). */
 	char rel[PATH_MAX], dir_real[PATH_MAX];
@@ -288,11 +292,17 @@ int cmd_image_build(sl_ctx *ctx, int argc, char **argv)
 	if (file || build_is_dockerfile_dir(arg, NULL)) {
 		if (out || no_import)
 			return cli_usage("image build: -o and --no-import are for recipes");
-		return dockerfile_build(ctx, name, file, args, network, arg);
+		sl_build_opts o = {.name = name,
+				   .dockerfile = file,
+				   .build_args = args,
+				   .network = network,
+				   .start_cmd = start,
+				   .ready_cmd = ready};
+		return dockerfile_build(ctx, &o, arg);
 	}
-	if (nargs || network)
-		return cli_usage("image build: %s has no Dockerfile (--build-arg and --network are "
-				 "for Dockerfile builds)",
+	if (nargs || network || start || ready)
+		return cli_usage("image build: %s has no Dockerfile (--build-arg, --network, "
+				 "--start-cmd and --ready-cmd are for Dockerfile builds)",
 				 arg);
 
 	recipe r;

@@ -27,6 +27,7 @@
 #include "net.h"
 #include "quantity.h"
 #include "release.h"
+#include "startcmd.h"
 
 #define MAX_KV 512
 
@@ -554,6 +555,14 @@ int cmd_create(sl_ctx *ctx, int argc, char **argv)
 	sl_err err = { 0 };
 	if (sandbox_create(ctx, &o.c, &sb, &err) < 0)
 		return cli_fail(&err);
+	/* The image's start command running and ready (startcmd.h), or no sandbox. */
+	char start_exec[32];
+	if (startcmd_image_run(ctx, &sb, start_exec, &err) < 0) {
+		sl_err e2 = {0};
+		sandbox_destroy(ctx, sb.id, "its image's start command failed", &e2);
+		sandbox_free(&sb);
+		return cli_fail(&err);
+	}
 	printf("%s\n", sb.id);
 	sandbox_free(&sb);
 	return 0;

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "sandbox.h"
 #include "sbxfs.h"
+#include "startcmd.h"
 #include "state.h"
 #include "storage.h"
 
@@ -314,6 +315,12 @@ static cJSON *docker_config(const struct stage *st)
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, pairs[i][0]);
 		if (v && !cJSON_IsNull(v) && cJSON_GetArraySize(v) > 0)
 			cJSON_AddItemToObject(cc, pairs[i][1], cJSON_Duplicate(v, true));
+	}
+	static const char *const lines[][2] = {{"startCmd", "StartCmd"}, {"readyCmd", "ReadyCmd"}};
+	for (size_t i = 0; i < 2; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, lines[i][0]);
+		if (cJSON_IsString(v))
+			cJSON_AddStringToObject(cc, lines[i][1], v->valuestring);
 	}
 	const cJSON *ports = cJSON_GetObjectItemCaseSensitive(c, "exposedPorts"), *p;
 	if (cJSON_GetArraySize(ports) > 0) {
@@ -1306,6 +1313,44 @@ static int build_args(struct build *b)
 	return 0;
 }
 
+static void start_say(void *arg, const char *line)
+{
+	say(arg, "  %s", line);
+}
+
+/* The image's start and ready commands (the build's, else the base's): set in ST's
+ * config, and checked as a create will run them, in a build sandbox of the image. */
+static int start_check(struct build *b, struct stage *st)
+{
+	const char *given[2] = {b->o->start_cmd, b->o->ready_cmd};
+	static const char *const keys[2] = {"startCmd", "readyCmd"};
+	for (int i = 0; i < 2; i++) {
+		if (!given[i] || !*given[i])
+			continue;
+		cJSON_DeleteItemFromObjectCaseSensitive(st->cfg, keys[i]);
+		cJSON_AddStringToObject(st->cfg, keys[i], given[i]);
+	}
+	const cJSON *start = cJSON_GetObjectItemCaseSensitive(st->cfg, "startCmd");
+	const cJSON *ready = cJSON_GetObjectItemCaseSensitive(st->cfg, "readyCmd");
+	if (!cJSON_IsString(start) && !cJSON_IsString(ready))
+		return 0;
+	say(b, "START: the start and ready commands, as each sandbox of the image runs them");
+	struct sandbox_step s = {0};
+	int rc = step_sandbox(b, st, &s);
+	if (rc == 0) {
+		sl_startcmd sc = {.start = cJSON_IsString(start) ? start->valuestring : NULL,
+				  .ready = cJSON_IsString(ready) ? ready->valuestring : NULL,
+				  .user = cfg_str(st, "user", "root"),
+				  .cwd = cfg_str(st, "workingDir", "/"),
+				  .out = start_say,
+				  .out_arg = b};
+		char eid[32];
+		rc = startcmd_run(b->ctx, &s.sb, &sc, eid, b->err);
+	}
+	step_end(b, &s);
+	return rc < 0 ? sl_wrap(b->err, "the image's start and ready commands") : 0;
+}
+
 static int build_run(struct build *b, sl_image *out)
 {
 	snprintf(b->dir, sizeof(b->dir), "%s/images/build", b->ctx->cfg.state_dir);
@@ -1341,7 +1386,7 @@ static int build_run(struct build *b, sl_image *out)
 			return -1;
 	}
 	struct stage *last = &b->stages[b->nstages - 1];
-	if (stage_commit(b, last, b->o->name, out) < 0)
+	if (start_check(b, last) < 0 || stage_commit(b, last, b->o->name, out) < 0)
 		return -1;
 	say(b, "built %s %s", out->name, out->digest);
 	return 0;

@@ -18,6 +18,10 @@ typedef struct sl_build_opts {
 	const char *dockerfile;	       /* relative to the context; NULL: "Dockerfile" */
 	const char *const *build_args; /* "K=V", NULL-terminated; may be NULL */
 	bool network;		       /* RUN steps get a network (off by default) */
+	/* The image's start and ready commands (startcmd.h; NULL: the base image's, if
+	 * any), checked at the end of the build in a build sandbox: the start command
+	 * started, the ready command run until it succeeds, or the build fails. */
+	const char *start_cmd, *ready_cmd;
 	sl_build_out_fn out;
 	void *out_arg;
 } sl_build_opts;

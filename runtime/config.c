@@ -68,6 +68,21 @@ static int config_disk_grants(sl_config *cfg, sl_err *err)
 	return 0;
 }
 
+/* SANDLOT_READY_TIMEOUT: seconds an image's ready command may take (startcmd.h). */
+static int config_ready_timeout(sl_config *cfg, sl_err *err)
+{
+	const char *v = getenv("SANDLOT_READY_TIMEOUT");
+	cfg->ready_timeout_ms = 300 * 1000;
+	if (v && *v) {
+		if (strspn(v, "0123456789") != strlen(v) || strlen(v) > 5 || !atoi(v) ||
+		    atoi(v) > 86400)
+			return sl_fail(err, SL_INVALID, 0,
+				       "SANDLOT_READY_TIMEOUT=%s: seconds, from 1 to 86400", v);
+		cfg->ready_timeout_ms = (uint64_t)atoi(v) * 1000;
+	}
+	return 0;
+}
+
 int config_load(sl_config *cfg, sl_err *err)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -108,7 +123,7 @@ int config_load(sl_config *cfg, sl_err *err)
 	    env_quantity("SANDLOT_DEFAULT_MEMORY", "1Gi", 0, &cfg->def_memory, err) < 0 ||
 	    env_quantity("SANDLOT_DEFAULT_DISK", "4Gi", 0, &cfg->def_disk, err) < 0)
 		return -1;
-	if (config_disk_grants(cfg, err) < 0)
+	if (config_disk_grants(cfg, err) < 0 || config_ready_timeout(cfg, err) < 0)
 		return -1;
 	const char *runner = getenv("SANDLOT_CODE_RUNNER");
 	cfg->code_runner_off = runner && !strcmp(runner, "off");

@@ -33,6 +33,9 @@ typedef struct sl_config {
 	uint64_t max_disk;
 	sl_space_floor min_free;
 	uint32_t max_imports;
+	/* SANDLOT_READY_TIMEOUT (seconds, default 300, E2B's): how long an image's ready
+	 * command may take to succeed, at its build and at each create (startcmd.h). */
+	uint64_t ready_timeout_ms;
 	/* SANDLOT_TOMBSTONES_MAX: the most tombstones kept (the newest; each also goes
 	 * after 24 h). */
 	uint64_t tombstones_max;

@@ -349,6 +349,19 @@ static int oci_config_fields(const cJSON *c, cJSON *out, sl_err *err)
 	    oci_strv(c, "Entrypoint", "entrypoint", out, true, err) < 0 ||
 	    oci_strv(c, "Cmd", "cmd", out, true, err) < 0)
 		return -1;
+	/* sandlot's own, as Healthcheck is docker's: an image's start and ready commands
+	 * (E2B's setStartCmd/setReadyCmd; startcmd.h), shell lines, kept only when given. */
+	static const char *const lines[][2] = {{"StartCmd", "startCmd"}, {"ReadyCmd", "readyCmd"}};
+	for (int i = 0; i < 2; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, lines[i][0]);
+		if (!v || cJSON_IsNull(v))
+			continue;
+		if (!cJSON_IsString(v) || !v->valuestring[0] || !oci_text_ok(v->valuestring, true))
+			return sl_fail(err, SL_INVALID, 0,
+				       "image config: %s is not a line of printable text",
+				       lines[i][0]);
+		cJSON_AddStringToObject(out, lines[i][1], v->valuestring);
+	}
 	cJSON *env = cJSON_GetObjectItemCaseSensitive(out, "env");
 	cJSON *e;
 	cJSON_ArrayForEach(e, env) if (!strchr(e->valuestring, '=') || e->valuestring[0] == '=')

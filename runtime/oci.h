@@ -48,7 +48,8 @@ void oci_strv_free(char **v, size_t n);
 
 /* An image config, checked and reduced to what sandlot keeps, as a new object:
  * {"platform", "user", "workingDir", "env":[], "entrypoint":[]|null, "cmd":[]|null,
- *  "labels":{}, "exposedPorts":[], "diffIds":[]}. */
+ *  "labels":{}, "exposedPorts":[], "diffIds":[]}, and "startCmd", "readyCmd" (strings)
+ * when the config has sandlot's StartCmd, ReadyCmd (startcmd.h). */
 int oci_config_parse(const char *text, size_t len, cJSON **out, sl_err *err);
 
 enum oci_wh {

@@ -707,7 +707,8 @@ typedef struct tpl_job {
 	tpl_build rec; /* its images: NAME is the first, the others its tags */
 	bool pull;     /* the base is a reference to fetch when no local image has its name */
 	df_text df;
-	cJSON *steps; /* the start body's steps (reason_of words a failure with them) */
+	cJSON *steps;	     /* the start body's steps (reason_of words a failure with them) */
+	char *start, *ready; /* the image's start and ready commands, or NULL */
 } tpl_job;
 
 static void job_free(tpl_job *j)
@@ -715,6 +716,8 @@ static void job_free(tpl_job *j)
 	free(j->df.s);
 	free(j->df.step_of);
 	cJSON_Delete(j->steps);
+	free(j->start);
+	free(j->ready);
 	free(j);
 }
 
@@ -758,10 +761,16 @@ static int translate(api_server *s, const cJSON *in, const char *ctx, tpl_job *j
 		return sl_fail(err, SL_INVALID, 0,
 			       "fromImageRegistry: registry credentials are the daemon's (its "
 			       "auth.json, `sandlot serve --auth-file`), not the template's");
-	if (start || ready)
+	/* The image's start and ready commands (startcmd.h). A start command with no ready
+	 * command waits 20 s, as E2B's builder does. */
+	if ((start && (!*start || strlen(start) > 65536)) ||
+	    (ready && (!*ready || strlen(ready) > 65536)))
 		return sl_fail(err, SL_INVALID, 0,
-			       "setStartCmd/setReadyCmd: not supported by sandlot's E2B façade "
-			       "(start the process after Sandbox.create)");
+			       "startCmd, readyCmd: a command of 1 to 65536 bytes");
+	if ((start && !(j->start = strdup(start))) ||
+	    (start && !ready && !(j->ready = strdup("sleep 20"))) ||
+	    (ready && !(j->ready = strdup(ready))))
+		return sl_fail(err, SL_EXHAUSTED, ENOMEM, "startCmd");
 	if (!!img == !!tpl)
 		return sl_fail(err, SL_INVALID, 0, "give one of fromImage and fromTemplate");
 	const char *base = img ? img : tpl;
@@ -876,6 +885,12 @@ static void reason_of(tpl_job *j, const sl_err *err, cJSON *reason)
 	const char *at = strstr(err->msg, "Dockerfile line ");
 	int line = 0;
 	char msg[sizeof(err->msg) + 64];
+	static const char fin[] = "the image's start and ready commands: ";
+	if (!strncmp(err->msg, fin, sizeof(fin) - 1)) { /* E2B's last phase, "finalize" */
+		cJSON_AddStringToObject(reason, "message", err->msg + sizeof(fin) - 1);
+		cJSON_AddStringToObject(reason, "step", "finalize");
+		return;
+	}
 	if (at && sscanf(at, "Dockerfile line %d", &line) == 1 && line >= 1 && line <= j->df.line) {
 		int k = j->df.step_of[line];
 		const char *colon = strchr(at, ':');
@@ -902,7 +917,12 @@ static void *tpl_main(void *p)
 	snprintf(ctx, sizeof(ctx), "%s/ctx", j->dir);
 	snprintf(df, sizeof(df), "%s/Dockerfile", ctx);
 	sl_err err = {0};
-	sl_build_opts o = {.name = j->name, .context = ctx, .out = on_line, .out_arg = j};
+	sl_build_opts o = {.name = j->name,
+			   .context = ctx,
+			   .start_cmd = j->start,
+			   .ready_cmd = j->ready,
+			   .out = on_line,
+			   .out_arg = j};
 	sl_image img;
 	int rc = base_ensure(j, &err);
 	if (rc == 0)

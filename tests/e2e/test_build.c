@@ -372,6 +372,102 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* ?startCmd/?readyCmd: the build checks them; every create starts the start command as an
+ * execution and answers once the ready command passed, or removes the sandbox. The daemon
+ * has SANDLOT_READY_TIMEOUT=3. */
+static void test_api_start_cmd(void **state)
+{
+	e2e_daemon d;
+	char *sock = e2e_printf("%s/start.sock", e2e_root());
+	char *captures = e2e_printf("%s/start-captures.jsonl", e2e_root());
+	setenv("SANDLOT_READY_TIMEOUT", "3", 1);
+	e2e_daemon_start(&d, sock, false, NULL);
+	unsetenv("SANDLOT_READY_TIMEOUT");
+	e2e_http_use(&d, captures);
+	char *dir = context("start");
+	put(dir, "Dockerfile", "FROM busybox\nRUN echo built > /built\n");
+	e2e_resp r;
+	/* start: echo $$ > /tmp/pid; exec sleep 600
+	 * ready: test -f /tmp/pid && test -z "$NOTREADY" && sleep 1 */
+	post_build(&r,
+		   "name=svc&startCmd=echo%20%24%24%20%3E%20%2Ftmp%2Fpid%3B%20exec%20sleep%20600"
+		   "&readyCmd=test%20-f%20%2Ftmp%2Fpid%20%26%26%20test%20-z%20%22%24NOTREADY%22%20"
+		   "%26%26%20sleep%201",
+		   dir);
+	assert_int_equal(r.status, 200);
+	if (!e2e_contains(r.body, "start command: echo $$ > /tmp/pid") ||
+	    !e2e_contains(r.body, "ready in ") ||
+	    !e2e_contains(r.body, "{\"image\":{\"name\":\"svc\""))
+		fail_msg("unexpected answer:\n%s", r.body);
+	e2e_resp_free(&r);
+	e2e_http(&r, "GET", "/v1/images/svc", NULL);
+	const cJSON *cfg = cJSON_GetObjectItem(r.json, "config");
+	assert_string_equal(cJSON_GetObjectItem(cfg, "startCmd")->valuestring,
+			    "echo $$ > /tmp/pid; exec sleep 600");
+	assert_non_null(strstr(cJSON_GetObjectItem(cfg, "readyCmd")->valuestring, "sleep 1"));
+	e2e_resp_free(&r);
+
+	/* A create answers once ready (the ready command's 1 s sleep), the start command
+	 * running as one of its executions. */
+	double t0 = now_s();
+	e2e_http(&r, "POST", "/v1/sandboxes", "{\"image\":\"svc\"}");
+	double took = now_s() - t0;
+	assert_int_equal(r.status, 201);
+	if (took < 1.0)
+		fail_msg("the create answered in %.2f s, before its ready command's 1 s", took);
+	char *id = strdup(cJSON_GetObjectItem(r.json, "id")->valuestring);
+	e2e_resp_free(&r);
+	char *path = e2e_printf("/v1/sandboxes/%s/executions", id);
+	e2e_http(&r, "GET", path, NULL);
+	if (!e2e_contains(r.body, "exec sleep 600") || !e2e_contains(r.body, "\"running\""))
+		fail_msg("the start command is not a running execution:\n%s", r.body);
+	e2e_resp_free(&r);
+	char *ps =
+	    e2e_sandlot_ok("exec", id, "--", "sh", "-c", "cat /proc/$(cat /tmp/pid)/cmdline", NULL);
+	assert_string_equal(ps, "sleep\000600");
+	free(ps);
+	free(e2e_sandlot_ok("rm", "-f", id, NULL));
+
+	/* A create whose ready command does not pass in time: 504, no sandbox left. */
+	e2e_http(&r, "POST", "/v1/sandboxes", "{\"image\":\"svc\",\"env\":{\"NOTREADY\":\"1\"}}");
+	assert_int_equal(r.status, 504);
+	if (!e2e_contains(r.body, "the ready command did not succeed within 3 s"))
+		fail_msg("unexpected answer:\n%s", r.body);
+	e2e_resp_free(&r);
+	char *sbx = e2e_sandlot_ok("ls", NULL);
+	if (strstr(sbx, "sbx_"))
+		fail_msg("a sandbox is left:\n%s", sbx);
+	free(sbx);
+
+	/* A build whose ready command never passes, and one whose start command fails. */
+	post_build(&r, "name=notready&startCmd=sleep%20600&readyCmd=exit%201", dir);
+	if (!e2e_contains(r.body,
+			  "{\"error\":{\"code\":\"TIMEOUT\",\"message\":\"the image's "
+			  "start and ready commands: the ready command did not succeed within 3 s"))
+		fail_msg("unexpected answer:\n%s", r.body);
+	e2e_resp_free(&r);
+	post_build(&r, "name=badstart&startCmd=exit%205&readyCmd=sleep%2030", dir);
+	if (!e2e_contains(r.body, "the start command failed: exit code 5"))
+		fail_msg("unexpected answer:\n%s", r.body);
+	e2e_resp_free(&r);
+	post_build(&r, "name=x&startCmd=", dir);
+	assert_int_equal(r.status, 400);
+	e2e_resp_free(&r);
+	char *ls = e2e_sandlot_ok("image", "ls", NULL);
+	if (strstr(ls, "notready") || strstr(ls, "badstart"))
+		fail_msg("a failed build left its image:\n%s", ls);
+	free(ls);
+	free(e2e_sandlot_ok("image", "rm", "svc", NULL));
+	assert_nothing_half_made();
+	free(e2e_spec_check(sock, captures));
+	e2e_daemon_stop(&d);
+	free(path);
+	free(id);
+	free(dir);
+	free(sock);
+	free(captures);
+}
+
 /* A RUN's output is shown as it comes, not when the RUN ends; the step ends when the
  * command exits, not when a process it left in the background does. */
 static void test_run_output_is_live(void **state)
@@ -422,6 +518,7 @@ int main(void)
 	    E2E_TEST(test_run_isolation),
 	    E2E_TEST(test_recipe_still_builds),
 	    E2E_TEST(test_api),
+	    E2E_TEST(test_api_start_cmd),
 	    E2E_TEST(test_run_output_is_live),
 	};
 	return e2e_run_tests(tests);

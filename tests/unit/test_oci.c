@@ -176,8 +176,28 @@ static void test_config(void **state)
 				&c, &e),
 			 0);
 	assert_string_equal(cJSON_GetObjectItem(c, "user")->valuestring, "");
+	assert_null(cJSON_GetObjectItem(c, "startCmd"));
+	cJSON_Delete(c);
+	/* sandlot's StartCmd/ReadyCmd: kept as they are (a multi-line shell text too). */
+	assert_int_equal(config("{\"os\":\"linux\",\"architecture\":\"amd64\",\"config\":{"
+				"\"StartCmd\":\"cd /srv &&\\n exec app\",\"ReadyCmd\":\"sleep 1\"},"
+				"\"rootfs\":{\"diff_ids\":[]}}",
+				&c, &e),
+			 0);
+	assert_string_equal(cJSON_GetObjectItem(c, "startCmd")->valuestring,
+			    "cd /srv &&\n exec app");
+	assert_string_equal(cJSON_GetObjectItem(c, "readyCmd")->valuestring, "sleep 1");
 	cJSON_Delete(c);
 	static const char *const bad[][2] = {
+	    {"{\"os\":\"linux\",\"architecture\":\"amd64\",\"config\":{\"StartCmd\":[\"x\"]},"
+	     "\"rootfs\":{\"diff_ids\":[]}}",
+	     "StartCmd"},
+	    {"{\"os\":\"linux\",\"architecture\":\"amd64\",\"config\":{\"ReadyCmd\":\"\"},"
+	     "\"rootfs\":{\"diff_ids\":[]}}",
+	     "ReadyCmd"},
+	    {"{\"os\":\"linux\",\"architecture\":\"amd64\",\"config\":{\"StartCmd\":\"a\\u0001\"},"
+	     "\"rootfs\":{\"diff_ids\":[]}}",
+	     "StartCmd"},
 	    {"{\"architecture\":\"amd64\",\"rootfs\":{\"diff_ids\":[]}}", "os"},
 	    {"{\"os\":\"linux\",\"architecture\":\"amd64\"}", "diff_ids"},
 	    {"{\"os\":\"linux\",\"architecture\":\"amd64\",\"rootfs\":{\"diff_ids\":[\"x\"]}}",

@@ -7,3 +7,6 @@ export E2B_TEMPLATE_BASE=python:3.12-slim
 suite_cleanup() {
 	mirror_stop
 }
+# A template's ready check that never passes fails its build after 8 s, not E2B's 5
+# minutes (template-start.test.mjs).
+export SANDLOT_READY_TIMEOUT=8

@@ -157,12 +157,12 @@ test('a base that is neither local nor pullable fails at the base step', async (
 	});
 });
 
-test('a step with no Dockerfile equivalent is refused with a clear error', async () => {
-	const tpl = Template().fromImage(BASE).setStartCmd('sleep 1000', 'true');
-	await assert.rejects(Template.build(tpl, { alias: 'e2b-tpl-start' }), /setStartCmd/);
+test('registry credentials in the template are refused with a clear error', async () => {
+	const tpl = Template().fromImage(BASE, { username: 'u', password: 'p' });
+	await assert.rejects(Template.build(tpl, { alias: 'e2b-tpl-creds' }), /registry credentials/);
 	// Refused, not left pending: the same name can be asked for again at once.
-	await assert.rejects(Template.build(tpl, { alias: 'e2b-tpl-start' }), /setStartCmd/);
-	assert.equal(await Template.aliasExists('e2b-tpl-start'), false);
+	await assert.rejects(Template.build(tpl, { alias: 'e2b-tpl-creds' }), /registry credentials/);
+	assert.equal(await Template.aliasExists('e2b-tpl-creds'), false);
 });
 
 test('the upload URL: its token only, a body that is no archive refused, a stale build superseded', async () => {
