@@ -4,7 +4,8 @@
  * WebSocket upgrades included (after the first request it only relays bytes). Both
  * listen on loopback only and need no API key, but a connection gets in only from root
  * or a `--allow-uid` user (runtime/peer.c names the client socket's owner), to a port
- * made public, or (preview) with the sandbox's preview token. */
+ * made public, or (preview) with the sandbox's preview token. An HTTP request goes in
+ * with the sandbox's request host for its Host, when it has one (E2B's maskRequestHost). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -194,9 +195,9 @@ static void relay_one_request(int client, int in, long long body)
  * sandlot's cookies out and asks for "Connection: close", and the connection then carries
  * that one request (relay_one_request); a head that does not parse ends the connection.
  * Any other protocol, a WebSocket after its upgrade, or a chunked upload is relayed as
- * it is. 0: relay the rest as it is; 1: done;
- * -1: the connection ends. */
-static int relay_first_head(api_server *s, int client, int in)
+ * it is. The head goes in with the sandbox's request host (MASK, "" none) for its Host,
+ * made for PORT. 0: relay the rest as it is; 1: done; -1: the connection ends. */
+static int relay_first_head(api_server *s, int client, int in, const char *mask, unsigned port)
 {
 	char buf[16384];
 	for (;;) {
@@ -222,7 +223,8 @@ static int relay_first_head(api_server *s, int client, int in)
 	preview_req pr = {0};
 	/* A head too long, too slow or malformed is not passed on whole: it may carry a
 	 * cookie (a sandbox's page can set cookies on this host, and pad the head with them). */
-	if (!eoh || preview_head_parse(head, eoh + 4 - head, &pr) < 0) {
+	if (!eoh || preview_head_parse(head, eoh + 4 - head, &pr) < 0 ||
+	    preview_head_set_host(&pr, mask, port) < 0) {
 		preview_req_free(&pr);
 		return -1;
 	}
@@ -243,14 +245,16 @@ static void *relay_conn(void *arg)
 	sl_sandbox sb;
 	sl_err err = { 0 };
 	int in = -1;
+	char mask[sizeof(sb.request_host)] = "";
 	/* Anyone else is closed on at once: nothing reaches the sandbox. */
 	if (sandbox_get(c->srv->ctx, c->id, &sb, &err) == 0) {
 		if (sandbox_port_public(&sb, c->port) || peer_allowed(c))
 			in = sandbox_connect_port(&sb, c->port);
+		memcpy(mask, sb.request_host, sizeof(mask));
 		sandbox_free(&sb);
 	}
 	if (in >= 0) {
-		if (relay_first_head(c->srv, c->fd, in) == 0)
+		if (relay_first_head(c->srv, c->fd, in, mask, c->port) == 0)
 			splice_both(c->fd, in);
 		close(in);
 	}
@@ -529,6 +533,11 @@ static void *preview_conn(void *arg)
 	bool ok = found && (allowed || sandbox_port_public(&sb, pr.port) ||
 			    preview_cred_ok(s, &pr, &sb, token, &query));
 	int in = ok && !query ? sandbox_connect_port(&sb, pr.port) : -1;
+	/* Its Host is the sandbox's request host when it has one (E2B's maskRequestHost). */
+	if (in >= 0 && preview_head_set_host(&pr, sb.request_host, pr.port) < 0) {
+		close(in);
+		in = -1;
+	}
 	if (found)
 		sandbox_free(&sb);
 	if (!parsed)

@@ -1,5 +1,6 @@
 /* ports_parse.c — the `ports` object of a create or PATCH, and a preview request's head:
- * the Host it routes by, the credential it carries, and the head forwarded without it. */
+ * the Host it routes by, the credential it carries, and the head forwarded without it
+ * (and with the sandbox's request host, when it has one). */
 #include "ports_parse.h"
 #include "ui.h"
 
@@ -254,6 +255,57 @@ int preview_head_parse(const char *head, size_t len, preview_req *r)
 		put(r->head, &o, "Connection: close\r\n", 19);
 	put(r->head, &o, "\r\n", 2);
 	r->head[o] = '\0';
+	r->head_len = o;
+	return 0;
+}
+
+/* MASK with each "${PORT}" made PORT, into OUT (at most CAP - 1 bytes kept). */
+static size_t mask_expand(const char *mask, unsigned port, char *out, size_t cap)
+{
+	static const char var[] = "${PORT}";
+	char num[8];
+	size_t nl = (size_t)snprintf(num, sizeof(num), "%u", port), o = 0;
+	for (const char *p = mask; *p && o + 1 < cap;) {
+		bool is_var = !strncmp(p, var, sizeof(var) - 1);
+		const char *s = is_var ? num : p;
+		size_t n = is_var ? nl : 1;
+		if (o + n >= cap)
+			break;
+		memcpy(out + o, s, n);
+		o += n;
+		p += is_var ? sizeof(var) - 1 : 1;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+int preview_head_set_host(preview_req *r, const char *mask, unsigned port)
+{
+	if (!mask || !*mask || !r->head)
+		return 0;
+	/* At most 255 characters of mask, each "${PORT}" (7) at most 5 digits. */
+	char host[320];
+	size_t hl = mask_expand(mask, port, host, sizeof(host));
+	char *out = malloc(r->head_len + hl + 16);
+	if (!out)
+		return -1;
+	const char *p = r->head, *end = r->head + r->head_len;
+	const char *eol = memchr(p, '\n', r->head_len);
+	size_t o = 0;
+	put(out, &o, p, eol + 1 - p);
+	put(out, &o, "Host: ", 6);
+	put(out, &o, host, hl);
+	put(out, &o, "\r\n", 2);
+	for (const char *l = eol + 1; l < end;) {
+		const char *nl = memchr(l, '\n', end - l);
+		size_t ll = nl ? (size_t)(nl + 1 - l) : (size_t)(end - l);
+		if (!header_is(l, ll, "Host"))
+			put(out, &o, l, ll);
+		l += ll;
+	}
+	out[o] = '\0';
+	free(r->head);
+	r->head = out;
 	r->head_len = o;
 	return 0;
 }

@@ -51,5 +51,9 @@ typedef struct preview_req {
  * (no request line, a line without a colon); 0 otherwise. Free with preview_req_free. */
 int preview_head_parse(const char *head, size_t len, preview_req *out);
 void preview_req_free(preview_req *r);
+/* The head to forward (R->head) with its Host header, or one added when it has none,
+ * made MASK with every "${PORT}" in it PORT (a sandbox's request host, record.h). MASK
+ * NULL or "": the head is kept. -1: out of memory (R unchanged). */
+int preview_head_set_host(preview_req *r, const char *mask, unsigned port);
 
 #endif

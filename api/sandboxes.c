@@ -407,7 +407,7 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 	    "image",   "snapshot", "name",    "ephemeral", "resources",	       "env",
 	    "labels",  "network",  "timeout", "user",	   "workingDirectory", "packages",
 	    "volumes", "command",  "ports",	       "runImageCommand", "secrets",
-	    "secretFiles", "hibernate", NULL};
+	    "secretFiles", "hibernate", "requestHost", NULL};
 	sl_create_opts o = {0};
 	int64_t tmo[3] = {-1, -1, -1};
 	sl_volume_spec vols[16];
@@ -426,6 +426,7 @@ int api_sandbox_create_from(api_server *s, const cJSON *body, bool ephemeral, bo
 		     ports_parse(cJSON_GetObjectItemCaseSensitive(body, "ports"), ports, &o.nports,
 				 err) < 0 ||
 		     api_json_string(body, "", "snapshot", &o.snapshot, err) < 0 ||
+		     api_json_string(body, "", "requestHost", &o.request_host, err) < 0 ||
 		     api_json_string(body, "", "name", &o.name, err) < 0 ||
 		     api_json_string(body, "", "user", &o.user, err) < 0 ||
 		     api_json_string(body, "", "workingDirectory", &o.workdir, err) < 0 ||

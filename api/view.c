@@ -93,6 +93,10 @@ cJSON *view_sandbox_json(const sl_sandbox *sb)
 							: cJSON_CreateArray());
 	cJSON_AddItemToObject(o, "ports",
 			      sb->ports ? cJSON_Duplicate(sb->ports, 1) : cJSON_CreateObject());
+	if (sb->request_host[0])
+		cJSON_AddStringToObject(o, "requestHost", sb->request_host);
+	else
+		cJSON_AddNullToObject(o, "requestHost");
 	if (sb->snapshot[0])
 		cJSON_AddStringToObject(o, "snapshot", sb->snapshot);
 	else

@@ -113,6 +113,7 @@ static int plan_of(const sl_sandbox *src, fork_plan *p, sl_err *err)
 		p->ports[o->nports++] = (sl_port_setting){port, true};
 	}
 	o->ports = p->ports;
+	o->request_host = src->request_host;
 	return 0;
 }
 

@@ -89,6 +89,7 @@ int sandbox_pool_take(sl_ctx *ctx, const char *id, const sl_create_opts *o, sl_s
 	if (record_kv_object("env", o->env, &sb.env, err) < 0 ||
 	    record_kv_object("labels", o->labels, &sb.labels, err) < 0 ||
 	    record_ports_apply(&sb.ports, o->ports, o->nports, err) < 0 ||
+	    record_request_host(o->request_host, sb.request_host, err) < 0 ||
 	    sandbox_image_defaults(ctx, &img, &sb, err) < 0) {
 		sandbox_free(&sb);
 		return -1;

@@ -554,6 +554,23 @@ int record_ports_apply(cJSON **ports, const sl_port_setting *set, size_t n, sl_e
 	return 0;
 }
 
+int record_request_host(const char *host, char out[256], sl_err *err)
+{
+	size_t n = host ? strlen(host) : 0;
+	out[0] = '\0';
+	if (n >= 256)
+		return sl_fail(err, SL_INVALID, 0, "requestHost: at most 255 characters, not %zu",
+			       n);
+	for (size_t i = 0; i < n; i++)
+		if (host[i] <= ' ' || host[i] > '~')
+			return sl_fail(err, SL_INVALID, 0,
+				       "requestHost: character %zu is not visible ASCII (a Host "
+				       "header has no spaces or control characters)",
+				       i + 1);
+	memcpy(out, host ? host : "", n + 1);
+	return 0;
+}
+
 bool sandbox_port_public(const sl_sandbox *sb, unsigned port)
 {
 	char key[8];

@@ -119,6 +119,10 @@ typedef struct sl_sandbox {
 	 * hex chars, random, internal) is the credential for the others. */
 	cJSON *ports;
 	char preview_token[65];
+	/* The Host header the relays and the preview proxy give every HTTP request they
+	 * pass in ("" the request's own); "${PORT}" in it stands for the port (E2B's
+	 * maskRequestHost). Set at create. */
+	char request_host[256];
 	/* A tombstone whose host resources are still being freed (sandbox_destroy_begin):
 	 * the process doing it. Its claims stay taken until it is done. */
 	pid_t releaser_pid;
@@ -140,6 +144,9 @@ void record_new_preview_token(char out[65]);
 /* Apply SET to the ports object *PORTS (made when absent): public ports get an entry,
  * private ones (the default) lose theirs. */
 int record_ports_apply(cJSON **ports, const sl_port_setting *set, size_t n, sl_err *err);
+/* A create's request host (record.h, request_host) checked into OUT: NULL or "" none;
+ * else 1-255 visible ASCII characters (no space or control: it becomes a header line). */
+int record_request_host(const char *host, char out[256], sl_err *err);
 /* Is PORT of SB open to every local user? */
 bool sandbox_port_public(const sl_sandbox *sb, unsigned port);
 

@@ -63,6 +63,7 @@ static const struct field fields[] = {
     {F_STR, S(net_gateway), "net_gateway", "network", "gateway"},
     {F_STR, S(net_subnet), "net_subnet", "internal", "netSubnet"},
     {F_STR, S(preview_token), "preview_token", NULL, NULL},
+    {F_STR, S(request_host), "request_host", NULL, NULL},
     {F_STR, S(owner), "owner", NULL, NULL},
     {F_STR, S(forked_from), "forked_from", NULL, NULL},
     {F_BOOL, M(stop_policy), 0, "stop_policy", NULL, NULL},

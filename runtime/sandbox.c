@@ -595,6 +595,7 @@ int sandbox_create(sl_ctx *ctx, const sl_create_opts *o, sl_sandbox *out, sl_err
 	if (record_kv_object("env", o->env, &sb.env, err) < 0 ||
 	    record_kv_object("labels", o->labels, &sb.labels, err) < 0 ||
 	    record_ports_apply(&sb.ports, o->ports, o->nports, err) < 0 ||
+	    record_request_host(o->request_host, sb.request_host, err) < 0 ||
 	    sbxnet_lists(&ctx->cfg, &o->net, &sb.net_allow, &sb.net_deny, err) < 0 ||
 	    sbxnet_open_list(&o->net, &sb.net_open, err) < 0) {
 		sandbox_free(&sb);

@@ -51,6 +51,7 @@ typedef struct sl_create_opts {
 	const cJSON *secret_env, *secret_files;
 	const sl_port_setting *ports; /* none: every port private */
 	size_t nports;
+	const char *request_host; /* record.h, request_host; NULL: none */
 	/* Internal (package installs): trusted host dirs mounted for this start only,
 	 * not recorded and not checked against the host-mount allow-list. */
 	const sl_volume_spec *host_binds;

@@ -367,6 +367,8 @@ static cJSON *sandbox_e2b_json(const sl_sandbox *sb, bool detail)
 		cJSON_AddBoolToObject(o, "allowInternetAccess", sb->net_enabled);
 		cJSON *net = cJSON_AddObjectToObject(o, "network");
 		cJSON_AddBoolToObject(net, "allowPublicTraffic", sandbox_port_public(sb, SL_PORT_ALL));
+		if (sb->request_host[0])
+			cJSON_AddStringToObject(net, "maskRequestHost", sb->request_host);
 		/* /v1's rules the way E2B writes them: an allow list is "deny all but". */
 		if (cJSON_GetArraySize(sb->net_allow)) {
 			cJSON_AddItemToObject(net, "allowOut", cJSON_Duplicate(sb->net_allow, 1));
@@ -494,7 +496,8 @@ int e2b_network_body(const cJSON *in, cJSON *body, bool provider_defaults, sl_er
 /* network.allowPublicTraffic: true makes every port public (no credential); false
  * keeps them private, so the preview proxy wants E2B-Traffic-Access-Token (the create's
  * trafficAccessToken). Absent: private, or with --provider-defaults E2B's default,
- * public. */
+ * public. network.maskRequestHost is /v1's requestHost: the Host header requests through
+ * the preview proxy reach the sandbox with ("${PORT}" the port), checked by the runtime. */
 static int public_body(const cJSON *in, cJSON *body, bool provider_defaults, sl_err *err)
 {
 	const cJSON *net = cJSON_GetObjectItemCaseSensitive(in, "network");
@@ -502,6 +505,12 @@ static int public_body(const cJSON *in, cJSON *body, bool provider_defaults, sl_
 					       : NULL;
 	if (pub && !cJSON_IsBool(pub) && !cJSON_IsNull(pub))
 		return sl_fail(err, SL_INVALID, 0, "network.allowPublicTraffic: must be a boolean");
+	const cJSON *mask =
+	    cJSON_IsObject(net) ? cJSON_GetObjectItemCaseSensitive(net, "maskRequestHost") : NULL;
+	if (mask && !cJSON_IsString(mask) && !cJSON_IsNull(mask))
+		return sl_fail(err, SL_INVALID, 0, "network.maskRequestHost: must be a string");
+	if (cJSON_IsString(mask))
+		cJSON_AddStringToObject(body, "requestHost", mask->valuestring);
 	if (cJSON_IsTrue(pub) || (!cJSON_IsBool(pub) && provider_defaults)) {
 		cJSON *all = cJSON_AddObjectToObject(cJSON_AddObjectToObject(body, "ports"), "*");
 		cJSON_AddBoolToObject(all, "public", true);

@@ -766,6 +766,20 @@ static void symlink_target(cJSON *o, const sl_fileinfo *fi)
 	cJSON_AddStringToObject(o, "symlinkTarget", out);
 }
 
+/* A directory's size as E2B's filesystem gives it: ext4 with 4 KiB blocks, where a
+ * directory is whole blocks, at least one. st_size of a directory is each filesystem's
+ * own word (btrfs, the writable layer's: the bytes of its names, 0 when empty), so E2B's
+ * is given rather than one code written for E2B reads as "no directory" (size > 0
+ * checks); /v1 keeps what the filesystem says. Files are as they are. */
+#define E2B_FS_BLOCK 4096u
+static uint64_t entry_size(const sl_fileinfo *fi)
+{
+	if (strcmp(fi->type, "dir"))
+		return fi->size;
+	uint64_t blocks = (fi->size + E2B_FS_BLOCK - 1) / E2B_FS_BLOCK;
+	return (blocks ? blocks : 1) * E2B_FS_BLOCK;
+}
+
 static cJSON *entry_json(sl_ctx *ctx, const sl_sandbox *sb, const sl_fileinfo *fi)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -777,7 +791,7 @@ static cJSON *entry_json(sl_ctx *ctx, const sl_sandbox *sb, const sl_fileinfo *f
 							  : "FILE_TYPE_UNSPECIFIED";
 	cJSON_AddStringToObject(o, "type", type);
 	cJSON_AddStringToObject(o, "path", fi->path);
-	snprintf(t, sizeof(t), "%llu", (unsigned long long)fi->size);
+	snprintf(t, sizeof(t), "%llu", (unsigned long long)entry_size(fi));
 	cJSON_AddStringToObject(o, "size", t);
 	cJSON_AddNumberToObject(o, "mode", fi->mode);
 	perm[0] = !strcmp(fi->type, "dir") ? 'd' : !strcmp(fi->type, "symlink") ? 'l' : '-';

@@ -1465,6 +1465,115 @@ static void test_preview_websocket(void **state)
 	sandbox_del(id);
 }
 
+/* ---- requestHost: the Host header a request reaches the sandbox with ------------------ */
+
+/* An HTTP server in a sandbox (Python, default image) answering each request with the
+ * Host header it got. */
+static const char host_echo_py[] =
+    "import http.server\n"
+    "class H(http.server.BaseHTTPRequestHandler):\n"
+    "    def do_GET(self):\n"
+    "        b = ('host=[%s]' % self.headers.get('Host')).encode()\n"
+    "        self.send_response(200); self.send_header('Content-Length', str(len(b)))\n"
+    "        self.end_headers(); self.wfile.write(b)\n"
+    "    def log_message(self, *a): pass\n"
+    "http.server.ThreadingHTTPServer(('127.0.0.1', 8080), H).serve_forever()\n";
+
+/* What the server in the sandbox saw as Host, asked through 127.0.0.1:PORT with HOST. */
+static void assert_host_seen(int port, const char *host, const char *want)
+{
+	char *head = e2e_printf("GET / HTTP/1.1\r\nHost: %s\r\nAccept: */*\r\n\r\n", host);
+	char *out = tcp_exchange(port, head, strlen(head), false);
+	char *w = e2e_printf("host=[%s]", want);
+	if (!e2e_contains(out, w))
+		fail_msg("through port %d with Host %s: wanted %s, got: %s", port, host, w, out);
+	free(w);
+	free(out);
+	free(head);
+}
+
+/* A create's requestHost (E2B's network.maskRequestHost) is the Host every request
+ * through the preview proxy and the relay carries in, "${PORT}" the port; it is in the
+ * record, so a daemon with nothing in memory (a restart) does the same, and a fork keeps
+ * it. Without one a request keeps its own. A Host that is no header value is refused at
+ * create. */
+static void test_request_host(void **state)
+{
+	char *tar = e2e_build_path("images/default.tar.zst");
+	free(e2e_sandlot_ok("image", "import", "default", tar, NULL));
+	free(tar);
+	expect_call("POST", "/v1/sandboxes", "{\"image\":\"busybox\",\"requestHost\":\"a b\"}", 400,
+		    "INVALID_ARGUMENT", "requestHost");
+	expect_call("POST", "/v1/sandboxes",
+		    "{\"image\":\"busybox\",\"requestHost\":\"a\\r\\nX-Evil: 1\"}", 400,
+		    "INVALID_ARGUMENT", "requestHost");
+	expect_call("POST", "/v1/sandboxes", "{\"image\":\"busybox\",\"requestHost\":8080}", 400,
+		    "INVALID_ARGUMENT", "requestHost");
+	char *id = sandbox_new(
+	    "{\"image\":\"default\",\"requestHost\":\"custom-host.example.com:${PORT}\"}");
+	char *plain = sandbox_new("{\"image\":\"default\"}");
+	const char *both[] = {id, plain};
+	for (int i = 0; i < 2; i++) {
+		e2e_resp r = {0};
+		char *p = e2e_printf("/v1/sandboxes/%s", both[i]);
+		e2e_http(&r, "GET", p, NULL);
+		expect(&r, 200, NULL, NULL);
+		if (i == 0)
+			assert_string_equal(jstr(r.json, "requestHost"),
+					    "custom-host.example.com:${PORT}");
+		else
+			assert_true(cJSON_IsNull(jget(r.json, "requestHost")));
+		e2e_resp_free(&r);
+		free(p);
+		e2e_result er;
+		assert_int_equal(e2e_sandlot(&er, host_echo_py, strlen(host_echo_py), "exec", "-i",
+					     both[i], "--", "sh", "-c", "cat > /tmp/h.py", NULL),
+				 0);
+		e2e_result_free(&er);
+		free(sh_ok(both[i], "(python3 /tmp/h.py >/dev/null 2>&1 &); "
+				    "for i in $(seq 50); do python3 -c 'import socket; "
+				    "socket.create_connection((\"127.0.0.1\", 8080))' 2>/dev/null "
+				    "&& break; sleep 0.1; done"));
+	}
+	int hp, pp;
+	char token[80];
+	port_endpoints(NULL, id, 8080, &hp, &pp, token);
+	char *host = e2e_printf("8080-%s.localhost:%d", id, pp);
+	assert_host_seen(pp, host, "custom-host.example.com:8080");
+	assert_host_seen(hp, "127.0.0.1", "custom-host.example.com:8080");
+	free(host);
+	/* A second daemon on the same state, with nothing in memory. */
+	e2e_daemon d2;
+	char *sock2 = e2e_printf("%s/request-host.sock", e2e_root());
+	e2e_daemon_start(&d2, sock2, false, NULL);
+	int hp2, pp2;
+	port_endpoints(&d2, id, 8080, &hp2, &pp2, token);
+	host = e2e_printf("8080-%s.localhost:%d", id, pp2);
+	assert_host_seen(pp2, host, "custom-host.example.com:8080");
+	assert_host_seen(hp2, "127.0.0.1:1", "custom-host.example.com:8080");
+	free(host);
+	e2e_daemon_stop(&d2);
+	free(sock2);
+	/* A fork keeps it, with the source's other settings. */
+	e2e_resp r = {0};
+	char *fp = e2e_printf("/v1/sandboxes/%s/fork", id);
+	e2e_http(&r, "POST", fp, "{\"count\":1}");
+	expect(&r, 201, NULL, NULL);
+	const cJSON *copy = cJSON_GetArrayItem(jget(r.json, "sandboxes"), 0);
+	assert_string_equal(jstr(copy, "requestHost"), "custom-host.example.com:${PORT}");
+	sandbox_del(strdup(jstr(copy, "id")));
+	e2e_resp_free(&r);
+	free(fp);
+	/* No requestHost: the request's own. */
+	port_endpoints(NULL, plain, 8080, &hp, &pp, token);
+	host = e2e_printf("8080-%s.localhost:%d", plain, pp);
+	assert_host_seen(pp, host, host);
+	assert_host_seen(hp, "example.org:1", "example.org:1");
+	free(host);
+	sandbox_del(plain);
+	sandbox_del(id);
+}
+
 /* Hardening fix 5 (part): env and labels are capped at create and PATCH, with a 400 that
  * names the field and the limit. Before, 1 MiB of labels was accepted and the record could
  * then not be read back: GET and DELETE failed and the sweeps skipped it. */
@@ -1679,6 +1788,7 @@ int main(void)
 	    E2E_TEST(test_ports_refuse_other_users),
 	    E2E_TEST(test_relay_listener_not_reused),
 	    E2E_TEST(test_preview_websocket),
+	    E2E_TEST(test_request_host),
 	    E2E_TEST(test_zz_spec),
 	};
 	return api_run_tests(tests);

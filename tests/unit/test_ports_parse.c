@@ -151,6 +151,41 @@ static void test_head_dashboard_cookie_cut(void **state)
 	preview_req_free(&r);
 }
 
+/* A sandbox's request host (E2B's maskRequestHost) replaces the Host header, every
+ * "${PORT}" in it the port; a head with no Host gets one; none given keeps the head. */
+static void test_head_request_host(void **state)
+{
+	preview_req r;
+	parse("GET /a HTTP/1.1\r\nhost: 8080-sbx_abc.localhost:7\r\nAccept: */*\r\n"
+	      "X-Host: kept\r\n\r\n",
+	      &r);
+	assert_int_equal(r.port, 8080);
+	assert_int_equal(preview_head_set_host(&r, "custom.example.com:${PORT}/${PORT}$", 8080), 0);
+	assert_string_equal(r.head, "GET /a HTTP/1.1\r\nHost: custom.example.com:8080/8080$\r\n"
+				    "Accept: */*\r\nX-Host: kept\r\nConnection: close\r\n\r\n");
+	assert_int_equal(strlen(r.head), r.head_len);
+	char *before = strdup(r.head);
+	assert_int_equal(preview_head_set_host(&r, "", 8080), 0);
+	assert_int_equal(preview_head_set_host(&r, NULL, 8080), 0);
+	assert_string_equal(r.head, before);
+	free(before);
+	preview_req_free(&r);
+	parse("GET / HTTP/1.0\r\n\r\n", &r);
+	assert_int_equal(preview_head_set_host(&r, "${PORT}-x.e2b.app", 65535), 0);
+	assert_string_equal(r.head,
+			    "GET / HTTP/1.0\r\nHost: 65535-x.e2b.app\r\nConnection: close\r\n\r\n");
+	preview_req_free(&r);
+	/* The longest mask, all "${PORT}", fits with every port in it (none cut off). */
+	char mask[256] = "";
+	for (int i = 0; i < 36; i++)
+		strcat(mask, "${PORT}");
+	parse("GET / HTTP/1.1\r\nHost: 1-sbx_a.localhost\r\n\r\n", &r);
+	assert_int_equal(preview_head_set_host(&r, mask, 65535), 0);
+	const char *h = strstr(r.head, "Host: ") + 6;
+	assert_int_equal(strcspn(h, "\r"), 36 * 5);
+	preview_req_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -158,6 +193,7 @@ int main(void)
 	    cmocka_unit_test(test_head_routes_and_closes),
 	    cmocka_unit_test(test_head_credentials_cut),
 	    cmocka_unit_test(test_head_dashboard_cookie_cut),
+	    cmocka_unit_test(test_head_request_host),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,6 +101,7 @@ static void test_schema_2_round_trip(void **state)
 	a.ports = cJSON_Parse("{\"8000\":{\"public\":true}}");
 	snprintf(a.preview_token, sizeof(a.preview_token), "%064d", 7);
 	snprintf(a.owner, sizeof(a.owner), "key_abcdefghijklmnopqrst");
+	snprintf(a.request_host, sizeof(a.request_host), "h.example.com:${PORT}");
 	a.on_idle = SL_LIFE_PAUSE;
 	a.on_idle_set = true;
 	char *text = record_encode(&a);
@@ -120,6 +121,7 @@ static void test_schema_2_round_trip(void **state)
 	assert_true(b.ephemeral);
 	assert_string_equal(b.preview_token, a.preview_token);
 	assert_string_equal(b.owner, a.owner);
+	assert_string_equal(b.request_host, "h.example.com:${PORT}");
 	assert_true(b.on_idle_set);
 	assert_int_equal(b.on_idle, SL_LIFE_PAUSE);
 	assert_int_equal(sandbox_idle_action(b.on_idle_set, b.on_idle, b.ephemeral), SL_LIFE_PAUSE);
@@ -205,6 +207,35 @@ static void test_unreadable_record_reads_as_broken(void **state)
 	assert_int_equal(fs_remove_tree(root, &err), 0);
 }
 
+/* A create's requestHost: none, or visible ASCII of at most 255 characters (it becomes a
+ * header line, so no CR, LF, space or control); refusals name the field. */
+static void test_request_host(void **state)
+{
+	(void)state;
+	char out[256] = "x";
+	sl_err err = {0};
+	assert_int_equal(record_request_host(NULL, out, &err), 0);
+	assert_string_equal(out, "");
+	assert_int_equal(record_request_host("a.example.com:${PORT}", out, &err), 0);
+	assert_string_equal(out, "a.example.com:${PORT}");
+	char longest[256];
+	memset(longest, 'h', 255);
+	longest[255] = '\0';
+	assert_int_equal(record_request_host(longest, out, &err), 0);
+	assert_string_equal(out, longest);
+	char over[257];
+	memset(over, 'h', 256);
+	over[256] = '\0';
+	const char *const bad[] = {"a\r\nX-Evil: 1", "a b", "a\tb", "caf\xc3\xa9", over};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		sl_err e = {0};
+		assert_int_equal(record_request_host(bad[i], out, &e), -1);
+		assert_int_equal(e.kind, SL_INVALID);
+		assert_non_null(strstr(e.msg, "requestHost"));
+		assert_string_equal(out, "");
+	}
+}
+
 /* timeout.onIdle / onLifetime: every name parses to its value and back; hibernate is the
  * value appended after stop (records written before it keep their meaning); an unknown
  * name and a damaged value are refused or read as the default. */
@@ -243,6 +274,7 @@ int main(void)
 	    cmocka_unit_test(test_schema_2_round_trip),
 	    cmocka_unit_test(test_what_is_not_a_record_is_refused),
 	    cmocka_unit_test(test_unreadable_record_reads_as_broken),
+	    cmocka_unit_test(test_request_host),
 	    cmocka_unit_test(test_on_lifetime_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -96,6 +96,26 @@ test('getInfo of a symlink gives its target as an absolute path', async () => {
 	assert.equal((await sbx.files.getInfo('/tmp/ln/abs.lnk')).symlinkTarget, '/etc/passwd');
 });
 
+// E2B's suite (files/info.test.ts "get info of a directory") wants a new directory's
+// size above 0: ext4's 4096. The writable layer is btrfs, where an empty directory is 0;
+// the façade gives a directory's size as ext4 would (whole 4 KiB blocks, at least one).
+test('a directory\'s size is ext4\'s, as E2B\'s filesystem gives it; a file\'s is its own', async () => {
+	await sbx.files.makeDir('sized/empty');
+	assert.equal((await sbx.commands.run('stat -c %s sized/empty')).stdout, '0\n', 'btrfs: an empty directory is 0');
+	const dir = await sbx.files.getInfo('sized/empty');
+	assert.equal(dir.type, 'dir');
+	assert.equal(dir.size, 4096);
+	const listed = await sbx.files.list('sized');
+	assert.equal(listed.find((e) => e.name === 'empty').size, 4096);
+	await sbx.files.write('sized/f.txt', 'five!');
+	assert.equal((await sbx.files.getInfo('sized/f.txt')).size, 5);
+	// Many names: btrfs counts their bytes twice; a whole number of blocks above that.
+	await sbx.commands.run('cd sized/empty && for i in $(seq 1 300); do : > file-with-a-long-name-$i; done');
+	const fs = Number((await sbx.commands.run('stat -c %s sized/empty')).stdout);
+	assert.ok(fs > 4096, `btrfs gave ${fs}`);
+	assert.equal((await sbx.files.getInfo('sized/empty')).size, Math.ceil(fs / 4096) * 4096);
+});
+
 test('file metadata (envd 0.6.2): stored as user.e2b.* xattrs, in every entry', async () => {
 	// The SDK sends metadata only to an envd of 0.6.2 or later (else TemplateError).
 	const meta = { author: 'mish', purpose: 'upload' };

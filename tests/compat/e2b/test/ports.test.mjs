@@ -110,3 +110,45 @@ test('--provider-defaults: E2B creates get public ports and the internet', async
 	assert.equal(pinfo.allowInternetAccess, false);
 	assert.equal(pinfo.network.allowPublicTraffic, false);
 });
+
+// network.maskRequestHost: the Host header a request through sandlot's preview proxy
+// reaches the sandbox with, "${PORT}" made the port (E2B's suite, network.test.ts
+// "maskRequestHost option", does the same through E2B's public proxy). A server in the
+// sandbox writes down the headers it got, as that test's does.
+test('maskRequestHost: requests through the preview proxy carry that Host, ${PORT} the port', async () => {
+	const sbx = t.add(await Sandbox.create({ network: { maskRequestHost: 'custom-host.example.com:${PORT}' } }));
+	assert.equal((await sbx.getInfo()).network.maskRequestHost, 'custom-host.example.com:${PORT}');
+	const plain = t.add(await Sandbox.create());
+	assert.equal((await plain.getInfo()).network.maskRequestHost, undefined);
+	const server = `python3 -c "
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open('/tmp/headers.txt', 'w') as f:
+            for k, v in self.headers.items():
+                f.write(k + ': ' + v + chr(10))
+        self.send_response(200)
+        self.end_headers()
+    def log_message(self, *a): pass
+http.server.HTTPServer(('', 8080), H).serve_forever()
+"`;
+	const seen = async (s) => {
+		await s.commands.run(server, { background: true });
+		for (let i = 0; i < 50; i++) {
+			const r = await s.commands.run('python3 -c "import socket; socket.create_connection((\'127.0.0.1\', 8080))"')
+				.catch(() => null);
+			if (r && r.exitCode === 0) break;
+			await sleep(100);
+		}
+		// The suite runs as root: let in without a token.
+		const status = await new Promise((res, rej) =>
+			execFile('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-H', `Host: 8080-${s.sandboxId}.localhost:${preview}`,
+				`http://127.0.0.1:${preview}/`], { timeout: 10_000 }, (err, out) => (err ? rej(err) : res(out))));
+		assert.equal(status, '200');
+		return (await s.files.read('/tmp/headers.txt')).split('\n').filter((l) => /^host:/i.test(l));
+	};
+	assert.deepEqual(await seen(sbx), ['Host: custom-host.example.com:8080']);
+	assert.deepEqual(await seen(plain), [`Host: 8080-${plain.sandboxId}.localhost:${preview}`]);
+	// Not a header value: refused at create.
+	await assert.rejects(Sandbox.create({ network: { maskRequestHost: 'a\r\nX-Evil: 1' } }), /requestHost/);
+});

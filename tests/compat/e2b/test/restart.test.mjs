@@ -120,3 +120,32 @@ test('a cell sent to an interpreter that dies before reading it runs in a fresh 
 	assert.equal(run.error?.name, 'ContextDied');
 	assert.equal((await sbx.files.read('/tmp/ran')), 'x', 'the cell ran once');
 });
+
+// E2B's code-interpreter suite (systemd.test.ts) kills its Jupyter server from inside the
+// sandbox and waits for systemd to bring it back. sandlot has no server in the sandbox:
+// each context's interpreter is an execution the daemon starts, and one that was killed
+// is started afresh by the context's next call, whoever killed it.
+test('interpreters killed from inside the sandbox (kill -9) come back on the next runCode', async () => {
+	const sbx = t.add(await Sandbox.create());
+	const js = await sbx.createCodeContext({ language: 'js' });
+	assert.equal((await sbx.runCode('x = 1; x')).text, '1');
+	assert.equal((await sbx.runCode('let y = 2; y', { context: js })).text, '2');
+	// The pattern's brackets keep the shell running pgrep out of its own matches.
+	const repls = async () => (await sbx.commands.run("pgrep -f '[S]ANDLOT_E2B_REPL' || true"))
+		.stdout.trim().split('\n').filter(Boolean).sort();
+	const before = await repls();
+	assert.equal(before.length, 2, `a Python and a JavaScript interpreter: ${before}`);
+	await sbx.commands.run(`kill -9 ${before.join(' ')}`, { user: 'root' });
+	for (let i = 0; i < 50 && (await repls()).length; i++) await sleep(100);
+	assert.deepEqual(await repls(), [], 'both killed');
+
+	let run = await sbx.runCode('x = 1; x');
+	assert.equal(run.error, undefined, JSON.stringify(run.error));
+	assert.equal(run.text, '1');
+	run = await sbx.runCode('typeof y', { context: js });
+	assert.equal(run.text, 'undefined', 'a fresh interpreter, with nothing from the old one');
+	assert.equal((await sbx.runCode('let y = 3; y * 2', { context: js })).text, '6');
+	const after = await repls();
+	assert.equal(after.length, 2);
+	assert.ok(after.every((p) => !before.includes(p)), `new processes: ${before} -> ${after}`);
+});
