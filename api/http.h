@@ -435,6 +435,8 @@ enum MHD_Result api_images_build(api_req *r);
 int api_images_build_begin(api_req *r, sl_err *err);
 int api_images_build_chunk(api_req *r, const char *data, size_t len, sl_err *err);
 enum MHD_Result api_images_delete(api_req *r);
+enum MHD_Result api_images_tags(api_req *r);
+enum MHD_Result api_images_tag(api_req *r);
 enum MHD_Result api_images_get(api_req *r);
 /* POST /v1/images/pull: the pull's progress as JSON lines, then the image or the error. */
 enum MHD_Result api_images_pull(api_req *r);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "http.h"
 #include "image.h"
 #include "pull.h"
@@ -267,6 +268,64 @@ enum MHD_Result api_images_delete(api_req *r)
 	if (api_image_remove(r->srv, r->param[0], &err) < 0)
 		return api_reply_error(r, &err);
 	return api_reply_empty(r, 204);
+}
+
+static cJSON *images_json(const sl_image *v, size_t n)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(o, "images");
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(arr, api_image_json(&v[i]));
+	return o;
+}
+
+/* GET /v1/images/{name}/tags: the names of the image's repository. */
+enum MHD_Result api_images_tags(api_req *r)
+{
+	_cleanup_free_ sl_image *v = NULL;
+	size_t n;
+	sl_err err = {0};
+	if (image_tags(r->srv->ctx->cfg.state_dir, r->param[0], &v, &n, &err) < 0)
+		return api_reply_error(r, &err);
+	if (!n)
+		return api_fail(r, SL_NOTFOUND, "no image in the repository of '%s'", r->param[0]);
+	return api_reply_json(r, 200, images_json(v, n));
+}
+
+/* POST /v1/images/{name}/tags {"tags": [...]}: each tag a new name of the image, in its
+ * repository ("app:v1" + "prod" = "app:prod"); all are checked before any is made. */
+enum MHD_Result api_images_tag(api_req *r)
+{
+	static const char *const fields[] = {"tags", NULL};
+	const cJSON *in, *tags, *t;
+	sl_err err = {0};
+	sl_image img;
+	const char *state = r->srv->ctx->cfg.state_dir;
+	if (api_body_object(r, false, &in, &err) < 0 || api_json_fields(in, "", fields, &err) < 0)
+		return api_reply_error(r, &err);
+	tags = cJSON_GetObjectItemCaseSensitive(in, "tags");
+	int n = cJSON_GetArraySize(tags);
+	if (!cJSON_IsArray(tags) || n < 1 || n > 64)
+		return api_fail(r, SL_INVALID, "tags: an array of 1-64 tags");
+	if (image_lookup(state, r->param[0], &img, &err) < 0)
+		return api_reply_error(r, &err);
+	char names[64][IMAGE_NAME_MAX + 1];
+	int i = 0;
+	cJSON_ArrayForEach(t, tags)
+	{
+		if (!cJSON_IsString(t))
+			return api_fail(r, SL_INVALID, "tags: each a string");
+		if (image_tag_name(img.name, t->valuestring, names[i++], sizeof(names[0]), &err) <
+		    0)
+			return api_reply_error(r, &err);
+	}
+	_cleanup_free_ sl_image *made = calloc((size_t)n, sizeof(*made));
+	if (!made)
+		return api_fail(r, SL_EXHAUSTED, "tags: out of memory");
+	for (i = 0; i < n; i++)
+		if (image_tag(state, img.name, names[i], &made[i], &err) < 0)
+			return api_reply_error(r, &err);
+	return api_reply_json(r, 201, images_json(made, (size_t)n));
 }
 
 /* ---- pull: a thread runs image_pull; its progress reaches the client through a pipe,

@@ -56,6 +56,8 @@ static const api_route v1_routes[] = {
 	{ "POST",   "/v1/images/pull", API_BODY_JSON, api_images_pull, NULL, NULL },
 	{ "POST",   "/v1/images/build", API_BODY_RAW, api_images_build,
 		    api_images_build_begin, api_images_build_chunk },
+	{ "GET",    "/v1/images/{name+}/tags", API_BODY_NONE, api_images_tags, NULL, NULL },
+	{ "POST",   "/v1/images/{name+}/tags", API_BODY_JSON, api_images_tag, NULL, NULL },
 	{ "GET",    "/v1/images/{name+}", API_BODY_NONE, api_images_get, NULL, NULL },
 	{ "DELETE", "/v1/images/{name+}", API_BODY_NONE, api_images_delete, NULL, NULL },
 	{ "GET",    "/v1/volumes", API_BODY_NONE, api_volumes_list, NULL, NULL },
@@ -85,11 +87,17 @@ static bool match(const char *pattern, const char *path, const char **caps, size
 		size_t pl = strcspn(p, "/"), sl = strcspn(s, "/");
 		if (*p == '{' && p[pl - 2] == '+') {
 			/* {name+}: the rest of the path, slashes and all (an image name such as
-			 * "localhost:5000/app:1", sent URL-encoded and decoded by the server). */
-			if (!*s || *ncap == API_MAX_PARAMS || p[pl])
+			 * "localhost:5000/app:1", sent URL-encoded and decoded by the server),
+			 * but for the literal segments that follow it ("{name+}/tags"). */
+			const char *tail = p + pl;
+			size_t sn = strlen(s), tn = strlen(tail);
+			if (!*s || *ncap == API_MAX_PARAMS || sn <= tn ||
+			    strcmp(s + sn - tn, tail) || strchr(tail, '{'))
 				return false;
+			for (const char *c = tail; *c; c++)
+				*literals += *c == '/';
 			caps[*ncap] = s;
-			caplen[(*ncap)++] = strlen(s);
+			caplen[(*ncap)++] = sn - tn;
 			return true;
 		}
 		if (*p == '{') {

@@ -78,6 +78,25 @@ int image_list(const char *state_dir, sl_image **out, size_t *n, sl_err *err);
  * that no sandbox uses the layer (sandbox_image_in_use). */
 int image_remove(const char *state_dir, const char *name, sl_err *err);
 
+/* ---- tags (image_tag.c): a name's repository is what comes before its tag ----
+ * "app:v1" and "localhost:5000/team/app:1" have the repositories "app" and
+ * "localhost:5000/team/app"; "app" and "app@sha256:..." are repositories whose name
+ * carries no tag. */
+size_t image_name_repo_len(const char *name);
+/* NAME's repository with the tag TAG ("app:v1", "prod" -> "app:prod") in BUF; SL_INVALID
+ * for a tag that is not 1-128 of [A-Za-z0-9_.-] starting with neither '.' nor '-' (docker's
+ * rule), or a name too long. */
+int image_tag_name(const char *name, const char *tag, char *buf, size_t len, sl_err *err);
+/* TARGET made a name of the image SRC names (a name or digest the thread's key may use),
+ * as `docker tag` does: the same layers and config, owned by the thread's key, created
+ * now. An existing TARGET is moved (SL_CONFLICT when another key's, or an admin image and
+ * the thread acts for a key); its previous layer stays while a name or a sandbox has it. */
+int image_tag(const char *state_dir, const char *src, const char *target, sl_image *out,
+	      sl_err *err);
+/* The names the thread's key may use in NAME's repository (NAME itself, if it has no
+ * tag, and every NAME-repository:tag), sorted, as image_list gives them. */
+int image_tags(const char *state_dir, const char *name, sl_image **out, size_t *n, sl_err *err);
+
 /* <state>/images/layers/<hex> for DIGEST ("sha256:<hex>" or "<hex>"). -1 (errno EINVAL)
  * when DIGEST is not a sha256 digest, ENAMETOOLONG when BUF is too small. */
 int image_layer_path(const char *state_dir, const char *digest, char *buf, size_t len);

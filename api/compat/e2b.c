@@ -622,21 +622,21 @@ static void hibernate_launch_body(cJSON *body)
 	cJSON_AddBoolToObject(body, "hibernate", true);
 }
 
-/* templateID: E2B's stock templates are sandlot's images (e2b_stock_image); otherwise
- * a snapshot name or id when one exists, else an image name. */
+/* templateID: a snapshot name or id when one exists; else a template's tag (E2B's stock
+ * templates are sandlot's images: e2b_stock_image), else an image name. */
 static void template_source(api_server *s, const char *tpl, cJSON *body)
 {
-	const char *stock = e2b_stock_image(s->ctx->cfg.state_dir, tpl);
-	if (stock) {
-		cJSON_AddStringToObject(body, "image", stock);
-		return;
-	}
 	sl_snapshot snap;
 	sl_err err = {0};
-	if (snapshot_get(s->ctx, tpl, &snap, &err) == 0)
+	char name[IMAGE_NAME_MAX + 1], tag[E2B_TAG_MAX + 1], img[IMAGE_NAME_MAX + 1];
+	bool parsed = e2b_template_parse(tpl, name, tag, &err) == 0 &&
+		      e2b_template_image(name, tag, img, sizeof(img), &err) == 0;
+	if (parsed && e2b_stock_template(name) && !tag[0])
+		cJSON_AddStringToObject(body, "image", e2b_stock_image(s->ctx->cfg.state_dir, name));
+	else if (snapshot_get(s->ctx, tpl, &snap, &err) == 0)
 		cJSON_AddStringToObject(body, "snapshot", snap.id);
-	else
-		cJSON_AddStringToObject(body, "image", tpl);
+	else /* "name:default" is the image "name"; "name:tag" is the image of that name */
+		cJSON_AddStringToObject(body, "image", parsed && !tag[0] ? img : tpl);
 }
 
 static enum MHD_Result create(api_req *r)
@@ -1149,6 +1149,10 @@ static const api_route routes[] = {
 	{ "POST",   "/sandboxes/{id}/fork", API_BODY_JSON, e2b_fork, NULL, NULL, 0 },
 	{ "POST",   "/sandboxes/{id}/snapshots", API_BODY_JSON, e2b_snapshot_create, NULL, NULL, 0 },
 	{ "GET",    "/snapshots", API_BODY_NONE, e2b_snapshot_list, NULL, NULL, 0 },
+	{ "POST",   "/templates/tags", API_BODY_JSON, e2b_template_tags_assign, NULL, NULL, 0 },
+	{ "DELETE", "/templates/tags", API_BODY_JSON, e2b_template_tags_remove, NULL, NULL, 0 },
+	{ "GET",    "/templates/{tid}/tags", API_BODY_NONE, e2b_template_tags_list, NULL, NULL,
+		    0 },
 	{ "DELETE", "/templates/{tid}", API_BODY_NONE, e2b_snapshot_delete, NULL, NULL, 0 },
 	{ "GET",    "/secrets", API_BODY_NONE, e2b_secret_list, NULL, NULL, 0 },
 	{ "POST",   "/secrets", API_BODY_JSON, e2b_secret_create, NULL, NULL, 0 },

@@ -76,6 +76,25 @@ enum MHD_Result e2b_snapshot_create(api_req *r);
 enum MHD_Result e2b_snapshot_list(api_req *r);
 enum MHD_Result e2b_snapshot_delete(api_req *r);
 
+/* template names and tags (e2b_tags.c): E2B's "name[:tag]" is the image "name" for its
+ * default tag and "name:tag" for another (runtime/image_tag.c) */
+#define E2B_TAG_MAX 128
+/* base, code-interpreter-v1 and code-interpreter: sandlot's default image, never built. */
+bool e2b_stock_template(const char *name);
+/* IN ("name" or "name:tag", split at the first ':' as E2B does; its "default" tag the
+ * same as none) in NAME (IMAGE_NAME_MAX + 1) and TAG (E2B_TAG_MAX + 1, "" for the
+ * default). SL_INVALID for a bad name or a tag E2B refuses. */
+int e2b_template_parse(const char *in, char *name, char *tag, sl_err *err);
+/* The image of template NAME's TAG (NULL or "" or "default": the default tag) in OUT. */
+int e2b_template_image(const char *name, const char *tag, char *out, size_t len, sl_err *err);
+/* The strings of ARR (NULL: none) checked as E2B checks tags, lower-cased and without
+ * duplicates, in TAGS (at most MAX); their number in *N. */
+int e2b_template_tags(const cJSON *arr, char tags[][E2B_TAG_MAX + 1], size_t max, size_t *n,
+		      sl_err *err);
+enum MHD_Result e2b_template_tags_assign(api_req *r);
+enum MHD_Result e2b_template_tags_remove(api_req *r);
+enum MHD_Result e2b_template_tags_list(api_req *r);
+
 /* template builds (e2b_template.c) */
 /* The image of an E2B stock template: `code-interpreter-v1` and `code-interpreter` are the
  * `code-interpreter` image when it is installed, and those and `base` otherwise the

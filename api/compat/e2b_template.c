@@ -49,8 +49,13 @@ static void build_dir(api_server *s, const char *bid, char *buf, size_t len)
 
 /* ---- the build's record ---- */
 
+#define MAX_TAGS 16
+
 typedef struct tpl_build {
 	char template[IMAGE_NAME_MAX + 1];
+	/* The images it makes: the first built, the others its tags (e2b_tags.c). */
+	char images[MAX_TAGS][IMAGE_NAME_MAX + 1];
+	size_t nimages;
 	bool started;
 	long pid; /* the daemon that runs it (one that stopped never finishes it) */
 	int64_t created_ms;
@@ -71,6 +76,18 @@ static int tb_load(api_server *s, const char *bid, tpl_build *b, sl_err *err)
 	if (!cJSON_IsString(t))
 		return sl_fail(err, SL_INTERNAL, 0, "build %s: a damaged record", bid);
 	snprintf(b->template, sizeof(b->template), "%s", t->valuestring);
+	/* Absent (a record of a daemon before tags): the template's name alone. */
+	const cJSON *im, *ims = cJSON_GetObjectItemCaseSensitive(o, "images");
+	b->nimages = 0;
+	cJSON_ArrayForEach(im, ims)
+	{
+		if (cJSON_IsString(im) && b->nimages < MAX_TAGS &&
+		    image_name_check(im->valuestring, NULL) == 0)
+			snprintf(b->images[b->nimages++], sizeof(b->images[0]), "%s",
+				 im->valuestring);
+	}
+	if (!b->nimages)
+		snprintf(b->images[b->nimages++], sizeof(b->images[0]), "%s", b->template);
 	b->started = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "started"));
 	b->pid = (long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "pid"));
 	b->created_ms =
@@ -85,6 +102,9 @@ static int tb_save(api_server *s, const char *bid, const tpl_build *b, sl_err *e
 	snprintf(p, sizeof(p), "%s/build.json", dir);
 	_cleanup_cjson_ cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "template", b->template);
+	cJSON *ims = cJSON_AddArrayToObject(o, "images");
+	for (size_t i = 0; i < b->nimages; i++)
+		cJSON_AddItemToArray(ims, cJSON_CreateString(b->images[i]));
 	cJSON_AddBoolToObject(o, "started", b->started);
 	cJSON_AddNumberToObject(o, "pid", (double)b->pid);
 	cJSON_AddNumberToObject(o, "created", (double)b->created_ms);
@@ -240,15 +260,9 @@ static cJSON *log_entries(const char *dir, uint64_t offset)
 
 /* ---- POST /v3/templates {name, tags?, cpuCount?, memoryMB?, minFreeDiskMb?} ---- */
 
-static bool stock_template(const char *name)
-{
-	return !strcmp(name, "base") || !strcmp(name, "code-interpreter-v1") ||
-	       !strcmp(name, "code-interpreter");
-}
-
 const char *e2b_stock_image(const char *state_dir, const char *tpl)
 {
-	if (!stock_template(tpl))
+	if (!e2b_stock_template(tpl))
 		return NULL;
 	sl_image img;
 	if (strcmp(tpl, "base") && image_lookup(state_dir, "code-interpreter", &img, NULL) == 0)
@@ -261,27 +275,44 @@ enum MHD_Result e2b_template_request(api_req *r)
 	static const char *const fields[] = {"name",	 "alias",	  "tags",   "cpuCount",
 					     "memoryMB", "minFreeDiskMb", "teamID", NULL};
 	const cJSON *in;
-	const char *name = NULL, *alias = NULL;
+	const char *given = NULL, *alias = NULL;
+	char name[IMAGE_NAME_MAX + 1], tag[E2B_TAG_MAX + 1];
+	char tags[MAX_TAGS][E2B_TAG_MAX + 1];
+	size_t ntags = 0;
 	sl_err err = {0};
+	tpl_build b = {.pid = (long)getpid(), .created_ms = sl_now_ms()};
 	if (api_body_object(r, false, &in, &err) < 0 || api_json_fields(in, "", fields, &err) < 0 ||
-	    api_json_string(in, "", "name", &name, &err) < 0 ||
+	    api_json_string(in, "", "name", &given, &err) < 0 ||
 	    api_json_string(in, "", "alias", &alias, &err) < 0)
 		return e2b_reply_err(r, &err);
-	if (!name)
-		name = alias;
-	if (!name)
+	if (!given)
+		given = alias;
+	if (!given)
 		return e2b_reply_code(r, 400, "name: required (the template's name)");
-	if (image_name_check(name, &err) < 0)
-		return e2b_reply_code(r, 400, "template %s", err.msg);
-	if (stock_template(name))
+	/* "name:tag" and the tags: the build's image is its first tag's, the others are
+	 * tagged when it is ready; E2B's default tag (the bare name) when none is given. */
+	if (e2b_template_parse(given, name, tag, &err) < 0)
+		return e2b_reply_code(r, 400, "Invalid alias: template %s", err.msg);
+	if (tag[0])
+		snprintf(tags[ntags++], sizeof(tags[0]), "%s", tag);
+	size_t more, from = ntags;
+	if (e2b_template_tags(cJSON_GetObjectItemCaseSensitive(in, "tags"), tags + from,
+			      MAX_TAGS - from, &more, &err) < 0)
+		return e2b_reply_code(r, 400, "Invalid tag: %s", err.msg);
+	for (size_t i = from; i < from + more; i++) /* the name's tag given again */
+		if (!from || strcmp(tags[0], tags[i]))
+			memmove(tags[ntags++], tags[i], sizeof(tags[0]));
+	if (!ntags)
+		snprintf(tags[ntags++], sizeof(tags[0]), "default");
+	if (e2b_stock_template(name))
 		return e2b_reply_code(r, 400,
 				      "template %s: the name of E2B's stock template, which is "
 				      "sandlot's default image; choose another",
 				      name);
-	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(in, "tags")) > 0)
-		return e2b_reply_code(r, 400,
-				      "tags: not supported by sandlot's E2B façade (a template is "
-				      "one image, named by the template's name)");
+	for (size_t i = 0; i < ntags; i++)
+		if (e2b_template_image(name, tags[i], b.images[b.nimages++], sizeof(b.images[0]),
+				       &err) < 0)
+			return e2b_reply_code(r, 400, "Invalid tag: %s", err.msg);
 	char dir[PATH_MAX], sub[PATH_MAX + 8], busy[33];
 	snprintf(dir, sizeof(dir), "%s/" BUILDS_DIR, r->srv->ctx->cfg.state_dir);
 	if (state_private_dir(dir, 0700, &err) < 0)
@@ -298,7 +329,6 @@ enum MHD_Result e2b_template_request(api_req *r)
 		snprintf(bid + 2 * i, 3, "%02x", rnd[i]);
 	build_dir(r->srv, bid, dir, sizeof(dir));
 	snprintf(sub, sizeof(sub), "%s/ctx", dir);
-	tpl_build b = {.pid = (long)getpid(), .created_ms = sl_now_ms()};
 	snprintf(b.template, sizeof(b.template), "%s", name);
 	if (mkdir(dir, 0700) < 0 || mkdir(sub, 0700) < 0)
 		return e2b_reply_code(r, 500, "build %s: create %s: %s", bid, dir, strerror(errno));
@@ -307,9 +337,12 @@ enum MHD_Result e2b_template_request(api_req *r)
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "templateID", name);
 	cJSON_AddStringToObject(o, "buildID", bid);
-	cJSON_AddItemToObject(o, "aliases", cJSON_CreateStringArray(&name, 1));
-	cJSON_AddItemToObject(o, "names", cJSON_CreateStringArray(&name, 1));
-	cJSON_AddArrayToObject(o, "tags");
+	const char *nm = name;
+	cJSON_AddItemToObject(o, "aliases", cJSON_CreateStringArray(&nm, 1));
+	cJSON_AddItemToObject(o, "names", cJSON_CreateStringArray(&nm, 1));
+	cJSON *ta = cJSON_AddArrayToObject(o, "tags");
+	for (size_t i = 0; i < ntags; i++)
+		cJSON_AddItemToArray(ta, cJSON_CreateString(tags[i]));
 	cJSON_AddBoolToObject(o, "public", false);
 	return api_reply_json(r, 202, o);
 }
@@ -681,7 +714,8 @@ typedef struct tpl_job {
 	api_server *srv;
 	char owner[SL_OWNER_LEN];
 	char bid[33], dir[PATH_MAX], name[IMAGE_NAME_MAX + 1], base[512];
-	bool pull; /* the base is a reference to fetch when no local image has its name */
+	tpl_build rec; /* its images: NAME is the first, the others its tags */
+	bool pull;     /* the base is a reference to fetch when no local image has its name */
 	df_text df;
 	cJSON *steps;	     /* the start body's steps (reason_of words a failure with them) */
 	char *start, *ready; /* the image's start and ready commands, or NULL */
@@ -752,7 +786,7 @@ static int translate(api_server *s, const cJSON *in, const char *ctx, tpl_job *j
 	const char *base = img ? img : tpl;
 	if (!*base || !one_line(base) || strchr(base, ' ') || strlen(base) >= sizeof(j->base))
 		return sl_fail(err, SL_INVALID, 0, "base %.80s: not an image reference", base);
-	if (tpl && stock_template(tpl))
+	if (tpl && e2b_stock_template(tpl))
 		base = e2b_stock_image(s->ctx->cfg.state_dir, tpl);
 	snprintf(j->base, sizeof(j->base), "%s", base);
 	j->pull = img != NULL;
@@ -905,6 +939,14 @@ static void *tpl_main(void *p)
 		rc = state_write_atomic_nosync(df, j->df.s, j->df.len, &err);
 	if (rc == 0)
 		rc = build_image(j->srv->ctx, &o, &img, &err);
+	for (size_t i = 1; rc == 0 && i < j->rec.nimages; i++) {
+		sl_image t;
+		rc = image_tag(j->srv->ctx->cfg.state_dir, img.name, j->rec.images[i], &t, &err);
+		char line[IMAGE_NAME_MAX + 16];
+		snprintf(line, sizeof(line), "tagged %s", j->rec.images[i]);
+		if (rc == 0)
+			on_line(j, line);
+	}
 	_cleanup_cjson_ cJSON *res = cJSON_CreateObject();
 	if (rc == 0) {
 		cJSON_AddStringToObject(res, "status", "ready");
@@ -950,7 +992,8 @@ enum MHD_Result e2b_template_build_start(api_req *r)
 	j->srv = r->srv;
 	snprintf(j->owner, sizeof(j->owner), "%s", r->owner);
 	snprintf(j->bid, sizeof(j->bid), "%s", bid);
-	snprintf(j->name, sizeof(j->name), "%s", tid);
+	snprintf(j->name, sizeof(j->name), "%s", b.images[0]);
+	j->rec = b;
 	build_dir(r->srv, bid, j->dir, sizeof(j->dir));
 	char ctx[PATH_MAX + 8];
 	snprintf(ctx, sizeof(ctx), "%s/ctx", j->dir);
@@ -1028,10 +1071,12 @@ enum MHD_Result e2b_template_build_status(api_req *r)
 enum MHD_Result e2b_template_alias(api_req *r)
 {
 	const char *alias = r->param[0];
-	sl_image img;
+	_cleanup_free_ sl_image *v = NULL;
+	size_t n = 0;
 	sl_err err = {0};
-	if (!stock_template(alias) &&
-	    image_lookup(r->srv->ctx->cfg.state_dir, alias, &img, &err) < 0)
+	/* A template is there while one of its tags is (runtime/image_tag.c). */
+	if (!e2b_stock_template(alias) &&
+	    (image_tags(r->srv->ctx->cfg.state_dir, alias, &v, &n, &err) < 0 || !n))
 		return e2b_reply_code(r, 404, "template %s: no image of that name", alias);
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "templateID", alias);

@@ -12,8 +12,8 @@
 #  2. offline, `template` project: its files that build nothing (msw mocks, helpers);
 #  3. the rest of `unit` against a throw-away daemon, through run-suite.sh and
 #     tests/compat/e2b-upstream/setup.sh (takes the shared test lock);
-#  4. the `template` files that build, against another, its Docker Hub bases served by
-#     the local registry mirror (tests/compat/mirror.sh).
+#  4. the `template` files that build (tags.test.ts's builds too), against another, its
+#     Docker Hub bases served by the local registry mirror (tests/compat/mirror.sh).
 # The code interpreter's suite has only pass 3. With VITEST ARGS (test files, `-t NAME`,
 # reporters), only a pass against a daemon, with those arguments (`--project template`
 # starts the mirror). E2B_UPSTREAM_REPORT=FILE adds vitest's JSON report of pass 3 (or
@@ -61,8 +61,9 @@ offline_vitest --project unit "${offline[@]}"
 # The template project: the files whose tests build (through the suite's buildTemplate
 # fixture, Template.exists, buildInBackground) against a daemon serving its bases from the
 # local mirror (setup.sh); the rest (msw mocks, the SDK's helpers) offline. tags.test.ts
-# holds both: its mocked block runs offline, its builds with tags are not run (docs/e2b.md,
-# "E2B's own suite").
+# holds both: its mocked block ("Template tags unit tests", whose msw server would refuse
+# the daemon's requests) runs offline, its builds with tags against the daemon, picked by
+# a name pattern that leaves that block out (it matches every test of the other files).
 mapfile -t tpl_online < <(cd "$sdk" && find tests/template -name '*.test.ts' | sort |
 	xargs grep -lE 'buildTemplate\(|Template\.exists|buildInBackground\(' | xargs grep -L "from 'msw")
 mapfile -t tpl_offline < <(cd "$sdk" && find tests/template -name '*.test.ts' ! -name tags.test.ts |
@@ -79,6 +80,7 @@ report=${E2B_UPSTREAM_REPORT:-}
 echo "== e2b-upstream: unit project against sandlot (${#online[@]} files)"
 rc=0
 daemon_vitest "$report" --project unit "${online[@]}" || rc=$?
-echo "== e2b-upstream: template project against sandlot (${#tpl_online[@]} files)"
-daemon_vitest "${report:+${report%.json}-template.json}" --project template "${tpl_online[@]}" || rc=$?
+echo "== e2b-upstream: template project against sandlot (${#tpl_online[@]} files + tags' builds)"
+daemon_vitest "${report:+${report%.json}-template.json}" --project template "${tpl_online[@]}" \
+	tests/template/tags.test.ts -t '^(?!\s*Template tags unit tests)' || rc=$?
 exit $rc

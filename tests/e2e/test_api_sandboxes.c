@@ -1046,6 +1046,103 @@ static void test_images(void **state)
 	free(blob);
 }
 
+/* The names of "images" in R's answer, comma-separated, in order. */
+static void image_names(const e2e_resp *r, char *buf, size_t len)
+{
+	const cJSON *it;
+	buf[0] = '\0';
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(r->json, "images"))
+	{
+		size_t used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%s", used ? "," : "", jstr(it, "name"));
+	}
+}
+
+/* POST /v1/images/{name}/tags: more names for one image in its repository; GET lists the
+ * repository; a tag is removed as a name is (409 while a sandbox uses the image, the
+ * layer kept while another name holds it). Names with '/' and ':' go URL-encoded. */
+static void test_image_tags(void **state)
+{
+	(void)state;
+	char *tar = e2e_build_path("images/busybox.tar");
+	size_t len;
+	char *blob = read_whole(tar, &len);
+	free(tar);
+	e2e_resp r;
+	char names[512], digest[80];
+	e2e_req q = {.method = "POST",
+		     .path = "/v1/images?name=tagtest:v1",
+		     .body = blob,
+		     .len = len,
+		     .chunked = true};
+	e2e_http_q(&r, &q);
+	expect(&r, 201, NULL, NULL);
+	snprintf(digest, sizeof(digest), "%s", jstr(r.json, "digest"));
+	e2e_resp_free(&r);
+	e2e_http(&r, "POST", "/v1/images/tagtest:v1/tags", "{\"tags\":[\"prod\",\"latest\"]}");
+	expect(&r, 201, NULL, NULL);
+	image_names(&r, names, sizeof(names));
+	assert_string_equal(names, "tagtest:prod,tagtest:latest");
+	assert_string_equal(
+	    jstr(cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "images"), 0), "digest"), digest);
+	e2e_resp_free(&r);
+	expect_call("POST", "/v1/images/tagtest:v1/tags", "{\"tags\":[\".x\"]}", 400,
+		    "INVALID_ARGUMENT", "tag '.x' is invalid");
+	expect_call("POST", "/v1/images/tagtest:v1/tags", "{\"tags\":[\"ok\",\"a:b\"]}", 400,
+		    "INVALID_ARGUMENT", "tag 'a:b'");
+	expect_call("POST", "/v1/images/tagtest:v1/tags", "{\"tags\":[]}", 400, "INVALID_ARGUMENT",
+		    "tags");
+	expect_call("POST", "/v1/images/tagtest:v1/tags", "{\"tag\":\"x\"}", 400,
+		    "INVALID_ARGUMENT", NULL);
+	expect_call("POST", "/v1/images/nope/tags", "{\"tags\":[\"x\"]}", 404, "NOT_FOUND", "nope");
+	expect_call("GET", "/v1/images/tagtest:ok", NULL, 404, "NOT_FOUND", NULL);
+	e2e_http(&r, "GET", "/v1/images/tagtest/tags", NULL);
+	expect(&r, 200, NULL, NULL);
+	image_names(&r, names, sizeof(names));
+	assert_string_equal(names, "tagtest:latest,tagtest:prod,tagtest:v1");
+	e2e_resp_free(&r);
+	expect_call("GET", "/v1/images/tagtest-none/tags", NULL, 404, "NOT_FOUND", NULL);
+	/* A repository with a registry port and a path, its name URL-encoded. */
+	e2e_http(&r, "POST", "/v1/images/tagtest:v1/tags", "{\"tags\":[\"x\"]}");
+	e2e_resp_free(&r);
+	expect_call("POST", "/v1/images/tagtest%3Av1/tags", "{\"tags\":[\"y\"]}", 201, NULL,
+		    "tagtest:y");
+	q = (e2e_req){.method = "POST",
+		      .path = "/v1/images?name=localhost:5000/team/tagtest:1",
+		      .body = blob,
+		      .len = len,
+		      .chunked = true};
+	e2e_http_q(&r, &q);
+	expect(&r, 201, NULL, NULL);
+	e2e_resp_free(&r);
+	expect_call("POST", "/v1/images/localhost%3A5000%2Fteam%2Ftagtest%3A1/tags",
+		    "{\"tags\":[\"2\"]}", 201, NULL, "localhost:5000/team/tagtest:2");
+	e2e_http(&r, "GET", "/v1/images/localhost%3A5000%2Fteam%2Ftagtest/tags", NULL);
+	image_names(&r, names, sizeof(names));
+	assert_string_equal(names, "localhost:5000/team/tagtest:1,localhost:5000/team/tagtest:2");
+	e2e_resp_free(&r);
+	/* A sandbox of tagtest:prod: each name of its image is in use, as any name is. */
+	char *id = sandbox_new("{\"image\":\"tagtest:prod\"}");
+	char *out = sh_ok(id, "echo ok");
+	free(out);
+	expect_call("DELETE", "/v1/images/tagtest:latest", NULL, 409, "CONFLICT", "tagtest");
+	sandbox_del(id);
+	const char *drop[] = {"tagtest:prod",
+			      "tagtest:v1",
+			      "tagtest:x",
+			      "tagtest:y",
+			      "localhost%3A5000%2Fteam%2Ftagtest%3A1",
+			      "localhost%3A5000%2Fteam%2Ftagtest%3A2"};
+	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++) {
+		char *p = e2e_printf("/v1/images/%s", drop[i]);
+		expect_call("DELETE", p, NULL, 204, NULL, NULL);
+		free(p);
+	}
+	expect_call("DELETE", "/v1/images/tagtest:latest", NULL, 204, NULL, NULL);
+	expect_call("GET", "/v1/images/tagtest/tags", NULL, 404, "NOT_FOUND", NULL);
+	free(blob);
+}
+
 static void test_run_one_shot(void **state)
 {
 	e2e_resp r;
@@ -1682,6 +1779,7 @@ int main(void)
 	    E2E_TEST(test_dead_init_reads_failed),
 	    E2E_TEST(test_deleted_init_dies_elsewhere),
 	    E2E_TEST(test_images),
+	    E2E_TEST(test_image_tags),
 	    E2E_TEST(test_run_one_shot),
 	    E2E_TEST(test_lifecycle_routes),
 	    E2E_TEST(test_on_idle),

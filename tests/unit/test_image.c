@@ -470,6 +470,70 @@ static void test_concurrent_imports(void **state)
 	free(list);
 }
 
+/* Tags: repositories told apart as docker does, another name for one image, the names of
+ * a repository, and removal of a tag keeping the layer while another name holds it. */
+static void test_tags(void **state)
+{
+	struct fix *f = *state;
+	static const struct {
+		const char *name;
+		size_t repo;
+	} repos[] = {{"app", 3},
+		     {"app:v1", 3},
+		     {"localhost:5000/team/app:1", 23},
+		     {"localhost:5000/team/app", 23},
+		     {"app@sha256:0123", 3},
+		     {"a.b/c", 5}};
+	for (size_t i = 0; i < sizeof(repos) / sizeof(repos[0]); i++)
+		assert_int_equal(image_name_repo_len(repos[i].name), repos[i].repo);
+	char buf[IMAGE_NAME_MAX + 1];
+	sl_err err;
+	assert_int_equal(image_tag_name("app:v1", "prod", buf, sizeof(buf), &err), 0);
+	assert_string_equal(buf, "app:prod");
+	assert_int_equal(image_tag_name("localhost:5000/app", "2", buf, sizeof(buf), &err), 0);
+	assert_string_equal(buf, "localhost:5000/app:2");
+	const char *bad[] = {"", ".x", "-x", "a:b", "a/b", "a b", NULL};
+	for (size_t i = 0; bad[i]; i++)
+		assert_int_equal(image_tag_name("app", bad[i], buf, sizeof(buf), &err), -1);
+	char longtag[130];
+	memset(longtag, 'x', 128);
+	longtag[128] = '\0';
+	assert_int_equal(image_tag_name("app", longtag, buf, sizeof(buf), &err), -1);
+	assert_int_equal(err.kind, SL_INVALID);
+
+	build(f->tar, "tagged\n", NULL, NULL);
+	sl_image v1, prod, got;
+	if (import(f, "app:v1", NULL, NULL, &v1, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(import(f, "other", NULL, NULL, &got, &err), 0);
+	assert_int_equal(image_tag(f->state, "app:v1", "app:prod", &prod, &err), 0);
+	assert_string_equal(prod.name, "app:prod");
+	assert_string_equal(prod.digest, v1.digest);
+	assert_int_equal(image_tag(f->state, "app:v1", "app", &got, &err), 0);
+	assert_int_equal(image_tag(f->state, "nope", "app:x", &got, &err), -1);
+	assert_int_equal(err.kind, SL_NOTFOUND);
+	assert_int_equal(image_tag(f->state, "app:v1", "Bad", &got, &err), -1);
+	assert_int_equal(err.kind, SL_INVALID);
+	sl_image *v;
+	size_t n;
+	assert_int_equal(image_tags(f->state, "app:prod", &v, &n, &err), 0);
+	assert_int_equal(n, 3); /* app, app:prod, app:v1; not "other" */
+	assert_string_equal(v[0].name, "app");
+	assert_string_equal(v[1].name, "app:prod");
+	assert_string_equal(v[2].name, "app:v1");
+	free(v);
+	assert_int_equal(image_remove(f->state, "app:v1", &err), 0);
+	assert_int_equal(image_remove(f->state, "app", &err), 0);
+	assert_int_equal(count(f, "layers"), 1); /* app:prod and other hold it */
+	assert_int_equal(image_lookup(f->state, "app:prod", &got, &err), 0);
+	assert_int_equal(image_tags(f->state, "app", &v, &n, &err), 0);
+	assert_int_equal(n, 1);
+	free(v);
+	assert_int_equal(image_tags(f->state, "none", &v, &n, &err), 0);
+	assert_int_equal(n, 0);
+	free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -481,6 +545,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_failed_import_leaves_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_layer_path, setup, teardown),
 	    cmocka_unit_test(test_ref_parse),
+	    cmocka_unit_test_setup_teardown(test_tags, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_leftovers_collected, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent_imports, setup, teardown),
 	};
