@@ -86,7 +86,7 @@ test('Java: JShell snippets, values as IJava gives them, env vars as system prop
 });
 
 test('R and Java on an image without them: an error naming what is missing, at once', async () => {
-	const plain = t.add(await Sandbox.create());
+	const plain = t.add(await Sandbox.create('base'));
 	const t0 = Date.now();
 	// runCode: the execution's error (the SDK shows a failed request as its status only).
 	const r = await plain.runCode('1', { language: 'r' });
