@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -41,6 +42,18 @@ static inline void sl_cjson_deletep(cJSON **o)
 
 #define _cleanup_free_ __attribute__((cleanup(sl_freep)))
 #define _cleanup_close_ __attribute__((cleanup(sl_closep)))
+/* A lock's fd (state_lock), unlocked before it is closed: a close alone leaves the flock
+ * held while any copy of the fd lives, and a launch's clone (launch_hib.c) copies every
+ * fd the daemon's other threads have open, then waits for this process to attach its
+ * network under the same lock. */
+static inline void sl_unlockp(int *fd)
+{
+	if (*fd >= 0) {
+		flock(*fd, LOCK_UN);
+		close(*fd);
+	}
+}
+#define _cleanup_unlock_ __attribute__((cleanup(sl_unlockp)))
 #define _cleanup_fclose_ __attribute__((cleanup(sl_fclosep)))
 #define _cleanup_closedir_ __attribute__((cleanup(sl_closedirp)))
 #define _cleanup_cjson_ __attribute__((cleanup(sl_cjson_deletep)))

@@ -28,12 +28,6 @@
 #define IMG_JSON_MAX  (64 * 1024)
 #define IMG_META_PATH "etc/sandlot/image.json"
 
-void img_closep(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd); /* also releases the store lock */
-}
-
 int img_path(char *buf, size_t len, sl_err *err,
 							  const char *fmt, ...)
 {

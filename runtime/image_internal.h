@@ -10,10 +10,9 @@
 
 __attribute__((format(printf, 4, 5))) int img_path(char *buf, size_t len, sl_err *err,
 						   const char *fmt, ...);
-/* The store-wide flock (<state>/images/.lock): an fd, closed to release it. */
+/* The store-wide flock (<state>/images/.lock): an fd, released by _cleanup_unlock_
+ * (cleanup.h). */
 int img_lock(const char *state_dir, sl_err *err);
-void img_closep(int *fd);
-#define _cleanup_unlock_ __attribute__((cleanup(img_closep)))
 
 /* A private scratch path under images/tmp (docs/images.md, "Store layout"). */
 struct img_scratch {

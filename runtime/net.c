@@ -238,7 +238,7 @@ int net_subnet(const sl_config *cfg, sl_cidr *subnet, sl_err *err)
 	sl_err e = {0};
 	if (read_small(p, text, sizeof(text)) == 0 && cidr_parse(p, text, subnet, &e) == 0)
 		return 0;
-	_cleanup_close_ int lk = lock_net(cfg, err);
+	_cleanup_unlock_ int lk = lock_net(cfg, err);
 	if (lk < 0)
 		return -1;
 	if (read_small(p, text, sizeof(text)) == 0 && cidr_parse(p, text, subnet, &e) == 0)
@@ -824,7 +824,7 @@ static int veth_setup(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *
 
 int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err)
 {
-	_cleanup_close_ int lk = lock_net(cfg, err);
+	_cleanup_unlock_ int lk = lock_net(cfg, err);
 	_cleanup_nl_ struct nl_sock *sk = lk >= 0 ? route_sock(err) : NULL;
 	struct nft_ctx *nft = sk ? nft_open(err) : NULL;
 	int br_index = 0;
@@ -848,7 +848,7 @@ int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err
 
 int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
 {
-	_cleanup_close_ int lk = lock_net(cfg, err);
+	_cleanup_unlock_ int lk = lock_net(cfg, err);
 	_cleanup_free_ char *script = NULL;
 	struct nft_ctx *nft = lk >= 0 ? nft_open(err) : NULL;
 	if (!nft || chain_script(cfg->net_bridge, ns, true, &script, err) < 0 ||
@@ -878,7 +878,7 @@ int net_names_admit(const sl_config *cfg, const char *id, const uint32_t *addrs,
 		 "delete element inet %1$s %2$s_names { %3$s }\n"
 		 "add element inet %1$s %2$s_names { %3$s }\n",
 		 cfg->net_bridge, id, els);
-	_cleanup_close_ int lk = lock_net(cfg, err);
+	_cleanup_unlock_ int lk = lock_net(cfg, err);
 	struct nft_ctx *nft = lk >= 0 ? nft_open(err) : NULL;
 	if (!nft || nft_run(nft, cmd, err) < 0)
 		return sl_wrap(err, "names of %s", id);
@@ -890,7 +890,7 @@ int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool keep_ho
 	char veth[16], cmd[256], a[16];
 	net_veth_name(id, veth);
 	ipv4_format(addr, a, sizeof(a));
-	_cleanup_close_ int lk = lock_net(cfg, err);
+	_cleanup_unlock_ int lk = lock_net(cfg, err);
 	_cleanup_nl_ struct nl_sock *sk = lk >= 0 ? route_sock(err) : NULL;
 	if (!sk)
 		return -1;
@@ -929,7 +929,7 @@ int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool keep_ho
 
 int net_down_if_idle(const sl_config *cfg, sl_err *err)
 {
-	_cleanup_close_ int lk = lock_net(cfg, err);
+	_cleanup_unlock_ int lk = lock_net(cfg, err);
 	_cleanup_nl_ struct nl_sock *sk = lk >= 0 ? route_sock(err) : NULL;
 	if (!sk)
 		return -1;
