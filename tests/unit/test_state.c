@@ -3,6 +3,7 @@
  * its spare (no new inode per rewrite) and concurrent writers never tear it; state_sync
  * makes a record durable later and says when there is none; a directory lock excludes;
  * state_mkdirs makes every missing level. */
+#include "cleanup.h"
 #include "fsutil.h"
 #include "state.h"
 
@@ -380,6 +381,43 @@ static void test_lock_dir(void **state)
 	assert_non_null(strstr(err.msg, "gone"));
 }
 
+/* A lock taken through _cleanup_unlock_ is free once its scope ends, even while a copy
+ * of its fd lives on in a child (a launch's clone copies the fds of every thread): a
+ * close alone would leave it held until the child exits. */
+static void hold_in_child_then_release(const char *p, pid_t *child, int ready[2])
+{
+	sl_err err = {0};
+	_cleanup_unlock_ int lk = state_lock(p, &err);
+	assert_true(lk >= 0);
+	assert_int_equal(pipe(ready), 0);
+	*child = fork();
+	assert_true(*child >= 0);
+	if (*child == 0) { /* keeps its copy of LK until the parent closes READY's end */
+		char c;
+		close(ready[1]);
+		while (read(ready[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(ready[0]);
+}
+
+static void test_unlock_with_a_copy_alive(void **state)
+{
+	char p[128];
+	snprintf(p, sizeof(p), "%s/lock", base);
+	int ready[2];
+	pid_t child;
+	hold_in_child_then_release(p, &child, ready);
+	int other = open(p, O_RDWR | O_CLOEXEC);
+	assert_true(other >= 0);
+	assert_int_equal(flock(other, LOCK_EX | LOCK_NB), 0);
+	close(other);
+	close(ready[1]);
+	int st;
+	assert_int_equal(waitpid(child, &st, 0), child);
+}
+
 static void test_mkdirs(void **state)
 {
 	char p[160];
@@ -400,6 +438,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_write_replaces, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unlock_with_a_copy_alive, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_soon_then_sync, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_record_reuses_its_spare, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_record_soon_keeps_the_size, setup, teardown),
