@@ -50,7 +50,8 @@ static int tag_check(const char *in, char *out, size_t len, sl_err *err)
 int e2b_template_image(const char *name, const char *tag, char *out, size_t len, sl_err *err)
 {
 	if (!tag || !*tag || !strcmp(tag, E2B_DEFAULT_TAG)) {
-		snprintf(out, len, "%s", e2b_stock_template(name) ? "default" : name);
+		/* A stock template is refused or resolved (e2b_stock_image) before this. */
+		snprintf(out, len, "%s", name);
 		return 0;
 	}
 	return image_tag_name(name, tag, out, len, err);
