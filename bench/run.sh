@@ -11,7 +11,8 @@
 # (hibernate section: 5, quick 3), BENCH_HIBERNATE_N (hibernated idle sandboxes for the
 # memory figure: 1000, quick 5),
 # BENCH_NET_DENSITY (sandboxes with network on for the memory measure), BENCH_OUT,
-# BENCH_BUDGET (seconds: a crun density step that would run past it is skipped),
+# BENCH_BUDGET (seconds into the density section: a crun density step that would run past
+# it is skipped),
 # BENCH_POOL (ready sandboxes of `serve --pool` for the pool rows, 4), BENCH_POOL_PACE (ms
 # between operations in those rows, 50), BENCH_PAUSE (ms between the operations of the
 # other latency rows, 0).
@@ -533,17 +534,20 @@ dens() { # RUNTIME N COLUMN -> that column of $DENS
 }
 
 # Would N more crun containers (create + remove, at the pace seen at the last N) run past
-# the time budget? Then skip them, and say so.
+# the density section's time budget? Then skip them, and say so. The budget counts from
+# the section's start: counted from the bench's, the sections added before it (fork,
+# hibernate, images) used it up and crun's density was never measured.
 over_budget() { # RUNTIME N
 	local last
 	last=$(awk -F'\t' -v r="$1" '$1 == r { n = $2; c = $3 + $13 } END { print c + 0 }' "$DENS")
-	awk -v t="$(($(date +%s) - T0))" -v n="$2" -v c="$last" -v b="$BUDGET" \
+	awk -v t="$(($(date +%s) - DENS_T0))" -v n="$2" -v c="$last" -v b="$BUDGET" \
 		'BEGIN { exit !(t + n * c * 1.5 / 1000 + 15 > b) }'
 }
 
 bench_density() {
 	say "density: sandlot create ×N (N = $DENSITY) and crun run -d ×N (N = $CRUN_DENSITY), interleaved by N"
 	local n
+	DENS_T0=$(date +%s)
 	for n in $(echo "$DENSITY $CRUN_DENSITY" | tr ' ' '\n' | sort -nu); do
 		if [[ " $DENSITY " == *" $n "* ]]; then
 			density_one sandlot "$n"
@@ -568,9 +572,18 @@ bench_density() {
 	sm=$(dens sandlot "$nmax" 6) cm=$(dens crun "$nmax" 6)
 	row "density-mem" "host memory per idle sandbox, N=$nmax" KiB "$sm" - crun "${cm:-nan}" - \
 		"$(ratio "$sm" "${cm:-0}")" "≤ 512 KiB" "$(le "$sm" 512)"
-	# Issue 44 withdrew the 512 KiB (below the kernel's own floor) for these two.
-	goal_row density-vs-crun density-mem 0.8 "host memory per idle sandbox, N=$nmax, vs crun"
-	density_floor "$nmax" "$sm"
+	# Issue 44 withdrew the 512 KiB (below the kernel's own floor) for these two. They
+	# compare what the kernel accounts (slab, page tables, kernel stacks, percpu, PSS), not
+	# MemAvailable's drop: on a host that reclaims by itself (DAMON's pageout scheme, a
+	# balloon's free page reporting) MemAvailable rises while N are made, and the drop came
+	# out below the same run's slab growth alone (crun at N=1000: 187 KiB against 601 of
+	# slab), and the floor's above sandlot's (815 against 602).
+	local sa ca
+	sa=$(dens sandlot "$nmax" 12) ca=$(dens crun "$nmax" 12)
+	row density-vs-crun "host memory accounted per idle sandbox, N=$nmax, vs crun" KiB "$sa" - \
+		crun "${ca:-nan}" - "$(ratio "$sa" "${ca:-0}")" "≤ 0.8×" \
+		"$(if [ -n "$ca" ]; then le "$(ratio "$sa" "$ca")" 0.8; else echo failed; fi)"
+	density_floor "$nmax" "$sa"
 	sm=$(dens sandlot "$nb" 3) cm=$(dens crun "$nb" 3)
 	row "density-create" "create per sandbox at N=$nb (median)" ms "$sm" "$(dens sandlot "$nb" 4)" \
 		crun "${cm:-nan}" "$(dens crun "$nb" 4)" "$(ratio "$sm" "${cm:-0}")" - -
@@ -588,19 +601,21 @@ bench_density() {
 # The kernel's floor at N: bench/floor.sh all+cg (the namespaces and v1 cgroups a sandbox
 # has, around a sleep, nothing of sandlot) on the same host right after sandlot's N, the
 # same measure (the drop of MemAvailable per process once the host settles).
-density_floor() { # N SANDLOT_KIB
-	local f
+density_floor() { # N SANDLOT_ACCOUNTED_KIB
+	local f label="host memory accounted per idle sandbox, N=$1, vs the kernel floor"
 	say "density: the kernel floor for $1 isolated processes (bench/floor.sh $1 all+cg)"
 	if ! f=$(bash "$REPO/bench/floor.sh" "$1" all+cg); then
 		failed "density: bench/floor.sh $1 all+cg"
-		row density-vs-floor "host memory per idle sandbox, N=$1, vs the kernel floor" KiB "$2" - \
-			floor nan - nan "≤ 1.15×" failed
+		row density-vs-floor "$label" KiB "$2" - floor nan - nan "≤ 1.15×" failed
 		return 0
 	fi
 	say "density: $f"
-	f=$(echo "$f" | sed -n 's/.*MemAvailable drop \([0-9.-]*\) KiB each.*/\1/p')
-	row density-vs-floor "host memory per idle sandbox, N=$1, vs the kernel floor" KiB "$2" - \
-		floor "${f:-nan}" - "$(ratio "$2" "${f:-0}")" "≤ 1.15×" "$(le "$(ratio "$2" "${f:-0}")" 1.15)"
+	# The floor's accounted figure: slab, page tables, kernel stack and percpu (a sleep's
+	# PSS left out, as sandlot's init has next to none).
+	f=$(echo "$f" | sed -n 's/.*; slab \([0-9.-]*\), page tables \([0-9.-]*\), kernel stack \([0-9.-]*\), percpu \([0-9.-]*\).*/\1 \2 \3 \4/p' |
+		awk 'NF == 4 { printf "%.1f", $1 + $2 + $3 + $4 }')
+	row density-vs-floor "$label" KiB "$2" - floor "${f:-nan}" - "$(ratio "$2" "${f:-0}")" "≤ 1.15×" \
+		"$(le "$(ratio "$2" "${f:-0}")" 1.15)"
 }
 
 # ---- the HTTP API (once `sandlot serve` exists) ----------------------------------------------
