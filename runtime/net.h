@@ -38,8 +38,10 @@ typedef struct sl_net_sandbox {
 	/* Domain rules (docs/network.md, "Domain rules"). NAMES: the allow list has names,
 	 * so the addresses the daemon's resolver admitted (the set <id>_names) are
 	 * reachable beside the allowed CIDRs, and nothing else. DNS_LOCKED: some list has
-	 * names, so DNS, DoT and DoH to anything but the daemon's resolver are refused. */
-	bool names, dns_locked;
+	 * names, so DNS, DoT and DoH to anything but the daemon's resolver are refused.
+	 * NAMES_DROP (a rule change, net_set_rules): the rules had names and have none now,
+	 * so the set goes in the same batch. */
+	bool names, dns_locked, names_drop;
 } sl_net_sandbox;
 
 /* The bridge subnet: SANDLOT_NET_SUBNET, else the one chosen before (kept in
@@ -55,11 +57,13 @@ int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err);
  * names (its chain must exist); an address already there gets the new timeout. */
 int net_names_admit(const sl_config *cfg, const char *id, const uint32_t *addrs,
 		    const uint32_t *ttls, size_t n, sl_err *err);
-/* Remove the sandbox's veth and chain (whatever of them exists), then the host side
+/* Remove the sandbox's veth and chain (whatever of them exists), and its set of admitted
+ * addresses when NAMES (its rules name domains: the set exists), then the host side
  * when no sandbox network is left — unless KEEP_HOST: then it returns 1 when it left
  * the host side up with no network on it (the caller takes it down later, with
  * net_down_if_idle), 0 when other networks are still on it. */
-int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool keep_host, sl_err *err);
+int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool names, bool keep_host,
+	       sl_err *err);
 
 /* The daemon's hold (nethold.c, in the binary): while a live `sandlot serve` holds it,
  * the host side stays up when the last sandbox network goes, so a lone network sandbox

@@ -31,10 +31,12 @@ int net_names_admit(const sl_config *cfg, const char *id, const uint32_t *addrs,
 	return fn ? fn(cfg, id, addrs, ttls, n, err) : -1;
 }
 
-int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool keep_host, sl_err *err)
+int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool names, bool keep_host,
+	       sl_err *err)
 {
-	int (*fn)(const sl_config *, const char *, uint32_t, bool, sl_err *) = NET_FN(net_detach);
-	return fn ? fn(cfg, id, addr, keep_host, err) : -1;
+	int (*fn)(const sl_config *, const char *, uint32_t, bool, bool, sl_err *) =
+	    NET_FN(net_detach);
+	return fn ? fn(cfg, id, addr, names, keep_host, err) : -1;
 }
 
 int net_down_if_idle(const sl_config *cfg, sl_err *err)

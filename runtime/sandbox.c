@@ -36,6 +36,7 @@
 #include "log.h"
 #include "net.h"
 #include "netaddr.h"
+#include "netname.h"
 #include "pkgspec.h"
 #include "quantity.h"
 #include "secret.h"
@@ -1272,6 +1273,7 @@ int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl
 		return -1;
 	}
 	int r = 0;
+	bool had_names = netname_any(sb.net_allow);
 	if (sb.status == SL_ST_TERMINATED)
 		r = sl_fail(err, SL_NOTFOUND, 0, "sandbox %s was destroyed", sb.id);
 	else if (net->enabled != sb.net_enabled)
@@ -1294,6 +1296,7 @@ int sandbox_set_network(sl_ctx *ctx, const char *ref, const sl_net_opts *net, sl
 		sl_net_sandbox ns;
 		sbxnet_bufs bufs;
 		r = sbxnet_spec(&ctx->cfg, &sb, &ns, &bufs, err);
+		ns.names_drop = had_names;
 		if (r == 0)
 			r = net_set_rules(&ctx->cfg, &ns, err);
 	}

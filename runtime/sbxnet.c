@@ -299,7 +299,7 @@ void sbxnet_detach(sl_ctx *ctx, const sl_sandbox *sb)
 	sl_err e = {0};
 	if (!sb->net_enabled || !ipv4_parse(sb->net_addr, &addr))
 		return;
-	int r = net_detach(&ctx->cfg, sb->id, addr, ctx->net_linger, &e);
+	int r = net_detach(&ctx->cfg, sb->id, addr, netname_any(sb->net_allow), ctx->net_linger, &e);
 	if (r < 0)
 		sl_log(SL_LOG_WARN, "sandbox %s: %s", sb->id, e.msg);
 	else if (r > 0)

@@ -219,6 +219,56 @@ static void test_names_deny_only(void **state)
 	e2e_daemon_stop(&d);
 }
 
+/* Does the nftables object KIND NAME exist in our table (the bridge's name)? */
+static bool nft_has(const char *kind, const char *name)
+{
+	const char *br = getenv("SANDLOT_NET_BRIDGE");
+	char *line = e2e_printf("nft list %s inet %s %s > /dev/null 2>&1", kind,
+				br && *br ? br : "sandlot0", name);
+	char *argv[] = {"/bin/sh", "-c", line, NULL};
+	e2e_result r;
+	int rc = e2e_run(&r, NULL, 0, 10000, argv);
+	e2e_result_free(&r);
+	free(line);
+	return rc == 0;
+}
+
+/* The set of admitted addresses lives as long as the rules name domains: made with
+ * them, gone when a change drops the names, made again, gone at delete while other
+ * networks keep the table (the delete adds the set to its chain's batch only then). */
+static void test_names_set_follows_rules(void **state)
+{
+	e2e_daemon d;
+	daemon_start_with(&d, serve_dns);
+	char *keep = create_with(&d, "[]");
+	char *id = create_with(&d, "[\"allowed.test\"]");
+	char *set = e2e_printf("%s_names", id);
+	char *path = e2e_printf("/v1/sandboxes/%s", id);
+	assert_true(nft_has("set", set));
+	assert_false(nft_has("set", "sbx_none_names")); /* the probe can say no */
+	cJSON_Delete(api(&d, "PATCH", path,
+			 "{\"network\": {\"enabled\": true, \"allow\": [\"" ALLOWED "/32\"]}}",
+			 200));
+	assert_false(nft_has("set", set));
+	assert_true(reaches(id, ALLOWED, PORT, "web " ALLOWED));
+	assert_false(reaches(id, BLOCKED, PORT, "web"));
+	cJSON_Delete(api(&d, "PATCH", path,
+			 "{\"network\": {\"enabled\": true, \"allow\": [\"other.test\"]}}",
+			 200));
+	assert_true(nft_has("set", set));
+	assert_true(reaches(id, "other.test", PORT, "web " OTHER));
+	api_rm(&d, id);
+	/* The release (chain, set, lease) follows the answer. */
+	for (int i = 0; i < 100 && nft_has("chain", id); i++)
+		usleep(50 * 1000);
+	assert_false(nft_has("chain", id));
+	assert_false(nft_has("set", set));
+	assert_true(nft_has("chain", keep));
+	api_rm(&d, keep);
+	e2e_daemon_stop(&d);
+	free(path), free(set), free(id), free(keep);
+}
+
 static void expect_400(const e2e_daemon *d, const char *method, const char *path, const char *body,
 		       const char *says)
 {
@@ -300,6 +350,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    NET_TEST(test_names_allow_wildcard_patch_restart),
 	    NET_TEST(test_names_deny_only),
+	    NET_TEST(test_names_set_follows_rules),
 	    NET_TEST(test_names_bad_input),
 	};
 	e2e_apply_filter();
