@@ -895,16 +895,22 @@ int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool names, 
 	char veth[16], cmd[384], a[16];
 	net_veth_name(id, veth);
 	ipv4_format(addr, a, sizeof(a));
-	_cleanup_unlock_ int lk = lock_net(cfg, err);
-	_cleanup_nl_ struct nl_sock *sk = lk >= 0 ? route_sock(err) : NULL;
+	_cleanup_nl_ struct nl_sock *sk = route_sock(err);
 	if (!sk)
 		return -1;
+	/* The veth goes before the net lock is taken: its unregistering waits for the
+	 * kernel (RCU, under the rtnl lock: 14-20 ms here), and a create waiting for the
+	 * lock meanwhile waited for it too. Nothing the lock guards needs it: the host side
+	 * is checked for idleness below, after it is gone. */
 	_cleanup_link_ struct rtnl_link *l = NULL;
 	if (rtnl_link_get_kernel(sk, 0, veth, &l) == 0) {
 		int r = rtnl_link_delete(sk, l);
 		if (r < 0 && r != -NLE_NODEV && r != -NLE_OBJ_NOTFOUND)
 			return nlfail(err, r, "delete veth %s", veth);
 	}
+	_cleanup_unlock_ int lk = lock_net(cfg, err);
+	if (lk < 0)
+		return -1;
 	struct nft_ctx *nft = nft_open(err);
 	if (!nft)
 		return -1;
