@@ -141,6 +141,16 @@ static bool oci_owner_live(const sl_ctx *ctx, const char *owner, const char *pat
 	return lstat(path, &st) == 0 && time(NULL) - st.st_mtime <= 60;
 }
 
+/* A daemon's spare network ("spn_<pid>_<start>_<k>", spares.c) lives while its daemon
+ * does. */
+static bool spn_owner_live(const char *owner)
+{
+	unsigned long long pid, start;
+	if (sscanf(owner, "spn_%llu_%llu_", &pid, &start) != 2)
+		return false;
+	return record_pid_alive((pid_t)pid, start);
+}
+
 /* Who holds claim PATH: nobody any more (stale), a live sandbox (or one being made), or
  * a tombstone whose releaser is still freeing it. */
 static enum claim_owner claim_owner(const sl_ctx *ctx, const char *path)
@@ -155,6 +165,8 @@ static enum claim_owner claim_owner(const sl_ctx *ctx, const char *path)
 	sl_err e = { 0 };
 	if (!strncmp(owner, "oci_", 4))
 		return oci_owner_live(ctx, owner, path) ? OWNER_LIVE : OWNER_GONE;
+	if (!strncmp(owner, "spn_", 4))
+		return spn_owner_live(owner) ? OWNER_LIVE : OWNER_GONE;
 	if (strncmp(owner, "sbx_", 4) || record_load(ctx, owner, &sb, &e) < 0) {
 		/* Its creator writes the record right after the claim: only an old
 		 * claim without a record is stale. */
@@ -213,6 +225,24 @@ int claim_take(const sl_ctx *ctx, const char *kind, const char *key, const char 
 	}
 	spare_keep(ctx, mine, id, kind);
 	return 1;
+}
+
+int claim_transfer(const sl_ctx *ctx, const char *kind, const char *key, const char *from,
+		   const char *to, sl_err *err)
+{
+	char path[PATH_MAX], owner[40], mine[PATH_MAX];
+	claim_path(ctx, kind, key, path, sizeof(path));
+	if (claim_read(path, owner) <= 0 || strcmp(owner, from))
+		return sl_fail(err, SL_INTERNAL, 0, "claim %s: not %s's", path, from);
+	if (claim_file(ctx, to, mine, sizeof(mine)) < 0)
+		return sl_sysfail(err, "claim %s", path);
+	/* Over the old one: the claim is never absent, so no other create can take it. */
+	if (rename(mine, path) < 0) {
+		int e = errno;
+		unlink(mine);
+		return sl_fail(err, SL_INTERNAL, e, "claim %s", path);
+	}
+	return 0;
 }
 
 void claim_drop(const sl_ctx *ctx, const char *kind, const char *key, const char *id)

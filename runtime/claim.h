@@ -24,6 +24,9 @@ int claim_take(const sl_ctx *ctx, const char *kind, const char *key, const char 
  * picks: its first host id in *BASE. SL_EXHAUSTED when every one is taken. */
 int claim_uid_range(const sl_ctx *ctx, const char *owner, uint64_t h, uint32_t *base,
 		    sl_err *err);
+/* Claim KIND/KEY, held by FROM, held by TO now (atomically: never free between). */
+int claim_transfer(const sl_ctx *ctx, const char *kind, const char *key, const char *from,
+		   const char *to, sl_err *err);
 /* Release ID's claim KIND/KEY (kept as a spare file for the next claim). */
 void claim_drop(const sl_ctx *ctx, const char *kind, const char *key, const char *id);
 /* Release every claim of SB: uid range, address, name. */

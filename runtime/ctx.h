@@ -51,6 +51,19 @@ typedef struct sl_ctx {
 	 * (spare_taken_arg) tells it a create took one. */
 	int netns_spares[4];
 	int netns_nspares, spares_keep;
+	/* Networks made ahead (spares.c), once this daemon has made a sandbox with its
+	 * network on (net_spares_on): a namespace with its veth on the bridge, its address
+	 * (a lease held by "spn_<pid>_<start>_<k>") and route, no chain. A create takes one
+	 * at its lease (the lease passes to it) and its launch the namespace, kept in
+	 * net_taken meanwhile. */
+	struct sl_net_spare {
+		int netns;
+		uint32_t addr;
+		char owner[32];
+	} net_spares[2], net_taken[4];
+	int net_nspares, net_ntaken;
+	bool net_spares_on;
+	unsigned net_spare_seq;
 	/* Sandbox inits made ahead, for creates of the default limits with no network
 	 * and no volumes (launch.h, sl_launch_spare; spares.c, spare_launch_take). */
 	struct sl_launch_spare *launch_spares[2];

@@ -54,9 +54,17 @@ nlfail(sl_err *err, int nlerr, const char *fmt, ...)
 	return sl_fail(err, SL_INTERNAL, 0, "%s: %s", what, nl_geterror(nlerr));
 }
 
-static void net_veth_name(const char *id, char buf[16])
+/* A host end's name: "slv" and the sandbox's address in hex. An address is leased to
+ * one sandbox (or one spare network) at a time, and a spare's veth then needs no rename
+ * when a create takes it (a rename waits for RCU, as an unregister does). */
+static void net_veth_name(uint32_t addr, char buf[16])
 {
-	/* "slv" + 12 of the id's 20 random chars: 60 bits, unique among live sandboxes. */
+	snprintf(buf, 16, "slv%08x", addr);
+}
+
+/* The name builds before 2026-12 gave it: "slv" + 12 of the id's random characters. */
+static void net_veth_name_by_id(const char *id, char buf[16])
+{
 	snprintf(buf, 16, "slv%.12s", strncmp(id, "sbx_", 4) ? id : id + 4);
 }
 
@@ -798,13 +806,13 @@ static int veth_add(struct nl_sock *sk, const char *name, int netns)
 	return r;
 }
 
-/* The veth (host end on the bridge, isolated; eth0 inside) and the sandbox's chain; on
- * failure the veth is deleted again. */
+/* The veth (host end on the bridge, isolated; eth0 inside, addressed, routed) and, with
+ * NFT, the sandbox's chain; on failure the veth is deleted again. */
 static int veth_setup(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft, int br_index,
 		      const sl_net_sandbox *ns, int netns, sl_err *err)
 {
 	char veth[16];
-	net_veth_name(ns->id, veth);
+	net_veth_name(ns->addr, veth);
 	int r = veth_add(sk, veth, netns);
 	if (r < 0)
 		return nlfail(err, r, "create veth %s", veth);
@@ -816,14 +824,35 @@ static int veth_setup(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *
 		nlfail(err, r, "attach %s to the bridge", veth);
 	else if (port_isolate(sk, rtnl_link_get_ifindex(l), err) < 0 || link_up(sk, l, err) < 0 ||
 		 configure_inside(netns, ns, err) < 0 ||
-		 chain_script(cfg->net_bridge, ns, false, &script, err) < 0 ||
-		 nft_run(nft, script, err) < 0)
+		 (nft && (chain_script(cfg->net_bridge, ns, false, &script, err) < 0 ||
+			  nft_run(nft, script, err) < 0)))
 		r = -1;
 	else
 		return 0;
 	if (l)
 		rtnl_link_delete(sk, l);
 	return -1;
+}
+
+/* The chain of a sandbox whose veth was made ahead (net_prepare): its veth must be a
+ * port of the bridge as it is now (one made again since has other ports). */
+static int chain_on_prepared(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft,
+			     int br_index, const sl_net_sandbox *ns, sl_err *err)
+{
+	char veth[16];
+	net_veth_name(ns->addr, veth);
+	_cleanup_link_ struct rtnl_link *l = NULL;
+	int r = rtnl_link_get_kernel(sk, 0, veth, &l);
+	if (r < 0)
+		return nlfail(err, r, "find veth %s", veth);
+	if (rtnl_link_get_master(l) != br_index)
+		return sl_fail(err, SL_INTERNAL, 0, "veth %s is not on bridge %s", veth,
+			       cfg->net_bridge);
+	_cleanup_free_ char *script = NULL;
+	if (chain_script(cfg->net_bridge, ns, false, &script, err) < 0 ||
+	    nft_run(nft, script, err) < 0)
+		return -1;
+	return 0;
 }
 
 int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err)
@@ -848,6 +877,54 @@ int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err
 	if (sk)
 		host_down_if_idle(cfg, sk, nft);
 	return sl_wrap(err, "network of %s", ns->id);
+}
+
+int net_prepare(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err)
+{
+	_cleanup_nl_ struct nl_sock *sk = route_sock(err);
+	int br_index = 0, r = -1;
+	if (sk) {
+		_cleanup_unlock_ int lk = lock_net(cfg, err);
+		struct nft_ctx *nft = lk >= 0 ? nft_open(err) : NULL;
+		r = nft ? host_up(cfg, sk, nft, &ns->subnet, &br_index, err) : -1;
+	}
+	/* The veth is made with the lock let go: creates wait for that lock, and the veth
+	 * changes nothing it guards (a bridge removed meanwhile fails the enslaving). */
+	if (r == 0 && veth_setup(cfg, sk, NULL, br_index, ns, netns, err) == 0)
+		return 0;
+	return sl_wrap(err, "spare network %s", ns->id);
+}
+
+int net_attach_prepared(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
+{
+	_cleanup_unlock_ int lk = lock_net(cfg, err);
+	_cleanup_nl_ struct nl_sock *sk = lk >= 0 ? route_sock(err) : NULL;
+	struct nft_ctx *nft = sk ? nft_open(err) : NULL;
+	int br_index = 0;
+	bool listed = table_seen_on == 0;
+	if (nft && host_up(cfg, sk, nft, &ns->subnet, &br_index, err) == 0 &&
+	    chain_on_prepared(cfg, sk, nft, br_index, ns, err) == 0)
+		return 0;
+	if (nft && !listed && table_seen_on) {
+		/* Our table removed behind our back: as net_attach. */
+		sl_err_clear(err);
+		table_seen_on = 0;
+		if (host_up(cfg, sk, nft, &ns->subnet, &br_index, err) == 0 &&
+		    chain_on_prepared(cfg, sk, nft, br_index, ns, err) == 0)
+			return 0;
+	}
+	return sl_wrap(err, "network of %s", ns->id);
+}
+
+void net_unprepare(uint32_t addr)
+{
+	char veth[16];
+	net_veth_name(addr, veth);
+	sl_err e = {0};
+	_cleanup_nl_ struct nl_sock *sk = route_sock(&e);
+	_cleanup_link_ struct rtnl_link *l = NULL;
+	if (sk && rtnl_link_get_kernel(sk, 0, veth, &l) == 0)
+		rtnl_link_delete(sk, l);
 }
 
 int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
@@ -892,8 +969,9 @@ int net_names_admit(const sl_config *cfg, const char *id, const uint32_t *addrs,
 int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool names, bool keep_host,
 	       sl_err *err)
 {
-	char veth[16], cmd[384], a[16];
-	net_veth_name(id, veth);
+	char veth[16], old[16], cmd[384], a[16];
+	net_veth_name(addr, veth);
+	net_veth_name_by_id(id, old);
 	ipv4_format(addr, a, sizeof(a));
 	_cleanup_nl_ struct nl_sock *sk = route_sock(err);
 	if (!sk)
@@ -902,11 +980,16 @@ int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool names, 
 	 * kernel (RCU, under the rtnl lock: 14-20 ms here), and a create waiting for the
 	 * lock meanwhile waited for it too. Nothing the lock guards needs it: the host side
 	 * is checked for idleness below, after it is gone. */
-	_cleanup_link_ struct rtnl_link *l = NULL;
-	if (rtnl_link_get_kernel(sk, 0, veth, &l) == 0) {
+	/* (A sandbox made by an older build has its veth named by its id.) */
+	for (int k = 0; k < 2; k++) {
+		const char *name = k ? old : veth;
+		_cleanup_link_ struct rtnl_link *l = NULL;
+		if (rtnl_link_get_kernel(sk, 0, name, &l) < 0)
+			continue;
 		int r = rtnl_link_delete(sk, l);
 		if (r < 0 && r != -NLE_NODEV && r != -NLE_OBJ_NOTFOUND)
-			return nlfail(err, r, "delete veth %s", veth);
+			return nlfail(err, r, "delete veth %s", name);
+		break;
 	}
 	_cleanup_unlock_ int lk = lock_net(cfg, err);
 	if (lk < 0)

@@ -17,6 +17,27 @@ int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err
 	return fn ? fn(cfg, ns, netns, err) : -1;
 }
 
+int net_prepare(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err)
+{
+	int (*fn)(const sl_config *, const sl_net_sandbox *, int, sl_err *) = NET_FN(net_prepare);
+	return fn ? fn(cfg, ns, netns, err) : -1;
+}
+
+int net_attach_prepared(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
+{
+	int (*fn)(const sl_config *, const sl_net_sandbox *, sl_err *) =
+	    NET_FN(net_attach_prepared);
+	return fn ? fn(cfg, ns, err) : -1;
+}
+
+void net_unprepare(uint32_t addr)
+{
+	sl_err e = {0}, *err = &e;
+	void (*fn)(uint32_t) = NET_FN(net_unprepare);
+	if (fn)
+		fn(addr);
+}
+
 int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
 {
 	int (*fn)(const sl_config *, const sl_net_sandbox *, sl_err *) = NET_FN(net_set_rules);

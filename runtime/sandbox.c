@@ -201,8 +201,10 @@ static int launch_fresh(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, const char *c
 	_cleanup_close_ int netns = -1;
 	if (cgroup_join_files(ctx->cg, cg, joinbuf, sizeof(joinbuf), join, 8, &l->njoin, err) < 0)
 		goto drop_cgroups;
-	/* A daemon's spare (launch_new_netns, never used), or the clone makes one. */
-	netns = l->hibernate ? -1 : spare_netns_take(ctx);
+	/* The spare network its create took (spares.h: veth, address and route made), a
+	 * daemon's spare namespace (launch_new_netns, never used), or the clone makes one. */
+	int made = sb->net_enabled && !l->hibernate ? spare_net_adopted(ctx, sb->id) : -1;
+	netns = made >= 0 ? made : l->hibernate ? -1 : spare_netns_take(ctx);
 	l->netns = netns >= 0 ? &netns : NULL;
 	l->netns_ready = netns >= 0;
 	/* A network is set up in a namespace of its own before anything runs in it (veth,
@@ -213,6 +215,19 @@ static int launch_fresh(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, const char *c
 	if (sb->net_enabled && l->hibernate) {
 		l->net_setup = launch_net_setup;
 		l->net_arg = &na;
+	} else if (sb->net_enabled && made >= 0) {
+		/* Only its chain is left to add. A spare whose veth is gone or off the
+		 * bridge (the bridge made again) gets its network made again. */
+		if (sbxnet_attach_prepared(ctx, sb, err) < 0) {
+			sl_log(SL_LOG_WARN, "sandbox %s: spare network: %s; made again", sb->id,
+			       err->msg);
+			sl_err_clear(err);
+			sbxnet_detach(ctx, sb);
+			if (sbxnet_attach(ctx, sb, netns, err) < 0)
+				goto drop_cgroups;
+		}
+		l->netns = &netns;
+		l->netns_ready = true;
 	} else if (sb->net_enabled) {
 		if ((netns < 0 && (netns = launch_new_netns(err)) < 0) ||
 		    sbxnet_attach(ctx, sb, netns, err) < 0)

@@ -15,6 +15,7 @@
 #include "cleanup.h"
 #include "log.h"
 #include "netname.h"
+#include "spares.h"
 #include "state.h"
 
 /* ---- network ---- */
@@ -194,6 +195,14 @@ int sbxnet_spec(const sl_config *cfg, const sl_sandbox *sb, sl_net_sandbox *ns, 
  * not read every other sandbox's record. */
 int sbxnet_lease_take(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
 {
+	/* A daemon's spare network: its lease, veth, address and route are made. */
+	if (spare_net_take(ctx, sb) == 0)
+		return 0;
+	return sbxnet_lease_new(ctx, sb, err);
+}
+
+int sbxnet_lease_new(sl_ctx *ctx, sl_sandbox *sb, sl_err *err)
+{
 	sl_cidr subnet;
 	char dir[PATH_MAX];
 	if (net_subnet(&ctx->cfg, &subnet, err) < 0)
@@ -293,10 +302,20 @@ int sbxnet_attach(sl_ctx *ctx, const sl_sandbox *sb, int netns, sl_err *err)
 	return net_attach(&ctx->cfg, &ns, netns, err);
 }
 
+int sbxnet_attach_prepared(sl_ctx *ctx, const sl_sandbox *sb, sl_err *err)
+{
+	sl_net_sandbox ns;
+	sbxnet_bufs bufs;
+	if (sbxnet_spec(&ctx->cfg, sb, &ns, &bufs, err) < 0)
+		return -1;
+	return net_attach_prepared(&ctx->cfg, &ns, err);
+}
+
 void sbxnet_detach(sl_ctx *ctx, const sl_sandbox *sb)
 {
 	uint32_t addr;
 	sl_err e = {0};
+	spare_net_forget(ctx, sb->id); /* a create that failed before its launch */
 	if (!sb->net_enabled || !ipv4_parse(sb->net_addr, &addr))
 		return;
 	int r = net_detach(&ctx->cfg, sb->id, addr, netname_any(sb->net_allow), ctx->net_linger, &e);

@@ -17,9 +17,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "claim.h"
 #include "cleanup.h"
 #include "fsutil.h"
 #include "log.h"
+#include "net.h"
+#include "netaddr.h"
+#include "sbxnet.h"
 #include "storage.h"
 
 /* Record dirs made ahead: <state>/spare-records/rec-0 .. rec-<N-1>, each with an empty
@@ -92,6 +96,143 @@ void spare_records_fill(const sl_ctx *ctx, const char *tag)
 	if (built || access(tmp, F_OK) == 0) {
 		sl_err e = {0};
 		fs_remove_tree(tmp, &e);
+	}
+}
+
+/* ---- spare networks (a network create's veth, address and route made ahead) ---- */
+
+#define NET_SPARES ((int)(sizeof(((sl_ctx *)0)->net_spares) / sizeof(struct sl_net_spare)))
+#define NET_TAKEN  ((int)(sizeof(((sl_ctx *)0)->net_taken) / sizeof(struct sl_net_spare)))
+
+/* Its veth deleted before its lease is let go: the next holder of the address names its
+ * veth the same (net.c). */
+static void net_spare_free(sl_ctx *ctx, struct sl_net_spare *sp, const char *holder)
+{
+	char key[16];
+	ipv4_format(sp->addr, key, sizeof(key));
+	if (sp->netns >= 0)
+		close(steal_fd(&sp->netns));
+	net_unprepare(sp->addr);
+	if (holder)
+		claim_drop(ctx, "leases", key, holder);
+}
+
+static void net_spares_fill(sl_ctx *ctx)
+{
+	for (int made = 0; made < 2; made++) {
+		pthread_mutex_lock(&ctx->lock);
+		bool want = ctx->spares_keep > 0 && ctx->net_spares_on &&
+			    ctx->net_nspares < NET_SPARES;
+		unsigned k = ctx->net_spare_seq++;
+		pthread_mutex_unlock(&ctx->lock);
+		if (!want)
+			return;
+		/* A sandbox record of its own only for the lease and the spec. */
+		sl_sandbox sb = {0};
+		snprintf(sb.id, sizeof(sb.id), "spn_%d_%llu_%u", (int)getpid(),
+			 (unsigned long long)proc_start_time(getpid()), k);
+		struct sl_net_spare sp = {.netns = -1};
+		snprintf(sp.owner, sizeof(sp.owner), "%s", sb.id);
+		sl_err e = {0};
+		sl_net_sandbox ns;
+		sbxnet_bufs bufs;
+		if (sbxnet_lease_new(ctx, &sb, &e) < 0) {
+			sl_log(SL_LOG_WARN, "spare network: %s", e.msg);
+			return;
+		}
+		if (!ipv4_parse(sb.net_addr, &sp.addr) || sbxnet_spec(&ctx->cfg, &sb, &ns, &bufs, &e) < 0 ||
+		    (sp.netns = launch_new_netns(&e)) < 0 ||
+		    net_prepare(&ctx->cfg, &ns, sp.netns, &e) < 0) {
+			sl_log(SL_LOG_WARN, "spare network: %s", e.msg[0] ? e.msg : "bad lease");
+			net_spare_free(ctx, &sp, sp.owner);
+			return;
+		}
+		pthread_mutex_lock(&ctx->lock);
+		bool kept = ctx->spares_keep > 0 && ctx->net_nspares < NET_SPARES;
+		if (kept)
+			ctx->net_spares[ctx->net_nspares++] = sp;
+		pthread_mutex_unlock(&ctx->lock);
+		if (!kept)
+			net_spare_free(ctx, &sp, sp.owner);
+	}
+}
+
+int spare_net_take(sl_ctx *ctx, sl_sandbox *sb)
+{
+	if (sb->hibernate)
+		return -1; /* its namespace is made in its clone (launch_hib.c) */
+	struct sl_net_spare sp;
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->spares_keep > 0)
+		ctx->net_spares_on = true;
+	bool have = ctx->net_nspares > 0 && ctx->net_ntaken < NET_TAKEN;
+	if (have)
+		sp = ctx->net_spares[--ctx->net_nspares];
+	pthread_mutex_unlock(&ctx->lock);
+	if (ctx->spares_keep > 0 && ctx->spare_taken)
+		ctx->spare_taken(ctx->spare_taken_arg); /* one to make, or the first ones */
+	if (!have)
+		return -1;
+	char key[16];
+	ipv4_format(sp.addr, key, sizeof(key));
+	sl_err e = {0};
+	sl_cidr subnet;
+	if (net_subnet(&ctx->cfg, &subnet, &e) < 0 || !cidr_contains(&subnet, sp.addr) ||
+	    claim_transfer(ctx, "leases", key, sp.owner, sb->id, &e) < 0) {
+		sl_log(SL_LOG_WARN, "spare network %s: %s", key, e.msg[0] ? e.msg : "not in the subnet");
+		net_spare_free(ctx, &sp, sp.owner);
+		return -1;
+	}
+	snprintf(sb->net_addr, sizeof(sb->net_addr), "%s", key);
+	ipv4_format(subnet_gateway(&subnet), sb->net_gateway, sizeof(sb->net_gateway));
+	cidr_format(&subnet, sb->net_subnet, sizeof(sb->net_subnet));
+	snprintf(sp.owner, sizeof(sp.owner), "%s", sb->id);
+	pthread_mutex_lock(&ctx->lock);
+	ctx->net_taken[ctx->net_ntaken++] = sp;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+static int net_taken_pop(sl_ctx *ctx, const char *id)
+{
+	int fd = -1;
+	pthread_mutex_lock(&ctx->lock);
+	for (int i = 0; i < ctx->net_ntaken; i++)
+		if (!strcmp(ctx->net_taken[i].owner, id)) {
+			fd = ctx->net_taken[i].netns;
+			ctx->net_taken[i] = ctx->net_taken[--ctx->net_ntaken];
+			break;
+		}
+	pthread_mutex_unlock(&ctx->lock);
+	return fd;
+}
+
+int spare_net_adopted(sl_ctx *ctx, const char *id)
+{
+	return net_taken_pop(ctx, id);
+}
+
+void spare_net_forget(sl_ctx *ctx, const char *id)
+{
+	int fd = ctx->net_ntaken ? net_taken_pop(ctx, id) : -1;
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Every spare network let go (a daemon that stops): veth, lease, namespace. */
+static void net_spares_drop(sl_ctx *ctx)
+{
+	for (;;) {
+		struct sl_net_spare sp;
+		pthread_mutex_lock(&ctx->lock);
+		bool have = ctx->net_nspares > 0;
+		if (have)
+			sp = ctx->net_spares[--ctx->net_nspares];
+		ctx->net_spares_on = false;
+		pthread_mutex_unlock(&ctx->lock);
+		if (!have)
+			return;
+		net_spare_free(ctx, &sp, sp.owner);
 	}
 }
 
@@ -393,6 +534,7 @@ static pid_t spare_owner(const char *name)
 void sandbox_spares_drop(sl_ctx *ctx)
 {
 	launch_spares_drop(ctx);
+	net_spares_drop(ctx);
 	if (cgroup_version(ctx->cg) != 1)
 		return;
 	char dir[PATH_MAX];
@@ -425,6 +567,7 @@ void sandbox_spares_fill(sl_ctx *ctx)
 	spare_records_fill(ctx, tag);
 	store_layer_spares_fill(&ctx->cfg, ctx->cfg.def_disk, tag);
 	netns_spares_fill(ctx);
+	net_spares_fill(ctx);
 	cg_spares_fill(ctx);
 	launch_spares_fill(ctx);
 }

@@ -25,6 +25,15 @@ void sandbox_spares_drop(sl_ctx *ctx);
 int spare_record_dir(const sl_ctx *ctx, const char *dir);
 /* Make the missing record spares (at most two); TAG names the one being built. */
 void spare_records_fill(const sl_ctx *ctx, const char *tag);
+/* A spare network made SB's (not one to hibernate): its lease passed to SB (net_addr,
+ * net_gateway, net_subnet set) and its namespace kept for SB's launch. 0, or -1 when
+ * none is kept (SB leases an address of its own). */
+int spare_net_take(sl_ctx *ctx, sl_sandbox *sb);
+/* The namespace of the spare network SB's create took (its veth, address and route
+ * made), or -1. */
+int spare_net_adopted(sl_ctx *ctx, const char *id);
+/* A taken spare network's namespace that no launch took (a create that failed) closed. */
+void spare_net_forget(sl_ctx *ctx, const char *id);
 /* A spare network namespace (lo up), or -1 when none is kept. */
 int spare_netns_take(sl_ctx *ctx);
 /* Cgroup CG with limits L: a spare renamed (v1, a daemon's), or made now. */

@@ -99,18 +99,34 @@ char *ip_forward(void)
 	return s;
 }
 
-int leases_count(void)
+static int leases_of(bool sandboxes_only)
 {
 	char *dir = e2e_printf("%s/leases", getenv("SANDLOT_STATE_DIR"));
 	DIR *d = opendir(dir);
 	int n = 0;
 	struct dirent *e;
-	while (d && (e = readdir(d)))
-		n += e->d_name[0] != '.';
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *p = e2e_printf("%s/%s", dir, e->d_name);
+		char *owner = sandboxes_only ? e2e_read_file(p) : NULL;
+		n += !sandboxes_only || (owner && !strncmp(owner, "sbx_", 4));
+		free(owner), free(p);
+	}
 	if (d)
 		closedir(d);
 	free(dir);
 	return n;
+}
+
+int leases_count(void)
+{
+	return leases_of(false);
+}
+
+int sandbox_leases_count(void)
+{
+	return leases_of(true);
 }
 
 int net_setup(void **state)

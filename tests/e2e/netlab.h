@@ -23,6 +23,8 @@ void child_kill(pid_t pid);
 char *nft_ruleset(void);
 char *ip_forward(void);
 int leases_count(void);
+/* Those held by sandboxes (not by a daemon's spare networks, "spn_..."). */
+int sandbox_leases_count(void);
 typedef struct net_state {
 	void *snap; /* the harness's */
 	char *nft, *fwd;

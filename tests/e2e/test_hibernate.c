@@ -507,10 +507,12 @@ static bool netns_held(unsigned long ino)
 	return held;
 }
 
-/* /sys/class/net/<ID's host veth> ("slv" and 12 of its id's characters, net.c). */
-static char *veth_of(const char *id)
+/* /sys/class/net/<the host veth of address ADDR> ("slv" and the address in hex, net.c). */
+static char *veth_of(const char *addr)
 {
-	return e2e_printf("/sys/class/net/slv%.12s", id + 4);
+	struct in_addr a;
+	assert_int_equal(inet_pton(AF_INET, addr, &a), 1);
+	return e2e_printf("/sys/class/net/slv%08x", ntohl(a.s_addr));
 }
 
 /* A sandbox with a network, an httpd listening in it: httpd's pid inside, its token. */
@@ -540,7 +542,7 @@ static void test_hibernate_with_network(void **state)
 		skip();
 	char *addr, *tok, *pid;
 	char *id = net_sandbox(&addr, &tok, &pid);
-	char *veth = veth_of(id);
+	char *veth = veth_of(addr);
 	assert_int_equal(access(veth, F_OK), 0);
 	char *nsp = e2e_printf("/proc/%d/ns/net", (int)init_pid_of(id));
 	struct stat ns;

@@ -446,6 +446,22 @@ static void test_net_run_cli_keeps_bridge_a_moment(void **state)
 }
 
 /* Until no veth is on the bridge (a DELETE answers before its release ends). */
+/* Is bridge port NAME a daemon's spare network ("slv" + its address in hex, the lease
+ * of that address held by "spn_...": runtime/spares.c)? */
+static bool port_is_spare(const char *name)
+{
+	unsigned a;
+	if (strlen(name) != 11 || sscanf(name, "slv%8x", &a) != 1)
+		return false;
+	char *p = e2e_printf("%s/leases/%u.%u.%u.%u", getenv("SANDLOT_STATE_DIR"), a >> 24,
+			     (a >> 16) & 255, (a >> 8) & 255, a & 255);
+	char *owner = e2e_read_file(p);
+	bool spare = owner && !strncmp(owner, "spn_", 4);
+	free(owner), free(p);
+	return spare;
+}
+
+/* Until the bridge has no port but a daemon's spare networks'. */
 static void wait_bridge_empty(void)
 {
 	const char *br = getenv("SANDLOT_NET_BRIDGE");
@@ -454,7 +470,7 @@ static void wait_bridge_empty(void)
 		DIR *d = opendir(p);
 		int n = 0;
 		for (struct dirent *e; d && (e = readdir(d));)
-			n += e->d_name[0] != '.';
+			n += e->d_name[0] != '.' && !port_is_spare(e->d_name);
 		if (d)
 			closedir(d);
 		if (n == 0)
@@ -501,9 +517,9 @@ static void test_net_daemon_holds_host_side(void **state)
 	/* The CLI's last network leaves it up too while the daemon runs (once the run's
 	 * detached release is over: its lease goes last). */
 	free(e2e_sandlot_ok("run", "--network", "--image", "busybox", "--", "true", NULL));
-	for (int i = 0; i < 250 && leases_count() != s->leases; i++)
+	for (int i = 0; i < 250 && sandbox_leases_count() != s->leases; i++)
 		usleep(20000);
-	assert_int_equal(leases_count(), s->leases);
+	assert_int_equal(sandbox_leases_count(), s->leases);
 	assert_true(bridge_up());
 	e2e_daemon_halt(&d);
 	assert_false(bridge_up());
@@ -515,6 +531,92 @@ static void test_net_daemon_holds_host_side(void **state)
 	e2e_daemon_kill(&d);
 	free(e2e_sandlot_ok("run", "--network", "--image", "busybox", "--", "true", NULL));
 	assert_true(bridge_gone());
+}
+
+/* Addresses whose lease a daemon's spare network holds ("spn_..."), at most MAX. */
+static int spare_leases(char addrs[][16], int max)
+{
+	char *dir = e2e_printf("%s/leases", getenv("SANDLOT_STATE_DIR"));
+	DIR *d = opendir(dir);
+	int n = 0;
+	for (struct dirent *e; d && (e = readdir(d)) && n < max;) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *p = e2e_printf("%s/%s", dir, e->d_name);
+		char *owner = e2e_read_file(p);
+		if (owner && !strncmp(owner, "spn_", 4))
+			snprintf(addrs[n++], 16, "%s", e->d_name);
+		free(owner), free(p);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	return n;
+}
+
+static char *api_create_net(const e2e_daemon *d, char *addr, size_t len)
+{
+	cJSON *sb = api(d, "POST", "/v1/sandboxes",
+			"{\"image\":\"busybox\",\"network\":{\"enabled\":true}}", 201);
+	char *id = strdup(cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring);
+	snprintf(addr, len, "%s", jaddr(sb));
+	cJSON_Delete(sb);
+	return id;
+}
+
+static void api_delete(const e2e_daemon *d, const char *id)
+{
+	char *p = e2e_printf("/v1/sandboxes/%s", id);
+	cJSON_Delete(api(d, "DELETE", p, NULL, 204));
+	free(p);
+}
+
+/* Spare networks (runtime/spares.c): after a daemon's first network create it keeps two
+ * made ahead (veth on the bridge, address leased to "spn_...", route), and the next
+ * create takes one: its lease passes to the sandbox, which works as any other (its
+ * address on eth0, its own sysfs, NAT and its chain). A spare whose bridge was made
+ * again behind the daemon's back is made again at its take. When the daemon stops the
+ * spares' veths and leases go, and with them the bridge and table. */
+static void test_net_daemon_spare_networks(void **state)
+{
+	net_state *s = *state;
+	e2e_daemon d;
+	daemon_start(&d);
+	char a_addr[16], b_addr[16], c_addr[16], spares[4][16];
+	char *a = api_create_net(&d, a_addr, sizeof(a_addr));
+	int n = 0;
+	for (int i = 0; i < 250 && (n = spare_leases(spares, 4)) < 2; i++)
+		usleep(20000);
+	assert_int_equal(n, 2);
+	char *b = api_create_net(&d, b_addr, sizeof(b_addr));
+	assert_true(!strcmp(b_addr, spares[0]) || !strcmp(b_addr, spares[1]));
+	char *lease = e2e_printf("%s/leases/%s", getenv("SANDLOT_STATE_DIR"), b_addr);
+	char *owner = e2e_read_file(lease);
+	assert_non_null(owner);
+	assert_string_equal(owner, b);
+	char *ifc = e2e_sh_ok(b, "ip -4 addr show eth0; ip route show default; ls /sys/class/net");
+	assert_true(e2e_contains(ifc, b_addr));
+	assert_true(e2e_contains(ifc, "default via"));
+	assert_true(e2e_contains(ifc, "eth0\nlo"));
+	assert_true(reaches(b, INET_A, INET_PORT, "internet"));
+	/* The bridge made again behind the daemon's back: the spares' veths are off it. */
+	for (int i = 0; i < 250 && spare_leases(spares, 4) < 2; i++)
+		usleep(20000);
+	const char *br = getenv("SANDLOT_NET_BRIDGE");
+	char *cmd = e2e_printf("ip link del %s", br && *br ? br : "sandlot0");
+	run_ok(cmd);
+	char *c = api_create_net(&d, c_addr, sizeof(c_addr));
+	assert_true(reaches(c, INET_B, INET_PORT, "internet"));
+	api_delete(&d, c);
+	api_delete(&d, b);
+	api_delete(&d, a);
+	wait_bridge_empty();
+	e2e_daemon_halt(&d);
+	assert_false(bridge_up());
+	assert_int_equal(leases_count(), s->leases);
+	char *nft = nft_ruleset();
+	assert_string_equal(nft, s->nft);
+	free(nft), free(cmd), free(ifc), free(owner), free(lease), free(a), free(b), free(c);
 }
 
 /* The daemon skips listing the tables once it has seen its own (the bridge unchanged);
@@ -732,6 +834,7 @@ int main(void)
 	    NET_TEST(test_net_create_delete_cycles),
 	    NET_TEST(test_net_daemon_holds_host_side),
 	    NET_TEST(test_net_daemon_table_removed_behind_its_back),
+	    NET_TEST(test_net_daemon_spare_networks),
 	    NET_TEST(test_net_private_closed_by_default),
 	    NET_TEST(test_net_allow_private_operator),
 	    NET_TEST(test_net_private_resolver),
