@@ -855,7 +855,17 @@ static int chain_on_prepared(const sl_config *cfg, struct nl_sock *sk, struct nf
 	return 0;
 }
 
-int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err)
+/* The veth made into NETNS and the chain added (veth_setup), or with PREPARED only the
+ * chain on the veth net_prepare made (chain_on_prepared). */
+static int attach_step(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft, int br_index,
+		       const sl_net_sandbox *ns, int netns, bool prepared, sl_err *err)
+{
+	return prepared ? chain_on_prepared(cfg, sk, nft, br_index, ns, err)
+			: veth_setup(cfg, sk, nft, br_index, ns, netns, err);
+}
+
+static int attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, bool prepared,
+		  sl_err *err)
 {
 	_cleanup_unlock_ int lk = lock_net(cfg, err);
 	_cleanup_nl_ struct nl_sock *sk = lk >= 0 ? route_sock(err) : NULL;
@@ -863,7 +873,7 @@ int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err
 	int br_index = 0;
 	bool listed = table_seen_on == 0;
 	if (nft && host_up(cfg, sk, nft, &ns->subnet, &br_index, err) == 0 &&
-	    veth_setup(cfg, sk, nft, br_index, ns, netns, err) == 0)
+	    attach_step(cfg, sk, nft, br_index, ns, netns, prepared, err) == 0)
 		return 0;
 	if (nft && !listed && table_seen_on) {
 		/* Our table may have been removed behind our back (nft flush ruleset):
@@ -871,12 +881,22 @@ int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err
 		sl_err_clear(err);
 		table_seen_on = 0;
 		if (host_up(cfg, sk, nft, &ns->subnet, &br_index, err) == 0 &&
-		    veth_setup(cfg, sk, nft, br_index, ns, netns, err) == 0)
+		    attach_step(cfg, sk, nft, br_index, ns, netns, prepared, err) == 0)
 			return 0;
 	}
 	if (sk)
 		host_down_if_idle(cfg, sk, nft);
 	return sl_wrap(err, "network of %s", ns->id);
+}
+
+int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err)
+{
+	return attach(cfg, ns, netns, false, err);
+}
+
+int net_attach_prepared(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
+{
+	return attach(cfg, ns, -1, true, err);
 }
 
 int net_prepare(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err)
@@ -893,27 +913,6 @@ int net_prepare(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_er
 	if (r == 0 && veth_setup(cfg, sk, NULL, br_index, ns, netns, err) == 0)
 		return 0;
 	return sl_wrap(err, "spare network %s", ns->id);
-}
-
-int net_attach_prepared(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
-{
-	_cleanup_unlock_ int lk = lock_net(cfg, err);
-	_cleanup_nl_ struct nl_sock *sk = lk >= 0 ? route_sock(err) : NULL;
-	struct nft_ctx *nft = sk ? nft_open(err) : NULL;
-	int br_index = 0;
-	bool listed = table_seen_on == 0;
-	if (nft && host_up(cfg, sk, nft, &ns->subnet, &br_index, err) == 0 &&
-	    chain_on_prepared(cfg, sk, nft, br_index, ns, err) == 0)
-		return 0;
-	if (nft && !listed && table_seen_on) {
-		/* Our table removed behind our back: as net_attach. */
-		sl_err_clear(err);
-		table_seen_on = 0;
-		if (host_up(cfg, sk, nft, &ns->subnet, &br_index, err) == 0 &&
-		    chain_on_prepared(cfg, sk, nft, br_index, ns, err) == 0)
-			return 0;
-	}
-	return sl_wrap(err, "network of %s", ns->id);
 }
 
 void net_unprepare(uint32_t addr)
