@@ -794,13 +794,32 @@ static const char *held_bridge(void)
 	return br && *br ? br : "sandlot0";
 }
 
+/* A live daemon's spare network's veth ("slv" + the address in hex, its lease held by
+ * "spn_<daemon pid>_<start>_<n>": runtime/spares.c): the daemon's, as its held bridge,
+ * gone when it stops (checked by test_net). */
+static bool spare_netif_of_live_daemon(const char *name)
+{
+	unsigned a;
+	const char *state = getenv("SANDLOT_STATE_DIR");
+	if (!state || strlen(name) != 11 || sscanf(name, "slv%8x", &a) != 1)
+		return false;
+	_cleanup_free_ char *p = e2e_printf("%s/leases/%u.%u.%u.%u", state, a >> 24,
+					     (a >> 16) & 255, (a >> 8) & 255, a & 255);
+	_cleanup_free_ char *owner = e2e_read_file(p);
+	int pid = 0;
+	unsigned long long start = 0;
+	return owner && sscanf(owner, "spn_%d_%llu_", &pid, &start) == 2 && pid > 0 &&
+	       proc_start_time(pid) == start;
+}
+
 static void netifs_lines(strv *lines, const char *held)
 {
 	_cleanup_closedir_ DIR *d = opendir("/sys/class/net");
 	struct dirent *de;
 
 	while (d && (de = readdir(d)))
-		if (de->d_name[0] != '.' && !(held && !strcmp(de->d_name, held)))
+		if (de->d_name[0] != '.' && !(held && !strcmp(de->d_name, held)) &&
+		    !spare_netif_of_live_daemon(de->d_name))
 			strv_push(lines, e2e_printf("netif %s", de->d_name));
 }
 
