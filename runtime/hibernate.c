@@ -475,7 +475,7 @@ static int net_into(sl_ctx *ctx, const sl_sandbox *sb, pid_t pid, sl_err *err)
 	_cleanup_close_ int ns = open(p, O_RDONLY | O_CLOEXEC);
 	if (ns < 0)
 		return sl_sysfail(err, "sandbox %s: open %s", sb->id, p);
-	return sbxnet_attach(ctx, sb, ns, err);
+	return sbxnet_attach(ctx, sb, ns, false, err);
 }
 
 /* Sockets CRIU could not restore refuse the hibernate before anything is touched. A

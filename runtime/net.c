@@ -834,38 +834,45 @@ static int veth_setup(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *
 	return -1;
 }
 
-/* The chain of a sandbox whose veth was made ahead (net_prepare): its veth must be a
- * port of the bridge as it is now (one made again since has other ports). */
-static int chain_on_prepared(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft,
-			     int br_index, const sl_net_sandbox *ns, sl_err *err)
+/* Delete the link NAME if there is one: 0, or libnl's error. */
+static int veth_delete(struct nl_sock *sk, const char *name)
+{
+	_cleanup_link_ struct rtnl_link *l = NULL;
+	if (rtnl_link_get_kernel(sk, 0, name, &l) < 0)
+		return 0;
+	int r = rtnl_link_delete(sk, l);
+	return r == -NLE_NODEV || r == -NLE_OBJ_NOTFOUND ? 0 : r;
+}
+
+/* The veth made into NETNS and the chain added (veth_setup). With PREPARED the veth was
+ * made ahead (net_prepare) and only the chain is added, while it is a port of the
+ * bridge as it is now; one whose bridge was made again since (or that is gone) is made
+ * again in NETNS. */
+static int attach_step(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft, int br_index,
+		       const sl_net_sandbox *ns, int netns, bool prepared, sl_err *err)
 {
 	char veth[16];
 	net_veth_name(ns->addr, veth);
 	_cleanup_link_ struct rtnl_link *l = NULL;
-	int r = rtnl_link_get_kernel(sk, 0, veth, &l);
-	if (r < 0)
-		return nlfail(err, r, "find veth %s", veth);
-	if (rtnl_link_get_master(l) != br_index)
-		return sl_fail(err, SL_INTERNAL, 0, "veth %s is not on bridge %s", veth,
-			       cfg->net_bridge);
-	_cleanup_free_ char *script = NULL;
-	if (chain_script(cfg->net_bridge, ns, false, &script, err) < 0 ||
-	    nft_run(nft, script, err) < 0)
-		return -1;
-	return 0;
+	if (prepared && rtnl_link_get_kernel(sk, 0, veth, &l) == 0 &&
+	    rtnl_link_get_master(l) == br_index) {
+		_cleanup_free_ char *script = NULL;
+		if (chain_script(cfg->net_bridge, ns, false, &script, err) < 0 ||
+		    nft_run(nft, script, err) < 0)
+			return -1;
+		return 0;
+	}
+	if (prepared) {
+		sl_log(SL_LOG_WARN, "network of %s: its spare veth %s is %s; made again", ns->id,
+		       veth, l ? "off the bridge" : "gone");
+		if (l)
+			veth_delete(sk, veth);
+	}
+	return veth_setup(cfg, sk, nft, br_index, ns, netns, err);
 }
 
-/* The veth made into NETNS and the chain added (veth_setup), or with PREPARED only the
- * chain on the veth net_prepare made (chain_on_prepared). */
-static int attach_step(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft, int br_index,
-		       const sl_net_sandbox *ns, int netns, bool prepared, sl_err *err)
-{
-	return prepared ? chain_on_prepared(cfg, sk, nft, br_index, ns, err)
-			: veth_setup(cfg, sk, nft, br_index, ns, netns, err);
-}
-
-static int attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, bool prepared,
-		  sl_err *err)
+int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, bool prepared,
+	       sl_err *err)
 {
 	_cleanup_unlock_ int lk = lock_net(cfg, err);
 	_cleanup_nl_ struct nl_sock *sk = lk >= 0 ? route_sock(err) : NULL;
@@ -887,16 +894,6 @@ static int attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, boo
 	if (sk)
 		host_down_if_idle(cfg, sk, nft);
 	return sl_wrap(err, "network of %s", ns->id);
-}
-
-int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err)
-{
-	return attach(cfg, ns, netns, false, err);
-}
-
-int net_attach_prepared(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
-{
-	return attach(cfg, ns, -1, true, err);
 }
 
 int net_prepare(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err)
@@ -921,9 +918,8 @@ void net_unprepare(uint32_t addr)
 	net_veth_name(addr, veth);
 	sl_err e = {0};
 	_cleanup_nl_ struct nl_sock *sk = route_sock(&e);
-	_cleanup_link_ struct rtnl_link *l = NULL;
-	if (sk && rtnl_link_get_kernel(sk, 0, veth, &l) == 0)
-		rtnl_link_delete(sk, l);
+	if (sk)
+		veth_delete(sk, veth);
 }
 
 int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
@@ -980,16 +976,11 @@ int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool names, 
 	 * lock meanwhile waited for it too. Nothing the lock guards needs it: the host side
 	 * is checked for idleness below, after it is gone. */
 	/* (A sandbox made by an older build has its veth named by its id.) */
-	for (int k = 0; k < 2; k++) {
-		const char *name = k ? old : veth;
-		_cleanup_link_ struct rtnl_link *l = NULL;
-		if (rtnl_link_get_kernel(sk, 0, name, &l) < 0)
-			continue;
-		int r = rtnl_link_delete(sk, l);
-		if (r < 0 && r != -NLE_NODEV && r != -NLE_OBJ_NOTFOUND)
-			return nlfail(err, r, "delete veth %s", name);
-		break;
-	}
+	int r = veth_delete(sk, veth);
+	if (r == 0)
+		r = veth_delete(sk, old);
+	if (r < 0)
+		return nlfail(err, r, "delete veth %s", veth);
 	_cleanup_unlock_ int lk = lock_net(cfg, err);
 	if (lk < 0)
 		return -1;

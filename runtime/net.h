@@ -50,17 +50,16 @@ int net_subnet(const sl_config *cfg, sl_cidr *subnet, sl_err *err);
 /* Give the network namespace NETNS (an fd, launch_new_netns; nothing runs in it yet)
  * the sandbox's network: host side first if needed, then the veth (eth0 inside,
  * addressed, up, default route via the gateway) and its egress chain. */
-int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err);
-/* Replace the sandbox's egress rules (its chain must exist: it is running). */
+int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, bool prepared,
+	       sl_err *err);
 /* A spare network: NS's veth (named by NS->addr) made into the network namespace NETNS
  * (an fd; nothing runs in it) with its address and route, the host side up, and no
- * chain: nothing passes the forward chain from its address until net_attach_prepared. */
+ * chain: nothing passes the forward chain from its address until net_attach with
+ * PREPARED adds it (and makes the veth again if the bridge was made again since). */
 int net_prepare(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err);
-/* NS's chain, its veth made by net_prepare (with NS->addr). An error when that veth is
- * gone or not on the bridge (the caller makes the network again). */
-int net_attach_prepared(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err);
 /* The veth of a spare network of ADDR deleted (whether or not it exists). */
 void net_unprepare(uint32_t addr);
+/* Replace the sandbox's egress rules (its chain must exist: it is running). */
 int net_set_rules(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err);
 /* Admit ADDRS (N of them, each for its TTL in seconds) to sandbox ID's set of resolved
  * names (its chain must exist); an address already there gets the new timeout. */

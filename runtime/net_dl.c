@@ -11,23 +11,18 @@ int net_subnet(const sl_config *cfg, sl_cidr *subnet, sl_err *err)
 	return fn ? fn(cfg, subnet, err) : -1;
 }
 
-int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err)
+int net_attach(const sl_config *cfg, const sl_net_sandbox *ns, int netns, bool prepared,
+	       sl_err *err)
 {
-	int (*fn)(const sl_config *, const sl_net_sandbox *, int, sl_err *) = NET_FN(net_attach);
-	return fn ? fn(cfg, ns, netns, err) : -1;
+	int (*fn)(const sl_config *, const sl_net_sandbox *, int, bool, sl_err *) =
+	    NET_FN(net_attach);
+	return fn ? fn(cfg, ns, netns, prepared, err) : -1;
 }
 
 int net_prepare(const sl_config *cfg, const sl_net_sandbox *ns, int netns, sl_err *err)
 {
 	int (*fn)(const sl_config *, const sl_net_sandbox *, int, sl_err *) = NET_FN(net_prepare);
 	return fn ? fn(cfg, ns, netns, err) : -1;
-}
-
-int net_attach_prepared(const sl_config *cfg, const sl_net_sandbox *ns, sl_err *err)
-{
-	int (*fn)(const sl_config *, const sl_net_sandbox *, sl_err *) =
-	    NET_FN(net_attach_prepared);
-	return fn ? fn(cfg, ns, err) : -1;
 }
 
 void net_unprepare(uint32_t addr)

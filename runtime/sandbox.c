@@ -184,7 +184,7 @@ struct launch_net_arg {
 static int launch_net_setup(void *arg, int netns, sl_err *err)
 {
 	const struct launch_net_arg *a = arg;
-	return sbxnet_attach(a->ctx, a->sb, netns, err);
+	return sbxnet_attach(a->ctx, a->sb, netns, false, err);
 }
 
 /* The launch's cgroups and network made now (or taken from the spares), and init
@@ -215,22 +215,10 @@ static int launch_fresh(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, const char *c
 	if (sb->net_enabled && l->hibernate) {
 		l->net_setup = launch_net_setup;
 		l->net_arg = &na;
-	} else if (sb->net_enabled && made >= 0) {
-		/* Only its chain is left to add. A spare whose veth is gone or off the
-		 * bridge (the bridge made again) gets its network made again. */
-		if (sbxnet_attach_prepared(ctx, sb, err) < 0) {
-			sl_log(SL_LOG_WARN, "sandbox %s: spare network: %s; made again", sb->id,
-			       err->msg);
-			sl_err_clear(err);
-			sbxnet_detach(ctx, sb);
-			if (sbxnet_attach(ctx, sb, netns, err) < 0)
-				goto drop_cgroups;
-		}
-		l->netns = &netns;
-		l->netns_ready = true;
 	} else if (sb->net_enabled) {
+		/* (A spare network needs only its chain.) */
 		if ((netns < 0 && (netns = launch_new_netns(err)) < 0) ||
-		    sbxnet_attach(ctx, sb, netns, err) < 0)
+		    sbxnet_attach(ctx, sb, netns, made >= 0, err) < 0)
 			goto drop_cgroups;
 		l->netns = &netns;
 		l->netns_ready = true;

@@ -293,22 +293,13 @@ void sbxnet_etc_files(const sl_ctx *ctx, const sl_sandbox *sb, char *hosts, size
 		snprintf(resolv + n, rlen - n, "%s", other);
 }
 
-int sbxnet_attach(sl_ctx *ctx, const sl_sandbox *sb, int netns, sl_err *err)
+int sbxnet_attach(sl_ctx *ctx, const sl_sandbox *sb, int netns, bool prepared, sl_err *err)
 {
 	sl_net_sandbox ns;
 	sbxnet_bufs bufs;
 	if (sbxnet_spec(&ctx->cfg, sb, &ns, &bufs, err) < 0)
 		return -1;
-	return net_attach(&ctx->cfg, &ns, netns, err);
-}
-
-int sbxnet_attach_prepared(sl_ctx *ctx, const sl_sandbox *sb, sl_err *err)
-{
-	sl_net_sandbox ns;
-	sbxnet_bufs bufs;
-	if (sbxnet_spec(&ctx->cfg, sb, &ns, &bufs, err) < 0)
-		return -1;
-	return net_attach_prepared(&ctx->cfg, &ns, err);
+	return net_attach(&ctx->cfg, &ns, netns, prepared, err);
 }
 
 void sbxnet_detach(sl_ctx *ctx, const sl_sandbox *sb)

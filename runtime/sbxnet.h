@@ -46,10 +46,10 @@ int sbxnet_lease_take(sl_ctx *ctx, sl_sandbox *sb, sl_err *err);
 /* (In a daemon, sbxnet_lease_take takes a spare network's lease first: spares.h.) */
 /* The same, always a new lease (a spare network's own). */
 int sbxnet_lease_new(sl_ctx *ctx, sl_sandbox *sb, sl_err *err);
-/* SB's rules, its veth, address and route made ahead (a spare network it took). */
-int sbxnet_attach_prepared(sl_ctx *ctx, const sl_sandbox *sb, sl_err *err);
 /* SB's veth, address, route and rules into the network namespace NETNS (an fd). */
-int sbxnet_attach(sl_ctx *ctx, const sl_sandbox *sb, int netns, sl_err *err);
+/* PREPARED: NETNS is a spare network SB took (spares.h), its veth, address and route
+ * made; only the rules are added (net.h, net_attach). */
+int sbxnet_attach(sl_ctx *ctx, const sl_sandbox *sb, int netns, bool prepared, sl_err *err);
 /* SB's veth and rules gone (the lease stays with the record); a failure is logged. */
 void sbxnet_detach(sl_ctx *ctx, const sl_sandbox *sb);
 /* /etc/hosts and /etc/resolv.conf for SB. */

@@ -193,7 +193,7 @@ int spare_net_take(sl_ctx *ctx, sl_sandbox *sb)
 	return 0;
 }
 
-static int net_taken_pop(sl_ctx *ctx, const char *id)
+int spare_net_adopted(sl_ctx *ctx, const char *id)
 {
 	int fd = -1;
 	pthread_mutex_lock(&ctx->lock);
@@ -207,14 +207,9 @@ static int net_taken_pop(sl_ctx *ctx, const char *id)
 	return fd;
 }
 
-int spare_net_adopted(sl_ctx *ctx, const char *id)
-{
-	return net_taken_pop(ctx, id);
-}
-
 void spare_net_forget(sl_ctx *ctx, const char *id)
 {
-	int fd = ctx->net_ntaken ? net_taken_pop(ctx, id) : -1;
+	int fd = ctx->net_ntaken ? spare_net_adopted(ctx, id) : -1;
 	if (fd >= 0)
 		close(fd);
 }

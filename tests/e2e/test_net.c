@@ -607,6 +607,11 @@ static void test_net_daemon_spare_networks(void **state)
 	run_ok(cmd);
 	char *c = api_create_net(&d, c_addr, sizeof(c_addr));
 	assert_true(reaches(c, INET_B, INET_PORT, "internet"));
+	char *logp = e2e_printf("%s/sandlot.log", getenv("SANDLOT_STATE_DIR"));
+	char *log = e2e_read_file(logp);
+	assert_non_null(log);
+	assert_true(e2e_contains(log, "off the bridge; made again")); /* C took a stale spare */
+	free(log), free(logp);
 	api_delete(&d, c);
 	api_delete(&d, b);
 	api_delete(&d, a);
