@@ -209,3 +209,25 @@ void daemon_start_with(e2e_daemon *d, const char *const *extra)
 	e2e_daemon_start(d, sock, true, extra);
 	free(sock);
 }
+
+char *net_create(const e2e_daemon *d, const char *allow, char *addr, size_t len)
+{
+	char *body = e2e_printf("{\"image\": \"busybox\", \"network\": {\"enabled\": true%s%s}}",
+				allow ? ", \"allow\": " : "", allow ? allow : "");
+	cJSON *sb = api(d, "POST", "/v1/sandboxes", body, 201);
+	char *id = strdup(cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring);
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(sb, "network"), "address");
+	if (addr)
+		snprintf(addr, len, "%s", cJSON_IsString(a) ? a->valuestring : "");
+	cJSON_Delete(sb);
+	free(body);
+	return id;
+}
+
+void net_delete(const e2e_daemon *d, const char *id)
+{
+	char *path = e2e_printf("/v1/sandboxes/%s", id);
+	cJSON_Delete(api(d, "DELETE", path, NULL, 204));
+	free(path);
+}

@@ -44,6 +44,11 @@ bool reaches(const char *id, const char *addr, int port, const char *banner);
 /* METHOD PATH (with BODY) to D; fails unless the status is WANT; the parsed body. */
 cJSON *api(const e2e_daemon *d, const char *method, const char *path, const char *body, long want);
 /* A daemon on <root>/api.sock and loopback TCP (EXTRA: more `serve` arguments). */
+/* A network-on busybox sandbox made through D (with the allow list ALLOW, a JSON array,
+ * when not NULL): its id, its address in ADDR when not NULL. */
+char *net_create(const e2e_daemon *d, const char *allow, char *addr, size_t len);
+/* DELETE it through D (204). */
+void net_delete(const e2e_daemon *d, const char *id);
 void daemon_start(e2e_daemon *d);
 void daemon_start_with(e2e_daemon *d, const char *const *extra);
 

@@ -554,23 +554,6 @@ static int spare_leases(char addrs[][16], int max)
 	return n;
 }
 
-static char *api_create_net(const e2e_daemon *d, char *addr, size_t len)
-{
-	cJSON *sb = api(d, "POST", "/v1/sandboxes",
-			"{\"image\":\"busybox\",\"network\":{\"enabled\":true}}", 201);
-	char *id = strdup(cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring);
-	snprintf(addr, len, "%s", jaddr(sb));
-	cJSON_Delete(sb);
-	return id;
-}
-
-static void api_delete(const e2e_daemon *d, const char *id)
-{
-	char *p = e2e_printf("/v1/sandboxes/%s", id);
-	cJSON_Delete(api(d, "DELETE", p, NULL, 204));
-	free(p);
-}
-
 /* Spare networks (runtime/spares.c): after a daemon's first network create it keeps two
  * made ahead (veth on the bridge, address leased to "spn_...", route), and the next
  * create takes one: its lease passes to the sandbox, which works as any other (its
@@ -583,12 +566,12 @@ static void test_net_daemon_spare_networks(void **state)
 	e2e_daemon d;
 	daemon_start(&d);
 	char a_addr[16], b_addr[16], c_addr[16], spares[4][16];
-	char *a = api_create_net(&d, a_addr, sizeof(a_addr));
+	char *a = net_create(&d, NULL, a_addr, sizeof(a_addr));
 	int n = 0;
 	for (int i = 0; i < 250 && (n = spare_leases(spares, 4)) < 2; i++)
 		usleep(20000);
 	assert_int_equal(n, 2);
-	char *b = api_create_net(&d, b_addr, sizeof(b_addr));
+	char *b = net_create(&d, NULL, b_addr, sizeof(b_addr));
 	assert_true(!strcmp(b_addr, spares[0]) || !strcmp(b_addr, spares[1]));
 	char *lease = e2e_printf("%s/leases/%s", getenv("SANDLOT_STATE_DIR"), b_addr);
 	char *owner = e2e_read_file(lease);
@@ -605,16 +588,16 @@ static void test_net_daemon_spare_networks(void **state)
 	const char *br = getenv("SANDLOT_NET_BRIDGE");
 	char *cmd = e2e_printf("ip link del %s", br && *br ? br : "sandlot0");
 	run_ok(cmd);
-	char *c = api_create_net(&d, c_addr, sizeof(c_addr));
+	char *c = net_create(&d, NULL, c_addr, sizeof(c_addr));
 	assert_true(reaches(c, INET_B, INET_PORT, "internet"));
 	char *logp = e2e_printf("%s/sandlot.log", getenv("SANDLOT_STATE_DIR"));
 	char *log = e2e_read_file(logp);
 	assert_non_null(log);
 	assert_true(e2e_contains(log, "off the bridge; made again")); /* C took a stale spare */
 	free(log), free(logp);
-	api_delete(&d, c);
-	api_delete(&d, b);
-	api_delete(&d, a);
+	net_delete(&d, c);
+	net_delete(&d, b);
+	net_delete(&d, a);
 	wait_bridge_empty();
 	e2e_daemon_halt(&d);
 	assert_false(bridge_up());

@@ -90,26 +90,6 @@ static void upstream_down(void)
 
 static const char *const serve_dns[] = {"--dns", UP_DNS, NULL};
 
-/* A network-on busybox sandbox made through D with these rules; its id. */
-static char *create_with(const e2e_daemon *d, const char *allow)
-{
-	char *body = e2e_printf("{\"image\": \"busybox\", \"network\": {\"enabled\": true, "
-				"\"allow\": %s}}",
-				allow);
-	cJSON *sb = api(d, "POST", "/v1/sandboxes", body, 201);
-	char *id = strdup(cJSON_GetObjectItemCaseSensitive(sb, "id")->valuestring);
-	cJSON_Delete(sb);
-	free(body);
-	return id;
-}
-
-static void api_rm(const e2e_daemon *d, const char *id)
-{
-	char *path = e2e_printf("/v1/sandboxes/%s", id);
-	cJSON_Delete(api(d, "DELETE", path, NULL, 204));
-	free(path);
-}
-
 /* Does NAME resolve in the sandbox (busybox nslookup through its resolv.conf)? */
 static bool resolves(const char *id, const char *name, const char *addr)
 {
@@ -139,7 +119,7 @@ static void test_names_allow_wildcard_patch_restart(void **state)
 {
 	e2e_daemon d;
 	daemon_start_with(&d, serve_dns);
-	char *id = create_with(&d, "[\"allowed.test\", \"*.svc.test\"]");
+	char *id = net_create(&d, "[\"allowed.test\", \"*.svc.test\"]", NULL, 0);
 	char *resolv = e2e_sh_ok(id, "cat /etc/resolv.conf");
 	assert_false(e2e_contains(resolv, UP_DNS)); /* the gateway: the daemon's resolver */
 
@@ -184,7 +164,7 @@ static void test_names_allow_wildcard_patch_restart(void **state)
 	daemon_start_with(&d, serve_dns);
 	assert_true(reaches(id, "other.test", PORT, "web " OTHER));
 	assert_false(resolves(id, "blocked.test", BLOCKED));
-	api_rm(&d, id);
+	net_delete(&d, id);
 	e2e_daemon_stop(&d);
 	free(path), free(tcp53), free(resolv), free(id);
 }
@@ -207,14 +187,14 @@ static void test_names_deny_only(void **state)
 	assert_false(resolves(id, "blocked.test " UP_DNS, BLOCKED));
 	/* a name rule, not an address rule: documented (docs/network.md) */
 	assert_true(reaches(id, BLOCKED, PORT, "web " BLOCKED));
-	api_rm(&d, id);
+	net_delete(&d, id);
 	free(id);
 	/* No rules at all: every name resolves through the daemon. */
-	id = create_with(&d, "[]");
+	id = net_create(&d, "[]", NULL, 0);
 	assert_true(reaches(id, "blocked.test", PORT, "web " BLOCKED));
 	printf("names: lookup without domain rules (forwarded) %.1f ms\n",
 	       lookup_ms(id, "allowed.test"));
-	api_rm(&d, id);
+	net_delete(&d, id);
 	free(id);
 	e2e_daemon_stop(&d);
 }
@@ -240,8 +220,8 @@ static void test_names_set_follows_rules(void **state)
 {
 	e2e_daemon d;
 	daemon_start_with(&d, serve_dns);
-	char *keep = create_with(&d, "[]");
-	char *id = create_with(&d, "[\"allowed.test\"]");
+	char *keep = net_create(&d, "[]", NULL, 0);
+	char *id = net_create(&d, "[\"allowed.test\"]", NULL, 0);
 	char *set = e2e_printf("%s_names", id);
 	char *path = e2e_printf("/v1/sandboxes/%s", id);
 	assert_true(nft_has("set", set));
@@ -257,14 +237,14 @@ static void test_names_set_follows_rules(void **state)
 			 200));
 	assert_true(nft_has("set", set));
 	assert_true(reaches(id, "other.test", PORT, "web " OTHER));
-	api_rm(&d, id);
+	net_delete(&d, id);
 	/* The release (chain, set, lease) follows the answer. */
 	for (int i = 0; i < 100 && nft_has("chain", id); i++)
 		usleep(50 * 1000);
 	assert_false(nft_has("chain", id));
 	assert_false(nft_has("set", set));
 	assert_true(nft_has("chain", keep));
-	api_rm(&d, keep);
+	net_delete(&d, keep);
 	e2e_daemon_stop(&d);
 	free(path), free(set), free(id), free(keep);
 }
@@ -309,12 +289,12 @@ static void test_names_bad_input(void **state)
 		   "{\"image\": \"busybox\", \"network\": {\"enabled\": true, \"allow\": [], "
 		   "\"deny\": [\"0.0.0.0/0\"]}}",
 		   "network.deny[0]: 0.0.0.0/0 blocks every destination");
-	char *id = create_with(&d, "[\"allowed.test\"]");
+	char *id = net_create(&d, "[\"allowed.test\"]", NULL, 0);
 	char *path = e2e_printf("/v1/sandboxes/%s", id);
 	expect_400(&d, "PATCH", path, "{\"network\": {\"enabled\": true, \"allow\": [\"a b\"]}}",
 		   "network.allow[0]");
 	assert_true(reaches(id, "allowed.test", PORT, "web")); /* the rules stayed */
-	api_rm(&d, id);
+	net_delete(&d, id);
 	e2e_daemon_stop(&d);
 	/* The CLI alone runs no resolver: a clear refusal, not rules that do nothing. */
 	e2e_result r;
