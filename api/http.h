@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
 
+#include "code.h"
 #include "exec.h"
 #include "sandbox.h"
 #include "secret.h"
@@ -144,6 +145,11 @@ struct api_req {
 	bool long_lived; /* a stream or an upgrade: no idle timeout (api_conn_long_lived) */
 	void *upload; /* a raw route's state, released by upload_free */
 	void (*upload_free)(api_req *r);
+	/* Work for after the answer has gone out (on_completed, in the connection's
+	 * thread, before its next request is read), given AFTER_ARG to free: a sandbox's
+	 * warm code runner to start (api_code_run). */
+	void (*after)(api_req *r, void *arg);
+	void *after_arg;
 };
 
 /* ---- the dashboard (ui.c) and the event stream (events.c) ---- */
@@ -481,7 +487,15 @@ typedef struct api_code_args {
 } api_code_args;
 int api_code_args_parse(const cJSON *body, api_code_args *a, sl_err *err);
 void api_code_args_free(api_code_args *a);
-cJSON *api_code_run(api_server *s, const sl_sandbox *sb, const api_code_args *a, sl_err *err);
+/* A's code run in SB. R, when not NULL, is the request it answers: a call that asks for a
+ * warm runner (sl_code_result.runner_wanted) has it started after R's answer. */
+cJSON *api_code_run(api_server *s, api_req *r, const sl_sandbox *sb, const api_code_args *a,
+		    sl_err *err);
+/* RES asked for a warm runner (a call that ran cold): SB's runner of LANGUAGE started
+ * after R's answer is out (api_req.after), with the call's ENV (copied). Every route that
+ * runs code_run calls this. */
+void api_code_runner_after(api_req *r, const sl_sandbox *sb, const char *language,
+			   char *const *env, const sl_code_result *res);
 /* secrets.c; the façades' secret routes use the same two calls. */
 enum MHD_Result api_secrets_set(api_req *r);
 /* BODY's "value" (a string) stored as NAME for the acting key under MODE (secret.h). */

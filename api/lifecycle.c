@@ -7,6 +7,7 @@
 
 #include "code.h"
 #include "hibernate.h"
+#include "log.h"
 #include "snapshot.h"
 #include "volume.h"
 #include "http.h"
@@ -196,13 +197,63 @@ void api_code_args_free(api_code_args *a)
 	a->env = NULL;
 }
 
-cJSON *api_code_run(api_server *s, const sl_sandbox *sb, const api_code_args *a, sl_err *err)
+struct runner_start {
+	char id[64];
+	char language[16];
+	char **env; /* the first call's: the runner starts with what its calls set */
+};
+
+/* api_req.after of a code call that ran cold: the sandbox's runner, started once the
+ * answer is out (a sandbox gone or stopped meanwhile has none to start). */
+static void runner_start_after(api_req *r, void *arg)
+{
+	struct runner_start *rs = arg;
+	sl_sandbox sb;
+	sl_err err = {0};
+	if (sandbox_get(r->srv->ctx, rs->id, &sb, &err) == 0) {
+		if (code_runner_start(r->srv->ctx, &sb, rs->language,
+				      (const char *const *)rs->env, &err) < 0)
+			sl_log(SL_LOG_INFO, "sandbox %s: %s", rs->id, err.msg);
+		sandbox_free(&sb);
+	}
+	api_strv_free(rs->env);
+	free(rs);
+}
+
+void api_code_runner_after(api_req *r, const sl_sandbox *sb, const char *language,
+			   char *const *env, const sl_code_result *res)
+{
+	struct runner_start *rs;
+	if (!res->runner_wanted || !r || r->after || !(rs = calloc(1, sizeof(*rs))))
+		return;
+	size_t n = 0;
+	while (env && env[n])
+		n++;
+	if (n && !(rs->env = calloc(n + 1, sizeof(char *)))) {
+		free(rs);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!(rs->env[i] = strdup(env[i]))) {
+			api_strv_free(rs->env);
+			free(rs);
+			return;
+		}
+	snprintf(rs->id, sizeof(rs->id), "%s", sb->id);
+	snprintf(rs->language, sizeof(rs->language), "%s", language ? language : "python");
+	r->after = runner_start_after;
+	r->after_arg = rs;
+}
+
+cJSON *api_code_run(api_server *s, api_req *r, const sl_sandbox *sb, const api_code_args *a,
+		    sl_err *err)
 {
 	sl_code_result res;
 	if (code_run(s->ctx, sb, a->language, a->code, strlen(a->code),
 		     (const char *const *)a->env, a->timeout_ms ? a->timeout_ms : sb->exec_timeout_ms,
 		     &res, err) < 0)
 		return NULL;
+	api_code_runner_after(r, sb, a->language, a->env, &res);
 	cJSON *o = code_result_to_json(&res);
 	code_result_free(&res);
 	return o;
@@ -220,7 +271,7 @@ enum MHD_Result api_code(api_req *r)
 		api_code_args_free(&a);
 		return api_reply_error(r, &err);
 	}
-	cJSON *o = api_code_run(r->srv, &sb, &a, &err);
+	cJSON *o = api_code_run(r->srv, r, &sb, &a, &err);
 	sandbox_free(&sb);
 	api_code_args_free(&a);
 	return o ? api_reply_json(r, 200, o) : api_reply_error(r, &err);

@@ -174,7 +174,7 @@ static int tool_run_code(api_req *r, const cJSON *args, cJSON **out, char **text
 	_cleanup_sandbox_ sl_sandbox sb = {0};
 	if (rc == 0 && given) {
 		rc = arg_sandbox_ready(r, args, false, &sb, err);
-		if (rc == 0 && !(*out = api_code_run(r->srv, &sb, &a, err)))
+		if (rc == 0 && !(*out = api_code_run(r->srv, r, &sb, &a, err)))
 			rc = -1;
 	} else if (rc == 0) {
 		/* A sandbox of its own, made and destroyed as /v1/run does. */
@@ -184,7 +184,7 @@ static int tool_run_code(api_req *r, const cJSON *args, cJSON **out, char **text
 		rc = create ? api_sandbox_create_from(r->srv, create, true, false, &sb, err) : -1;
 		cJSON_Delete(create);
 		if (rc == 0) {
-			if (!(*out = api_code_run(r->srv, &sb, &a, err)))
+			if (!(*out = api_code_run(r->srv, NULL, &sb, &a, err)))
 				rc = -1;
 			sl_err e2 = {0};
 			if (api_destroy(r->srv, sb.id, "run finished", &e2) < 0 && rc == 0) {

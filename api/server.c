@@ -561,6 +561,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
 	atomic_fetch_add(&answered, 1);
 	api_req *r = *con_cls;
+	if (r && r->after) {
+		r->after(r, r->after_arg);
+		r->after = NULL;
+	}
 	if (r)
 		conn_request_done(r);
 	req_free(r);

@@ -75,7 +75,6 @@ int cmd_code(sl_ctx *ctx, int argc, char **argv)
 	free(code);
 	if (r < 0)
 		return cli_fail(&err);
-	sandbox_free(&sb);
 	if (json) {
 		cJSON *o = code_result_to_json(&res);
 		char *s = cJSON_Print(o);
@@ -88,6 +87,13 @@ int cmd_code(sl_ctx *ctx, int argc, char **argv)
 		if (res.has_error && !res.error_traceback)
 			fprintf(stderr, "%s: %s\n", res.error_name, res.error_message);
 	}
+	fflush(stdout);
+	/* A first call: the sandbox's warm runner, for the calls after it (not started:
+	 * the next call runs cold and asks again). */
+	sl_err e2 = {0};
+	if (res.runner_wanted)
+		code_runner_start(ctx, &sb, lang, (const char *const *)env, &e2);
+	sandbox_free(&sb);
 	int code_status = res.success ? 0 : 1;
 	code_result_free(&res);
 	return code_status;

@@ -118,17 +118,27 @@ static int no_runner(const char *marker)
 	return 255;
 }
 
-/* --start MS CMD...: CMD (the runner) once MS have passed, so that the first call's
- * interpreter, which spawns this as it ends, has its answer sent before a second
- * interpreter starts on the host's CPUs. */
+/* --start MS CMD...: CMD (the runner) once MS have passed, detached (a session of its
+ * own, its output to /dev/null), this process exiting at once: the execution that
+ * started it ends, and the runner's start-up is not beside what its starter does next. */
 static int start_later(char **argv)
 {
 	long ms = atol(argv[0]);
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid < 0 ? 127 : 0;
+	setsid();
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+	}
 	struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
 	while (nanosleep(&t, &t) < 0 && errno == EINTR)
 		;
 	execvp(argv[1], argv + 1);
-	return 127;
+	_exit(127);
 }
 
 int main(int argc, char **argv)

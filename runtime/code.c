@@ -2,8 +2,9 @@
  * file inside the sandbox (never quoted into a command line, so any text is safe), a
  * small fixed wrapper runs it in a fresh interpreter and records an uncaught error as
  * JSON beside it, and the result is assembled from the execution's record and logs.
- * Python calls go through the sandbox's warm runner (code_runner.py), started on the
- * first call: a clean forked child per call instead of a new interpreter; TypeScript and
+ * Python calls go through the sandbox's warm runner (code_runner.py), started after the
+ * first call has been answered: a clean forked child per call instead of a new
+ * interpreter; TypeScript and
  * JavaScript calls through the same runner in its node mode: a new node per call, started
  * ahead and waiting (js_runner), with esbuild started ahead beside it. */
 #include "code.h"
@@ -86,29 +87,6 @@ static const char py_wrapper[] =
     "        json.dump({'name': type(e).__name__, 'message': str(e), 'traceback': tb}, f)\n"
     "    sys.exit(1)\n";
 
-/* A Python call where no runner serves: python3 -c THIS CLIENT RUNNER SOCKET WRAPPER SRC
- * ERRF runs the wrapper as a cold call does, then, as it ends, has the client start the
- * runner a moment later (detached, its output to /dev/null, with the call's environment
- * as it came): the call pays a spawn of a tiny static binary, not a second interpreter
- * beside it on the host's CPUs while its answer is on its way. */
-static const char py_first[] =
-    "import os, sys\n"
-    "env = os.environ.copy()\n"
-    "client, runner, sock, wrapper = sys.argv[1:5]\n"
-    "sys.argv = ['-c'] + sys.argv[5:]\n"
-    "try:\n"
-    "    exec(compile(wrapper, '<string>', 'exec'),\n"
-    "         {'__name__': '__main__', '__builtins__': __builtins__})\n"
-    "finally:\n"
-    "    try:\n"
-    "        os.posix_spawn(client, [client, '--start', '20', sys.executable, '-c', runner,\n"
-    "                                sock, wrapper],\n"
-    "                       env, setsid=True, file_actions=[\n"
-    "                           (os.POSIX_SPAWN_OPEN, 0, '/dev/null', os.O_RDWR, 0),\n"
-    "                           (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)])\n"
-    "    except Exception:\n"
-    "        pass\n";
-
 /* Runs the JS file as a module; an uncaught error or rejection goes to stderr and to
  * the error file as {name, message, traceback}. */
 #define JS_WRAPPER                                                                                 \
@@ -128,17 +106,6 @@ static const char py_first[] =
 	"process.on('unhandledRejection', e => { fail(e); process.exit(1); });\n"                  \
 	"try { require(path.resolve(src)); } catch (e) { fail(e); process.exit(1); }\n"
 static const char js_wrapper[] = JS_WRAPPER;
-
-/* A node call where no runner serves: the cold wrapper, and, as the call's node exits,
- * the client starts the runner (as py_first; detached, with the call's environment as it
- * came). Its arguments after the JS file and error file: CLIENT RUNNER SOCKET WRAPPER
- * JS_RUNNER ADDON, taken off process.argv before the snippet runs. */
-static const char js_first[] =
-    "{ const a = process.argv.splice(3), env = Object.assign({}, process.env);\n"
-    "  process.on('exit', () => { try {\n"
-    "    require('child_process').spawn(a[0], ['--start', '20', 'python3', '-c', a[1], a[2],\n"
-    "      a[3], 'node', '-e', a[4], a[5]], {detached: true, stdio: 'ignore', env}).unref();\n"
-    "  } catch (_) {} }); }\n" JS_WRAPPER;
 
 /* The node started ahead by the warm runner (code_runner.py, its waiting child execs
  * it): node -e THIS ADDON WRAPPER LS CTL GONE. It has loaded what a call needs, and
@@ -409,10 +376,10 @@ static int runner_file_write(sl_ctx *ctx, const sl_sandbox *sb, const char *dst,
 }
 
 /* A call through the sandbox's warm runner of its language (Python, or node for
- * TypeScript and JavaScript). With no runner (the sandbox's first call, or one killed,
- * or gone with a stop), the call runs cold and starts one as it ends (py_first,
- * js_first). 1: the code has not run and the caller runs it cold as before (the client
- * cannot be written). */
+ * TypeScript and JavaScript). 1: the code has not run (no runner: the sandbox's first
+ * call, or one killed, or gone with a stop) and the caller runs it cold; the result then
+ * asks for a runner (runner_wanted), which the caller starts once it has answered
+ * (code_runner_start), off the call's path. */
 static int run_warm(sl_ctx *ctx, const sl_sandbox *sb, const char *ext, const char *dir,
 		    const char *src, const char *js, const char *errf, sl_exec_spec *spec,
 		    sl_exec *ex, sl_err *err)
@@ -422,49 +389,59 @@ static int run_warm(sl_ctx *ctx, const sl_sandbox *sb, const char *ext, const ch
 	bool py = ext[0] == 'p';
 	const char *pyv[] = {RUNNER_CLIENT, RUNNER_SOCK, marker, src, errf, NULL};
 	const char *nodev[] = {RUNNER_CLIENT, RUNNER_NODE_SOCK, marker, ext, src, js, errf, NULL};
-	const char *pyfirst[] = {
-	    "python3",	 "-c",	     py_first, RUNNER_CLIENT, code_runner_py_text,
-	    RUNNER_SOCK, py_wrapper, src,      errf,	      NULL};
-	/* Node's first call: the cold command with js_first as its wrapper, then what it
-	 * needs to start the runner. */
-	const char *tsfirst[] = {"/bin/sh", "-c", ts_script, "sandlot-ts", src, js, errf, js_first};
-	const char *jsfirst[] = {"node", "-e", js_first, src, errf};
-	const char *tail[] = {RUNNER_CLIENT, code_runner_py_text, RUNNER_NODE_SOCK,
-			      js_wrapper,    js_runner,		  RUNNER_ADDON};
-	const char *nodefirst[16];
-	size_t n = 0;
-	bool ts = ext[0] == 't';
-	for (size_t i = 0; i < (ts ? 8 : 5); i++)
-		nodefirst[n++] = ts ? tsfirst[i] : jsfirst[i];
-	for (size_t i = 0; i < sizeof(tail) / sizeof(tail[0]); i++)
-		nodefirst[n++] = tail[i];
-	nodefirst[n] = NULL;
-	const char *const *first = py ? pyfirst : nodefirst;
-	const char *need = py ? RUNNER_CLIENT : RUNNER_ADDON;
+	_cleanup_free_ sl_fileinfo *fi = malloc(sizeof(*fi));
+	sl_err e = {0};
+	if (!fi || sbxfs_stat(ctx, sb, py ? RUNNER_CLIENT : RUNNER_ADDON, fi, &e) < 0)
+		return 1;
+	spec->argv = (char *const *)(py ? pyv : nodev);
+	if (exec_run(ctx, sb, spec, ex, err) < 0)
+		return -1;
+	/* The client exits 255 with MARKER made only when no runner took the call (the
+	 * code has not run). */
+	if (ex->status == SL_EXEC_COMPLETED || ex->exit_code != 255 ||
+	    sbxfs_stat(ctx, sb, marker, fi, &e) < 0)
+		return 0;
+	exec_forget(ctx, sb, ex->id);
+	exec_free(ex);
+	sbxfs_remove(ctx, sb, marker, false, &e);
+	return 1;
+}
+
+int code_runner_start(sl_ctx *ctx, const sl_sandbox *sb, const char *language,
+		      const char *const *env, sl_err *err)
+{
+	bool py = !language || !strcmp(language, "python");
+	/* The client starts the runner 20 ms later, detached (init/coderun.c, --start): the
+	 * execution ends at once, and the runner's start-up is not beside whatever the
+	 * caller does right after its answer. Node's mode: the runner then starts a node
+	 * (js_runner) waiting for the first call. */
+	const char *pyv[] = {RUNNER_CLIENT, "--start", "20",	  "python3", "-c",
+			     code_runner_py_text, RUNNER_SOCK, py_wrapper, NULL};
+	const char *nodev[] = {RUNNER_CLIENT, "--start", "20", "python3",	  "-c",
+			       code_runner_py_text, RUNNER_NODE_SOCK, js_wrapper, "node", "-e",
+			       js_runner, RUNNER_ADDON, NULL};
 	_cleanup_free_ sl_fileinfo *fi = malloc(sizeof(*fi));
 	sl_err e = {0};
 	if (!fi)
-		return 1;
-	if (sbxfs_stat(ctx, sb, need, fi, &e) == 0) {
-		spec->argv = (char *const *)(py ? pyv : nodev);
-		if (exec_run(ctx, sb, spec, ex, err) < 0)
-			return -1;
-		/* The client exits 255 with MARKER made only when no runner took the call
-		 * (the code has not run). */
-		if (ex->status == SL_EXEC_COMPLETED || ex->exit_code != 255 ||
-		    sbxfs_stat(ctx, sb, marker, fi, &e) < 0)
-			return 0;
-		exec_forget(ctx, sb, ex->id);
-		exec_free(ex);
-		sbxfs_remove(ctx, sb, marker, false, &e);
-	} else if (runner_file_write(ctx, sb, RUNNER_CLIENT, code_coderun_bin,
-				     code_coderun_bin_end) < 0 ||
-		   (!py && runner_file_write(ctx, sb, RUNNER_ADDON, code_coderun_node,
-					     code_coderun_node_end) < 0)) {
-		return 1;
-	}
-	spec->argv = (char *const *)first;
-	return exec_run(ctx, sb, spec, ex, err) < 0 ? -1 : 0;
+		return sl_fail(err, SL_INTERNAL, ENOMEM, "code runner of %s", sb->id);
+	if ((sbxfs_stat(ctx, sb, RUNNER_CLIENT, fi, &e) < 0 &&
+	     runner_file_write(ctx, sb, RUNNER_CLIENT, code_coderun_bin, code_coderun_bin_end) <
+		 0) ||
+	    (!py && sbxfs_stat(ctx, sb, RUNNER_ADDON, fi, &e) < 0 &&
+	     runner_file_write(ctx, sb, RUNNER_ADDON, code_coderun_node, code_coderun_node_end) <
+		 0))
+		return sl_fail(err, SL_INTERNAL, 0, "code runner of %s: its files cannot be written",
+			       sb->id);
+	sl_exec_spec spec = {.argv = (char *const *)(py ? pyv : nodev),
+			     .env = env,
+			     .timeout_ms = CODE_FIRST_WAIT_MS,
+			     .wait_ms = CODE_FIRST_WAIT_MS};
+	sl_exec ex;
+	if (exec_run(ctx, sb, &spec, &ex, err) < 0)
+		return -1;
+	exec_forget(ctx, sb, ex.id);
+	exec_free(&ex);
+	return 0;
 }
 
 static void result_from_exec(sl_ctx *ctx, const sl_sandbox *sb, const sl_exec *ex,
@@ -554,8 +531,9 @@ int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char
 	sl_exec ex;
 	int r = ext[0] != 's' && !ctx->cfg.code_runner_off
 		    ? run_warm(ctx, sb, ext, dir, src, js, errf, &spec, &ex, err)
-		    : 1;
-	if (r == 1) {
+		    : 2;
+	if (r >= 1) {
+		out->runner_wanted = r == 1;
 		spec.argv = (char *const *)argv;
 		r = exec_run(ctx, sb, &spec, &ex, err);
 	}

@@ -22,6 +22,9 @@ typedef struct sl_code_result {
 	bool has_error;
 	char *error_name, *error_message, *error_traceback;
 	char exec_id[32];
+	/* The call ran cold for want of a warm runner of its language: its caller starts
+	 * one (code_runner_start) once it has answered. */
+	bool runner_wanted;
 } sl_code_result;
 
 /* language: python | typescript | javascript | bash. timeout_ms 0: the default. */
@@ -29,6 +32,13 @@ int code_run(sl_ctx *ctx, const sl_sandbox *sb, const char *language, const char
 	     size_t len, const char *const *env, uint64_t timeout_ms, sl_code_result *out,
 	     sl_err *err);
 void code_result_free(sl_code_result *r);
+/* The sandbox's warm runner of LANGUAGE (python, or node's for typescript and
+ * javascript), started detached: what a call answered with runner_wanted asks for.
+ * An execution that ends at once (its record forgotten); the runner comes up ~20 ms
+ * later. ENV: the first call's (what the interpreter reads at start-up, PYTHON*, LANG,
+ * LC_*, is then the runner's own, and later calls that set the same run warm). */
+int code_runner_start(sl_ctx *ctx, const sl_sandbox *sb, const char *language,
+		      const char *const *env, sl_err *err);
 cJSON *code_result_to_json(const sl_code_result *r);
 
 #endif

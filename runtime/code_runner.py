@@ -1,7 +1,7 @@
 # code_runner.py — the warm Python runner of executeCode (runtime/code.c), one per
 # sandbox: a zygote that started the interpreter once and forks a clean child per call.
-# Run as `python3 -c THIS SOCKET WRAPPER` by a sandbox's first Python call as it ends
-# (code.c's py_first: that call ran cold), it lives on detached (no execution of its
+# Run as `python3 -c THIS SOCKET WRAPPER` after a sandbox's first Python call has been
+# answered (code.c's code_runner_start: that call ran cold), it lives on detached (no execution of its
 # own, so it keeps no sandbox from going idle). sandlot-coderun (init/coderun.c) is each call's execution:
 # it connects, sends its fds 0/1/2, cwd, argv and environment, and gets back the child's
 # pid and then its wait status. The call's execution going away (its timeout, a kill)

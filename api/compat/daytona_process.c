@@ -169,6 +169,8 @@ enum MHD_Result dt_code_run(api_req *r)
 	sl_code_result res;
 	int rc = code_run(r->srv->ctx, &sb, lang ? lang : "python", code, strlen(code),
 			  (const char *const *)env, timeout, &res, &err);
+	if (rc == 0)
+		api_code_runner_after(r, &sb, lang, env, &res);
 	sandbox_free(&sb);
 	api_strv_free(env);
 	if (rc < 0)

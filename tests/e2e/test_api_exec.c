@@ -58,6 +58,48 @@ static void test_code_keeps_other_executions(void **state)
 	sandbox_del(id);
 }
 
+/* The python parent of a /code call in ID: 1 when it ran cold (init's child), the warm
+ * runner's pid when the runner took it. */
+static long code_ppid(const char *id)
+{
+	e2e_resp r;
+	char *p = e2e_printf("/v1/sandboxes/%s/code", id);
+	e2e_http(&r, "POST", p,
+		 "{\"code\":\"import os\\nprint(os.getppid())\",\"language\":\"python\"}");
+	expect(&r, 200, NULL, NULL);
+	assert_true(cJSON_IsTrue(jget(r.json, "success")));
+	long ppid = atol(jstr(r.json, "stdout"));
+	e2e_resp_free(&r);
+	free(p);
+	return ppid;
+}
+
+/* A sandbox's first code call runs cold and its answer comes back before the warm
+ * runner is started (after the answer, off the call's path); neither leaves an execution
+ * record, and the calls after it are the runner's. */
+static void test_code_first_call_then_runner(void **state)
+{
+	char *tar = e2e_build_path("images/default.tar.zst");
+	free(e2e_sandlot_ok("image", "import", "default", tar, NULL));
+	free(tar);
+	char *id = sandbox_new("{\"image\":\"default\"}");
+	assert_int_equal(code_ppid(id), 1);
+	int64_t t0 = e2e_now_ms();
+	long ppid;
+	while ((ppid = code_ppid(id)) <= 1 && e2e_now_ms() - t0 < 10000)
+		usleep(50 * 1000);
+	assert_true(ppid > 1);
+	assert_int_equal(code_ppid(id), ppid);
+	e2e_resp r;
+	char *p = e2e_printf("/v1/sandboxes/%s/executions", id);
+	e2e_http(&r, "GET", p, NULL);
+	expect(&r, 200, NULL, NULL);
+	assert_int_equal(cJSON_GetArraySize(jget(r.json, "executions")), 0);
+	e2e_resp_free(&r);
+	free(p);
+	sandbox_del(id);
+}
+
 /* A command's output lands in the sandbox's own log space (a tmpfs of a quarter of its
  * memory, at least 16 MiB): past it the command gets ENOSPC, the sandbox is not left out
  * of memory, and the next start makes room by removing the oldest finished execution. */
@@ -455,6 +497,7 @@ int main(void)
 	    E2E_TEST(test_executions),
 	    E2E_TEST(test_output_bounded_by_log_space),
 	    E2E_TEST(test_code_keeps_other_executions),
+	    E2E_TEST(test_code_first_call_then_runner),
 	    E2E_TEST(test_stdin_signal_processes),
 	    E2E_TEST(test_concurrent_sleepers),
 	    E2E_TEST(test_health_during_long_polls),

@@ -21,7 +21,7 @@ static int setup(void **state)
 	free(e2e_sandlot_ok("image", "import", "default", tar, NULL));
 	free(tar);
 	SBX = e2e_sandlot_ok("create", "--name", "coder", "-e", "FROM_SANDBOX=yes", NULL);
-	/* Python's warm runner starts as the first call ends and lives with the sandbox:
+	/* Python's warm runner starts after the first call and lives with the sandbox:
 	 * started here, it is part of the host every test's leak check begins from. */
 	warm_runner(SBX);
 	node_runner(SBX); /* and TypeScript's */
@@ -257,7 +257,7 @@ static long ts_num(const char *sbx, const char *src)
 }
 
 /* The pid of SBX's warm runner of LANG, once it serves calls (a call's parent, SRC
- * prints it): it starts as a sandbox's first call (or the first after it was gone) ends,
+ * prints it): it starts after a sandbox's first call (or the first after it was gone),
  * and calls before it listens run cold (their parent is init, pid 1). */
 static long runner_of(const char *sbx, const char *lang, const char *src)
 {
@@ -396,7 +396,7 @@ static void test_python_timeout_kills_the_child(void **state)
 static void test_python_runner_replaced(void **state)
 {
 	char *sbx = e2e_sandlot_ok("create", NULL);
-	/* A sandbox's first call runs cold (init's child) and starts its runner as it ends;
+	/* A sandbox's first call runs cold (init's child); its runner is started after it;
 	 * calls before that runner listens run cold too. */
 	assert_int_equal(py_num(sbx, "import os\nprint(os.getppid())\n"), 1);
 	long runner = warm_runner(sbx);
