@@ -9,6 +9,9 @@
 #              /proc (`unshare --fork`: two processes each)
 #     all+cg   as all, and each in cgroups of its own in the five v1 hierarchies sandlot
 #              uses (cpu with a CPU quota, cpuacct, memory, pids, freezer)
+#     one+cg   as all+cg with one process each, as a sandbox has (its init): the outer
+#              unshare, which only waits, is killed once its child (the namespaces' pid
+#              1, the sleep) runs, and the sleep lives on by itself
 #     memcg    no process: N empty v1 memory cgroups. Their slab is mostly the shrinker
 #              map each gets, one kmalloc-1k unit per 64 shrinker ids the host has had at
 #              once since boot (docs/bench.md): what host history adds to every sandbox
@@ -19,8 +22,8 @@
 set -euo pipefail
 N=${1:-1000}
 MODE=${2:-all+cg}
-case $MODE in net | all | all+cg | memcg) ;; *)
-	echo "floor.sh: MODE is net, all, all+cg or memcg" >&2
+case $MODE in net | all | all+cg | one+cg | memcg) ;; *)
+	echo "floor.sh: MODE is net, all, all+cg, one+cg or memcg" >&2
 	exit 2
 	;;
 esac
@@ -51,7 +54,7 @@ mem() {
 # shellcheck source=bench/settle.sh
 . "$(dirname "$0")/settle.sh"
 
-if [ "$MODE" = all+cg ] || [ "$MODE" = memcg ]; then
+if [ "$MODE" != net ] && [ "$MODE" != all ]; then
 	[ -d /sys/fs/cgroup/memory ] || {
 		echo "floor.sh: $MODE needs the v1 hierarchies ($CTRLS)" >&2
 		exit 2
@@ -69,16 +72,40 @@ for ((i = 0; i < N; i++)); do
 		;;
 	net) unshare -n sleep 100000 & ;;
 	all) unshare -n -i -u -p -m -C --mount-proc --kill-child sleep 100000 & ;;
-	all+cg)
+	all+cg | one+cg)
 		for c in $CTRLS; do mkdir "/sys/fs/cgroup/$c/$CG/$i"; done
 		echo 100000 >"/sys/fs/cgroup/cpu/$CG/$i/cpu.cfs_quota_us"
-		# The shell joins the cgroups, then becomes unshare (exec): same pid.
+		# The shell joins the cgroups, then becomes unshare (exec): same pid. one+cg:
+		# --fork without --kill-child (which implies --fork), so the sleep outlives
+		# the unshare killed below.
+		kc=--kill-child
+		[ "$MODE" = all+cg ] || kc=--fork
 		sh -c 'for c in $1; do echo $$ > /sys/fs/cgroup/$c/$2/cgroup.procs; done
-		       exec unshare -n -i -u -p -m -C --mount-proc --kill-child sleep 100000' \
-			sh "$CTRLS" "$CG/$i" &
+		       exec unshare -n -i -u -p -m -C --mount-proc $3 sleep 100000' \
+			sh "$CTRLS" "$CG/$i" "$kc" &
 		;;
 	esac
 	PIDS+=($!)
+	if [ "$MODE" = one+cg ]; then
+		# The sleep (the unshare's one child, once it has exec'd: its comm says so)
+		# takes the unshare's place in PIDS; the unshare is killed (both by pid).
+		p=$!
+		for ((t = 0; t < 500; t++)); do
+			# (by /proc's PPid lines: not every kernel has /proc/PID/task/TID/children)
+			child=$(grep -ls "^PPid:[[:space:]]*$p\$" /proc/[0-9]*/status 2>/dev/null |
+				cut -d/ -f3 | head -1) || child=
+			[ -n "$child" ] && [ "$(cat "/proc/$child/comm" 2>/dev/null)" = sleep ] && break
+			child=
+			sleep 0.01
+		done
+		[ -n "$child" ] || {
+			echo "floor.sh: the sleep of $p did not start" >&2
+			exit 1
+		}
+		PIDS[-1]=$child
+		kill -KILL "$p"
+		wait "$p" 2>/dev/null || true
+	fi
 done
 sleep 3
 settle 120

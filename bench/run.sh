@@ -583,7 +583,7 @@ bench_density() {
 	row density-vs-crun "host memory accounted per idle sandbox, N=$nmax, vs crun" KiB "$sa" - \
 		crun "${ca:-nan}" - "$(ratio "$sa" "${ca:-0}")" "≤ 0.8×" \
 		"$(if [ -n "$ca" ]; then le "$(ratio "$sa" "$ca")" 0.8; else echo failed; fi)"
-	density_floor "$nmax" "$sa"
+	density_floor "$nmax" "$sa" "$ca"
 	sm=$(dens sandlot "$nb" 3) cm=$(dens crun "$nb" 3)
 	row "density-create" "create per sandbox at N=$nb (median)" ms "$sm" "$(dens sandlot "$nb" 4)" \
 		crun "${cm:-nan}" "$(dens crun "$nb" 4)" "$(ratio "$sm" "${cm:-0}")" - -
@@ -598,14 +598,16 @@ bench_density() {
 		"$cg" - - "≤ 1.1×" "$(le "$sg" 1.1)"
 }
 
-# The kernel's floor at N: bench/floor.sh all+cg (the namespaces and v1 cgroups a sandbox
-# has, around a sleep, nothing of sandlot) on the same host right after sandlot's N, the
-# same measure (the drop of MemAvailable per process once the host settles).
-density_floor() { # N SANDLOT_ACCOUNTED_KIB
+# The kernel's floor at N: bench/floor.sh one+cg (the namespaces and v1 cgroups a sandbox
+# has, around one idle process as a sandbox's init is, nothing of sandlot) on the same host
+# right after sandlot's N, the same measure. CRUN_KIB: crun's accounted figure at N (may be
+# empty), for the floor's own ratio to crun: how far below crun any runtime with these
+# namespaces and cgroups can go (density-vs-crun's goal is only reachable above it).
+density_floor() { # N SANDLOT_ACCOUNTED_KIB CRUN_KIB
 	local f label="host memory accounted per idle sandbox, N=$1, vs the kernel floor"
-	say "density: the kernel floor for $1 isolated processes (bench/floor.sh $1 all+cg)"
-	if ! f=$(bash "$REPO/bench/floor.sh" "$1" all+cg); then
-		failed "density: bench/floor.sh $1 all+cg"
+	say "density: the kernel floor for $1 isolated processes (bench/floor.sh $1 one+cg)"
+	if ! f=$(bash "$REPO/bench/floor.sh" "$1" one+cg); then
+		failed "density: bench/floor.sh $1 one+cg"
 		row density-vs-floor "$label" KiB "$2" - floor nan - nan "≤ 1.15×" failed
 		return 0
 	fi
@@ -616,6 +618,8 @@ density_floor() { # N SANDLOT_ACCOUNTED_KIB
 		awk 'NF == 4 { printf "%.1f", $1 + $2 + $3 + $4 }')
 	row density-vs-floor "$label" KiB "$2" - floor "${f:-nan}" - "$(ratio "$2" "${f:-0}")" "≤ 1.15×" \
 		"$(le "$(ratio "$2" "${f:-0}")" 1.15)"
+	[ -z "$3" ] || row density-floor-vs-crun "the kernel floor's accounted memory, N=$1, vs crun" \
+		KiB "${f:-nan}" - crun "$3" - "$(ratio "${f:-0}" "$3")" - -
 }
 
 # ---- the HTTP API (once `sandlot serve` exists) ----------------------------------------------
