@@ -28,6 +28,7 @@
 
 #include "cleanup.h"
 #include "log.h"
+#include "record.h"
 #include "state.h"
 
 static void nl_sock_freep(struct nl_sock **s)
@@ -545,31 +546,56 @@ static int sysctl_write(const char *path, const char *v, sl_err *err)
 	return write_small(path, v, err);
 }
 
-/* ip_forward: remember the value we found (once), so the last detach puts it back. */
+/* ip_forward: remember the value we found (once), so the last detach puts it back. The
+ * record ("VALUE BOOT-ID") names the boot it was made in: one from an earlier boot is
+ * stale (a reboot reset ip_forward and took the bridge), one of this boot stands even when
+ * the bridge was deleted behind our back (ip_forward is then still ours). */
 static int forward_on(const sl_config *cfg, sl_err *err)
 {
 	const char *f = "/proc/sys/net/ipv4/ip_forward";
-	char cur[16] = "", rec[PATH_MAX], dir[PATH_MAX];
+	char cur[16] = "", rec[PATH_MAX], dir[PATH_MAX], boot[40], text[64];
 	if (read_small(f, cur, sizeof(cur)) < 0)
 		return sl_sysfail(err, "read %s", f);
 	if (!strcmp(cur, "1"))
 		return 0;
 	net_dir(cfg, NULL, dir, sizeof(dir));
 	net_dir(cfg, "ip_forward.old", rec, sizeof(rec));
-	/* Not fsynced: only a reboot could lose it, and a reboot resets ip_forward and
-	 * takes the bridge with it, after which host_up drops the record as stale. */
+	record_boot_id(boot, sizeof(boot));
+	snprintf(text, sizeof(text), "%s %s", cur, boot);
+	/* Not fsynced: only a reboot could lose it, and a reboot makes it stale. */
 	if (access(rec, F_OK) < 0 && (state_mkdirs(dir, 0700, err) < 0 ||
-				      state_write_atomic_nosync(rec, cur, strlen(cur), err) < 0))
+				      state_write_atomic_nosync(rec, text, strlen(text), err) < 0))
 		return -1;
 	return sysctl_write(f, "1", err);
+}
+
+/* The ip_forward record's value into OLD ("0" or "1"), when it is of this boot. A record
+ * without a boot id (written before records had one) counts as this boot's where
+ * LEGACY_OK, as it did then while the bridge stood. */
+static bool forward_record(const sl_config *cfg, bool legacy_ok, char *old, size_t len)
+{
+	char rec[PATH_MAX], text[64], boot[40];
+	net_dir(cfg, "ip_forward.old", rec, sizeof(rec));
+	if (read_small(rec, text, sizeof(text)) < 0)
+		return false;
+	record_boot_id(boot, sizeof(boot));
+	char *sp = strchr(text, ' ');
+	if (sp ? strcmp(sp + 1, boot) != 0 : !legacy_ok)
+		return false;
+	if (sp)
+		*sp = '\0';
+	snprintf(old, len, "%s", text);
+	return true;
 }
 
 static void forward_restore(const sl_config *cfg)
 {
 	char rec[PATH_MAX], old[16];
 	net_dir(cfg, "ip_forward.old", rec, sizeof(rec));
-	if (read_small(rec, old, sizeof(old)) < 0)
+	if (!forward_record(cfg, true, old, sizeof(old))) {
+		unlink(rec); /* stale, or not ours to read */
 		return;
+	}
 	sl_err e = {0};
 	if ((!strcmp(old, "0") || !strcmp(old, "1")) &&
 	    sysctl_write("/proc/sys/net/ipv4/ip_forward", old, &e) < 0)
@@ -640,10 +666,12 @@ static int host_up(const sl_config *cfg, struct nl_sock *sk, struct nft_ctx *nft
 		if (check_collision(sk, 0, subnet, err) < 0)
 			return -1;
 		/* No bridge: no network is up (the last detach restored ip_forward before
-		 * removing it), so a record left is from before a reboot and stale. */
-		char rec[PATH_MAX];
+		 * removing it), or the bridge was deleted behind our back. A record of an
+		 * earlier boot is stale; one of this boot still holds the value to restore. */
+		char rec[PATH_MAX], old[16];
 		net_dir(cfg, "ip_forward.old", rec, sizeof(rec));
-		unlink(rec);
+		if (!forward_record(cfg, false, old, sizeof(old)))
+			unlink(rec);
 		int r = rtnl_link_bridge_add(sk, br);
 		if (r < 0)
 			return nlfail(err, r, "create bridge %s", br);
