@@ -529,7 +529,8 @@ int exec_list(sl_ctx *ctx, const char *sandbox_id, sl_exec **out, size_t *n, sl_
 		if (exec_load(ctx, sid, de->d_name, &list[k], &f, &live, &e2) == 0)
 			k++;
 	}
-	qsort(list, k, sizeof(*list), cmp_started);
+	if (k > 1) /* qsort of a NULL list (none) is undefined, even for no element */
+		qsort(list, k, sizeof(*list), cmp_started);
 	*out = list;
 	*n = k;
 	return 0;
