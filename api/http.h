@@ -257,6 +257,8 @@ int api_json_mode(const cJSON *o, const char *where, const char *key, uint32_t *
 /* Parse an octal mode string. */
 int api_parse_mode(const char *field, const char *s, uint32_t *mode, sl_err *err);
 void api_strv_free(char **v);
+/* A copy of V (NULL-terminated; NULL for NULL, or when out of memory), for api_strv_free. */
+char **api_strv_dup(char *const *v);
 /* The network object {enabled?, allow?: [CIDR], deny?: [CIDR]} at KEY of O into NET;
  * *allow / *deny own the lists (NULL when absent; free with api_strv_free);
  * *enabled_given says whether "enabled" was there. Absent or null: all left empty. */

@@ -148,6 +148,20 @@ void api_strv_free(char **v)
 	free(v);
 }
 
+char **api_strv_dup(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	char **c = v ? calloc(n + 1, sizeof(*c)) : NULL;
+	for (size_t i = 0; c && i < n; i++)
+		if (!(c[i] = strdup(v[i]))) {
+			api_strv_free(c);
+			return NULL;
+		}
+	return c;
+}
+
 int api_json_kv(const cJSON *o, const char *where, const char *key, char ***out, sl_err *err)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);

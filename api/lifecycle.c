@@ -226,19 +226,10 @@ void api_code_runner_after(api_req *r, const sl_sandbox *sb, const char *languag
 	struct runner_start *rs;
 	if (!res->runner_wanted || !r || r->after || !(rs = calloc(1, sizeof(*rs))))
 		return;
-	size_t n = 0;
-	while (env && env[n])
-		n++;
-	if (n && !(rs->env = calloc(n + 1, sizeof(char *)))) {
+	if (env && !(rs->env = api_strv_dup(env))) {
 		free(rs);
 		return;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (!(rs->env[i] = strdup(env[i]))) {
-			api_strv_free(rs->env);
-			free(rs);
-			return;
-		}
 	snprintf(rs->id, sizeof(rs->id), "%s", sb->id);
 	snprintf(rs->language, sizeof(rs->language), "%s", language ? language : "python");
 	r->after = runner_start_after;
