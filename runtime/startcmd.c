@@ -81,7 +81,9 @@ static int start_failed(sl_ctx *ctx, const sl_sandbox *sb, const char *eid, char
 
 /* One run of the ready command: 0 when it exited 0, 1 when it did not (*WHY says how),
  * 2 when the start command (EID, "" for none) failed meanwhile (the ready command is then
- * killed, as E2B's builder cancels it), -1 when it could not be run or waited for. */
+ * killed, as E2B's builder cancels it), 3 when the deadline cut it off (*WHY untouched: the
+ * error names the last run that ended on its own, not one a loaded host started late),
+ * -1 when it could not be run or waited for. */
 static int ready_once(sl_ctx *ctx, const sl_sandbox *sb, const sl_startcmd *sc, const char *eid,
 		      int64_t deadline, char *why, size_t len, sl_err *err)
 {
@@ -142,6 +144,8 @@ static int ready_once(sl_ctx *ctx, const sl_sandbox *sb, const sl_startcmd *sc, 
 		return 0;
 	if (WIFEXITED(ws))
 		snprintf(why, len, "exit code %d", WEXITSTATUS(ws));
+	else if (WTERMSIG(ws) == SIGKILL && sl_mono_ms() >= deadline)
+		return 3; /* our own deadline ended it: it tells nothing of the command */
 	else
 		snprintf(why, len, "killed by signal %d", WTERMSIG(ws));
 	return 1;
@@ -187,6 +191,8 @@ int startcmd_run(sl_ctx *ctx, const sl_sandbox *sb, const sl_startcmd *sc, char 
 			break;
 		if (rc == 1)
 			say(sc, "not ready: %s", why);
+		if (rc == 3 && !*why)
+			snprintf(why, sizeof(why), "still running at the deadline");
 		if (rc == 2 || (has_start && (rc = start_failed(ctx, sb, exec_id, why, sizeof(why),
 								err)) != 0)) {
 			if (rc > 0)

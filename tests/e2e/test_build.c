@@ -446,6 +446,11 @@ static void test_api_start_cmd(void **state)
 			  "start and ready commands: the ready command did not succeed within 3 s"))
 		fail_msg("unexpected answer:\n%s", r.body);
 	e2e_resp_free(&r);
+	/* One that never ends by itself: the deadline's kill is not reported as its result. */
+	post_build(&r, "name=slowready&startCmd=sleep%20600&readyCmd=sleep%2030", dir);
+	if (!e2e_contains(r.body, "within 3 s (its last run: still running at the deadline)"))
+		fail_msg("unexpected answer:\n%s", r.body);
+	e2e_resp_free(&r);
 	post_build(&r, "name=badstart&startCmd=exit%205&readyCmd=sleep%2030", dir);
 	if (!e2e_contains(r.body, "the start command failed: exit code 5"))
 		fail_msg("unexpected answer:\n%s", r.body);
