@@ -77,9 +77,9 @@ int net_detach(const sl_config *cfg, const char *id, uint32_t addr, bool names, 
  * the host side stays up when the last sandbox network goes, so a lone network sandbox
  * made and deleted again and again does not make and delete the bridge each time (~50
  * ms a deletion here: the kernel waits for RCU). net_hold records the caller (pid and
- * start time) in <state>/net/holder; net_unhold removes it if it is the caller's and
- * takes the host side down if no sandbox network is left. A holder that died holds
- * nothing. */
+ * start time) in <state>/net/holders/<pid>, one record per daemon; net_unhold removes
+ * the caller's and takes the host side down if no sandbox network is left and no other
+ * live daemon holds it. A holder that died holds nothing. */
 int net_hold(const sl_config *cfg, sl_err *err);
 bool net_held(const sl_config *cfg);
 void net_unhold(const sl_config *cfg);

@@ -1,6 +1,7 @@
 /* nethold.c — the daemon's hold on the network's host side (net.h). In the binary, not
  * in sandlot-net.so: the hold is taken before the module is loaded (the daemon's resolver
  * loads it to learn the gateway). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,33 +15,63 @@
 #include "net.h"
 #include "state.h"
 
-static void holder_path(const sl_config *cfg, char *buf, size_t len)
+/* <state>/net/holders/<pid>: one record per holding daemon (its pid and start time).
+ * One file for all of them was overwritten by a second daemon on the same state (a
+ * restart's successor started before the old one ended, a test's second daemon) and
+ * removed when that one stopped: the first then held nothing and, at its own stop, left
+ * the bridge, the table and ip_forward behind. */
+static void holders_dir(const sl_config *cfg, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/net/holder", cfg->state_dir);
+	snprintf(buf, len, "%s/net/holders", cfg->state_dir);
 }
 
-/* The holder's pid, if it is alive (same start time); 0 if none or gone. */
-static pid_t holder_alive(const sl_config *cfg)
+/* Whether the record NAME in DIR names a live process (same start time) other than
+ * EXCEPT (0: none excepted). */
+static bool holder_alive(int dir, const char *name, pid_t except)
 {
-	char p[PATH_MAX], text[64] = "";
-	holder_path(cfg, p, sizeof(p));
-	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	char text[64] = "";
+	_cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 || read(fd, text, sizeof(text) - 1) <= 0)
-		return 0;
+		return false;
 	unsigned long long start = 0;
 	int pid = 0;
-	if (sscanf(text, "%d %llu", &pid, &start) != 2 || pid <= 0 || !start)
-		return 0;
-	return proc_start_time(pid) == start ? pid : 0;
+	if (sscanf(text, "%d %llu", &pid, &start) != 2 || pid <= 0 || !start || pid == except)
+		return false;
+	return proc_start_time(pid) == start;
+}
+
+/* Whether a live daemon other than EXCEPT holds the host side. */
+static bool held_by_other(const sl_config *cfg, pid_t except)
+{
+	char p[PATH_MAX];
+	holders_dir(cfg, p, sizeof(p));
+	DIR *d = opendir(p);
+	if (!d)
+		return false;
+	bool held = false;
+	struct dirent *de;
+	while (!held && (de = readdir(d)))
+		held = de->d_name[0] != '.' && holder_alive(dirfd(d), de->d_name, except);
+	closedir(d);
+	return held;
 }
 
 int net_hold(const sl_config *cfg, sl_err *err)
 {
 	char p[PATH_MAX], text[64];
-	snprintf(p, sizeof(p), "%s/net", cfg->state_dir);
+	holders_dir(cfg, p, sizeof(p));
 	if (state_mkdirs(p, 0700, err) < 0)
 		return -1;
-	holder_path(cfg, p, sizeof(p));
+	/* The records of daemons killed with -9 go (a dead holder holds nothing). */
+	DIR *d = opendir(p);
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.' && !holder_alive(dirfd(d), de->d_name, 0))
+			unlinkat(dirfd(d), de->d_name, 0);
+	if (d)
+		closedir(d);
+	size_t n = strlen(p);
+	snprintf(p + n, sizeof(p) - n, "/%d", (int)getpid());
 	snprintf(text, sizeof(text), "%d %llu\n", (int)getpid(),
 		 (unsigned long long)proc_self_start_time());
 	/* Not durable: after a crash the pid is dead, and a dead holder holds nothing. */
@@ -49,18 +80,18 @@ int net_hold(const sl_config *cfg, sl_err *err)
 
 bool net_held(const sl_config *cfg)
 {
-	return holder_alive(cfg) != 0;
+	return held_by_other(cfg, 0);
 }
 
 void net_unhold(const sl_config *cfg)
 {
 	char p[PATH_MAX];
-	if (holder_alive(cfg) != getpid())
-		return;
-	holder_path(cfg, p, sizeof(p));
+	holders_dir(cfg, p, sizeof(p));
+	size_t n = strlen(p);
+	snprintf(p + n, sizeof(p) - n, "/%d", (int)getpid());
 	unlink(p);
 	/* The bridge exists only while some network was made: without one the module stays
-	 * unloaded. */
+	 * unloaded. Another daemon's hold keeps it up (host_idle asks). */
 	snprintf(p, sizeof(p), "/sys/class/net/%s", cfg->net_bridge);
 	if (access(p, F_OK) != 0)
 		return;

@@ -12,8 +12,9 @@
 # suite_run, called instead of `node --test` (a suite whose code is not in DIR, like
 # E2B's own, tests/compat/e2b-upstream.sh). A DIR with no package-lock.json installs
 # nothing.
-# Afterwards every sandbox is removed, the daemon stopped (by its pid), the state root
-# unmounted and deleted, and the host checked for anything left behind.
+# Afterwards every sandbox is removed, the daemon stopped (by its pid), its logs kept as
+# ${LOGS:-BUILD/logs}/compat-NAME.serve.log, the state root unmounted and deleted, and the
+# host checked for anything left behind (mounts; the bridge, table and ip_forward as found).
 set -euo pipefail
 dir=$(cd "$1" && pwd)
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,6 +36,15 @@ if [ -f "$dir/package-lock.json" ]; then
 	fi
 fi
 
+# The network's host side as found (the bridge, our table, ip_forward): the suite's daemons
+# must leave it so.
+net_state() {
+	printf 'bridge:%s table:%s ip_forward:%s' \
+		"$(ip -br link show sandlot0 >/dev/null 2>&1 && echo yes || echo no)" \
+		"$(nft list table inet sandlot0 >/dev/null 2>&1 && echo yes || echo no)" \
+		"$(cat /proc/sys/net/ipv4/ip_forward)"
+}
+net_before=$(net_state)
 root=$(mktemp -d /var/tmp/sandlot-compat-$name.XXXXXX)
 export SANDLOT_STATE_DIR=$root/state SANDLOT_RUN_DIR=$root/run SANDLOT_BIN=$bin
 mkdir -p "$SANDLOT_STATE_DIR" "$SANDLOT_RUN_DIR"
@@ -61,6 +71,9 @@ cleanup() {
 		losetup -d "$d"
 	done
 	left=$(grep -cF " $root" /proc/self/mountinfo || true)
+	# The daemons' log outlives the root: what a failed test's sandbox went through.
+	mkdir -p "${LOGS:-$build/logs}"
+	cat "$root/serve.err" "$root/state/sandlot.log" >"${LOGS:-$build/logs}/compat-$name.serve.log" 2>/dev/null
 	rm -rf "$root"
 	# The runtime's parent cgroup ("sandlot" in each hierarchy) outlives sandboxes; removed
 	# when empty, as the e2e harness does (rmdir fails while any sandbox is left in it).
@@ -70,6 +83,11 @@ cleanup() {
 	echo "== compat/$name: ${SECONDS} s"
 	if [ "${left:-0}" != 0 ]; then
 		echo "run-suite: $left mounts under $root were left behind" >&2
+		exit 1
+	fi
+	net_after=$(net_state)
+	if [ "$net_after" != "$net_before" ]; then
+		echo "run-suite: the network's host side was $net_before, is $net_after" >&2
 		exit 1
 	fi
 }
