@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "claim.h"
+#include "cleanup.h"
 #include "clock.h"
 #include "owner.h"
 #include "state.h"
@@ -23,6 +25,35 @@ static int cmp_created(const void *a, const void *b)
 {
 	const sl_sandbox *x = a, *y = b;
 	return x->created_ms < y->created_ms ? -1 : x->created_ms > y->created_ms;
+}
+
+/* SB was read without its lock, as WAS, and its init is gone (record_refresh_status made
+ * it failed). An operation that ends the init on purpose holds the record's lock until it
+ * has written what it made of it (a hibernation's dump kills the init before the record
+ * says "hibernated"): while the lock is held, the record as read stands, not "failed" (a
+ * client polling for "paused" saw "not found" in that window); once it is free, the
+ * record is read again under it and refreshed. Never waits: the caller may hold the lock
+ * itself on another descriptor. */
+static void settle_dead_init(sl_ctx *ctx, sl_sandbox *sb, enum sl_status was, bool running)
+{
+	if (sb->status != SL_ST_FAILED || was == SL_ST_FAILED || was == SL_ST_CREATING)
+		return;
+	char dir[PATH_MAX];
+	state_sandbox_dir(&ctx->cfg, sb->id, dir, sizeof(dir));
+	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		sb->status = was;
+		return;
+	}
+	sl_sandbox again;
+	sl_err e = {0};
+	if (record_load_or_broken(ctx, sb->id, &again, &e) < 0)
+		return;
+	record_refresh_status(&again, running);
+	sandbox_free(sb);
+	*sb = again;
 }
 
 /* Every record but the pooled (the daemon's, until a create takes one), by creation
@@ -59,7 +90,9 @@ static int list_records(sl_ctx *ctx, bool tombstones, bool everyones, sl_sandbox
 			sandbox_free(&list[k]);
 			continue;
 		}
+		enum sl_status was = list[k].status;
 		record_refresh_status(&list[k], true);
+		settle_dead_init(ctx, &list[k], was, true);
 		k++;
 	}
 	state_free_names(ids, nids);
@@ -160,7 +193,9 @@ static int get_of(sl_ctx *ctx, const char *ref, sl_sandbox *out, bool running, s
 	if (!loaded && (sandbox_resolve_ref(ctx, ref, id, sizeof(id), err) < 0 ||
 			load_visible(ctx, id, out, err) < 0))
 		return -1;
+	enum sl_status was = out->status;
 	record_refresh_status(out, running);
+	settle_dead_init(ctx, out, was, running);
 	return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/ptrace.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -928,6 +929,56 @@ static void test_dead_init_reads_failed(void **state)
 	sandbox_del(id);
 }
 
+/* The status of sandbox ID in GET /v1/sandboxes (malloc'd; NULL if not listed). */
+static char *listed_status(const char *id)
+{
+	e2e_resp r;
+	e2e_http(&r, "GET", "/v1/sandboxes", NULL);
+	char *st = NULL;
+	const cJSON *sb;
+	cJSON_ArrayForEach(sb, jget(r.json, "sandboxes"))
+		if (!strcmp(jstr(sb, "id"), id))
+			st = strdup(jstr(sb, "status"));
+	e2e_resp_free(&r);
+	return st;
+}
+
+/* An operation that ends the init on purpose (a hibernation's dump) holds the record's
+ * lock until it has written what it made of it: meanwhile a read, single or listed, gives
+ * the record as written, not "failed" (E2B's getInfo answered 404 in that window while a
+ * client polled for "paused"); once the lock is free the dead init reads failed. */
+static void test_dead_init_under_lock_reads_as_recorded(void **state)
+{
+	char *id = sandbox_new(NULL);
+	char *dir = e2e_printf("%s/sandboxes/%s", getenv("SANDLOT_STATE_DIR"), id);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	pid_t pid = record_init_pid(id);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_reaped(pid);
+	char *p = e2e_printf("/v1/sandboxes/%s", id);
+	e2e_resp r;
+	e2e_http(&r, "GET", p, NULL);
+	assert_string_equal(jstr(r.json, "status"), "running");
+	e2e_resp_free(&r);
+	char *st = listed_status(id);
+	assert_non_null(st);
+	assert_string_equal(st, "running");
+	free(st);
+	close(fd);
+	e2e_http(&r, "GET", p, NULL);
+	assert_string_equal(jstr(r.json, "status"), "failed");
+	e2e_resp_free(&r);
+	st = listed_status(id);
+	assert_non_null(st);
+	assert_string_equal(st, "failed");
+	free(st);
+	free(p);
+	free(dir);
+	sandbox_del(id);
+}
+
 /* A DELETE kills init on a CPU other than the one the daemon answers on, so that its
  * teardown does not preempt the answer (runtime/sandbox.c, kill_elsewhere). Seen on an
  * init frozen behind the runtime's back, which holds the SIGKILL until it is thawed: its
@@ -1777,6 +1828,7 @@ int main(void)
 	    E2E_TEST(test_hibernate_create),
 	    E2E_TEST(test_create_failure_leaves_nothing),
 	    E2E_TEST(test_dead_init_reads_failed),
+	    E2E_TEST(test_dead_init_under_lock_reads_as_recorded),
 	    E2E_TEST(test_deleted_init_dies_elsewhere),
 	    E2E_TEST(test_images),
 	    E2E_TEST(test_image_tags),
