@@ -783,12 +783,22 @@ static const char *held_bridge(void)
 	const char *state = getenv("SANDLOT_STATE_DIR");
 	if (!state)
 		return NULL;
-	_cleanup_free_ char *p = e2e_printf("%s/net/holder", state);
-	_cleanup_free_ char *text = e2e_read_file(p);
-	int pid = 0;
-	unsigned long long start = 0;
-	if (!text || sscanf(text, "%d %llu", &pid, &start) != 2 || pid <= 0 || !start ||
-	    proc_start_time(pid) != start)
+	/* One record per daemon, <state>/net/holders/<pid> (runtime/nethold.c). */
+	_cleanup_free_ char *dir = e2e_printf("%s/net/holders", state);
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	bool held = false;
+	while (!held && d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		_cleanup_free_ char *p = e2e_printf("%s/%s", dir, de->d_name);
+		_cleanup_free_ char *text = e2e_read_file(p);
+		int pid = 0;
+		unsigned long long start = 0;
+		held = text && sscanf(text, "%d %llu", &pid, &start) == 2 && pid > 0 && start &&
+		       proc_start_time(pid) == start;
+	}
+	if (!held)
 		return NULL;
 	const char *br = getenv("SANDLOT_NET_BRIDGE");
 	return br && *br ? br : "sandlot0";

@@ -199,7 +199,8 @@ static void test_snapshot_sees_loop_device(void **state)
 }
 
 /* A bridge a live daemon holds is the daemon's (docs/network.md), not a leak: hidden
- * while the holder (pid and start time in <state>/net/holder) lives, seen otherwise. */
+ * while a holder (pid and start time in <state>/net/holders/<pid>) lives, seen
+ * otherwise. */
 static void test_snapshot_held_bridge(void **state)
 {
 	const char *br = "slharness0";
@@ -207,8 +208,8 @@ static void test_snapshot_held_bridge(void **state)
 	char *add[] = {"/bin/sh", "-c", "ip link add slharness0 type bridge", NULL};
 	char *del[] = {"/bin/sh", "-c", "ip link del slharness0", NULL};
 	e2e_result r;
-	char *dir = e2e_printf("%s/net", getenv("SANDLOT_STATE_DIR"));
-	char *holder = e2e_printf("%s/holder", dir);
+	char *dir = e2e_printf("%s/net/holders", getenv("SANDLOT_STATE_DIR"));
+	char *holder = e2e_printf("%s/%d", dir, (int)getpid());
 	char *mk = e2e_printf("mkdir -p '%s'", dir);
 	char *mkdir_p[] = {"/bin/sh", "-c", mk, NULL};
 	assert_int_equal(e2e_run(&r, NULL, 0, 10000, mkdir_p), 0);
@@ -236,6 +237,8 @@ static void test_snapshot_held_bridge(void **state)
 	assert_true(e2e_contains(diff, want));
 	free(diff);
 	unlink(holder);
+	rmdir(dir);
+	*strrchr(dir, '/') = '\0';
 	rmdir(dir);
 	assert_int_equal(e2e_run(&r, NULL, 0, 10000, del), 0);
 	e2e_result_free(&r);
