@@ -25,9 +25,8 @@ static void holders_dir(const sl_config *cfg, char *buf, size_t len)
 	snprintf(buf, len, "%s/net/holders", cfg->state_dir);
 }
 
-/* Whether the record NAME in DIR names a live process (same start time) other than
- * EXCEPT (0: none excepted). */
-static bool holder_alive(int dir, const char *name, pid_t except)
+/* Whether the record NAME in DIR names a live process (same start time). */
+static bool holder_alive(int dir, const char *name)
 {
 	char text[64] = "";
 	_cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -35,25 +34,9 @@ static bool holder_alive(int dir, const char *name, pid_t except)
 		return false;
 	unsigned long long start = 0;
 	int pid = 0;
-	if (sscanf(text, "%d %llu", &pid, &start) != 2 || pid <= 0 || !start || pid == except)
+	if (sscanf(text, "%d %llu", &pid, &start) != 2 || pid <= 0 || !start)
 		return false;
 	return proc_start_time(pid) == start;
-}
-
-/* Whether a live daemon other than EXCEPT holds the host side. */
-static bool held_by_other(const sl_config *cfg, pid_t except)
-{
-	char p[PATH_MAX];
-	holders_dir(cfg, p, sizeof(p));
-	DIR *d = opendir(p);
-	if (!d)
-		return false;
-	bool held = false;
-	struct dirent *de;
-	while (!held && (de = readdir(d)))
-		held = de->d_name[0] != '.' && holder_alive(dirfd(d), de->d_name, except);
-	closedir(d);
-	return held;
 }
 
 int net_hold(const sl_config *cfg, sl_err *err)
@@ -66,7 +49,7 @@ int net_hold(const sl_config *cfg, sl_err *err)
 	DIR *d = opendir(p);
 	struct dirent *de;
 	while (d && (de = readdir(d)))
-		if (de->d_name[0] != '.' && !holder_alive(dirfd(d), de->d_name, 0))
+		if (de->d_name[0] != '.' && !holder_alive(dirfd(d), de->d_name))
 			unlinkat(dirfd(d), de->d_name, 0);
 	if (d)
 		closedir(d);
@@ -80,7 +63,17 @@ int net_hold(const sl_config *cfg, sl_err *err)
 
 bool net_held(const sl_config *cfg)
 {
-	return held_by_other(cfg, 0);
+	char p[PATH_MAX];
+	holders_dir(cfg, p, sizeof(p));
+	DIR *d = opendir(p);
+	if (!d)
+		return false;
+	bool held = false;
+	struct dirent *de;
+	while (!held && (de = readdir(d)))
+		held = de->d_name[0] != '.' && holder_alive(dirfd(d), de->d_name);
+	closedir(d);
+	return held;
 }
 
 void net_unhold(const sl_config *cfg)
