@@ -39,20 +39,34 @@ static bool holder_alive(int dir, const char *name)
 	return proc_start_time(pid) == start;
 }
 
+/* Whether a record in DIR names a live holder; with DROP_DEAD, the records of dead ones
+ * (daemons killed with -9) are removed on the way. */
+static bool holders_scan(const char *dir, bool drop_dead)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	bool held = false;
+	struct dirent *de;
+	while ((drop_dead || !held) && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (holder_alive(dirfd(d), de->d_name))
+			held = true;
+		else if (drop_dead)
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+	return held;
+}
+
 int net_hold(const sl_config *cfg, sl_err *err)
 {
 	char p[PATH_MAX], text[64];
 	holders_dir(cfg, p, sizeof(p));
 	if (state_mkdirs(p, 0700, err) < 0)
 		return -1;
-	/* The records of daemons killed with -9 go (a dead holder holds nothing). */
-	DIR *d = opendir(p);
-	struct dirent *de;
-	while (d && (de = readdir(d)))
-		if (de->d_name[0] != '.' && !holder_alive(dirfd(d), de->d_name))
-			unlinkat(dirfd(d), de->d_name, 0);
-	if (d)
-		closedir(d);
+	holders_scan(p, true);
 	size_t n = strlen(p);
 	snprintf(p + n, sizeof(p) - n, "/%d", (int)getpid());
 	snprintf(text, sizeof(text), "%d %llu\n", (int)getpid(),
@@ -65,15 +79,7 @@ bool net_held(const sl_config *cfg)
 {
 	char p[PATH_MAX];
 	holders_dir(cfg, p, sizeof(p));
-	DIR *d = opendir(p);
-	if (!d)
-		return false;
-	bool held = false;
-	struct dirent *de;
-	while (!held && (de = readdir(d)))
-		held = de->d_name[0] != '.' && holder_alive(dirfd(d), de->d_name);
-	closedir(d);
-	return held;
+	return holders_scan(p, false);
 }
 
 void net_unhold(const sl_config *cfg)

@@ -30,6 +30,7 @@
 #include "cleanup.h"
 #include "fsutil.h"
 #include "launch.h"
+#include "net.h"
 
 #define E2E_MAX_ARGS	  128
 #define E2E_EXIT_GRACE_MS 2000
@@ -783,22 +784,10 @@ static const char *held_bridge(void)
 	const char *state = getenv("SANDLOT_STATE_DIR");
 	if (!state)
 		return NULL;
-	/* One record per daemon, <state>/net/holders/<pid> (runtime/nethold.c). */
-	_cleanup_free_ char *dir = e2e_printf("%s/net/holders", state);
-	_cleanup_closedir_ DIR *d = opendir(dir);
-	struct dirent *de;
-	bool held = false;
-	while (!held && d && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		_cleanup_free_ char *p = e2e_printf("%s/%s", dir, de->d_name);
-		_cleanup_free_ char *text = e2e_read_file(p);
-		int pid = 0;
-		unsigned long long start = 0;
-		held = text && sscanf(text, "%d %llu", &pid, &start) == 2 && pid > 0 && start &&
-		       proc_start_time(pid) == start;
-	}
-	if (!held)
+	/* The runtime's own answer (runtime/nethold.c), not a copy of its record format. */
+	sl_config cfg = {0};
+	snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s", state);
+	if (!net_held(&cfg))
 		return NULL;
 	const char *br = getenv("SANDLOT_NET_BRIDGE");
 	return br && *br ? br : "sandlot0";
