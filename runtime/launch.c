@@ -892,10 +892,10 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 	char sock[PATH_MAX], logp[PATH_MAX];
 	if (l->hibernate)
 		return launch_hib_sandbox(l, init_pid, err);
-	if (l->spare && (l->nmounts || l->netns || l->etc_hosts || l->etc_resolv)) {
+	if (l->spare && (l->nmounts || (l->netns && !l->netns_ready))) {
 		launch_spare_drop(l->spare);
-		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: a spare init takes no volumes or "
-				"network", l->id);
+		return sl_fail(err, SL_INTERNAL, 0, "sandbox %s: a spare init takes no volumes, "
+				"and only a network made ready", l->id);
 	}
 	/* A launch from nothing enters a copy of the staging mount namespace, if there can be
 	 * one, with an overlay made here; else a copy of ours, where it makes its own. */
@@ -944,7 +944,7 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 			      .init = initfd,
 			      .log = logfd,
 			      .client = l->client ? *l->client : -1,
-			      .netns = -1,
+			      .netns = l->netns ? *l->netns : -1,
 			      .stage = stage};
 	if (l->spare) {
 		/* Its namespaces are made: what it is handed is all it needs. */
@@ -967,7 +967,6 @@ int launch_sandbox(const sl_launch *l, pid_t *init_pid, sl_err *err)
 		return sl_sysfail(err, "pipe");
 	}
 	f.err = ep[1];
-	f.netns = l->netns ? *l->netns : -1;
 	for (size_t i = 0; i < nvol; i++)
 		f.mounts[i] = vol_fds[i];
 	int ns = (stage < 0 ? CLONE_NEWNS : 0) | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;

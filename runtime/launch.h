@@ -80,9 +80,10 @@ typedef struct sl_launch {
 	 * looks up while it waits for its first command (init/init.c, warm_up). */
 	const char *default_user_env;
 	/* A pid 1 made ahead (launch_spare_make) to become this sandbox's init, its dir
-	 * renamed to run_dir and its cgroups to the sandbox's: it takes no volumes, no
-	 * network (netns, etc_*) and no join list. NULL: a new one is cloned. Consumed
-	 * either way (exec'd into init, or dropped). */
+	 * renamed to run_dir and its cgroups to the sandbox's: it takes no volumes and no
+	 * join list; a network (netns, prepared: netns_ready) it enters at the take, with a
+	 * sysfs of its own. NULL: a new one is cloned. Consumed either way (exec'd into
+	 * init, or dropped). */
 	sl_launch_spare *spare;
 } sl_launch;
 

@@ -41,7 +41,8 @@
 #include "launch_internal.h"
 #include "log.h"
 
-/* The fds a take hands its spare, in this order; a first client's last, if any. */
+/* The fds a take hands its spare, in this order; then a first client's, if the take's
+ * byte has TAKE_CLIENT, and the sandbox's network namespace's, if it has TAKE_NETNS. */
 enum {
 	SPARE_LOWER,
 	SPARE_ROOT,
@@ -49,9 +50,10 @@ enum {
 	SPARE_INIT,
 	SPARE_LOG,
 	SPARE_USERNS,
-	SPARE_CLIENT,
-	SPARE_NFDS
+	SPARE_MUST,
+	SPARE_NFDS = SPARE_MUST + 2
 };
+enum { TAKE_BYTE = 0x40, TAKE_CLIENT = 1, TAKE_NETNS = 2 };
 
 /* The staged /dev made the sandbox's: its tmpfs root, nodes and /dev/shm owned by its
  * root (host uid BASE), and ptys made in its tty group. */
@@ -115,6 +117,27 @@ static void spare_stage(int errfd, const char *stage, const char *empty)
 	if (mount(NULL, "/", NULL,
 		  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		child_fail(errfd, errno, "make the staging root read-only");
+}
+
+/* A network made ready for the sandbox (NETNS: veth, address, route; net_prepare) entered at
+ * the take, and a sysfs of its own mounted over the staged one, read-only and masked as
+ * launch_kernel_fs masks it: /sys shows the namespace of the one that mounted it. The
+ * spare's own namespace, empty, goes with its last reference. */
+static void spare_enter_net(int errfd, int netns)
+{
+	if (setns(netns, CLONE_NEWNET) < 0)
+		child_fail(errfd, errno, "enter the sandbox's network namespace");
+	if (mount("sysfs", "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		child_fail(errfd, errno, "mount the sysfs of the sandbox's network");
+	const char *sys[8];
+	size_t n = 0;
+	for (size_t i = 0; launch_masked_paths[i] && n < 7; i++)
+		if (!strncmp(launch_masked_paths[i], "sys/", 4))
+			sys[n++] = launch_masked_paths[i];
+	sys[n] = NULL;
+	/* The staging root's empty directory, if it has one; else a tiny tmpfs each. */
+	launch_mask_paths(errfd, "", access("/empty", F_OK) == 0 ? "/empty" : NULL, sys, NULL,
+			  false);
 }
 
 /* The take's root: the overlay (F->root, a detached mount) attached at /newroot, the
@@ -221,7 +244,9 @@ static int spare_main(void *arg)
 	size_t nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 	int fds[SPARE_NFDS];
 	memcpy(fds, CMSG_DATA(cm), nfds * sizeof(int));
-	if (nfds < SPARE_CLIENT)
+	bool client = byte & TAKE_CLIENT, net = byte & TAKE_NETNS;
+	if ((byte & ~(TAKE_CLIENT | TAKE_NETNS)) != TAKE_BYTE ||
+	    nfds != (size_t)SPARE_MUST + client + net)
 		child_fail(c, EINVAL, "a take handed %zu fds", nfds);
 	const sl_launch *l = sp->l;
 	struct child_fds f = {.err = c,
@@ -231,12 +256,16 @@ static int spare_main(void *arg)
 			      .listen = fds[SPARE_LISTEN],
 			      .init = fds[SPARE_INIT],
 			      .log = fds[SPARE_LOG],
-			      .client = nfds > SPARE_CLIENT ? fds[SPARE_CLIENT] : -1,
-			      .netns = -1,
+			      .client = client ? fds[SPARE_MUST] : -1,
+			      .netns = net ? fds[SPARE_MUST + client] : -1,
 			      .stage = -1};
 	launch_close_inherited(l, &f);
 	if (getpriority(PRIO_PROCESS, 0) != 0)
 		setpriority(PRIO_PROCESS, 0, 0);
+	if (f.netns >= 0) {
+		spare_enter_net(c, f.netns);
+		close(f.netns);
+	}
 	spare_own_dev(c, "/dev", l->uid_base);
 	_cleanup_close_ int rootfd = spare_root(&f);
 	child_finish(l, &f, rootfd, sp->seccomp_ahead ? sp->seccomp_last : l->seccomp);
@@ -380,16 +409,23 @@ int launch_spare_go(const sl_launch *l, const struct child_fds *f, sl_err *err)
 {
 	sl_launch_spare *sp = l->spare;
 	int fds[SPARE_NFDS] = {
-	    [SPARE_LOWER] = f->lower,  [SPARE_ROOT] = f->root, [SPARE_LISTEN] = f->listen,
-	    [SPARE_INIT] = f->init,    [SPARE_LOG] = f->log,   [SPARE_USERNS] = f->userns,
-	    [SPARE_CLIENT] = f->client};
-	size_t nfds = f->client >= 0 ? SPARE_NFDS : SPARE_CLIENT;
+	    [SPARE_LOWER] = f->lower, [SPARE_ROOT] = f->root, [SPARE_LISTEN] = f->listen,
+	    [SPARE_INIT] = f->init,   [SPARE_LOG] = f->log,   [SPARE_USERNS] = f->userns};
+	size_t nfds = SPARE_MUST;
+	char byte = TAKE_BYTE;
+	if (f->client >= 0) {
+		fds[nfds++] = f->client;
+		byte |= TAKE_CLIENT;
+	}
+	if (f->netns >= 0) {
+		fds[nfds++] = f->netns;
+		byte |= TAKE_NETNS;
+	}
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * SPARE_NFDS)];
 		struct cmsghdr align;
 	} u;
 	memset(&u, 0, sizeof(u));
-	char byte = 'G';
 	struct iovec iov = { &byte, 1 };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
 			      .msg_controllen = CMSG_SPACE(sizeof(int) * nfds) };

@@ -187,8 +187,27 @@ static int launch_net_setup(void *arg, int netns, sl_err *err)
 	return sbxnet_attach(a->ctx, a->sb, netns, false, err);
 }
 
-/* The launch's cgroups and network made now (or taken from the spares), and init
- * cloned into them; its cgroups removed again if that fails. */
+/* A network is set up in a namespace of its own before anything runs in it (veth,
+ * address, route, egress chain): the spare network its create took (spares.h: veth,
+ * address and route made; it needs only its chain), or one made now. Init, a spare's or
+ * a new clone, enters it (NETNS, set in L); nothing of it waits for the child, so a
+ * launch stays a vfork. Not for a launch to hibernate: it makes its namespace in the
+ * clone (its user namespace must own it), and is handed its network there. */
+static int network_ready(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, int *netns, sl_err *err)
+{
+	if (!sb->net_enabled || l->hibernate)
+		return 0;
+	int made = spare_net_adopted(ctx, sb->id);
+	*netns = made >= 0 ? made : launch_new_netns(err);
+	if (*netns < 0 || sbxnet_attach(ctx, sb, *netns, made >= 0, err) < 0)
+		return -1;
+	l->netns = netns;
+	l->netns_ready = true;
+	return 0;
+}
+
+/* The launch's cgroups made now (or taken from the spares), and init cloned into them;
+ * its cgroups removed again if that fails. */
 static int launch_fresh(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, const char *cg, sl_err *err)
 {
 	/* The cgroups are made now and the child joins them itself, launched as a vfork
@@ -201,29 +220,23 @@ static int launch_fresh(sl_ctx *ctx, sl_sandbox *sb, sl_launch *l, const char *c
 	_cleanup_close_ int netns = -1;
 	if (cgroup_join_files(ctx->cg, cg, joinbuf, sizeof(joinbuf), join, 8, &l->njoin, err) < 0)
 		goto drop_cgroups;
-	/* The spare network its create took (spares.h: veth, address and route made), a
-	 * daemon's spare namespace (launch_new_netns, never used), or the clone makes one. */
-	int made = sb->net_enabled && !l->hibernate ? spare_net_adopted(ctx, sb->id) : -1;
-	netns = made >= 0 ? made : l->hibernate ? -1 : spare_netns_take(ctx);
-	l->netns = netns >= 0 ? &netns : NULL;
-	l->netns_ready = netns >= 0;
-	/* A network is set up in a namespace of its own before anything runs in it (veth,
-	 * address, route, egress chain); the child enters it. Nothing of it waits for the
-	 * child, so the launch stays a vfork. A launch to hibernate makes its namespace
-	 * in the clone (its user namespace must own it), and is handed its network there. */
+	/* Without a network (network_ready made none): a daemon's spare namespace
+	 * (launch_new_netns, never used), or the clone makes one. */
+	if (!l->netns && !l->hibernate && (netns = spare_netns_take(ctx)) >= 0) {
+		l->netns = &netns;
+		l->netns_ready = true;
+	}
 	struct launch_net_arg na = {ctx, sb};
 	if (sb->net_enabled && l->hibernate) {
 		l->net_setup = launch_net_setup;
 		l->net_arg = &na;
-	} else if (sb->net_enabled) {
-		/* (A spare network needs only its chain.) */
-		if ((netns < 0 && (netns = launch_new_netns(err)) < 0) ||
-		    sbxnet_attach(ctx, sb, netns, made >= 0, err) < 0)
-			goto drop_cgroups;
-		l->netns = &netns;
-		l->netns_ready = true;
 	}
-	if (launch_sandbox(l, &sb->init_pid, err) < 0) {
+	int r = launch_sandbox(l, &sb->init_pid, err);
+	if (l->netns == &netns)
+		l->netns = NULL;
+	l->join = NULL;
+	l->net_setup = NULL;
+	if (r < 0) {
 		sl_wrap_obj(err, "sandbox", sb->id, "launch its init");
 		goto drop_cgroups;
 	}
@@ -383,6 +396,9 @@ static int start_init(sl_ctx *ctx, sl_sandbox *sb, const sl_volume_spec *binds, 
 	char mark[PATH_MAX + 32];
 	snprintf(mark, sizeof(mark), "%s/work/incompat", work);
 	if (fs_remove_tree(mark, err) < 0)
+		return -1;
+	_cleanup_close_ int netns = -1;
+	if (network_ready(ctx, sb, &l, &netns, err) < 0)
 		return -1;
 	/* A spare init brings its run dir (renamed to RUN) and cgroups (to CG). */
 	sl_launch_spare *spare = sb->hibernate ? NULL : spare_launch_take(ctx, sb, nm, cg, run);

@@ -447,14 +447,14 @@ static void launch_spares_fill(sl_ctx *ctx)
 }
 
 /* A spare for sandbox SB with run dir RUN and cgroups CG, renamed to them, or NULL
- * (none kept, or the sandbox needs what a spare cannot give: a network, volumes,
- * limits other than the defaults). */
+ * (none kept, or the sandbox needs what a spare cannot give: volumes, limits other than
+ * the defaults). A network it enters at the take (launch_spare.c, spare_enter_net). */
 sl_launch_spare *spare_launch_take(sl_ctx *ctx, const sl_sandbox *sb, size_t nmounts,
 				   const char *cg, const char *run)
 {
 	sl_limits def;
 	default_limits(ctx, &def);
-	if (sb->net_enabled || nmounts || sb->limits.cpu_millicores != def.cpu_millicores ||
+	if (nmounts || sb->limits.cpu_millicores != def.cpu_millicores ||
 	    sb->limits.memory_bytes != def.memory_bytes || sb->limits.pids_max != def.pids_max)
 		return NULL;
 	sl_launch_spare *sp;

@@ -554,10 +554,37 @@ static int spare_leases(char addrs[][16], int max)
 	return n;
 }
 
+/* The spare inits of daemon D (runtime/spares.c, launch spares; cgroup v1 only): its
+ * children that are not (yet) a sandbox's sandlot-init, as pids, at most MAX. */
+static int spare_inits(const e2e_daemon *d, pid_t *out, int max)
+{
+	DIR *dir = opendir("/proc");
+	int n = 0;
+	for (struct dirent *de; dir && (de = readdir(dir)) && n < max;) {
+		int pid = atoi(de->d_name);
+		if (pid <= 0)
+			continue;
+		char *p = e2e_printf("/proc/%d/stat", pid);
+		char *text = e2e_read_file(p);
+		int ppid = 0;
+		char comm[64] = "";
+		if (text && sscanf(text, "%*d (%63[^)]) %*c %d", comm, &ppid) == 2 &&
+		    ppid == d->pid && strcmp(comm, "sandlot-init"))
+			out[n++] = pid;
+		free(text), free(p);
+	}
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
 /* Spare networks (runtime/spares.c): after a daemon's first network create it keeps two
  * made ahead (veth on the bridge, address leased to "spn_...", route), and the next
  * create takes one: its lease passes to the sandbox, which works as any other (its
- * address on eth0, its own sysfs, NAT and its chain). A spare whose bridge was made
+ * address on eth0, its own sysfs, NAT and its chain). On cgroup v1 that create also
+ * takes one of the daemon's spare inits, which enters the network at the take and mounts
+ * a sysfs of its own there (runtime/launch_spare.c, spare_enter_net): read-only, masked,
+ * showing eth0; the profile in the spare's two filters. A spare whose bridge was made
  * again behind the daemon's back is made again at its take. When the daemon stops the
  * spares' veths and leases go, and with them the bridge and table. */
 static void test_net_daemon_spare_networks(void **state)
@@ -571,6 +598,19 @@ static void test_net_daemon_spare_networks(void **state)
 	for (int i = 0; i < 250 && (n = spare_leases(spares, 4)) < 2; i++)
 		usleep(20000);
 	assert_int_equal(n, 2);
+	bool v1 = access("/sys/fs/cgroup/memory", F_OK) == 0;
+	pid_t inits[4];
+	int ninits = 0;
+	for (int i = 0; v1 && i < 250 && (ninits = spare_inits(&d, inits, 4)) < 2; i++)
+		usleep(20000);
+	assert_true(!v1 || ninits == 2);
+	/* The spares' own network namespaces: empty, and not what they end in. */
+	char spare_ns[2][64] = {"", ""};
+	for (int i = 0; i < ninits && i < 2; i++) {
+		char *p = e2e_printf("/proc/%d/ns/net", (int)inits[i]);
+		assert_true(readlink(p, spare_ns[i], sizeof(spare_ns[i]) - 1) > 0);
+		free(p);
+	}
 	char *b = net_create(&d, NULL, b_addr, sizeof(b_addr));
 	assert_true(!strcmp(b_addr, spares[0]) || !strcmp(b_addr, spares[1]));
 	char *lease = e2e_printf("%s/leases/%s", getenv("SANDLOT_STATE_DIR"), b_addr);
@@ -582,6 +622,30 @@ static void test_net_daemon_spare_networks(void **state)
 	assert_true(e2e_contains(ifc, "default via"));
 	assert_true(e2e_contains(ifc, "eth0\nlo"));
 	assert_true(reaches(b, INET_A, INET_PORT, "internet"));
+	if (v1) {
+		char *p = e2e_printf("%s/sandboxes/%s/sandbox.json", getenv("SANDLOT_STATE_DIR"), b);
+		char *rec = e2e_read_file(p);
+		assert_non_null(rec);
+		cJSON *j = cJSON_Parse(rec);
+		cJSON *pid = cJSON_GetObjectItemCaseSensitive(j, "init_pid");
+		assert_true(cJSON_IsNumber(pid));
+		pid_t ipid = (pid_t)pid->valuedouble;
+		assert_true(ipid == inits[0] || ipid == inits[1]);
+		char *nsp = e2e_printf("/proc/%d/ns/net", (int)ipid), now[64] = "";
+		assert_true(readlink(nsp, now, sizeof(now) - 1) > 0);
+		assert_string_not_equal(now, spare_ns[0]);
+		assert_string_not_equal(now, spare_ns[1]);
+		char *out = e2e_sh_ok(b, "grep ^Seccomp_filters /proc/self/status; "
+					 "ls /sys/firmware | wc -l; "
+					 "grep -c ' /sys ro,' /proc/self/mountinfo; "
+					 "cat /sys/class/net/eth0/operstate; "
+					 "echo 1 > /sys/class/net/eth0/mtu 2>/dev/null || echo ro; "
+					 "grep -c sbx_ /etc/hosts; hostname");
+		char *want = e2e_printf("Seccomp_filters:\t2\n0\n1\nup\nro\n1\n%s", b);
+		assert_string_equal(out, want);
+		free(want), free(out), free(nsp), free(rec), free(p);
+		cJSON_Delete(j);
+	}
 	/* The bridge made again behind the daemon's back: the spares' veths are off it. */
 	for (int i = 0; i < 250 && spare_leases(spares, 4) < 2; i++)
 		usleep(20000);
