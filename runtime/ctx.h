@@ -64,8 +64,8 @@ typedef struct sl_ctx {
 	int net_nspares, net_ntaken;
 	bool net_spares_on;
 	unsigned net_spare_seq;
-	/* Sandbox inits made ahead, for creates of the default limits with no network
-	 * and no volumes (launch.h, sl_launch_spare; spares.c, spare_launch_take). */
+	/* Sandbox inits made ahead, for creates of the default limits with no volumes
+	 * (launch.h, sl_launch_spare; spares.c, spare_launch_take). */
 	struct sl_launch_spare *launch_spares[2];
 	int launch_nspares;
 	bool launch_spares_off; /* this kernel cannot take them (launch_spare_make) */

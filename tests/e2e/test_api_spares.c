@@ -321,7 +321,7 @@ static void chroot_escape_control(void)
 /* On cgroup v1 the daemon keeps two sandbox inits made ahead (runtime/launch.c,
  * sl_launch_spare): in their namespaces and cgroups of the default limits, /proc, /sys and
  * /dev mounted in a staging root of their own run dir, the host's tree detached. A create of the
- * default limits with no network and no volumes renames one's run dir and cgroups to its own and
+ * default limits and no volumes renames one's run dir and cgroups to its own and
  * hands it the rest; what it becomes is the sandbox a launch from nothing makes (its devices and
  * ttys the sandbox's root's, the masks in place). A spare killed under the daemon costs nothing but
  * the wait for it: the create launches from nothing. */
