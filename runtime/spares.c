@@ -481,7 +481,12 @@ sl_launch_spare *spare_launch_take(sl_ctx *ctx, const sl_sandbox *sb, size_t nmo
 		return NULL;
 	}
 	snprintf(sp->cgroup, sizeof(sp->cgroup), "%s", cg);
-	if (rename(sp->dir, run) < 0) {
+	/* A run dir kept from the sandbox's last run (a start after a stop: its
+	 * executions' records) stays, and the spare's own goes: empty, when it was made in
+	 * the staging namespace (launch_spare_make), as every spare is where overlayfs takes
+	 * a detached layer. */
+	if (rename(sp->dir, run) < 0 &&
+	    ((errno != ENOTEMPTY && errno != EEXIST) || rmdir(sp->dir) < 0)) {
 		sl_log(SL_LOG_WARN, "spare init for %s: rename %s: %s", sb->id, sp->dir,
 		       strerror(errno));
 		spare_launch_free(ctx, sp);
