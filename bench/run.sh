@@ -792,6 +792,13 @@ bench_lifecycle() {
 		-v pause-resume @http POST "/v1/sandboxes/$sbx/pause" :: \
 		@http POST "/v1/sandboxes/$sbx/resume" \;)
 	solo_row pause-resume "pause + resume (API)" "$out" pause-resume 20
+	# A stop asks init to end the sandbox's commands (SIGTERM, up to 10 s) and gives its
+	# other processes 100 ms; an idle sandbox has neither (init/init.c, ORPHAN_GRACE_MS).
+	say "stop + start of an idle sandbox ($RUNS runs)"
+	out=$(measure "stop/start" "${api[@]}" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" \
+		-v stop-start @http POST "/v1/sandboxes/$sbx/stop" :: \
+		@http POST "/v1/sandboxes/$sbx/start" \;)
+	solo_row stop-start "stop + start of an idle sandbox (API)" "$out" stop-start -
 	bench_pause_busy
 	"$SL" exec "$sbx" -- dd if=/dev/urandom of=/root/big bs=1M count=100 2>/dev/null
 	say "snapshot of a sandbox with 100 MB of new files ($RUNS runs)"

@@ -36,6 +36,10 @@
 #define MAX_CONNS     128
 #define MAX_CHILDREN  4096
 #define STOP_GRACE_MS 10000
+/* What a stop gives the sandbox's other processes (orphans, daemons: init's children but
+ * not commands it runs) once its commands are gone, before init leaves and the kernel
+ * kills what is left. */
+#define ORPHAN_GRACE_MS 100
 /* sudo's share (docs/isolation.md, "sudo"): connections and live commands the sandbox's
  * own clients may hold, so they can never take the slots the host's side needs. */
 #define MAX_SUDO_CONNS	  16
@@ -624,6 +628,15 @@ static void conn_read(int ci, int *npfds)
 
 static void conn_close(int ci, int *npfds);
 
+/* Whether init has any child left, live or not yet reaped (every process of the sandbox's
+ * pid namespace is init's child or a descendant of one). */
+static int any_child(void)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
 static void reap(int *npfds)
 {
 	int st;
@@ -799,22 +812,31 @@ int main(void)
 	int npfds = FIRST_CONN, stopping = 0;
 	if (first_client)
 		pfds[npfds++] = (struct pollfd){SL_INIT_CLIENT_FD, POLLIN, 0};
-	int64_t stop_at = 0;
+	int64_t stop_at = 0, orphans_at = 0;
 	/* Not when a first client waits: it asks for this very lookup now. */
 	if (!first_client)
 		warm_up();
 	for (;;) {
+		/* Stopping: done when the commands are gone and either no process is left or
+		 * the others had their grace; or at the stop's own deadline. Checked before
+		 * any wait, so a sandbox with nothing running stops at once (it used to wait
+		 * out a 100 ms poll first). */
+		if (stopping) {
+			reap(&npfds);
+			int64_t now = mono_ms();
+			if (now >= stop_at || (nchildren == 0 && (!any_child() || now >= orphans_at)))
+				return 0;
+		}
 		int wait = enforce_deadlines();
 		if (stopping && (wait < 0 || wait > 100))
 			wait = 100;
+		if (stopping && nchildren == 0) {
+			int64_t left = orphans_at - mono_ms();
+			wait = left < wait ? (int)(left > 0 ? left : 0) : wait;
+		}
 		int r = poll(pfds, npfds, wait);
 		if (r < 0 && errno != EINTR)
 			return 1;
-		if (stopping) {
-			reap(&npfds);
-			if (nchildren == 0 || mono_ms() >= stop_at)
-				return 0;
-		}
 		if (r <= 0)
 			continue;
 		if (pfds[0].revents & POLLIN) {
@@ -826,8 +848,10 @@ int main(void)
 					/* Stop: ask everyone to end, then leave (the kernel
 					 * kills what is left of the pid namespace). */
 					kill(-1, SIGTERM);
-					if (!stopping)
+					if (!stopping) {
 						stop_at = mono_ms() + STOP_GRACE_MS;
+						orphans_at = mono_ms() + ORPHAN_GRACE_MS;
+					}
 					stopping = 1;
 				}
 			}

@@ -618,6 +618,40 @@ static void test_ports(void **state)
 	sandbox_del(id);
 }
 
+/* A stop ends the sandbox's commands with SIGTERM and waits for them, up to its 10 s
+ * grace: one that takes 300 ms to clean up finishes, and its files are there at the next
+ * start. (Init no longer sits out a 100 ms poll when nothing runs; it must still never
+ * leave before its commands have ended: init/init.c, ORPHAN_GRACE_MS.) */
+static void test_stop_waits_for_commands(void **state)
+{
+	char *id = sandbox_new(NULL);
+	char *eid = exec_start_id(id, "{\"command\":[\"sh\",\"-c\",\"trap 'sleep 0.3; echo bye > "
+				      "/root/t; exit 0' TERM; echo up > /root/up; while :; do "
+				      "sleep 0.05; done\"]}");
+	char *out = NULL;
+	for (int i = 0; i < 250 && !out; i++) {
+		out = sh_ok(id, "cat /root/up 2>/dev/null || true");
+		if (!strstr(out, "up")) {
+			free(out);
+			out = NULL;
+			usleep(20000);
+		}
+	}
+	assert_non_null(out);
+	free(out);
+	char *p = e2e_printf("/v1/sandboxes/%s/stop", id);
+	expect_call("POST", p, NULL, 200, NULL, NULL);
+	free(p);
+	p = e2e_printf("/v1/sandboxes/%s/start", id);
+	expect_call("POST", p, NULL, 200, NULL, NULL);
+	free(p);
+	out = sh_ok(id, "cat /root/t");
+	assert_string_equal(out, "bye\n");
+	free(out);
+	free(eid);
+	sandbox_del(id);
+}
+
 /* ---- sandboxes --------------------------------------------------------------------------- */
 
 static int count_dir(const char *dir)
@@ -1834,6 +1868,7 @@ int main(void)
 	    E2E_TEST(test_image_tags),
 	    E2E_TEST(test_run_one_shot),
 	    E2E_TEST(test_lifecycle_routes),
+	    E2E_TEST(test_stop_waits_for_commands),
 	    E2E_TEST(test_on_idle),
 	    E2E_TEST(test_record_fields_capped),
 	    E2E_TEST(test_ports),
