@@ -640,10 +640,17 @@ int image_lookup(const char *state_dir, const char *name_or_digest, sl_image *ou
 		       ref);
 }
 
-/* Make the extracted tree durable before any record points at it. */
-int img_sync(const char *dir, sl_err *err)
+/* Make scratch S's tree durable before any record points at it: each of its files and
+ * directories fsynced, or (WHOLE_FS) syncfs of the store's filesystem. The latter is a
+ * build's: its trees are hardlinks to layers already on disk, so only their inodes are
+ * dirty, and fsync writes each inode alone (synchronously, on an ext4 without a journal)
+ * where syncfs writes them together. syncfs reports a writeback error on the filesystem
+ * since S's lock was opened, before the tree was made. */
+int img_sync(const struct img_scratch *s, bool whole_fs, sl_err *err)
 {
-	if (fs_sync_tree(dir, false, err) < 0)
+	if (whole_fs)
+		return syncfs(s->fd) < 0 ? sl_sysfail(err, "image store: sync %s", s->path) : 0;
+	if (fs_sync_tree(s->path, false, err) < 0)
 		return sl_wrap(err, "image store");
 	return 0;
 }
@@ -750,7 +757,7 @@ int image_import(const char *state_dir, const sl_space_floor *floor, const char 
 		return 0;
 	}
 	if (img_resolve_meta(tmp, user_or_null, workdir_or_null, &img, err) < 0 ||
-	    img_sync(tmp, err) < 0 || img_commit(state_dir, tmp, &img, err) < 0) {
+	    img_sync(&scratch, false, err) < 0 || img_commit(state_dir, tmp, &img, err) < 0) {
 		sl_err e;
 		if (fs_remove_tree(tmp, &e) < 0)
 			sl_log(SL_LOG_ERROR, "image store: %s", e.msg);

@@ -29,7 +29,7 @@ int img_scratch_claim(const char *state_dir, const char *prefix, struct img_scra
 int img_prepare(const char *state_dir, sl_err *err);
 bool img_user_ok(const char *u);
 bool img_workdir_ok(const char *w);
-int img_sync(const char *dir, sl_err *err);
+int img_sync(const struct img_scratch *s, bool whole_fs, sl_err *err);
 int img_load(const char *state_dir, const char *name, sl_image *out, sl_err *err);
 /* May the thread's key replace or remove an image OWNER holds. */
 bool img_mine(const char *owner);

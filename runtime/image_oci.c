@@ -50,8 +50,9 @@ struct oci_import {
 	struct oci_layer *layers;
 	size_t nlayers;
 	struct img_scratch work; /* the layers extracted here, and the image's tree */
-	/* Builds only (image_import_build): a layer whose blob the layout leaves out is
-	 * taken from the store by its diff id (a base image's layer, already verified). */
+	/* Builds only (image_import_build): a layer the store has is taken from it by its
+	 * diff id (verified when it was stored), whether or not the layout has its blob;
+	 * the blob is read only for a layer the store lacks. */
 	bool store_layers;
 	/* Pulls only (img_import_layout): each layer's blob waited for as it downloads. */
 	const img_blob_wait *wait;
@@ -303,17 +304,19 @@ static int oi_layer(struct oci_import *x, size_t i)
 	char label[80], blob[65], tar[65];
 	oi_label(x, i, label, sizeof(label));
 	struct stat st;
-	if (x->store_layers && !oi_has(x->root, l->path)) {
+	if (x->store_layers) {
 		if (img_path(l->tree, sizeof(l->tree), x->err, "%s/images/diffs/%s",
 			     x->state_dir, l->diff_id + 7) < 0)
 			return -1;
-		if (lstat(l->tree, &st) < 0 || !S_ISDIR(st.st_mode))
+		if (lstat(l->tree, &st) == 0 && S_ISDIR(st.st_mode)) {
+			l->tar_bytes = l->blob_size > 0 ? (uint64_t)l->blob_size : 0;
+			return 0;
+		}
+		if (!oi_has(x->root, l->path))
 			return sl_fail(x->err, SL_CONFLICT, 0,
 				       "%s: not in the store any more (its image was removed "
 				       "during the build?); build again",
 				       label);
-		l->tar_bytes = l->blob_size > 0 ? (uint64_t)l->blob_size : 0;
-		return 0;
 	}
 	if (x->wait && l->blob_digest[0] &&
 	    x->wait->wait(x->wait->arg, l->blob_digest, &l->blob_verified, x->err) < 0)
@@ -533,7 +536,7 @@ static int oi_import(struct oci_import *x, const char *user, const char *workdir
 	img->size_bytes = 0;
 	for (size_t i = 0; i < x->nlayers; i++)
 		img->size_bytes += x->layers[i].tar_bytes;
-	if (img_sync(x->work.path, x->err) < 0)
+	if (img_sync(&x->work, x->store_layers, x->err) < 0)
 		return -1;
 	return oi_commit(x, flat, img);
 }
