@@ -1046,6 +1046,24 @@ bench_build() {
 	out=$(measure "cached rebuild" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" \
 		-v sandlot "$SL" image build -t bench-build "$ctx" \;)
 	solo_row build-cached "image build: 10-step Dockerfile, all cached" "$out" sandlot 100
+	# One uncached step on the default image (38k files): what a step's commit of the
+	# stage costs on a real base (docs/images.md, "How a step runs"). Each run's ARG
+	# value is new, so its RUN is not cached; the steps before it are.
+	if [ -f "$BUILD/images/default.tar.zst" ] &&
+		"$SL" image import default "$BUILD/images/default.tar.zst" >/dev/null; then
+		local dctx=$ROOT/build-ctx-default runs=$((RUNS < 10 ? RUNS : 10))
+		mkdir -p "$dctx"
+		printf '%s\n' 'FROM default' 'USER root' 'WORKDIR /app' 'ARG N' \
+			'RUN echo "$N" > /app/n' >"$dctx/Dockerfile"
+		"$SL" image build -t bench-build-default --build-arg N=0 "$dctx" >/dev/null 2>&1 ||
+			{ failed "build: the first build FROM default"; return 0; }
+		say "build: FROM default, one uncached RUN ($runs runs)"
+		out=$(measure "uncached step" --runs "$runs" --warmup 1 --pause "$PAUSE" \
+			-v sandlot sh -c "exec '$SL' image build -t bench-build-default --build-arg N=\$(date +%s%N) '$dctx' >/dev/null" \;)
+		solo_row build-step "image build FROM default, one uncached RUN" "$out" sandlot -
+	else
+		SKIPPED+=("build-step: build/images/default.tar.zst absent (make images)")
+	fi
 }
 # The store's used bytes (data and metadata), after a commit.
 store_used() {
