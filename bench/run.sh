@@ -708,9 +708,18 @@ bench_api() {
 	out=$(measure "API exec round trip" "${api[@]}" --runs "$RUNS" --warmup "$WARMUP" --pause "$PAUSE" \
 		-v sandlot @http POST "/v1/sandboxes/$SBX/executions?wait=30s" "$cmd" \; \
 		-v crun-exec "${CRUN[@]}" exec "$CID-exec" /bin/true \; \
-		-v nsenter nsenter -a -t "$CPID" /bin/true \;)
+		-v nsenter nsenter -a -t "$CPID" /bin/true \; \
+		-v spawn "$ROOT/rootfs/bin/true" \;)
 	stop_exec_targets
-	time_rows api-exec "API exec round trip" "$out" crun-exec 0.12 nsenter - # issue 44 (3: 0.15)
+	# spawn: the same busybox `true` spawned and waited for on the host, nothing else: no
+	# exec of a command can take less. Its ratio to crun exec is the floor under the crun
+	# goal (0.12×); the goal an exec can be held to is against it (docs/bench.md).
+	time_rows api-exec "API exec round trip" "$out" crun-exec 0.12 nsenter - spawn 1.3 # issue 44 (3: 0.15)
+	local fr
+	fr=$(ratio "$(field "$out" spawn 3)" "$(field "$out" crun-exec 3)")
+	row "exec-floor-vs-crun-exec" "spawn + wait of /bin/true, no runtime, vs crun exec" ms \
+		"$(field "$out" spawn 3)" "$(field "$out" spawn 4)" crun-exec \
+		"$(field "$out" crun-exec 3)" "$(field "$out" crun-exec 4)" "$fr" - -
 
 	local p
 	for p in 2 8; do
