@@ -828,11 +828,11 @@ int main(void)
 				return 0;
 		}
 		int wait = enforce_deadlines();
-		if (stopping && (wait < 0 || wait > 100))
-			wait = 100;
-		if (stopping && nchildren == 0) {
-			int64_t left = orphans_at - mono_ms();
-			wait = left < wait ? (int)(left > 0 ? left : 0) : wait;
+		if (stopping) { /* look again within 100 ms, or when the orphans' grace ends */
+			int64_t cap = nchildren ? 100 : orphans_at - mono_ms();
+			cap = cap < 0 ? 0 : cap > 100 ? 100 : cap;
+			if (wait < 0 || wait > cap)
+				wait = (int)cap;
 		}
 		int r = poll(pfds, npfds, wait);
 		if (r < 0 && errno != EINTR)

@@ -54,6 +54,8 @@ struct oci_import {
 	 * diff id (verified when it was stored), whether or not the layout has its blob;
 	 * the blob is read only for a layer the store lacks. */
 	bool store_layers;
+	/* Builds only: the tree made durable by syncfs, not an fsync per file (img_sync). */
+	bool sync_fs;
 	/* Pulls only (img_import_layout): each layer's blob waited for as it downloads. */
 	const img_blob_wait *wait;
 	sl_err *err;
@@ -536,7 +538,7 @@ static int oi_import(struct oci_import *x, const char *user, const char *workdir
 	img->size_bytes = 0;
 	for (size_t i = 0; i < x->nlayers; i++)
 		img->size_bytes += x->layers[i].tar_bytes;
-	if (img_sync(&x->work, x->store_layers, x->err) < 0)
+	if (img_sync(&x->work, x->sync_fs, x->err) < 0)
 		return -1;
 	return oi_commit(x, flat, img);
 }
@@ -578,8 +580,8 @@ int image_import_build(const char *state_dir, const sl_space_floor *floor, const
 	img.created = (int64_t)time(NULL);
 	snprintf(img.owner, sizeof(img.owner), "%s", owner_acting());
 	struct oci_import x = {.state_dir = state_dir, .floor = floor, .err = err,
-			       .work = {.fd = -1}, .store_layers = true, .via_index = true,
-			       .format = "dockerfile"};
+			       .work = {.fd = -1}, .store_layers = true, .sync_fs = true,
+			       .via_index = true, .format = "dockerfile"};
 	x.root = open(layout, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (x.root < 0)
 		return sl_sysfail(err, "open %s", layout);
