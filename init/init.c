@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -763,10 +764,183 @@ static void accept_conn(int lfd, int sudo, int *npfds)
 	pfds[(*npfds)++] = (struct pollfd){c, POLLIN, 0};
 }
 
+/* Off the stack exec made (docs/bench.md, "Issue 44: an idle init's page tables"). An idle
+ * sandbox's init costs the host mostly kernel objects, and its page tables are the part
+ * we choose: a page of them for each 2 MiB region it has anything in, one for each
+ * 1 GiB, one for each 512 GiB. exec puts the stack alone at the top of the address
+ * space, far from the vdso and every mmap: 8-12 KiB of page tables for a few KiB of
+ * stack. So init moves to a stack mapped beside the vdso and unmaps the old one. What
+ * is still read there moves too: the argument and environment strings (the kernel is
+ * told with PR_SET_MM_MAP, which needs no privilege, so /proc/PID/cmdline and environ
+ * stay right), environ's array and the program's name. musl also keeps its pointer to
+ * the auxiliary vector there, read at two first uses, the vdso's lookup and malloc's
+ * secret, both made before the move, and by getauxval, which init must never call. When
+ * anything fails, init stays where it is. */
+#if defined(__x86_64__) || defined(__aarch64__)
+#define INIT_STACK_SIZE (256 * 1024)
+
+static uintptr_t exec_stack_lo, exec_stack_hi;
+
+/* /proc/self/stat's fields 3.. as numbers (V[n] is field n; 0 where none). */
+static int self_stat(unsigned long long *v, int nv)
+{
+	char buf[1024];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return -1;
+	p++; /* past the name */
+	for (int f = 3; f < nv; f++) {
+		p += strspn(p, " ");
+		if (!*p)
+			break;
+		v[f] = strtoull(p, NULL, 10); /* field 3, the state, is a letter: 0 */
+		p += strcspn(p, " ");
+	}
+	return 0;
+}
+
+/* The bounds of the mapping holding ADDR, from /proc/self/maps. */
+static int mapping_of(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
+{
+	char buf[4096];
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t len = 0;
+	ssize_t n;
+	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	buf[len] = '\0';
+	for (char *line = buf; *line;) {
+		char *end;
+		unsigned long long a = strtoull(line, &end, 16), b = 0;
+		if (*end == '-')
+			b = strtoull(end + 1, &end, 16);
+		if (a <= addr && addr < b) {
+			*lo = (uintptr_t)a;
+			*hi = (uintptr_t)b;
+			return 0;
+		}
+		char *nl = strchr(line, '\n');
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+	return -1;
+}
+
+/* Map the new stack, copy what the old one holds that is still read, tell the kernel:
+ * the new stack's top, or NULL (nothing changed). */
+static void *stack_beside_vdso(void)
+{
+	unsigned long long v[53] = {0};
+	uintptr_t lo, hi;
+	if (self_stat(v, 53) < 0 || mapping_of((uintptr_t)v[28], &lo, &hi) < 0)
+		return NULL;
+	uintptr_t strs = (uintptr_t)v[48], strs_end = (uintptr_t)v[51]; /* argv's .. env's end */
+	size_t nenv = 0;
+	for (char **e = environ; e && *e; e++)
+		nenv++;
+	if (strs < lo || strs_end > hi || strs > strs_end ||
+	    strs_end - strs + (nenv + 1) * sizeof(char *) > INIT_STACK_SIZE / 4)
+		return NULL;
+	long page = sysconf(_SC_PAGESIZE);
+	char *base = mmap(NULL, INIT_STACK_SIZE + page, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (base == MAP_FAILED)
+		return NULL;
+	char *copy = base + page + INIT_STACK_SIZE - (strs_end - strs);
+	memcpy(copy, (char *)strs, strs_end - strs);
+	ptrdiff_t d = copy - (char *)strs;
+	char **env = (char **)(((uintptr_t)copy - (nenv + 1) * sizeof(char *)) & ~(uintptr_t)15);
+	for (size_t i = 0; i < nenv; i++) {
+		uintptr_t s = (uintptr_t)environ[i];
+		env[i] = s >= strs && s < strs_end ? environ[i] + d : environ[i];
+	}
+	env[nenv] = NULL;
+	struct prctl_mm_map m = {
+	    .start_code = v[26],
+	    .end_code = v[27],
+	    .start_data = v[45],
+	    .end_data = v[46],
+	    .start_brk = v[47],
+	    .brk = (uint64_t)syscall(SYS_brk, 0),
+	    .start_stack = (uint64_t)(uintptr_t)env,
+	    .arg_start = v[48] + d,
+	    .arg_end = v[49] + d,
+	    .env_start = v[50] + d,
+	    .env_end = v[51] + d,
+	    .exe_fd = (uint32_t)-1,
+	};
+	/* The guard below the stack; and the kernel told, or nothing is moved. */
+	if (mprotect(base, page, PROT_NONE) < 0 ||
+	    prctl(PR_SET_MM, PR_SET_MM_MAP, &m, sizeof(m), 0) < 0) {
+		munmap(base, INIT_STACK_SIZE + page);
+		return NULL;
+	}
+	environ = env;
+	if ((uintptr_t)program_invocation_name >= strs &&
+	    (uintptr_t)program_invocation_name < strs_end)
+		program_invocation_name += d;
+	if ((uintptr_t)program_invocation_short_name >= strs &&
+	    (uintptr_t)program_invocation_short_name < strs_end)
+		program_invocation_short_name += d;
+	exec_stack_lo = lo;
+	exec_stack_hi = hi;
+	return env;
+}
+
+static int serve(void);
+
+static _Noreturn void serve_on_new_stack(void)
+{
+	munmap((void *)exec_stack_lo, exec_stack_hi - exec_stack_lo);
+	exit(serve());
+}
+
 int main(void)
 {
 	/* Not dumpable: the workload cannot ptrace us or read our memory. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* musl's first uses that read the old stack's auxiliary vector, made now. */
+	mono_ms();
+	void *volatile first = malloc(1); /* volatile: the compiler drops a bare pair */
+	free(first);
+	void *top = stack_beside_vdso();
+	if (top) {
+#if defined(__x86_64__)
+		__asm__ volatile("mov %0, %%rsp\n\tcall *%1\n\tud2"
+				 :
+				 : "r"(top), "r"(serve_on_new_stack)
+				 : "memory");
+#else
+		__asm__ volatile("mov sp, %0\n\tblr %1\n\tbrk #0"
+				 :
+				 : "r"(top), "r"(serve_on_new_stack)
+				 : "memory");
+#endif
+	}
+	return serve();
+}
+#else
+static int serve(void);
+int main(void)
+{
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); /* as above */
+	return serve();
+}
+#endif
+
+static int serve(void)
+{
 	/* Started from an fd, our comm would read "3"; name ourselves. */
 	prctl(PR_SET_NAME, "sandlot-init", 0, 0, 0);
 	setsid();
