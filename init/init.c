@@ -684,19 +684,29 @@ static void warm_up(void)
 		     &ngroups);
 }
 
+/* PATH's first SIZE - 1 bytes into BUF, NUL-terminated: their length, or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t len = 0;
+	ssize_t n = 0;
+	while (len < size - 1 && (n = read(fd, buf + len, size - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	buf[len] = '\0';
+	return n < 0 ? -1 : (ssize_t)len;
+}
+
 /* The signals we were started with ignored (an exec keeps only those from the caller's
- * dispositions), from /proc: three system calls instead of one per signal. All when
+ * dispositions), from /proc: four system calls instead of one per signal. All when
  * /proc cannot say. */
 static uint64_t ignored_signals(void)
 {
 	char buf[2048];
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
+	if (read_small("/proc/self/status", buf, sizeof(buf)) <= 0)
 		return ~0ull;
-	buf[n] = '\0';
 	const char *p = strstr(buf, "\nSigIgn:");
 	char *end;
 	if (!p)
@@ -785,13 +795,8 @@ static uintptr_t exec_stack_lo, exec_stack_hi;
 static int self_stat(unsigned long long *v, int nv)
 {
 	char buf[1024];
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
+	if (read_small("/proc/self/stat", buf, sizeof(buf)) <= 0)
 		return -1;
-	buf[n] = '\0';
 	char *p = strrchr(buf, ')');
 	if (!p)
 		return -1;
@@ -810,15 +815,8 @@ static int self_stat(unsigned long long *v, int nv)
 static int mapping_of(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
 {
 	char buf[4096];
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_small("/proc/self/maps", buf, sizeof(buf)) <= 0)
 		return -1;
-	size_t len = 0;
-	ssize_t n;
-	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
-		len += (size_t)n;
-	close(fd);
-	buf[len] = '\0';
 	for (char *line = buf; *line;) {
 		char *end;
 		unsigned long long a = strtoull(line, &end, 16), b = 0;
