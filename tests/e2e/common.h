@@ -202,6 +202,7 @@ bool e2e_contains(const char *haystack, const char *needle);
 /* A memory figure of process PID in KiB (FIELD: "VmRSS:", "VmHWM:"...); fails the test
  * when it cannot be read. */
 long e2e_proc_kib(pid_t pid, const char *field);
+/* Init PID is off the stack exec made (init/init.c); call it once that init has served. */
 void e2e_assert_init_off_exec_stack(pid_t pid);
 /* Reset PID's peak resident size (VmHWM) to its current one (clear_refs 5). */
 void e2e_proc_hwm_reset(pid_t pid);
