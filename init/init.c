@@ -785,7 +785,7 @@ static void accept_conn(int lfd, int sudo, int *npfds)
  * stay right), environ's array and the program's name. musl also keeps its pointer to
  * the auxiliary vector there, read at two first uses, the vdso's lookup and malloc's
  * secret, both made before the move, and by getauxval, which init must never call. When
- * anything fails, init stays where it is. */
+ * anything fails, init stays where it is; a one-shot's init (SL_INIT_BRIEF) stays too. */
 #if defined(__x86_64__) || defined(__aarch64__)
 #define INIT_STACK_SIZE (256 * 1024)
 
@@ -912,7 +912,10 @@ int main(void)
 	mono_ms();
 	void *volatile first = malloc(1); /* volatile: the compiler drops a bare pair */
 	free(first);
-	void *top = stack_beside_vdso();
+	int brief = 0;
+	for (char **e = environ; e && *e; e++)
+		brief |= !strcmp(*e, SL_INIT_BRIEF);
+	void *top = brief ? NULL : stack_beside_vdso();
 	if (top) {
 #if defined(__x86_64__)
 		__asm__ volatile("mov %0, %%rsp\n\tcall *%1\n\tud2"

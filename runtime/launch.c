@@ -591,8 +591,12 @@ child_finish(const sl_launch *l, struct child_fds *f, int rootfd, const sl_bpf *
 	if (seccomp_bpf_install(filter, &err) < 0)
 		child_fail(f->err, 0, "%s", err.msg);
 	char *argv[] = { "sandlot-init", NULL };
-	char *envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			 (char *)l->default_user_env, NULL };
+	char *envp[4] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" };
+	char **e = envp + 1;
+	if (l->default_user_env)
+		*e++ = (char *)l->default_user_env;
+	if (l->volatile_upper)
+		*e++ = SL_INIT_BRIEF;
 	syscall(SYS_execveat, f->init, "", argv, envp, AT_EMPTY_PATH);
 	child_fail(f->err, errno, "execute sandlot-init");
 }
